@@ -1,0 +1,49 @@
+//===- PyramidLayout.h - Level sizes and offsets of a key pyramid -*- C++ -*-===//
+//
+// The shape of the pyramid that pisa.pyramid_build packs into one tensor:
+// how many nodes each level has and where it starts. Shared by the
+// verifiers, every lowering and the tools so that they cannot disagree.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PISA_ANALYSIS_PYRAMIDLAYOUT_H
+#define PISA_ANALYSIS_PYRAMIDLAYOUT_H
+
+#include <cstdint>
+#include <vector>
+
+namespace mlir::pisa {
+
+/// Levels are numbered from 1 (the leaves, ceil(N / C) blocks) up to
+/// numLevels() (the root, one node). Level l starts at row offset(l) of the
+/// packed pyramid; leaves come first.
+class PyramidLayout {
+public:
+  /// Requires numKeys >= 1, blockSize >= 1, branching >= 2.
+  PyramidLayout(int64_t numKeys, int64_t blockSize, int64_t branching);
+
+  int64_t numKeys() const { return keys; }
+  int64_t blockSize() const { return block; }
+  int64_t branching() const { return fan; }
+  int64_t numLevels() const { return static_cast<int64_t>(sizes.size()); }
+  int64_t numLeaves() const { return sizes.front(); }
+  /// Nodes on level `level` (1-based).
+  int64_t size(int64_t level) const { return sizes[level - 1]; }
+  /// First row of level `level` in the packed pyramid.
+  int64_t offset(int64_t level) const { return offsets[level - 1]; }
+  /// Rows of the packed pyramid: the sum of all level sizes.
+  int64_t totalNodes() const { return total; }
+  /// Leaves covered by one node of `level`: g^(level-1).
+  int64_t leavesPerNode(int64_t level) const { return spans[level - 1]; }
+
+private:
+  int64_t keys, block, fan, total = 0;
+  std::vector<int64_t> sizes, offsets, spans;
+};
+
+/// ceil(a / b) for a >= 0, b > 0.
+inline int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+} // namespace mlir::pisa
+
+#endif // PISA_ANALYSIS_PYRAMIDLAYOUT_H

@@ -1,0 +1,125 @@
+//===- PisaOps.td - PISA operations ------------------------*- tablegen -*-===//
+//
+// The three ops of PISA block selection. Shapes follow the attention
+// convention [B, H, N, d]; the exact contract is docs/semantics.md.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PISA_IR_PISAOPS_TD
+#define PISA_IR_PISAOPS_TD
+
+include "pisa/IR/PisaDialect.td"
+include "pisa/IR/PisaAttrs.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/IR/BuiltinAttributes.td"
+
+def Pisa_FloatTensor4D : 4DTensorOf<[F32, F16, BF16]>;
+
+def Pisa_PyramidBuildOp : Pisa_Op<"pyramid_build", [Pure]> {
+  let summary = "mean-pooled key pyramid, all levels packed in one tensor";
+  let description = [{
+    Builds the summaries of every pyramid level above the raw keys. Level 1
+    (the leaves) holds M_1 = ceil(N / C) block means, the last block
+    averaging only the keys it has; level l+1 holds ceil(M_l / g) nodes,
+    each the unweighted mean of its existing children; the last level has
+    one node. Accumulation is in f32 whatever the key type.
+
+    The result packs the levels along dimension 2, leaves first:
+    `[B, Hkv, P, d]` with P = M_1 + M_2 + ... + M_L. Level offsets follow
+    from N, C and g alone, so no side table is needed.
+
+    ```mlir
+    %p = pisa.pyramid_build %k block_size = 64 branching = 2
+        : tensor<1x2x200x64xf16> -> tensor<1x2x7x64xf32>
+    ```
+    (200 keys, C = 64: 4 leaves, 2 nodes, 1 root.)
+  }];
+  let arguments = (ins Pisa_FloatTensor4D:$keys, I64Attr:$block_size,
+                       I64Attr:$branching);
+  let results = (outs 4DTensorOf<[F32]>:$pyramid);
+  let assemblyFormat = [{
+    $keys `block_size` `=` $block_size `branching` `=` $branching attr-dict
+    `:` type($keys) `->` type($pyramid)
+  }];
+  let hasVerifier = 1;
+}
+
+def Pisa_LseScoreOp : Pisa_Op<"lse_score", [Pure]> {
+  let summary = "group-summed LogSumExp scores of candidate pyramid nodes";
+  let description = [{
+    For every query i (position t = query_offset + i), KV head and candidate
+    node n of pyramid level `level`, computes
+
+        u = sum over the G query heads h of the group of
+            log sum_{r child of n, first key of r <= t} exp(scale * q_h . kbar_r)
+
+    `children` holds the summaries one level down: the raw keys
+    `[B, Hkv, N, d]` when `level` = 1, else that level's f32 summaries
+    `[B, Hkv, M_{level-1}, d]`. Children that do not exist (past the end) are
+    skipped; an empty sum and a candidate of -1 give -inf.
+    `scale` defaults to 1/sqrt(d).
+
+    ```mlir
+    %u = pisa.lse_score %q, %k, %cand, %off level = 1 block_size = 64
+        branching = 2 : tensor<1x4x128x64xf32>, tensor<1x1x128x64xf32>,
+        tensor<1x1x128x16xi32> -> tensor<1x1x128x16xf32>
+    ```
+  }];
+  let arguments = (ins Pisa_FloatTensor4D:$queries,
+                       Pisa_FloatTensor4D:$children,
+                       4DTensorOf<[I32]>:$candidates, Index:$query_offset,
+                       I64Attr:$level, I64Attr:$block_size, I64Attr:$branching,
+                       OptionalAttr<F32Attr>:$scale);
+  let results = (outs 4DTensorOf<[F32]>:$scores);
+  let assemblyFormat = [{
+    $queries `,` $children `,` $candidates `,` $query_offset
+    `level` `=` $level `block_size` `=` $block_size `branching` `=` $branching
+    (`scale` `=` $scale^)? attr-dict
+    `:` type($queries) `,` type($children) `,` type($candidates)
+    `->` type($scores)
+  }];
+  let hasVerifier = 1;
+}
+
+def Pisa_HierTopKOp : Pisa_Op<"hier_topk", [Pure]> {
+  let summary = "coarse-to-fine top-K selection of leaf key blocks";
+  let description = [{
+    For every query i (position t = query_offset + i) and KV head, walks the
+    pyramid from the root: at each level it keeps the `topk` nodes with the
+    highest group-summed LSE score among the expanded candidates whose first
+    leaf is causal (all of them, unscored, when there are at most `topk`),
+    and expands their children. At the leaves it keeps the forced blocks
+    {0, b_t - 1, b_t} and fills up to `topk` with the best scored others.
+    Ties go to the lower index. The result lists the kept leaf block
+    indices ascending, padded with -1: `[B, Hkv, Nq, K]`.
+
+    `schedule` is attached by `--pisa-select-schedule` and read by the
+    lowerings.
+
+    ```mlir
+    %sel = pisa.hier_topk %q, %k, %p, %off topk = 8 block_size = 64
+        branching = 2 : tensor<1x16x4096x128xbf16>, tensor<1x1x4096x128xbf16>,
+        tensor<1x1x127x128xf32> -> tensor<1x1x4096x8xi32>
+    ```
+  }];
+  let arguments = (ins Pisa_FloatTensor4D:$queries, Pisa_FloatTensor4D:$keys,
+                       4DTensorOf<[F32]>:$pyramid, Index:$query_offset,
+                       I64Attr:$topk, I64Attr:$block_size, I64Attr:$branching,
+                       OptionalAttr<F32Attr>:$scale,
+                       OptionalAttr<Pisa_ScheduleAttr>:$schedule);
+  let results = (outs 4DTensorOf<[I32]>:$selection);
+  let assemblyFormat = [{
+    $queries `,` $keys `,` $pyramid `,` $query_offset
+    `topk` `=` $topk `block_size` `=` $block_size `branching` `=` $branching
+    (`scale` `=` $scale^)? attr-dict
+    `:` type($queries) `,` type($keys) `,` type($pyramid)
+    `->` type($selection)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The logit scale: the attribute, else 1/sqrt(d).
+    float getScaleOrDefault();
+  }];
+}
+
+#endif // PISA_IR_PISAOPS_TD

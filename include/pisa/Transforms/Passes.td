@@ -1,0 +1,49 @@
+//===- Passes.td - PISA dialect passes ---------------------*- tablegen -*-===//
+
+#ifndef PISA_TRANSFORMS_PASSES_TD
+#define PISA_TRANSFORMS_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def PisaSelectSchedule : Pass<"pisa-select-schedule"> {
+  let summary = "choose two-stage or single-stage kernels for each hier_topk";
+  let description = [{
+    Applies the IO-cost crossover rule (docs/schedule.md) to every
+    `pisa.hier_topk` and attaches `#pisa.schedule<...>` with the choice and
+    the IO figures per (query, candidate leaf) pair: two-stage iff
+    G + C/Q_tile < C, single-stage when there is one query per sequence.
+    The pass only annotates; lowerings read the attribute.
+
+    With `emit-remarks`, each op gets a remark with both IO figures and the
+    reason for the choice.
+  }];
+  let options = [
+    Option<"qTile", "q-tile", "int64_t", /*default=*/"4",
+           "queries that share one loaded key tile in stage 2">,
+    Option<"force", "force", "::mlir::pisa::ScheduleForce",
+           /*default=*/"::mlir::pisa::ScheduleForce::Auto",
+           "override the rule", [{::llvm::cl::values(
+             clEnumValN(::mlir::pisa::ScheduleForce::Auto, "auto",
+                        "apply the policy"),
+             clEnumValN(::mlir::pisa::ScheduleForce::TwoStage, "two-stage",
+                        "always two-stage"),
+             clEnumValN(::mlir::pisa::ScheduleForce::SingleStage,
+                        "single-stage", "always single-stage"))}]>,
+    Option<"policy", "policy", "::mlir::pisa::SchedulePolicy",
+           /*default=*/"::mlir::pisa::SchedulePolicy::Paper",
+           "which rule decides", [{::llvm::cl::values(
+             clEnumValN(::mlir::pisa::SchedulePolicy::Paper, "paper",
+                        "G + C/Q_tile < C, as the paper states it"),
+             clEnumValN(::mlir::pisa::SchedulePolicy::Refined, "refined",
+                        "the same with Q_tile capped at the query count"))}]>,
+    Option<"emitRemarks", "emit-remarks", "bool", /*default=*/"false",
+           "emit a remark per op with the IO figures and the reason">
+  ];
+  let statistics = [
+    Statistic<"numTwoStage", "num-two-stage", "hier_topk ops made two-stage">,
+    Statistic<"numSingleStage", "num-single-stage",
+              "hier_topk ops made single-stage">
+  ];
+}
+
+#endif // PISA_TRANSFORMS_PASSES_TD

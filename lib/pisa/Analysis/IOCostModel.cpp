@@ -1,0 +1,67 @@
+//===- IOCostModel.cpp - Two-stage vs single-stage IO model ---------------===//
+//
+// The decision compares integers (G*Q + C < C*Q) so that the paper's
+// boundary case G + C/Q == C is decided exactly, not by rounding.
+//
+//===----------------------------------------------------------------------===//
+
+#include "pisa/Analysis/IOCostModel.h"
+
+#include <algorithm>
+#include <sstream>
+
+using namespace mlir::pisa;
+
+std::optional<std::string>
+mlir::pisa::validateIOCostInputs(const IOCostInputs &in) {
+  auto bad = [](const char *name, int64_t v) {
+    return "expected " + std::string(name) + " >= 1 but got " +
+           std::to_string(v);
+  };
+  if (in.groupSize < 1)
+    return bad("group size G", in.groupSize);
+  if (in.blockSize < 1)
+    return bad("block size C", in.blockSize);
+  if (in.qTile < 1)
+    return bad("q-tile", in.qTile);
+  if (in.headDim < 1)
+    return bad("head dim d", in.headDim);
+  if (in.queryBytes < 1 || in.keyBytes < 1)
+    return bad("element size", std::min(in.queryBytes, in.keyBytes));
+  if (in.numQueries && *in.numQueries < 1)
+    return bad("queries", *in.numQueries);
+  return std::nullopt;
+}
+
+IOCostEstimate mlir::pisa::estimateScheduleIO(const IOCostInputs &in,
+                                              SchedulePolicy policy) {
+  const int64_t g = in.groupSize, c = in.blockSize, d = in.headDim;
+  IOCostEstimate est;
+  est.twoStageElems = double(g * d) + double(c * d) / double(in.qTile);
+  est.singleStageElems = double(c * d);
+  est.twoStageBytes = double(g * d * in.queryBytes) +
+                      double(c * d * in.keyBytes) / double(in.qTile);
+  est.singleStageBytes = double(c * d * in.keyBytes);
+  est.effectiveQTile =
+      in.numQueries ? std::min(in.qTile, *in.numQueries) : in.qTile;
+  est.refinedTwoStageElems =
+      double(g * d) + double(c * d) / double(est.effectiveQTile);
+
+  std::ostringstream why;
+  if (in.numQueries && *in.numQueries == 1) {
+    est.twoStage = false;
+    why << "one query per sequence (decode): no key tile is shared, "
+           "single-stage";
+    est.reason = why.str();
+    return est;
+  }
+  int64_t q = policy == SchedulePolicy::Refined ? est.effectiveQTile : in.qTile;
+  est.twoStage = g * q + c < c * q;
+  why << "G + C/Q_tile = " << g << " + " << c << "/" << q << " = "
+      << double(g) + double(c) / double(q) << (est.twoStage ? " < " : " >= ")
+      << "C = " << c << ": " << (est.twoStage ? "two-stage" : "single-stage");
+  if (policy == SchedulePolicy::Refined && q != in.qTile)
+    why << " (Q_tile " << in.qTile << " capped at " << q << " queries)";
+  est.reason = why.str();
+  return est;
+}

@@ -1,0 +1,41 @@
+//===- PisaDialect.cpp - PISA dialect and attributes ----------------------===//
+
+#include "pisa/IR/PisaDialect.h"
+#include "pisa/IR/PisaAttrs.h"
+#include "pisa/IR/PisaOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace mlir::pisa;
+
+#include "pisa/IR/PisaEnums.cpp.inc"
+#include "pisa/IR/PisaOpsDialect.cpp.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "pisa/IR/PisaAttrs.cpp.inc"
+
+void PisaDialect::initialize() {
+  addOperations<
+#define GET_OP_LIST
+#include "pisa/IR/PisaOps.cpp.inc"
+      >();
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "pisa/IR/PisaAttrs.cpp.inc"
+      >();
+}
+
+LogicalResult
+ScheduleAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                     ScheduleKind kind, int64_t qTile, int64_t ioTwoStage,
+                     int64_t ioSingleStage) {
+  if (qTile < 1)
+    return emitError() << "expected q_tile >= 1 but got " << qTile;
+  if (ioTwoStage < 0 || ioSingleStage < 0)
+    return emitError() << "expected non-negative IO figures but got "
+                       << ioTwoStage << " and " << ioSingleStage;
+  return success();
+}

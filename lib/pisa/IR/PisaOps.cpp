@@ -1,0 +1,219 @@
+//===- PisaOps.cpp - PISA op verifiers and helpers ------------------------===//
+//
+// Verifiers check every relation between operands, attributes and results
+// that is known statically; dynamic extents are left to run time.
+//
+//===----------------------------------------------------------------------===//
+
+#include "pisa/IR/PisaOps.h"
+#include "pisa/Analysis/PyramidLayout.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/IR/OpImplementation.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::pisa;
+
+#define GET_OP_CLASSES
+#include "pisa/IR/PisaOps.cpp.inc"
+
+//===----------------------------------------------------------------------===//
+// Shared checks
+//===----------------------------------------------------------------------===//
+
+static bool isStatic(int64_t dim) { return !ShapedType::isDynamic(dim); }
+
+/// Emits "expected <what> of <a> (x) to match <b> (y)" when both extents are
+/// static and differ.
+static LogicalResult checkSameDim(Operation *op, StringRef what,
+                                  StringRef aName, int64_t a, StringRef bName,
+                                  int64_t b) {
+  if (isStatic(a) && isStatic(b) && a != b)
+    return op->emitOpError() << "expected " << what << " of " << aName << " ("
+                             << a << ") to match " << bName << " (" << b
+                             << ")";
+  return success();
+}
+
+static LogicalResult checkPyramidParams(Operation *op, int64_t blockSize,
+                                        int64_t branching) {
+  if (blockSize < 1)
+    return op->emitOpError() << "expected block size C >= 1 but got "
+                             << blockSize;
+  if (branching < 2)
+    return op->emitOpError() << "expected branching g >= 2 but got "
+                             << branching;
+  return success();
+}
+
+static LogicalResult checkScale(Operation *op, FloatAttr scale) {
+  if (!scale)
+    return success();
+  double value = scale.getValueAsDouble();
+  if (!(std::isfinite(value) && value > 0.0))
+    return op->emitOpError()
+           << "expected a finite positive scale but got " << value;
+  return success();
+}
+
+/// Hq must split into whole GQA groups of Hkv.
+static LogicalResult checkGroups(Operation *op, int64_t hq, int64_t hkv) {
+  if (isStatic(hkv) && hkv < 1)
+    return op->emitOpError() << "expected Hkv >= 1 but got " << hkv;
+  if (isStatic(hq) && isStatic(hkv) && hq % hkv != 0)
+    return op->emitOpError() << "expected Hq (" << hq
+                             << ") to be a multiple of Hkv (" << hkv << ")";
+  return success();
+}
+
+/// A constant query offset must be >= 0 and keep every query inside the
+/// keys: offset + Nq <= N.
+static LogicalResult checkQueryOffset(Operation *op, Value offset,
+                                      int64_t numQueries, int64_t numKeys) {
+  APInt value;
+  if (!matchPattern(offset, m_ConstantInt(&value)))
+    return success();
+  int64_t off = value.getSExtValue();
+  if (off < 0)
+    return op->emitOpError() << "expected query_offset >= 0 but got " << off;
+  if (isStatic(numQueries) && isStatic(numKeys) && off + numQueries > numKeys)
+    return op->emitOpError()
+           << "expected query_offset (" << off << ") + Nq (" << numQueries
+           << ") <= N (" << numKeys << ")";
+  return success();
+}
+
+/// The packed pyramid of N keys has a fixed number of rows.
+static LogicalResult checkPyramidRows(Operation *op, StringRef name,
+                                      int64_t rows, int64_t numKeys,
+                                      int64_t blockSize, int64_t branching) {
+  if (!isStatic(numKeys) || !isStatic(rows))
+    return success();
+  if (numKeys < 1)
+    return op->emitOpError() << "expected N >= 1 keys but got " << numKeys;
+  PyramidLayout layout(numKeys, blockSize, branching);
+  if (rows != layout.totalNodes())
+    return op->emitOpError()
+           << "expected " << name << " to have " << layout.totalNodes()
+           << " rows for N = " << numKeys << ", C = " << blockSize
+           << ", g = " << branching << " but got " << rows;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// PyramidBuildOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult PyramidBuildOp::verify() {
+  if (failed(checkPyramidParams(*this, getBlockSize(), getBranching())))
+    return failure();
+  ArrayRef<int64_t> k = getKeys().getType().getShape();
+  ArrayRef<int64_t> p = getPyramid().getType().getShape();
+  if (failed(checkSameDim(*this, "B", "pyramid", p[0], "keys", k[0])) ||
+      failed(checkSameDim(*this, "Hkv", "pyramid", p[1], "keys", k[1])) ||
+      failed(checkSameDim(*this, "d", "pyramid", p[3], "keys", k[3])))
+    return failure();
+  return checkPyramidRows(*this, "pyramid", p[2], k[2], getBlockSize(),
+                          getBranching());
+}
+
+//===----------------------------------------------------------------------===//
+// LseScoreOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult LseScoreOp::verify() {
+  if (failed(checkPyramidParams(*this, getBlockSize(), getBranching())) ||
+      failed(checkScale(*this, getScaleAttr())))
+    return failure();
+  if (getLevel() < 1)
+    return emitOpError() << "expected level >= 1 but got " << getLevel();
+
+  RankedTensorType qType = getQueries().getType();
+  RankedTensorType childType = getChildren().getType();
+  if (getLevel() == 1 &&
+      qType.getElementType() != childType.getElementType())
+    return emitOpError() << "expected level-1 children (raw keys) to have the "
+                            "queries' element type "
+                         << qType.getElementType() << " but got "
+                         << childType.getElementType();
+  if (getLevel() > 1 && !childType.getElementType().isF32())
+    return emitOpError() << "expected level-" << getLevel()
+                         << " children (summaries) to be f32 but got "
+                         << childType.getElementType();
+
+  ArrayRef<int64_t> q = qType.getShape();
+  ArrayRef<int64_t> c = childType.getShape();
+  ArrayRef<int64_t> cand = getCandidates().getType().getShape();
+  ArrayRef<int64_t> s = getScores().getType().getShape();
+  if (failed(checkSameDim(*this, "B", "children", c[0], "queries", q[0])) ||
+      failed(checkSameDim(*this, "d", "children", c[3], "queries", q[3])) ||
+      failed(checkGroups(*this, q[1], c[1])))
+    return failure();
+  const char *names[] = {"B", "Hkv", "Nq", "S"};
+  int64_t expected[] = {q[0], c[1], q[2], cand[3]};
+  for (int i = 0; i < 4; ++i) {
+    if (failed(checkSameDim(*this, names[i], "candidates", cand[i],
+                            "the expected shape", expected[i])) ||
+        failed(checkSameDim(*this, names[i], "scores", s[i],
+                            "the expected shape", expected[i])))
+      return failure();
+  }
+  APInt offset;
+  if (matchPattern(getQueryOffset(), m_ConstantInt(&offset)) &&
+      offset.isNegative())
+    return emitOpError() << "expected query_offset >= 0 but got "
+                         << offset.getSExtValue();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// HierTopKOp
+//===----------------------------------------------------------------------===//
+
+float HierTopKOp::getScaleOrDefault() {
+  if (FloatAttr scale = getScaleAttr())
+    return static_cast<float>(scale.getValueAsDouble());
+  int64_t d = getQueries().getType().getDimSize(3);
+  return 1.0f / std::sqrt(static_cast<float>(d));
+}
+
+LogicalResult HierTopKOp::verify() {
+  if (failed(checkPyramidParams(*this, getBlockSize(), getBranching())) ||
+      failed(checkScale(*this, getScaleAttr())))
+    return failure();
+  if (getTopk() < 3)
+    return emitOpError() << "expected topk K >= 3 (room for the forced "
+                            "blocks) but got "
+                         << getTopk();
+
+  RankedTensorType qType = getQueries().getType();
+  RankedTensorType kType = getKeys().getType();
+  if (qType.getElementType() != kType.getElementType())
+    return emitOpError() << "expected queries and keys to have the same "
+                            "element type but got "
+                         << qType.getElementType() << " and "
+                         << kType.getElementType();
+
+  ArrayRef<int64_t> q = qType.getShape();
+  ArrayRef<int64_t> k = kType.getShape();
+  ArrayRef<int64_t> p = getPyramid().getType().getShape();
+  ArrayRef<int64_t> r = getSelection().getType().getShape();
+  if (failed(checkSameDim(*this, "B", "keys", k[0], "queries", q[0])) ||
+      failed(checkSameDim(*this, "d", "keys", k[3], "queries", q[3])) ||
+      failed(checkGroups(*this, q[1], k[1])) ||
+      failed(checkSameDim(*this, "B", "pyramid", p[0], "keys", k[0])) ||
+      failed(checkSameDim(*this, "Hkv", "pyramid", p[1], "keys", k[1])) ||
+      failed(checkSameDim(*this, "d", "pyramid", p[3], "keys", k[3])) ||
+      failed(checkPyramidRows(*this, "pyramid", p[2], k[2], getBlockSize(),
+                              getBranching())) ||
+      failed(checkSameDim(*this, "B", "selection", r[0], "queries", q[0])) ||
+      failed(checkSameDim(*this, "Hkv", "selection", r[1], "keys", k[1])) ||
+      failed(checkSameDim(*this, "Nq", "selection", r[2], "queries", q[2])) ||
+      failed(checkSameDim(*this, "K", "selection", r[3], "topk",
+                          getTopk())))
+    return failure();
+  return checkQueryOffset(*this, getQueryOffset(), q[2], k[2]);
+}

@@ -1,0 +1,444 @@
+// RUN: pisa-opt %s -split-input-file -verify-diagnostics --allow-unregistered-dialect
+
+// One case per verifier branch of every pisa op and attribute.
+
+func.func @f(%k: tensor<1x1x200x64xf16>) {
+  // expected-error @+1 {{expected block size C >= 1 but got 0}}
+  %p = pisa.pyramid_build %k block_size = 0 branching = 2 : tensor<1x1x200x64xf16> -> tensor<1x1x7x64xf32>
+  return
+}
+
+// -----
+
+func.func @f(%k: tensor<1x1x200x64xf16>) {
+  // expected-error @+1 {{expected branching g >= 2 but got 1}}
+  %p = pisa.pyramid_build %k block_size = 64 branching = 1 : tensor<1x1x200x64xf16> -> tensor<1x1x7x64xf32>
+  return
+}
+
+// -----
+
+func.func @f(%k: tensor<1x1x200x64xf16>) {
+  // expected-error @+1 {{expected B of pyramid (2) to match keys (1)}}
+  %p = pisa.pyramid_build %k block_size = 64 branching = 2 : tensor<1x1x200x64xf16> -> tensor<2x1x7x64xf32>
+  return
+}
+
+// -----
+
+func.func @f(%k: tensor<1x1x200x64xf16>) {
+  // expected-error @+1 {{expected Hkv of pyramid (3) to match keys (1)}}
+  %p = pisa.pyramid_build %k block_size = 64 branching = 2 : tensor<1x1x200x64xf16> -> tensor<1x3x7x64xf32>
+  return
+}
+
+// -----
+
+func.func @f(%k: tensor<1x1x200x64xf16>) {
+  // expected-error @+1 {{expected d of pyramid (32) to match keys (64)}}
+  %p = pisa.pyramid_build %k block_size = 64 branching = 2 : tensor<1x1x200x64xf16> -> tensor<1x1x7x32xf32>
+  return
+}
+
+// -----
+
+func.func @f(%k: tensor<1x1x200x64xf16>) {
+  // expected-error @+1 {{expected pyramid to have 7 rows for N = 200, C = 64, g = 2 but got 8}}
+  %p = pisa.pyramid_build %k block_size = 64 branching = 2 : tensor<1x1x200x64xf16> -> tensor<1x1x8x64xf32>
+  return
+}
+
+// -----
+
+func.func @f(%k: tensor<1x1x0x64xf16>) {
+  // expected-error @+1 {{expected N >= 1 keys but got 0}}
+  %p = pisa.pyramid_build %k block_size = 64 branching = 2 : tensor<1x1x0x64xf16> -> tensor<1x1x1x64xf32>
+  return
+}
+
+// -----
+
+func.func @f(%k: tensor<1x1x200x64xf64>) {
+  // expected-error @+1 {{operand #0 must be 4D tensor of 32-bit float or 16-bit float or bfloat16 type values}}
+  %p = pisa.pyramid_build %k block_size = 64 branching = 2 : tensor<1x1x200x64xf64> -> tensor<1x1x7x64xf32>
+  return
+}
+
+// -----
+
+func.func @f(%k: tensor<1x1x200x64xf16>) {
+  // expected-error @+1 {{result #0 must be 4D tensor of 32-bit float values}}
+  %p = pisa.pyramid_build %k block_size = 64 branching = 2 : tensor<1x1x200x64xf16> -> tensor<1x1x7x64xf16>
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<1x4x16x32xf32>, %ch: tensor<1x2x16x32xf32>, %cand: tensor<1x2x16x8xi32>, %off: index) {
+  %m1 = arith.constant -1 : index
+  // expected-error @+1 {{expected block size C >= 1 but got 0}}
+  %u = pisa.lse_score %q, %ch, %cand, %off level = 1 block_size = 0 branching = 2 : tensor<1x4x16x32xf32>, tensor<1x2x16x32xf32>, tensor<1x2x16x8xi32> -> tensor<1x2x16x8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<1x4x16x32xf32>, %ch: tensor<1x2x16x32xf32>, %cand: tensor<1x2x16x8xi32>, %off: index) {
+  %m1 = arith.constant -1 : index
+  // expected-error @+1 {{expected branching g >= 2 but got 0}}
+  %u = pisa.lse_score %q, %ch, %cand, %off level = 1 block_size = 64 branching = 0 : tensor<1x4x16x32xf32>, tensor<1x2x16x32xf32>, tensor<1x2x16x8xi32> -> tensor<1x2x16x8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<1x4x16x32xf32>, %ch: tensor<1x2x16x32xf32>, %cand: tensor<1x2x16x8xi32>, %off: index) {
+  %m1 = arith.constant -1 : index
+  // expected-error @+1 {{expected a finite positive scale but got -1}}
+  %u = pisa.lse_score %q, %ch, %cand, %off level = 1 block_size = 64 branching = 2 scale = -1.0 : tensor<1x4x16x32xf32>, tensor<1x2x16x32xf32>, tensor<1x2x16x8xi32> -> tensor<1x2x16x8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<1x4x16x32xf32>, %ch: tensor<1x2x16x32xf32>, %cand: tensor<1x2x16x8xi32>, %off: index) {
+  %m1 = arith.constant -1 : index
+  // expected-error @+1 {{expected a finite positive scale but got INF}}
+  %u = pisa.lse_score %q, %ch, %cand, %off level = 1 block_size = 64 branching = 2 scale = 0x7F800000 : tensor<1x4x16x32xf32>, tensor<1x2x16x32xf32>, tensor<1x2x16x8xi32> -> tensor<1x2x16x8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<1x4x16x32xf32>, %ch: tensor<1x2x16x32xf32>, %cand: tensor<1x2x16x8xi32>, %off: index) {
+  %m1 = arith.constant -1 : index
+  // expected-error @+1 {{expected level >= 1 but got 0}}
+  %u = pisa.lse_score %q, %ch, %cand, %off level = 0 block_size = 64 branching = 2 : tensor<1x4x16x32xf32>, tensor<1x2x16x32xf32>, tensor<1x2x16x8xi32> -> tensor<1x2x16x8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<1x4x16x32xf32>, %ch: tensor<1x2x16x32xf16>, %cand: tensor<1x2x16x8xi32>, %off: index) {
+  %m1 = arith.constant -1 : index
+  // expected-error @+1 {{expected level-1 children (raw keys) to have the queries' element type 'f32' but got 'f16'}}
+  %u = pisa.lse_score %q, %ch, %cand, %off level = 1 block_size = 64 branching = 2 : tensor<1x4x16x32xf32>, tensor<1x2x16x32xf16>, tensor<1x2x16x8xi32> -> tensor<1x2x16x8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<1x4x16x32xbf16>, %ch: tensor<1x2x4x32xbf16>, %cand: tensor<1x2x16x8xi32>, %off: index) {
+  %m1 = arith.constant -1 : index
+  // expected-error @+1 {{expected level-2 children (summaries) to be f32 but got 'bf16'}}
+  %u = pisa.lse_score %q, %ch, %cand, %off level = 2 block_size = 64 branching = 2 : tensor<1x4x16x32xbf16>, tensor<1x2x4x32xbf16>, tensor<1x2x16x8xi32> -> tensor<1x2x16x8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<1x4x16x32xf32>, %ch: tensor<2x2x16x32xf32>, %cand: tensor<1x2x16x8xi32>, %off: index) {
+  %m1 = arith.constant -1 : index
+  // expected-error @+1 {{expected B of children (2) to match queries (1)}}
+  %u = pisa.lse_score %q, %ch, %cand, %off level = 1 block_size = 64 branching = 2 : tensor<1x4x16x32xf32>, tensor<2x2x16x32xf32>, tensor<1x2x16x8xi32> -> tensor<1x2x16x8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<1x4x16x32xf32>, %ch: tensor<1x2x16x16xf32>, %cand: tensor<1x2x16x8xi32>, %off: index) {
+  %m1 = arith.constant -1 : index
+  // expected-error @+1 {{expected d of children (16) to match queries (32)}}
+  %u = pisa.lse_score %q, %ch, %cand, %off level = 1 block_size = 64 branching = 2 : tensor<1x4x16x32xf32>, tensor<1x2x16x16xf32>, tensor<1x2x16x8xi32> -> tensor<1x2x16x8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<1x4x16x32xf32>, %ch: tensor<1x3x16x32xf32>, %cand: tensor<1x3x16x8xi32>, %off: index) {
+  %m1 = arith.constant -1 : index
+  // expected-error @+1 {{expected Hq (4) to be a multiple of Hkv (3)}}
+  %u = pisa.lse_score %q, %ch, %cand, %off level = 1 block_size = 64 branching = 2 : tensor<1x4x16x32xf32>, tensor<1x3x16x32xf32>, tensor<1x3x16x8xi32> -> tensor<1x3x16x8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<1x4x16x32xf32>, %ch: tensor<1x0x16x32xf32>, %cand: tensor<1x0x16x8xi32>, %off: index) {
+  %m1 = arith.constant -1 : index
+  // expected-error @+1 {{expected Hkv >= 1 but got 0}}
+  %u = pisa.lse_score %q, %ch, %cand, %off level = 1 block_size = 64 branching = 2 : tensor<1x4x16x32xf32>, tensor<1x0x16x32xf32>, tensor<1x0x16x8xi32> -> tensor<1x0x16x8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<1x4x16x32xf32>, %ch: tensor<1x2x16x32xf32>, %cand: tensor<1x2x15x8xi32>, %off: index) {
+  %m1 = arith.constant -1 : index
+  // expected-error @+1 {{expected Nq of candidates (15) to match the expected shape (16)}}
+  %u = pisa.lse_score %q, %ch, %cand, %off level = 1 block_size = 64 branching = 2 : tensor<1x4x16x32xf32>, tensor<1x2x16x32xf32>, tensor<1x2x15x8xi32> -> tensor<1x2x16x8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<1x4x16x32xf32>, %ch: tensor<1x2x16x32xf32>, %cand: tensor<1x2x16x8xi32>, %off: index) {
+  %m1 = arith.constant -1 : index
+  // expected-error @+1 {{expected S of scores (4) to match the expected shape (8)}}
+  %u = pisa.lse_score %q, %ch, %cand, %off level = 1 block_size = 64 branching = 2 : tensor<1x4x16x32xf32>, tensor<1x2x16x32xf32>, tensor<1x2x16x8xi32> -> tensor<1x2x16x4xf32>
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<1x4x16x32xf32>, %ch: tensor<1x2x16x32xf32>, %cand: tensor<1x2x16x8xi32>, %off: index) {
+  %m1 = arith.constant -1 : index
+  // expected-error @+1 {{expected Hkv of scores (1) to match the expected shape (2)}}
+  %u = pisa.lse_score %q, %ch, %cand, %off level = 1 block_size = 64 branching = 2 : tensor<1x4x16x32xf32>, tensor<1x2x16x32xf32>, tensor<1x2x16x8xi32> -> tensor<1x1x16x8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<1x4x16x32xf32>, %ch: tensor<1x2x16x32xf32>, %cand: tensor<1x2x16x8xi32>, %off: index) {
+  %m1 = arith.constant -1 : index
+  // expected-error @+1 {{expected query_offset >= 0 but got -1}}
+  %u = pisa.lse_score %q, %ch, %cand, %m1 level = 1 block_size = 64 branching = 2 : tensor<1x4x16x32xf32>, tensor<1x2x16x32xf32>, tensor<1x2x16x8xi32> -> tensor<1x2x16x8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<1x4x200x32xf16>, %k: tensor<1x2x200x32xf16>, %p: tensor<1x2x7x32xf32>) {
+  %off = arith.constant 0 : index
+  %m1 = arith.constant -1 : index
+  %c5 = arith.constant 5 : index
+  // expected-error @+1 {{expected block size C >= 1 but got 0}}
+  %s = pisa.hier_topk %q, %k, %p, %off topk = 8 block_size = 0 branching = 2 : tensor<1x4x200x32xf16>, tensor<1x2x200x32xf16>, tensor<1x2x7x32xf32> -> tensor<1x2x200x8xi32>
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<1x4x200x32xf16>, %k: tensor<1x2x200x32xf16>, %p: tensor<1x2x7x32xf32>) {
+  %off = arith.constant 0 : index
+  %m1 = arith.constant -1 : index
+  %c5 = arith.constant 5 : index
+  // expected-error @+1 {{expected branching g >= 2 but got 1}}
+  %s = pisa.hier_topk %q, %k, %p, %off topk = 8 block_size = 64 branching = 1 : tensor<1x4x200x32xf16>, tensor<1x2x200x32xf16>, tensor<1x2x7x32xf32> -> tensor<1x2x200x8xi32>
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<1x4x200x32xf16>, %k: tensor<1x2x200x32xf16>, %p: tensor<1x2x7x32xf32>) {
+  %off = arith.constant 0 : index
+  %m1 = arith.constant -1 : index
+  %c5 = arith.constant 5 : index
+  // expected-error @+1 {{expected a finite positive scale but got 0}}
+  %s = pisa.hier_topk %q, %k, %p, %off topk = 8 block_size = 64 branching = 2 scale = 0.0 : tensor<1x4x200x32xf16>, tensor<1x2x200x32xf16>, tensor<1x2x7x32xf32> -> tensor<1x2x200x8xi32>
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<1x4x200x32xf16>, %k: tensor<1x2x200x32xf16>, %p: tensor<1x2x7x32xf32>) {
+  %off = arith.constant 0 : index
+  %m1 = arith.constant -1 : index
+  %c5 = arith.constant 5 : index
+  // expected-error @+1 {{expected topk K >= 3 (room for the forced blocks) but got 2}}
+  %s = pisa.hier_topk %q, %k, %p, %off topk = 2 block_size = 64 branching = 2 : tensor<1x4x200x32xf16>, tensor<1x2x200x32xf16>, tensor<1x2x7x32xf32> -> tensor<1x2x200x2xi32>
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<1x4x200x32xf16>, %k: tensor<1x2x200x32xbf16>, %p: tensor<1x2x7x32xf32>) {
+  %off = arith.constant 0 : index
+  %m1 = arith.constant -1 : index
+  %c5 = arith.constant 5 : index
+  // expected-error @+1 {{expected queries and keys to have the same element type but got 'f16' and 'bf16'}}
+  %s = pisa.hier_topk %q, %k, %p, %off topk = 8 block_size = 64 branching = 2 : tensor<1x4x200x32xf16>, tensor<1x2x200x32xbf16>, tensor<1x2x7x32xf32> -> tensor<1x2x200x8xi32>
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<1x4x200x32xf16>, %k: tensor<3x2x200x32xf16>, %p: tensor<3x2x7x32xf32>) {
+  %off = arith.constant 0 : index
+  %m1 = arith.constant -1 : index
+  %c5 = arith.constant 5 : index
+  // expected-error @+1 {{expected B of keys (3) to match queries (1)}}
+  %s = pisa.hier_topk %q, %k, %p, %off topk = 8 block_size = 64 branching = 2 : tensor<1x4x200x32xf16>, tensor<3x2x200x32xf16>, tensor<3x2x7x32xf32> -> tensor<3x2x200x8xi32>
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<1x4x200x32xf16>, %k: tensor<1x2x200x64xf16>, %p: tensor<1x2x7x64xf32>) {
+  %off = arith.constant 0 : index
+  %m1 = arith.constant -1 : index
+  %c5 = arith.constant 5 : index
+  // expected-error @+1 {{expected d of keys (64) to match queries (32)}}
+  %s = pisa.hier_topk %q, %k, %p, %off topk = 8 block_size = 64 branching = 2 : tensor<1x4x200x32xf16>, tensor<1x2x200x64xf16>, tensor<1x2x7x64xf32> -> tensor<1x2x200x8xi32>
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<1x12x200x32xf16>, %k: tensor<1x5x200x32xf16>, %p: tensor<1x5x7x32xf32>) {
+  %off = arith.constant 0 : index
+  %m1 = arith.constant -1 : index
+  %c5 = arith.constant 5 : index
+  // expected-error @+1 {{expected Hq (12) to be a multiple of Hkv (5)}}
+  %s = pisa.hier_topk %q, %k, %p, %off topk = 8 block_size = 64 branching = 2 : tensor<1x12x200x32xf16>, tensor<1x5x200x32xf16>, tensor<1x5x7x32xf32> -> tensor<1x5x200x8xi32>
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<1x4x200x32xf16>, %k: tensor<1x2x200x32xf16>, %p: tensor<2x2x7x32xf32>) {
+  %off = arith.constant 0 : index
+  %m1 = arith.constant -1 : index
+  %c5 = arith.constant 5 : index
+  // expected-error @+1 {{expected B of pyramid (2) to match keys (1)}}
+  %s = pisa.hier_topk %q, %k, %p, %off topk = 8 block_size = 64 branching = 2 : tensor<1x4x200x32xf16>, tensor<1x2x200x32xf16>, tensor<2x2x7x32xf32> -> tensor<1x2x200x8xi32>
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<1x4x200x32xf16>, %k: tensor<1x2x200x32xf16>, %p: tensor<1x1x7x32xf32>) {
+  %off = arith.constant 0 : index
+  %m1 = arith.constant -1 : index
+  %c5 = arith.constant 5 : index
+  // expected-error @+1 {{expected Hkv of pyramid (1) to match keys (2)}}
+  %s = pisa.hier_topk %q, %k, %p, %off topk = 8 block_size = 64 branching = 2 : tensor<1x4x200x32xf16>, tensor<1x2x200x32xf16>, tensor<1x1x7x32xf32> -> tensor<1x2x200x8xi32>
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<1x4x200x32xf16>, %k: tensor<1x2x200x32xf16>, %p: tensor<1x2x7x16xf32>) {
+  %off = arith.constant 0 : index
+  %m1 = arith.constant -1 : index
+  %c5 = arith.constant 5 : index
+  // expected-error @+1 {{expected d of pyramid (16) to match keys (32)}}
+  %s = pisa.hier_topk %q, %k, %p, %off topk = 8 block_size = 64 branching = 2 : tensor<1x4x200x32xf16>, tensor<1x2x200x32xf16>, tensor<1x2x7x16xf32> -> tensor<1x2x200x8xi32>
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<1x4x200x32xf16>, %k: tensor<1x2x200x32xf16>, %p: tensor<1x2x6x32xf32>) {
+  %off = arith.constant 0 : index
+  %m1 = arith.constant -1 : index
+  %c5 = arith.constant 5 : index
+  // expected-error @+1 {{expected pyramid to have 7 rows for N = 200, C = 64, g = 2 but got 6}}
+  %s = pisa.hier_topk %q, %k, %p, %off topk = 8 block_size = 64 branching = 2 : tensor<1x4x200x32xf16>, tensor<1x2x200x32xf16>, tensor<1x2x6x32xf32> -> tensor<1x2x200x8xi32>
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<1x4x200x32xf16>, %k: tensor<1x2x200x32xf16>, %p: tensor<1x2x7x32xf32>) {
+  %off = arith.constant 0 : index
+  %m1 = arith.constant -1 : index
+  %c5 = arith.constant 5 : index
+  // expected-error @+1 {{expected B of selection (2) to match queries (1)}}
+  %s = pisa.hier_topk %q, %k, %p, %off topk = 8 block_size = 64 branching = 2 : tensor<1x4x200x32xf16>, tensor<1x2x200x32xf16>, tensor<1x2x7x32xf32> -> tensor<2x2x200x8xi32>
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<1x4x200x32xf16>, %k: tensor<1x2x200x32xf16>, %p: tensor<1x2x7x32xf32>) {
+  %off = arith.constant 0 : index
+  %m1 = arith.constant -1 : index
+  %c5 = arith.constant 5 : index
+  // expected-error @+1 {{expected Hkv of selection (1) to match keys (2)}}
+  %s = pisa.hier_topk %q, %k, %p, %off topk = 8 block_size = 64 branching = 2 : tensor<1x4x200x32xf16>, tensor<1x2x200x32xf16>, tensor<1x2x7x32xf32> -> tensor<1x1x200x8xi32>
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<1x4x200x32xf16>, %k: tensor<1x2x200x32xf16>, %p: tensor<1x2x7x32xf32>) {
+  %off = arith.constant 0 : index
+  %m1 = arith.constant -1 : index
+  %c5 = arith.constant 5 : index
+  // expected-error @+1 {{expected Nq of selection (100) to match queries (200)}}
+  %s = pisa.hier_topk %q, %k, %p, %off topk = 8 block_size = 64 branching = 2 : tensor<1x4x200x32xf16>, tensor<1x2x200x32xf16>, tensor<1x2x7x32xf32> -> tensor<1x2x100x8xi32>
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<1x4x200x32xf16>, %k: tensor<1x2x200x32xf16>, %p: tensor<1x2x7x32xf32>) {
+  %off = arith.constant 0 : index
+  %m1 = arith.constant -1 : index
+  %c5 = arith.constant 5 : index
+  // expected-error @+1 {{expected K of selection (4) to match topk (8)}}
+  %s = pisa.hier_topk %q, %k, %p, %off topk = 8 block_size = 64 branching = 2 : tensor<1x4x200x32xf16>, tensor<1x2x200x32xf16>, tensor<1x2x7x32xf32> -> tensor<1x2x200x4xi32>
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<1x4x200x32xf16>, %k: tensor<1x2x200x32xf16>, %p: tensor<1x2x7x32xf32>) {
+  %off = arith.constant 0 : index
+  %m1 = arith.constant -1 : index
+  %c5 = arith.constant 5 : index
+  // expected-error @+1 {{expected query_offset >= 0 but got -1}}
+  %s = pisa.hier_topk %q, %k, %p, %m1 topk = 8 block_size = 64 branching = 2 : tensor<1x4x200x32xf16>, tensor<1x2x200x32xf16>, tensor<1x2x7x32xf32> -> tensor<1x2x200x8xi32>
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<1x4x200x32xf16>, %k: tensor<1x2x200x32xf16>, %p: tensor<1x2x7x32xf32>) {
+  %off = arith.constant 0 : index
+  %m1 = arith.constant -1 : index
+  %c5 = arith.constant 5 : index
+  // expected-error @+1 {{expected query_offset (5) + Nq (200) <= N (200)}}
+  %s = pisa.hier_topk %q, %k, %p, %c5 topk = 8 block_size = 64 branching = 2 : tensor<1x4x200x32xf16>, tensor<1x2x200x32xf16>, tensor<1x2x7x32xf32> -> tensor<1x2x200x8xi32>
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<1x4x200x32xf16>, %k: tensor<1x2x200x32xf16>, %p: tensor<1x2x7x32xf32>) {
+  %off = arith.constant 0 : index
+  %m1 = arith.constant -1 : index
+  %c5 = arith.constant 5 : index
+  // expected-error @+1 {{result #0 must be 4D tensor of 32-bit signless integer values}}
+  %s = pisa.hier_topk %q, %k, %p, %off topk = 8 block_size = 64 branching = 2 : tensor<1x4x200x32xf16>, tensor<1x2x200x32xf16>, tensor<1x2x7x32xf32> -> tensor<1x2x200x8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<1x4x200x32xf16>, %k: tensor<1x2x200x32xf16>, %p: tensor<1x2x7x32xf32>) {
+  %off = arith.constant 0 : index
+  %m1 = arith.constant -1 : index
+  %c5 = arith.constant 5 : index
+  // expected-error @+1 {{attribute 'schedule' failed to satisfy constraint}}
+  %s = pisa.hier_topk %q, %k, %p, %off topk = 8 block_size = 64 branching = 2 {schedule = 3 : i64} : tensor<1x4x200x32xf16>, tensor<1x2x200x32xf16>, tensor<1x2x7x32xf32> -> tensor<1x2x200x8xi32>
+  return
+}
+
+// -----
+
+// expected-error @+1 {{expected q_tile >= 1 but got 0}}
+"test.use"() {s = #pisa.schedule<two_stage, q_tile = 0, io_two_stage = 1, io_single_stage = 2>} : () -> ()
+
+// -----
+
+// expected-error @+1 {{expected non-negative IO figures but got -1 and 2}}
+"test.use"() {s = #pisa.schedule<two_stage, q_tile = 1, io_two_stage = -1, io_single_stage = 2>} : () -> ()
+
+// -----
+
+// expected-error @+2 {{expected ::mlir::pisa::ScheduleKind to be one of: two_stage, single_stage}}
+// expected-error @+1 {{failed to parse Pisa_ScheduleAttr parameter 'kind'}}
+"test.use"() {s = #pisa.schedule<three_stage, q_tile = 1, io_two_stage = 1, io_single_stage = 2>} : () -> ()

@@ -1,0 +1,71 @@
+// RUN: pisa-opt %s --allow-unregistered-dialect | pisa-opt --allow-unregistered-dialect | FileCheck %s --enable-var-scope
+// RUN: pisa-opt %s --allow-unregistered-dialect --mlir-print-op-generic | pisa-opt --allow-unregistered-dialect | FileCheck %s --enable-var-scope
+
+// CHECK-LABEL: func.func @pyramid
+// CHECK-SAME: (%[[K:.*]]: tensor<1x2x200x64xf16>)
+// CHECK: %[[P:.*]] = pisa.pyramid_build %[[K]] block_size = 64 branching = 2 : tensor<1x2x200x64xf16> -> tensor<1x2x7x64xf32>
+// CHECK: return %[[P]]
+func.func @pyramid(%k: tensor<1x2x200x64xf16>) -> tensor<1x2x7x64xf32> {
+  %p = pisa.pyramid_build %k block_size = 64 branching = 2
+      : tensor<1x2x200x64xf16> -> tensor<1x2x7x64xf32>
+  return %p : tensor<1x2x7x64xf32>
+}
+
+// CHECK-LABEL: func.func @pyramid_dynamic
+// CHECK: pisa.pyramid_build %{{.*}} block_size = 8 branching = 4 : tensor<?x?x?x16xbf16> -> tensor<?x?x?x16xf32>
+func.func @pyramid_dynamic(%k: tensor<?x?x?x16xbf16>) -> tensor<?x?x?x16xf32> {
+  %p = pisa.pyramid_build %k block_size = 8 branching = 4
+      : tensor<?x?x?x16xbf16> -> tensor<?x?x?x16xf32>
+  return %p : tensor<?x?x?x16xf32>
+}
+
+// CHECK-LABEL: func.func @score_leaves
+// CHECK-SAME: (%[[Q:.*]]: tensor<1x4x128x64xf32>, %[[K:.*]]: tensor<1x1x128x64xf32>, %[[C:.*]]: tensor<1x1x128x16xi32>, %[[OFF:.*]]: index)
+// CHECK: pisa.lse_score %[[Q]], %[[K]], %[[C]], %[[OFF]] level = 1 block_size = 64 branching = 2 : tensor<1x4x128x64xf32>, tensor<1x1x128x64xf32>, tensor<1x1x128x16xi32> -> tensor<1x1x128x16xf32>
+func.func @score_leaves(%q: tensor<1x4x128x64xf32>, %k: tensor<1x1x128x64xf32>,
+                        %c: tensor<1x1x128x16xi32>, %off: index) -> tensor<1x1x128x16xf32> {
+  %u = pisa.lse_score %q, %k, %c, %off level = 1 block_size = 64 branching = 2
+      : tensor<1x4x128x64xf32>, tensor<1x1x128x64xf32>, tensor<1x1x128x16xi32>
+      -> tensor<1x1x128x16xf32>
+  return %u : tensor<1x1x128x16xf32>
+}
+
+// CHECK-LABEL: func.func @score_summaries
+// CHECK: pisa.lse_score %{{.*}} level = 3 block_size = 32 branching = 4 scale = 2.500000e-01 : tensor<2x6x10x16xbf16>, tensor<2x3x5x16xf32>, tensor<2x3x10x8xi32> -> tensor<2x3x10x8xf32>
+func.func @score_summaries(%q: tensor<2x6x10x16xbf16>, %s: tensor<2x3x5x16xf32>,
+                           %c: tensor<2x3x10x8xi32>, %off: index) -> tensor<2x3x10x8xf32> {
+  %u = pisa.lse_score %q, %s, %c, %off level = 3 block_size = 32 branching = 4 scale = 0.25
+      : tensor<2x6x10x16xbf16>, tensor<2x3x5x16xf32>, tensor<2x3x10x8xi32>
+      -> tensor<2x3x10x8xf32>
+  return %u : tensor<2x3x10x8xf32>
+}
+
+// CHECK-LABEL: func.func @select
+// CHECK-SAME: (%[[Q:.*]]: tensor<1x16x4096x128xbf16>, %[[K:.*]]: tensor<1x1x4096x128xbf16>, %[[P:.*]]: tensor<1x1x127x128xf32>, %[[OFF:.*]]: index)
+// CHECK: pisa.hier_topk %[[Q]], %[[K]], %[[P]], %[[OFF]] topk = 8 block_size = 64 branching = 2 :
+// CHECK-SAME: -> tensor<1x1x4096x8xi32>
+func.func @select(%q: tensor<1x16x4096x128xbf16>, %k: tensor<1x1x4096x128xbf16>,
+                  %p: tensor<1x1x127x128xf32>, %off: index) -> tensor<1x1x4096x8xi32> {
+  %s = pisa.hier_topk %q, %k, %p, %off topk = 8 block_size = 64 branching = 2
+      : tensor<1x16x4096x128xbf16>, tensor<1x1x4096x128xbf16>, tensor<1x1x127x128xf32>
+      -> tensor<1x1x4096x8xi32>
+  return %s : tensor<1x1x4096x8xi32>
+}
+
+// CHECK-LABEL: func.func @select_scheduled
+// CHECK: pisa.hier_topk %{{.*}} topk = 4 block_size = 64 branching = 2 scale = 1.250000e-01 {schedule = #pisa.schedule<single_stage, q_tile = 4, io_two_stage = 512, io_single_stage = 4096>} :
+func.func @select_scheduled(%q: tensor<1x1x1x64xf16>, %k: tensor<1x1x300x64xf16>,
+                            %p: tensor<1x1x11x64xf32>, %off: index) -> tensor<1x1x1x4xi32> {
+  %s = pisa.hier_topk %q, %k, %p, %off topk = 4 block_size = 64 branching = 2 scale = 0.125
+      {schedule = #pisa.schedule<single_stage, q_tile = 4, io_two_stage = 512, io_single_stage = 4096>}
+      : tensor<1x1x1x64xf16>, tensor<1x1x300x64xf16>, tensor<1x1x11x64xf32>
+      -> tensor<1x1x1x4xi32>
+  return %s : tensor<1x1x1x4xi32>
+}
+
+// CHECK-LABEL: func.func @schedule_attr
+// CHECK: "test.use"() {s = #pisa.schedule<two_stage, q_tile = 2, io_two_stage = 10, io_single_stage = 20>}
+func.func @schedule_attr() {
+  "test.use"() {s = #pisa.schedule<two_stage, q_tile = 2, io_two_stage = 10, io_single_stage = 20>} : () -> ()
+  return
+}

@@ -1,0 +1,52 @@
+# -*- Python -*-
+# lit configuration for pisa's IR, tool and integration tests.
+
+import os
+import shutil
+import subprocess
+
+import lit.formats
+from lit.llvm import llvm_config
+from lit.llvm.subst import ToolSubst
+
+config.name = "PISA"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".test"]
+config.excludes = ["Unit", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py",
+                   "Inputs"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.pisa_obj_root, "test")
+
+config.substitutions.append(("%PATH%", config.environment["PATH"]))
+config.substitutions.append(("%pisa_src_root", config.pisa_src_root))
+config.substitutions.append(("%python", "/usr/bin/python3"))
+
+llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
+llvm_config.use_default_substitutions()
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+llvm_config.with_environment("PATH", config.pisa_tools_dir, append_path=True)
+
+tools = ["pisa-opt", "pisa-run", "pisa-compile"]
+llvm_config.add_tool_substitutions(
+    [ToolSubst(t, unresolved="ignore") for t in tools], [config.pisa_tools_dir])
+
+
+def has_numpy():
+    return subprocess.run(["/usr/bin/python3", "-c", "import numpy"],
+                          capture_output=True).returncode == 0
+
+
+# Execution tests that compare against the numpy reference.
+if has_numpy():
+    config.available_features.add("numpy")
+
+# GPU execution tests: a CUDA driver that sees a device.
+def has_cuda_device():
+    smi = shutil.which("nvidia-smi")
+    if not smi:
+        return False
+    return subprocess.run([smi, "-L"], capture_output=True).returncode == 0
+
+
+if has_cuda_device():
+    config.available_features.add("cuda")

@@ -1,12 +1,32 @@
 #!/usr/bin/env bash
 # The project's main job on the bundled examples: choose each selection's
-# schedule and show why. Usage: run-examples.sh BIN_DIR
+# schedule and say why, then run PISA selection on the CPU through MLIR
+# (pisa-run) and show what a few queries selected.
+# Usage: run-examples.sh BIN_DIR [WORK_DIR]
 set -euo pipefail
-bin=${1:?usage: run-examples.sh BIN_DIR}
+bin=${1:?usage: run-examples.sh BIN_DIR [WORK_DIR]}
+work=${2:-$bin/../examples}
 here=$(cd "$(dirname "$0")" && pwd)
+
 for f in "$here"/prefill-select.mlir "$here"/decode-select.mlir; do
   echo "== $(basename "$f"): schedule"
   "$bin/pisa-opt" "$f" --pisa-select-schedule=emit-remarks \
       --mlir-print-op-on-diagnostic=false -o /dev/null 2>&1 |
     sed -n 's/.*remark: /  /p'
 done
+
+echo "== pisa-run plan (paper setting: G=16, C=64, Q_tile=4, 4096 queries)"
+"$bin/pisa-run" plan --group-size 16 --block-size 64 --q-tile 4 --queries 4096
+
+echo "== pisa-run select on a 1024-token f16 prefill (G=8, d=64, C=64, K=8)"
+/usr/bin/python3 "$here/make-inputs.py" "$work"
+"$bin/pisa-run" select --q "$work/q.npy" --k "$work/k.npy" \
+    --block-size 64 --topk 8 --out "$work/selection.npy"
+/usr/bin/python3 - "$work/selection.npy" <<'PY'
+import sys
+import numpy as np
+sel = np.load(sys.argv[1])
+print(f"  selection {sel.dtype}{list(sel.shape)} [B, Hkv, Nq, K], ascending, -1 = padding")
+for t in (0, 100, 511, 1023):
+    print(f"  query {t:4d} (block {t // 64:2d}) attends leaf blocks {sel[0, 0, t].tolist()}")
+PY

@@ -1,0 +1,23 @@
+//===- PisaToLinalg.h - pisa to linalg/scf patterns -------------*- C++ -*-===//
+
+#ifndef PISA_CONVERSION_PISATOLINALG_PISATOLINALG_H
+#define PISA_CONVERSION_PISATOLINALG_PISATOLINALG_H
+
+namespace mlir {
+class RewritePatternSet;
+
+namespace pisa {
+
+/// pisa.pyramid_build to pad + linalg.reduce + mean per level.
+void populatePyramidBuildToLinalgPatterns(RewritePatternSet &patterns);
+
+/// pisa.lse_score and pisa.hier_topk to bounded scf loops.
+void populateSelectionToLoopsPatterns(RewritePatternSet &patterns);
+
+/// Everything --convert-pisa-to-linalg applies.
+void populatePisaToLinalgConversionPatterns(RewritePatternSet &patterns);
+
+} // namespace pisa
+} // namespace mlir
+
+#endif // PISA_CONVERSION_PISATOLINALG_PISATOLINALG_H

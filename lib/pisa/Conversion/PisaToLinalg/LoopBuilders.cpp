@@ -1,0 +1,68 @@
+//===- LoopBuilders.cpp - Terse scf/arith construction helpers ------------===//
+
+#include "LoopBuilders.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+
+using namespace mlir;
+using namespace mlir::pisa::detail;
+
+SmallVector<Value> mlir::pisa::detail::buildLoop(ImplicitLocOpBuilder &b,
+                                                 Value lb, Value ub,
+                                                 ValueRange init,
+                                                 LoopBody body) {
+  Value step = indexConst(b, 1);
+  auto loop = scf::ForOp::create(
+      b, lb, ub, step, init,
+      [&](OpBuilder &nested, Location loc, Value iv, ValueRange args) {
+        ImplicitLocOpBuilder ib(loc, nested);
+        SmallVector<Value> yielded = body(ib, iv, args);
+        scf::YieldOp::create(ib, yielded);
+      });
+  return SmallVector<Value>(loop.getResults());
+}
+
+SmallVector<Value> mlir::pisa::detail::buildIf(ImplicitLocOpBuilder &b,
+                                               Value cond, TypeRange types,
+                                               Branch thenBranch,
+                                               Branch elseBranch) {
+  auto ifOp = scf::IfOp::create(b, types, cond, /*withElseRegion=*/true);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    scf::YieldOp::create(b, thenBranch(b));
+    b.setInsertionPointToStart(ifOp.elseBlock());
+    scf::YieldOp::create(b, elseBranch(b));
+  }
+  return SmallVector<Value>(ifOp.getResults());
+}
+
+Value mlir::pisa::detail::indexConst(ImplicitLocOpBuilder &b, int64_t value) {
+  return arith::ConstantIndexOp::create(b, value);
+}
+
+Value mlir::pisa::detail::f32Const(ImplicitLocOpBuilder &b, float value) {
+  return arith::ConstantOp::create(b, b.getF32FloatAttr(value));
+}
+
+Value mlir::pisa::detail::extractIndex(ImplicitLocOpBuilder &b, Value tensor,
+                                       ValueRange indices) {
+  Value v = tensor::ExtractOp::create(b, tensor, indices);
+  return arith::IndexCastOp::create(b, b.getIndexType(), v);
+}
+
+Value mlir::pisa::detail::insertIndex(ImplicitLocOpBuilder &b, Value value,
+                                      Value tensor, ValueRange indices) {
+  Value v = arith::IndexCastOp::create(b, b.getI32Type(), value);
+  return tensor::InsertOp::create(b, v, tensor, indices);
+}
+
+Value mlir::pisa::detail::extractF32(ImplicitLocOpBuilder &b, Value tensor,
+                                     ValueRange indices) {
+  Value v = tensor::ExtractOp::create(b, tensor, indices);
+  if (v.getType().isF32())
+    return v;
+  return arith::ExtFOp::create(b, b.getF32Type(), v);
+}

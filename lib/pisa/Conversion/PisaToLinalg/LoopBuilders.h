@@ -1,0 +1,44 @@
+//===- LoopBuilders.h - Terse scf/arith construction helpers ----*- C++ -*-===//
+//
+// The selection lowerings build deep scf nests with iter_args; these helpers
+// keep that code about the algorithm rather than about builder plumbing.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PISA_LIB_CONVERSION_PISATOLINALG_LOOPBUILDERS_H
+#define PISA_LIB_CONVERSION_PISATOLINALG_LOOPBUILDERS_H
+
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
+#include "llvm/ADT/SmallVector.h"
+
+namespace mlir::pisa::detail {
+
+using LoopBody = llvm::function_ref<SmallVector<Value>(
+    ImplicitLocOpBuilder &, Value iv, ValueRange iterArgs)>;
+using Branch = llvm::function_ref<SmallVector<Value>(ImplicitLocOpBuilder &)>;
+
+/// scf.for %iv = lb to ub step 1 with `init` iter_args; `body` returns the
+/// values to yield. Returns the loop results.
+SmallVector<Value> buildLoop(ImplicitLocOpBuilder &b, Value lb, Value ub,
+                             ValueRange init, LoopBody body);
+
+/// scf.if with results; each branch returns the values it yields.
+SmallVector<Value> buildIf(ImplicitLocOpBuilder &b, Value cond,
+                           TypeRange types, Branch thenBranch,
+                           Branch elseBranch);
+
+Value indexConst(ImplicitLocOpBuilder &b, int64_t value);
+Value f32Const(ImplicitLocOpBuilder &b, float value);
+
+/// Reads an i32 element of `tensor` at `indices` as an index.
+Value extractIndex(ImplicitLocOpBuilder &b, Value tensor, ValueRange indices);
+/// Writes index `value` as i32 into `tensor` at `indices`.
+Value insertIndex(ImplicitLocOpBuilder &b, Value value, Value tensor,
+                  ValueRange indices);
+/// Reads a float element and widens it to f32.
+Value extractF32(ImplicitLocOpBuilder &b, Value tensor, ValueRange indices);
+
+} // namespace mlir::pisa::detail
+
+#endif // PISA_LIB_CONVERSION_PISATOLINALG_LOOPBUILDERS_H

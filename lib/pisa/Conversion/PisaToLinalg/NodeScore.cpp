@@ -1,0 +1,89 @@
+//===- NodeScore.cpp - IR for one group-summed LSE node score -------------===//
+//
+// The LSE is computed online (running max and rescaled sum) in one pass
+// over the children. The loop bound is the number of valid children, so
+// causal masking costs no branch. The dot product carries reassoc/contract
+// so that LLVM vectorises it; the result is still deterministic, and equal
+// inputs give bit-equal scores, which the tie rule relies on.
+//
+//===----------------------------------------------------------------------===//
+
+#include "NodeScore.h"
+#include "LoopBuilders.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+
+#include <limits>
+
+using namespace mlir;
+using namespace mlir::pisa::detail;
+
+Value mlir::pisa::detail::buildGroupScore(ImplicitLocOpBuilder &b,
+                                          const ScoreOperands &operands,
+                                          const QuerySite &site,
+                                          const ChildLevel &level,
+                                          Value node) {
+  Value zero = indexConst(b, 0), one = indexConst(b, 1);
+  Value first = arith::MulIOp::create(b, node, level.fanout);
+
+  // Existing children: clamp(numChildren - first, 0, fanout).
+  Value left = arith::SubIOp::create(b, level.numChildren, first);
+  Value existing = arith::MinSIOp::create(
+      b, level.fanout, arith::MaxSIOp::create(b, left, zero));
+  // Causal children: r * keysPerChild <= t  <=>  r <= t / keysPerChild.
+  Value lastCausal =
+      arith::DivUIOp::create(b, site.position, level.keysPerChild);
+  Value causal = arith::MaxSIOp::create(
+      b,
+      arith::SubIOp::create(b, arith::AddIOp::create(b, lastCausal, one),
+                            first),
+      zero);
+  Value count = arith::MinSIOp::create(b, existing, causal);
+
+  auto fastDot = arith::FastMathFlags::reassoc | arith::FastMathFlags::contract;
+  Value zeroF = f32Const(b, 0.0f);
+  Value negInf = f32Const(b, -std::numeric_limits<float>::infinity());
+  Value scale = f32Const(b, operands.scale);
+  Value headDim = indexConst(b, operands.headDim);
+  Value groupBase = arith::MulIOp::create(
+      b, site.kvHead, indexConst(b, operands.groupSize));
+  Value rowBase = arith::AddIOp::create(b, level.rowBase, first);
+
+  auto headSum = buildLoop(
+      b, zero, indexConst(b, operands.groupSize), {zeroF},
+      [&](ImplicitLocOpBuilder &hb, Value h, ValueRange acc) {
+        Value qHead = arith::AddIOp::create(hb, groupBase, h);
+        auto maxAndSum = buildLoop(
+            hb, zero, count, {negInf, zeroF},
+            [&](ImplicitLocOpBuilder &cb, Value c, ValueRange state) {
+              Value row = arith::AddIOp::create(cb, rowBase, c);
+              auto dot = buildLoop(
+                  cb, zero, headDim, {zeroF},
+                  [&](ImplicitLocOpBuilder &db, Value e, ValueRange sum) {
+                    Value qv = extractF32(
+                        db, operands.queries,
+                        {site.batch, qHead, site.query, e});
+                    Value kv = extractF32(db, operands.children,
+                                          {site.batch, site.kvHead, row, e});
+                    Value prod = arith::MulFOp::create(db, qv, kv, fastDot);
+                    return SmallVector<Value>{
+                        arith::AddFOp::create(db, sum[0], prod, fastDot)};
+                  });
+              Value x = arith::MulFOp::create(cb, dot[0], scale);
+              Value m = arith::MaximumFOp::create(cb, state[0], x);
+              Value rescale = math::ExpOp::create(
+                  cb, arith::SubFOp::create(cb, state[0], m));
+              Value term =
+                  math::ExpOp::create(cb, arith::SubFOp::create(cb, x, m));
+              Value s = arith::AddFOp::create(
+                  cb, arith::MulFOp::create(cb, state[1], rescale), term);
+              return SmallVector<Value>{m, s};
+            });
+        // Empty: -inf + log(0) = -inf.
+        Value lse = arith::AddFOp::create(
+            hb, maxAndSum[0], math::LogOp::create(hb, maxAndSum[1]));
+        return SmallVector<Value>{arith::AddFOp::create(hb, acc[0], lse)};
+      });
+  return headSum[0];
+}

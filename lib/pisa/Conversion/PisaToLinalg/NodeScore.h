@@ -1,0 +1,46 @@
+//===- NodeScore.h - IR for one group-summed LSE node score -----*- C++ -*-===//
+//
+// Both lse_score and hier_topk lower their scoring to this one builder, so
+// the CPU reference has a single definition of section 2 of the contract.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PISA_LIB_CONVERSION_PISATOLINALG_NODESCORE_H
+#define PISA_LIB_CONVERSION_PISATOLINALG_NODESCORE_H
+
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+
+namespace mlir::pisa::detail {
+
+/// What is scored against what.
+struct ScoreOperands {
+  Value queries;  ///< [B, Hq, Nq, d], any float type.
+  Value children; ///< [B, Hkv, R, d]: raw keys or packed f32 summaries.
+  int64_t groupSize;
+  int64_t headDim;
+  float scale;
+};
+
+/// Where: one query of one (batch, KV head). All index values.
+struct QuerySite {
+  Value batch, kvHead, query, position;
+};
+
+/// The child level of the scored node: its rows are
+/// children[..., rowBase + r, :] for r < numChildren; node n owns
+/// r = n*fanout .. n*fanout + fanout - 1, and child r starts at key
+/// r * keysPerChild. All index values.
+struct ChildLevel {
+  Value rowBase, numChildren, fanout, keysPerChild;
+};
+
+/// u(t, node) = sum over the G heads of the group of
+/// log sum_{existing child r, first key <= t} exp(scale * q . kbar_r),
+/// as f32; -inf when no child is valid.
+Value buildGroupScore(ImplicitLocOpBuilder &b, const ScoreOperands &operands,
+                      const QuerySite &site, const ChildLevel &level,
+                      Value node);
+
+} // namespace mlir::pisa::detail
+
+#endif // PISA_LIB_CONVERSION_PISATOLINALG_NODESCORE_H

@@ -1,0 +1,453 @@
+//===- SelectionToLoops.cpp - lse_score and hier_topk to scf loops --------===//
+//
+// Selection is data dependent, so it lowers to scf loops over
+// (batch, KV head, query) rather than to structured ops. Per query the
+// state is three small tensors threaded through the loops as iter_args
+// (candidates [g*K], kept [K], scores [g*K]), so one-shot bufferization
+// updates them in place and nothing scales with Nq x (number of leaves).
+//
+//===----------------------------------------------------------------------===//
+
+#include "LoopBuilders.h"
+#include "NodeScore.h"
+
+#include "pisa/Analysis/PyramidLayout.h"
+#include "pisa/Conversion/PisaToLinalg/PisaToLinalg.h"
+#include "pisa/IR/PisaOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/PatternMatch.h"
+
+#include <cmath>
+#include <limits>
+
+using namespace mlir;
+using namespace mlir::pisa;
+using namespace mlir::pisa::detail;
+
+static bool allStatic(ValueRange values) {
+  return llvm::all_of(values.getTypes(), [](Type t) {
+    return cast<ShapedType>(t).hasStaticShape();
+  });
+}
+
+static float defaultScale(Value queries, FloatAttr scale) {
+  if (scale)
+    return static_cast<float>(scale.getValueAsDouble());
+  int64_t d = cast<ShapedType>(queries.getType()).getDimSize(3);
+  return 1.0f / std::sqrt(static_cast<float>(d));
+}
+
+/// A constant i64 table indexed by level (entry 0 unused) as tensor<index>.
+static Value levelTable(ImplicitLocOpBuilder &b, const PyramidLayout &layout,
+                        llvm::function_ref<int64_t(int64_t)> entry) {
+  SmallVector<APInt> values{APInt(64, 0)};
+  for (int64_t l = 1; l <= layout.numLevels(); ++l)
+    values.push_back(APInt(64, entry(l)));
+  auto type = RankedTensorType::get({layout.numLevels() + 1}, b.getIndexType());
+  return arith::ConstantOp::create(b, DenseElementsAttr::get(type, values));
+}
+
+static Value cmp(ImplicitLocOpBuilder &b, arith::CmpIPredicate pred, Value lhs,
+                 Value rhs) {
+  return arith::CmpIOp::create(b, pred, lhs, rhs);
+}
+
+/// Compacts, in place, the first `count` entries of `cand` that satisfy
+/// `keep`, preserving order. Returns {cand, kept count}. Writing at the
+/// compacted position (<= the read position) is safe without a branch.
+static SmallVector<Value>
+compact(ImplicitLocOpBuilder &b, Value cand, Value count,
+        llvm::function_ref<Value(ImplicitLocOpBuilder &, Value)> keep) {
+  Value zero = indexConst(b, 0), one = indexConst(b, 1);
+  return buildLoop(
+      b, zero, count, {cand, zero},
+      [&](ImplicitLocOpBuilder &lb, Value a, ValueRange st) {
+        Value node = extractIndex(lb, st[0], {a});
+        Value ok = keep(lb, node);
+        Value updated = insertIndex(lb, node, st[0], {st[1]});
+        Value next = arith::SelectOp::create(
+            lb, ok, arith::AddIOp::create(lb, st[1], one), st[1]);
+        return SmallVector<Value>{updated, next};
+      });
+}
+
+/// Keeps the `slots` best of cand[0..count) by score into kept[0..), in
+/// candidate (= ascending index) order. Ties go to the lower position, which
+/// is the lower node index. When `ranked` is false everything is kept.
+/// Returns {kept, kept count}.
+static SmallVector<Value> selectBest(ImplicitLocOpBuilder &b, Value cand,
+                                     Value scores, Value count, Value slots,
+                                     Value ranked, Value kept) {
+  Value zero = indexConst(b, 0), one = indexConst(b, 1);
+  Type i1 = b.getI1Type();
+  return buildLoop(
+      b, zero, count, {kept, zero},
+      [&](ImplicitLocOpBuilder &lb, Value a, ValueRange st) {
+        Value take = buildIf(
+            lb, ranked, {i1},
+            [&](ImplicitLocOpBuilder &tb) {
+              Value mine = tensor::ExtractOp::create(tb, scores, a);
+              auto rank = buildLoop(
+                  tb, zero, count, {zero},
+                  [&](ImplicitLocOpBuilder &rb, Value o, ValueRange r) {
+                    Value theirs = tensor::ExtractOp::create(rb, scores, o);
+                    Value higher = arith::CmpFOp::create(
+                        rb, arith::CmpFPredicate::OGT, theirs, mine);
+                    Value tie = arith::AndIOp::create(
+                        rb,
+                        arith::CmpFOp::create(rb, arith::CmpFPredicate::OEQ,
+                                              theirs, mine),
+                        cmp(rb, arith::CmpIPredicate::ult, o, a));
+                    Value beats = arith::OrIOp::create(rb, higher, tie);
+                    return SmallVector<Value>{arith::SelectOp::create(
+                        rb, beats, arith::AddIOp::create(rb, r[0], one),
+                        r[0])};
+                  });
+              return SmallVector<Value>{
+                  cmp(tb, arith::CmpIPredicate::ult, rank[0], slots)};
+            },
+            [&](ImplicitLocOpBuilder &eb) {
+              return SmallVector<Value>{
+                  arith::ConstantIntOp::create(eb, 1, 1).getResult()};
+            })[0];
+        Value updated = buildIf(
+            lb, take, {st[0].getType()},
+            [&](ImplicitLocOpBuilder &tb) {
+              Value node = extractIndex(tb, cand, {a});
+              return SmallVector<Value>{insertIndex(tb, node, st[0], {st[1]})};
+            },
+            [&](ImplicitLocOpBuilder &) { return SmallVector<Value>{st[0]}; })[0];
+        Value next = arith::SelectOp::create(
+            lb, take, arith::AddIOp::create(lb, st[1], one), st[1]);
+        return SmallVector<Value>{updated, next};
+      });
+}
+
+/// Scores cand[0..count) into `scores` when `needed`.
+static Value scoreCandidates(ImplicitLocOpBuilder &b, Value needed,
+                             Value cand, Value count, Value scores,
+                             const ScoreOperands &operands,
+                             const QuerySite &site, const ChildLevel &level) {
+  Value zero = indexConst(b, 0);
+  return buildIf(
+      b, needed, {scores.getType()},
+      [&](ImplicitLocOpBuilder &tb) {
+        return buildLoop(
+            tb, zero, count, {scores},
+            [&](ImplicitLocOpBuilder &lb, Value a, ValueRange st) {
+              Value node = extractIndex(lb, cand, {a});
+              Value u = buildGroupScore(lb, operands, site, level, node);
+              return SmallVector<Value>{
+                  tensor::InsertOp::create(lb, u, st[0], a).getResult()};
+            });
+      },
+      [&](ImplicitLocOpBuilder &) { return SmallVector<Value>{scores}; })[0];
+}
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// pisa.lse_score
+//===----------------------------------------------------------------------===//
+
+struct LseScoreToLoops : OpRewritePattern<LseScoreOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(LseScoreOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!allStatic(op->getOperands().drop_back()) || !allStatic(op->getResults()))
+      return rewriter.notifyMatchFailure(op, "requires static shapes");
+    ArrayRef<int64_t> q = op.getQueries().getType().getShape();
+    ArrayRef<int64_t> c = op.getChildren().getType().getShape();
+    ArrayRef<int64_t> s = op.getCandidates().getType().getShape();
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+
+    int64_t level = op.getLevel(), blockSize = op.getBlockSize();
+    int64_t keysPerChild = 1, fanout = blockSize;
+    if (level > 1) {
+      fanout = op.getBranching();
+      keysPerChild = blockSize;
+      for (int64_t l = 2; l < level; ++l)
+        keysPerChild *= op.getBranching();
+    }
+    ScoreOperands operands{op.getQueries(), op.getChildren(), q[1] / c[1],
+                           q[3], defaultScale(op.getQueries(), op.getScaleAttr())};
+    ChildLevel childLevel{indexConst(b, 0), indexConst(b, c[2]),
+                          indexConst(b, fanout), indexConst(b, keysPerChild)};
+
+    Value zero = indexConst(b, 0);
+    Value negInf = f32Const(b, -std::numeric_limits<float>::infinity());
+    Value init = tensor::EmptyOp::create(b, op.getScores().getType().getShape(),
+                                         b.getF32Type());
+    auto loopOver = [&](ImplicitLocOpBuilder &lb, int64_t extent, Value acc,
+                        LoopBody body) {
+      return buildLoop(lb, zero, indexConst(lb, extent), {acc}, body);
+    };
+    auto result = loopOver(b, s[0], init, [&](ImplicitLocOpBuilder &b0, Value bi, ValueRange a0) {
+      return loopOver(b0, s[1], a0[0], [&](ImplicitLocOpBuilder &b1, Value kv, ValueRange a1) {
+        return loopOver(b1, s[2], a1[0], [&](ImplicitLocOpBuilder &b2, Value i, ValueRange a2) {
+          Value t = arith::AddIOp::create(b2, op.getQueryOffset(), i);
+          QuerySite site{bi, kv, i, t};
+          return loopOver(b2, s[3], a2[0], [&](ImplicitLocOpBuilder &b3, Value j, ValueRange a3) {
+            Value raw = tensor::ExtractOp::create(b3, op.getCandidates(),
+                                                  ValueRange{bi, kv, i, j});
+            Value valid = arith::CmpIOp::create(
+                b3, arith::CmpIPredicate::sge, raw,
+                arith::ConstantIntOp::create(b3, 0, 32));
+            Value u = buildIf(
+                b3, valid, {b3.getF32Type()},
+                [&](ImplicitLocOpBuilder &tb) {
+                  Value node = arith::IndexCastOp::create(
+                      tb, tb.getIndexType(), raw);
+                  return SmallVector<Value>{
+                      buildGroupScore(tb, operands, site, childLevel, node)};
+                },
+                [&](ImplicitLocOpBuilder &) {
+                  return SmallVector<Value>{negInf};
+                })[0];
+            return SmallVector<Value>{tensor::InsertOp::create(
+                b3, u, a3[0], ValueRange{bi, kv, i, j}).getResult()};
+          });
+        });
+      });
+    });
+    rewriter.replaceOp(op, result[0]);
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// pisa.hier_topk
+//===----------------------------------------------------------------------===//
+
+struct HierTopKToLoops : OpRewritePattern<HierTopKOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(HierTopKOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!allStatic(op->getOperands().drop_back()) || !allStatic(op->getResults()))
+      return rewriter.notifyMatchFailure(op, "requires static shapes");
+    ArrayRef<int64_t> q = op.getQueries().getType().getShape();
+    ArrayRef<int64_t> k = op.getKeys().getType().getShape();
+    const int64_t numBatch = q[0], numQueries = q[2], numKv = k[1];
+    const int64_t topK = op.getTopk(), fan = op.getBranching();
+    const int64_t blockSize = op.getBlockSize();
+    PyramidLayout layout(k[2], blockSize, fan);
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+
+    float scale = op.getScaleOrDefault();
+    ScoreOperands summaries{op.getQueries(), op.getPyramid(), q[1] / k[1], q[3],
+                            scale};
+    ScoreOperands rawKeys{op.getQueries(), op.getKeys(), q[1] / k[1], q[3],
+                          scale};
+
+    Value spans = levelTable(b, layout, [&](int64_t l) {
+      return layout.leavesPerNode(l);
+    });
+    Value sizes = levelTable(b, layout, [&](int64_t l) { return layout.size(l); });
+    Value offsets = levelTable(b, layout, [&](int64_t l) {
+      return layout.offset(l);
+    });
+
+    Value zero = indexConst(b, 0), one = indexConst(b, 1);
+    Value two = indexConst(b, 2);
+    Value cK = indexConst(b, topK), cFan = indexConst(b, fan);
+    Value cBlock = indexConst(b, blockSize);
+    Value lastLeaf = indexConst(b, layout.numLeaves() - 1);
+    Value numLevels = indexConst(b, layout.numLevels());
+
+    Value out = tensor::EmptyOp::create(
+        b, op.getSelection().getType().getShape(), b.getI32Type());
+    Value cand = tensor::EmptyOp::create(b, {fan * topK}, b.getI32Type());
+    Value kept = tensor::EmptyOp::create(b, {topK}, b.getI32Type());
+    Value scores = tensor::EmptyOp::create(b, {fan * topK}, b.getF32Type());
+
+    auto perQuery = [&](ImplicitLocOpBuilder &qb, Value bi, Value kv, Value i,
+                        ValueRange st) -> SmallVector<Value> {
+      Value outAcc = st[0], candAcc = st[1], keptAcc = st[2], scoreAcc = st[3];
+      Value t = arith::AddIOp::create(qb, op.getQueryOffset(), i);
+      QuerySite site{bi, kv, i, t};
+      // b_t, clamped so that a position past the keys cannot index past the
+      // leaves (the tools reject such positions).
+      Value bt = arith::MinUIOp::create(
+          qb, arith::DivUIOp::create(qb, t, cBlock), lastLeaf);
+
+      // A = {root}, then walk levels L .. 2.
+      candAcc = insertIndex(qb, zero, candAcc, {zero});
+      auto walked = buildLoop(
+          qb, zero, arith::SubIOp::create(qb, numLevels, one),
+          {candAcc, one, keptAcc, scoreAcc},
+          [&](ImplicitLocOpBuilder &lb, Value j, ValueRange ls) {
+            Value level = arith::SubIOp::create(lb, numLevels, j);
+            Value child = arith::SubIOp::create(lb, level, one);
+            Value span = tensor::ExtractOp::create(lb, spans, level);
+            auto causal = compact(lb, ls[0], ls[1],
+                                  [&](ImplicitLocOpBuilder &cb, Value node) {
+                                    Value firstLeaf =
+                                        arith::MulIOp::create(cb, node, span);
+                                    return cmp(cb, arith::CmpIPredicate::ule,
+                                               firstLeaf, bt);
+                                  });
+            Value numChildren = tensor::ExtractOp::create(lb, sizes, child);
+            ChildLevel childLevel{
+                tensor::ExtractOp::create(lb, offsets, child), numChildren,
+                cFan,
+                arith::MulIOp::create(
+                    lb, tensor::ExtractOp::create(lb, spans, child), cBlock)};
+            Value ranked = cmp(lb, arith::CmpIPredicate::ugt, causal[1], cK);
+            Value scored = scoreCandidates(lb, ranked, causal[0], causal[1],
+                                           ls[3], summaries, site, childLevel);
+            auto best = selectBest(lb, causal[0], scored, causal[1], cK,
+                                   ranked, ls[2]);
+            // A = the existing children of the kept nodes, ascending.
+            auto expanded = buildLoop(
+                lb, zero, best[1], {causal[0], zero},
+                [&](ImplicitLocOpBuilder &eb, Value p, ValueRange es) {
+                  Value parent = extractIndex(eb, best[0], {p});
+                  Value firstChild = arith::MulIOp::create(eb, parent, cFan);
+                  return appendChildren(eb, es, firstChild, cFan,
+                                        numChildren);
+                });
+            return SmallVector<Value>{expanded[0], expanded[1], best[0],
+                                      scored};
+          });
+
+      // Leaves: forced F = {0, b_t - 1, b_t} within 0..b_t; the others of V
+      // compete for the remaining K - |F| slots.
+      Value btMinus1 = arith::SubIOp::create(
+          qb, arith::MaxUIOp::create(qb, bt, one), one);
+      auto others = compact(qb, walked[0], walked[1],
+                            [&](ImplicitLocOpBuilder &cb, Value node) {
+                              Value causal =
+                                  cmp(cb, arith::CmpIPredicate::ule, node, bt);
+                              Value forced = arith::OrIOp::create(
+                                  cb,
+                                  arith::OrIOp::create(
+                                      cb,
+                                      cmp(cb, arith::CmpIPredicate::eq, node,
+                                          zero),
+                                      cmp(cb, arith::CmpIPredicate::eq, node,
+                                          bt)),
+                                  cmp(cb, arith::CmpIPredicate::eq, node,
+                                      btMinus1));
+                              Value notForced = arith::XOrIOp::create(
+                                  cb, forced,
+                                  arith::ConstantIntOp::create(cb, 1, 1));
+                              return arith::AndIOp::create(cb, causal,
+                                                           notForced);
+                            });
+      Value hasBt = cmp(qb, arith::CmpIPredicate::uge, bt, one);
+      Value hasBtMinus1 = cmp(qb, arith::CmpIPredicate::uge, bt, two);
+      Value numForced = arith::SelectOp::create(
+          qb, hasBtMinus1, indexConst(qb, 3),
+          arith::SelectOp::create(qb, hasBt, two, one));
+      Value slots = arith::SubIOp::create(qb, cK, numForced);
+      ChildLevel keyLevel{zero, indexConst(qb, layout.numKeys()), cBlock, one};
+      Value ranked = cmp(qb, arith::CmpIPredicate::ugt, others[1], slots);
+      Value scored = scoreCandidates(qb, ranked, others[0], others[1],
+                                     walked[3], rawKeys, site, keyLevel);
+      auto best =
+          selectBest(qb, others[0], scored, others[1], slots, ranked, walked[2]);
+
+      // Append the forced blocks, then write the set ascending, padded -1.
+      Value sel = insertIndex(qb, zero, best[0], {best[1]});
+      Value pos = arith::AddIOp::create(qb, best[1], one);
+      sel = appendIf(qb, hasBt, bt, sel, pos);
+      pos = arith::SelectOp::create(qb, hasBt,
+                                    arith::AddIOp::create(qb, pos, one), pos);
+      sel = appendIf(qb, hasBtMinus1, btMinus1, sel, pos);
+      Value numSel = arith::AddIOp::create(qb, best[1], numForced);
+      outAcc = writeSorted(qb, sel, numSel, cK, outAcc, {bi, kv, i});
+      return {outAcc, walked[0], sel, scored};
+    };
+
+    auto loopOver = [&](ImplicitLocOpBuilder &lb, int64_t extent,
+                        ValueRange acc, LoopBody body) {
+      return buildLoop(lb, zero, indexConst(lb, extent), acc, body);
+    };
+    auto result = loopOver(
+        b, numBatch, {out, cand, kept, scores},
+        [&](ImplicitLocOpBuilder &b0, Value bi, ValueRange a0) {
+          return loopOver(
+              b0, numKv, a0, [&](ImplicitLocOpBuilder &b1, Value kv, ValueRange a1) {
+                return loopOver(b1, numQueries, a1,
+                                [&](ImplicitLocOpBuilder &b2, Value i,
+                                    ValueRange a2) {
+                                  return perQuery(b2, bi, kv, i, a2);
+                                });
+              });
+        });
+    rewriter.replaceOp(op, result[0]);
+    return success();
+  }
+
+private:
+  /// Appends children firstChild .. firstChild + fan - 1 that exist to the
+  /// candidate list state {cand, count}.
+  static SmallVector<Value> appendChildren(ImplicitLocOpBuilder &b,
+                                           ValueRange st, Value firstChild,
+                                           Value fan, Value numChildren) {
+    Value zero = indexConst(b, 0), one = indexConst(b, 1);
+    return buildLoop(
+        b, zero, fan, {st[0], st[1]},
+        [&](ImplicitLocOpBuilder &lb, Value c, ValueRange cs) {
+          Value child = arith::AddIOp::create(lb, firstChild, c);
+          Value exists = cmp(lb, arith::CmpIPredicate::ult, child, numChildren);
+          Value updated = insertIndex(lb, child, cs[0], {cs[1]});
+          Value next = arith::SelectOp::create(
+              lb, exists, arith::AddIOp::create(lb, cs[1], one), cs[1]);
+          return SmallVector<Value>{updated, next};
+        });
+  }
+
+  static Value appendIf(ImplicitLocOpBuilder &b, Value cond, Value node,
+                        Value sel, Value pos) {
+    return buildIf(
+        b, cond, {sel.getType()},
+        [&](ImplicitLocOpBuilder &tb) {
+          return SmallVector<Value>{insertIndex(tb, node, sel, {pos})};
+        },
+        [&](ImplicitLocOpBuilder &) { return SmallVector<Value>{sel}; })[0];
+  }
+
+  /// out[prefix..., rank(x)] = x for the distinct x in sel[0..n), then -1.
+  static Value writeSorted(ImplicitLocOpBuilder &b, Value sel, Value n,
+                           Value k, Value out, ValueRange prefix) {
+    Value zero = indexConst(b, 0), one = indexConst(b, 1);
+    auto written = buildLoop(
+        b, zero, n, {out}, [&](ImplicitLocOpBuilder &lb, Value p, ValueRange st) {
+          Value x = tensor::ExtractOp::create(lb, sel, p);
+          auto rank = buildLoop(
+              lb, zero, n, {zero},
+              [&](ImplicitLocOpBuilder &rb, Value o, ValueRange r) {
+                Value y = tensor::ExtractOp::create(rb, sel, o);
+                Value less = arith::CmpIOp::create(
+                    rb, arith::CmpIPredicate::slt, y, x);
+                return SmallVector<Value>{arith::SelectOp::create(
+                    rb, less, arith::AddIOp::create(rb, r[0], one), r[0])};
+              });
+          SmallVector<Value> idx(prefix);
+          idx.push_back(rank[0]);
+          return SmallVector<Value>{
+              tensor::InsertOp::create(lb, x, st[0], idx).getResult()};
+        });
+    Value pad = arith::ConstantIntOp::create(b, -1, 32);
+    auto padded = buildLoop(
+        b, n, k, written, [&](ImplicitLocOpBuilder &lb, Value p, ValueRange st) {
+          SmallVector<Value> idx(prefix);
+          idx.push_back(p);
+          return SmallVector<Value>{
+              tensor::InsertOp::create(lb, pad, st[0], idx).getResult()};
+        });
+    return padded[0];
+  }
+};
+
+} // namespace
+
+void mlir::pisa::populateSelectionToLoopsPatterns(RewritePatternSet &patterns) {
+  patterns.add<LseScoreToLoops, HierTopKToLoops>(patterns.getContext());
+}

@@ -1,0 +1,114 @@
+"""Bad input to pisa-run: exit code 2, one line on stderr, no output file.
+
+Each case names the invocation and a fragment the one error line must hold.
+"""
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--pisa-run", default="pisa-run")
+    args = parser.parse_args()
+    rng = np.random.default_rng()
+    failures = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        def save(name, array):
+            path = os.path.join(tmp, name)
+            np.save(path, array)
+            return path
+
+        def raw(name, data):
+            path = os.path.join(tmp, name)
+            with open(path, "wb") as f:
+                f.write(data)
+            return path
+
+        q = save("q.npy", rng.standard_normal((1, 4, 100, 16)).astype(np.float32))
+        k = save("k.npy", rng.standard_normal((1, 2, 100, 16)).astype(np.float32))
+        k16 = save("k16.npy", rng.standard_normal((1, 2, 100, 16)).astype(np.float16))
+        k3 = save("k3.npy", rng.standard_normal((2, 100, 16)).astype(np.float32))
+        kd = save("kd.npy", rng.standard_normal((1, 2, 100, 8)).astype(np.float32))
+        kb = save("kb.npy", rng.standard_normal((2, 2, 100, 16)).astype(np.float32))
+        k3h = save("k3h.npy", rng.standard_normal((1, 3, 100, 16)).astype(np.float32))
+        kshort = save("kshort.npy", rng.standard_normal((1, 2, 50, 16)).astype(np.float32))
+        ki = save("ki.npy", rng.integers(0, 9, (1, 2, 100, 16)).astype(np.int32))
+        k64 = save("k64.npy", rng.standard_normal((1, 2, 100, 16)))
+        nan = rng.standard_normal((1, 2, 100, 16)).astype(np.float32)
+        nan[0, 1, 7, 3] = np.nan
+        knan = save("knan.npy", nan)
+        inf = rng.standard_normal((1, 2, 100, 16)).astype(np.float16)
+        inf[0, 0, 0, 0] = np.inf
+        kinf = save("kinf.npy", inf)
+        garbage = raw("garbage.npy", b"this is not an npy file at all")
+        trunc = raw("trunc.npy", open(k, "rb").read()[:-100])
+        out = os.path.join(tmp, "out.npy")
+
+        base = ["select", "--q", q, "--block-size", "8", "--topk", "4", "--out", out]
+        cases = [
+            ("missing file", base + ["--k", os.path.join(tmp, "nope.npy")], "cannot read"),
+            ("not npy", base + ["--k", garbage], "not a valid .npy file"),
+            ("truncated", base + ["--k", trunc], "needs 12800 bytes"),
+            ("rank", base + ["--k", k3], "expected K to have rank 4"),
+            ("int dtype", base + ["--k", ki], "expected K to be float32 or float16"),
+            ("f64 dtype", base + ["--k", k64], "has dtype '<f8'"),
+            ("dtype mismatch", base + ["--k", k16], "same dtype but got float32 and float16"),
+            ("d mismatch", base + ["--k", kd], "expected K to have d = 16"),
+            ("B mismatch", base + ["--k", kb], "expected K to have B = 1"),
+            ("groups", base + ["--k", k3h], "expected Hq (4) to be a multiple of Hkv (3)"),
+            ("N mismatch", base + ["--k", kshort], "<= keys in K (50)"),
+            ("nan", base + ["--k", knan], "expected finite values in K"),
+            ("inf f16", ["select", "--q", save("q16.npy", rng.standard_normal((1, 4, 100, 16)).astype(np.float16)),
+                         "--k", kinf, "--block-size", "8", "--topk", "4", "--out", out],
+             "expected finite values in K"),
+            ("K < 3", base[:5] + ["--topk", "2", "--out", out, "--k", k], "expected --topk K >= 3"),
+            ("C < 1", ["select", "--q", q, "--k", k, "--block-size", "0", "--topk", "4", "--out", out],
+             "expected --block-size C >= 1"),
+            ("g < 2", base + ["--k", k, "--branching", "1"], "expected --branching g >= 2"),
+            ("offset", base + ["--k", k, "--query-offset", "1"], "expected query offset (1) + queries in Q (100)"),
+            ("negative offset", base + ["--k", k, "--query-offset", "-1"], "expected --query-offset >= 0"),
+            ("scale", base + ["--k", k, "--scale", "nan"], "expected a finite positive --scale"),
+            ("bad int", base + ["--k", k, "--branching", "two"], "expected an integer for '--branching'"),
+            ("unknown option", base + ["--k", k, "--bogus", "1"], "unknown option '--bogus'"),
+            ("missing option", ["select", "--q", q, "--k", k, "--topk", "4", "--out", out],
+             "missing required option '--block-size'"),
+            ("unknown command", ["frobnicate"], "unknown command 'frobnicate'"),
+            ("plan bad q-tile", ["plan", "--group-size", "16", "--block-size", "64", "--q-tile", "0",
+                                 "--queries", "10"], "expected q-tile >= 1 but got 0"),
+            ("plan missing", ["plan", "--group-size", "16", "--block-size", "64", "--q-tile", "4"],
+             "missing required option '--queries'"),
+            ("plan policy", ["plan", "--group-size", "16", "--block-size", "64", "--q-tile", "4",
+                             "--queries", "9", "--policy", "best"], "expected --policy paper or refined"),
+        ]
+        for name, argv, fragment in cases:
+            proc = subprocess.run([args.pisa_run] + argv, capture_output=True, text=True)
+            lines = proc.stderr.strip().splitlines()
+            problems = []
+            if proc.returncode != 2:
+                problems.append(f"exit code {proc.returncode}, want 2")
+            if len(lines) != 1:
+                problems.append(f"{len(lines)} stderr lines, want 1")
+            if fragment not in proc.stderr:
+                problems.append(f"stderr lacks {fragment!r}")
+            if os.path.exists(out) or os.path.exists(out + ".tmp"):
+                problems.append("left an output file")
+                for p in (out, out + ".tmp"):
+                    if os.path.exists(p):
+                        os.remove(p)
+            if problems:
+                failures += 1
+                print(f"FAIL {name}: {'; '.join(problems)}: {proc.stderr.strip()!r}")
+            else:
+                print(f"ok   {name}: {lines[0]}")
+    print(f"{len(cases) - failures} passed, {failures} failed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,99 @@
+"""An independent NumPy reference of the PISA selection contract.
+
+Written from docs/semantics.md for tests only: it shares no code with the
+compiler. Everything is float64. Besides the selection it reports, per
+query, the smallest score gap at any top-K boundary it decided, so that a
+checker can tell an exact tie (the tie rule must hold) from a near tie
+(float32 rounding may legitimately flip it).
+"""
+
+import math
+
+import numpy as np
+
+
+def pyramid_levels(keys, C, g):
+    """Level summaries [B, H, M_l, d] for l = 1..L (index 0 is level 1)."""
+    B, H, N, d = keys.shape
+    k = keys.astype(np.float64)
+    m1 = -(-N // C)
+    leaves = np.zeros((B, H, m1, d))
+    for i in range(m1):
+        leaves[:, :, i] = k[:, :, i * C:min((i + 1) * C, N)].mean(axis=2)
+    levels = [leaves]
+    while levels[-1].shape[2] > 1:
+        below = levels[-1]
+        m = -(-below.shape[2] // g)
+        up = np.zeros((B, H, m, d))
+        for i in range(m):
+            up[:, :, i] = below[:, :, g * i:min(g * i + g, below.shape[2])].mean(axis=2)
+        levels.append(up)
+    return levels
+
+
+def _group_lse(qg, children, scale):
+    """sum over heads of logsumexp over children; -inf when no children."""
+    if children.shape[0] == 0:
+        return -math.inf
+    logits = scale * (qg @ children.T)          # [G, n]
+    m = logits.max(axis=1, keepdims=True)
+    lse = m[:, 0] + np.log(np.exp(logits - m).sum(axis=1))
+    return float(lse.sum())
+
+
+def select(q, keys, C, K, g=2, scale=None, offset=0):
+    """Returns (selection int32 [B, Hkv, Nq, K], min_gap float64 [B, Hkv, Nq])."""
+    B, Hq, Nq, d = q.shape
+    _, Hkv, N, _ = keys.shape
+    G = Hq // Hkv
+    if scale is None:
+        scale = 1.0 / math.sqrt(d)
+    levels = pyramid_levels(keys, C, g)
+    L = len(levels)
+    qd = q.astype(np.float64)
+    kd = keys.astype(np.float64)
+    out = np.full((B, Hkv, Nq, K), -1, dtype=np.int32)
+    gaps = np.full((B, Hkv, Nq), math.inf)
+
+    for b in range(B):
+        for h in range(Hkv):
+            for i in range(Nq):
+                t = offset + i
+                bt = min(t // C, levels[0].shape[2] - 1)
+                qg = qd[b, h * G:(h + 1) * G, i]
+                gap = [math.inf]
+
+                def score(level, node):
+                    if level == 1:
+                        first, last = node * C, min(node * C + C, N)
+                        last = min(last, t + 1)
+                        return _group_lse(qg, kd[b, h, first:max(first, last)], scale)
+                    below = levels[level - 2][b, h]
+                    span = C * g ** (level - 2)
+                    kids = [r for r in range(g * node, min(g * node + g, below.shape[0]))
+                            if r * span <= t]
+                    return _group_lse(qg, below[kids], scale)
+
+                def best(level, nodes, slots):
+                    u = {n: score(level, n) for n in nodes}
+                    ranked = sorted(nodes, key=lambda n: (-u[n], n))
+                    if len(ranked) > slots:
+                        gap[0] = min(gap[0], u[ranked[slots - 1]] - u[ranked[slots]])
+                    return sorted(ranked[:slots])
+
+                A = [0]
+                for level in range(L, 1, -1):
+                    span = g ** (level - 1)
+                    V = [n for n in A if n * span <= bt]
+                    kept = V if len(V) <= K else best(level, V, K)
+                    size_below = levels[level - 2].shape[2]
+                    A = [c for n in kept for c in range(g * n, min(g * n + g, size_below))]
+                V = [n for n in A if n <= bt]
+                forced = sorted({x for x in (0, bt - 1, bt) if 0 <= x <= bt})
+                rest = [n for n in V if n not in forced]
+                slots = K - len(forced)
+                picked = rest if len(rest) <= slots else best(1, rest, slots)
+                chosen = sorted(forced + picked)
+                out[b, h, i, :len(chosen)] = chosen
+                gaps[b, h, i] = gap[0]
+    return out, gaps

@@ -1,0 +1,144 @@
+//===- pisa-run.cpp - Run pisa programs on .npy data ----------------------===//
+//
+//   pisa-run select --q Q.npy --k K.npy --block-size C --topk K
+//       [--branching g] [--scale S] [--query-offset T] [--dump-ir] --out OUT.npy
+//   pisa-run plan --group-size G --block-size C --q-tile T --queries N
+//       [--head-dim d] [--dtype bf16|f16|f32] [--policy paper|refined]
+//
+// Bad input is one line on stderr and exit code 2; no output file is left.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Options.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cmath>
+#include <cstdlib>
+
+using namespace pisatool;
+using llvm::StringRef;
+
+int pisatool::fail(const llvm::Twine &message) {
+  llvm::errs() << "pisa-run: error: " << message << "\n";
+  return 2;
+}
+
+int pisatool::fail(llvm::Error error) {
+  return fail(llvm::toString(std::move(error)));
+}
+
+static llvm::Error optionError(const llvm::Twine &message) {
+  return llvm::createStringError(std::errc::invalid_argument,
+                                 message.str().c_str());
+}
+
+llvm::Expected<Options> Options::parse(int argc, char **argv, int first,
+                                       llvm::ArrayRef<StringRef> valued,
+                                       llvm::ArrayRef<StringRef> flags) {
+  Options options;
+  for (int i = first; i < argc; ++i) {
+    StringRef arg = argv[i];
+    if (!arg.starts_with("--"))
+      return optionError("unexpected argument '" + arg + "'");
+    StringRef name = arg.drop_front(2);
+    std::optional<std::string> inlineValue;
+    if (size_t eq = name.find('='); eq != StringRef::npos) {
+      inlineValue = name.drop_front(eq + 1).str();
+      name = name.take_front(eq);
+    }
+    if (llvm::is_contained(flags, name) && !inlineValue) {
+      options.set.insert(name);
+      continue;
+    }
+    if (!llvm::is_contained(valued, name))
+      return optionError("unknown option '--" + name + "'");
+    if (options.values.count(name))
+      return optionError("option '--" + name + "' given twice");
+    if (!inlineValue) {
+      if (i + 1 >= argc)
+        return optionError("option '--" + name + "' needs a value");
+      inlineValue = argv[++i];
+    }
+    options.values[name] = *inlineValue;
+  }
+  return options;
+}
+
+llvm::Expected<std::string> Options::str(StringRef name) const {
+  auto it = values.find(name);
+  if (it == values.end())
+    return optionError("missing required option '--" + name + "'");
+  return it->second;
+}
+
+llvm::Expected<int64_t>
+Options::integer(StringRef name, std::optional<int64_t> fallback) const {
+  auto it = values.find(name);
+  if (it == values.end()) {
+    if (fallback)
+      return *fallback;
+    return optionError("missing required option '--" + name + "'");
+  }
+  int64_t value;
+  if (StringRef(it->second).getAsInteger(10, value))
+    return optionError("expected an integer for '--" + name + "' but got '" +
+                       it->second + "'");
+  return value;
+}
+
+llvm::Expected<std::optional<double>> Options::real(StringRef name) const {
+  auto it = values.find(name);
+  if (it == values.end())
+    return std::optional<double>();
+  char *end = nullptr;
+  double value = std::strtod(it->second.c_str(), &end);
+  if (it->second.empty() || *end != '\0')
+    return optionError("expected a number for '--" + name + "' but got '" +
+                       it->second + "'");
+  return std::optional<double>(value);
+}
+
+static void usage(llvm::raw_ostream &os) {
+  os << "usage: pisa-run select --q Q.npy --k K.npy --block-size C --topk K\n"
+        "           [--branching g] [--scale S] [--query-offset T] [--dump-ir]\n"
+        "           --out OUT.npy\n"
+        "       pisa-run plan --group-size G --block-size C --q-tile T\n"
+        "           --queries N [--head-dim d] [--dtype bf16|f16|f32]\n"
+        "           [--policy paper|refined]\n";
+}
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  if (argc < 2) {
+    usage(llvm::errs());
+    return 2;
+  }
+  StringRef command = argv[1];
+  if (command == "--help" || command == "-h") {
+    usage(llvm::outs());
+    return 0;
+  }
+  if (command == "select") {
+    auto options = Options::parse(
+        argc, argv, 2,
+        {"q", "k", "block-size", "topk", "branching", "scale", "query-offset",
+         "out"},
+        {"dump-ir"});
+    if (!options)
+      return fail(options.takeError());
+    return runSelect(*options);
+  }
+  if (command == "plan") {
+    auto options = Options::parse(argc, argv, 2,
+                                  {"group-size", "block-size", "q-tile",
+                                   "queries", "head-dim", "dtype", "policy"},
+                                  {});
+    if (!options)
+      return fail(options.takeError());
+    return runPlan(*options);
+  }
+  return fail("unknown command '" + command + "' (expected select or plan)");
+}

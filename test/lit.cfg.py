@@ -20,8 +20,10 @@ config.test_exec_root = os.path.join(config.pisa_obj_root, "test")
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%pisa_src_root", config.pisa_src_root))
 config.substitutions.append(("%python", "/usr/bin/python3"))
+config.substitutions.append(("%pisa_python", os.path.join(config.pisa_src_root, "python")))
 
-llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
+llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP",
+                                     "CUDA_HOME", "CUDA_ROOT", "CUDA_PATH"])
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.pisa_tools_dir, append_path=True)
@@ -50,3 +52,12 @@ def has_cuda_device():
 
 if has_cuda_device():
     config.available_features.add("cuda")
+
+# ptxas turns PTX into the cubin that AOT libraries embed.
+cuda_root = os.environ.get("CUDA_HOME", "/usr/local/cuda")
+if shutil.which("ptxas") or os.path.exists(os.path.join(cuda_root, "bin", "ptxas")):
+    config.available_features.add("ptxas")
+
+if subprocess.run(["/usr/bin/python3", "-c", "import torch"],
+                  capture_output=True).returncode == 0:
+    config.available_features.add("torch")

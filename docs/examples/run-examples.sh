@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The project's main job on the bundled examples: choose each selection's
-# schedule and say why, then run PISA selection on the CPU through MLIR
-# (pisa-run) and show what a few queries selected.
+# schedule and say why, run PISA selection on the CPU through MLIR
+# (pisa-run) and show what a few queries selected, then compile the prefill
+# and decode programs into AOT GPU libraries (pisa-compile) for a GPU
+# machine.
 # Usage: run-examples.sh BIN_DIR [WORK_DIR]
 set -euo pipefail
 bin=${1:?usage: run-examples.sh BIN_DIR [WORK_DIR]}
@@ -30,3 +32,12 @@ print(f"  selection {sel.dtype}{list(sel.shape)} [B, Hkv, Nq, K], ascending, -1 
 for t in (0, 100, 511, 1023):
     print(f"  query {t:4d} (block {t // 64:2d}) attends leaf blocks {sel[0, 0, t].tolist()}")
 PY
+
+echo "== pisa-compile: AOT libraries for sm_90 (run them with python/pisa/aot.py)"
+for name in prefill decode; do
+  "$bin/pisa-compile" "$here/$name-select.mlir" -o "$work/lib$name.so"
+  echo "  $work/lib$name.so ($(wc -c < "$work/lib$name.so") bytes): $(
+    /usr/bin/python3 -c 'import json,sys; m=json.load(open(sys.argv[1]))
+for e in m["entry_points"]:
+    print(e["symbol"], "->", e["result"]["dtype"], e["result"]["shape"])' "$work/lib$name.json")"
+done

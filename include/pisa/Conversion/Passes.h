@@ -3,6 +3,7 @@
 #ifndef PISA_CONVERSION_PASSES_H
 #define PISA_CONVERSION_PASSES_H
 
+#include "pisa/Conversion/PisaToGPU/PisaToGPU.h"
 #include "pisa/Conversion/PisaToLinalg/PisaToLinalg.h"
 
 #include "mlir/Pass/Pass.h"

@@ -24,4 +24,31 @@ def ConvertPisaToLinalg : Pass<"convert-pisa-to-linalg"> {
   ];
 }
 
+def ConvertPisaToGPU : Pass<"convert-pisa-to-gpu", "::mlir::ModuleOp"> {
+  let summary = "lower pisa ops to gpu kernels launched from the host function";
+  let description = [{
+    Kernels are gpu.func in one gpu.module (@pisa_kernels), launched with
+    gpu.launch_func on bufferization views of the ops' tensors; results live
+    in device buffers (gpu.alloc).
+
+    `pisa.pyramid_build`: a leaf kernel and one launch per upper level.
+    `pisa.hier_topk` follows its `#pisa.schedule` (an op without one is an
+    error that names --pisa-select-schedule):
+    - `single_stage`: one kernel, one thread per (query, KV head), root to
+      leaves.
+    - `two_stage`: a walk kernel for levels L..2 leaving at most g*K leaf
+      contenders per query; a counting sort of the (query, leaf) pairs by
+      leaf (histogram, scan, scatter) whose groups are cut into tiles of at
+      most q_tile queries; one block per tile scoring q_tile x G heads
+      against the leaf's key tile in shared memory; a final kernel with the
+      forced blocks and the top-K.
+    Nothing is shaped Nq x (number of leaves). Requires static shapes.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::bufferization::BufferizationDialect",
+    "::mlir::gpu::GPUDialect", "::mlir::math::MathDialect",
+    "::mlir::memref::MemRefDialect", "::mlir::scf::SCFDialect"
+  ];
+}
+
 #endif // PISA_CONVERSION_PASSES_TD

@@ -3,6 +3,9 @@
 #ifndef PISA_PIPELINES_PIPELINES_H
 #define PISA_PIPELINES_PIPELINES_H
 
+#include <cstdint>
+#include <string>
+
 namespace mlir {
 class OpPassManager;
 
@@ -14,8 +17,30 @@ namespace pisa {
 /// deallocation; results returned from a function are owned by the caller.
 void buildPisaCPUPipeline(OpPassManager &pm);
 
+/// Options of pisa-lower-to-nvvm-pipeline.
+struct PisaGPUPipelineOptions {
+  std::string chip = "sm_90";
+  std::string features = "+ptx80";
+  /// isa (PTX text), bin (cubin) or fatbin.
+  std::string format = "fatbin";
+  /// q-tile of --pisa-select-schedule for ops that have no schedule yet.
+  int64_t qTile = 4;
+};
+
+/// pisa-lower-to-nvvm-pipeline: schedules hier_topk ops that have no
+/// #pisa.schedule, lowers pisa to gpu kernels, bufferizes the host
+/// functions, makes their GPU work asynchronous, and hands the module to
+/// the upstream gpu-lower-to-nvvm-pipeline (host LLVM dialect + gpu.binary).
+void buildPisaGPUPipeline(OpPassManager &pm,
+                          const PisaGPUPipelineOptions &options);
+
+/// One-shot bufferization of whole modules with identity layouts at
+/// function boundaries, as both pipelines' host code needs.
+void addModuleBufferization(OpPassManager &pm);
+
 /// Registers the pipelines above with the global pipeline registry.
 void registerPisaPipelines();
+void registerPisaGPUPipeline();
 
 } // namespace pisa
 } // namespace mlir

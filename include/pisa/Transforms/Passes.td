@@ -37,7 +37,9 @@ def PisaSelectSchedule : Pass<"pisa-select-schedule"> {
              clEnumValN(::mlir::pisa::SchedulePolicy::Refined, "refined",
                         "the same with Q_tile capped at the query count"))}]>,
     Option<"emitRemarks", "emit-remarks", "bool", /*default=*/"false",
-           "emit a remark per op with the IO figures and the reason">
+           "emit a remark per op with the IO figures and the reason">,
+    Option<"keepExisting", "keep-existing", "bool", /*default=*/"false",
+           "leave ops that already carry a #pisa.schedule unchanged">
   ];
   let statistics = [
     Statistic<"numTwoStage", "num-two-stage", "hier_topk ops made two-stage">,

@@ -27,16 +27,20 @@
 
 using namespace mlir;
 
-void mlir::pisa::buildPisaCPUPipeline(OpPassManager &pm) {
-  pm.addPass(createConvertPisaToLinalg());
-  pm.addPass(createCanonicalizerPass());
-  pm.addPass(createCSEPass());
-
+void mlir::pisa::addModuleBufferization(OpPassManager &pm) {
   bufferization::OneShotBufferizePassOptions bufferize;
   bufferize.bufferizeFunctionBoundaries = true;
   bufferize.functionBoundaryTypeConversion =
       bufferization::LayoutMapOption::IdentityLayoutMap;
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+}
+
+void mlir::pisa::buildPisaCPUPipeline(OpPassManager &pm) {
+  pm.addPass(createConvertPisaToLinalg());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+
+  addModuleBufferization(pm);
   bufferization::buildBufferDeallocationPipeline(pm);
 
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
@@ -57,4 +61,5 @@ void mlir::pisa::registerPisaPipelines() {
       "pisa-cpu-pipeline",
       "lower pisa to the LLVM dialect for the CPU (ExecutionEngine)",
       buildPisaCPUPipeline);
+  registerPisaGPUPipeline();
 }

@@ -3,7 +3,25 @@
 #include "pisa/InitAllDialects.h"
 #include "pisa/IR/PisaDialect.h"
 
+#include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
+#include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
+#include "mlir/Conversion/FuncToLLVM/ConvertFuncToLLVM.h"
+#include "mlir/Conversion/GPUCommon/GPUToLLVM.h"
+#include "mlir/Conversion/GPUToNVVM/GPUToNVVM.h"
+#include "mlir/Conversion/IndexToLLVM/IndexToLLVM.h"
+#include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
+#include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
+#include "mlir/Conversion/NVVMToLLVM/NVVMToLLVM.h"
+#include "mlir/Conversion/UBToLLVM/UBToLLVM.h"
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Index/IR/IndexDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/UB/IR/UBOps.h"
+#include "mlir/Target/LLVM/NVVM/Target.h"
+#include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "mlir/Dialect/Arith/Transforms/BufferizableOpInterfaceImpl.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Bufferization/Transforms/FuncBufferizableOpInterfaceImpl.h"
@@ -26,7 +44,10 @@ void mlir::pisa::registerAllDialects(DialectRegistry &registry) {
                   bufferization::BufferizationDialect, cf::ControlFlowDialect,
                   func::FuncDialect, linalg::LinalgDialect,
                   LLVM::LLVMDialect, math::MathDialect, memref::MemRefDialect,
-                  scf::SCFDialect, tensor::TensorDialect>();
+                  scf::SCFDialect, tensor::TensorDialect,
+                  // The GPU path and what its lowering produces.
+                  affine::AffineDialect, gpu::GPUDialect, index::IndexDialect,
+                  NVVM::NVVMDialect, nvgpu::NVGPUDialect, ub::UBDialect>();
 
   // One-shot bufferization of what --convert-pisa-to-linalg emits.
   arith::registerBufferizableOpInterfaceExternalModels(registry);
@@ -36,7 +57,21 @@ void mlir::pisa::registerAllDialects(DialectRegistry &registry) {
   scf::registerBufferizableOpInterfaceExternalModels(registry);
   tensor::registerBufferizableOpInterfaceExternalModels(registry);
 
-  // Host code to LLVM IR (ExecutionEngine, AOT libraries).
-  registerBuiltinDialectTranslation(registry);
-  registerLLVMDialectTranslation(registry);
+  // convert-gpu-to-nvvm and convert-to-llvm find the dialects' patterns
+  // through these interfaces.
+  arith::registerConvertArithToLLVMInterface(registry);
+  cf::registerConvertControlFlowToLLVMInterface(registry);
+  registerConvertFuncToLLVMInterface(registry);
+  gpu::registerConvertGpuToLLVMInterface(registry);
+  NVVM::registerConvertGpuToNVVMInterface(registry);
+  index::registerConvertIndexToLLVMInterface(registry);
+  registerConvertMathToLLVMInterface(registry);
+  registerConvertMemRefToLLVMInterface(registry);
+  registerConvertNVVMToLLVMInterface(registry);
+  ub::registerConvertUBToLLVMInterface(registry);
+
+  // gpu-module-to-binary: the NVVM target, and LLVM IR translation of host
+  // code, kernels and the offloading ops (ExecutionEngine, AOT libraries).
+  NVVM::registerNVVMTargetInterfaceExternalModels(registry);
+  registerAllGPUToLLVMIRTranslations(registry);
 }

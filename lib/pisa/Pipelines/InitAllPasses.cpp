@@ -8,6 +8,8 @@
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/GPU/Pipelines/Passes.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Transforms/Passes.h"
@@ -32,4 +34,10 @@ void mlir::pisa::registerAllPasses() {
   registerConvertFuncToLLVMPass();
   registerConvertControlFlowToLLVMPass();
   registerReconcileUnrealizedCastsPass();
+  registerGPUPasses();
+  registerGpuToLLVMConversionPass();
+  registerConvertGpuOpsToNVVMOps();
+  registerConvertNVGPUToNVVMPass();
+  registerConvertNVVMToLLVMPass();
+  gpu::registerGPUToNVVMPipeline();
 }

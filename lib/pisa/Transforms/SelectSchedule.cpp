@@ -40,6 +40,8 @@ struct PisaSelectSchedulePass
   }
 
   LogicalResult annotate(HierTopKOp op) {
+    if (keepExisting && op.getScheduleAttr())
+      return success();
     RankedTensorType qType = op.getQueries().getType();
     RankedTensorType kType = op.getKeys().getType();
     int64_t hq = qType.getDimSize(1), hkv = kType.getDimSize(1);

@@ -8,8 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "LoopBuilders.h"
-#include "NodeScore.h"
+#include "../Common/LoopBuilders.h"
+#include "../Common/NodeScore.h"
 
 #include "pisa/Analysis/PyramidLayout.h"
 #include "pisa/Conversion/PisaToLinalg/PisaToLinalg.h"

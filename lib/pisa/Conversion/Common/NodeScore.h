@@ -5,14 +5,15 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef PISA_LIB_CONVERSION_PISATOLINALG_NODESCORE_H
-#define PISA_LIB_CONVERSION_PISATOLINALG_NODESCORE_H
+#ifndef PISA_LIB_CONVERSION_COMMON_NODESCORE_H
+#define PISA_LIB_CONVERSION_COMMON_NODESCORE_H
 
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 
 namespace mlir::pisa::detail {
 
-/// What is scored against what.
+/// What is scored against what: tensors (CPU lowering) or memrefs (inside
+/// GPU kernels).
 struct ScoreOperands {
   Value queries;  ///< [B, Hq, Nq, d], any float type.
   Value children; ///< [B, Hkv, R, d]: raw keys or packed f32 summaries.
@@ -34,6 +35,11 @@ struct ChildLevel {
   Value rowBase, numChildren, fanout, keysPerChild;
 };
 
+/// One step of an online LogSumExp: folds logit `x` into (running max,
+/// rescaled sum) and returns the new pair. Starts from (-inf, 0).
+SmallVector<Value> onlineLseUpdate(ImplicitLocOpBuilder &b, Value max,
+                                   Value sum, Value x);
+
 /// u(t, node) = sum over the G heads of the group of
 /// log sum_{existing child r, first key <= t} exp(scale * q . kbar_r),
 /// as f32; -inf when no child is valid.
@@ -43,4 +49,4 @@ Value buildGroupScore(ImplicitLocOpBuilder &b, const ScoreOperands &operands,
 
 } // namespace mlir::pisa::detail
 
-#endif // PISA_LIB_CONVERSION_PISATOLINALG_NODESCORE_H
+#endif // PISA_LIB_CONVERSION_COMMON_NODESCORE_H

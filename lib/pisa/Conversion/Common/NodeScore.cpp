@@ -19,6 +19,16 @@
 using namespace mlir;
 using namespace mlir::pisa::detail;
 
+SmallVector<Value> mlir::pisa::detail::onlineLseUpdate(ImplicitLocOpBuilder &b,
+                                                      Value max, Value sum,
+                                                      Value x) {
+  Value m = arith::MaximumFOp::create(b, max, x);
+  Value rescale = math::ExpOp::create(b, arith::SubFOp::create(b, max, m));
+  Value term = math::ExpOp::create(b, arith::SubFOp::create(b, x, m));
+  return {m, arith::AddFOp::create(b, arith::MulFOp::create(b, sum, rescale),
+                                   term)};
+}
+
 Value mlir::pisa::detail::buildGroupScore(ImplicitLocOpBuilder &b,
                                           const ScoreOperands &operands,
                                           const QuerySite &site,
@@ -71,14 +81,7 @@ Value mlir::pisa::detail::buildGroupScore(ImplicitLocOpBuilder &b,
                         arith::AddFOp::create(db, sum[0], prod, fastDot)};
                   });
               Value x = arith::MulFOp::create(cb, dot[0], scale);
-              Value m = arith::MaximumFOp::create(cb, state[0], x);
-              Value rescale = math::ExpOp::create(
-                  cb, arith::SubFOp::create(cb, state[0], m));
-              Value term =
-                  math::ExpOp::create(cb, arith::SubFOp::create(cb, x, m));
-              Value s = arith::AddFOp::create(
-                  cb, arith::MulFOp::create(cb, state[1], rescale), term);
-              return SmallVector<Value>{m, s};
+              return onlineLseUpdate(cb, state[0], state[1], x);
             });
         // Empty: -inf + log(0) = -inf.
         Value lse = arith::AddFOp::create(

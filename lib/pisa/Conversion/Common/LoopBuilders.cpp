@@ -3,6 +3,7 @@
 #include "LoopBuilders.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 
@@ -39,6 +40,15 @@ SmallVector<Value> mlir::pisa::detail::buildIf(ImplicitLocOpBuilder &b,
   return SmallVector<Value>(ifOp.getResults());
 }
 
+void mlir::pisa::detail::buildIfThen(
+    ImplicitLocOpBuilder &b, Value cond,
+    llvm::function_ref<void(ImplicitLocOpBuilder &)> then) {
+  auto ifOp = scf::IfOp::create(b, cond, /*withElseRegion=*/false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(ifOp.thenBlock());
+  then(b);
+}
+
 Value mlir::pisa::detail::indexConst(ImplicitLocOpBuilder &b, int64_t value) {
   return arith::ConstantIndexOp::create(b, value);
 }
@@ -59,9 +69,11 @@ Value mlir::pisa::detail::insertIndex(ImplicitLocOpBuilder &b, Value value,
   return tensor::InsertOp::create(b, v, tensor, indices);
 }
 
-Value mlir::pisa::detail::extractF32(ImplicitLocOpBuilder &b, Value tensor,
+Value mlir::pisa::detail::extractF32(ImplicitLocOpBuilder &b, Value source,
                                      ValueRange indices) {
-  Value v = tensor::ExtractOp::create(b, tensor, indices);
+  Value v = isa<MemRefType>(source.getType())
+                ? memref::LoadOp::create(b, source, indices).getResult()
+                : tensor::ExtractOp::create(b, source, indices).getResult();
   if (v.getType().isF32())
     return v;
   return arith::ExtFOp::create(b, b.getF32Type(), v);

@@ -5,8 +5,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef PISA_LIB_CONVERSION_PISATOLINALG_LOOPBUILDERS_H
-#define PISA_LIB_CONVERSION_PISATOLINALG_LOOPBUILDERS_H
+#ifndef PISA_LIB_CONVERSION_COMMON_LOOPBUILDERS_H
+#define PISA_LIB_CONVERSION_COMMON_LOOPBUILDERS_H
 
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
@@ -28,6 +28,10 @@ SmallVector<Value> buildIf(ImplicitLocOpBuilder &b, Value cond,
                            TypeRange types, Branch thenBranch,
                            Branch elseBranch);
 
+/// scf.if without results: runs `then` when `cond` holds.
+void buildIfThen(ImplicitLocOpBuilder &b, Value cond,
+                 llvm::function_ref<void(ImplicitLocOpBuilder &)> then);
+
 Value indexConst(ImplicitLocOpBuilder &b, int64_t value);
 Value f32Const(ImplicitLocOpBuilder &b, float value);
 
@@ -36,9 +40,9 @@ Value extractIndex(ImplicitLocOpBuilder &b, Value tensor, ValueRange indices);
 /// Writes index `value` as i32 into `tensor` at `indices`.
 Value insertIndex(ImplicitLocOpBuilder &b, Value value, Value tensor,
                   ValueRange indices);
-/// Reads a float element and widens it to f32.
-Value extractF32(ImplicitLocOpBuilder &b, Value tensor, ValueRange indices);
+/// Reads a float element of a tensor or memref and widens it to f32.
+Value extractF32(ImplicitLocOpBuilder &b, Value source, ValueRange indices);
 
 } // namespace mlir::pisa::detail
 
-#endif // PISA_LIB_CONVERSION_PISATOLINALG_LOOPBUILDERS_H
+#endif // PISA_LIB_CONVERSION_COMMON_LOOPBUILDERS_H

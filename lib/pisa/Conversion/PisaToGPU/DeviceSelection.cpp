@@ -1,0 +1,243 @@
+//===- DeviceSelection.cpp - Per-query selection inside kernels -----------===//
+
+#include "DeviceSelection.h"
+
+#include "../Common/LoopBuilders.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+using namespace mlir;
+using namespace mlir::pisa::detail;
+
+static Value cmp(ImplicitLocOpBuilder &b, arith::CmpIPredicate pred, Value lhs,
+                 Value rhs) {
+  return arith::CmpIOp::create(b, pred, lhs, rhs);
+}
+
+static Value loadIndex(ImplicitLocOpBuilder &b, Value mem, ValueRange idx) {
+  Value v = memref::LoadOp::create(b, mem, idx);
+  return arith::IndexCastOp::create(b, b.getIndexType(), v);
+}
+
+static void storeIndex(ImplicitLocOpBuilder &b, Value value, Value mem,
+                       ValueRange idx) {
+  Value v = arith::IndexCastOp::create(b, b.getI32Type(), value);
+  memref::StoreOp::create(b, v, mem, idx);
+}
+
+static Value increment(ImplicitLocOpBuilder &b, Value cond, Value count) {
+  return arith::SelectOp::create(
+      b, cond, arith::AddIOp::create(b, count, indexConst(b, 1)), count);
+}
+
+/// Compacts cand[0..count) in place to the nodes satisfying `keep`.
+static Value compact(ImplicitLocOpBuilder &b, Value cand, Value count,
+                     llvm::function_ref<Value(ImplicitLocOpBuilder &, Value)> keep) {
+  Value zero = indexConst(b, 0);
+  return buildLoop(b, zero, count, {zero},
+                   [&](ImplicitLocOpBuilder &lb, Value a, ValueRange st) {
+                     Value node = loadIndex(lb, cand, {a});
+                     storeIndex(lb, node, cand, {st[0]});
+                     return SmallVector<Value>{increment(lb, keep(lb, node), st[0])};
+                   })[0];
+}
+
+/// Keeps the best `slots` of count candidates into kept[0..) in candidate
+/// order; ranks only when `ranked`. Returns how many were kept.
+static Value selectBest(ImplicitLocOpBuilder &b, IndexLoader loadCand,
+                        IndexLoader loadScore, Value count, Value slots,
+                        Value ranked, Value kept) {
+  Value zero = indexConst(b, 0);
+  return buildLoop(
+      b, zero, count, {zero},
+      [&](ImplicitLocOpBuilder &lb, Value a, ValueRange st) {
+        Value take = buildIf(
+            lb, ranked, {lb.getI1Type()},
+            [&](ImplicitLocOpBuilder &tb) {
+              Value mine = loadScore(tb, a);
+              Value rank = buildLoop(
+                  tb, zero, count, {zero},
+                  [&](ImplicitLocOpBuilder &rb, Value o, ValueRange r) {
+                    Value theirs = loadScore(rb, o);
+                    Value higher = arith::CmpFOp::create(
+                        rb, arith::CmpFPredicate::OGT, theirs, mine);
+                    Value tie = arith::AndIOp::create(
+                        rb,
+                        arith::CmpFOp::create(rb, arith::CmpFPredicate::OEQ,
+                                              theirs, mine),
+                        cmp(rb, arith::CmpIPredicate::ult, o, a));
+                    return SmallVector<Value>{increment(
+                        rb, arith::OrIOp::create(rb, higher, tie), r[0])};
+                  })[0];
+              return SmallVector<Value>{
+                  cmp(tb, arith::CmpIPredicate::ult, rank, slots)};
+            },
+            [&](ImplicitLocOpBuilder &eb) {
+              return SmallVector<Value>{
+                  arith::ConstantIntOp::create(eb, 1, 1).getResult()};
+            })[0];
+        buildIfThen(lb, take, [&](ImplicitLocOpBuilder &tb) {
+          storeIndex(tb, loadCand(tb, a), kept, {st[0]});
+        });
+        return SmallVector<Value>{increment(lb, take, st[0])};
+      })[0];
+}
+
+Value mlir::pisa::detail::leafOfPosition(ImplicitLocOpBuilder &b,
+                                         const PyramidLayout &layout,
+                                         Value position) {
+  return arith::MinUIOp::create(
+      b, arith::DivUIOp::create(b, position, indexConst(b, layout.blockSize())),
+      indexConst(b, layout.numLeaves() - 1));
+}
+
+Value mlir::pisa::detail::contenderSlots(ImplicitLocOpBuilder &b, int64_t topK,
+                                         Value bt) {
+  Value one = indexConst(b, 1), two = indexConst(b, 2);
+  Value numForced = arith::SelectOp::create(
+      b, cmp(b, arith::CmpIPredicate::uge, bt, two), indexConst(b, 3),
+      arith::SelectOp::create(b, cmp(b, arith::CmpIPredicate::uge, bt, one),
+                              two, one));
+  return arith::SubIOp::create(b, indexConst(b, topK), numForced);
+}
+
+Value mlir::pisa::detail::buildWalk(ImplicitLocOpBuilder &b,
+                                    const WalkConfig &config,
+                                    const ScoreOperands &summaries,
+                                    const QuerySite &site, Value bt,
+                                    const QueryScratch &scratch) {
+  const PyramidLayout &layout = config.layout;
+  Value zero = indexConst(b, 0), one = indexConst(b, 1);
+  Value cK = indexConst(b, config.topK);
+  Value cFan = indexConst(b, layout.branching());
+  storeIndex(b, zero, scratch.cand, {zero});
+  Value numCand = one;
+
+  auto loadCand = [&](ImplicitLocOpBuilder &lb, Value a) {
+    return loadIndex(lb, scratch.cand, {a});
+  };
+  auto loadScore = [&](ImplicitLocOpBuilder &lb, Value a) -> Value {
+    return memref::LoadOp::create(lb, scratch.scores, ValueRange{a});
+  };
+  for (int64_t level = layout.numLevels(); level >= 2; --level) {
+    Value span = indexConst(b, layout.leavesPerNode(level));
+    Value numCausal = compact(b, scratch.cand, numCand,
+                              [&](ImplicitLocOpBuilder &cb, Value node) {
+                                return cmp(cb, arith::CmpIPredicate::ule,
+                                           arith::MulIOp::create(cb, node, span),
+                                           bt);
+                              });
+    Value childCount = indexConst(b, layout.size(level - 1));
+    ChildLevel children{
+        indexConst(b, layout.offset(level - 1)), childCount, cFan,
+        indexConst(b, layout.leavesPerNode(level - 1) * layout.blockSize())};
+    Value ranked = cmp(b, arith::CmpIPredicate::ugt, numCausal, cK);
+    buildIfThen(b, ranked, [&](ImplicitLocOpBuilder &tb) {
+      buildLoop(tb, zero, numCausal, {},
+                [&](ImplicitLocOpBuilder &lb, Value a, ValueRange) {
+                  Value u = buildGroupScore(lb, summaries, site, children,
+                                            loadCand(lb, a));
+                  memref::StoreOp::create(lb, u, scratch.scores, ValueRange{a});
+                  return SmallVector<Value>{};
+                });
+    });
+    Value numKept = selectBest(b, loadCand, loadScore, numCausal, cK, ranked,
+                               scratch.kept);
+    // The next candidates: existing children of the kept nodes, ascending.
+    numCand = buildLoop(
+        b, zero, numKept, {zero},
+        [&](ImplicitLocOpBuilder &lb, Value k, ValueRange st) {
+          Value first = arith::MulIOp::create(
+              lb, loadIndex(lb, scratch.kept, {k}), cFan);
+          return buildLoop(
+              lb, zero, cFan, {st[0]},
+              [&](ImplicitLocOpBuilder &cb, Value c, ValueRange cs) {
+                Value child = arith::AddIOp::create(cb, first, c);
+                storeIndex(cb, child, scratch.cand, {cs[0]});
+                return SmallVector<Value>{increment(
+                    cb, cmp(cb, arith::CmpIPredicate::ult, child, childCount),
+                    cs[0])};
+              });
+        })[0];
+  }
+  // Leaves: the causal ones outside the forced set {0, b_t - 1, b_t}.
+  Value btMinus1 =
+      arith::SubIOp::create(b, arith::MaxUIOp::create(b, bt, one), one);
+  return compact(b, scratch.cand, numCand,
+                 [&](ImplicitLocOpBuilder &cb, Value node) {
+                   Value forced = arith::OrIOp::create(
+                       cb,
+                       arith::OrIOp::create(
+                           cb, cmp(cb, arith::CmpIPredicate::eq, node, zero),
+                           cmp(cb, arith::CmpIPredicate::eq, node, bt)),
+                       cmp(cb, arith::CmpIPredicate::eq, node, btMinus1));
+                   Value causal = cmp(cb, arith::CmpIPredicate::ule, node, bt);
+                   return arith::AndIOp::create(
+                       cb, causal,
+                       arith::XOrIOp::create(
+                           cb, forced, arith::ConstantIntOp::create(cb, 1, 1)));
+                 });
+}
+
+void mlir::pisa::detail::buildFinalSelection(
+    ImplicitLocOpBuilder &b, int64_t topK, Value bt, Value numContenders,
+    IndexLoader loadCand, IndexLoader loadScore, Value kept,
+    IndexStorer store) {
+  Value zero = indexConst(b, 0), one = indexConst(b, 1), two = indexConst(b, 2);
+  Value slots = contenderSlots(b, topK, bt);
+  Value ranked = cmp(b, arith::CmpIPredicate::ugt, numContenders, slots);
+  Value numKept =
+      selectBest(b, loadCand, loadScore, numContenders, slots, ranked, kept);
+
+  Value hasBt = cmp(b, arith::CmpIPredicate::uge, bt, one);
+  Value hasBtMinus1 = cmp(b, arith::CmpIPredicate::uge, bt, two);
+  Value btMinus1 =
+      arith::SubIOp::create(b, arith::MaxUIOp::create(b, bt, one), one);
+  auto asIndex = [&](ImplicitLocOpBuilder &lb, Value flag) -> Value {
+    return arith::SelectOp::create(lb, flag, one, zero);
+  };
+  // Kept contenders: position = index among kept + forced blocks below.
+  // Contenders are never forced, so every one is above block 0.
+  buildLoop(b, zero, numKept, {}, [&](ImplicitLocOpBuilder &lb, Value p, ValueRange) {
+    Value x = loadIndex(lb, kept, {p});
+    Value below = arith::AddIOp::create(
+        lb, one,
+        arith::AddIOp::create(
+            lb,
+            asIndex(lb, arith::AndIOp::create(
+                            lb, hasBtMinus1,
+                            cmp(lb, arith::CmpIPredicate::ult, btMinus1, x))),
+            asIndex(lb, arith::AndIOp::create(
+                            lb, hasBt, cmp(lb, arith::CmpIPredicate::ult, bt, x)))));
+    store(lb, arith::AddIOp::create(lb, p, below), x);
+    return SmallVector<Value>{};
+  });
+  // Forced block f: position = kept contenders below f + forced below f.
+  auto placeForced = [&](ImplicitLocOpBuilder &fb, Value f, Value forcedBelow) {
+    Value keptBelow = buildLoop(
+        fb, zero, numKept, {zero},
+        [&](ImplicitLocOpBuilder &lb, Value p, ValueRange r) {
+          Value x = loadIndex(lb, kept, {p});
+          return SmallVector<Value>{
+              increment(lb, cmp(lb, arith::CmpIPredicate::ult, x, f), r[0])};
+        })[0];
+    store(fb, arith::AddIOp::create(fb, keptBelow, forcedBelow), f);
+  };
+  placeForced(b, zero, zero);
+  buildIfThen(b, hasBtMinus1, [&](ImplicitLocOpBuilder &tb) {
+    placeForced(tb, btMinus1, one);
+  });
+  buildIfThen(b, hasBt, [&](ImplicitLocOpBuilder &tb) {
+    placeForced(tb, bt, arith::SelectOp::create(tb, hasBtMinus1, two, one));
+  });
+  Value numForced = arith::SubIOp::create(b, indexConst(b, topK), slots);
+  Value pad = indexConst(b, -1);
+  buildLoop(b, arith::AddIOp::create(b, numKept, numForced),
+            indexConst(b, topK), {},
+            [&](ImplicitLocOpBuilder &lb, Value p, ValueRange) {
+              store(lb, p, pad);
+              return SmallVector<Value>{};
+            });
+}

@@ -1,0 +1,340 @@
+//===- HierTopKToGPU.cpp - hier_topk to the kernels of its schedule -------===//
+//
+// single_stage: one thread per (query, KV head) runs the whole selection,
+// from the root to the leaves, in one kernel.
+//
+// two_stage: (1) one thread per (query, KV head) walks levels L..2 and writes
+// its leaf contenders (at most g*K); (2) a counting sort by leaf groups the
+// (query, contender) pairs that need scoring: histogram, scan (which also
+// cuts every leaf's group into tiles of at most Q_tile queries), scatter;
+// (3) one block per tile loads the leaf's d x C key tile into shared memory
+// once and scores the tile's Q_tile x G heads against it; (4) one thread
+// per (query, KV head) keeps the forced blocks and the best contenders.
+//
+//===----------------------------------------------------------------------===//
+
+#include "DeviceSelection.h"
+#include "KernelBuilder.h"
+#include "TileScoring.h"
+
+#include "../Common/LoopBuilders.h"
+
+#include "pisa/Analysis/PyramidLayout.h"
+#include "pisa/Conversion/PisaToGPU/PisaToGPU.h"
+#include "pisa/IR/PisaOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+using namespace mlir;
+using namespace mlir::pisa;
+using namespace mlir::pisa::detail;
+
+namespace {
+
+constexpr int64_t kQueryThreads = 128;
+
+/// Shapes and types of one hier_topk, shared by its kernels.
+struct Problem {
+  int64_t batch, kvHeads, groupSize, numQueries, numKeys, headDim;
+  int64_t topK, fanout;
+  float scale;
+  PyramidLayout layout;
+  MemRefType queries, keys, pyramid, selection;
+  int64_t candidates() const { return fanout * topK; }
+};
+
+/// Thread coordinates of a per-(query, KV head) kernel, and a guard that
+/// the query exists. Returns {batch, kvHead, query, inRange}.
+SmallVector<Value> queryThread(ImplicitLocOpBuilder &b, const Problem &p) {
+  Value i = arith::AddIOp::create(
+      b, arith::MulIOp::create(b, blockIdX(b), indexConst(b, kQueryThreads)),
+      threadIdX(b));
+  Value bk = blockIdY(b);
+  Value heads = indexConst(b, p.kvHeads);
+  Value inRange = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, i,
+                                        indexConst(b, p.numQueries));
+  return {arith::DivUIOp::create(b, bk, heads),
+          arith::RemUIOp::create(b, bk, heads), i, inRange};
+}
+
+QueryScratch scratchOf(gpu::GPUFuncOp kernel) {
+  auto privates = kernel.getPrivateAttributions();
+  return {privates[0], privates[1], privates[2]};
+}
+
+SmallVector<Type> scratchTypes(MLIRContext *ctx, const Problem &p) {
+  IntegerType i32 = IntegerType::get(ctx, 32);
+  return {privateType(ctx, {p.candidates()}, i32),
+          privateType(ctx, {p.topK}, i32),
+          privateType(ctx, {p.candidates()}, Float32Type::get(ctx))};
+}
+
+/// Emits `body` under `if (cond)` and a gpu.return after it.
+void guarded(ImplicitLocOpBuilder &b, Value cond,
+             llvm::function_ref<void(ImplicitLocOpBuilder &)> body) {
+  auto ifOp = scf::IfOp::create(b, cond, /*withElseRegion=*/false);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    body(b);
+  }
+  gpu::ReturnOp::create(b);
+}
+
+struct HierTopKToGPU : OpRewritePattern<HierTopKOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(HierTopKOp op,
+                                PatternRewriter &rewriter) const override {
+    ScheduleAttr schedule = op.getScheduleAttr();
+    if (!schedule)
+      return op.emitOpError("has no #pisa.schedule: run --pisa-select-schedule "
+                            "before --convert-pisa-to-gpu");
+    for (Value v : {op.getQueries(), op.getKeys(), op.getPyramid()})
+      if (!cast<ShapedType>(v.getType()).hasStaticShape())
+        return rewriter.notifyMatchFailure(op, "requires static shapes");
+    ArrayRef<int64_t> q = op.getQueries().getType().getShape();
+    ArrayRef<int64_t> k = op.getKeys().getType().getShape();
+    Problem p{q[0],
+              k[1],
+              q[1] / k[1],
+              q[2],
+              k[2],
+              q[3],
+              int64_t(op.getTopk()),
+              int64_t(op.getBranching()),
+              op.getScaleOrDefault(),
+              PyramidLayout(k[2], op.getBlockSize(), op.getBranching()),
+              globalType(q, op.getQueries().getType().getElementType()),
+              globalType(k, op.getKeys().getType().getElementType()),
+              globalType(op.getPyramid().getType().getShape(),
+                         rewriter.getF32Type()),
+              globalType(op.getSelection().getType().getShape(),
+                         rewriter.getI32Type())};
+
+    rewriter.setInsertionPoint(op);
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    Value queries = toBuffer(b, op.getQueries());
+    Value keys = toBuffer(b, op.getKeys());
+    Value pyramid = toBuffer(b, op.getPyramid());
+    Value selection = allocDevice(b, p.selection, /*isResult=*/true);
+    Value offset = op.getQueryOffset();
+
+    if (schedule.getKind() == ScheduleKind::SingleStage) {
+      lowerSingleStage(rewriter, op, b, p, {queries, keys, pyramid, offset,
+                                            selection});
+    } else {
+      if (failed(lowerTwoStage(rewriter, op, b, p, schedule.getQTile(),
+                               {queries, keys, pyramid, offset, selection})))
+        return failure();
+    }
+    Value result = bufferization::ToTensorOp::create(
+        b, op.getSelection().getType(), selection, b.getUnitAttr());
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+
+private:
+  /// The walk, the leaf scoring from raw keys and the final selection, in
+  /// one kernel; args (queries, keys, pyramid, offset, selection).
+  void lowerSingleStage(PatternRewriter &rewriter, HierTopKOp op,
+                        ImplicitLocOpBuilder &host, const Problem &p,
+                        SmallVector<Value> args) const {
+    gpu::GPUFuncOp kernel;
+    {
+      OpBuilder::InsertionGuard guard(rewriter);
+      kernel = createKernel(
+          rewriter, op, "select_single_stage",
+          {p.queries, p.keys, p.pyramid, rewriter.getIndexType(), p.selection},
+          {}, scratchTypes(rewriter.getContext(), p));
+      ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+      Block &entry = kernel.getBody().front();
+      SmallVector<Value> at = queryThread(b, p);
+      guarded(b, at[3], [&](ImplicitLocOpBuilder &gb) {
+        QueryScratch scratch = scratchOf(kernel);
+        Value t = arith::AddIOp::create(gb, entry.getArgument(3), at[2]);
+        QuerySite site{at[0], at[1], at[2], t};
+        Value bt = leafOfPosition(gb, p.layout, t);
+        ScoreOperands summaries{entry.getArgument(0), entry.getArgument(2),
+                                p.groupSize, p.headDim, p.scale};
+        ScoreOperands rawKeys{entry.getArgument(0), entry.getArgument(1),
+                              p.groupSize, p.headDim, p.scale};
+        Value numContenders = buildWalk(gb, {p.layout, p.topK}, summaries,
+                                        site, bt, scratch);
+        // Score the contenders from the raw keys when they must compete.
+        Value zero = indexConst(gb, 0);
+        Value ranked = arith::CmpIOp::create(
+            gb, arith::CmpIPredicate::ugt, numContenders,
+            contenderSlots(gb, p.topK, bt));
+        ChildLevel keyLevel{zero, indexConst(gb, p.numKeys),
+                            indexConst(gb, p.layout.blockSize()),
+                            indexConst(gb, 1)};
+        auto ifOp = scf::IfOp::create(gb, ranked, false);
+        {
+          OpBuilder::InsertionGuard g(gb);
+          gb.setInsertionPointToStart(ifOp.thenBlock());
+          buildLoop(gb, zero, numContenders, {},
+                    [&](ImplicitLocOpBuilder &lb, Value a, ValueRange) {
+                      Value node = arith::IndexCastOp::create(
+                          lb, lb.getIndexType(),
+                          memref::LoadOp::create(lb, scratch.cand, ValueRange{a}));
+                      Value u = buildGroupScore(lb, rawKeys, site, keyLevel, node);
+                      memref::StoreOp::create(lb, u, scratch.scores, ValueRange{a});
+                      return SmallVector<Value>{};
+                    });
+        }
+        buildFinalSelection(
+            gb, p.topK, bt, numContenders,
+            [&](ImplicitLocOpBuilder &lb, Value a) -> Value {
+              return arith::IndexCastOp::create(
+                  lb, lb.getIndexType(),
+                  memref::LoadOp::create(lb, scratch.cand, ValueRange{a}));
+            },
+            [&](ImplicitLocOpBuilder &lb, Value a) -> Value {
+              return memref::LoadOp::create(lb, scratch.scores, ValueRange{a});
+            },
+            scratch.kept,
+            [&](ImplicitLocOpBuilder &lb, Value pos, Value value) {
+              memref::StoreOp::create(
+                  lb, arith::IndexCastOp::create(lb, lb.getI32Type(), value),
+                  entry.getArgument(4), ValueRange{at[0], at[1], at[2], pos});
+            });
+      });
+    }
+    launch(host, kernel,
+           indexConst(host, ceilDiv(p.numQueries, kQueryThreads)),
+           indexConst(host, p.batch * p.kvHeads), kQueryThreads, args);
+  }
+
+  LogicalResult lowerTwoStage(PatternRewriter &rewriter, HierTopKOp op,
+                              ImplicitLocOpBuilder &host, const Problem &p,
+                              int64_t qTile, SmallVector<Value> args) const {
+    MLIRContext *ctx = rewriter.getContext();
+    Type i32 = rewriter.getI32Type(), f32 = rewriter.getF32Type();
+    Type index = rewriter.getIndexType();
+    const int64_t gk = p.candidates(), leaves = p.layout.numLeaves();
+    const int64_t maxTiles = ceilDiv(p.numQueries * gk, qTile) + leaves;
+    if (qTile * p.groupSize > 1024)
+      return rewriter.notifyMatchFailure(op, "q_tile * G above 1024 threads");
+
+    MemRefType contendersType =
+        globalType({p.batch, p.kvHeads, p.numQueries, gk}, i32);
+    MemRefType countType = globalType({p.batch, p.kvHeads, p.numQueries}, i32);
+    MemRefType scoresType =
+        globalType({p.batch, p.kvHeads, p.numQueries, gk}, f32);
+    SortBuffers sortTypes{globalType({p.batch, p.kvHeads, leaves}, i32),
+                          globalType({p.batch, p.kvHeads, leaves}, i32),
+                          globalType({p.batch, p.kvHeads, leaves}, i32),
+                          globalType({p.batch, p.kvHeads, maxTiles}, i32),
+                          globalType({p.batch, p.kvHeads, maxTiles}, i32),
+                          globalType({p.batch, p.kvHeads}, i32),
+                          globalType({p.batch, p.kvHeads, p.numQueries * gk}, i32)};
+
+    // Stage 1: the walk down to the leaf contenders.
+    gpu::GPUFuncOp walkKernel, finalKernel;
+    {
+      OpBuilder::InsertionGuard guard(rewriter);
+      walkKernel = createKernel(
+          rewriter, op, "select_stage1_walk",
+          {p.queries, p.pyramid, index, contendersType, countType}, {},
+          scratchTypes(ctx, p));
+      ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+      Block &entry = walkKernel.getBody().front();
+      SmallVector<Value> at = queryThread(b, p);
+      guarded(b, at[3], [&](ImplicitLocOpBuilder &gb) {
+        QueryScratch scratch = scratchOf(walkKernel);
+        Value t = arith::AddIOp::create(gb, entry.getArgument(2), at[2]);
+        QuerySite site{at[0], at[1], at[2], t};
+        Value bt = leafOfPosition(gb, p.layout, t);
+        ScoreOperands summaries{entry.getArgument(0), entry.getArgument(1),
+                                p.groupSize, p.headDim, p.scale};
+        Value n = buildWalk(gb, {p.layout, p.topK}, summaries, site, bt,
+                            scratch);
+        buildLoop(gb, indexConst(gb, 0), n, {},
+                  [&](ImplicitLocOpBuilder &lb, Value a, ValueRange) {
+                    Value leaf = memref::LoadOp::create(lb, scratch.cand,
+                                                        ValueRange{a});
+                    memref::StoreOp::create(lb, leaf, entry.getArgument(3),
+                                            ValueRange{at[0], at[1], at[2], a});
+                    return SmallVector<Value>{};
+                  });
+        memref::StoreOp::create(
+            gb, arith::IndexCastOp::create(gb, gb.getI32Type(), n),
+            entry.getArgument(4), ValueRange{at[0], at[1], at[2]});
+      });
+
+      // Stage 4: forced blocks + best scored contenders.
+      finalKernel = createKernel(
+          rewriter, op, "select_final",
+          {index, contendersType, countType, scoresType, p.selection}, {},
+          {privateType(ctx, {p.topK}, i32)});
+      ImplicitLocOpBuilder fb(op.getLoc(), rewriter);
+      Block &fentry = finalKernel.getBody().front();
+      SmallVector<Value> fat = queryThread(fb, p);
+      guarded(fb, fat[3], [&](ImplicitLocOpBuilder &gb) {
+        Value t = arith::AddIOp::create(gb, fentry.getArgument(0), fat[2]);
+        Value bt = leafOfPosition(gb, p.layout, t);
+        Value n = arith::IndexCastOp::create(
+            gb, gb.getIndexType(),
+            memref::LoadOp::create(gb, fentry.getArgument(2),
+                                   ValueRange{fat[0], fat[1], fat[2]}));
+        buildFinalSelection(
+            gb, p.topK, bt, n,
+            [&](ImplicitLocOpBuilder &lb, Value a) -> Value {
+              return arith::IndexCastOp::create(
+                  lb, lb.getIndexType(),
+                  memref::LoadOp::create(lb, fentry.getArgument(1),
+                                         ValueRange{fat[0], fat[1], fat[2], a}));
+            },
+            [&](ImplicitLocOpBuilder &lb, Value a) -> Value {
+              return memref::LoadOp::create(lb, fentry.getArgument(3),
+                                            ValueRange{fat[0], fat[1], fat[2], a});
+            },
+            finalKernel.getPrivateAttributions()[0],
+            [&](ImplicitLocOpBuilder &lb, Value pos, Value value) {
+              memref::StoreOp::create(
+                  lb, arith::IndexCastOp::create(lb, lb.getI32Type(), value),
+                  fentry.getArgument(4), ValueRange{fat[0], fat[1], fat[2], pos});
+            });
+      });
+    }
+
+    TileKernels tiles = buildTileKernels(
+        rewriter, op,
+        TileProblem{p.batch, p.kvHeads, p.groupSize, p.numQueries, p.numKeys,
+                    p.headDim, p.topK, gk, qTile, maxTiles, p.scale, p.layout,
+                    p.queries, p.keys, contendersType, countType, scoresType,
+                    sortTypes});
+
+    Value queries = args[0], keys = args[1], pyramid = args[2];
+    Value offset = args[3], selection = args[4];
+    Value contenders = allocDevice(host, contendersType);
+    Value counts = allocDevice(host, countType);
+    Value scores = allocDevice(host, scoresType);
+    SmallVector<Value> sort;
+    for (MemRefType t : sortTypes.all())
+      sort.push_back(allocDevice(host, t));
+    Value groups = indexConst(host, p.batch * p.kvHeads);
+    Value queryBlocks = indexConst(host, ceilDiv(p.numQueries, kQueryThreads));
+    launch(host, walkKernel, queryBlocks, groups, kQueryThreads,
+           {queries, pyramid, offset, contenders, counts});
+    launchTileKernels(host, tiles, queries, keys, offset, contenders, counts,
+                      scores, sort);
+    launch(host, finalKernel, queryBlocks, groups, kQueryThreads,
+           {offset, contenders, counts, scores, selection});
+    SmallVector<Value> scratch{contenders, counts, scores};
+    scratch.append(sort.begin(), sort.end());
+    for (Value v : scratch)
+      gpu::DeallocOp::create(host, Type(), ValueRange{}, v);
+    return success();
+  }
+};
+
+} // namespace
+
+void mlir::pisa::populateHierTopKToGPUPatterns(RewritePatternSet &patterns) {
+  patterns.add<HierTopKToGPU>(patterns.getContext());
+}

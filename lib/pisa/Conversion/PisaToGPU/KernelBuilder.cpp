@@ -1,0 +1,97 @@
+//===- KernelBuilder.cpp - gpu.func kernels and their launches ------------===//
+
+#include "KernelBuilder.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/SymbolTable.h"
+
+using namespace mlir;
+using namespace mlir::pisa::detail;
+
+static constexpr llvm::StringLiteral kKernelModuleName = "pisa_kernels";
+
+gpu::GPUFuncOp mlir::pisa::detail::createKernel(PatternRewriter &rewriter,
+                                                Operation *anchor,
+                                                StringRef name,
+                                                TypeRange arguments,
+                                                TypeRange workgroup,
+                                                TypeRange privates) {
+  auto module = anchor->getParentOfType<ModuleOp>();
+  module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
+                  rewriter.getUnitAttr());
+  auto kernels = module.lookupSymbol<gpu::GPUModuleOp>(kKernelModuleName);
+  Location loc = anchor->getLoc();
+  if (!kernels) {
+    OpBuilder::InsertionGuard guard(rewriter);
+    rewriter.setInsertionPointToEnd(module.getBody());
+    kernels = gpu::GPUModuleOp::create(rewriter, loc, kKernelModuleName);
+  }
+  rewriter.setInsertionPointToEnd(&kernels.getBodyRegion().front());
+  auto func = gpu::GPUFuncOp::create(
+      rewriter, loc, name, rewriter.getFunctionType(arguments, {}), workgroup,
+      privates);
+  func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(),
+                rewriter.getUnitAttr());
+  SymbolTable(kernels).insert(func); // uniques the name
+  rewriter.setInsertionPointToStart(&func.getBody().front());
+  return func;
+}
+
+Value mlir::pisa::detail::toBuffer(ImplicitLocOpBuilder &b, Value tensor) {
+  auto type = cast<RankedTensorType>(tensor.getType());
+  return bufferization::ToBufferOp::create(
+      b, MemRefType::get(type.getShape(), type.getElementType()), tensor,
+      /*read_only=*/true);
+}
+
+Value mlir::pisa::detail::allocDevice(ImplicitLocOpBuilder &b, MemRefType type,
+                                      bool isResult) {
+  auto alloc = gpu::AllocOp::create(b, TypeRange{type}, ValueRange{},
+                                    ValueRange{}, ValueRange{},
+                                    /*hostShared=*/nullptr);
+  if (isResult)
+    alloc->setAttr(kResultBufferAttr, b.getUnitAttr());
+  return alloc.getMemref();
+}
+
+void mlir::pisa::detail::launch(ImplicitLocOpBuilder &b, gpu::GPUFuncOp kernel,
+                                Value gx, Value gy, int64_t bx,
+                                ValueRange operands) {
+  Value one = arith::ConstantIndexOp::create(b, 1);
+  Value threads = arith::ConstantIndexOp::create(b, bx);
+  gpu::LaunchFuncOp::create(b, kernel, gpu::KernelDim3{gx, gy, one},
+                            gpu::KernelDim3{threads, one, one},
+                            /*dynamicSharedMemorySize=*/Value(), operands);
+}
+
+Value mlir::pisa::detail::blockIdX(ImplicitLocOpBuilder &b) {
+  return gpu::BlockIdOp::create(b, gpu::Dimension::x);
+}
+Value mlir::pisa::detail::blockIdY(ImplicitLocOpBuilder &b) {
+  return gpu::BlockIdOp::create(b, gpu::Dimension::y);
+}
+Value mlir::pisa::detail::threadIdX(ImplicitLocOpBuilder &b) {
+  return gpu::ThreadIdOp::create(b, gpu::Dimension::x);
+}
+
+MemRefType mlir::pisa::detail::globalType(ArrayRef<int64_t> shape, Type elem) {
+  return MemRefType::get(shape, elem);
+}
+
+MemRefType mlir::pisa::detail::privateType(MLIRContext *ctx,
+                                           ArrayRef<int64_t> shape,
+                                           Type elem) {
+  return MemRefType::get(shape, elem, MemRefLayoutAttrInterface(),
+                         gpu::AddressSpaceAttr::get(
+                             ctx, gpu::GPUDialect::getPrivateAddressSpace()));
+}
+
+MemRefType mlir::pisa::detail::workgroupType(MLIRContext *ctx,
+                                             ArrayRef<int64_t> shape,
+                                             Type elem) {
+  return MemRefType::get(shape, elem, MemRefLayoutAttrInterface(),
+                         gpu::AddressSpaceAttr::get(
+                             ctx, gpu::GPUDialect::getWorkgroupAddressSpace()));
+}

@@ -1,0 +1,55 @@
+//===- KernelBuilder.h - gpu.func kernels and their launches ----*- C++ -*-===//
+//
+// The pisa-to-gpu patterns build kernels directly as gpu.func in one
+// gpu.module (@pisa_kernels) and launch them from the host function with
+// gpu.launch_func on bufferization views of the op's tensors.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PISA_LIB_CONVERSION_PISATOGPU_KERNELBUILDER_H
+#define PISA_LIB_CONVERSION_PISATOGPU_KERNELBUILDER_H
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "mlir/IR/PatternMatch.h"
+
+namespace mlir::pisa::detail {
+
+/// Marks device buffers that hold an op's result, for
+/// freeTransientDeviceBuffers.
+constexpr llvm::StringLiteral kResultBufferAttr = "pisa.result_buffer";
+
+/// Creates `gpu.func @<name> kernel` (uniqued) at the end of
+/// @pisa_kernels, creating the module and gpu.container_module as needed.
+/// The builder is left at the start of the kernel body.
+gpu::GPUFuncOp createKernel(PatternRewriter &rewriter, Operation *anchor,
+                            StringRef name, TypeRange arguments,
+                            TypeRange workgroup = {}, TypeRange privates = {});
+
+/// The memref view of a tensor operand, on the host side.
+Value toBuffer(ImplicitLocOpBuilder &b, Value tensor);
+
+/// A device buffer of `type` (gpu.alloc); `isResult` marks it as holding
+/// an op result.
+Value allocDevice(ImplicitLocOpBuilder &b, MemRefType type,
+                  bool isResult = false);
+
+/// Launches `kernel` over grid (gx, gy) x block (bx) with `operands`.
+void launch(ImplicitLocOpBuilder &b, gpu::GPUFuncOp kernel, Value gx,
+            Value gy, int64_t bx, ValueRange operands);
+
+/// Global thread coordinates inside a kernel.
+Value blockIdX(ImplicitLocOpBuilder &b);
+Value blockIdY(ImplicitLocOpBuilder &b);
+Value threadIdX(ImplicitLocOpBuilder &b);
+
+/// memref<shape x elem> in global memory (the default space).
+MemRefType globalType(ArrayRef<int64_t> shape, Type elem);
+/// memref<shape x elem, #gpu.address_space<private|workgroup>>.
+MemRefType privateType(MLIRContext *ctx, ArrayRef<int64_t> shape, Type elem);
+MemRefType workgroupType(MLIRContext *ctx, ArrayRef<int64_t> shape,
+                         Type elem);
+
+} // namespace mlir::pisa::detail
+
+#endif // PISA_LIB_CONVERSION_PISATOGPU_KERNELBUILDER_H

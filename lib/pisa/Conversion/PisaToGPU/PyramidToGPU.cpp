@@ -1,0 +1,127 @@
+//===- PyramidToGPU.cpp - pyramid_build to gpu kernels --------------------===//
+//
+// One block per (node, batch x KV head), one thread per feature: the leaf
+// kernel averages a block of raw keys, the level kernel (launched once per
+// upper level, with the level's offsets as arguments) averages g children
+// of the packed pyramid. Both accumulate in f32; reads are coalesced across
+// the feature dimension.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelBuilder.h"
+
+#include "../Common/LoopBuilders.h"
+
+#include "pisa/Analysis/PyramidLayout.h"
+#include "pisa/Conversion/PisaToGPU/PisaToGPU.h"
+#include "pisa/IR/PisaOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+
+using namespace mlir;
+using namespace mlir::pisa;
+using namespace mlir::pisa::detail;
+
+/// Stores mean(src[b, h, base + c, e] for c < count) to dst[b, h, row, e].
+static void emitMean(ImplicitLocOpBuilder &b, Value src, Value dst,
+                     Value batch, Value head, Value base, Value count,
+                     Value row, Value feature) {
+  Value zero = indexConst(b, 0);
+  auto sum = buildLoop(
+      b, zero, count, {f32Const(b, 0.0f)},
+      [&](ImplicitLocOpBuilder &lb, Value c, ValueRange acc) {
+        Value v = extractF32(lb, src,
+                             {batch, head, arith::AddIOp::create(lb, base, c),
+                              feature});
+        return SmallVector<Value>{arith::AddFOp::create(lb, acc[0], v)};
+      });
+  Value n = arith::UIToFPOp::create(
+      b, b.getF32Type(),
+      arith::IndexCastUIOp::create(b, b.getI64Type(), count));
+  memref::StoreOp::create(b, arith::DivFOp::create(b, sum[0], n), dst,
+                          ValueRange{batch, head, row, feature});
+}
+
+namespace {
+struct PyramidBuildToGPU : OpRewritePattern<PyramidBuildOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(PyramidBuildOp op,
+                                PatternRewriter &rewriter) const override {
+    RankedTensorType keysType = op.getKeys().getType();
+    RankedTensorType pyrType = op.getPyramid().getType();
+    if (!keysType.hasStaticShape() || !pyrType.hasStaticShape())
+      return rewriter.notifyMatchFailure(op, "requires static shapes");
+    ArrayRef<int64_t> shape = keysType.getShape();
+    const int64_t numHeads = shape[1], numKeys = shape[2], d = shape[3];
+    if (d > 1024)
+      return rewriter.notifyMatchFailure(op, "head dim above 1024 threads");
+    const int64_t blockSize = op.getBlockSize(), fan = op.getBranching();
+    PyramidLayout layout(numKeys, blockSize, fan);
+    Location loc = op.getLoc();
+    MemRefType keysMem = globalType(shape, keysType.getElementType());
+    MemRefType pyrMem = globalType(pyrType.getShape(), pyrType.getElementType());
+    Type index = rewriter.getIndexType();
+
+    gpu::GPUFuncOp leafKernel, levelKernel;
+    {
+      OpBuilder::InsertionGuard guard(rewriter);
+      leafKernel = createKernel(rewriter, op, "pyramid_leaves", {keysMem, pyrMem});
+      ImplicitLocOpBuilder kb(loc, rewriter);
+      Value leaf = blockIdX(kb), bh = blockIdY(kb), e = threadIdX(kb);
+      Value heads = indexConst(kb, numHeads);
+      Value batch = arith::DivUIOp::create(kb, bh, heads);
+      Value head = arith::RemUIOp::create(kb, bh, heads);
+      Value cBlock = indexConst(kb, blockSize);
+      Value first = arith::MulIOp::create(kb, leaf, cBlock);
+      Value count = arith::MinUIOp::create(
+          kb, cBlock, arith::SubIOp::create(kb, indexConst(kb, numKeys), first));
+      Block &entry = leafKernel.getBody().front();
+      emitMean(kb, entry.getArgument(0), entry.getArgument(1), batch, head,
+               first, count, leaf, e);
+      gpu::ReturnOp::create(kb);
+
+      levelKernel = createKernel(rewriter, op, "pyramid_level",
+                                 {pyrMem, index, index, index});
+      ImplicitLocOpBuilder lb(loc, rewriter);
+      Block &lentry = levelKernel.getBody().front();
+      Value node = blockIdX(lb), lbh = blockIdY(lb), le = threadIdX(lb);
+      Value lheads = indexConst(lb, numHeads);
+      Value lbatch = arith::DivUIOp::create(lb, lbh, lheads);
+      Value lhead = arith::RemUIOp::create(lb, lbh, lheads);
+      Value srcOffset = lentry.getArgument(1), dstOffset = lentry.getArgument(2);
+      Value srcCount = lentry.getArgument(3);
+      Value cFan = indexConst(lb, fan);
+      Value firstChild = arith::MulIOp::create(lb, node, cFan);
+      Value children = arith::MinUIOp::create(
+          lb, cFan, arith::SubIOp::create(lb, srcCount, firstChild));
+      emitMean(lb, lentry.getArgument(0), lentry.getArgument(0), lbatch, lhead,
+               arith::AddIOp::create(lb, srcOffset, firstChild), children,
+               arith::AddIOp::create(lb, dstOffset, node), le);
+      gpu::ReturnOp::create(lb);
+    }
+
+    rewriter.setInsertionPoint(op);
+    ImplicitLocOpBuilder b(loc, rewriter);
+    Value keys = toBuffer(b, op.getKeys());
+    Value pyramid = allocDevice(b, pyrMem, /*isResult=*/true);
+    Value groups = indexConst(b, shape[0] * numHeads);
+    launch(b, leafKernel, indexConst(b, layout.numLeaves()), groups, d,
+           {keys, pyramid});
+    for (int64_t l = 2; l <= layout.numLevels(); ++l)
+      launch(b, levelKernel, indexConst(b, layout.size(l)), groups, d,
+             {pyramid, indexConst(b, layout.offset(l - 1)),
+              indexConst(b, layout.offset(l)), indexConst(b, layout.size(l - 1))});
+    Value result = bufferization::ToTensorOp::create(b, pyrType, pyramid,
+                                                     /*restrict=*/b.getUnitAttr());
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+} // namespace
+
+void mlir::pisa::populatePyramidBuildToGPUPatterns(RewritePatternSet &patterns) {
+  patterns.add<PyramidBuildToGPU>(patterns.getContext());
+}

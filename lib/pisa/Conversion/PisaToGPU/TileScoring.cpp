@@ -1,0 +1,338 @@
+//===- TileScoring.cpp - Stage 2 of the two-stage schedule ----------------===//
+//
+// A pair needs scoring when its query has more contenders than free slots.
+// histogram: leafCount[leaf] += 1 per such pair (atomics).
+// scan: one thread per (batch, KV head) turns counts into group starts and
+//   cuts each group into ceil(count / Q_tile) tiles (tileLeaf, tileFirst).
+// scatter: each pair takes the next position of its leaf's group (atomics);
+//   order inside a group does not matter, every pair is scored alike.
+// score: one block per tile; threads are (query of the tile, head). The
+//   block loads the leaf's keys, Ct rows at a time, into shared memory as
+//   f32; every thread runs an online LSE over the keys its query may see;
+//   heads are summed through shared memory.
+//
+//===----------------------------------------------------------------------===//
+
+#include "TileScoring.h"
+#include "KernelBuilder.h"
+
+#include "../Common/LoopBuilders.h"
+#include "../Common/NodeScore.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+#include <limits>
+
+using namespace mlir;
+using namespace mlir::pisa::detail;
+
+static constexpr int64_t kPairThreads = 256;
+
+static Value toIndex(ImplicitLocOpBuilder &b, Value v) {
+  return arith::IndexCastOp::create(b, b.getIndexType(), v);
+}
+static Value toI32(ImplicitLocOpBuilder &b, Value v) {
+  return arith::IndexCastOp::create(b, b.getI32Type(), v);
+}
+static Value load(ImplicitLocOpBuilder &b, Value mem, ValueRange idx) {
+  return memref::LoadOp::create(b, mem, idx);
+}
+
+/// Per-pair kernels: (batch, kvHead, query, slot, needsScore) of thread p.
+static SmallVector<Value> pairThread(ImplicitLocOpBuilder &b,
+                                     const TileProblem &p, Value offset,
+                                     Value counts) {
+  Value pair = arith::AddIOp::create(
+      b, arith::MulIOp::create(b, blockIdX(b), indexConst(b, kPairThreads)),
+      threadIdX(b));
+  Value heads = indexConst(b, p.kvHeads);
+  Value batch = arith::DivUIOp::create(b, blockIdY(b), heads);
+  Value kv = arith::RemUIOp::create(b, blockIdY(b), heads);
+  Value gk = indexConst(b, p.candidates);
+  Value inRange = arith::CmpIOp::create(
+      b, arith::CmpIPredicate::ult, pair,
+      indexConst(b, p.numQueries * p.candidates));
+  // Clamp so that the loads below stay in bounds for idle threads.
+  Value i = arith::MinUIOp::create(b, arith::DivUIOp::create(b, pair, gk),
+                                   indexConst(b, p.numQueries - 1));
+  Value slot = arith::RemUIOp::create(b, pair, gk);
+  Value n = toIndex(b, load(b, counts, {batch, kv, i}));
+  Value t = arith::AddIOp::create(b, offset, i);
+  Value bt = arith::MinUIOp::create(
+      b, arith::DivUIOp::create(b, t, indexConst(b, p.layout.blockSize())),
+      indexConst(b, p.layout.numLeaves() - 1));
+  Value one = indexConst(b, 1), two = indexConst(b, 2);
+  Value numForced = arith::SelectOp::create(
+      b, arith::CmpIOp::create(b, arith::CmpIPredicate::uge, bt, two),
+      indexConst(b, 3),
+      arith::SelectOp::create(
+          b, arith::CmpIOp::create(b, arith::CmpIPredicate::uge, bt, one), two,
+          one));
+  Value slots = arith::SubIOp::create(b, indexConst(b, p.topK), numForced);
+  Value needs = arith::AndIOp::create(
+      b, inRange,
+      arith::AndIOp::create(
+          b, arith::CmpIOp::create(b, arith::CmpIPredicate::ugt, n, slots),
+          arith::CmpIOp::create(b, arith::CmpIPredicate::ult, slot, n)));
+  return {batch, kv, i, slot, needs};
+}
+
+TileKernels mlir::pisa::detail::buildTileKernels(PatternRewriter &rewriter,
+                                                 Operation *anchor,
+                                                 const TileProblem &p) {
+  OpBuilder::InsertionGuard guard(rewriter);
+  MLIRContext *ctx = rewriter.getContext();
+  Location loc = anchor->getLoc();
+  Type index = rewriter.getIndexType(), f32 = rewriter.getF32Type();
+  Type i32 = rewriter.getI32Type();
+  const SortBuffers &s = p.sort;
+  auto addOne = [&](ImplicitLocOpBuilder &b, Value mem, ValueRange idx) {
+    Value one = arith::ConstantIntOp::create(b, 1, 32);
+    return memref::AtomicRMWOp::create(
+        b, i32, arith::AtomicRMWKindAttr::get(ctx, arith::AtomicRMWKind::addi),
+        one, mem, idx);
+  };
+
+  TileKernels k{p, {}, {}, {}, {}};
+  // histogram(offset, contenders, counts, leafCount)
+  k.histogram = createKernel(rewriter, anchor, "select_stage2_histogram",
+                             {index, p.contenders, p.counts, s.leafCount});
+  {
+    ImplicitLocOpBuilder b(loc, rewriter);
+    Block &e = k.histogram.getBody().front();
+    SmallVector<Value> at = pairThread(b, p, e.getArgument(0), e.getArgument(2));
+    buildIfThen(b, at[4], [&](ImplicitLocOpBuilder &tb) {
+      Value leaf =
+          toIndex(tb, load(tb, e.getArgument(1), {at[0], at[1], at[2], at[3]}));
+      addOne(tb, e.getArgument(3), {at[0], at[1], leaf});
+    });
+    gpu::ReturnOp::create(b);
+  }
+
+  // scan(leafCount, leafStart, cursor, tileLeaf, tileFirst, numTiles)
+  k.scan = createKernel(rewriter, anchor, "select_stage2_scan",
+                        {s.leafCount, s.leafStart, s.cursor, s.tileLeaf,
+                         s.tileFirst, s.numTiles});
+  {
+    ImplicitLocOpBuilder b(loc, rewriter);
+    Block &e = k.scan.getBody().front();
+    Value heads = indexConst(b, p.kvHeads);
+    Value batch = arith::DivUIOp::create(b, blockIdY(b), heads);
+    Value kv = arith::RemUIOp::create(b, blockIdY(b), heads);
+    Value zero = indexConst(b, 0), q = indexConst(b, p.qTile);
+    auto totals = buildLoop(
+        b, zero, indexConst(b, p.layout.numLeaves()), {zero, zero},
+        [&](ImplicitLocOpBuilder &lb, Value leaf, ValueRange st) {
+          Value count = toIndex(lb, load(lb, e.getArgument(0), {batch, kv, leaf}));
+          Value start = toI32(lb, st[0]);
+          memref::StoreOp::create(lb, start, e.getArgument(1),
+                                  ValueRange{batch, kv, leaf});
+          memref::StoreOp::create(lb, start, e.getArgument(2),
+                                  ValueRange{batch, kv, leaf});
+          Value numTiles = arith::CeilDivUIOp::create(lb, count, q);
+          buildLoop(lb, zero, numTiles, {},
+                    [&](ImplicitLocOpBuilder &tb, Value tile, ValueRange) {
+                      Value at = arith::AddIOp::create(tb, st[1], tile);
+                      memref::StoreOp::create(tb, toI32(tb, leaf),
+                                              e.getArgument(3),
+                                              ValueRange{batch, kv, at});
+                      Value first = arith::AddIOp::create(
+                          tb, st[0], arith::MulIOp::create(tb, tile, q));
+                      memref::StoreOp::create(tb, toI32(tb, first),
+                                              e.getArgument(4),
+                                              ValueRange{batch, kv, at});
+                      return SmallVector<Value>{};
+                    });
+          return SmallVector<Value>{arith::AddIOp::create(lb, st[0], count),
+                                    arith::AddIOp::create(lb, st[1], numTiles)};
+        });
+    memref::StoreOp::create(b, toI32(b, totals[1]), e.getArgument(5),
+                            ValueRange{batch, kv});
+    gpu::ReturnOp::create(b);
+  }
+
+  // scatter(offset, contenders, counts, cursor, sortedPairs)
+  k.scatter = createKernel(rewriter, anchor, "select_stage2_scatter",
+                           {index, p.contenders, p.counts, s.cursor,
+                            s.sortedPairs});
+  {
+    ImplicitLocOpBuilder b(loc, rewriter);
+    Block &e = k.scatter.getBody().front();
+    SmallVector<Value> at = pairThread(b, p, e.getArgument(0), e.getArgument(2));
+    buildIfThen(b, at[4], [&](ImplicitLocOpBuilder &tb) {
+      Value leaf =
+          toIndex(tb, load(tb, e.getArgument(1), {at[0], at[1], at[2], at[3]}));
+      Value pos = toIndex(tb, addOne(tb, e.getArgument(3), {at[0], at[1], leaf}));
+      Value pair = arith::AddIOp::create(
+          tb, arith::MulIOp::create(tb, at[2], indexConst(tb, p.candidates)),
+          at[3]);
+      memref::StoreOp::create(tb, toI32(tb, pair), e.getArgument(4),
+                              ValueRange{at[0], at[1], pos});
+    });
+    gpu::ReturnOp::create(b);
+  }
+
+  // score(queries, keys, offset, leafCount, leafStart, tileLeaf, tileFirst,
+  //       numTiles, sortedPairs, scores)
+  const int64_t threads = ceilDiv(p.qTile * p.groupSize, 32) * 32;
+  const int64_t d = p.headDim, blockSize = p.layout.blockSize();
+  const int64_t rows = std::max<int64_t>(
+      1, std::min<int64_t>(blockSize, 8192 / d)); // 32 KiB of f32 keys
+  k.score = createKernel(
+      rewriter, anchor, "select_stage2_score_tiles",
+      {p.queries, p.keys, index, s.leafCount, s.leafStart, s.tileLeaf,
+       s.tileFirst, s.numTiles, s.sortedPairs, p.scores},
+      {workgroupType(ctx, {rows, d}, f32), workgroupType(ctx, {threads}, f32)});
+  {
+    ImplicitLocOpBuilder b(loc, rewriter);
+    Block &e = k.score.getBody().front();
+    Value keyTile = k.score.getWorkgroupAttributions()[0];
+    Value headLse = k.score.getWorkgroupAttributions()[1];
+    Value heads = indexConst(b, p.kvHeads);
+    Value batch = arith::DivUIOp::create(b, blockIdY(b), heads);
+    Value kv = arith::RemUIOp::create(b, blockIdY(b), heads);
+    Value tile = blockIdX(b), tid = threadIdX(b);
+    Value zero = indexConst(b, 0), one = indexConst(b, 1);
+    Value numTiles = toIndex(b, load(b, e.getArgument(7), {batch, kv}));
+    // Uniform per block, so the barriers inside are reached by all threads.
+    buildIfThen(b, arith::CmpIOp::create(b, arith::CmpIPredicate::ult, tile, numTiles),
+           [&](ImplicitLocOpBuilder &tb) {
+      Value leaf = toIndex(tb, load(tb, e.getArgument(5), {batch, kv, tile}));
+      Value first = toIndex(tb, load(tb, e.getArgument(6), {batch, kv, tile}));
+      Value end = arith::AddIOp::create(
+          tb, toIndex(tb, load(tb, e.getArgument(4), {batch, kv, leaf})),
+          toIndex(tb, load(tb, e.getArgument(3), {batch, kv, leaf})));
+      Value n = arith::MinUIOp::create(tb, indexConst(tb, p.qTile),
+                                       arith::SubIOp::create(tb, end, first));
+      Value g = indexConst(tb, p.groupSize);
+      Value member = arith::DivUIOp::create(tb, tid, g);
+      Value head = arith::RemUIOp::create(tb, tid, g);
+      Value active =
+          arith::CmpIOp::create(tb, arith::CmpIPredicate::ult, member, n);
+      Value slotOfPair = arith::MinUIOp::create(
+          tb, arith::AddIOp::create(tb, first, member),
+          indexConst(tb, p.numQueries * p.candidates - 1));
+      Value pair = toIndex(tb, load(tb, e.getArgument(8), {batch, kv, slotOfPair}));
+      Value gk = indexConst(tb, p.candidates);
+      Value query = arith::MinUIOp::create(tb, arith::DivUIOp::create(tb, pair, gk),
+                                           indexConst(tb, p.numQueries - 1));
+      Value slot = arith::RemUIOp::create(tb, pair, gk);
+      Value t = arith::AddIOp::create(tb, e.getArgument(2), query);
+      Value qHead = arith::AddIOp::create(tb, arith::MulIOp::create(tb, kv, g),
+                                          head);
+      Value keyBase = arith::MulIOp::create(tb, leaf, indexConst(tb, blockSize));
+      Value limit = arith::MinUIOp::create(
+          tb, indexConst(tb, p.numKeys), arith::AddIOp::create(tb, t, one));
+      Value cRows = indexConst(tb, rows), cD = indexConst(tb, d);
+      Value negInf = f32Const(tb, -std::numeric_limits<float>::infinity());
+      Value zeroF = f32Const(tb, 0.0f), scale = f32Const(tb, p.scale);
+      auto fast = arith::FastMathFlags::reassoc | arith::FastMathFlags::contract;
+
+      auto state = buildLoop(
+          tb, zero, indexConst(tb, ceilDiv(blockSize, rows)), {negInf, zeroF},
+          [&](ImplicitLocOpBuilder &lb, Value chunk, ValueRange st) {
+            Value row0 = arith::AddIOp::create(
+                lb, keyBase, arith::MulIOp::create(lb, chunk, cRows));
+            // Cooperative load of `rows` keys (zeros past N) as f32.
+            auto load = scf::ForOp::create(lb, tid, indexConst(lb, rows * d),
+                                           indexConst(lb, threads));
+            {
+              OpBuilder::InsertionGuard g2(lb);
+              lb.setInsertionPointToStart(load.getBody());
+              Value idx = load.getInductionVar();
+              Value r = arith::DivUIOp::create(lb, idx, cD);
+              Value c = arith::RemUIOp::create(lb, idx, cD);
+              Value j = arith::AddIOp::create(lb, row0, r);
+              Value inKeys = arith::CmpIOp::create(
+                  lb, arith::CmpIPredicate::ult, j, indexConst(lb, p.numKeys));
+              Value v = buildIf(
+                  lb, inKeys, {lb.getF32Type()},
+                  [&](ImplicitLocOpBuilder &ib) {
+                    return SmallVector<Value>{
+                        extractF32(ib, e.getArgument(1), {batch, kv, j, c})};
+                  },
+                  [&](ImplicitLocOpBuilder &) {
+                    return SmallVector<Value>{zeroF};
+                  })[0];
+              memref::StoreOp::create(lb, v, keyTile, ValueRange{r, c});
+            }
+            gpu::BarrierOp::create(lb);
+            // Keys of this chunk that the thread's query may see.
+            Value seen = arith::SubIOp::create(
+                lb, arith::MaxUIOp::create(lb, limit, row0), row0);
+            Value valid = arith::MinUIOp::create(lb, seen, cRows);
+            Value count = arith::SelectOp::create(lb, active, valid, zero);
+            auto next = buildLoop(
+                lb, zero, count, {st[0], st[1]},
+                [&](ImplicitLocOpBuilder &cb, Value r, ValueRange ms) {
+                  auto dot = buildLoop(
+                      cb, zero, cD, {zeroF},
+                      [&](ImplicitLocOpBuilder &db, Value c, ValueRange acc) {
+                        Value qv = extractF32(db, e.getArgument(0),
+                                              {batch, qHead, query, c});
+                        Value kv2 = memref::LoadOp::create(db, keyTile,
+                                                           ValueRange{r, c});
+                        Value prod = arith::MulFOp::create(db, qv, kv2, fast);
+                        return SmallVector<Value>{
+                            arith::AddFOp::create(db, acc[0], prod, fast)};
+                      });
+                  Value x = arith::MulFOp::create(cb, dot[0], scale);
+                  return onlineLseUpdate(cb, ms[0], ms[1], x);
+                });
+            gpu::BarrierOp::create(lb);
+            return next;
+          });
+      Value lse = arith::AddFOp::create(tb, state[0],
+                                        math::LogOp::create(tb, state[1]));
+      memref::StoreOp::create(tb, lse, headLse, ValueRange{tid});
+      gpu::BarrierOp::create(tb);
+      Value writer = arith::AndIOp::create(
+          tb, active,
+          arith::CmpIOp::create(tb, arith::CmpIPredicate::eq, head, zero));
+      buildIfThen(tb, writer, [&](ImplicitLocOpBuilder &wb) {
+        Value base = arith::MulIOp::create(wb, member, g);
+        Value u = buildLoop(
+            wb, zero, g, {zeroF},
+            [&](ImplicitLocOpBuilder &hb, Value h, ValueRange acc) {
+              Value v = memref::LoadOp::create(
+                  hb, headLse, ValueRange{arith::AddIOp::create(hb, base, h)});
+              return SmallVector<Value>{arith::AddFOp::create(hb, acc[0], v)};
+            })[0];
+        memref::StoreOp::create(wb, u, e.getArgument(9),
+                                ValueRange{batch, kv, query, slot});
+      });
+    });
+    gpu::ReturnOp::create(b);
+  }
+  return k;
+}
+
+void mlir::pisa::detail::launchTileKernels(ImplicitLocOpBuilder &b,
+                                           const TileKernels &k, Value queries,
+                                           Value keys, Value offset,
+                                           Value contenders, Value counts,
+                                           Value scores,
+                                           ArrayRef<Value> sort) {
+  const TileProblem &p = k.problem;
+  Value leafCount = sort[0], leafStart = sort[1], cursor = sort[2];
+  Value tileLeaf = sort[3], tileFirst = sort[4], numTiles = sort[5];
+  Value sortedPairs = sort[6];
+  gpu::MemsetOp::create(b, Type(), ValueRange{}, leafCount,
+                        arith::ConstantIntOp::create(b, 0, 32));
+  Value groups = indexConst(b, p.batch * p.kvHeads);
+  Value pairBlocks =
+      indexConst(b, ceilDiv(p.numQueries * p.candidates, kPairThreads));
+  launch(b, k.histogram, pairBlocks, groups, kPairThreads,
+         {offset, contenders, counts, leafCount});
+  launch(b, k.scan, indexConst(b, 1), groups, 1,
+         {leafCount, leafStart, cursor, tileLeaf, tileFirst, numTiles});
+  launch(b, k.scatter, pairBlocks, groups, kPairThreads,
+         {offset, contenders, counts, cursor, sortedPairs});
+  launch(b, k.score, indexConst(b, p.maxTiles), groups,
+         ceilDiv(p.qTile * p.groupSize, 32) * 32,
+         {queries, keys, offset, leafCount, leafStart, tileLeaf, tileFirst,
+          numTiles, sortedPairs, scores});
+}

@@ -1,0 +1,59 @@
+//===- TileScoring.h - Stage 2 of the two-stage schedule --------*- C++ -*-===//
+//
+// Groups the (query, contender leaf) pairs that need scoring by leaf with a
+// counting sort, cuts each leaf's group into tiles of at most Q_tile
+// queries, and scores every tile against its leaf's key tile held in shared
+// memory.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PISA_LIB_CONVERSION_PISATOGPU_TILESCORING_H
+#define PISA_LIB_CONVERSION_PISATOGPU_TILESCORING_H
+
+#include "pisa/Analysis/PyramidLayout.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "mlir/IR/PatternMatch.h"
+
+namespace mlir::pisa::detail {
+
+/// Device buffers of the counting sort (all i32, per batch x KV head).
+struct SortBuffers {
+  MemRefType leafCount, leafStart, cursor; ///< [B, Hkv, M1]
+  MemRefType tileLeaf, tileFirst;          ///< [B, Hkv, maxTiles]
+  MemRefType numTiles;                     ///< [B, Hkv]
+  MemRefType sortedPairs;                  ///< [B, Hkv, Nq * g*K]
+  SmallVector<MemRefType> all() const {
+    return {leafCount, leafStart, cursor, tileLeaf, tileFirst, numTiles,
+            sortedPairs};
+  }
+};
+
+struct TileProblem {
+  int64_t batch, kvHeads, groupSize, numQueries, numKeys, headDim, topK;
+  int64_t candidates, qTile, maxTiles;
+  float scale;
+  const PyramidLayout &layout;
+  MemRefType queries, keys, contenders, counts, scores;
+  SortBuffers sort;
+};
+
+struct TileKernels {
+  TileProblem problem;
+  gpu::GPUFuncOp histogram, scan, scatter, score;
+};
+
+TileKernels buildTileKernels(PatternRewriter &rewriter, Operation *anchor,
+                             const TileProblem &problem);
+
+/// Zeroes the histogram and launches the four kernels; `sort` holds the
+/// buffers in SortBuffers::all() order.
+void launchTileKernels(ImplicitLocOpBuilder &b, const TileKernels &kernels,
+                       Value queries, Value keys, Value offset,
+                       Value contenders, Value counts, Value scores,
+                       ArrayRef<Value> sort);
+
+} // namespace mlir::pisa::detail
+
+#endif // PISA_LIB_CONVERSION_PISATOGPU_TILESCORING_H

@@ -1,0 +1,74 @@
+//===- GPUPipeline.cpp - pisa-lower-to-nvvm-pipeline ----------------------===//
+//
+// pisa ops in host functions -> gpu kernels + launches -> bufferized host
+// code -> async GPU ops -> upstream gpu-lower-to-nvvm-pipeline, whose tail
+// serialises the kernels (sm_90 by default) into a gpu.binary.
+//
+//===----------------------------------------------------------------------===//
+
+#include "pisa/Conversion/Passes.h"
+#include "pisa/Pipelines/Pipelines.h"
+#include "pisa/Transforms/Passes.h"
+
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/Pipelines/Passes.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassOptions.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
+
+using namespace mlir;
+
+void mlir::pisa::buildPisaGPUPipeline(OpPassManager &pm,
+                                      const PisaGPUPipelineOptions &options) {
+  PisaSelectScheduleOptions schedule;
+  schedule.qTile = options.qTile;
+  schedule.keepExisting = true;
+  pm.addPass(createPisaSelectSchedule(schedule));
+  pm.addPass(createConvertPisaToGPU());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+
+  addModuleBufferization(pm);
+  pm.addNestedPass<func::FuncOp>(createGpuAsyncRegionPass());
+
+  gpu::GPUToNVVMPipelineOptions nvvm;
+  nvvm.cubinChip = options.chip;
+  nvvm.cubinFeatures = options.features;
+  nvvm.cubinFormat = options.format;
+  gpu::buildLowerToNVVMPassPipeline(pm, nvvm);
+}
+
+namespace {
+struct GPUPipelineCLOptions
+    : public PassPipelineOptions<GPUPipelineCLOptions> {
+  Option<std::string> chip{*this, "chip", llvm::cl::desc("GPU chip"),
+                           llvm::cl::init("sm_90")};
+  Option<std::string> features{*this, "features",
+                               llvm::cl::desc("PTX features"),
+                               llvm::cl::init("+ptx80")};
+  Option<std::string> format{*this, "format",
+                             llvm::cl::desc("isa | bin | fatbin"),
+                             llvm::cl::init("fatbin")};
+  Option<int64_t> qTile{*this, "q-tile",
+                        llvm::cl::desc("q-tile for unscheduled ops"),
+                        llvm::cl::init(4)};
+};
+} // namespace
+
+void mlir::pisa::registerPisaGPUPipeline() {
+  PassPipelineRegistration<GPUPipelineCLOptions>(
+      "pisa-lower-to-nvvm-pipeline",
+      "lower pisa to gpu kernels, NVVM and a gpu.binary (sm_90 by default), "
+      "with host code in the LLVM dialect",
+      [](OpPassManager &pm, const GPUPipelineCLOptions &cl) {
+        PisaGPUPipelineOptions options;
+        options.chip = cl.chip;
+        options.features = cl.features;
+        options.format = cl.format;
+        options.qTile = cl.qTile;
+        buildPisaGPUPipeline(pm, options);
+      });
+}

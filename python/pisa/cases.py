@@ -1,0 +1,93 @@
+"""The GPU check and benchmark cases, and the MLIR programs for them.
+
+`python3 -m pisa.cases OUT_DIR --pisa-compile PATH` (on a machine with
+MLIR) writes one AOT library per case into OUT_DIR plus cases.json; the
+checker and the benchmark (on the GPU machine) read cases.json. Each library
+exports the same selection twice, `select_two_stage` and
+`select_single_stage`, so that both schedules are checked on identical
+inputs.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+# name: N keys, Nq queries (None = N), offset, G, d, C, K, dtype, ties
+CHECK_CASES = {
+    "n1":            (1, None, 0, 1, 64, 32, 4, "f32", False),
+    "n63":           (63, None, 0, 4, 128, 64, 8, "f16", False),
+    "n64":           (64, None, 0, 16, 64, 64, 4, "bf16", False),
+    "n65":           (65, None, 0, 4, 64, 32, 16, "f32", False),
+    "n1000_g16":     (1000, None, 0, 16, 128, 64, 8, "bf16", False),
+    "n1000_g1":      (1000, None, 0, 1, 64, 32, 4, "f16", False),
+    "n4096_k16":     (4096, None, 0, 4, 128, 32, 16, "f32", False),
+    "n4096_paper":   (4096, None, 0, 16, 128, 64, 8, "bf16", False),
+    "n65536_paper":  (65536, None, 0, 16, 128, 64, 8, "bf16", False),
+    "n65536_k16":    (65536, None, 0, 4, 64, 32, 16, "f16", False),
+    "decode":        (4096, 1, 4095, 16, 128, 64, 8, "bf16", False),
+    "chunk":         (5000, 100, 4900, 4, 64, 32, 8, "f32", False),
+    "ties":          (2048, None, 0, 4, 64, 32, 8, "f32", True),
+}
+BENCH_SIZES = [4096, 16384, 65536, 131072, 262144]
+
+MLIR_TYPES = {"f32": "f32", "f16": "f16", "bf16": "bf16"}
+
+
+def pyramid_rows(n, c, g):
+    rows, m = 0, -(-n // c)
+    while True:
+        rows += m
+        if m == 1:
+            return rows
+        m = -(-m // g)
+
+
+def program(n, nq, offset, G, d, C, K, dtype, g=2):
+    t = MLIR_TYPES[dtype]
+    q = f"tensor<1x{G}x{nq}x{d}x{t}>"
+    k = f"tensor<1x1x{n}x{d}x{t}>"
+    p = f"tensor<1x1x{pyramid_rows(n, C, g)}x{d}xf32>"
+    r = f"tensor<1x1x{nq}x{K}xi32>"
+    funcs = []
+    for kind in ("two_stage", "single_stage"):
+        funcs.append(f"""
+func.func @select_{kind}(%q: {q}, %k: {k}) -> {r} {{
+  %off = arith.constant {offset} : index
+  %p = pisa.pyramid_build %k block_size = {C} branching = {g} : {k} -> {p}
+  %s = pisa.hier_topk %q, %k, %p, %off topk = {K} block_size = {C} branching = {g}
+      {{schedule = #pisa.schedule<{kind}, q_tile = 4, io_two_stage = 0, io_single_stage = 0>}}
+      : {q}, {k}, {p} -> {r}
+  return %s : {r}
+}}""")
+    return "\n".join(funcs) + "\n"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("out")
+    parser.add_argument("--pisa-compile", default="build/bin/pisa-compile")
+    args = parser.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    cases = []
+    todo = [(name, *spec) for name, spec in CHECK_CASES.items()]
+    todo += [(f"bench{n}", n, None, 0, 16, 128, 64, 8, "bf16", False) for n in BENCH_SIZES]
+    for name, n, nq, offset, G, d, C, K, dtype, ties in todo:
+        nq = nq or n
+        src = os.path.join(args.out, f"{name}.mlir")
+        with open(src, "w") as f:
+            f.write(program(n, nq, offset, G, d, C, K, dtype))
+        lib = f"lib{name}.so"
+        subprocess.run([args.pisa_compile, src, "-o", os.path.join(args.out, lib)],
+                       check=True)
+        cases.append({"name": name, "lib": lib, "N": n, "Nq": nq, "offset": offset,
+                      "G": G, "d": d, "C": C, "K": K, "g": 2, "dtype": dtype,
+                      "ties": ties, "bench": name.startswith("bench")})
+        print(f"built {lib}", flush=True)
+    with open(os.path.join(args.out, "cases.json"), "w") as f:
+        json.dump(cases, f, indent=1)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# GPU checks, run on a machine with a CUDA GPU, PyTorch and numpy, from the
+# repository root, on libraries built elsewhere by `python3 -m pisa.cases`:
+#   bash test/Integration/GPU/run-on-device.sh CASES_DIR [OUT_DIR]
+# Correctness of both schedules against the PyTorch reference, a small case
+# under compute-sanitizer (memcheck, racecheck), then the timings.
+set -uo pipefail
+cases=${1:?usage: run-on-device.sh CASES_DIR [OUT_DIR]}
+out=${2:-.}
+export PYTHONPATH=$PWD/python${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
+rc=0
+nvidia-smi -L
+python3 -m pisa.check_gpu "$cases" 2>&1 | tee "$out/check.log" || rc=1
+if command -v compute-sanitizer >/dev/null; then
+  for tool in memcheck racecheck; do
+    compute-sanitizer --tool $tool --error-exitcode 3 \
+      python3 -m pisa.check_gpu "$cases" --only n1000_g16 2>&1 |
+      tail -4 | tee "$out/sanitizer-$tool.log" || rc=1
+  done
+fi
+python3 -m pisa.bench_gpu "$cases" 2>&1 | tee "$out/bench.log" || rc=1
+exit $rc

@@ -1,0 +1,235 @@
+//===- pisa-compile.cpp - AOT GPU libraries from pisa programs ------------===//
+//
+//   pisa-compile INPUT.mlir -o libNAME.so [--chip sm_90] [--features +ptx80]
+//       [--q-tile 4] [--emit so|mlir|llvm]
+//
+// Lowers every public function of INPUT (pisa ops in host functions with
+// tensor arguments) with pisa-lower-to-nvvm-pipeline, compiles the host code
+// for this CPU architecture, and links it with the cubin and pisa's CUDA
+// runtime into a shared library whose only run-time dependencies are
+// libcuda and libc. Beside it, NAME.json and NAME.h document the entry
+// points: `_mlir_ciface_<function>(result*, arg*...)` on memref
+// descriptors of device pointers.
+//
+// Any failure is one line on stderr, exit code 2, and no output file.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Manifest.h"
+
+#include "pisa/InitAllDialects.h"
+#include "pisa/InitAllPasses.h"
+#include "pisa/Pipelines/Pipelines.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Target/LLVMIR/Export.h"
+#include "mlir/ExecutionEngine/OptUtils.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/Target/TargetOptions.h"
+#include "llvm/TargetParser/Host.h"
+
+#include <cstdlib>
+
+using namespace mlir;
+using llvm::StringRef;
+
+static int fail(const llvm::Twine &message) {
+  llvm::errs() << "pisa-compile: error: " << message << "\n";
+  return 2;
+}
+
+namespace {
+struct Options {
+  std::string input, output, emit = "so";
+  mlir::pisa::PisaGPUPipelineOptions pipeline;
+};
+
+/// Parses argv; returns an error message on bad usage.
+std::optional<std::string> parseArgs(int argc, char **argv, Options &opts) {
+  opts.pipeline.format = "bin";
+  for (int i = 1; i < argc; ++i) {
+    StringRef arg = argv[i];
+    auto value = [&](std::string &field) -> std::optional<std::string> {
+      if (i + 1 >= argc)
+        return "option '" + arg.str() + "' needs a value";
+      field = argv[++i];
+      return std::nullopt;
+    };
+    std::optional<std::string> err;
+    if (arg == "-o")
+      err = value(opts.output);
+    else if (arg == "--chip")
+      err = value(opts.pipeline.chip);
+    else if (arg == "--features")
+      err = value(opts.pipeline.features);
+    else if (arg == "--emit")
+      err = value(opts.emit);
+    else if (arg == "--q-tile") {
+      std::string v;
+      err = value(v);
+      if (!err && (StringRef(v).getAsInteger(10, opts.pipeline.qTile) ||
+                   opts.pipeline.qTile < 1))
+        err = "expected a positive integer for --q-tile but got '" + v + "'";
+    } else if (arg.starts_with("-"))
+      err = "unknown option '" + arg.str() + "'";
+    else if (opts.input.empty())
+      opts.input = arg.str();
+    else
+      err = "unexpected argument '" + arg.str() + "'";
+    if (err)
+      return err;
+  }
+  if (opts.input.empty() || opts.output.empty())
+    return std::string("usage: pisa-compile INPUT.mlir -o libNAME.so "
+                       "[--chip sm_90] [--features +ptx80] [--q-tile 4] "
+                       "[--emit so|mlir|llvm]");
+  if (opts.emit != "so" && opts.emit != "mlir" && opts.emit != "llvm")
+    return "expected --emit so, mlir or llvm but got '" + opts.emit + "'";
+  return std::nullopt;
+}
+
+/// Writes `text` to `path` through a temporary file (no partial output).
+llvm::Error writeFile(StringRef path, StringRef text) {
+  std::error_code ec;
+  auto file = std::make_unique<llvm::ToolOutputFile>(path, ec,
+                                                     llvm::sys::fs::OF_None);
+  if (ec)
+    return llvm::createStringError(ec, "cannot write '%s': %s",
+                                   path.str().c_str(), ec.message().c_str());
+  file->os() << text;
+  file->keep();
+  return llvm::Error::success();
+}
+
+/// Host object code (PIC) for this machine's architecture.
+llvm::Expected<std::string> emitObject(llvm::Module &module) {
+  llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
+  std::string error;
+  const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, error);
+  if (!target)
+    return llvm::createStringError(std::errc::invalid_argument, "%s",
+                                   error.c_str());
+  llvm::TargetOptions targetOptions;
+  std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
+      triple, "x86-64", "", targetOptions, llvm::Reloc::PIC_));
+  module.setTargetTriple(machine->getTargetTriple());
+  module.setDataLayout(machine->createDataLayout());
+  if (llvm::Error err = makeOptimizingTransformer(2, 0, machine.get())(&module))
+    return std::move(err);
+  llvm::SmallString<0> object;
+  llvm::raw_svector_ostream os(object);
+  llvm::legacy::PassManager pm;
+  if (machine->addPassesToEmitFile(pm, os, nullptr,
+                                   llvm::CodeGenFileType::ObjectFile))
+    return llvm::createStringError(std::errc::not_supported,
+                                   "cannot emit object code for %s",
+                                   triple.str().c_str());
+  pm.run(module);
+  return std::string(object.str());
+}
+} // namespace
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  Options opts;
+  if (std::optional<std::string> err = parseArgs(argc, argv, opts))
+    return fail(*err);
+
+  DialectRegistry registry;
+  mlir::pisa::registerAllDialects(registry);
+  MLIRContext ctx(registry);
+  std::string diagnostic;
+  ScopedDiagnosticHandler handler(&ctx, [&](Diagnostic &diag) {
+    if (diagnostic.empty() && diag.getSeverity() == DiagnosticSeverity::Error) {
+      std::string loc;
+      llvm::raw_string_ostream os(loc);
+      diag.getLocation().print(os);
+      diagnostic = loc + ": " + diag.str();
+    }
+    return success();
+  });
+
+  llvm::SourceMgr sourceMgr;
+  auto buffer = llvm::MemoryBuffer::getFileOrSTDIN(opts.input);
+  if (!buffer)
+    return fail("cannot read '" + opts.input + "': " +
+                buffer.getError().message());
+  sourceMgr.AddNewSourceBuffer(std::move(*buffer), llvm::SMLoc());
+  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &ctx);
+  if (!module)
+    return fail(diagnostic.empty() ? "cannot parse '" + opts.input + "'"
+                                   : diagnostic);
+
+  // Entry points: the public functions, with C interfaces.
+  auto manifest = pisatool::describeEntryPoints(*module);
+  if (!manifest)
+    return fail(llvm::toString(manifest.takeError()));
+
+  // ptxas and libdevice come from the CUDA toolkit; default to the one this
+  // tool was configured with when the environment names none.
+  if (!getenv("CUDA_ROOT") && !getenv("CUDA_HOME") && !getenv("CUDA_PATH"))
+    setenv("CUDA_HOME", PISA_CUDA_TOOLKIT_DIR, /*overwrite=*/0);
+
+  PassManager pm(&ctx);
+  mlir::pisa::buildPisaGPUPipeline(pm, opts.pipeline);
+  if (failed(pm.run(*module)))
+    return fail(diagnostic.empty() ? "lowering failed" : diagnostic);
+  bool hasBinary = false;
+  module->walk([&](gpu::BinaryOp) { hasBinary = true; });
+  if (!hasBinary && !manifest->entryPoints.empty())
+    return fail("no GPU binary was produced (is ptxas from CUDA on PATH or "
+                "in /usr/local/cuda/bin?)" +
+                (diagnostic.empty() ? std::string() : ": " + diagnostic));
+
+  if (opts.emit == "mlir") {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    module->print(os);
+    if (llvm::Error err = writeFile(opts.output, text))
+      return fail(llvm::toString(std::move(err)));
+    return 0;
+  }
+
+  llvm::LLVMContext llvmCtx;
+  std::unique_ptr<llvm::Module> llvmModule =
+      translateModuleToLLVMIR(*module, llvmCtx);
+  if (!llvmModule)
+    return fail("translation to LLVM IR failed: " + diagnostic);
+  if (opts.emit == "llvm") {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    llvmModule->print(os, nullptr);
+    if (llvm::Error err = writeFile(opts.output, text))
+      return fail(llvm::toString(std::move(err)));
+    return 0;
+  }
+
+  llvm::InitializeNativeTarget();
+  llvm::InitializeNativeTargetAsmPrinter();
+  auto object = emitObject(*llvmModule);
+  if (!object)
+    return fail(llvm::toString(object.takeError()));
+  if (llvm::Error err = pisatool::linkSharedLibrary(*object, opts.output))
+    return fail(llvm::toString(std::move(err)));
+  if (llvm::Error err = pisatool::writeManifest(*manifest, opts.output)) {
+    llvm::sys::fs::remove(opts.output);
+    return fail(llvm::toString(std::move(err)));
+  }
+  return 0;
+}

@@ -14,7 +14,13 @@ SmallVector<Value> mlir::pisa::detail::buildLoop(ImplicitLocOpBuilder &b,
                                                  Value lb, Value ub,
                                                  ValueRange init,
                                                  LoopBody body) {
-  Value step = indexConst(b, 1);
+  return buildLoop(b, lb, ub, indexConst(b, 1), init, body);
+}
+
+SmallVector<Value> mlir::pisa::detail::buildLoop(ImplicitLocOpBuilder &b,
+                                                 Value lb, Value ub, Value step,
+                                                 ValueRange init,
+                                                 LoopBody body) {
   auto loop = scf::ForOp::create(
       b, lb, ub, step, init,
       [&](OpBuilder &nested, Location loc, Value iv, ValueRange args) {

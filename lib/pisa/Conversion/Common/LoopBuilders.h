@@ -22,6 +22,9 @@ using Branch = llvm::function_ref<SmallVector<Value>(ImplicitLocOpBuilder &)>;
 /// values to yield. Returns the loop results.
 SmallVector<Value> buildLoop(ImplicitLocOpBuilder &b, Value lb, Value ub,
                              ValueRange init, LoopBody body);
+/// The same with step `step`.
+SmallVector<Value> buildLoop(ImplicitLocOpBuilder &b, Value lb, Value ub,
+                             Value step, ValueRange init, LoopBody body);
 
 /// scf.if with results; each branch returns the values it yields.
 SmallVector<Value> buildIf(ImplicitLocOpBuilder &b, Value cond,

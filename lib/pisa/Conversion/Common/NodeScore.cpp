@@ -68,8 +68,11 @@ Value mlir::pisa::detail::buildGroupScore(ImplicitLocOpBuilder &b,
             hb, zero, count, {negInf, zeroF},
             [&](ImplicitLocOpBuilder &cb, Value c, ValueRange state) {
               Value row = arith::AddIOp::create(cb, rowBase, c);
+              Value first =
+                  operands.lanes > 1 ? operands.lane : zero;
+              Value step = indexConst(cb, operands.lanes);
               auto dot = buildLoop(
-                  cb, zero, headDim, {zeroF},
+                  cb, first, headDim, step, {zeroF},
                   [&](ImplicitLocOpBuilder &db, Value e, ValueRange sum) {
                     Value qv = extractF32(
                         db, operands.queries,
@@ -80,6 +83,8 @@ Value mlir::pisa::detail::buildGroupScore(ImplicitLocOpBuilder &b,
                     return SmallVector<Value>{
                         arith::AddFOp::create(db, sum[0], prod, fastDot)};
                   });
+              if (operands.lanes > 1)
+                dot[0] = operands.laneSum(cb, dot[0]);
               Value x = arith::MulFOp::create(cb, dot[0], scale);
               return onlineLseUpdate(cb, state[0], state[1], x);
             });

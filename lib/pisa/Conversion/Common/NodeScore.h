@@ -10,6 +10,8 @@
 
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 
+#include <functional>
+
 namespace mlir::pisa::detail {
 
 /// What is scored against what: tensors (CPU lowering) or memrefs (inside
@@ -20,6 +22,12 @@ struct ScoreOperands {
   int64_t groupSize;
   int64_t headDim;
   float scale;
+  /// Cooperative scoring (GPU): `lanes` threads split every dot product
+  /// over d, starting at `lane`, and `laneSum` combines their partial sums
+  /// so that every lane holds the total. lanes = 1 is one thread alone.
+  int64_t lanes = 1;
+  Value lane = nullptr;
+  std::function<Value(ImplicitLocOpBuilder &, Value)> laneSum = nullptr;
 };
 
 /// Where: one query of one (batch, KV head). All index values.

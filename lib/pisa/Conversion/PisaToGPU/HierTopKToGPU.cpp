@@ -35,6 +35,10 @@ using namespace mlir::pisa::detail;
 namespace {
 
 constexpr int64_t kQueryThreads = 128;
+/// Walk kernels give each query a warp: its lanes split every dot product
+/// over d and run the (cheap, uniform) selection logic redundantly.
+constexpr int64_t kLanes = 32;
+constexpr int64_t kWarpQueries = kQueryThreads / kLanes;
 
 /// Shapes and types of one hier_topk, shared by its kernels.
 struct Problem {
@@ -58,6 +62,51 @@ SmallVector<Value> queryThread(ImplicitLocOpBuilder &b, const Problem &p) {
                                         indexConst(b, p.numQueries));
   return {arith::DivUIOp::create(b, bk, heads),
           arith::RemUIOp::create(b, bk, heads), i, inRange};
+}
+
+/// Warp coordinates of a per-(query, KV head) warp kernel:
+/// {batch, kvHead, query, inRange, lane}. inRange is uniform per warp.
+SmallVector<Value> queryWarp(ImplicitLocOpBuilder &b, const Problem &p) {
+  Value tid = threadIdX(b);
+  Value lanes = indexConst(b, kLanes);
+  Value i = arith::AddIOp::create(
+      b, arith::MulIOp::create(b, blockIdX(b), indexConst(b, kWarpQueries)),
+      arith::DivUIOp::create(b, tid, lanes));
+  Value bk = blockIdY(b);
+  Value heads = indexConst(b, p.kvHeads);
+  Value inRange = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, i,
+                                        indexConst(b, p.numQueries));
+  return {arith::DivUIOp::create(b, bk, heads),
+          arith::RemUIOp::create(b, bk, heads), i, inRange,
+          arith::RemUIOp::create(b, tid, lanes)};
+}
+
+/// Butterfly sum over the warp: every lane gets the total.
+Value warpSum(ImplicitLocOpBuilder &b, Value v) {
+  Value width = arith::ConstantIntOp::create(b, kLanes, 32);
+  for (int64_t offset = kLanes / 2; offset >= 1; offset /= 2) {
+    Value other = gpu::ShuffleOp::create(
+                      b, v, arith::ConstantIntOp::create(b, offset, 32), width,
+                      gpu::ShuffleMode::XOR)
+                      .getShuffleResult();
+    v = arith::AddFOp::create(b, v, other);
+  }
+  return v;
+}
+
+/// Score operands for a warp kernel.
+ScoreOperands warpOperands(Value queries, Value children, const Problem &p,
+                           Value lane) {
+  ScoreOperands operands{queries, children, p.groupSize, p.headDim, p.scale};
+  operands.lanes = kLanes;
+  operands.lane = lane;
+  operands.laneSum = warpSum;
+  return operands;
+}
+
+Value isLaneZero(ImplicitLocOpBuilder &b, Value lane) {
+  return arith::CmpIOp::create(b, arith::CmpIPredicate::eq, lane,
+                               indexConst(b, 0));
 }
 
 QueryScratch scratchOf(gpu::GPUFuncOp kernel) {
@@ -152,16 +201,16 @@ private:
           {}, scratchTypes(rewriter.getContext(), p));
       ImplicitLocOpBuilder b(op.getLoc(), rewriter);
       Block &entry = kernel.getBody().front();
-      SmallVector<Value> at = queryThread(b, p);
+      SmallVector<Value> at = queryWarp(b, p);
       guarded(b, at[3], [&](ImplicitLocOpBuilder &gb) {
         QueryScratch scratch = scratchOf(kernel);
         Value t = arith::AddIOp::create(gb, entry.getArgument(3), at[2]);
         QuerySite site{at[0], at[1], at[2], t};
         Value bt = leafOfPosition(gb, p.layout, t);
-        ScoreOperands summaries{entry.getArgument(0), entry.getArgument(2),
-                                p.groupSize, p.headDim, p.scale};
-        ScoreOperands rawKeys{entry.getArgument(0), entry.getArgument(1),
-                              p.groupSize, p.headDim, p.scale};
+        ScoreOperands summaries =
+            warpOperands(entry.getArgument(0), entry.getArgument(2), p, at[4]);
+        ScoreOperands rawKeys =
+            warpOperands(entry.getArgument(0), entry.getArgument(1), p, at[4]);
         Value numContenders = buildWalk(gb, {p.layout, p.topK}, summaries,
                                         site, bt, scratch);
         // Score the contenders from the raw keys when they must compete.
@@ -198,14 +247,17 @@ private:
             },
             scratch.kept,
             [&](ImplicitLocOpBuilder &lb, Value pos, Value value) {
-              memref::StoreOp::create(
-                  lb, arith::IndexCastOp::create(lb, lb.getI32Type(), value),
-                  entry.getArgument(4), ValueRange{at[0], at[1], at[2], pos});
+              buildIfThen(lb, isLaneZero(lb, at[4]),
+                          [&](ImplicitLocOpBuilder &sb) {
+                memref::StoreOp::create(
+                    sb, arith::IndexCastOp::create(sb, sb.getI32Type(), value),
+                    entry.getArgument(4), ValueRange{at[0], at[1], at[2], pos});
+              });
             });
       });
     }
     launch(host, kernel,
-           indexConst(host, ceilDiv(p.numQueries, kQueryThreads)),
+           indexConst(host, ceilDiv(p.numQueries, kWarpQueries)),
            indexConst(host, p.batch * p.kvHeads), kQueryThreads, args);
   }
 
@@ -243,17 +295,20 @@ private:
           scratchTypes(ctx, p));
       ImplicitLocOpBuilder b(op.getLoc(), rewriter);
       Block &entry = walkKernel.getBody().front();
-      SmallVector<Value> at = queryThread(b, p);
+      SmallVector<Value> at = queryWarp(b, p);
       guarded(b, at[3], [&](ImplicitLocOpBuilder &gb) {
         QueryScratch scratch = scratchOf(walkKernel);
         Value t = arith::AddIOp::create(gb, entry.getArgument(2), at[2]);
         QuerySite site{at[0], at[1], at[2], t};
         Value bt = leafOfPosition(gb, p.layout, t);
-        ScoreOperands summaries{entry.getArgument(0), entry.getArgument(1),
-                                p.groupSize, p.headDim, p.scale};
+        ScoreOperands summaries =
+            warpOperands(entry.getArgument(0), entry.getArgument(1), p, at[4]);
         Value n = buildWalk(gb, {p.layout, p.topK}, summaries, site, bt,
                             scratch);
-        buildLoop(gb, indexConst(gb, 0), n, {},
+        // Lanes hold identical results: lane 0 writes them.
+        Value zero = indexConst(gb, 0);
+        Value writes = arith::SelectOp::create(gb, isLaneZero(gb, at[4]), n, zero);
+        buildLoop(gb, zero, writes, {},
                   [&](ImplicitLocOpBuilder &lb, Value a, ValueRange) {
                     Value leaf = memref::LoadOp::create(lb, scratch.cand,
                                                         ValueRange{a});
@@ -261,9 +316,11 @@ private:
                                             ValueRange{at[0], at[1], at[2], a});
                     return SmallVector<Value>{};
                   });
-        memref::StoreOp::create(
-            gb, arith::IndexCastOp::create(gb, gb.getI32Type(), n),
-            entry.getArgument(4), ValueRange{at[0], at[1], at[2]});
+        buildIfThen(gb, isLaneZero(gb, at[4]), [&](ImplicitLocOpBuilder &sb) {
+          memref::StoreOp::create(
+              sb, arith::IndexCastOp::create(sb, sb.getI32Type(), n),
+              entry.getArgument(4), ValueRange{at[0], at[1], at[2]});
+        });
       });
 
       // Stage 4: forced blocks + best scored contenders.
@@ -319,7 +376,8 @@ private:
       sort.push_back(allocDevice(host, t));
     Value groups = indexConst(host, p.batch * p.kvHeads);
     Value queryBlocks = indexConst(host, ceilDiv(p.numQueries, kQueryThreads));
-    launch(host, walkKernel, queryBlocks, groups, kQueryThreads,
+    Value warpBlocks = indexConst(host, ceilDiv(p.numQueries, kWarpQueries));
+    launch(host, walkKernel, warpBlocks, groups, kQueryThreads,
            {queries, pyramid, offset, contenders, counts});
     launchTileKernels(host, tiles, queries, keys, offset, contenders, counts,
                       scores, sort);

@@ -30,6 +30,8 @@ using namespace mlir;
 using namespace mlir::pisa::detail;
 
 static constexpr int64_t kPairThreads = 256;
+static constexpr int64_t kScanLanes = 32;
+static constexpr int64_t kMaxTileRows = 64;
 
 static Value toIndex(ImplicitLocOpBuilder &b, Value v) {
   return arith::IndexCastOp::create(b, b.getIndexType(), v);
@@ -112,7 +114,9 @@ TileKernels mlir::pisa::detail::buildTileKernels(PatternRewriter &rewriter,
     gpu::ReturnOp::create(b);
   }
 
-  // scan(leafCount, leafStart, cursor, tileLeaf, tileFirst, numTiles)
+  // scan(leafCount, leafStart, cursor, tileLeaf, tileFirst, numTiles): one
+  // warp per (batch, KV head); each lane owns a contiguous run of leaves,
+  // lane totals are scanned with shuffles, then each lane writes its run.
   k.scan = createKernel(rewriter, anchor, "select_stage2_scan",
                         {s.leafCount, s.leafStart, s.cursor, s.tileLeaf,
                          s.tileFirst, s.numTiles});
@@ -122,11 +126,44 @@ TileKernels mlir::pisa::detail::buildTileKernels(PatternRewriter &rewriter,
     Value heads = indexConst(b, p.kvHeads);
     Value batch = arith::DivUIOp::create(b, blockIdY(b), heads);
     Value kv = arith::RemUIOp::create(b, blockIdY(b), heads);
+    Value lane = threadIdX(b);
     Value zero = indexConst(b, 0), q = indexConst(b, p.qTile);
-    auto totals = buildLoop(
-        b, zero, indexConst(b, p.layout.numLeaves()), {zero, zero},
+    const int64_t leaves = p.layout.numLeaves();
+    Value run = indexConst(b, ceilDiv(leaves, kScanLanes));
+    Value begin = arith::MinUIOp::create(b, arith::MulIOp::create(b, lane, run),
+                                         indexConst(b, leaves));
+    Value end = arith::MinUIOp::create(b, arith::AddIOp::create(b, begin, run),
+                                       indexConst(b, leaves));
+    auto countOf = [&](ImplicitLocOpBuilder &lb, Value leaf) {
+      return toIndex(lb, load(lb, e.getArgument(0), {batch, kv, leaf}));
+    };
+    auto own = buildLoop(b, begin, end, {zero, zero},
+                         [&](ImplicitLocOpBuilder &lb, Value leaf, ValueRange st) {
+                           Value count = countOf(lb, leaf);
+                           return SmallVector<Value>{
+                               arith::AddIOp::create(lb, st[0], count),
+                               arith::AddIOp::create(
+                                   lb, st[1],
+                                   arith::CeilDivUIOp::create(lb, count, q))};
+                         });
+    // Inclusive scan of (pairs, tiles) over the lanes, as i32.
+    Value width = arith::ConstantIntOp::create(b, kScanLanes, 32);
+    SmallVector<Value> incl{toI32(b, own[0]), toI32(b, own[1])};
+    for (int64_t offset = 1; offset < kScanLanes; offset *= 2) {
+      Value off = arith::ConstantIntOp::create(b, offset, 32);
+      for (Value &v : incl) {
+        auto up = gpu::ShuffleOp::create(b, v, off, width, gpu::ShuffleMode::UP);
+        v = arith::SelectOp::create(
+            b, up.getValid(), arith::AddIOp::create(b, v, up.getShuffleResult()),
+            v);
+      }
+    }
+    Value pairStart = arith::SubIOp::create(b, toIndex(b, incl[0]), own[0]);
+    Value tileStart = arith::SubIOp::create(b, toIndex(b, incl[1]), own[1]);
+    buildLoop(
+        b, begin, end, {pairStart, tileStart},
         [&](ImplicitLocOpBuilder &lb, Value leaf, ValueRange st) {
-          Value count = toIndex(lb, load(lb, e.getArgument(0), {batch, kv, leaf}));
+          Value count = countOf(lb, leaf);
           Value start = toI32(lb, st[0]);
           memref::StoreOp::create(lb, start, e.getArgument(1),
                                   ValueRange{batch, kv, leaf});
@@ -149,8 +186,12 @@ TileKernels mlir::pisa::detail::buildTileKernels(PatternRewriter &rewriter,
           return SmallVector<Value>{arith::AddIOp::create(lb, st[0], count),
                                     arith::AddIOp::create(lb, st[1], numTiles)};
         });
-    memref::StoreOp::create(b, toI32(b, totals[1]), e.getArgument(5),
-                            ValueRange{batch, kv});
+    Value last = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, lane,
+                                       indexConst(b, kScanLanes - 1));
+    buildIfThen(b, last, [&](ImplicitLocOpBuilder &tb) {
+      memref::StoreOp::create(tb, incl[1], e.getArgument(5),
+                              ValueRange{batch, kv});
+    });
     gpu::ReturnOp::create(b);
   }
 
@@ -179,8 +220,10 @@ TileKernels mlir::pisa::detail::buildTileKernels(PatternRewriter &rewriter,
   //       numTiles, sortedPairs, scores)
   const int64_t threads = ceilDiv(p.qTile * p.groupSize, 32) * 32;
   const int64_t d = p.headDim, blockSize = p.layout.blockSize();
+  // Keys per shared-memory chunk: at most 32 KiB of f32 and 64 rows, the
+  // register accumulators each thread keeps.
   const int64_t rows = std::max<int64_t>(
-      1, std::min<int64_t>(blockSize, 8192 / d)); // 32 KiB of f32 keys
+      1, std::min<int64_t>({blockSize, 8192 / d, kMaxTileRows}));
   k.score = createKernel(
       rewriter, anchor, "select_stage2_score_tiles",
       {p.queries, p.keys, index, s.leafCount, s.leafStart, s.tileLeaf,
@@ -260,28 +303,55 @@ TileKernels mlir::pisa::detail::buildTileKernels(PatternRewriter &rewriter,
               memref::StoreOp::create(lb, v, keyTile, ValueRange{r, c});
             }
             gpu::BarrierOp::create(lb);
-            // Keys of this chunk that the thread's query may see.
-            Value seen = arith::SubIOp::create(
-                lb, arith::MaxUIOp::create(lb, limit, row0), row0);
-            Value valid = arith::MinUIOp::create(lb, seen, cRows);
-            Value count = arith::SelectOp::create(lb, active, valid, zero);
-            auto next = buildLoop(
-                lb, zero, count, {st[0], st[1]},
-                [&](ImplicitLocOpBuilder &cb, Value r, ValueRange ms) {
-                  auto dot = buildLoop(
-                      cb, zero, cD, {zeroF},
-                      [&](ImplicitLocOpBuilder &db, Value c, ValueRange acc) {
-                        Value qv = extractF32(db, e.getArgument(0),
-                                              {batch, qHead, query, c});
-                        Value kv2 = memref::LoadOp::create(db, keyTile,
-                                                           ValueRange{r, c});
-                        Value prod = arith::MulFOp::create(db, qv, kv2, fast);
-                        return SmallVector<Value>{
-                            arith::AddFOp::create(db, acc[0], prod, fast)};
-                      });
-                  Value x = arith::MulFOp::create(cb, dot[0], scale);
-                  return onlineLseUpdate(cb, ms[0], ms[1], x);
+            // Register tile: the thread's query row against all `rows` keys
+            // of the chunk, one q element per step (rows accumulators,
+            // unrolled), the key read broadcast from shared memory.
+            SmallVector<Value> init(rows, zeroF);
+            auto acc = buildLoop(
+                lb, zero, cD, init,
+                [&](ImplicitLocOpBuilder &db, Value c, ValueRange a) {
+                  Value qv = extractF32(db, e.getArgument(0),
+                                        {batch, qHead, query, c});
+                  SmallVector<Value> next;
+                  for (int64_t r = 0; r < rows; ++r) {
+                    Value kv2 = memref::LoadOp::create(
+                        db, keyTile, ValueRange{indexConst(db, r), c});
+                    next.push_back(arith::AddFOp::create(
+                        db, a[r], arith::MulFOp::create(db, qv, kv2, fast),
+                        fast));
+                  }
+                  return next;
                 });
+            // Masked LSE of the chunk, merged into the running (max, sum).
+            // Keys at or past `limit` (causality, N) and idle threads count
+            // as -inf.
+            Value visible = arith::SelectOp::create(
+                lb, active,
+                arith::SubIOp::create(
+                    lb, arith::MaxUIOp::create(lb, limit, row0), row0),
+                zero);
+            SmallVector<Value> logits;
+            Value chunkMax = negInf;
+            for (int64_t r = 0; r < rows; ++r) {
+              Value ok = arith::CmpIOp::create(lb, arith::CmpIPredicate::ult,
+                                               indexConst(lb, r), visible);
+              Value x = arith::SelectOp::create(
+                  lb, ok, arith::MulFOp::create(lb, acc[r], scale), negInf);
+              logits.push_back(x);
+              chunkMax = arith::MaximumFOp::create(lb, chunkMax, x);
+            }
+            Value m = arith::MaximumFOp::create(lb, st[0], chunkMax);
+            Value empty = arith::CmpFOp::create(lb, arith::CmpFPredicate::OEQ,
+                                                m, negInf);
+            Value safeM = arith::SelectOp::create(lb, empty, zeroF, m);
+            Value sum = arith::MulFOp::create(
+                lb, st[1],
+                math::ExpOp::create(lb, arith::SubFOp::create(lb, st[0], safeM)));
+            for (Value x : logits)
+              sum = arith::AddFOp::create(
+                  lb, sum,
+                  math::ExpOp::create(lb, arith::SubFOp::create(lb, x, safeM)));
+            SmallVector<Value> next{m, sum};
             gpu::BarrierOp::create(lb);
             return next;
           });
@@ -327,7 +397,7 @@ void mlir::pisa::detail::launchTileKernels(ImplicitLocOpBuilder &b,
       indexConst(b, ceilDiv(p.numQueries * p.candidates, kPairThreads));
   launch(b, k.histogram, pairBlocks, groups, kPairThreads,
          {offset, contenders, counts, leafCount});
-  launch(b, k.scan, indexConst(b, 1), groups, 1,
+  launch(b, k.scan, indexConst(b, 1), groups, kScanLanes,
          {leafCount, leafStart, cursor, tileLeaf, tileFirst, numTiles});
   launch(b, k.scatter, pairBlocks, groups, kPairThreads,
          {offset, contenders, counts, cursor, sortedPairs});

@@ -21,7 +21,7 @@
 // CHECK-SAME: .target sm_90
 // CHECK-SAME: .entry select_stage1_walk
 // CHECK-SAME: .entry select_stage2_score_tiles
-// CHECK-SAME: .shared .align 4 .b8 __wg_select_stage2_score_tiles_0[2048]
+// CHECK-SAME: .shared .align 16 .b8 __wg_select_stage2_score_tiles_0[2048]
 // SM90A: #nvvm.target<chip = "sm_90a"
 func.func @prefill(%q: tensor<1x4x300x32xbf16>, %k: tensor<1x1x300x32xbf16>)
     -> tensor<1x1x300x4xi32> attributes {llvm.emit_c_interface} {

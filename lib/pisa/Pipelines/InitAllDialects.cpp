@@ -13,6 +13,8 @@
 #include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
 #include "mlir/Conversion/NVVMToLLVM/NVVMToLLVM.h"
 #include "mlir/Conversion/UBToLLVM/UBToLLVM.h"
+#include "mlir/Conversion/VectorToLLVM/ConvertVectorToLLVM.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -47,7 +49,8 @@ void mlir::pisa::registerAllDialects(DialectRegistry &registry) {
                   scf::SCFDialect, tensor::TensorDialect,
                   // The GPU path and what its lowering produces.
                   affine::AffineDialect, gpu::GPUDialect, index::IndexDialect,
-                  NVVM::NVVMDialect, nvgpu::NVGPUDialect, ub::UBDialect>();
+                  NVVM::NVVMDialect, nvgpu::NVGPUDialect, ub::UBDialect,
+                  vector::VectorDialect>();
 
   // One-shot bufferization of what --convert-pisa-to-linalg emits.
   arith::registerBufferizableOpInterfaceExternalModels(registry);
@@ -69,6 +72,7 @@ void mlir::pisa::registerAllDialects(DialectRegistry &registry) {
   registerConvertMemRefToLLVMInterface(registry);
   registerConvertNVVMToLLVMInterface(registry);
   ub::registerConvertUBToLLVMInterface(registry);
+  vector::registerConvertVectorToLLVMInterface(registry);
 
   // gpu-module-to-binary: the NVVM target, and LLVM IR translation of host
   // code, kernels and the offloading ops (ExecutionEngine, AOT libraries).

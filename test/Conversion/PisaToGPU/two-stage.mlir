@@ -36,10 +36,10 @@
 // CHECK: memref.atomic_rmw addi
 //   One block per tile of <= 4 queries x 16 heads; the d x C key tile is
 //   loaded once into workgroup memory, then every thread scores from it.
-// CHECK: gpu.func @select_stage2_score_tiles({{.*}}) workgroup(%[[TILE:.*]] : memref<64x128xf32, #gpu.address_space<workgroup>>, %[[HEADS:.*]] : memref<64xf32, #gpu.address_space<workgroup>>) kernel
+// CHECK: gpu.func @select_stage2_score_tiles({{.*}}) workgroup(%[[TILE:.*]] : memref<64x128xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %[[HEADS:.*]] : memref<64xf32, #gpu.address_space<workgroup>>) kernel
 // CHECK: memref.store %{{.*}}, %[[TILE]]
 // CHECK: gpu.barrier
-// CHECK: memref.load %[[TILE]]
+// CHECK: vector.load %[[TILE]]{{.*}} {alignment = 16 : i64} : memref<64x128xf32, #gpu.address_space<workgroup>>, vector<4xf32>
 // CHECK: math.exp
 // CHECK: gpu.barrier
 // CHECK: memref.store %{{.*}}, %[[HEADS]]

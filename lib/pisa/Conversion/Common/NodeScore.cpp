@@ -29,14 +29,12 @@ SmallVector<Value> mlir::pisa::detail::onlineLseUpdate(ImplicitLocOpBuilder &b,
                                    term)};
 }
 
-Value mlir::pisa::detail::buildGroupScore(ImplicitLocOpBuilder &b,
-                                          const ScoreOperands &operands,
-                                          const QuerySite &site,
-                                          const ChildLevel &level,
-                                          Value node) {
+std::pair<Value, Value>
+mlir::pisa::detail::validChildren(ImplicitLocOpBuilder &b,
+                                  const QuerySite &site,
+                                  const ChildLevel &level, Value node) {
   Value zero = indexConst(b, 0), one = indexConst(b, 1);
   Value first = arith::MulIOp::create(b, node, level.fanout);
-
   // Existing children: clamp(numChildren - first, 0, fanout).
   Value left = arith::SubIOp::create(b, level.numChildren, first);
   Value existing = arith::MinSIOp::create(
@@ -49,7 +47,16 @@ Value mlir::pisa::detail::buildGroupScore(ImplicitLocOpBuilder &b,
       arith::SubIOp::create(b, arith::AddIOp::create(b, lastCausal, one),
                             first),
       zero);
-  Value count = arith::MinSIOp::create(b, existing, causal);
+  return {first, arith::MinSIOp::create(b, existing, causal)};
+}
+
+Value mlir::pisa::detail::buildGroupScore(ImplicitLocOpBuilder &b,
+                                          const ScoreOperands &operands,
+                                          const QuerySite &site,
+                                          const ChildLevel &level,
+                                          Value node) {
+  Value zero = indexConst(b, 0);
+  auto [first, count] = validChildren(b, site, level, node);
 
   auto fastDot = arith::FastMathFlags::reassoc | arith::FastMathFlags::contract;
   Value zeroF = f32Const(b, 0.0f);

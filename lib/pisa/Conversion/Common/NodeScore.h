@@ -11,6 +11,7 @@
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 
 #include <functional>
+#include <utility>
 
 namespace mlir::pisa::detail {
 
@@ -42,6 +43,13 @@ struct QuerySite {
 struct ChildLevel {
   Value rowBase, numChildren, fanout, keysPerChild;
 };
+
+/// The node's first child and how many of its children are valid (exist
+/// and start at or before the query position): children first .. first +
+/// count - 1, as index values.
+std::pair<Value, Value> validChildren(ImplicitLocOpBuilder &b,
+                                      const QuerySite &site,
+                                      const ChildLevel &level, Value node);
 
 /// One step of an online LogSumExp: folds logit `x` into (running max,
 /// rescaled sum) and returns the new pair. Starts from (-inf, 0).

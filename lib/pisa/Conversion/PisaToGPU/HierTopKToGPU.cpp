@@ -81,26 +81,15 @@ SmallVector<Value> queryWarp(ImplicitLocOpBuilder &b, const Problem &p) {
           arith::RemUIOp::create(b, tid, lanes)};
 }
 
-/// Butterfly sum over the warp: every lane gets the total.
-Value warpSum(ImplicitLocOpBuilder &b, Value v) {
-  Value width = arith::ConstantIntOp::create(b, kLanes, 32);
-  for (int64_t offset = kLanes / 2; offset >= 1; offset /= 2) {
-    Value other = gpu::ShuffleOp::create(
-                      b, v, arith::ConstantIntOp::create(b, offset, 32), width,
-                      gpu::ShuffleMode::XOR)
-                      .getShuffleResult();
-    v = arith::AddFOp::create(b, v, other);
-  }
-  return v;
-}
-
 /// Score operands for a warp kernel.
 ScoreOperands warpOperands(Value queries, Value children, const Problem &p,
                            Value lane) {
   ScoreOperands operands{queries, children, p.groupSize, p.headDim, p.scale};
   operands.lanes = kLanes;
   operands.lane = lane;
-  operands.laneSum = warpSum;
+  operands.laneSum = [](ImplicitLocOpBuilder &b, Value v) {
+    return laneGroupSum(b, v, kLanes);
+  };
   return operands;
 }
 
@@ -230,7 +219,7 @@ private:
                       Value node = arith::IndexCastOp::create(
                           lb, lb.getIndexType(),
                           memref::LoadOp::create(lb, scratch.cand, ValueRange{a}));
-                      Value u = buildGroupScore(lb, rawKeys, site, keyLevel, node);
+                      Value u = scoreNode(lb, rawKeys, site, keyLevel, node);
                       memref::StoreOp::create(lb, u, scratch.scores, ValueRange{a});
                       return SmallVector<Value>{};
                     });

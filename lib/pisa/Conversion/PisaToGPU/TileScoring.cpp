@@ -22,7 +22,9 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 #include <limits>
 
@@ -229,6 +231,9 @@ TileKernels mlir::pisa::detail::buildTileKernels(PatternRewriter &rewriter,
       {p.queries, p.keys, index, s.leafCount, s.leafStart, s.tileLeaf,
        s.tileFirst, s.numTiles, s.sortedPairs, p.scores},
       {workgroupType(ctx, {rows, d}, f32), workgroupType(ctx, {threads}, f32)});
+  // 16-byte aligned so that rows can be read with vector loads.
+  k.score.setWorkgroupAttributionAttr(0, LLVM::LLVMDialect::getAlignAttrName(),
+                                      rewriter.getI64IntegerAttr(16));
   {
     ImplicitLocOpBuilder b(loc, rewriter);
     Block &e = k.score.getBody().front();
@@ -307,18 +312,32 @@ TileKernels mlir::pisa::detail::buildTileKernels(PatternRewriter &rewriter,
             // of the chunk, one q element per step (rows accumulators,
             // unrolled), the key read broadcast from shared memory.
             SmallVector<Value> init(rows, zeroF);
+            const int64_t vec = d % 4 == 0 ? 4 : 1;
             auto acc = buildLoop(
-                lb, zero, cD, init,
+                lb, zero, cD, indexConst(lb, vec), init,
                 [&](ImplicitLocOpBuilder &db, Value c, ValueRange a) {
-                  Value qv = extractF32(db, e.getArgument(0),
-                                        {batch, qHead, query, c});
+                  SmallVector<Value> qv;
+                  for (int64_t j = 0; j < vec; ++j)
+                    qv.push_back(extractF32(
+                        db, e.getArgument(0),
+                        {batch, qHead, query,
+                         arith::AddIOp::create(db, c, indexConst(db, j))}));
                   SmallVector<Value> next;
                   for (int64_t r = 0; r < rows; ++r) {
-                    Value kv2 = memref::LoadOp::create(
-                        db, keyTile, ValueRange{indexConst(db, r), c});
-                    next.push_back(arith::AddFOp::create(
-                        db, a[r], arith::MulFOp::create(db, qv, kv2, fast),
-                        fast));
+                    // One 16-byte shared load feeds `vec` multiply-adds.
+                    Value k = vector::LoadOp::create(
+                        db, VectorType::get({vec}, db.getF32Type()), keyTile,
+                        ValueRange{indexConst(db, r), c}, /*nontemporal=*/false,
+                        llvm::MaybeAlign(4 * vec));
+                    Value sum = a[r];
+                    for (int64_t j = 0; j < vec; ++j) {
+                      Value kj = vector::ExtractOp::create(
+                          db, k, ArrayRef<int64_t>{j});
+                      sum = arith::AddFOp::create(
+                          db, sum, arith::MulFOp::create(db, qv[j], kj, fast),
+                          fast);
+                    }
+                    next.push_back(sum);
                   }
                   return next;
                 });

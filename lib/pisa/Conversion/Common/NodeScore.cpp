@@ -29,6 +29,27 @@ SmallVector<Value> mlir::pisa::detail::onlineLseUpdate(ImplicitLocOpBuilder &b,
                                    term)};
 }
 
+Value mlir::pisa::detail::buildRank(
+    ImplicitLocOpBuilder &b, Value count, Value a,
+    llvm::function_ref<Value(ImplicitLocOpBuilder &, Value)> scoreAt) {
+  Value zero = indexConst(b, 0), one = indexConst(b, 1);
+  Value mine = scoreAt(b, a);
+  return buildLoop(
+      b, zero, count, {zero},
+      [&](ImplicitLocOpBuilder &rb, Value o, ValueRange r) {
+        Value theirs = scoreAt(rb, o);
+        Value higher =
+            arith::CmpFOp::create(rb, arith::CmpFPredicate::OGT, theirs, mine);
+        Value tie = arith::AndIOp::create(
+            rb,
+            arith::CmpFOp::create(rb, arith::CmpFPredicate::OEQ, theirs, mine),
+            arith::CmpIOp::create(rb, arith::CmpIPredicate::ult, o, a));
+        Value beats = arith::OrIOp::create(rb, higher, tie);
+        return SmallVector<Value>{arith::SelectOp::create(
+            rb, beats, arith::AddIOp::create(rb, r[0], one), r[0])};
+      })[0];
+}
+
 std::pair<Value, Value>
 mlir::pisa::detail::validChildren(ImplicitLocOpBuilder &b,
                                   const QuerySite &site,
@@ -56,7 +77,8 @@ Value mlir::pisa::detail::buildGroupScore(ImplicitLocOpBuilder &b,
                                           const ChildLevel &level,
                                           Value node) {
   Value zero = indexConst(b, 0);
-  auto [first, count] = validChildren(b, site, level, node);
+  auto children = validChildren(b, site, level, node);
+  Value first = children.first, count = children.second;
 
   auto fastDot = arith::FastMathFlags::reassoc | arith::FastMathFlags::contract;
   Value zeroF = f32Const(b, 0.0f);

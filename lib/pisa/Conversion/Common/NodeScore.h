@@ -51,6 +51,13 @@ std::pair<Value, Value> validChildren(ImplicitLocOpBuilder &b,
                                       const QuerySite &site,
                                       const ChildLevel &level, Value node);
 
+/// How many of candidates 0..count-1 outrank candidate `a`: a higher score,
+/// or an equal score at a lower position (the tie rule, lower index wins,
+/// since candidates are kept in ascending node order). `scoreAt` reads a
+/// candidate's score.
+Value buildRank(ImplicitLocOpBuilder &b, Value count, Value a,
+                llvm::function_ref<Value(ImplicitLocOpBuilder &, Value)> scoreAt);
+
 /// One step of an online LogSumExp: folds logit `x` into (running max,
 /// rescaled sum) and returns the new pair. Starts from (-inf, 0).
 SmallVector<Value> onlineLseUpdate(ImplicitLocOpBuilder &b, Value max,

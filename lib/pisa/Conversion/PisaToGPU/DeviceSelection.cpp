@@ -60,21 +60,7 @@ static Value selectBest(ImplicitLocOpBuilder &b, IndexLoader loadCand,
         Value take = buildIf(
             lb, ranked, {lb.getI1Type()},
             [&](ImplicitLocOpBuilder &tb) {
-              Value mine = loadScore(tb, a);
-              Value rank = buildLoop(
-                  tb, zero, count, {zero},
-                  [&](ImplicitLocOpBuilder &rb, Value o, ValueRange r) {
-                    Value theirs = loadScore(rb, o);
-                    Value higher = arith::CmpFOp::create(
-                        rb, arith::CmpFPredicate::OGT, theirs, mine);
-                    Value tie = arith::AndIOp::create(
-                        rb,
-                        arith::CmpFOp::create(rb, arith::CmpFPredicate::OEQ,
-                                              theirs, mine),
-                        cmp(rb, arith::CmpIPredicate::ult, o, a));
-                    return SmallVector<Value>{increment(
-                        rb, arith::OrIOp::create(rb, higher, tie), r[0])};
-                  })[0];
+              Value rank = buildRank(tb, count, a, loadScore);
               return SmallVector<Value>{
                   cmp(tb, arith::CmpIPredicate::ult, rank, slots)};
             },
@@ -100,17 +86,6 @@ Value mlir::pisa::detail::laneGroupSum(ImplicitLocOpBuilder &b, Value v,
     v = arith::AddFOp::create(b, v, other);
   }
   return v;
-}
-
-Value mlir::pisa::detail::scoreNode(ImplicitLocOpBuilder &b,
-                                    const ScoreOperands &operands,
-                                    const QuerySite &site,
-                                    const ChildLevel &level, Value node) {
-  // Lanes split d for every head (coalesced loads, a butterfly per dot).
-  // Giving each head its own lanes instead was measured slower on the H200
-  // (walk 0.55 -> 0.77 ms at N = 4K: strided query rows, long FMA chains);
-  // see docs/performance.md.
-  return buildGroupScore(b, operands, site, level, node);
 }
 
 Value mlir::pisa::detail::leafOfPosition(ImplicitLocOpBuilder &b,
@@ -165,7 +140,7 @@ Value mlir::pisa::detail::buildWalk(ImplicitLocOpBuilder &b,
     buildIfThen(b, ranked, [&](ImplicitLocOpBuilder &tb) {
       buildLoop(tb, zero, numCausal, {},
                 [&](ImplicitLocOpBuilder &lb, Value a, ValueRange) {
-                  Value u = scoreNode(lb, summaries, site, children,
+                  Value u = buildGroupScore(lb, summaries, site, children,
                                       loadCand(lb, a));
                   memref::StoreOp::create(lb, u, scratch.scores, ValueRange{a});
                   return SmallVector<Value>{};

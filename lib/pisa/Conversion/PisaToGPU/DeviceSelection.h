@@ -35,11 +35,6 @@ struct QueryScratch {
 /// of a group gets its group's total. width is a power of two <= 32.
 Value laneGroupSum(ImplicitLocOpBuilder &b, Value v, int64_t width);
 
-/// A node's group score inside a kernel: by one thread, or by a warp whose
-/// lanes split every dot product over d (operands.lanes = 32).
-Value scoreNode(ImplicitLocOpBuilder &b, const ScoreOperands &operands,
-                const QuerySite &site, const ChildLevel &level, Value node);
-
 /// b_t = min(t / C, M_1 - 1).
 Value leafOfPosition(ImplicitLocOpBuilder &b, const PyramidLayout &layout,
                      Value position);

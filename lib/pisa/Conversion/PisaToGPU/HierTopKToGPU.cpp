@@ -81,7 +81,10 @@ SmallVector<Value> queryWarp(ImplicitLocOpBuilder &b, const Problem &p) {
           arith::RemUIOp::create(b, tid, lanes)};
 }
 
-/// Score operands for a warp kernel.
+/// Score operands for a warp kernel: lanes split every dot product over d
+/// (coalesced row loads, one butterfly per dot). Giving each head its own
+/// lanes instead was measured slower on the H200 (walk 0.55 -> 0.77 ms at
+/// N = 4K: strided query rows, long FMA chains); see docs/performance.md.
 ScoreOperands warpOperands(Value queries, Value children, const Problem &p,
                            Value lane) {
   ScoreOperands operands{queries, children, p.groupSize, p.headDim, p.scale};
@@ -219,7 +222,7 @@ private:
                       Value node = arith::IndexCastOp::create(
                           lb, lb.getIndexType(),
                           memref::LoadOp::create(lb, scratch.cand, ValueRange{a}));
-                      Value u = scoreNode(lb, rawKeys, site, keyLevel, node);
+                      Value u = buildGroupScore(lb, rawKeys, site, keyLevel, node);
                       memref::StoreOp::create(lb, u, scratch.scores, ValueRange{a});
                       return SmallVector<Value>{};
                     });

@@ -89,25 +89,12 @@ static SmallVector<Value> selectBest(ImplicitLocOpBuilder &b, Value cand,
         Value take = buildIf(
             lb, ranked, {i1},
             [&](ImplicitLocOpBuilder &tb) {
-              Value mine = tensor::ExtractOp::create(tb, scores, a);
-              auto rank = buildLoop(
-                  tb, zero, count, {zero},
-                  [&](ImplicitLocOpBuilder &rb, Value o, ValueRange r) {
-                    Value theirs = tensor::ExtractOp::create(rb, scores, o);
-                    Value higher = arith::CmpFOp::create(
-                        rb, arith::CmpFPredicate::OGT, theirs, mine);
-                    Value tie = arith::AndIOp::create(
-                        rb,
-                        arith::CmpFOp::create(rb, arith::CmpFPredicate::OEQ,
-                                              theirs, mine),
-                        cmp(rb, arith::CmpIPredicate::ult, o, a));
-                    Value beats = arith::OrIOp::create(rb, higher, tie);
-                    return SmallVector<Value>{arith::SelectOp::create(
-                        rb, beats, arith::AddIOp::create(rb, r[0], one),
-                        r[0])};
+              Value rank = buildRank(
+                  tb, count, a, [&](ImplicitLocOpBuilder &sb, Value o) -> Value {
+                    return tensor::ExtractOp::create(sb, scores, o);
                   });
               return SmallVector<Value>{
-                  cmp(tb, arith::CmpIPredicate::ult, rank[0], slots)};
+                  cmp(tb, arith::CmpIPredicate::ult, rank, slots)};
             },
             [&](ImplicitLocOpBuilder &eb) {
               return SmallVector<Value>{

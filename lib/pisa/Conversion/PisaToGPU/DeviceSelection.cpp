@@ -106,11 +106,85 @@ Value mlir::pisa::detail::contenderSlots(ImplicitLocOpBuilder &b, int64_t topK,
   return arith::SubIOp::create(b, indexConst(b, topK), numForced);
 }
 
+std::optional<WarpQuery> mlir::pisa::detail::loadWarpQuery(
+    ImplicitLocOpBuilder &b, Value queries, const QuerySite &site,
+    int64_t groupSize, int64_t headDim, Value lane) {
+  if (headDim % 32 != 0 || groupSize * headDim / 32 > 64)
+    return std::nullopt;
+  WarpQuery query;
+  query.lane = lane;
+  Value head0 =
+      arith::MulIOp::create(b, site.kvHead, indexConst(b, groupSize));
+  for (int64_t h = 0; h < groupSize; ++h) {
+    Value head = arith::AddIOp::create(b, head0, indexConst(b, h));
+    SmallVector<Value> row;
+    for (int64_t j = 0; j < headDim / 32; ++j) {
+      Value e = arith::AddIOp::create(b, lane, indexConst(b, 32 * j));
+      row.push_back(extractF32(b, queries, {site.batch, head, site.query, e}));
+    }
+    query.rows.push_back(std::move(row));
+  }
+  return query;
+}
+
+Value mlir::pisa::detail::buildWarpGroupScore(ImplicitLocOpBuilder &b,
+                                              const WarpQuery &query,
+                                              Value children,
+                                              const QuerySite &site,
+                                              const ChildLevel &level,
+                                              Value node, float scale) {
+  const int64_t heads = query.rows.size(), chunks = query.rows[0].size();
+  auto valid = validChildren(b, site, level, node);
+  Value rowBase = arith::AddIOp::create(b, level.rowBase, valid.first);
+  auto fast = arith::FastMathFlags::reassoc | arith::FastMathFlags::contract;
+  Value zeroF = f32Const(b, 0.0f);
+  Value negInf = f32Const(b, -std::numeric_limits<float>::infinity());
+  Value scaleF = f32Const(b, scale);
+  // Running (max, sum) per head, interleaved: [m0, s0, m1, s1, ...].
+  SmallVector<Value> init;
+  for (int64_t h = 0; h < heads; ++h)
+    init.append({negInf, zeroF});
+  auto state = buildLoop(
+      b, indexConst(b, 0), valid.second, init,
+      [&](ImplicitLocOpBuilder &cb, Value c, ValueRange st) {
+        Value row = arith::AddIOp::create(cb, rowBase, c);
+        SmallVector<Value> child;
+        for (int64_t j = 0; j < chunks; ++j) {
+          Value e = arith::AddIOp::create(cb, query.lane, indexConst(cb, 32 * j));
+          child.push_back(extractF32(cb, children,
+                                     {site.batch, site.kvHead, row, e}));
+        }
+        SmallVector<Value> partial;
+        for (int64_t h = 0; h < heads; ++h) {
+          Value acc = zeroF;
+          for (int64_t j = 0; j < chunks; ++j)
+            acc = arith::AddFOp::create(
+                cb, acc,
+                arith::MulFOp::create(cb, query.rows[h][j], child[j], fast),
+                fast);
+          partial.push_back(acc);
+        }
+        SmallVector<Value> next;
+        for (int64_t h = 0; h < heads; ++h) {
+          Value dot = laneGroupSum(cb, partial[h], 32);
+          auto ms = onlineLseUpdate(cb, st[2 * h], st[2 * h + 1],
+                                    arith::MulFOp::create(cb, dot, scaleF));
+          next.append(ms.begin(), ms.end());
+        }
+        return next;
+      });
+  Value total = zeroF;
+  for (int64_t h = 0; h < heads; ++h)
+    total = arith::AddFOp::create(
+        b, total,
+        arith::AddFOp::create(b, state[2 * h],
+                              math::LogOp::create(b, state[2 * h + 1])));
+  return total;
+}
+
 Value mlir::pisa::detail::buildWalk(ImplicitLocOpBuilder &b,
-                                    const WalkConfig &config,
-                                    const ScoreOperands &summaries,
-                                    const QuerySite &site, Value bt,
-                                    const QueryScratch &scratch) {
+                                    const WalkConfig &config, NodeScorer score,
+                                    Value bt, const QueryScratch &scratch) {
   const PyramidLayout &layout = config.layout;
   Value zero = indexConst(b, 0), one = indexConst(b, 1);
   Value cK = indexConst(b, config.topK);
@@ -140,8 +214,7 @@ Value mlir::pisa::detail::buildWalk(ImplicitLocOpBuilder &b,
     buildIfThen(b, ranked, [&](ImplicitLocOpBuilder &tb) {
       buildLoop(tb, zero, numCausal, {},
                 [&](ImplicitLocOpBuilder &lb, Value a, ValueRange) {
-                  Value u = buildGroupScore(lb, summaries, site, children,
-                                      loadCand(lb, a));
+                  Value u = score(lb, children, loadCand(lb, a));
                   memref::StoreOp::create(lb, u, scratch.scores, ValueRange{a});
                   return SmallVector<Value>{};
                 });

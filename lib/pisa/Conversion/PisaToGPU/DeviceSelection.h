@@ -18,6 +18,8 @@
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
 
+#include <optional>
+
 namespace mlir::pisa::detail {
 
 struct WalkConfig {
@@ -39,12 +41,36 @@ Value laneGroupSum(ImplicitLocOpBuilder &b, Value v, int64_t width);
 Value leafOfPosition(ImplicitLocOpBuilder &b, const PyramidLayout &layout,
                      Value position);
 
-/// Walks levels L..2 scoring with `summaries` (the packed pyramid), then
-/// filters the leaves. Leaves the contenders (causal leaves outside the
-/// forced set, ascending) in scratch.cand and returns their count.
+/// Scores `node` given its child level (the group-summed LSE).
+using NodeScorer = llvm::function_ref<Value(ImplicitLocOpBuilder &,
+                                            const ChildLevel &, Value node)>;
+
+/// Walks levels L..2 scoring nodes with `score` (children: the packed
+/// pyramid), then filters the leaves. Leaves the contenders (causal leaves
+/// outside the forced set, ascending) in scratch.cand; returns their count.
 Value buildWalk(ImplicitLocOpBuilder &b, const WalkConfig &config,
-                const ScoreOperands &summaries, const QuerySite &site,
-                Value bt, const QueryScratch &scratch);
+                NodeScorer score, Value bt, const QueryScratch &scratch);
+
+/// A query's G head rows held by a warp in registers: lane l keeps elements
+/// l, l + 32, ... of every row as f32 (rows[h][j] = q[h][l + 32 j]).
+struct WarpQuery {
+  SmallVector<SmallVector<Value>> rows;
+  Value lane;
+};
+
+/// Loads the rows when d is a multiple of 32 and they fit in 64 registers
+/// per lane (G * d / 32 <= 64); std::nullopt otherwise.
+std::optional<WarpQuery> loadWarpQuery(ImplicitLocOpBuilder &b, Value queries,
+                                       const QuerySite &site, int64_t groupSize,
+                                       int64_t headDim, Value lane);
+
+/// The group score of `node` by a warp holding its query in registers:
+/// each child row is loaded once (one element per lane per 32), multiplied
+/// against all G heads, and the G partial sums are reduced together, so the
+/// butterflies of different heads overlap.
+Value buildWarpGroupScore(ImplicitLocOpBuilder &b, const WarpQuery &query,
+                          Value children, const QuerySite &site,
+                          const ChildLevel &level, Value node, float scale);
 
 /// Slots left for contenders: K - |{0, b_t - 1, b_t} within 0..b_t|.
 Value contenderSlots(ImplicitLocOpBuilder &b, int64_t topK, Value bt);

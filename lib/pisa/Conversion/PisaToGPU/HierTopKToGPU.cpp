@@ -96,6 +96,22 @@ ScoreOperands warpOperands(Value queries, Value children, const Problem &p,
   return operands;
 }
 
+/// The warp's way to score a node of `children`: from the query held in
+/// registers when it fits, else lanes splitting each head's dot product.
+struct WarpScorer {
+  std::optional<WarpQuery> query;
+  ScoreOperands operands;
+  QuerySite site;
+  Value children;
+  float scale;
+  Value operator()(ImplicitLocOpBuilder &b, const ChildLevel &level,
+                   Value node) const {
+    if (query)
+      return buildWarpGroupScore(b, *query, children, site, level, node, scale);
+    return buildGroupScore(b, operands, site, level, node);
+  }
+};
+
 Value isLaneZero(ImplicitLocOpBuilder &b, Value lane) {
   return arith::CmpIOp::create(b, arith::CmpIPredicate::eq, lane,
                                indexConst(b, 0));
@@ -199,12 +215,18 @@ private:
         Value t = arith::AddIOp::create(gb, entry.getArgument(3), at[2]);
         QuerySite site{at[0], at[1], at[2], t};
         Value bt = leafOfPosition(gb, p.layout, t);
-        ScoreOperands summaries =
-            warpOperands(entry.getArgument(0), entry.getArgument(2), p, at[4]);
-        ScoreOperands rawKeys =
-            warpOperands(entry.getArgument(0), entry.getArgument(1), p, at[4]);
-        Value numContenders = buildWalk(gb, {p.layout, p.topK}, summaries,
-                                        site, bt, scratch);
+        std::optional<WarpQuery> query = loadWarpQuery(
+            gb, entry.getArgument(0), site, p.groupSize, p.headDim, at[4]);
+        WarpScorer summaries{query,
+                             warpOperands(entry.getArgument(0),
+                                          entry.getArgument(2), p, at[4]),
+                             site, entry.getArgument(2), p.scale};
+        WarpScorer rawKeys{query,
+                           warpOperands(entry.getArgument(0),
+                                        entry.getArgument(1), p, at[4]),
+                           site, entry.getArgument(1), p.scale};
+        Value numContenders =
+            buildWalk(gb, {p.layout, p.topK}, summaries, bt, scratch);
         // Score the contenders from the raw keys when they must compete.
         Value zero = indexConst(gb, 0);
         Value ranked = arith::CmpIOp::create(
@@ -222,7 +244,7 @@ private:
                       Value node = arith::IndexCastOp::create(
                           lb, lb.getIndexType(),
                           memref::LoadOp::create(lb, scratch.cand, ValueRange{a}));
-                      Value u = buildGroupScore(lb, rawKeys, site, keyLevel, node);
+                      Value u = rawKeys(lb, keyLevel, node);
                       memref::StoreOp::create(lb, u, scratch.scores, ValueRange{a});
                       return SmallVector<Value>{};
                     });
@@ -293,10 +315,13 @@ private:
         Value t = arith::AddIOp::create(gb, entry.getArgument(2), at[2]);
         QuerySite site{at[0], at[1], at[2], t};
         Value bt = leafOfPosition(gb, p.layout, t);
-        ScoreOperands summaries =
-            warpOperands(entry.getArgument(0), entry.getArgument(1), p, at[4]);
-        Value n = buildWalk(gb, {p.layout, p.topK}, summaries, site, bt,
-                            scratch);
+        std::optional<WarpQuery> query = loadWarpQuery(
+            gb, entry.getArgument(0), site, p.groupSize, p.headDim, at[4]);
+        WarpScorer summaries{query,
+                             warpOperands(entry.getArgument(0),
+                                          entry.getArgument(1), p, at[4]),
+                             site, entry.getArgument(1), p.scale};
+        Value n = buildWalk(gb, {p.layout, p.topK}, summaries, bt, scratch);
         // Lanes hold identical results: lane 0 writes them.
         Value zero = indexConst(gb, 0);
         Value writes = arith::SelectOp::create(gb, isLaneZero(gb, at[4]), n, zero);

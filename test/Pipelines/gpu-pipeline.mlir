@@ -12,7 +12,7 @@
 // CHECK: llvm.call @mgpuMemAlloc
 // CHECK: gpu.launch_func <%[[STREAM:.*]] : !llvm.ptr> @pisa_kernels::@pyramid_leaves
 // CHECK: gpu.launch_func <%[[STREAM]] : !llvm.ptr> @pisa_kernels::@select_stage1_walk
-// CHECK: gpu.launch_func <%[[STREAM]] : !llvm.ptr> @pisa_kernels::@select_stage2_score_tiles
+// CHECK: gpu.launch_func <%[[STREAM]] : !llvm.ptr> @pisa_kernels::@select_stage2_score_tiles_mma
 // CHECK: gpu.launch_func <%[[STREAM]] : !llvm.ptr> @pisa_kernels::@select_final
 // CHECK: llvm.call @mgpuMemFree
 // CHECK: llvm.call @mgpuStreamSynchronize
@@ -20,8 +20,9 @@
 // CHECK: gpu.binary @pisa_kernels [#gpu.object<#nvvm.target<chip = "sm_90", features = "+ptx80">
 // CHECK-SAME: .target sm_90
 // CHECK-SAME: .entry select_stage1_walk
-// CHECK-SAME: .entry select_stage2_score_tiles
-// CHECK-SAME: .shared .align 16 .b8 __wg_select_stage2_score_tiles_0[2048]
+// CHECK-SAME: .entry select_stage2_score_tiles_mma
+// CHECK-SAME: .shared .align 16 .b8 __wg_select_stage2_score_tiles_mma_0[1024]
+// CHECK-SAME: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
 // SM90A: #nvvm.target<chip = "sm_90a"
 func.func @prefill(%q: tensor<1x4x300x32xbf16>, %k: tensor<1x1x300x32xbf16>)
     -> tensor<1x1x300x4xi32> attributes {llvm.emit_c_interface} {

@@ -48,7 +48,8 @@ def ConvertPisaToGPU : Pass<"convert-pisa-to-gpu", "::mlir::ModuleOp"> {
     "::mlir::arith::ArithDialect", "::mlir::bufferization::BufferizationDialect",
     "::mlir::gpu::GPUDialect", "::mlir::math::MathDialect",
     "::mlir::memref::MemRefDialect", "::mlir::scf::SCFDialect",
-    "::mlir::vector::VectorDialect", "::mlir::LLVM::LLVMDialect"
+    "::mlir::vector::VectorDialect", "::mlir::LLVM::LLVMDialect",
+    "::mlir::NVVM::NVVMDialect"
   ];
 }
 

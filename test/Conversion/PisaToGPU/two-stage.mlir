@@ -19,7 +19,7 @@
 // CHECK: gpu.launch_func @pisa_kernels::@select_stage2_histogram
 // CHECK: gpu.launch_func @pisa_kernels::@select_stage2_scan
 // CHECK: gpu.launch_func @pisa_kernels::@select_stage2_scatter
-// CHECK: gpu.launch_func @pisa_kernels::@select_stage2_score_tiles {{.*}} threads in (%c64,
+// CHECK: gpu.launch_func @pisa_kernels::@select_stage2_score_tiles_mma {{.*}} threads in (%c128
 // CHECK-SAME: args(%[[QB]] : {{.*}}, %[[KB]] :
 // CHECK: gpu.launch_func @pisa_kernels::@select_final {{.*}} args(%[[OFF]] : index, %[[CONT]] : {{.*}}, %[[COUNT]] : {{.*}}, %[[SCORES]] : {{.*}}, %[[SEL]] :
 // CHECK: gpu.dealloc %[[CONT]]
@@ -34,15 +34,18 @@
 // CHECK: gpu.func @select_stage2_scan
 // CHECK: gpu.func @select_stage2_scatter
 // CHECK: memref.atomic_rmw addi
-//   One block per tile of <= 4 queries x 16 heads; the d x C key tile is
-//   loaded once into workgroup memory, then every thread scores from it.
-// CHECK: gpu.func @select_stage2_score_tiles({{.*}}) workgroup(%[[TILE:.*]] : memref<64x128xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %[[HEADS:.*]] : memref<64xf32, #gpu.address_space<workgroup>>) kernel
+//   bf16: one block of 4 warps per tile of <= 4 queries x 16 heads (64 rows,
+//   16 per warp); the leaf's C x d keys are loaded once into workgroup
+//   memory in bf16 and the 64 x 128 x 64 tile product runs on tensor cores.
+// CHECK: gpu.func @select_stage2_score_tiles_mma({{.*}}) workgroup(%[[TILE:.*]] : memref<64x128xbf16, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %[[ROWS:.*]] : memref<128xf32, #gpu.address_space<workgroup>>) kernel
 // CHECK: memref.store %{{.*}}, %[[TILE]]
 // CHECK: gpu.barrier
-// CHECK: vector.load %[[TILE]]{{.*}} {alignment = 16 : i64} : memref<64x128xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+// CHECK: vector.load %[[TILE]]{{.*}} : memref<64x128xbf16, #gpu.address_space<workgroup>>, vector<2xbf16>
+// CHECK-COUNT-8: nvvm.mma.sync {{.*}} {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>}
+// CHECK: gpu.shuffle xor
 // CHECK: math.exp
+// CHECK: memref.store %{{.*}}, %[[ROWS]]
 // CHECK: gpu.barrier
-// CHECK: memref.store %{{.*}}, %[[HEADS]]
 // CHECK-NOT: x4096x64x
 // CHECK-NOT: memref<4096x64x
 func.func @prefill(%q: tensor<1x16x4096x128xbf16>, %k: tensor<1x1x4096x128xbf16>,
@@ -53,3 +56,4 @@ func.func @prefill(%q: tensor<1x16x4096x128xbf16>, %k: tensor<1x1x4096x128xbf16>
       -> tensor<1x1x4096x8xi32>
   return %s : tensor<1x1x4096x8xi32>
 }
+

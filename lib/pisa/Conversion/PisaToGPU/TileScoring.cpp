@@ -100,7 +100,7 @@ TileKernels mlir::pisa::detail::buildTileKernels(PatternRewriter &rewriter,
         one, mem, idx);
   };
 
-  TileKernels k{p, {}, {}, {}, {}};
+  TileKernels k{p, {}, {}, {}, {}, 0};
   // histogram(offset, contenders, counts, leafCount)
   k.histogram = createKernel(rewriter, anchor, "select_stage2_histogram",
                              {index, p.contenders, p.counts, s.leafCount});
@@ -220,12 +220,18 @@ TileKernels mlir::pisa::detail::buildTileKernels(PatternRewriter &rewriter,
 
   // score(queries, keys, offset, leafCount, leafStart, tileLeaf, tileFirst,
   //       numTiles, sortedPairs, scores)
+  if (canScoreWithMma(p)) {
+    k.score = buildMmaScoreKernel(rewriter, anchor, p);
+    k.scoreThreads = mmaScoreThreads(p);
+    return k;
+  }
   const int64_t threads = ceilDiv(p.qTile * p.groupSize, 32) * 32;
   const int64_t d = p.headDim, blockSize = p.layout.blockSize();
   // Keys per shared-memory chunk: at most 32 KiB of f32 and 64 rows, the
   // register accumulators each thread keeps.
   const int64_t rows = std::max<int64_t>(
       1, std::min<int64_t>({blockSize, 8192 / d, kMaxTileRows}));
+  k.scoreThreads = threads;
   k.score = createKernel(
       rewriter, anchor, "select_stage2_score_tiles",
       {p.queries, p.keys, index, s.leafCount, s.leafStart, s.tileLeaf,
@@ -420,8 +426,7 @@ void mlir::pisa::detail::launchTileKernels(ImplicitLocOpBuilder &b,
          {leafCount, leafStart, cursor, tileLeaf, tileFirst, numTiles});
   launch(b, k.scatter, pairBlocks, groups, kPairThreads,
          {offset, contenders, counts, cursor, sortedPairs});
-  launch(b, k.score, indexConst(b, p.maxTiles), groups,
-         ceilDiv(p.qTile * p.groupSize, 32) * 32,
+  launch(b, k.score, indexConst(b, p.maxTiles), groups, k.scoreThreads,
          {queries, keys, offset, leafCount, leafStart, tileLeaf, tileFirst,
           numTiles, sortedPairs, scores});
 }

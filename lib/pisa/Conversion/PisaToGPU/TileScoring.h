@@ -42,7 +42,16 @@ struct TileProblem {
 struct TileKernels {
   TileProblem problem;
   gpu::GPUFuncOp histogram, scan, scatter, score;
+  int64_t scoreThreads;
 };
+
+/// Tensor-core scoring applies to bf16 inputs with Q_tile * G a multiple of
+/// 16 (one warp per 16 rows), C a multiple of 8 and d of 16.
+bool canScoreWithMma(const TileProblem &problem);
+int64_t mmaScoreThreads(const TileProblem &problem);
+gpu::GPUFuncOp buildMmaScoreKernel(PatternRewriter &rewriter,
+                                   Operation *anchor,
+                                   const TileProblem &problem);
 
 TileKernels buildTileKernels(PatternRewriter &rewriter, Operation *anchor,
                              const TileProblem &problem);

@@ -84,6 +84,19 @@ static SmallVector<Value> pairThread(ImplicitLocOpBuilder &b,
   return {batch, kv, i, slot, needs};
 }
 
+TileSpan mlir::pisa::detail::loadTileSpan(ImplicitLocOpBuilder &b,
+                                          Block &entry, Value batch, Value kv,
+                                          Value tile, int64_t qTile) {
+  Value leaf = toIndex(b, load(b, entry.getArgument(5), {batch, kv, tile}));
+  Value first = toIndex(b, load(b, entry.getArgument(6), {batch, kv, tile}));
+  Value end = arith::AddIOp::create(
+      b, toIndex(b, load(b, entry.getArgument(4), {batch, kv, leaf})),
+      toIndex(b, load(b, entry.getArgument(3), {batch, kv, leaf})));
+  Value size = arith::MinUIOp::create(b, indexConst(b, qTile),
+                                      arith::SubIOp::create(b, end, first));
+  return {leaf, first, size};
+}
+
 TileKernels mlir::pisa::detail::buildTileKernels(PatternRewriter &rewriter,
                                                  Operation *anchor,
                                                  const TileProblem &p) {
@@ -254,13 +267,8 @@ TileKernels mlir::pisa::detail::buildTileKernels(PatternRewriter &rewriter,
     // Uniform per block, so the barriers inside are reached by all threads.
     buildIfThen(b, arith::CmpIOp::create(b, arith::CmpIPredicate::ult, tile, numTiles),
            [&](ImplicitLocOpBuilder &tb) {
-      Value leaf = toIndex(tb, load(tb, e.getArgument(5), {batch, kv, tile}));
-      Value first = toIndex(tb, load(tb, e.getArgument(6), {batch, kv, tile}));
-      Value end = arith::AddIOp::create(
-          tb, toIndex(tb, load(tb, e.getArgument(4), {batch, kv, leaf})),
-          toIndex(tb, load(tb, e.getArgument(3), {batch, kv, leaf})));
-      Value n = arith::MinUIOp::create(tb, indexConst(tb, p.qTile),
-                                       arith::SubIOp::create(tb, end, first));
+      TileSpan span = loadTileSpan(tb, e, batch, kv, tile, p.qTile);
+      Value leaf = span.leaf, first = span.first, n = span.size;
       Value g = indexConst(tb, p.groupSize);
       Value member = arith::DivUIOp::create(tb, tid, g);
       Value head = arith::RemUIOp::create(tb, tid, g);

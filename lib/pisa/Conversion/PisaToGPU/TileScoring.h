@@ -45,6 +45,16 @@ struct TileKernels {
   int64_t scoreThreads;
 };
 
+/// The tile a scoring block owns: its leaf, the position of its first pair
+/// in the leaf's group, and how many queries it scores (<= Q_tile). Reads
+/// the scoring kernels' common arguments (leafCount #3, leafStart #4,
+/// tileLeaf #5, tileFirst #6).
+struct TileSpan {
+  Value leaf, first, size;
+};
+TileSpan loadTileSpan(ImplicitLocOpBuilder &b, Block &entry, Value batch,
+                      Value kv, Value tile, int64_t qTile);
+
 /// Tensor-core scoring applies to bf16 inputs with Q_tile * G a multiple of
 /// 16 (one warp per 16 rows), C a multiple of 8 and d of 16.
 bool canScoreWithMma(const TileProblem &problem);

@@ -106,13 +106,8 @@ gpu::GPUFuncOp mlir::pisa::detail::buildMmaScoreKernel(
   buildIfThen(b, arith::CmpIOp::create(b, arith::CmpIPredicate::ult, tile,
                                        numTiles),
               [&](ImplicitLocOpBuilder &tb) {
-    Value leaf = toIndex(tb, load(tb, e.getArgument(5), {batch, kv, tile}));
-    Value first = toIndex(tb, load(tb, e.getArgument(6), {batch, kv, tile}));
-    Value end = arith::AddIOp::create(
-        tb, toIndex(tb, load(tb, e.getArgument(4), {batch, kv, leaf})),
-        toIndex(tb, load(tb, e.getArgument(3), {batch, kv, leaf})));
-    Value n = arith::MinUIOp::create(tb, indexConst(tb, p.qTile),
-                                     arith::SubIOp::create(tb, end, first));
+    TileSpan span = loadTileSpan(tb, e, batch, kv, tile, p.qTile);
+    Value leaf = span.leaf, first = span.first, n = span.size;
     Value g = indexConst(tb, p.groupSize), gk = indexConst(tb, p.candidates);
     Value keyBase = arith::MulIOp::create(tb, leaf, indexConst(tb, blockSize));
     Value numKeys = indexConst(tb, p.numKeys);

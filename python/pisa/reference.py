@@ -13,22 +13,22 @@ import math
 import torch
 
 
-def pyramid(keys, C, g):
-    """Level summaries [B, H, M_l, d] (float64) for l = 1..L."""
+def pyramid(keys, C, g, dtype=torch.float64):
+    """Level summaries [B, H, M_l, d] (in `dtype`) for l = 1..L."""
     B, H, N, d = keys.shape
-    k = keys.double()
+    k = keys.to(dtype)
     m1 = -(-N // C)
-    padded = torch.zeros(B, H, m1 * C, d, dtype=torch.float64, device=k.device)
+    padded = torch.zeros(B, H, m1 * C, d, dtype=dtype, device=k.device)
     padded[:, :, :N] = k
-    counts = (N - torch.arange(m1, device=k.device) * C).clamp(max=C).double()
+    counts = (N - torch.arange(m1, device=k.device) * C).clamp(max=C).to(dtype)
     levels = [padded.view(B, H, m1, C, d).sum(3) / counts[:, None]]
     while levels[-1].shape[2] > 1:
         below = levels[-1]
         m = below.shape[2]
         up = -(-m // g)
-        padded = torch.zeros(B, H, up * g, d, dtype=torch.float64, device=k.device)
+        padded = torch.zeros(B, H, up * g, d, dtype=dtype, device=k.device)
         padded[:, :, :m] = below
-        counts = (m - torch.arange(up, device=k.device) * g).clamp(max=g).double()
+        counts = (m - torch.arange(up, device=k.device) * g).clamp(max=g).to(dtype)
         levels.append(padded.view(B, H, up, g, d).sum(3) / counts[:, None])
     return levels
 
@@ -64,18 +64,20 @@ def _best(nodes, valid, u, slots):
     return torch.where(kept == big, -1, kept), gap
 
 
-def select(q, k, C, K, g=2, scale=None, offset=0, chunk=512):
-    """Selection int32 [B, Hkv, Nq, K] and min gap float64 [B, Hkv, Nq]."""
+def select(q, k, C, K, g=2, scale=None, offset=0, chunk=512,
+           dtype=torch.float64):
+    """Selection int32 [B, Hkv, Nq, K] and min gap [B, Hkv, Nq]. float64 by
+    default (checking); float32 to time PISA written in plain PyTorch ops."""
     B, Hq, Nq, d = q.shape
     Hkv, N = k.shape[1], k.shape[2]
     G = Hq // Hkv
     scale = 1.0 / math.sqrt(d) if scale is None else scale
     dev = q.device
-    levels = pyramid(k, C, g)
+    levels = pyramid(k, C, g, dtype)
     L, m1 = len(levels), levels[0].shape[2]
     out = torch.full((B, Hkv, Nq, K), -1, dtype=torch.int32, device=dev)
-    gaps = torch.full((B, Hkv, Nq), math.inf, dtype=torch.float64, device=dev)
-    kd = k.double()
+    gaps = torch.full((B, Hkv, Nq), math.inf, dtype=dtype, device=dev)
+    kd = k.to(dtype)
     for b in range(B):
         for h in range(Hkv):
             for i0 in range(0, Nq, chunk):
@@ -83,10 +85,10 @@ def select(q, k, C, K, g=2, scale=None, offset=0, chunk=512):
                 n = i1 - i0
                 t = offset + torch.arange(i0, i1, device=dev)
                 bt = (t // C).clamp(max=m1 - 1)
-                qg = q[b, h * G:(h + 1) * G, i0:i1].double().transpose(0, 1)
+                qg = q[b, h * G:(h + 1) * G, i0:i1].to(dtype).transpose(0, 1)
                 nodes = torch.zeros(n, 1, dtype=torch.int64, device=dev)
                 alive = torch.ones(n, 1, dtype=torch.bool, device=dev)
-                gap = torch.full((n,), math.inf, dtype=torch.float64, device=dev)
+                gap = torch.full((n,), math.inf, dtype=dtype, device=dev)
                 for level in range(L, 1, -1):
                     below = levels[level - 2][b, h]
                     valid = alive & (nodes * g ** (level - 1) <= bt[:, None])

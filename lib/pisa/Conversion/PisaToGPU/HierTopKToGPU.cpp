@@ -112,6 +112,13 @@ struct WarpScorer {
   }
 };
 
+WarpScorer warpScorer(const std::optional<WarpQuery> &query, Value queries,
+                      Value children, const Problem &p, Value lane,
+                      const QuerySite &site) {
+  return WarpScorer{query, warpOperands(queries, children, p, lane), site,
+                    children, p.scale};
+}
+
 Value isLaneZero(ImplicitLocOpBuilder &b, Value lane) {
   return arith::CmpIOp::create(b, arith::CmpIPredicate::eq, lane,
                                indexConst(b, 0));
@@ -217,14 +224,10 @@ private:
         Value bt = leafOfPosition(gb, p.layout, t);
         std::optional<WarpQuery> query = loadWarpQuery(
             gb, entry.getArgument(0), site, p.groupSize, p.headDim, at[4]);
-        WarpScorer summaries{query,
-                             warpOperands(entry.getArgument(0),
-                                          entry.getArgument(2), p, at[4]),
-                             site, entry.getArgument(2), p.scale};
-        WarpScorer rawKeys{query,
-                           warpOperands(entry.getArgument(0),
-                                        entry.getArgument(1), p, at[4]),
-                           site, entry.getArgument(1), p.scale};
+        WarpScorer summaries = warpScorer(query, entry.getArgument(0),
+                                          entry.getArgument(2), p, at[4], site);
+        WarpScorer rawKeys = warpScorer(query, entry.getArgument(0),
+                                        entry.getArgument(1), p, at[4], site);
         Value numContenders =
             buildWalk(gb, {p.layout, p.topK}, summaries, bt, scratch);
         // Score the contenders from the raw keys when they must compete.
@@ -317,10 +320,8 @@ private:
         Value bt = leafOfPosition(gb, p.layout, t);
         std::optional<WarpQuery> query = loadWarpQuery(
             gb, entry.getArgument(0), site, p.groupSize, p.headDim, at[4]);
-        WarpScorer summaries{query,
-                             warpOperands(entry.getArgument(0),
-                                          entry.getArgument(1), p, at[4]),
-                             site, entry.getArgument(1), p.scale};
+        WarpScorer summaries = warpScorer(query, entry.getArgument(0),
+                                          entry.getArgument(1), p, at[4], site);
         Value n = buildWalk(gb, {p.layout, p.topK}, summaries, bt, scratch);
         // Lanes hold identical results: lane 0 writes them.
         Value zero = indexConst(gb, 0);

@@ -50,6 +50,22 @@ Value mlir::pisa::detail::buildRank(
       })[0];
 }
 
+Value mlir::pisa::detail::buildKeep(
+    ImplicitLocOpBuilder &b, Value count, Value a, Value slots, Value ranked,
+    llvm::function_ref<Value(ImplicitLocOpBuilder &, Value)> scoreAt) {
+  return buildIf(
+      b, ranked, {b.getI1Type()},
+      [&](ImplicitLocOpBuilder &tb) {
+        Value rank = buildRank(tb, count, a, scoreAt);
+        return SmallVector<Value>{arith::CmpIOp::create(
+            tb, arith::CmpIPredicate::ult, rank, slots)};
+      },
+      [&](ImplicitLocOpBuilder &eb) {
+        return SmallVector<Value>{
+            arith::ConstantIntOp::create(eb, 1, 1).getResult()};
+      })[0];
+}
+
 std::pair<Value, Value>
 mlir::pisa::detail::validChildren(ImplicitLocOpBuilder &b,
                                   const QuerySite &site,

@@ -58,6 +58,13 @@ std::pair<Value, Value> validChildren(ImplicitLocOpBuilder &b,
 Value buildRank(ImplicitLocOpBuilder &b, Value count, Value a,
                 llvm::function_ref<Value(ImplicitLocOpBuilder &, Value)> scoreAt);
 
+/// Whether candidate `a` is kept among the `slots` best: when `ranked`
+/// (there are more candidates than slots) its rank must be below `slots`;
+/// otherwise every candidate is kept, unscored. An i1.
+Value buildKeep(ImplicitLocOpBuilder &b, Value count, Value a, Value slots,
+                Value ranked,
+                llvm::function_ref<Value(ImplicitLocOpBuilder &, Value)> scoreAt);
+
 /// One step of an online LogSumExp: folds logit `x` into (running max,
 /// rescaled sum) and returns the new pair. Starts from (-inf, 0).
 SmallVector<Value> onlineLseUpdate(ImplicitLocOpBuilder &b, Value max,

@@ -57,17 +57,7 @@ static Value selectBest(ImplicitLocOpBuilder &b, IndexLoader loadCand,
   return buildLoop(
       b, zero, count, {zero},
       [&](ImplicitLocOpBuilder &lb, Value a, ValueRange st) {
-        Value take = buildIf(
-            lb, ranked, {lb.getI1Type()},
-            [&](ImplicitLocOpBuilder &tb) {
-              Value rank = buildRank(tb, count, a, loadScore);
-              return SmallVector<Value>{
-                  cmp(tb, arith::CmpIPredicate::ult, rank, slots)};
-            },
-            [&](ImplicitLocOpBuilder &eb) {
-              return SmallVector<Value>{
-                  arith::ConstantIntOp::create(eb, 1, 1).getResult()};
-            })[0];
+        Value take = buildKeep(lb, count, a, slots, ranked, loadScore);
         buildIfThen(lb, take, [&](ImplicitLocOpBuilder &tb) {
           storeIndex(tb, loadCand(tb, a), kept, {st[0]});
         });

@@ -82,24 +82,14 @@ static SmallVector<Value> selectBest(ImplicitLocOpBuilder &b, Value cand,
                                      Value scores, Value count, Value slots,
                                      Value ranked, Value kept) {
   Value zero = indexConst(b, 0), one = indexConst(b, 1);
-  Type i1 = b.getI1Type();
   return buildLoop(
       b, zero, count, {kept, zero},
       [&](ImplicitLocOpBuilder &lb, Value a, ValueRange st) {
-        Value take = buildIf(
-            lb, ranked, {i1},
-            [&](ImplicitLocOpBuilder &tb) {
-              Value rank = buildRank(
-                  tb, count, a, [&](ImplicitLocOpBuilder &sb, Value o) -> Value {
-                    return tensor::ExtractOp::create(sb, scores, o);
-                  });
-              return SmallVector<Value>{
-                  cmp(tb, arith::CmpIPredicate::ult, rank, slots)};
-            },
-            [&](ImplicitLocOpBuilder &eb) {
-              return SmallVector<Value>{
-                  arith::ConstantIntOp::create(eb, 1, 1).getResult()};
-            })[0];
+        Value take = buildKeep(
+            lb, count, a, slots, ranked,
+            [&](ImplicitLocOpBuilder &sb, Value o) -> Value {
+              return tensor::ExtractOp::create(sb, scores, o);
+            });
         Value updated = buildIf(
             lb, take, {st[0].getType()},
             [&](ImplicitLocOpBuilder &tb) {

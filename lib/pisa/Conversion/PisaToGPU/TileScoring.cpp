@@ -97,6 +97,25 @@ TileSpan mlir::pisa::detail::loadTileSpan(ImplicitLocOpBuilder &b,
   return {leaf, first, size};
 }
 
+TileMember mlir::pisa::detail::loadTileMember(ImplicitLocOpBuilder &b,
+                                              Block &entry,
+                                              const TileProblem &p,
+                                              Value batch, Value kv,
+                                              Value first, Value member) {
+  Value at = arith::MinUIOp::create(
+      b, arith::AddIOp::create(b, first, member),
+      indexConst(b, p.numQueries * p.candidates - 1));
+  Value pair = toIndex(b, load(b, entry.getArgument(8), {batch, kv, at}));
+  Value gk = indexConst(b, p.candidates);
+  Value query = arith::MinUIOp::create(b, arith::DivUIOp::create(b, pair, gk),
+                                       indexConst(b, p.numQueries - 1));
+  Value t = arith::AddIOp::create(b, entry.getArgument(2), query);
+  Value limit = arith::MinUIOp::create(
+      b, indexConst(b, p.numKeys),
+      arith::AddIOp::create(b, t, indexConst(b, 1)));
+  return {query, arith::RemUIOp::create(b, pair, gk), limit};
+}
+
 TileKernels mlir::pisa::detail::buildTileKernels(PatternRewriter &rewriter,
                                                  Operation *anchor,
                                                  const TileProblem &p) {
@@ -262,7 +281,7 @@ TileKernels mlir::pisa::detail::buildTileKernels(PatternRewriter &rewriter,
     Value batch = arith::DivUIOp::create(b, blockIdY(b), heads);
     Value kv = arith::RemUIOp::create(b, blockIdY(b), heads);
     Value tile = blockIdX(b), tid = threadIdX(b);
-    Value zero = indexConst(b, 0), one = indexConst(b, 1);
+    Value zero = indexConst(b, 0);
     Value numTiles = toIndex(b, load(b, e.getArgument(7), {batch, kv}));
     // Uniform per block, so the barriers inside are reached by all threads.
     buildIfThen(b, arith::CmpIOp::create(b, arith::CmpIPredicate::ult, tile, numTiles),
@@ -274,20 +293,12 @@ TileKernels mlir::pisa::detail::buildTileKernels(PatternRewriter &rewriter,
       Value head = arith::RemUIOp::create(tb, tid, g);
       Value active =
           arith::CmpIOp::create(tb, arith::CmpIPredicate::ult, member, n);
-      Value slotOfPair = arith::MinUIOp::create(
-          tb, arith::AddIOp::create(tb, first, member),
-          indexConst(tb, p.numQueries * p.candidates - 1));
-      Value pair = toIndex(tb, load(tb, e.getArgument(8), {batch, kv, slotOfPair}));
-      Value gk = indexConst(tb, p.candidates);
-      Value query = arith::MinUIOp::create(tb, arith::DivUIOp::create(tb, pair, gk),
-                                           indexConst(tb, p.numQueries - 1));
-      Value slot = arith::RemUIOp::create(tb, pair, gk);
-      Value t = arith::AddIOp::create(tb, e.getArgument(2), query);
+      TileMember mine = loadTileMember(tb, e, p, batch, kv, first, member);
+      Value query = mine.query, slot = mine.slot;
       Value qHead = arith::AddIOp::create(tb, arith::MulIOp::create(tb, kv, g),
                                           head);
       Value keyBase = arith::MulIOp::create(tb, leaf, indexConst(tb, blockSize));
-      Value limit = arith::MinUIOp::create(
-          tb, indexConst(tb, p.numKeys), arith::AddIOp::create(tb, t, one));
+      Value limit = mine.limit;
       Value cRows = indexConst(tb, rows), cD = indexConst(tb, d);
       Value negInf = f32Const(tb, -std::numeric_limits<float>::infinity());
       Value zeroF = f32Const(tb, 0.0f), scale = f32Const(tb, p.scale);

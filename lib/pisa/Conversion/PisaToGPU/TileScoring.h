@@ -55,6 +55,17 @@ struct TileSpan {
 TileSpan loadTileSpan(ImplicitLocOpBuilder &b, Block &entry, Value batch,
                       Value kv, Value tile, int64_t qTile);
 
+/// What member `member` (< Q_tile) of a tile scores: its query, the
+/// contender slot of the pair, and `limit`, the first key it may not see
+/// (min(N, t + 1)). Loads are clamped so that idle members stay in bounds.
+/// Reads sortedPairs (#8) and the query offset (#2).
+struct TileMember {
+  Value query, slot, limit;
+};
+TileMember loadTileMember(ImplicitLocOpBuilder &b, Block &entry,
+                          const TileProblem &p, Value batch, Value kv,
+                          Value first, Value member);
+
 /// Tensor-core scoring applies to bf16 inputs with Q_tile * G a multiple of
 /// 16 (one warp per 16 rows), C a multiple of 8 and d of 16.
 bool canScoreWithMma(const TileProblem &problem);

@@ -100,7 +100,7 @@ gpu::GPUFuncOp mlir::pisa::detail::buildMmaScoreKernel(
   Value batch = arith::DivUIOp::create(b, blockIdY(b), heads);
   Value kv = arith::RemUIOp::create(b, blockIdY(b), heads);
   Value tile = blockIdX(b), tid = threadIdX(b);
-  Value zero = indexConst(b, 0), one = indexConst(b, 1);
+  Value zero = indexConst(b, 0);
   Value numTiles = toIndex(b, load(b, e.getArgument(7), {batch, kv}));
 
   buildIfThen(b, arith::CmpIOp::create(b, arith::CmpIPredicate::ult, tile,
@@ -108,7 +108,7 @@ gpu::GPUFuncOp mlir::pisa::detail::buildMmaScoreKernel(
               [&](ImplicitLocOpBuilder &tb) {
     TileSpan span = loadTileSpan(tb, e, batch, kv, tile, p.qTile);
     Value leaf = span.leaf, first = span.first, n = span.size;
-    Value g = indexConst(tb, p.groupSize), gk = indexConst(tb, p.candidates);
+    Value g = indexConst(tb, p.groupSize);
     Value keyBase = arith::MulIOp::create(tb, leaf, indexConst(tb, blockSize));
     Value numKeys = indexConst(tb, p.numKeys);
 
@@ -153,21 +153,13 @@ gpu::GPUFuncOp mlir::pisa::detail::buildMmaScoreKernel(
       Value member = arith::DivUIOp::create(tb, r, g);
       Value active =
           arith::CmpIOp::create(tb, arith::CmpIPredicate::ult, member, n);
-      Value at = arith::MinUIOp::create(
-          tb, arith::AddIOp::create(tb, first, member),
-          indexConst(tb, p.numQueries * p.candidates - 1));
-      Value pair = toIndex(tb, load(tb, e.getArgument(8), {batch, kv, at}));
-      Value query = arith::MinUIOp::create(
-          tb, arith::DivUIOp::create(tb, pair, gk),
-          indexConst(tb, p.numQueries - 1));
-      Value t = arith::AddIOp::create(tb, e.getArgument(2), query);
-      Value limit = arith::MinUIOp::create(tb, numKeys,
-                                           arith::AddIOp::create(tb, t, one));
+      TileMember row = loadTileMember(tb, e, p, batch, kv, first, member);
+      Value limit = row.limit;
       // Inactive rows see no key: their LSE is -inf and never read.
       limit = arith::SelectOp::create(tb, active, limit, zero);
       Value head = arith::AddIOp::create(tb, arith::MulIOp::create(tb, kv, g),
                                          arith::RemUIOp::create(tb, r, g));
-      return Row{r, query, head, limit};
+      return Row{r, row.query, head, limit};
     };
     Value r0 = arith::AddIOp::create(
         tb, arith::MulIOp::create(tb, warp, indexConst(tb, 16)), gid);
@@ -263,11 +255,8 @@ gpu::GPUFuncOp mlir::pisa::detail::buildMmaScoreKernel(
             arith::CmpIOp::create(tb, arith::CmpIPredicate::eq,
                                   arith::RemUIOp::create(tb, tid, g), zero)));
     buildIfThen(tb, writer, [&](ImplicitLocOpBuilder &wb) {
-      Value pair = toIndex(
-          wb, load(wb, e.getArgument(8),
-                   {batch, kv, arith::AddIOp::create(wb, first, member)}));
-      Value query = arith::DivUIOp::create(wb, pair, gk);
-      Value slot = arith::RemUIOp::create(wb, pair, gk);
+      TileMember scored = loadTileMember(wb, e, p, batch, kv, first, member);
+      Value query = scored.query, slot = scored.slot;
       Value u = buildLoop(wb, zero, g, {zeroF},
                           [&](ImplicitLocOpBuilder &hb, Value h, ValueRange a) {
                             Value v = memref::LoadOp::create(

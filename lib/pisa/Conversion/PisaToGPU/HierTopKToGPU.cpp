@@ -148,6 +148,34 @@ void guarded(ImplicitLocOpBuilder &b, Value cond,
   gpu::ReturnOp::create(b);
 }
 
+/// One query's warp inside a walk kernel: where it is, its private scratch
+/// and its query rows (in registers when they fit).
+struct WarpSite {
+  QuerySite site;
+  Value lane, bt;
+  QueryScratch scratch;
+  std::optional<WarpQuery> query;
+};
+
+/// Emits the prologue shared by the walk kernels (warp coordinates, the
+/// in-range guard, position, b_t, query rows) and `body` under the guard.
+void forEachQueryWarp(ImplicitLocOpBuilder &b, gpu::GPUFuncOp kernel,
+                      const Problem &p, Value queries, Value offset,
+                      llvm::function_ref<void(ImplicitLocOpBuilder &,
+                                              const WarpSite &)>
+                          body) {
+  SmallVector<Value> at = queryWarp(b, p);
+  guarded(b, at[3], [&](ImplicitLocOpBuilder &gb) {
+    Value t = arith::AddIOp::create(gb, offset, at[2]);
+    WarpSite w{{at[0], at[1], at[2], t}, at[4],
+               leafOfPosition(gb, p.layout, t), scratchOf(kernel),
+               std::nullopt};
+    w.query = loadWarpQuery(gb, queries, w.site, p.groupSize, p.headDim,
+                            w.lane);
+    body(gb, w);
+  });
+}
+
 struct HierTopKToGPU : OpRewritePattern<HierTopKOp> {
   using OpRewritePattern::OpRewritePattern;
 
@@ -216,18 +244,16 @@ private:
           {}, scratchTypes(rewriter.getContext(), p));
       ImplicitLocOpBuilder b(op.getLoc(), rewriter);
       Block &entry = kernel.getBody().front();
-      SmallVector<Value> at = queryWarp(b, p);
-      guarded(b, at[3], [&](ImplicitLocOpBuilder &gb) {
-        QueryScratch scratch = scratchOf(kernel);
-        Value t = arith::AddIOp::create(gb, entry.getArgument(3), at[2]);
-        QuerySite site{at[0], at[1], at[2], t};
-        Value bt = leafOfPosition(gb, p.layout, t);
-        std::optional<WarpQuery> query = loadWarpQuery(
-            gb, entry.getArgument(0), site, p.groupSize, p.headDim, at[4]);
+      forEachQueryWarp(b, kernel, p, entry.getArgument(0), entry.getArgument(3),
+                       [&](ImplicitLocOpBuilder &gb, const WarpSite &w) {
+        const QuerySite &site = w.site;
+        const QueryScratch &scratch = w.scratch;
+        Value bt = w.bt;
+        const std::optional<WarpQuery> &query = w.query;
         WarpScorer summaries = warpScorer(query, entry.getArgument(0),
-                                          entry.getArgument(2), p, at[4], site);
+                                          entry.getArgument(2), p, w.lane, site);
         WarpScorer rawKeys = warpScorer(query, entry.getArgument(0),
-                                        entry.getArgument(1), p, at[4], site);
+                                        entry.getArgument(1), p, w.lane, site);
         Value numContenders =
             buildWalk(gb, {p.layout, p.topK}, summaries, bt, scratch);
         // Score the contenders from the raw keys when they must compete.
@@ -264,11 +290,11 @@ private:
             },
             scratch.kept,
             [&](ImplicitLocOpBuilder &lb, Value pos, Value value) {
-              buildIfThen(lb, isLaneZero(lb, at[4]),
+              buildIfThen(lb, isLaneZero(lb, w.lane),
                           [&](ImplicitLocOpBuilder &sb) {
                 memref::StoreOp::create(
                     sb, arith::IndexCastOp::create(sb, sb.getI32Type(), value),
-                    entry.getArgument(4), ValueRange{at[0], at[1], at[2], pos});
+                    entry.getArgument(4), ValueRange{site.batch, site.kvHead, site.query, pos});
               });
             });
       });
@@ -312,32 +338,31 @@ private:
           scratchTypes(ctx, p));
       ImplicitLocOpBuilder b(op.getLoc(), rewriter);
       Block &entry = walkKernel.getBody().front();
-      SmallVector<Value> at = queryWarp(b, p);
-      guarded(b, at[3], [&](ImplicitLocOpBuilder &gb) {
-        QueryScratch scratch = scratchOf(walkKernel);
-        Value t = arith::AddIOp::create(gb, entry.getArgument(2), at[2]);
-        QuerySite site{at[0], at[1], at[2], t};
-        Value bt = leafOfPosition(gb, p.layout, t);
-        std::optional<WarpQuery> query = loadWarpQuery(
-            gb, entry.getArgument(0), site, p.groupSize, p.headDim, at[4]);
+      forEachQueryWarp(b, walkKernel, p, entry.getArgument(0),
+                       entry.getArgument(2),
+                       [&](ImplicitLocOpBuilder &gb, const WarpSite &w) {
+        const QuerySite &site = w.site;
+        const QueryScratch &scratch = w.scratch;
+        Value bt = w.bt;
+        const std::optional<WarpQuery> &query = w.query;
         WarpScorer summaries = warpScorer(query, entry.getArgument(0),
-                                          entry.getArgument(1), p, at[4], site);
+                                          entry.getArgument(1), p, w.lane, site);
         Value n = buildWalk(gb, {p.layout, p.topK}, summaries, bt, scratch);
         // Lanes hold identical results: lane 0 writes them.
         Value zero = indexConst(gb, 0);
-        Value writes = arith::SelectOp::create(gb, isLaneZero(gb, at[4]), n, zero);
+        Value writes = arith::SelectOp::create(gb, isLaneZero(gb, w.lane), n, zero);
         buildLoop(gb, zero, writes, {},
                   [&](ImplicitLocOpBuilder &lb, Value a, ValueRange) {
                     Value leaf = memref::LoadOp::create(lb, scratch.cand,
                                                         ValueRange{a});
                     memref::StoreOp::create(lb, leaf, entry.getArgument(3),
-                                            ValueRange{at[0], at[1], at[2], a});
+                                            ValueRange{site.batch, site.kvHead, site.query, a});
                     return SmallVector<Value>{};
                   });
-        buildIfThen(gb, isLaneZero(gb, at[4]), [&](ImplicitLocOpBuilder &sb) {
+        buildIfThen(gb, isLaneZero(gb, w.lane), [&](ImplicitLocOpBuilder &sb) {
           memref::StoreOp::create(
               sb, arith::IndexCastOp::create(sb, sb.getI32Type(), n),
-              entry.getArgument(4), ValueRange{at[0], at[1], at[2]});
+              entry.getArgument(4), ValueRange{site.batch, site.kvHead, site.query});
         });
       });
 

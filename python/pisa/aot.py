@@ -68,6 +68,8 @@ class Library:
                 raise TypeError(f"{function}: {spec['name']} must be a CUDA "
                                 f"{want} tensor of shape {spec['shape']}")
             value = value.contiguous()
+            if value.data_ptr() % 16:  # the kernels load 16-byte chunks
+                value = value.clone()
             keep.append(value)
             desc = _memref_type(value.dim())()
             desc.allocated = desc.aligned = value.data_ptr()

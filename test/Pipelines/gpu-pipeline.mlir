@@ -21,7 +21,9 @@
 // CHECK-SAME: .target sm_90
 // CHECK-SAME: .entry select_stage1_walk
 // CHECK-SAME: .entry select_stage2_score_tiles_mma
-// CHECK-SAME: .shared .align 16 .b8 __wg_select_stage2_score_tiles_mma_0[1024]
+// CHECK-SAME: .shared .align 16 .b8 __wg_select_stage2_score_tiles_mma_0[2560]
+// CHECK-SAME: ldmatrix.sync.aligned.m8n8.x4.shared.b16
+// CHECK-SAME: ldmatrix.sync.aligned.m8n8.x2.shared.b16
 // CHECK-SAME: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
 // SM90A: #nvvm.target<chip = "sm_90a"
 func.func @prefill(%q: tensor<1x4x300x32xbf16>, %k: tensor<1x1x300x32xbf16>)

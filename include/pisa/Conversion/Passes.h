@@ -5,6 +5,7 @@
 
 #include "pisa/Conversion/PisaToGPU/PisaToGPU.h"
 #include "pisa/Conversion/PisaToLinalg/PisaToLinalg.h"
+#include "pisa/Conversion/VectorToMMA/VectorToMMA.h"
 
 #include "mlir/Pass/Pass.h"
 

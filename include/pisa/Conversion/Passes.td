@@ -53,4 +53,26 @@ def ConvertPisaToGPU : Pass<"convert-pisa-to-gpu", "::mlir::ModuleOp"> {
   ];
 }
 
+def ConvertVectorToMmaSync : Pass<"pisa-vector-to-mma-sync"> {
+  let summary = "lower warp tile products (vector.contract) to nvgpu mma.sync";
+  let description = [{
+    The stage-2 scoring kernel states its dense tile product as a warp-level
+    `vector.contract` (16 query-head rows x C keys x d) between
+    `vector.transfer_read`s of shared-memory tiles, written back with
+    `vector.transfer_write`. This pass unrolls those slices to the m16n8k16
+    shape of mma.sync and converts them to `nvgpu.ldmatrix` +
+    `nvgpu.mma.sync` (f16 and bf16; upstream's vector-to-gpu in MLIR 22 has
+    no bf16 layout and fails on the kernels' scalar index arithmetic). bf16
+    `nvgpu.mma.sync` is then lowered to `nvvm.mma.sync` (upstream
+    convert-nvgpu-to-nvvm rejects bf16); f16 is left to it. Other vector ops
+    are left alone.
+  }];
+  let dependentDialects = [
+    "::mlir::affine::AffineDialect", "::mlir::arith::ArithDialect",
+    "::mlir::gpu::GPUDialect", "::mlir::nvgpu::NVGPUDialect", "::mlir::vector::VectorDialect",
+    "::mlir::memref::MemRefDialect", "::mlir::LLVM::LLVMDialect",
+    "::mlir::NVVM::NVVMDialect"
+  ];
+}
+
 #endif // PISA_CONVERSION_PASSES_TD

@@ -1,6 +1,7 @@
 //===- GPUPipeline.cpp - pisa-lower-to-nvvm-pipeline ----------------------===//
 //
-// pisa ops in host functions -> gpu kernels + launches -> bufferized host
+// pisa ops in host functions -> gpu kernels + launches (tile products as
+// vector.contract, then nvgpu/nvvm mma.sync) -> bufferized host
 // code -> async GPU ops -> upstream gpu-lower-to-nvvm-pipeline, whose tail
 // serialises the kernels (sm_90 by default) into a gpu.binary.
 //
@@ -30,6 +31,9 @@ void mlir::pisa::buildPisaGPUPipeline(OpPassManager &pm,
   pm.addPass(createConvertPisaToGPU());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+  // Warp tile products (vector.contract) to nvgpu/nvvm mma.sync.
+  pm.addNestedPass<gpu::GPUModuleOp>(createConvertVectorToMmaSync());
+  pm.addNestedPass<gpu::GPUModuleOp>(createCanonicalizerPass());
 
   addModuleBufferization(pm);
   pm.addNestedPass<func::FuncOp>(createGpuAsyncRegionPass());

@@ -35,17 +35,36 @@
 // CHECK: gpu.func @select_stage2_scatter
 // CHECK: memref.atomic_rmw addi
 //   bf16: one block of 4 warps per tile of <= 4 queries x 16 heads (64 rows,
-//   16 per warp); the leaf's C x d keys are loaded once into workgroup
-//   memory in bf16 and the 64 x 128 x 64 tile product runs on tensor cores.
-// CHECK: gpu.func @select_stage2_score_tiles_mma({{.*}}) workgroup(%[[TILE:.*]] : memref<64x128xbf16, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %[[ROWS:.*]] : memref<128xf32, #gpu.address_space<workgroup>>) kernel
-// CHECK: memref.store %{{.*}}, %[[TILE]]
+//   16 per warp). The tile's query rows and the leaf's C x d keys are staged
+//   in 16-byte chunks into one workgroup buffer (rows padded to 136), each
+//   warp states its 16 x 64 x 128 tile product as a vector.contract between
+//   transfer_reads of the staged tiles (--pisa-vector-to-mma-sync takes it
+//   to tensor cores), and the scores overwrite the tiles after a barrier.
+//   LSE and head sums are vector reductions.
+// CHECK: gpu.func @select_stage2_score_tiles_mma({{.*}}) workgroup(%[[SMEM:.*]] : memref<34816xi8, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %[[ROWS:.*]] : memref<64xf32, #gpu.address_space<workgroup>>) kernel
+// CHECK: %[[QT:.*]] = memref.view %[[SMEM]][%{{.*}}][] : memref<34816xi8, #gpu.address_space<workgroup>> to memref<64x136xbf16, #gpu.address_space<workgroup>>
+// CHECK: %[[KT:.*]] = memref.view %[[SMEM]][%c17408][] : {{.*}} to memref<64x136xbf16, #gpu.address_space<workgroup>>
+// CHECK: %[[ST:.*]] = memref.view %[[SMEM]][%{{.*}}][] : {{.*}} to memref<64x68xf32, #gpu.address_space<workgroup>>
+// CHECK: vector.load %arg0{{.*}} {alignment = 16 : i64} : memref<1x16x4096x128xbf16>, vector<8xbf16>
+// CHECK: vector.store %{{.*}}, %[[QT]]
+// CHECK: vector.load %arg1{{.*}} {alignment = 16 : i64} : memref<1x1x4096x128xbf16>, vector<8xbf16>
+// CHECK: vector.store %{{.*}}, %[[KT]]
 // CHECK: gpu.barrier
-// CHECK: vector.load %[[TILE]]{{.*}} : memref<64x128xbf16, #gpu.address_space<workgroup>>, vector<2xbf16>
-// CHECK-COUNT-8: nvvm.mma.sync {{.*}} {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>}
+// CHECK: %[[A:.*]] = vector.transfer_read %[[QT]][%{{.*}}, %{{.*}}], %{{.*}} {in_bounds = [true, true]} : {{.*}}, vector<16x128xbf16>
+// CHECK: %[[B:.*]] = vector.transfer_read %[[KT]][%{{.*}}, %{{.*}}], %{{.*}} {in_bounds = [true, true]} : {{.*}}, vector<64x128xbf16>
+// CHECK: %[[P:.*]] = vector.contract {indexing_maps = [#[[MA:.*]], #[[MB:.*]], #[[MC:.*]]], iterator_types = ["parallel", "parallel", "reduction"], kind = #vector.kind<add>} %[[A]], %[[B]], %{{.*}} : vector<16x128xbf16>, vector<64x128xbf16> into vector<16x64xf32>
+// CHECK-NEXT: gpu.barrier
+// CHECK-NEXT: vector.transfer_write %[[P]], %[[ST]]
+// CHECK: gpu.barrier
+// CHECK: vector.load %[[ST]]{{.*}} : memref<64x68xf32, #gpu.address_space<workgroup>>, vector<32xf32>
+// CHECK: vector.reduction <maximumf>
 // CHECK: gpu.shuffle xor
-// CHECK: math.exp
+// CHECK: math.exp %{{.*}} : vector<32xf32>
+// CHECK: vector.reduction <add>
 // CHECK: memref.store %{{.*}}, %[[ROWS]]
 // CHECK: gpu.barrier
+// CHECK: vector.load %[[ROWS]]{{.*}} vector<16xf32>
+// CHECK: vector.reduction <add>
 // CHECK-NOT: x4096x64x
 // CHECK-NOT: memref<4096x64x
 func.func @prefill(%q: tensor<1x16x4096x128xbf16>, %k: tensor<1x1x4096x128xbf16>,

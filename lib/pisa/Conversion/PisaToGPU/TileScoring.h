@@ -66,8 +66,9 @@ TileMember loadTileMember(ImplicitLocOpBuilder &b, Block &entry,
                           const TileProblem &p, Value batch, Value kv,
                           Value first, Value member);
 
-/// Tensor-core scoring applies to bf16 inputs with Q_tile * G a multiple of
-/// 16 (one warp per 16 rows), C a multiple of 8 and d of 16.
+/// Tensor-core scoring applies to f16 and bf16 inputs with Q_tile * G a
+/// multiple of 16 (one warp per 16 rows), C a multiple of 8, d of 16, and
+/// the staged tiles within the 48 KiB of static shared memory.
 bool canScoreWithMma(const TileProblem &problem);
 int64_t mmaScoreThreads(const TileProblem &problem);
 gpu::GPUFuncOp buildMmaScoreKernel(PatternRewriter &rewriter,

@@ -1,17 +1,22 @@
 //===- TileScoringMMA.cpp - Stage-2 tile scoring on tensor cores ----------===//
 //
-// For bf16 inputs the tile product (Q_tile * G rows of queries) x d x C keys
-// runs on tensor cores with mma.sync m16n8k16 (bf16 x bf16 -> f32): warp w
-// owns rows 16w .. 16w+15, A fragments come straight from the query rows in
-// global memory, B fragments from the leaf's key tile in shared memory (kept
-// in bf16, so nothing is rounded that the inputs did not already round).
-// Each row's LSE over the C keys (masked by its query's position) is reduced
-// across the quad of lanes that share the row; heads are then summed as in
-// the SIMT kernel.
+// For f16 and bf16 inputs a tile's queries (Q_tile * G rows of d) and its
+// leaf's keys (C rows of d) are staged in shared memory, and each warp
+// states its 16 rows' scores as one structured tile product:
 //
-// Fragment layouts (PTX ISA, mma.m16n8k16 .bf16): with g = lane / 4 and
-// i = lane % 4, A holds (row g | g+8, cols 2i, 2i+1 | +8), B holds (k = 2i,
-// 2i+1 | +8, col g), C holds (row g | g+8, cols 2i, 2i+1).
+//   vector.contract (16 x d) x (C x d)^T -> 16 x C, f32 accumulation
+//
+// between vector.transfer_reads of the shared tiles, written back to shared
+// memory with vector.transfer_write. --pisa-vector-to-mma-sync turns that
+// into ldmatrix + mma.sync m16n8k16 (nothing is rounded that the inputs did
+// not already round). The per-row LSE over the visible keys and the sum over
+// the G heads are vector ops (masked loads, vector.reduction) on the score
+// tile. f32 inputs keep the SIMT scorer: tf32 tensor cores would round them.
+//
+// Shared memory is one byte buffer: query and key tiles with rows padded by
+// 8 elements (ldmatrix reads 8 rows at once; a 16-byte pad puts them in
+// different banks), then the score tile over the same bytes once every warp
+// has read its operands.
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,251 +27,271 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
-#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
+#include <algorithm>
 #include <limits>
 
 using namespace mlir;
 using namespace mlir::pisa::detail;
 
+namespace {
+/// Shared-memory layout of the scoring block.
+struct MmaTileLayout {
+  int64_t rows, tileStride, scoreStride, keyOffset, bytes;
+
+  explicit MmaTileLayout(const TileProblem &p) {
+    const int64_t c = p.layout.blockSize();
+    rows = p.qTile * p.groupSize;
+    tileStride = p.headDim + 8;
+    scoreStride = c + 4;
+    keyOffset = rows * tileStride * 2;
+    bytes = std::max(keyOffset + c * tileStride * 2, rows * scoreStride * 4);
+  }
+};
+constexpr int64_t kStaticSharedLimit = 48 * 1024;
+constexpr int64_t kChunk = 8; // 16-bit elements per 16-byte copy
+} // namespace
+
 bool mlir::pisa::detail::canScoreWithMma(const TileProblem &p) {
-  const int64_t rows = p.qTile * p.groupSize, c = p.layout.blockSize();
-  return p.keys.getElementType().isBF16() && rows % 16 == 0 &&
-         rows / 16 <= 32 && c % 8 == 0 && c <= 128 && p.headDim % 16 == 0 &&
-         c * p.headDim * 2 <= 32 * 1024;
+  const MmaTileLayout l(p);
+  const int64_t c = p.layout.blockSize();
+  Type elem = p.keys.getElementType();
+  return (elem.isBF16() || elem.isF16()) && l.rows % 16 == 0 &&
+         l.rows / 16 <= 32 && c % 8 == 0 && p.headDim % 16 == 0 &&
+         l.bytes + l.rows * 4 <= kStaticSharedLimit;
 }
 
 int64_t mlir::pisa::detail::mmaScoreThreads(const TileProblem &p) {
   return p.qTile * p.groupSize / 16 * 32;
 }
 
-/// Two consecutive bf16 of `mem` at `indices` packed into one i32.
-static Value loadPair(ImplicitLocOpBuilder &b, Value mem, ValueRange indices) {
-  Type bf16 = b.getBF16Type();
-  Value pair = vector::LoadOp::create(b, VectorType::get({2}, bf16), mem,
-                                      indices, /*nontemporal=*/false,
-                                      llvm::MaybeAlign(4));
-  Value word = vector::BitCastOp::create(
-      b, VectorType::get({1}, b.getI32Type()), pair);
-  return vector::ExtractOp::create(b, word, ArrayRef<int64_t>{0});
+static Value toIndex(ImplicitLocOpBuilder &b, Value v) {
+  return arith::IndexCastOp::create(b, b.getIndexType(), v);
 }
 
-static Value quadReduce(ImplicitLocOpBuilder &b, Value v, bool isMax) {
-  Value width = arith::ConstantIntOp::create(b, 32, 32);
-  for (int64_t offset : {1, 2}) {
-    Value other = gpu::ShuffleOp::create(
-                      b, v, arith::ConstantIntOp::create(b, offset, 32), width,
-                      gpu::ShuffleMode::XOR)
-                      .getShuffleResult();
-    v = isMax ? arith::MaximumFOp::create(b, v, other).getResult()
-              : arith::AddFOp::create(b, v, other).getResult();
-  }
-  return v;
+static Value cmp(ImplicitLocOpBuilder &b, arith::CmpIPredicate pred, Value x,
+                 Value y) {
+  return arith::CmpIOp::create(b, pred, x, y);
+}
+
+/// Copies in 16-byte chunks: thread `tid` visits chunks tid, tid + threads,
+/// ... of a rows x d tile and gets each chunk's (row, first column).
+static void forEachChunk(ImplicitLocOpBuilder &b, Value tid, int64_t rows,
+                         int64_t d, int64_t threads,
+                         llvm::function_ref<void(ImplicitLocOpBuilder &, Value,
+                                                 Value)> body) {
+  const int64_t chunksPerRow = d / kChunk;
+  auto loop = scf::ForOp::create(b, tid, indexConst(b, rows * chunksPerRow),
+                                 indexConst(b, threads));
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(loop.getBody());
+  Value i = loop.getInductionVar();
+  Value row = arith::DivUIOp::create(b, i, indexConst(b, chunksPerRow));
+  Value col = arith::MulIOp::create(
+      b, arith::RemUIOp::create(b, i, indexConst(b, chunksPerRow)),
+      indexConst(b, kChunk));
+  body(b, row, col);
+}
+
+/// The combined value of `v` and the lane 16 away (the row's other half).
+static Value combineHalves(ImplicitLocOpBuilder &b, Value v, bool isMax) {
+  Value other = gpu::ShuffleOp::create(b, v, arith::ConstantIntOp::create(b, 16, 32),
+                                       arith::ConstantIntOp::create(b, 32, 32),
+                                       gpu::ShuffleMode::XOR)
+                    .getShuffleResult();
+  return isMax ? arith::MaximumFOp::create(b, v, other).getResult()
+               : arith::AddFOp::create(b, v, other).getResult();
 }
 
 gpu::GPUFuncOp mlir::pisa::detail::buildMmaScoreKernel(
     PatternRewriter &rewriter, Operation *anchor, const TileProblem &p) {
   OpBuilder::InsertionGuard guard(rewriter);
   MLIRContext *ctx = rewriter.getContext();
-  Type index = rewriter.getIndexType(), f32 = rewriter.getF32Type();
+  Type f32 = rewriter.getF32Type(), elem = p.keys.getElementType();
   const SortBuffers &s = p.sort;
-  const int64_t d = p.headDim, blockSize = p.layout.blockSize();
-  const int64_t threads = mmaScoreThreads(p), rowsTotal = p.qTile * p.groupSize;
-  const int64_t nTiles = blockSize / 8, kSteps = d / 16;
+  const MmaTileLayout l(p);
+  const int64_t d = p.headDim, c = p.layout.blockSize(), half = c / 2;
+  const int64_t threads = mmaScoreThreads(p), G = p.groupSize;
 
   auto kernel = createKernel(
       rewriter, anchor, "select_stage2_score_tiles_mma",
-      {p.queries, p.keys, index, s.leafCount, s.leafStart, s.tileLeaf,
-       s.tileFirst, s.numTiles, s.sortedPairs, p.scores},
-      {workgroupType(ctx, {blockSize, d}, p.keys.getElementType()),
-       workgroupType(ctx, {threads}, f32)});
+      {p.queries, p.keys, rewriter.getIndexType(), s.leafCount, s.leafStart,
+       s.tileLeaf, s.tileFirst, s.numTiles, s.sortedPairs, p.scores},
+      {workgroupType(ctx, {l.bytes}, rewriter.getI8Type()),
+       workgroupType(ctx, {l.rows}, f32)});
   kernel.setWorkgroupAttributionAttr(0, LLVM::LLVMDialect::getAlignAttrName(),
                                      rewriter.getI64IntegerAttr(16));
   ImplicitLocOpBuilder b(anchor->getLoc(), rewriter);
   Block &e = kernel.getBody().front();
-  Value keyTile = kernel.getWorkgroupAttributions()[0];
+  Value bytes = kernel.getWorkgroupAttributions()[0];
   Value rowLse = kernel.getWorkgroupAttributions()[1];
-  auto toIndex = [](ImplicitLocOpBuilder &lb, Value v) -> Value {
-    return arith::IndexCastOp::create(lb, lb.getIndexType(), v);
+  auto view = [&](int64_t offset, ArrayRef<int64_t> shape, Type type) {
+    return memref::ViewOp::create(b, workgroupType(ctx, shape, type), bytes,
+                                  indexConst(b, offset), ValueRange{})
+        .getResult();
   };
-  auto load = [](ImplicitLocOpBuilder &lb, Value mem, ValueRange idx) -> Value {
-    return memref::LoadOp::create(lb, mem, idx);
-  };
+  Value queryTile = view(0, {l.rows, l.tileStride}, elem);
+  Value keyTile = view(l.keyOffset, {c, l.tileStride}, elem);
+  Value scoreTile = view(0, {l.rows, l.scoreStride}, f32);
+
   Value heads = indexConst(b, p.kvHeads);
   Value batch = arith::DivUIOp::create(b, blockIdY(b), heads);
   Value kv = arith::RemUIOp::create(b, blockIdY(b), heads);
   Value tile = blockIdX(b), tid = threadIdX(b);
   Value zero = indexConst(b, 0);
-  Value numTiles = toIndex(b, load(b, e.getArgument(7), {batch, kv}));
+  Value numTiles = toIndex(
+      b, memref::LoadOp::create(b, e.getArgument(7), ValueRange{batch, kv}));
 
-  buildIfThen(b, arith::CmpIOp::create(b, arith::CmpIPredicate::ult, tile,
-                                       numTiles),
+  buildIfThen(b, cmp(b, arith::CmpIPredicate::ult, tile, numTiles),
               [&](ImplicitLocOpBuilder &tb) {
     TileSpan span = loadTileSpan(tb, e, batch, kv, tile, p.qTile);
-    Value leaf = span.leaf, first = span.first, n = span.size;
-    Value g = indexConst(tb, p.groupSize);
-    Value keyBase = arith::MulIOp::create(tb, leaf, indexConst(tb, blockSize));
-    Value numKeys = indexConst(tb, p.numKeys);
+    Value first = span.first, n = span.size;
+    Value g = indexConst(tb, G);
+    Value keyBase = arith::MulIOp::create(tb, span.leaf, indexConst(tb, c));
+    auto chunk = VectorType::get({kChunk}, elem);
 
-    // The leaf's keys, in bf16, zeros past N.
-    auto copy = scf::ForOp::create(tb, tid, indexConst(tb, blockSize * d),
-                                   indexConst(tb, threads));
-    {
-      OpBuilder::InsertionGuard g2(tb);
-      tb.setInsertionPointToStart(copy.getBody());
-      Value idx = copy.getInductionVar();
-      Value r = arith::DivUIOp::create(tb, idx, indexConst(tb, d));
-      Value c = arith::RemUIOp::create(tb, idx, indexConst(tb, d));
-      Value j = arith::AddIOp::create(tb, keyBase, r);
-      Value inKeys = arith::CmpIOp::create(tb, arith::CmpIPredicate::ult, j,
-                                           numKeys);
+    // Stage the tile's query rows (row = member * G + head); idle members
+    // load a clamped row that no result reads.
+    forEachChunk(tb, tid, l.rows, d, threads,
+                 [&](ImplicitLocOpBuilder &lb, Value r, Value col) {
+      Value member = arith::DivUIOp::create(lb, r, g);
+      Value head = arith::AddIOp::create(lb, arith::MulIOp::create(lb, kv, g),
+                                         arith::RemUIOp::create(lb, r, g));
+      TileMember m = loadTileMember(lb, e, p, batch, kv, first, member);
+      Value v = vector::LoadOp::create(lb, chunk, e.getArgument(0),
+                                       ValueRange{batch, head, m.query, col},
+                                       false, llvm::MaybeAlign(16));
+      vector::StoreOp::create(lb, v, queryTile, ValueRange{r, col}, false,
+                              llvm::MaybeAlign(16));
+    });
+    // Stage the leaf's keys, zeros past N.
+    forEachChunk(tb, tid, c, d, threads,
+                 [&](ImplicitLocOpBuilder &lb, Value r, Value col) {
+      Value key = arith::AddIOp::create(lb, keyBase, r);
       Value v = buildIf(
-          tb, inKeys, {tb.getBF16Type()},
+          lb, cmp(lb, arith::CmpIPredicate::ult, key,
+                  indexConst(lb, p.numKeys)),
+          {chunk},
           [&](ImplicitLocOpBuilder &ib) {
-            return SmallVector<Value>{
-                memref::LoadOp::create(ib, e.getArgument(1),
-                                       ValueRange{batch, kv, j, c})
-                    .getResult()};
+            return SmallVector<Value>{vector::LoadOp::create(
+                ib, chunk, e.getArgument(1), ValueRange{batch, kv, key, col},
+                false, llvm::MaybeAlign(16))};
           },
           [&](ImplicitLocOpBuilder &ib) {
-            return SmallVector<Value>{
-                arith::ConstantOp::create(ib, ib.getZeroAttr(ib.getBF16Type()))
-                    .getResult()};
+            return SmallVector<Value>{arith::ConstantOp::create(
+                ib, chunk, DenseElementsAttr::get(chunk, ib.getZeroAttr(elem)))};
           })[0];
-      memref::StoreOp::create(tb, v, keyTile, ValueRange{r, c});
-    }
+      vector::StoreOp::create(lb, v, keyTile, ValueRange{r, col}, false,
+                              llvm::MaybeAlign(16));
+    });
     gpu::BarrierOp::create(tb);
 
-    // This lane's two rows: (query, head, visible-key limit) each.
+    // The tile product: warp w owns rows 16w .. 16w + 15.
     Value lane = arith::RemUIOp::create(tb, tid, indexConst(tb, 32));
     Value warp = arith::DivUIOp::create(tb, tid, indexConst(tb, 32));
-    Value gid = arith::DivUIOp::create(tb, lane, indexConst(tb, 4));
-    Value tig = arith::RemUIOp::create(tb, lane, indexConst(tb, 4));
-    struct Row {
-      Value index, query, head, limit;
-    };
-    auto rowOf = [&](Value r) {
-      Value member = arith::DivUIOp::create(tb, r, g);
-      Value active =
-          arith::CmpIOp::create(tb, arith::CmpIPredicate::ult, member, n);
-      TileMember row = loadTileMember(tb, e, p, batch, kv, first, member);
-      Value limit = row.limit;
-      // Inactive rows see no key: their LSE is -inf and never read.
-      limit = arith::SelectOp::create(tb, active, limit, zero);
-      Value head = arith::AddIOp::create(tb, arith::MulIOp::create(tb, kv, g),
-                                         arith::RemUIOp::create(tb, r, g));
-      return Row{r, row.query, head, limit};
-    };
-    Value r0 = arith::AddIOp::create(
-        tb, arith::MulIOp::create(tb, warp, indexConst(tb, 16)), gid);
-    Row rows[2] = {rowOf(r0),
-                   rowOf(arith::AddIOp::create(tb, r0, indexConst(tb, 8)))};
-
-    // Accumulate the (16 x C) slab over d in 16-wide steps.
-    Type accType = LLVM::LLVMStructType::getLiteral(ctx, {f32, f32, f32, f32});
-    Value zeroF = f32Const(tb, 0.0f);
-    SmallVector<Value> init(nTiles * 4, zeroF);
-    Value col = arith::MulIOp::create(tb, tig, indexConst(tb, 2));
-    auto acc = buildLoop(
-        tb, zero, indexConst(tb, kSteps), init,
-        [&](ImplicitLocOpBuilder &lb, Value step, ValueRange c) {
-          Value k0 = arith::MulIOp::create(lb, step, indexConst(lb, 16));
-          Value kLo = arith::AddIOp::create(lb, k0, col);
-          Value kHi = arith::AddIOp::create(lb, kLo, indexConst(lb, 8));
-          auto aFrag = [&](const Row &row, Value k) {
-            return loadPair(lb, e.getArgument(0),
-                            {batch, row.head, row.query, k});
-          };
-          SmallVector<Value> a{aFrag(rows[0], kLo), aFrag(rows[1], kLo),
-                               aFrag(rows[0], kHi), aFrag(rows[1], kHi)};
-          SmallVector<Value> next;
-          for (int64_t nt = 0; nt < nTiles; ++nt) {
-            Value key = arith::AddIOp::create(lb, gid, indexConst(lb, nt * 8));
-            SmallVector<Value> bFrag{loadPair(lb, keyTile, {key, kLo}),
-                                     loadPair(lb, keyTile, {key, kHi})};
-            SmallVector<Value> cFrag(c.begin() + nt * 4,
-                                     c.begin() + nt * 4 + 4);
-            Value d4 = NVVM::MmaOp::create(
-                lb, accType, a, bFrag, cFrag, {16, 8, 16}, std::nullopt,
-                std::nullopt,
-                std::array<NVVM::MMATypes, 2>{NVVM::MMATypes::bf16,
-                                              NVVM::MMATypes::bf16},
-                std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
-                                               NVVM::MMALayout::col});
-            for (int64_t i = 0; i < 4; ++i)
-              next.push_back(LLVM::ExtractValueOp::create(
-                  lb, d4, ArrayRef<int64_t>{i}));
-          }
-          return next;
-        });
-
-    // Row LSE over the visible keys: lane-local, then over the quad.
-    Value negInf = f32Const(tb, -std::numeric_limits<float>::infinity());
-    Value scale = f32Const(tb, p.scale);
-    for (int64_t half = 0; half < 2; ++half) {
-      SmallVector<Value> logits;
-      Value m = negInf;
-      for (int64_t nt = 0; nt < nTiles; ++nt)
-        for (int64_t i = 0; i < 2; ++i) {
-          Value key = arith::AddIOp::create(
-              tb, keyBase,
-              arith::AddIOp::create(tb, col, indexConst(tb, nt * 8 + i)));
-          Value ok = arith::CmpIOp::create(tb, arith::CmpIPredicate::ult, key,
-                                           rows[half].limit);
-          Value x = arith::SelectOp::create(
-              tb, ok,
-              arith::MulFOp::create(tb, acc[nt * 4 + half * 2 + i], scale),
-              negInf);
-          logits.push_back(x);
-          m = arith::MaximumFOp::create(tb, m, x);
-        }
-      m = quadReduce(tb, m, /*isMax=*/true);
-      Value empty =
-          arith::CmpFOp::create(tb, arith::CmpFPredicate::OEQ, m, negInf);
-      Value safeM = arith::SelectOp::create(tb, empty, zeroF, m);
-      Value sum = zeroF;
-      for (Value x : logits)
-        sum = arith::AddFOp::create(
-            tb, sum,
-            math::ExpOp::create(tb, arith::SubFOp::create(tb, x, safeM)));
-      sum = quadReduce(tb, sum, /*isMax=*/false);
-      Value lse = arith::AddFOp::create(tb, m, math::LogOp::create(tb, sum));
-      buildIfThen(tb,
-                  arith::CmpIOp::create(tb, arith::CmpIPredicate::eq, tig, zero),
-                  [&](ImplicitLocOpBuilder &wb) {
-                    memref::StoreOp::create(wb, lse, rowLse,
-                                            ValueRange{rows[half].index});
-                  });
-    }
+    Value r0 = arith::MulIOp::create(tb, warp, indexConst(tb, 16));
+    Value pad = arith::ConstantOp::create(tb, tb.getZeroAttr(elem));
+    SmallVector<bool> inBounds(2, true);
+    Value lhs = vector::TransferReadOp::create(
+        tb, VectorType::get({16, d}, elem), queryTile, ValueRange{r0, zero},
+        pad, inBounds);
+    Value rhs = vector::TransferReadOp::create(
+        tb, VectorType::get({c, d}, elem), keyTile, ValueRange{zero, zero},
+        pad, inBounds);
+    auto accType = VectorType::get({16, c}, f32);
+    Value acc = arith::ConstantOp::create(
+        tb, accType, DenseElementsAttr::get(accType, tb.getZeroAttr(f32)));
+    AffineExpr m, nn, k;
+    bindDims(ctx, m, nn, k);
+    Value product = vector::ContractionOp::create(
+        tb, lhs, rhs, acc,
+        ArrayRef<ArrayRef<AffineExpr>>{{m, k}, {nn, k}, {m, nn}},
+        ArrayRef<vector::IteratorType>{vector::IteratorType::parallel,
+                                       vector::IteratorType::parallel,
+                                       vector::IteratorType::reduction});
+    gpu::BarrierOp::create(tb); // operands read before scores overwrite them
+    vector::TransferWriteOp::create(tb, product, scoreTile,
+                                    ValueRange{r0, zero}, inBounds);
     gpu::BarrierOp::create(tb);
 
-    // Sum the G heads of each query of the tile.
-    Value member = arith::DivUIOp::create(tb, tid, g);
-    Value writer = arith::AndIOp::create(
+    // Row LSE over the visible keys: lane l takes row r0 + l % 16 and the
+    // keys [h * C/2, (h + 1) * C/2) of the leaf, h = l / 16.
+    Value r = arith::AddIOp::create(
+        tb, r0, arith::RemUIOp::create(tb, lane, indexConst(tb, 16)));
+    Value part = arith::DivUIOp::create(tb, lane, indexConst(tb, 16));
+    Value partStart = arith::MulIOp::create(tb, part, indexConst(tb, half));
+    Value member = arith::DivUIOp::create(tb, r, g);
+    TileMember row = loadTileMember(tb, e, p, batch, kv, first, member);
+    // Idle rows see no key: their LSE is -inf and never read.
+    Value limit = arith::SelectOp::create(
+        tb, cmp(tb, arith::CmpIPredicate::ult, member, n), row.limit, zero);
+    Value visible = arith::SubIOp::create(
+        tb, limit, arith::AddIOp::create(tb, keyBase, partStart));
+    visible = arith::MinSIOp::create(
+        tb, arith::MaxSIOp::create(tb, visible, zero), indexConst(tb, half));
+    auto rowType = VectorType::get({half}, f32);
+    // mask[i] = i < visible (what vector.create_mask means; the NVVM tail
+    // does not lower create_mask itself).
+    auto laneKeys = VectorType::get({half}, tb.getI32Type());
+    SmallVector<int32_t> positions(half);
+    for (int64_t i = 0; i < half; ++i)
+      positions[i] = i;
+    Value mask = cmp(
+        tb, arith::CmpIPredicate::slt,
+        arith::ConstantOp::create(
+            tb, laneKeys,
+            DenseElementsAttr::get(laneKeys, ArrayRef<int32_t>(positions))),
+        vector::BroadcastOp::create(
+            tb, laneKeys,
+            arith::IndexCastOp::create(tb, tb.getI32Type(), visible)));
+    Value raw = vector::LoadOp::create(tb, rowType, scoreTile,
+                                       ValueRange{r, partStart}, false,
+                                       llvm::MaybeAlign(16));
+    auto splat = [&](float v) -> Value {
+      return arith::ConstantOp::create(
+          tb, rowType, DenseElementsAttr::get(rowType, tb.getF32FloatAttr(v)));
+    };
+    const float negInf = -std::numeric_limits<float>::infinity();
+    Value logits = arith::SelectOp::create(
+        tb, mask, arith::MulFOp::create(tb, raw, splat(p.scale)),
+        splat(negInf));
+    Value rowMax = combineHalves(
         tb,
-        arith::CmpIOp::create(tb, arith::CmpIPredicate::ult, tid,
-                              indexConst(tb, rowsTotal)),
-        arith::AndIOp::create(
-            tb, arith::CmpIOp::create(tb, arith::CmpIPredicate::ult, member, n),
-            arith::CmpIOp::create(tb, arith::CmpIPredicate::eq,
-                                  arith::RemUIOp::create(tb, tid, g), zero)));
-    buildIfThen(tb, writer, [&](ImplicitLocOpBuilder &wb) {
-      TileMember scored = loadTileMember(wb, e, p, batch, kv, first, member);
-      Value query = scored.query, slot = scored.slot;
-      Value u = buildLoop(wb, zero, g, {zeroF},
-                          [&](ImplicitLocOpBuilder &hb, Value h, ValueRange a) {
-                            Value v = memref::LoadOp::create(
-                                hb, rowLse,
-                                ValueRange{arith::AddIOp::create(hb, tid, h)});
-                            return SmallVector<Value>{
-                                arith::AddFOp::create(hb, a[0], v)};
-                          })[0];
-      memref::StoreOp::create(wb, u, e.getArgument(9),
-                              ValueRange{batch, kv, query, slot});
+        vector::ReductionOp::create(tb, vector::CombiningKind::MAXIMUMF,
+                                    logits),
+        /*isMax=*/true);
+    Value empty = arith::CmpFOp::create(tb, arith::CmpFPredicate::OEQ, rowMax,
+                                        f32Const(tb, negInf));
+    Value shift =
+        arith::SelectOp::create(tb, empty, f32Const(tb, 0.0f), rowMax);
+    Value exps = math::ExpOp::create(
+        tb, arith::SubFOp::create(
+                tb, logits, vector::BroadcastOp::create(tb, rowType, shift)));
+    Value sum = combineHalves(
+        tb, vector::ReductionOp::create(tb, vector::CombiningKind::ADD, exps),
+        /*isMax=*/false);
+    Value lse = arith::AddFOp::create(tb, rowMax, math::LogOp::create(tb, sum));
+    buildIfThen(tb, cmp(tb, arith::CmpIPredicate::eq, part, zero),
+                [&](ImplicitLocOpBuilder &wb) {
+                  memref::StoreOp::create(wb, lse, rowLse, ValueRange{r});
+                });
+    gpu::BarrierOp::create(tb);
+
+    // Thread t < n sums the G head LSEs of member t.
+    buildIfThen(tb, cmp(tb, arith::CmpIPredicate::ult, tid, n),
+                [&](ImplicitLocOpBuilder &wb) {
+      TileMember scored = loadTileMember(wb, e, p, batch, kv, first, tid);
+      Value heads = vector::LoadOp::create(
+          wb, VectorType::get({G}, f32), rowLse,
+          ValueRange{arith::MulIOp::create(wb, tid, g)});
+      Value total =
+          vector::ReductionOp::create(wb, vector::CombiningKind::ADD, heads);
+      memref::StoreOp::create(wb, total, e.getArgument(9),
+                              ValueRange{batch, kv, scored.query, scored.slot});
     });
   });
   gpu::ReturnOp::create(b);

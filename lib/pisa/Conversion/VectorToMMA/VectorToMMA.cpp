@@ -1,0 +1,354 @@
+//===- VectorToMMA.cpp - Warp tile contractions to mma.sync ---------------===//
+//
+// A warp tile product is `vector.contract` (m, k) x (n, k) -> (m, n) with
+// 16-bit float operands and an f32 accumulator, its operands read from
+// shared memory with `vector.transfer_read` and its result written with
+// `vector.transfer_write`. The pass unrolls such slices to m16n8k16 and
+// converts them to nvgpu.ldmatrix + nvgpu.mma.sync; f16 then lowers through
+// upstream's convert-nvgpu-to-nvvm, bf16 (which it rejects) here.
+//
+// Why not upstream's vector-to-gpu (nvgpu mode)? In MLIR 22 it has no bf16
+// register layout, and on the pisa kernels it takes unrelated scalar index
+// arithmetic for part of an mma slice and fails; the conversion below
+// handles exactly the slice shape the kernels emit.
+//
+// Fragment layouts (PTX ISA, mma.m16n8k16, 16-bit operands), with
+// g = lane / 4 and i = lane % 4: A holds (row g | g+8, cols 2i, 2i+1 | +8),
+// B holds (k = 2i, 2i+1 | +8, col g), C holds (row g | g+8, cols 2i, 2i+1).
+// ldmatrix.x4 on a row-major 16x16 A tile gives exactly A's four registers
+// when lane l points at row l % 16, column 8 * (l / 16); ldmatrix.x2 on the
+// n-major 8x16 B tile gives B's two when lane l points at row l % 8,
+// column 8 * ((l / 8) % 2).
+//
+//===----------------------------------------------------------------------===//
+
+#include "pisa/Conversion/Passes.h"
+#include "pisa/Conversion/VectorToMMA/VectorToMMA.h"
+
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Dialect/Vector/Transforms/VectorRewritePatterns.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace mlir::pisa {
+#define GEN_PASS_DEF_CONVERTVECTORTOMMASYNC
+#include "pisa/Conversion/Passes.h.inc"
+} // namespace mlir::pisa
+
+using namespace mlir;
+
+namespace {
+
+constexpr int64_t kM = 16, kN = 8, kK = 16;
+
+/// Marks the ops of a slice with the shape they unroll to.
+constexpr llvm::StringLiteral kNativeShapeAttr = "pisa.mma_native_shape";
+
+bool isWarpMatmul(vector::ContractionOp op) {
+  MLIRContext *ctx = op.getContext();
+  AffineExpr m, n, k;
+  bindDims(ctx, m, n, k);
+  SmallVector<AffineMap> maps = AffineMap::inferFromExprList(
+      ArrayRef<ArrayRef<AffineExpr>>{{m, k}, {n, k}, {m, n}}, ctx);
+  auto lhs = op.getLhsType(), rhs = op.getRhsType();
+  auto acc = dyn_cast<VectorType>(op.getAccType());
+  return op.getKind() == vector::CombiningKind::ADD &&
+         op.getIndexingMapsArray() == maps && acc &&
+         acc.getElementType().isF32() &&
+         (lhs.getElementType().isF16() || lhs.getElementType().isBF16()) &&
+         lhs.getElementType() == rhs.getElementType() &&
+         lhs.getDimSize(0) % kM == 0 && rhs.getDimSize(0) % kN == 0 &&
+         lhs.getDimSize(1) % kK == 0;
+}
+
+void markNativeShape(Operation *op, ArrayRef<int64_t> shape) {
+  op->setAttr(kNativeShapeAttr,
+              DenseI64ArrayAttr::get(op->getContext(), shape));
+}
+
+/// Canonicalization patterns of every loaded op, as the canonicalizer uses:
+/// they fold the extract/insert_strided_slice chains unrolling leaves.
+void addCanonicalizations(RewritePatternSet &patterns, MLIRContext *ctx) {
+  for (Dialect *dialect : ctx->getLoadedDialects())
+    dialect->getCanonicalizationPatterns(patterns);
+  for (RegisteredOperationName op : ctx->getRegisteredOperations())
+    op.getCanonicalizationPatterns(patterns, ctx);
+}
+
+bool isSharedMemory(Value memref) {
+  auto type = dyn_cast<MemRefType>(memref.getType());
+  auto space =
+      type ? dyn_cast_or_null<gpu::AddressSpaceAttr>(type.getMemorySpace())
+           : nullptr;
+  return space &&
+         space.getValue() == gpu::GPUDialect::getWorkgroupAddressSpace();
+}
+
+/// An ldmatrix for a native 16-bit operand tile read by `read`: x4 for the
+/// 16x16 A tile, x2 for the 8x16 B tile.
+FailureOr<Value> loadFragment(RewriterBase &rewriter,
+                              vector::TransferReadOp read, bool isA) {
+  VectorType type = read.getVectorType();
+  bool inBounds = llvm::all_of(read.getInBoundsValues(),
+                               [](bool b) { return b; });
+  if (!read.getPermutationMap().isMinorIdentity() || !inBounds ||
+      read.getMask() || !isSharedMemory(read.getBase()) ||
+      type.getShape() != ArrayRef<int64_t>{isA ? kM : kN, kK})
+    return rewriter.notifyMatchFailure(
+        read, "mma operands must be in-bounds row-major reads of shared "
+              "memory");
+  OpBuilder::InsertionGuard guard(rewriter);
+  rewriter.setInsertionPoint(read);
+  ImplicitLocOpBuilder b(read.getLoc(), rewriter);
+  auto cst = [&](int64_t v) -> Value {
+    return arith::ConstantIndexOp::create(b, v);
+  };
+  Value lane = gpu::LaneIdOp::create(b, /*upper_bound=*/nullptr);
+  Value rowInTile = arith::RemUIOp::create(b, lane, cst(isA ? 16 : 8));
+  Value colTile = arith::DivUIOp::create(b, lane, cst(isA ? 16 : 8));
+  if (!isA)
+    colTile = arith::RemUIOp::create(b, colTile, cst(2));
+  SmallVector<Value> indices(read.getIndices());
+  size_t rank = indices.size();
+  indices[rank - 2] = arith::AddIOp::create(b, indices[rank - 2], rowInTile);
+  indices[rank - 1] = arith::AddIOp::create(
+      b, indices[rank - 1], arith::MulIOp::create(b, colTile, cst(8)));
+  int64_t tiles = isA ? 4 : 2;
+  auto fragment = VectorType::get({tiles, 2}, type.getElementType());
+  return nvgpu::LdMatrixOp::create(b, fragment, read.getBase(), indices,
+                                   /*transpose=*/false, tiles)
+      .getResult();
+}
+
+/// Stores an m16n8 accumulator fragment where `write` puts its tile.
+LogicalResult storeFragment(RewriterBase &rewriter,
+                            vector::TransferWriteOp write, Value fragment) {
+  bool inBounds = llvm::all_of(write.getInBoundsValues(),
+                               [](bool b) { return b; });
+  if (!write.getPermutationMap().isMinorIdentity() || !inBounds ||
+      write.getMask() ||
+      write.getVectorType().getShape() != ArrayRef<int64_t>{kM, kN})
+    return rewriter.notifyMatchFailure(
+        write, "mma results must be written in bounds, row-major");
+  OpBuilder::InsertionGuard guard(rewriter);
+  rewriter.setInsertionPoint(write);
+  ImplicitLocOpBuilder b(write.getLoc(), rewriter);
+  auto cst = [&](int64_t v) -> Value {
+    return arith::ConstantIndexOp::create(b, v);
+  };
+  Value lane = gpu::LaneIdOp::create(b, /*upper_bound=*/nullptr);
+  Value row = arith::DivUIOp::create(b, lane, cst(4));
+  Value col = arith::MulIOp::create(
+      b, arith::RemUIOp::create(b, lane, cst(4)), cst(2));
+  SmallVector<Value> indices(write.getIndices());
+  size_t rank = indices.size();
+  Value col0 = arith::AddIOp::create(b, indices[rank - 1], col);
+  for (int64_t half = 0; half < 2; ++half) {
+    SmallVector<Value> at(indices);
+    at[rank - 2] = arith::AddIOp::create(
+        b, indices[rank - 2], arith::AddIOp::create(b, row, cst(8 * half)));
+    at[rank - 1] = col0;
+    Value pair = vector::ExtractOp::create(b, fragment, ArrayRef<int64_t>{half});
+    vector::StoreOp::create(b, pair, write.getBase(), at);
+  }
+  rewriter.eraseOp(write);
+  return success();
+}
+
+/// nvgpu.mma.sync with bf16 operands as nvvm.mma.sync: operand pairs go in
+/// i32 registers, as PTX wants them.
+struct BF16MmaSyncToNVVM : OpRewritePattern<nvgpu::MmaSyncOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(nvgpu::MmaSyncOp op,
+                                PatternRewriter &rewriter) const override {
+    auto aType = cast<VectorType>(op.getMatrixA().getType());
+    auto cType = cast<VectorType>(op.getMatrixC().getType());
+    if (!aType.getElementType().isBF16() || !cType.getElementType().isF32() ||
+        ArrayRef<int64_t>(op.getMmaShapeAsArray()) != ArrayRef<int64_t>{kM, kN, kK})
+      return rewriter.notifyMatchFailure(op, "not a bf16 m16n8k16 mma");
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    Type i32 = b.getI32Type(), f32 = b.getF32Type();
+    auto words = [&](Value fragment) {
+      auto type = cast<VectorType>(fragment.getType());
+      SmallVector<Value> regs;
+      for (int64_t r = 0; r < type.getDimSize(0); ++r) {
+        Value pair =
+            vector::ExtractOp::create(b, fragment, ArrayRef<int64_t>{r});
+        Value word =
+            vector::BitCastOp::create(b, VectorType::get({1}, i32), pair);
+        regs.push_back(
+            vector::ExtractOp::create(b, word, ArrayRef<int64_t>{0}));
+      }
+      return regs;
+    };
+    SmallVector<Value> acc;
+    for (int64_t r = 0; r < 2; ++r)
+      for (int64_t c = 0; c < 2; ++c)
+        acc.push_back(vector::ExtractOp::create(b, op.getMatrixC(),
+                                                ArrayRef<int64_t>{r, c}));
+    Type accType = LLVM::LLVMStructType::getLiteral(b.getContext(),
+                                                    {f32, f32, f32, f32});
+    Value d = NVVM::MmaOp::create(
+        b, accType, words(op.getMatrixA()), words(op.getMatrixB()), acc,
+        {kM, kN, kK}, std::nullopt, std::nullopt,
+        std::array<NVVM::MMATypes, 2>{NVVM::MMATypes::bf16,
+                                      NVVM::MMATypes::bf16},
+        std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
+                                       NVVM::MMALayout::col});
+    // Rows of the 2x2 result as 1-D vectors: n-D shape casts do not lower.
+    Value result = arith::ConstantOp::create(
+        b, cType, DenseElementsAttr::get(cType, b.getF32FloatAttr(0.0f)));
+    auto pairType = VectorType::get({2}, f32);
+    for (int64_t r = 0; r < 2; ++r) {
+      SmallVector<Value> pair;
+      for (int64_t c = 0; c < 2; ++c)
+        pair.push_back(LLVM::ExtractValueOp::create(
+            b, d, ArrayRef<int64_t>{2 * r + c}));
+      result = vector::InsertOp::create(
+          b, vector::FromElementsOp::create(b, pairType, pair), result,
+          ArrayRef<int64_t>{r});
+    }
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+struct ConvertVectorToMmaSyncPass
+    : pisa::impl::ConvertVectorToMmaSyncBase<ConvertVectorToMmaSyncPass> {
+  void runOnOperation() override {
+    Operation *root = getOperation();
+    MLIRContext *ctx = &getContext();
+    if (failed(pisa::unrollWarpMatmulsToMmaShape(root)))
+      return signalPassFailure();
+
+    IRRewriter rewriter(ctx);
+    if (failed(pisa::convertWarpMatmulsToNVGPU(rewriter, root)))
+      return signalPassFailure();
+
+    RewritePatternSet lower(ctx);
+    pisa::populateBF16MmaSyncToNVVMPatterns(lower);
+    if (failed(applyPatternsGreedily(root, std::move(lower))))
+      return signalPassFailure();
+  }
+};
+
+} // namespace
+
+LogicalResult mlir::pisa::unrollWarpMatmulsToMmaShape(Operation *root) {
+  MLIRContext *ctx = root->getContext();
+  root->walk([&](vector::ContractionOp op) {
+    if (!isWarpMatmul(op))
+      return;
+    markNativeShape(op, {kM, kN, kK});
+    if (auto read = op.getLhs().getDefiningOp<vector::TransferReadOp>())
+      markNativeShape(read, {kM, kK});
+    if (auto read = op.getRhs().getDefiningOp<vector::TransferReadOp>())
+      markNativeShape(read, {kN, kK});
+    for (Operation *user : op->getUsers())
+      if (isa<vector::TransferWriteOp>(user))
+        markNativeShape(user, {kM, kN});
+  });
+
+  vector::UnrollVectorOptions options;
+  options.setNativeShapeFn(
+      [](Operation *op) -> std::optional<SmallVector<int64_t>> {
+        auto shape = op->getAttrOfType<DenseI64ArrayAttr>(kNativeShapeAttr);
+        if (!shape)
+          return std::nullopt;
+        return SmallVector<int64_t>(shape.asArrayRef());
+      });
+  RewritePatternSet patterns(ctx);
+  vector::populateVectorUnrollPatterns(patterns, options);
+  addCanonicalizations(patterns, ctx);
+  if (failed(applyPatternsGreedily(root, std::move(patterns))))
+    return root->emitError("unrolling warp tile products did not converge");
+  root->walk([](Operation *op) { op->removeAttr(kNativeShapeAttr); });
+  return success();
+}
+
+LogicalResult mlir::pisa::convertWarpMatmulsToNVGPU(RewriterBase &rewriter,
+                                                     Operation *root) {
+  SmallVector<vector::ContractionOp> contracts;
+  root->walk([&](vector::ContractionOp op) {
+    if (isWarpMatmul(op))
+      contracts.push_back(op);
+  });
+
+  // Contracts in program order: a k-step's accumulator is the previous
+  // step's result, already converted.
+  DenseMap<Value, Value> fragments;
+  auto fragmentOf = [&](vector::TransferReadOp read,
+                        bool isA) -> FailureOr<Value> {
+    if (Value loaded = fragments.lookup(read.getResult()))
+      return loaded;
+    FailureOr<Value> loaded = loadFragment(rewriter, read, isA);
+    if (succeeded(loaded))
+      fragments[read.getResult()] = *loaded;
+    return loaded;
+  };
+  for (vector::ContractionOp op : contracts) {
+    if (op.getLhsType().getShape() != ArrayRef<int64_t>{kM, kK} ||
+        op.getRhsType().getShape() != ArrayRef<int64_t>{kN, kK})
+      return op.emitOpError("tile product was not unrolled to m16n8k16");
+    auto lhsRead = op.getLhs().getDefiningOp<vector::TransferReadOp>();
+    auto rhsRead = op.getRhs().getDefiningOp<vector::TransferReadOp>();
+    if (!lhsRead || !rhsRead)
+      return op.emitOpError("mma operands must come from transfer_read");
+    FailureOr<Value> a = fragmentOf(lhsRead, /*isA=*/true);
+    FailureOr<Value> bFrag = fragmentOf(rhsRead, /*isA=*/false);
+    if (failed(a) || failed(bFrag))
+      return op.emitOpError(
+          "mma operands must be in-bounds row-major reads of shared memory");
+
+    rewriter.setInsertionPoint(op);
+    auto accType = VectorType::get({2, 2}, rewriter.getF32Type());
+    Value acc = fragments.lookup(op.getAcc());
+    if (!acc) {
+      SplatElementsAttr splat;
+      if (!matchPattern(op.getAcc(), m_Constant(&splat)))
+        return op.emitOpError(
+            "mma accumulator must be a splat constant or an mma result");
+      acc = arith::ConstantOp::create(
+          rewriter, op.getLoc(), accType,
+          DenseElementsAttr::get(accType, splat.getSplatValue<Attribute>()));
+    }
+    fragments[op.getResult()] = nvgpu::MmaSyncOp::create(
+        rewriter, op.getLoc(), *a, *bFrag, acc, {kM, kN, kK});
+  }
+
+  // Results leave through transfer_writes; anything else has no layout.
+  for (vector::ContractionOp op : contracts)
+    for (Operation *user : llvm::make_early_inc_range(op->getUsers())) {
+      if (auto write = dyn_cast<vector::TransferWriteOp>(user)) {
+        if (failed(storeFragment(rewriter, write,
+                                 fragments.lookup(op.getResult()))))
+          return write.emitOpError(
+              "mma results must be written in bounds, row-major");
+      } else if (!isa<vector::ContractionOp>(user)) {
+        return user->emitOpError(
+            "uses an mma result other than by transfer_write");
+      }
+    }
+  for (vector::ContractionOp op : llvm::reverse(contracts)) {
+    Value lhs = op.getLhs(), rhs = op.getRhs();
+    rewriter.eraseOp(op);
+    for (Value operand : {lhs, rhs})
+      if (Operation *def = operand.getDefiningOp(); def && def->use_empty())
+        rewriter.eraseOp(def);
+  }
+  return success();
+}
+
+void mlir::pisa::populateBF16MmaSyncToNVVMPatterns(
+    RewritePatternSet &patterns) {
+  patterns.add<BF16MmaSyncToNVVM>(patterns.getContext());
+}

@@ -10,6 +10,8 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
+#include "llvm/Support/MathExtras.h"
+
 #include <limits>
 
 using namespace mlir;
@@ -99,7 +101,7 @@ Value mlir::pisa::detail::contenderSlots(ImplicitLocOpBuilder &b, int64_t topK,
 std::optional<WarpQuery> mlir::pisa::detail::loadWarpQuery(
     ImplicitLocOpBuilder &b, Value queries, const QuerySite &site,
     int64_t groupSize, int64_t headDim, Value lane) {
-  if (headDim % 32 != 0 || groupSize * headDim / 32 > 64)
+  if (headDim % 32 != 0 || groupSize > 32 || groupSize * headDim / 32 > 64)
     return std::nullopt;
   WarpQuery query;
   query.lane = lane;
@@ -117,6 +119,57 @@ std::optional<WarpQuery> mlir::pisa::detail::loadWarpQuery(
   return query;
 }
 
+/// Reduce-scatter of the lanes' per-head partial dot products: `partial`
+/// holds P (a power of two <= 32) values per lane; halving steps over lane
+/// bits 16, 8, ... leave each lane one head's sum over the lanes that differ
+/// in those bits, and full butterflies over the remaining low bits finish
+/// it. P - 1 + log2(32 / P) shuffles instead of P * 5, and afterwards each
+/// head's LSE update runs once, on its own lanes. Returns the sum; the lane's
+/// head is headOfLane().
+static Value reduceScatterHeads(ImplicitLocOpBuilder &b, Value lane,
+                                SmallVector<Value> partial) {
+  Value width = arith::ConstantIntOp::create(b, 32, 32);
+  auto shuffle = [&](Value v, int64_t offset) -> Value {
+    return gpu::ShuffleOp::create(b, v,
+                                  arith::ConstantIntOp::create(b, offset, 32),
+                                  width, gpu::ShuffleMode::XOR)
+        .getShuffleResult();
+  };
+  int64_t offset = 16;
+  for (; partial.size() > 1; offset /= 2) {
+    const size_t half = partial.size() / 2;
+    Value upper = cmp(b, arith::CmpIPredicate::ne,
+                      arith::AndIOp::create(b, lane, indexConst(b, offset)),
+                      indexConst(b, 0));
+    SmallVector<Value> kept;
+    for (size_t i = 0; i < half; ++i) {
+      Value keep = arith::SelectOp::create(b, upper, partial[half + i],
+                                           partial[i]);
+      Value send = arith::SelectOp::create(b, upper, partial[i],
+                                           partial[half + i]);
+      kept.push_back(arith::AddFOp::create(b, keep, shuffle(send, offset)));
+    }
+    partial = std::move(kept);
+  }
+  Value v = partial[0];
+  for (; offset >= 1; offset /= 2)
+    v = arith::AddFOp::create(b, v, shuffle(v, offset));
+  return v;
+}
+
+/// The head whose sum reduceScatterHeads leaves in `lane`, for P heads.
+static Value headOfLane(ImplicitLocOpBuilder &b, Value lane, int64_t padded) {
+  Value head = indexConst(b, 0);
+  for (int64_t offset = 16, n = padded; n > 1; offset /= 2, n /= 2) {
+    Value bit = arith::DivUIOp::create(
+        b, arith::AndIOp::create(b, lane, indexConst(b, offset)),
+        indexConst(b, offset));
+    head = arith::AddIOp::create(
+        b, head, arith::MulIOp::create(b, bit, indexConst(b, n / 2)));
+  }
+  return head;
+}
+
 Value mlir::pisa::detail::buildWarpGroupScore(ImplicitLocOpBuilder &b,
                                               const WarpQuery &query,
                                               Value children,
@@ -124,18 +177,16 @@ Value mlir::pisa::detail::buildWarpGroupScore(ImplicitLocOpBuilder &b,
                                               const ChildLevel &level,
                                               Value node, float scale) {
   const int64_t heads = query.rows.size(), chunks = query.rows[0].size();
+  const int64_t padded = llvm::PowerOf2Ceil(heads);
   auto valid = validChildren(b, site, level, node);
   Value rowBase = arith::AddIOp::create(b, level.rowBase, valid.first);
   auto fast = arith::FastMathFlags::reassoc | arith::FastMathFlags::contract;
   Value zeroF = f32Const(b, 0.0f);
   Value negInf = f32Const(b, -std::numeric_limits<float>::infinity());
   Value scaleF = f32Const(b, scale);
-  // Running (max, sum) per head, interleaved: [m0, s0, m1, s1, ...].
-  SmallVector<Value> init;
-  for (int64_t h = 0; h < heads; ++h)
-    init.append({negInf, zeroF});
+  // Running (max, sum) of the lane's head.
   auto state = buildLoop(
-      b, indexConst(b, 0), valid.second, init,
+      b, indexConst(b, 0), valid.second, {negInf, zeroF},
       [&](ImplicitLocOpBuilder &cb, Value c, ValueRange st) {
         Value row = arith::AddIOp::create(cb, rowBase, c);
         SmallVector<Value> child;
@@ -144,7 +195,7 @@ Value mlir::pisa::detail::buildWarpGroupScore(ImplicitLocOpBuilder &b,
           child.push_back(extractF32(cb, children,
                                      {site.batch, site.kvHead, row, e}));
         }
-        SmallVector<Value> partial;
+        SmallVector<Value> partial(padded, zeroF);
         for (int64_t h = 0; h < heads; ++h) {
           Value acc = zeroF;
           for (int64_t j = 0; j < chunks; ++j)
@@ -152,24 +203,23 @@ Value mlir::pisa::detail::buildWarpGroupScore(ImplicitLocOpBuilder &b,
                 cb, acc,
                 arith::MulFOp::create(cb, query.rows[h][j], child[j], fast),
                 fast);
-          partial.push_back(acc);
+          partial[h] = acc;
         }
-        SmallVector<Value> next;
-        for (int64_t h = 0; h < heads; ++h) {
-          Value dot = laneGroupSum(cb, partial[h], 32);
-          auto ms = onlineLseUpdate(cb, st[2 * h], st[2 * h + 1],
-                                    arith::MulFOp::create(cb, dot, scaleF));
-          next.append(ms.begin(), ms.end());
-        }
-        return next;
+        Value dot = reduceScatterHeads(cb, query.lane, partial);
+        return onlineLseUpdate(cb, st[0], st[1],
+                               arith::MulFOp::create(cb, dot, scaleF));
       });
-  Value total = zeroF;
-  for (int64_t h = 0; h < heads; ++h)
-    total = arith::AddFOp::create(
-        b, total,
-        arith::AddFOp::create(b, state[2 * h],
-                              math::LogOp::create(b, state[2 * h + 1])));
-  return total;
+  // Sum the heads' LSEs, once per head: its lowest lane, real heads only.
+  Value head = headOfLane(b, query.lane, padded);
+  Value owner = arith::AndIOp::create(
+      b,
+      cmp(b, arith::CmpIPredicate::eq,
+          arith::AndIOp::create(b, query.lane, indexConst(b, 32 / padded - 1)),
+          indexConst(b, 0)),
+      cmp(b, arith::CmpIPredicate::ult, head, indexConst(b, heads)));
+  Value lse = arith::AddFOp::create(b, state[0],
+                                    math::LogOp::create(b, state[1]));
+  return laneGroupSum(b, arith::SelectOp::create(b, owner, lse, zeroF), 32);
 }
 
 Value mlir::pisa::detail::buildWalk(ImplicitLocOpBuilder &b,

@@ -58,16 +58,17 @@ struct WarpQuery {
   Value lane;
 };
 
-/// Loads the rows when d is a multiple of 32 and they fit in 64 registers
-/// per lane (G * d / 32 <= 64); std::nullopt otherwise.
+/// Loads the rows when d is a multiple of 32, G <= 32 and they fit in 64
+/// registers per lane (G * d / 32 <= 64); std::nullopt otherwise.
 std::optional<WarpQuery> loadWarpQuery(ImplicitLocOpBuilder &b, Value queries,
                                        const QuerySite &site, int64_t groupSize,
                                        int64_t headDim, Value lane);
 
 /// The group score of `node` by a warp holding its query in registers:
-/// each child row is loaded once (one element per lane per 32), multiplied
-/// against all G heads, and the G partial sums are reduced together, so the
-/// butterflies of different heads overlap.
+/// each child row is loaded once (one element per lane per 32) and
+/// multiplied against all G heads; a reduce-scatter across the lanes leaves
+/// each head's dot product on its own lanes, which run that head's online
+/// LSE, and the heads' LSEs are summed once per node.
 Value buildWarpGroupScore(ImplicitLocOpBuilder &b, const WarpQuery &query,
                           Value children, const QuerySite &site,
                           const ChildLevel &level, Value node, float scale);

@@ -49,7 +49,7 @@ def ConvertPisaToGPU : Pass<"convert-pisa-to-gpu", "::mlir::ModuleOp"> {
     "::mlir::gpu::GPUDialect", "::mlir::math::MathDialect",
     "::mlir::memref::MemRefDialect", "::mlir::scf::SCFDialect",
     "::mlir::vector::VectorDialect", "::mlir::LLVM::LLVMDialect",
-    "::mlir::NVVM::NVVMDialect"
+    "::mlir::NVVM::NVVMDialect", "::mlir::nvgpu::NVGPUDialect"
   ];
 }
 

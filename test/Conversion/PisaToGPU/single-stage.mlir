@@ -11,6 +11,7 @@
 // CHECK: gpu.module @pisa_kernels
 // CHECK-COUNT-1: gpu.func
 // CHECK-SAME: @select_single_stage
+// CHECK-NOT: nvgpu.mma.sync
 // CHECK: math.exp
 // CHECK: math.log
 func.func @decode(%q: tensor<1x16x1x128xbf16>, %k: tensor<1x1x4096x128xbf16>,

@@ -16,6 +16,7 @@
 #include "DeviceSelection.h"
 #include "KernelBuilder.h"
 #include "TileScoring.h"
+#include "WalkScoringMMA.h"
 
 #include "../Common/LoopBuilders.h"
 
@@ -155,12 +156,31 @@ struct WarpSite {
   Value lane, bt;
   QueryScratch scratch;
   std::optional<WarpQuery> query;
+  /// A fragments when the walk's levels score on tensor cores.
+  std::optional<MmaWalkQuery> mmaQuery;
+};
+
+/// Scores a walk level on tensor cores when the warp has A fragments;
+/// null otherwise (the walk scores node by node).
+struct MmaLevelScorer {
+  const WarpSite &w;
+  Value pyramid;
+  const Problem &p;
+  void operator()(ImplicitLocOpBuilder &b, const ChildLevel &level,
+                  Value numCausal) const {
+    buildMmaLevelScores(b, *w.mmaQuery, pyramid, w.site, level, numCausal,
+                        w.scratch.cand, w.scratch.scores, p.candidates(),
+                        p.headDim, p.scale);
+  }
 };
 
 /// Emits the prologue shared by the walk kernels (warp coordinates, the
-/// in-range guard, position, b_t, query rows) and `body` under the guard.
+/// in-range guard, position, b_t, the query: A fragments when `mmaLevels`
+/// and the shapes let the levels score on tensor cores, else f32 rows in
+/// registers when they fit) and `body` under the guard.
 void forEachQueryWarp(ImplicitLocOpBuilder &b, gpu::GPUFuncOp kernel,
                       const Problem &p, Value queries, Value offset,
+                      bool mmaLevels,
                       llvm::function_ref<void(ImplicitLocOpBuilder &,
                                               const WarpSite &)>
                           body) {
@@ -169,9 +189,14 @@ void forEachQueryWarp(ImplicitLocOpBuilder &b, gpu::GPUFuncOp kernel,
     Value t = arith::AddIOp::create(gb, offset, at[2]);
     WarpSite w{{at[0], at[1], at[2], t}, at[4],
                leafOfPosition(gb, p.layout, t), scratchOf(kernel),
-               std::nullopt};
-    w.query = loadWarpQuery(gb, queries, w.site, p.groupSize, p.headDim,
-                            w.lane);
+               std::nullopt, std::nullopt};
+    if (mmaLevels &&
+        canWalkWithMma(p.queries.getElementType(), p.groupSize, p.headDim,
+                       p.fanout, p.candidates()))
+      w.mmaQuery = loadMmaWalkQuery(gb, queries, w.site, p.headDim, w.lane);
+    else
+      w.query = loadWarpQuery(gb, queries, w.site, p.groupSize, p.headDim,
+                              w.lane);
     body(gb, w);
   });
 }
@@ -245,7 +270,7 @@ private:
       ImplicitLocOpBuilder b(op.getLoc(), rewriter);
       Block &entry = kernel.getBody().front();
       forEachQueryWarp(b, kernel, p, entry.getArgument(0), entry.getArgument(3),
-                       [&](ImplicitLocOpBuilder &gb, const WarpSite &w) {
+                       /*mmaLevels=*/false, [&](ImplicitLocOpBuilder &gb, const WarpSite &w) {
         const QuerySite &site = w.site;
         const QueryScratch &scratch = w.scratch;
         Value bt = w.bt;
@@ -254,6 +279,9 @@ private:
                                           entry.getArgument(2), p, w.lane, site);
         WarpScorer rawKeys = warpScorer(query, entry.getArgument(0),
                                         entry.getArgument(1), p, w.lane, site);
+        // The SIMT walk here: with the tensor-core level scorer this kernel
+        // also keeps the f32 query rows for the leaves, and measured 12%
+        // slower at 256K (docs/performance.md, v9).
         Value numContenders =
             buildWalk(gb, {p.layout, p.topK}, summaries, bt, scratch);
         // Score the contenders from the raw keys when they must compete.
@@ -326,7 +354,8 @@ private:
                           globalType({p.batch, p.kvHeads, maxTiles}, i32),
                           globalType({p.batch, p.kvHeads, maxTiles}, i32),
                           globalType({p.batch, p.kvHeads}, i32),
-                          globalType({p.batch, p.kvHeads, p.numQueries * gk}, i32)};
+                          globalType({p.batch, p.kvHeads, p.numQueries * gk}, i32),
+                          globalType({p.batch, p.kvHeads, leaves}, i32)};
 
     // Stage 1: the walk down to the leaf contenders.
     gpu::GPUFuncOp walkKernel, finalKernel;
@@ -339,7 +368,7 @@ private:
       ImplicitLocOpBuilder b(op.getLoc(), rewriter);
       Block &entry = walkKernel.getBody().front();
       forEachQueryWarp(b, walkKernel, p, entry.getArgument(0),
-                       entry.getArgument(2),
+                       entry.getArgument(2), /*mmaLevels=*/true,
                        [&](ImplicitLocOpBuilder &gb, const WarpSite &w) {
         const QuerySite &site = w.site;
         const QueryScratch &scratch = w.scratch;
@@ -347,7 +376,9 @@ private:
         const std::optional<WarpQuery> &query = w.query;
         WarpScorer summaries = warpScorer(query, entry.getArgument(0),
                                           entry.getArgument(1), p, w.lane, site);
-        Value n = buildWalk(gb, {p.layout, p.topK}, summaries, bt, scratch);
+        MmaLevelScorer levels{w, entry.getArgument(1), p};
+        Value n = buildWalk(gb, {p.layout, p.topK}, summaries, bt, scratch,
+                            w.mmaQuery ? LevelScorer(levels) : nullptr);
         // Lanes hold identical results: lane 0 writes them.
         Value zero = indexConst(gb, 0);
         Value writes = arith::SelectOp::create(gb, isLaneZero(gb, w.lane), n, zero);

@@ -2,10 +2,12 @@
 //
 // A pair needs scoring when its query has more contenders than free slots.
 // histogram: leafCount[leaf] += 1 per such pair (atomics).
-// scan: one thread per (batch, KV head) turns counts into group starts and
-//   cuts each group into ceil(count / Q_tile) tiles (tileLeaf, tileFirst).
+// scan: one warp per (batch, KV head) turns counts into group starts and
+//   each leaf's first tile (a group is cut into ceil(count / Q_tile) tiles).
 // scatter: each pair takes the next position of its leaf's group (atomics);
-//   order inside a group does not matter, every pair is scored alike.
+//   order inside a group does not matter, every pair is scored alike. The
+//   pair that lands at the start of a tile records the tile (tileLeaf,
+//   tileFirst), so tiles are written in parallel, not by the scan's warp.
 // score: one block per tile; threads are (query of the tile, head). The
 //   block loads the leaf's keys, Ct rows at a time, into shared memory as
 //   f32; every thread runs an online LSE over the keys its query may see;
@@ -148,12 +150,12 @@ TileKernels mlir::pisa::detail::buildTileKernels(PatternRewriter &rewriter,
     gpu::ReturnOp::create(b);
   }
 
-  // scan(leafCount, leafStart, cursor, tileLeaf, tileFirst, numTiles): one
-  // warp per (batch, KV head); each lane owns a contiguous run of leaves,
-  // lane totals are scanned with shuffles, then each lane writes its run.
+  // scan(leafCount, leafStart, cursor, tileBase, numTiles): one warp per
+  // (batch, KV head); each lane owns a contiguous run of leaves, lane
+  // totals are scanned with shuffles, then each lane writes its run.
   k.scan = createKernel(rewriter, anchor, "select_stage2_scan",
-                        {s.leafCount, s.leafStart, s.cursor, s.tileLeaf,
-                         s.tileFirst, s.numTiles});
+                        {s.leafCount, s.leafStart, s.cursor, s.tileBase,
+                         s.numTiles});
   {
     ImplicitLocOpBuilder b(loc, rewriter);
     Block &e = k.scan.getBody().front();
@@ -203,36 +205,27 @@ TileKernels mlir::pisa::detail::buildTileKernels(PatternRewriter &rewriter,
                                   ValueRange{batch, kv, leaf});
           memref::StoreOp::create(lb, start, e.getArgument(2),
                                   ValueRange{batch, kv, leaf});
+          memref::StoreOp::create(lb, toI32(lb, st[1]), e.getArgument(3),
+                                  ValueRange{batch, kv, leaf});
           Value numTiles = arith::CeilDivUIOp::create(lb, count, q);
-          buildLoop(lb, zero, numTiles, {},
-                    [&](ImplicitLocOpBuilder &tb, Value tile, ValueRange) {
-                      Value at = arith::AddIOp::create(tb, st[1], tile);
-                      memref::StoreOp::create(tb, toI32(tb, leaf),
-                                              e.getArgument(3),
-                                              ValueRange{batch, kv, at});
-                      Value first = arith::AddIOp::create(
-                          tb, st[0], arith::MulIOp::create(tb, tile, q));
-                      memref::StoreOp::create(tb, toI32(tb, first),
-                                              e.getArgument(4),
-                                              ValueRange{batch, kv, at});
-                      return SmallVector<Value>{};
-                    });
           return SmallVector<Value>{arith::AddIOp::create(lb, st[0], count),
                                     arith::AddIOp::create(lb, st[1], numTiles)};
         });
     Value last = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, lane,
                                        indexConst(b, kScanLanes - 1));
     buildIfThen(b, last, [&](ImplicitLocOpBuilder &tb) {
-      memref::StoreOp::create(tb, incl[1], e.getArgument(5),
+      memref::StoreOp::create(tb, incl[1], e.getArgument(4),
                               ValueRange{batch, kv});
     });
     gpu::ReturnOp::create(b);
   }
 
-  // scatter(offset, contenders, counts, cursor, sortedPairs)
+  // scatter(offset, contenders, counts, cursor, sortedPairs, leafStart,
+  //         tileBase, tileLeaf, tileFirst)
   k.scatter = createKernel(rewriter, anchor, "select_stage2_scatter",
                            {index, p.contenders, p.counts, s.cursor,
-                            s.sortedPairs});
+                            s.sortedPairs, s.leafStart, s.tileBase,
+                            s.tileLeaf, s.tileFirst});
   {
     ImplicitLocOpBuilder b(loc, rewriter);
     Block &e = k.scatter.getBody().front();
@@ -246,6 +239,22 @@ TileKernels mlir::pisa::detail::buildTileKernels(PatternRewriter &rewriter,
           at[3]);
       memref::StoreOp::create(tb, toI32(tb, pair), e.getArgument(4),
                               ValueRange{at[0], at[1], pos});
+      // The first pair of a tile records the tile.
+      Value rel = arith::SubIOp::create(
+          tb, pos, toIndex(tb, load(tb, e.getArgument(5), {at[0], at[1], leaf})));
+      Value q = indexConst(tb, p.qTile);
+      Value opens = arith::CmpIOp::create(
+          tb, arith::CmpIPredicate::eq, arith::RemUIOp::create(tb, rel, q),
+          indexConst(tb, 0));
+      buildIfThen(tb, opens, [&](ImplicitLocOpBuilder &ob) {
+        Value tile = arith::AddIOp::create(
+            ob, toIndex(ob, load(ob, e.getArgument(6), {at[0], at[1], leaf})),
+            arith::DivUIOp::create(ob, rel, q));
+        memref::StoreOp::create(ob, toI32(ob, leaf), e.getArgument(7),
+                                ValueRange{at[0], at[1], tile});
+        memref::StoreOp::create(ob, toI32(ob, pos), e.getArgument(8),
+                                ValueRange{at[0], at[1], tile});
+      });
     });
     gpu::ReturnOp::create(b);
   }
@@ -433,7 +442,7 @@ void mlir::pisa::detail::launchTileKernels(ImplicitLocOpBuilder &b,
   const TileProblem &p = k.problem;
   Value leafCount = sort[0], leafStart = sort[1], cursor = sort[2];
   Value tileLeaf = sort[3], tileFirst = sort[4], numTiles = sort[5];
-  Value sortedPairs = sort[6];
+  Value sortedPairs = sort[6], tileBase = sort[7];
   gpu::MemsetOp::create(b, Type(), ValueRange{}, leafCount,
                         arith::ConstantIntOp::create(b, 0, 32));
   Value groups = indexConst(b, p.batch * p.kvHeads);
@@ -442,9 +451,10 @@ void mlir::pisa::detail::launchTileKernels(ImplicitLocOpBuilder &b,
   launch(b, k.histogram, pairBlocks, groups, kPairThreads,
          {offset, contenders, counts, leafCount});
   launch(b, k.scan, indexConst(b, 1), groups, kScanLanes,
-         {leafCount, leafStart, cursor, tileLeaf, tileFirst, numTiles});
+         {leafCount, leafStart, cursor, tileBase, numTiles});
   launch(b, k.scatter, pairBlocks, groups, kPairThreads,
-         {offset, contenders, counts, cursor, sortedPairs});
+         {offset, contenders, counts, cursor, sortedPairs, leafStart, tileBase,
+          tileLeaf, tileFirst});
   launch(b, k.score, indexConst(b, p.maxTiles), groups, k.scoreThreads,
          {queries, keys, offset, leafCount, leafStart, tileLeaf, tileFirst,
           numTiles, sortedPairs, scores});

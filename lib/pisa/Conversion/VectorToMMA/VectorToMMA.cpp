@@ -245,18 +245,27 @@ struct ConvertVectorToMmaSyncPass
 
 LogicalResult mlir::pisa::unrollWarpMatmulsToMmaShape(Operation *root) {
   MLIRContext *ctx = root->getContext();
+  // The slices' ops; rewriting is confined to them and what unrolling
+  // creates, so the rest of a kernel is left exactly as it was.
+  SmallVector<Operation *> slice;
+  auto mark = [&](Operation *op, ArrayRef<int64_t> shape) {
+    markNativeShape(op, shape);
+    slice.push_back(op);
+  };
   root->walk([&](vector::ContractionOp op) {
     if (!isWarpMatmul(op))
       return;
-    markNativeShape(op, {kM, kN, kK});
+    mark(op, {kM, kN, kK});
     if (auto read = op.getLhs().getDefiningOp<vector::TransferReadOp>())
-      markNativeShape(read, {kM, kK});
+      mark(read, {kM, kK});
     if (auto read = op.getRhs().getDefiningOp<vector::TransferReadOp>())
-      markNativeShape(read, {kN, kK});
+      mark(read, {kN, kK});
     for (Operation *user : op->getUsers())
       if (isa<vector::TransferWriteOp>(user))
-        markNativeShape(user, {kM, kN});
+        mark(user, {kM, kN});
   });
+  if (slice.empty())
+    return success();
 
   vector::UnrollVectorOptions options;
   options.setNativeShapeFn(
@@ -269,7 +278,9 @@ LogicalResult mlir::pisa::unrollWarpMatmulsToMmaShape(Operation *root) {
   RewritePatternSet patterns(ctx);
   vector::populateVectorUnrollPatterns(patterns, options);
   addCanonicalizations(patterns, ctx);
-  if (failed(applyPatternsGreedily(root, std::move(patterns))))
+  GreedyRewriteConfig config;
+  config.setStrictness(GreedyRewriteStrictness::ExistingAndNewOps);
+  if (failed(applyOpPatternsGreedily(slice, std::move(patterns), config)))
     return root->emitError("unrolling warp tile products did not converge");
   root->walk([](Operation *op) { op->removeAttr(kNativeShapeAttr); });
   return success();

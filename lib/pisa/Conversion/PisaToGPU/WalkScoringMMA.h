@@ -1,0 +1,51 @@
+//===- WalkScoringMMA.h - A walk level's scores on tensor cores -*- C++ -*-===//
+//
+// With bf16 queries, G = 16 and fanout 2, one level of the walk is a dense
+// product: the query's 16 head rows (an m16 tile) against the child
+// summaries of every candidate (two columns per candidate), then per
+// candidate the LSE over its two children per head and the sum over heads.
+// The candidate set is data-dependent, so the product is built by hand on
+// nvgpu.mma.sync rather than from a structured op.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PISA_LIB_CONVERSION_PISATOGPU_WALKSCORINGMMA_H
+#define PISA_LIB_CONVERSION_PISATOGPU_WALKSCORINGMMA_H
+
+#include "../Common/NodeScore.h"
+
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+
+namespace mlir::pisa::detail {
+
+/// Whether a walk level can be scored on tensor cores: bf16 queries (exact
+/// as mma operands), G = 16 (one m16 tile), d a multiple of 16, fanout 2
+/// (a candidate's children sit in one lane's accumulator pair) and the
+/// level's fanout * candidates columns a multiple of 8.
+bool canWalkWithMma(Type queryType, int64_t groupSize, int64_t headDim,
+                    int64_t fanout, int64_t candidates);
+
+/// The query's A fragments, one vector<4x2xbf16> per 16-wide k-step,
+/// loaded once per query and kept in registers.
+struct MmaWalkQuery {
+  SmallVector<Value> fragments;
+  Value lane;
+};
+MmaWalkQuery loadMmaWalkQuery(ImplicitLocOpBuilder &b, Value queries,
+                              const QuerySite &site, int64_t headDim,
+                              Value lane);
+
+/// Scores candidates cand[0 .. numCausal) of a level into scores[a] in every
+/// lane's private scratch (which the redundant selection reads). Child
+/// summaries are f32: each is split into bf16 high and low halves, two
+/// products accumulate in f32, so the dot products keep about 16 bits
+/// beyond bf16 (the queries are exact).
+void buildMmaLevelScores(ImplicitLocOpBuilder &b, const MmaWalkQuery &query,
+                         Value children, const QuerySite &site,
+                         const ChildLevel &level, Value numCausal,
+                         Value candidates, Value scores,
+                         int64_t maxCandidates, int64_t headDim, float scale);
+
+} // namespace mlir::pisa::detail
+
+#endif // PISA_LIB_CONVERSION_PISATOGPU_WALKSCORINGMMA_H

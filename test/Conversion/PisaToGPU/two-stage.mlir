@@ -28,16 +28,20 @@
 
 // CHECK: gpu.module @pisa_kernels
 // CHECK: gpu.func @select_stage1_walk({{.*}}) private({{.*}} : memref<16xi32, #gpu.address_space<private>>, {{.*}} : memref<8xi32, #gpu.address_space<private>>, {{.*}} : memref<16xf32, #gpu.address_space<private>>) kernel
-//   The walk scores each level on tensor cores: the query's A fragments
-//   (bf16 pairs) once, then per level the candidates' child summaries split
-//   into bf16 high and low halves, two mma.sync per k-step, and every
-//   lane's private copy of the scores filled by index shuffles.
+//   The walk keeps one candidate per lane and scores each ranked level on
+//   tensor cores: the query's A fragments (bf16 pairs) once; per level the
+//   causal prefix by ballot, the candidates' child summaries split into
+//   bf16 high and low halves (two mma.sync per k-step), ranks by index
+//   shuffles, the kept set by ballot. No private arrays are touched.
 // CHECK: vector.load %arg0{{.*}} {alignment = 4 : i64} : memref<1x16x4096x128xbf16>, vector<2xbf16>
+// CHECK: nvvm.vote.sync  ballot
+// CHECK: math.ctpop
 // CHECK: arith.truncf %{{.*}} : vector<2xf32> to vector<2xbf16>
 // CHECK: nvgpu.mma.sync
 // CHECK-SAME: {mmaShape = [16, 8, 16]} : (vector<4x2xbf16>, vector<2x2xbf16>, vector<2x2xf32>) -> vector<2x2xf32>
 // CHECK: gpu.shuffle  xor
 // CHECK: gpu.shuffle  idx
+// CHECK-NOT: memref.load %arg5
 // CHECK: gpu.func @select_final
 // CHECK: gpu.func @select_stage2_histogram
 // CHECK: memref.atomic_rmw addi

@@ -224,8 +224,7 @@ Value mlir::pisa::detail::buildWarpGroupScore(ImplicitLocOpBuilder &b,
 
 Value mlir::pisa::detail::buildWalk(ImplicitLocOpBuilder &b,
                                     const WalkConfig &config, NodeScorer score,
-                                    Value bt, const QueryScratch &scratch,
-                                    LevelScorer levelScore) {
+                                    Value bt, const QueryScratch &scratch) {
   const PyramidLayout &layout = config.layout;
   Value zero = indexConst(b, 0), one = indexConst(b, 1);
   Value cK = indexConst(b, config.topK);
@@ -253,8 +252,6 @@ Value mlir::pisa::detail::buildWalk(ImplicitLocOpBuilder &b,
         indexConst(b, layout.leavesPerNode(level - 1) * layout.blockSize())};
     Value ranked = cmp(b, arith::CmpIPredicate::ugt, numCausal, cK);
     buildIfThen(b, ranked, [&](ImplicitLocOpBuilder &tb) {
-      if (levelScore)
-        return levelScore(tb, children, numCausal);
       buildLoop(tb, zero, numCausal, {},
                 [&](ImplicitLocOpBuilder &lb, Value a, ValueRange) {
                   Value u = score(lb, children, loadCand(lb, a));

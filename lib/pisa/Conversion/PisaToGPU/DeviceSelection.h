@@ -45,19 +45,11 @@ Value leafOfPosition(ImplicitLocOpBuilder &b, const PyramidLayout &layout,
 using NodeScorer = llvm::function_ref<Value(ImplicitLocOpBuilder &,
                                             const ChildLevel &, Value node)>;
 
-/// Scores candidates cand[0 .. numCausal) of a level at once into
-/// scratch.scores.
-using LevelScorer = llvm::function_ref<void(ImplicitLocOpBuilder &,
-                                            const ChildLevel &,
-                                            Value numCausal)>;
-
 /// Walks levels L..2 scoring nodes with `score` (children: the packed
-/// pyramid), or whole levels with `levelScore` when given, then filters the
-/// leaves. Leaves the contenders (causal leaves outside the forced set,
-/// ascending) in scratch.cand; returns their count.
+/// pyramid), then filters the leaves. Leaves the contenders (causal leaves
+/// outside the forced set, ascending) in scratch.cand; returns their count.
 Value buildWalk(ImplicitLocOpBuilder &b, const WalkConfig &config,
-                NodeScorer score, Value bt, const QueryScratch &scratch,
-                LevelScorer levelScore = nullptr);
+                NodeScorer score, Value bt, const QueryScratch &scratch);
 
 /// A query's G head rows held by a warp in registers: lane l keeps elements
 /// l, l + 32, ... of every row as f32 (rows[h][j] = q[h][l + 32 j]).

@@ -160,20 +160,6 @@ struct WarpSite {
   std::optional<MmaWalkQuery> mmaQuery;
 };
 
-/// Scores a walk level on tensor cores when the warp has A fragments;
-/// null otherwise (the walk scores node by node).
-struct MmaLevelScorer {
-  const WarpSite &w;
-  Value pyramid;
-  const Problem &p;
-  void operator()(ImplicitLocOpBuilder &b, const ChildLevel &level,
-                  Value numCausal) const {
-    buildMmaLevelScores(b, *w.mmaQuery, pyramid, w.site, level, numCausal,
-                        w.scratch.cand, w.scratch.scores, p.candidates(),
-                        p.headDim, p.scale);
-  }
-};
-
 /// Emits the prologue shared by the walk kernels (warp coordinates, the
 /// in-range guard, position, b_t, the query: A fragments when `mmaLevels`
 /// and the shapes let the levels score on tensor cores, else f32 rows in
@@ -374,22 +360,37 @@ private:
         const QueryScratch &scratch = w.scratch;
         Value bt = w.bt;
         const std::optional<WarpQuery> &query = w.query;
-        WarpScorer summaries = warpScorer(query, entry.getArgument(0),
-                                          entry.getArgument(1), p, w.lane, site);
-        MmaLevelScorer levels{w, entry.getArgument(1), p};
-        Value n = buildWalk(gb, {p.layout, p.topK}, summaries, bt, scratch,
-                            w.mmaQuery ? LevelScorer(levels) : nullptr);
-        // Lanes hold identical results: lane 0 writes them.
-        Value zero = indexConst(gb, 0);
-        Value writes = arith::SelectOp::create(gb, isLaneZero(gb, w.lane), n, zero);
-        buildLoop(gb, zero, writes, {},
-                  [&](ImplicitLocOpBuilder &lb, Value a, ValueRange) {
-                    Value leaf = memref::LoadOp::create(lb, scratch.cand,
-                                                        ValueRange{a});
-                    memref::StoreOp::create(lb, leaf, entry.getArgument(3),
-                                            ValueRange{site.batch, site.kvHead, site.query, a});
-                    return SmallVector<Value>{};
-                  });
+        Value n;
+        if (w.mmaQuery) {
+          // Lane a holds contender a: each lane writes its own.
+          n = buildMmaWarpWalk(
+              gb, *w.mmaQuery, entry.getArgument(1), site, p.layout, p.topK,
+              bt, p.headDim, p.scale,
+              [&](ImplicitLocOpBuilder &lb, Value pos, Value leaf) {
+                memref::StoreOp::create(
+                    lb, arith::IndexCastOp::create(lb, lb.getI32Type(), leaf),
+                    entry.getArgument(3),
+                    ValueRange{site.batch, site.kvHead, site.query, pos});
+              });
+        } else {
+          WarpScorer summaries = warpScorer(query, entry.getArgument(0),
+                                            entry.getArgument(1), p, w.lane,
+                                            site);
+          n = buildWalk(gb, {p.layout, p.topK}, summaries, bt, scratch);
+          // Lanes hold identical results: lane 0 writes them.
+          Value zero = indexConst(gb, 0);
+          Value writes =
+              arith::SelectOp::create(gb, isLaneZero(gb, w.lane), n, zero);
+          buildLoop(gb, zero, writes, {},
+                    [&](ImplicitLocOpBuilder &lb, Value a, ValueRange) {
+                      Value leaf = memref::LoadOp::create(lb, scratch.cand,
+                                                          ValueRange{a});
+                      memref::StoreOp::create(
+                          lb, leaf, entry.getArgument(3),
+                          ValueRange{site.batch, site.kvHead, site.query, a});
+                      return SmallVector<Value>{};
+                    });
+        }
         buildIfThen(gb, isLaneZero(gb, w.lane), [&](ImplicitLocOpBuilder &sb) {
           memref::StoreOp::create(
               sb, arith::IndexCastOp::create(sb, sb.getI32Type(), n),

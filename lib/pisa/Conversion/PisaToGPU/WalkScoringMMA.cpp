@@ -16,6 +16,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
@@ -58,7 +59,8 @@ bool mlir::pisa::detail::canWalkWithMma(Type queryType, int64_t groupSize,
                                         int64_t headDim, int64_t fanout,
                                         int64_t candidates) {
   return queryType.isBF16() && groupSize == kHeads && headDim % 16 == 0 &&
-         fanout == kFanout && (kFanout * candidates) % 8 == 0;
+         fanout == kFanout && (kFanout * candidates) % 8 == 0 &&
+         candidates <= 32;
 }
 
 MmaWalkQuery mlir::pisa::detail::loadMmaWalkQuery(ImplicitLocOpBuilder &b,
@@ -87,11 +89,65 @@ MmaWalkQuery mlir::pisa::detail::loadMmaWalkQuery(ImplicitLocOpBuilder &b,
   return query;
 }
 
-void mlir::pisa::detail::buildMmaLevelScores(
-    ImplicitLocOpBuilder &b, const MmaWalkQuery &query, Value children,
-    const QuerySite &site, const ChildLevel &level, Value numCausal,
-    Value candidates, Value scores, int64_t maxCandidates, int64_t headDim,
-    float scale) {
+namespace {
+Value toI32(ImplicitLocOpBuilder &b, Value v) {
+  return arith::IndexCastOp::create(b, b.getI32Type(), v);
+}
+Value toIndex(ImplicitLocOpBuilder &b, Value v) {
+  return arith::IndexCastOp::create(b, b.getIndexType(), v);
+}
+
+/// `v` of lane `source` (an index value or constant), in every lane.
+Value fromLane(ImplicitLocOpBuilder &b, Value v, Value source) {
+  return gpu::ShuffleOp::create(b, v, toI32(b, source),
+                                arith::ConstantIntOp::create(b, 32, 32),
+                                gpu::ShuffleMode::IDX)
+      .getShuffleResult();
+}
+
+/// Bit l set for the lanes l where `pred` holds (i32).
+Value ballot(ImplicitLocOpBuilder &b, Value pred) {
+  return NVVM::VoteSyncOp::create(b, b.getI32Type(),
+                                  arith::ConstantIntOp::create(b, -1, 32), pred,
+                                  NVVM::VoteSyncKind::ballot);
+}
+
+Value popCount(ImplicitLocOpBuilder &b, Value mask) {
+  return toIndex(b, math::CtPopOp::create(b, mask));
+}
+
+/// The bits of `mask` below bit `n` (an i32 count < 32).
+Value bitsBelow(ImplicitLocOpBuilder &b, Value mask, Value n) {
+  Value one = arith::ConstantIntOp::create(b, 1, 32);
+  return arith::AndIOp::create(
+      b, mask,
+      arith::SubIOp::create(b, arith::ShLIOp::create(b, one, n), one));
+}
+
+/// The position of the k-th (from 0) set bit of `mask`, by binary search on
+/// popcounts: the largest p with at most k set bits below p.
+Value nthSetBit(ImplicitLocOpBuilder &b, Value mask, Value k) {
+  Value lo = arith::ConstantIntOp::create(b, 0, 32);
+  Value k32 = toI32(b, k);
+  for (int64_t step : {16, 8, 4, 2, 1}) {
+    Value mid =
+        arith::AddIOp::create(b, lo, arith::ConstantIntOp::create(b, step, 32));
+    Value below = math::CtPopOp::create(b, bitsBelow(b, mask, mid));
+    lo = arith::SelectOp::create(
+        b, cmp(b, arith::CmpIPredicate::ule, below, k32), mid, lo);
+  }
+  return toIndex(b, lo);
+}
+
+/// Per tile t of the level's product, the score of candidate 4t + lane % 4
+/// (the same on the lanes that share lane % 4). `nodeOf(a)` is candidate
+/// a's node; candidates at or past numCausal score -inf.
+SmallVector<Value>
+levelScores(ImplicitLocOpBuilder &b, const MmaWalkQuery &query,
+            Value children, const QuerySite &site, const ChildLevel &level,
+            Value numCausal,
+            llvm::function_ref<Value(ImplicitLocOpBuilder &, Value)> nodeOf,
+            int64_t maxCandidates, int64_t headDim, float scale) {
   Type f32 = b.getF32Type(), bf16 = b.getBF16Type();
   const int64_t tiles = kFanout * maxCandidates / 8;
   Value lane = query.lane;
@@ -106,12 +162,8 @@ void mlir::pisa::detail::buildMmaLevelScores(
   // not a valid child, so that loads stay in bounds) and whether it counts.
   auto child = [&](Value a, Value c) -> std::pair<Value, Value> {
     Value inRange = cmp(b, arith::CmpIPredicate::ult, a, numCausal);
-    Value slot = arith::MinUIOp::create(b, a, indexConst(b, maxCandidates - 1));
-    Value node = arith::IndexCastOp::create(
-        b, b.getIndexType(),
-        memref::LoadOp::create(b, candidates, ValueRange{slot}));
     Value row = arith::AddIOp::create(
-        b, arith::MulIOp::create(b, node, indexConst(b, kFanout)), c);
+        b, arith::MulIOp::create(b, nodeOf(b, a), indexConst(b, kFanout)), c);
     Value valid = arith::AndIOp::create(
         b, inRange,
         arith::AndIOp::create(
@@ -127,11 +179,12 @@ void mlir::pisa::detail::buildMmaLevelScores(
   SmallVector<Value> tileScores;
   for (int64_t t = 0; t < tiles; ++t) {
     // B: this lane's column is child gid % 2 of candidate 4t + gid / 2.
-    auto [rowB, validB] = child(
-        arith::AddIOp::create(b, indexConst(b, 4 * t),
-                              arith::DivUIOp::create(b, gid, indexConst(b, 2))),
-        arith::RemUIOp::create(b, gid, indexConst(b, 2)));
-    (void)validB;
+    Value rowB =
+        child(arith::AddIOp::create(
+                  b, indexConst(b, 4 * t),
+                  arith::DivUIOp::create(b, gid, indexConst(b, 2))),
+              arith::RemUIOp::create(b, gid, indexConst(b, 2)))
+            .first;
     Value row = arith::AddIOp::create(b, level.rowBase, rowB);
     Value acc = arith::ConstantOp::create(b, accType, b.getZeroAttr(accType));
     for (int64_t s = 0; s < headDim / 16; ++s) {
@@ -183,10 +236,119 @@ void mlir::pisa::detail::buildMmaLevelScores(
           b, sum, shuffle(b, sum, offset, gpu::ShuffleMode::XOR));
     tileScores.push_back(sum);
   }
-  // Candidate a's score is tile a / 4's value in lane a % 4; every lane
-  // keeps them all, as the redundant selection reads its own copy.
-  for (int64_t a = 0; a < maxCandidates; ++a)
-    memref::StoreOp::create(
-        b, shuffle(b, tileScores[a / 4], a % 4, gpu::ShuffleMode::IDX), scores,
-        ValueRange{indexConst(b, a)});
+  return tileScores;
+}
+} // namespace
+
+Value mlir::pisa::detail::buildMmaWarpWalk(
+    ImplicitLocOpBuilder &b, const MmaWalkQuery &query, Value pyramid,
+    const QuerySite &site, const PyramidLayout &layout, int64_t topK,
+    Value bt, int64_t headDim, float scale,
+    llvm::function_ref<void(ImplicitLocOpBuilder &, Value, Value)>
+        writeContender) {
+  const int64_t maxCandidates = kFanout * topK;
+  Value lane = query.lane, lane32 = toI32(b, lane);
+  Value zero = indexConst(b, 0), one = indexConst(b, 1);
+  Value cK = indexConst(b, topK);
+  // Lane a's candidate node (i32) and how many candidates there are.
+  Value cand = arith::ConstantIntOp::create(b, 0, 32);
+  Value numCand = one;
+  auto nodeOf = [&](ImplicitLocOpBuilder &lb, Value a) -> Value {
+    return toIndex(lb, fromLane(lb, cand, a));
+  };
+  for (int64_t level = layout.numLevels(); level >= 2; --level) {
+    Value node = toIndex(b, cand);
+    Value exists = cmp(b, arith::CmpIPredicate::ult, lane, numCand);
+    // Candidates ascend, so the causal ones are a prefix.
+    Value causal = arith::AndIOp::create(
+        b, exists,
+        cmp(b, arith::CmpIPredicate::ule,
+            arith::MulIOp::create(b, node,
+                                  indexConst(b, layout.leavesPerNode(level))),
+            bt));
+    Value numCausal = popCount(b, ballot(b, causal));
+    Value childCount = indexConst(b, layout.size(level - 1));
+    ChildLevel children{
+        indexConst(b, layout.offset(level - 1)), childCount,
+        indexConst(b, kFanout),
+        indexConst(b, layout.leavesPerNode(level - 1) * layout.blockSize())};
+    Value ranked = cmp(b, arith::CmpIPredicate::ugt, numCausal, cK);
+    // Kept: every causal candidate, or the K best when there are more.
+    Value keep = buildIf(
+        b, ranked, {b.getI1Type()},
+        [&](ImplicitLocOpBuilder &rb) {
+          SmallVector<Value> tiles =
+              levelScores(rb, query, pyramid, site, children, numCausal,
+                          nodeOf, maxCandidates, headDim, scale);
+          // This lane's candidate's score: tile lane / 4, lane % 4.
+          Value source = arith::RemUIOp::create(rb, lane, indexConst(rb, 4));
+          Value tile = arith::DivUIOp::create(rb, lane, indexConst(rb, 4));
+          Value mine = fromLane(rb, tiles[0], source);
+          for (int64_t t = 1; t < int64_t(tiles.size()); ++t)
+            mine = arith::SelectOp::create(
+                rb, cmp(rb, arith::CmpIPredicate::eq, tile, indexConst(rb, t)),
+                fromLane(rb, tiles[t], source), mine);
+          // Rank: candidates with a higher score, or an equal one at a
+          // lower index (buildRank's tie rule).
+          Value rank = zero;
+          for (int64_t other = 0; other < maxCandidates; ++other) {
+            Value theirs = fromLane(rb, mine, indexConst(rb, other));
+            Value beats = arith::OrIOp::create(
+                rb,
+                arith::CmpFOp::create(rb, arith::CmpFPredicate::OGT, theirs,
+                                      mine),
+                arith::AndIOp::create(
+                    rb,
+                    arith::CmpFOp::create(rb, arith::CmpFPredicate::OEQ,
+                                          theirs, mine),
+                    cmp(rb, arith::CmpIPredicate::ugt, lane,
+                        indexConst(rb, other))));
+            Value counts = arith::AndIOp::create(
+                rb, beats,
+                cmp(rb, arith::CmpIPredicate::ult, indexConst(rb, other),
+                    numCausal));
+            rank = arith::SelectOp::create(
+                rb, counts, arith::AddIOp::create(rb, rank, one), rank);
+          }
+          return SmallVector<Value>{arith::AndIOp::create(
+              rb, causal, cmp(rb, arith::CmpIPredicate::ult, rank, cK))};
+        },
+        [&](ImplicitLocOpBuilder &) { return SmallVector<Value>{causal}; })[0];
+    Value kept = ballot(b, keep);
+    Value numKept = popCount(b, kept);
+    // Lane j takes child j % 2 of the (j / 2)-th kept candidate.
+    Value source = nthSetBit(
+        b, kept, arith::DivUIOp::create(b, lane, indexConst(b, kFanout)));
+    Value child = arith::AddIOp::create(
+        b,
+        arith::MulIOp::create(b, nodeOf(b, source), indexConst(b, kFanout)),
+        arith::RemUIOp::create(b, lane, indexConst(b, kFanout)));
+    Value next = arith::AndIOp::create(
+        b,
+        cmp(b, arith::CmpIPredicate::ult, lane,
+            arith::MulIOp::create(b, numKept, indexConst(b, kFanout))),
+        cmp(b, arith::CmpIPredicate::ult, child, childCount));
+    cand = toI32(b, child);
+    numCand = popCount(b, ballot(b, next));
+  }
+  // Leaves: the causal ones outside the forced set {0, b_t - 1, b_t}.
+  Value leaf = toIndex(b, cand);
+  Value btMinus1 =
+      arith::SubIOp::create(b, arith::MaxUIOp::create(b, bt, one), one);
+  Value forced = arith::OrIOp::create(
+      b,
+      arith::OrIOp::create(b, cmp(b, arith::CmpIPredicate::eq, leaf, zero),
+                           cmp(b, arith::CmpIPredicate::eq, leaf, bt)),
+      cmp(b, arith::CmpIPredicate::eq, leaf, btMinus1));
+  Value contender = arith::AndIOp::create(
+      b,
+      arith::AndIOp::create(b, cmp(b, arith::CmpIPredicate::ult, lane, numCand),
+                            cmp(b, arith::CmpIPredicate::ule, leaf, bt)),
+      arith::XOrIOp::create(b, forced, arith::ConstantIntOp::create(b, 1, 1)));
+  Value mask = ballot(b, contender);
+  buildIfThen(b, contender, [&](ImplicitLocOpBuilder &wb) {
+    Value pos = toIndex(wb, math::CtPopOp::create(wb, bitsBelow(wb, mask, lane32)));
+    writeContender(wb, pos, leaf);
+  });
+  return popCount(b, mask);
 }

@@ -14,6 +14,8 @@
 
 #include "../Common/NodeScore.h"
 
+#include "pisa/Analysis/PyramidLayout.h"
+
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 
 namespace mlir::pisa::detail {
@@ -21,7 +23,8 @@ namespace mlir::pisa::detail {
 /// Whether a walk level can be scored on tensor cores: bf16 queries (exact
 /// as mma operands), G = 16 (one m16 tile), d a multiple of 16, fanout 2
 /// (a candidate's children sit in one lane's accumulator pair) and the
-/// level's fanout * candidates columns a multiple of 8.
+/// level's fanout * candidates columns a multiple of 8, candidates <= 32
+/// (one per lane).
 bool canWalkWithMma(Type queryType, int64_t groupSize, int64_t headDim,
                     int64_t fanout, int64_t candidates);
 
@@ -35,16 +38,22 @@ MmaWalkQuery loadMmaWalkQuery(ImplicitLocOpBuilder &b, Value queries,
                               const QuerySite &site, int64_t headDim,
                               Value lane);
 
-/// Scores candidates cand[0 .. numCausal) of a level into scores[a] in every
-/// lane's private scratch (which the redundant selection reads). Child
-/// summaries are f32: each is split into bf16 high and low halves, two
-/// products accumulate in f32, so the dot products keep about 16 bits
-/// beyond bf16 (the queries are exact).
-void buildMmaLevelScores(ImplicitLocOpBuilder &b, const MmaWalkQuery &query,
-                         Value children, const QuerySite &site,
-                         const ChildLevel &level, Value numCausal,
-                         Value candidates, Value scores,
-                         int64_t maxCandidates, int64_t headDim, float scale);
+/// The two-stage walk of one query on one warp, levels L..2, with state in
+/// registers: lane a holds candidate a (candidates ascending, so the causal
+/// ones are a prefix found by ballot); a level that must be ranked is scored
+/// on tensor cores (the query's 16 heads against the candidates' children:
+/// f32 summaries split into bf16 high and low halves, two products
+/// accumulated in f32, about 16 bits beyond bf16); each lane ranks its
+/// candidate with shuffles (the tie rule of buildRank: lower index wins);
+/// the kept set is a ballot and the next candidates its children. Then the
+/// leaves are filtered (causal, not forced) and `writeContender(pos, leaf)`
+/// runs on the lane holding each contender; returns their count (uniform).
+Value buildMmaWarpWalk(
+    ImplicitLocOpBuilder &b, const MmaWalkQuery &query, Value pyramid,
+    const QuerySite &site, const PyramidLayout &layout, int64_t topK,
+    Value bt, int64_t headDim, float scale,
+    llvm::function_ref<void(ImplicitLocOpBuilder &, Value pos, Value leaf)>
+        writeContender);
 
 } // namespace mlir::pisa::detail
 

@@ -78,23 +78,31 @@ static Value cmp(ImplicitLocOpBuilder &b, arith::CmpIPredicate pred, Value x,
   return arith::CmpIOp::create(b, pred, x, y);
 }
 
-/// Copies in 16-byte chunks: thread `tid` visits chunks tid, tid + threads,
-/// ... of a rows x d tile and gets each chunk's (row, first column).
-static void forEachChunk(ImplicitLocOpBuilder &b, Value tid, int64_t rows,
-                         int64_t d, int64_t threads,
-                         llvm::function_ref<void(ImplicitLocOpBuilder &, Value,
-                                                 Value)> body) {
-  const int64_t chunksPerRow = d / kChunk;
-  auto loop = scf::ForOp::create(b, tid, indexConst(b, rows * chunksPerRow),
-                                 indexConst(b, threads));
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(loop.getBody());
-  Value i = loop.getInductionVar();
-  Value row = arith::DivUIOp::create(b, i, indexConst(b, chunksPerRow));
-  Value col = arith::MulIOp::create(
-      b, arith::RemUIOp::create(b, i, indexConst(b, chunksPerRow)),
-      indexConst(b, kChunk));
-  body(b, row, col);
+/// Straight-line copy of `count` 16-byte chunks, thread `tid` taking chunks
+/// tid, tid + threads, ...: every load is issued before the first store, so
+/// their latencies overlap (a loop would wait for each in turn). `load(i)`
+/// must stay in bounds for any i < count; a chunk past count is not stored.
+static void copyChunks(
+    ImplicitLocOpBuilder &b, Value tid, int64_t count, int64_t threads,
+    llvm::function_ref<Value(ImplicitLocOpBuilder &, Value)> load,
+    llvm::function_ref<void(ImplicitLocOpBuilder &, Value, Value)> store) {
+  SmallVector<std::pair<Value, Value>> chunks;
+  for (int64_t j = 0; j * threads < count; ++j) {
+    Value i = arith::AddIOp::create(b, tid, indexConst(b, j * threads));
+    Value safe = arith::MinUIOp::create(b, i, indexConst(b, count - 1));
+    chunks.push_back({i, load(b, safe)});
+  }
+  for (int64_t j = 0, e = chunks.size(); j < e; ++j) {
+    Value i = chunks[j].first, v = chunks[j].second;
+    if ((j + 1) * threads <= count) {
+      store(b, i, v);
+      continue;
+    }
+    buildIfThen(b,
+                arith::CmpIOp::create(b, arith::CmpIPredicate::ult, i,
+                                      indexConst(b, count)),
+                [&](ImplicitLocOpBuilder &sb) { store(sb, i, v); });
+  }
 }
 
 /// The combined value of `v` and the lane 16 away (the row's other half).
@@ -154,40 +162,58 @@ gpu::GPUFuncOp mlir::pisa::detail::buildMmaScoreKernel(
     Value keyBase = arith::MulIOp::create(tb, span.leaf, indexConst(tb, c));
     auto chunk = VectorType::get({kChunk}, elem);
 
-    // Stage the tile's query rows (row = member * G + head); idle members
+    // Stage the tile's query rows (row = member * G + head) and the leaf's
+    // keys (zeros past N); consecutive threads take consecutive 16-byte
+    // chunks of a row, so each warp load reads whole rows. Idle members
     // load a clamped row that no result reads.
-    forEachChunk(tb, tid, l.rows, d, threads,
-                 [&](ImplicitLocOpBuilder &lb, Value r, Value col) {
-      Value member = arith::DivUIOp::create(lb, r, g);
-      Value head = arith::AddIOp::create(lb, arith::MulIOp::create(lb, kv, g),
-                                         arith::RemUIOp::create(lb, r, g));
-      TileMember m = loadTileMember(lb, e, p, batch, kv, first, member);
-      Value v = vector::LoadOp::create(lb, chunk, e.getArgument(0),
-                                       ValueRange{batch, head, m.query, col},
-                                       false, llvm::MaybeAlign(16));
-      vector::StoreOp::create(lb, v, queryTile, ValueRange{r, col}, false,
-                              llvm::MaybeAlign(16));
-    });
-    // Stage the leaf's keys, zeros past N.
-    forEachChunk(tb, tid, c, d, threads,
-                 [&](ImplicitLocOpBuilder &lb, Value r, Value col) {
-      Value key = arith::AddIOp::create(lb, keyBase, r);
-      Value v = buildIf(
-          lb, cmp(lb, arith::CmpIPredicate::ult, key,
-                  indexConst(lb, p.numKeys)),
-          {chunk},
-          [&](ImplicitLocOpBuilder &ib) {
-            return SmallVector<Value>{vector::LoadOp::create(
-                ib, chunk, e.getArgument(1), ValueRange{batch, kv, key, col},
-                false, llvm::MaybeAlign(16))};
-          },
-          [&](ImplicitLocOpBuilder &ib) {
-            return SmallVector<Value>{arith::ConstantOp::create(
-                ib, chunk, DenseElementsAttr::get(chunk, ib.getZeroAttr(elem)))};
-          })[0];
-      vector::StoreOp::create(lb, v, keyTile, ValueRange{r, col}, false,
-                              llvm::MaybeAlign(16));
-    });
+    const int64_t chunksPerRow = d / kChunk;
+    auto chunkAt = [&](ImplicitLocOpBuilder &lb, Value i) {
+      Value r = arith::DivUIOp::create(lb, i, indexConst(lb, chunksPerRow));
+      Value col = arith::MulIOp::create(
+          lb, arith::RemUIOp::create(lb, i, indexConst(lb, chunksPerRow)),
+          indexConst(lb, kChunk));
+      return std::make_pair(r, col);
+    };
+    copyChunks(
+        tb, tid, l.rows * chunksPerRow, threads,
+        [&](ImplicitLocOpBuilder &lb, Value i) -> Value {
+          auto [r, col] = chunkAt(lb, i);
+          Value head = arith::AddIOp::create(
+              lb, arith::MulIOp::create(lb, kv, g),
+              arith::RemUIOp::create(lb, r, g));
+          TileMember m = loadTileMember(lb, e, p, batch, kv, first,
+                                        arith::DivUIOp::create(lb, r, g));
+          return vector::LoadOp::create(lb, chunk, e.getArgument(0),
+                                        ValueRange{batch, head, m.query, col},
+                                        false, llvm::MaybeAlign(16));
+        },
+        [&](ImplicitLocOpBuilder &lb, Value i, Value v) {
+          auto [r, col] = chunkAt(lb, i);
+          vector::StoreOp::create(lb, v, queryTile, ValueRange{r, col}, false,
+                                  llvm::MaybeAlign(16));
+        });
+    Value lastKey = indexConst(tb, p.numKeys - 1);
+    Value zeroChunk = arith::ConstantOp::create(
+        tb, chunk, DenseElementsAttr::get(chunk, tb.getZeroAttr(elem)));
+    copyChunks(
+        tb, tid, c * chunksPerRow, threads,
+        [&](ImplicitLocOpBuilder &lb, Value i) -> Value {
+          auto [r, col] = chunkAt(lb, i);
+          Value key = arith::AddIOp::create(lb, keyBase, r);
+          Value v = vector::LoadOp::create(
+              lb, chunk, e.getArgument(1),
+              ValueRange{batch, kv, arith::MinUIOp::create(lb, key, lastKey),
+                         col},
+              false, llvm::MaybeAlign(16));
+          return arith::SelectOp::create(
+              lb, cmp(lb, arith::CmpIPredicate::ule, key, lastKey), v,
+              zeroChunk);
+        },
+        [&](ImplicitLocOpBuilder &lb, Value i, Value v) {
+          auto [r, col] = chunkAt(lb, i);
+          vector::StoreOp::create(lb, v, keyTile, ValueRange{r, col}, false,
+                                  llvm::MaybeAlign(16));
+        });
     gpu::BarrierOp::create(tb);
 
     // The tile product: warp w owns rows 16w .. 16w + 15.

@@ -93,3 +93,36 @@ TEST(IOCostModel, RejectsOutOfRangeInputs) {
 }
 
 } // namespace
+
+// The paper's setting: g = 2, K = 8, C = 64. At N = 4K (64 leaves, 7
+// levels) the walk scores at most 2 + 4 + 8 + 16 + 32 + 32 summaries and
+// stage 2 16 leaves of 64 keys; flat selection scores 64 summaries.
+TEST(SelectionWork, ShortSequenceFavoursFlat) {
+  SelectionWork w = estimateSelectionWork(4096, 64, 2, 8);
+  EXPECT_EQ(w.walkRows, 94);
+  EXPECT_EQ(w.leafRows, 1024);
+  EXPECT_EQ(w.pisaRows, 1118);
+  EXPECT_EQ(w.flatRows, 64);
+  EXPECT_TRUE(w.flatCheaper);
+  EXPECT_NE(w.reason.find("flat selection does"), std::string::npos);
+}
+
+// At 128K (2048 leaves, 12 levels) PISA scores 2 + 4 + 8 + 16 + 7 x 32 +
+// 1024 = 1278 rows against 2048: the crossover lies between 64K and 128K.
+TEST(SelectionWork, LongSequenceFavoursPisa) {
+  SelectionWork w = estimateSelectionWork(131072, 64, 2, 8);
+  EXPECT_EQ(w.pisaRows, 1278);
+  EXPECT_EQ(w.flatRows, 2048);
+  EXPECT_FALSE(w.flatCheaper);
+  EXPECT_EQ(w.reason.find("flat selection does"), std::string::npos);
+  EXPECT_TRUE(estimateSelectionWork(65536, 64, 2, 8).flatCheaper);
+}
+
+// Fewer leaves than g*K: every leaf is a contender, N not a multiple of C.
+TEST(SelectionWork, FewLeaves) {
+  SelectionWork w = estimateSelectionWork(100, 64, 2, 8);
+  EXPECT_EQ(w.flatRows, 2);
+  EXPECT_EQ(w.leafRows, 2 * 64);
+  EXPECT_EQ(w.walkRows, 2);
+  EXPECT_TRUE(w.flatCheaper);
+}

@@ -67,6 +67,33 @@ int pisatool::runPlan(const Options &options) {
       {"policy", policyName},
       {"reason", est.reason},
   };
+  if (options.has("keys")) {
+    auto keys = options.integer("keys", std::nullopt);
+    if (!keys)
+      return fail(keys.takeError());
+    auto topK = options.integer("topk", 8);
+    if (!topK)
+      return fail(topK.takeError());
+    auto branching = options.integer("branching", 2);
+    if (!branching)
+      return fail(branching.takeError());
+    if (*keys < 1 || *topK < 1)
+      return fail("expected --keys and --topk >= 1");
+    if (*branching < 2)
+      return fail("expected --branching >= 2 but got " +
+                  std::to_string(*branching));
+    SelectionWork work =
+        estimateSelectionWork(*keys, in.blockSize, *branching, *topK);
+    out["selection_work"] = llvm::json::Object{
+        {"unit", "rows of d scored per query, for all G heads (upper bounds)"},
+        {"walk_rows", work.walkRows},
+        {"leaf_rows", work.leafRows},
+        {"pisa_rows", work.pisaRows},
+        {"flat_rows", work.flatRows},
+        {"flat_cheaper", work.flatCheaper},
+        {"reason", work.reason},
+    };
+  }
   llvm::outs() << llvm::json::Value(std::move(out)) << "\n";
   return 0;
 }

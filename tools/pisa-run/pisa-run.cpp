@@ -107,7 +107,9 @@ static void usage(llvm::raw_ostream &os) {
         "           --out OUT.npy\n"
         "       pisa-run plan --group-size G --block-size C --q-tile T\n"
         "           --queries N [--head-dim d] [--dtype bf16|f16|f32]\n"
-        "           [--policy paper|refined]\n";
+        "           [--policy paper|refined]\n"
+        "           [--keys N --topk K --branching g]  (work against flat\n"
+        "           block selection)\n";
 }
 
 int main(int argc, char **argv) {
@@ -134,7 +136,8 @@ int main(int argc, char **argv) {
   if (command == "plan") {
     auto options = Options::parse(argc, argv, 2,
                                   {"group-size", "block-size", "q-tile",
-                                   "queries", "head-dim", "dtype", "policy"},
+                                   "queries", "head-dim", "dtype", "policy", "keys",
+                                   "topk", "branching"},
                                   {});
     if (!options)
       return fail(options.takeError());

@@ -58,6 +58,25 @@ std::optional<std::string> validateIOCostInputs(const IOCostInputs &in);
 IOCostEstimate estimateScheduleIO(const IOCostInputs &in,
                                   SchedulePolicy policy);
 
+/// Rows of d scored per query (each for all G heads) by PISA's selection and
+/// by flat block selection, which scores every leaf block's summary for
+/// every query. Upper bounds: the walk scores at most the g children of its
+/// g*K candidates per level, stage 2 at most g*K leaves of C raw keys.
+struct SelectionWork {
+  double walkRows = 0; ///< Summaries on the walk, levels L..2.
+  double leafRows = 0; ///< g*K leaves x C keys.
+  double pisaRows = 0; ///< walkRows + leafRows.
+  double flatRows = 0; ///< ceil(N / C) block summaries.
+  /// Flat selection would score fewer rows (short sequences). PISA's
+  /// selection is still what the ops compute: the two select differently.
+  bool flatCheaper = false;
+  std::string reason;
+};
+
+/// Requires numKeys, blockSize, topK >= 1 and branching >= 2.
+SelectionWork estimateSelectionWork(int64_t numKeys, int64_t blockSize,
+                                    int64_t branching, int64_t topK);
+
 } // namespace mlir::pisa
 
 #endif // PISA_ANALYSIS_IOCOSTMODEL_H

@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "pisa/Analysis/IOCostModel.h"
+#include "pisa/Analysis/PyramidLayout.h"
 
 #include <algorithm>
 #include <sstream>
@@ -64,4 +65,32 @@ IOCostEstimate mlir::pisa::estimateScheduleIO(const IOCostInputs &in,
     why << " (Q_tile " << in.qTile << " capped at " << q << " queries)";
   est.reason = why.str();
   return est;
+}
+
+SelectionWork mlir::pisa::estimateSelectionWork(int64_t numKeys,
+                                                int64_t blockSize,
+                                                int64_t branching,
+                                                int64_t topK) {
+  PyramidLayout layout(numKeys, blockSize, branching);
+  const int64_t candidates = branching * topK;
+  SelectionWork work;
+  for (int64_t level = layout.numLevels(); level >= 2; --level)
+    work.walkRows += double(
+        std::min(branching * candidates, layout.size(level - 1)));
+  work.leafRows = double(std::min(candidates, layout.numLeaves()) * blockSize);
+  work.pisaRows = work.walkRows + work.leafRows;
+  work.flatRows = double(layout.numLeaves());
+  work.flatCheaper = work.flatRows < work.pisaRows;
+  std::ostringstream why;
+  why << "per query, flat block selection scores N/C = " << work.flatRows
+      << " block summaries and PISA at most " << work.pisaRows << " rows ("
+      << work.walkRows << " summaries on the walk + "
+      << std::min(candidates, layout.numLeaves()) << " leaves x "
+      << blockSize << " keys)";
+  if (work.flatCheaper)
+    why << ": flat selection does " << work.pisaRows / work.flatRows
+        << "x less work at this length; PISA's selection is kept (it is "
+           "what the op computes)";
+  work.reason = why.str();
+  return work;
 }

@@ -89,6 +89,15 @@ struct PisaSelectSchedulePass
                       << plain(est.singleStageElems) << " elements ("
                       << plain(est.singleStageBytes)
                       << " B) per query-candidate pair; " << reason;
+    // Short sequences: say when flat block selection would do less work.
+    int64_t numKeys = kType.getDimSize(2);
+    if (emitRemarks && !ShapedType::isDynamic(numKeys)) {
+      SelectionWork work = estimateSelectionWork(
+          numKeys, op.getBlockSize(), op.getBranching(), op.getTopk());
+      if (work.flatCheaper)
+        op.emitRemark() << "flat block selection would be cheaper: "
+                        << work.reason;
+    }
     return success();
   }
 

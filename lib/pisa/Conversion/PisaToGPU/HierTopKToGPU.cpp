@@ -16,7 +16,7 @@
 #include "DeviceSelection.h"
 #include "KernelBuilder.h"
 #include "TileScoring.h"
-#include "WalkScoringMMA.h"
+#include "WarpWalkMMA.h"
 
 #include "../Common/LoopBuilders.h"
 

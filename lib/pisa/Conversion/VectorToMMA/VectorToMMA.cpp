@@ -22,8 +22,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "pisa/Conversion/Passes.h"
 #include "pisa/Conversion/VectorToMMA/VectorToMMA.h"
+#include "pisa/Conversion/Passes.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -97,8 +97,8 @@ bool isSharedMemory(Value memref) {
 FailureOr<Value> loadFragment(RewriterBase &rewriter,
                               vector::TransferReadOp read, bool isA) {
   VectorType type = read.getVectorType();
-  bool inBounds = llvm::all_of(read.getInBoundsValues(),
-                               [](bool b) { return b; });
+  bool inBounds =
+      llvm::all_of(read.getInBoundsValues(), [](bool b) { return b; });
   if (!read.getPermutationMap().isMinorIdentity() || !inBounds ||
       read.getMask() || !isSharedMemory(read.getBase()) ||
       type.getShape() != ArrayRef<int64_t>{isA ? kM : kN, kK})
@@ -131,8 +131,8 @@ FailureOr<Value> loadFragment(RewriterBase &rewriter,
 /// Stores an m16n8 accumulator fragment where `write` puts its tile.
 LogicalResult storeFragment(RewriterBase &rewriter,
                             vector::TransferWriteOp write, Value fragment) {
-  bool inBounds = llvm::all_of(write.getInBoundsValues(),
-                               [](bool b) { return b; });
+  bool inBounds =
+      llvm::all_of(write.getInBoundsValues(), [](bool b) { return b; });
   if (!write.getPermutationMap().isMinorIdentity() || !inBounds ||
       write.getMask() ||
       write.getVectorType().getShape() != ArrayRef<int64_t>{kM, kN})
@@ -146,8 +146,8 @@ LogicalResult storeFragment(RewriterBase &rewriter,
   };
   Value lane = gpu::LaneIdOp::create(b, /*upper_bound=*/nullptr);
   Value row = arith::DivUIOp::create(b, lane, cst(4));
-  Value col = arith::MulIOp::create(
-      b, arith::RemUIOp::create(b, lane, cst(4)), cst(2));
+  Value col =
+      arith::MulIOp::create(b, arith::RemUIOp::create(b, lane, cst(4)), cst(2));
   SmallVector<Value> indices(write.getIndices());
   size_t rank = indices.size();
   Value col0 = arith::AddIOp::create(b, indices[rank - 1], col);
@@ -156,7 +156,8 @@ LogicalResult storeFragment(RewriterBase &rewriter,
     at[rank - 2] = arith::AddIOp::create(
         b, indices[rank - 2], arith::AddIOp::create(b, row, cst(8 * half)));
     at[rank - 1] = col0;
-    Value pair = vector::ExtractOp::create(b, fragment, ArrayRef<int64_t>{half});
+    Value pair =
+        vector::ExtractOp::create(b, fragment, ArrayRef<int64_t>{half});
     vector::StoreOp::create(b, pair, write.getBase(), at);
   }
   rewriter.eraseOp(write);
@@ -173,7 +174,8 @@ struct BF16MmaSyncToNVVM : OpRewritePattern<nvgpu::MmaSyncOp> {
     auto aType = cast<VectorType>(op.getMatrixA().getType());
     auto cType = cast<VectorType>(op.getMatrixC().getType());
     if (!aType.getElementType().isBF16() || !cType.getElementType().isF32() ||
-        ArrayRef<int64_t>(op.getMmaShapeAsArray()) != ArrayRef<int64_t>{kM, kN, kK})
+        ArrayRef<int64_t>(op.getMmaShapeAsArray()) !=
+            ArrayRef<int64_t>{kM, kN, kK})
       return rewriter.notifyMatchFailure(op, "not a bf16 m16n8k16 mma");
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     Type i32 = b.getI32Type(), f32 = b.getF32Type();
@@ -195,8 +197,8 @@ struct BF16MmaSyncToNVVM : OpRewritePattern<nvgpu::MmaSyncOp> {
       for (int64_t c = 0; c < 2; ++c)
         acc.push_back(vector::ExtractOp::create(b, op.getMatrixC(),
                                                 ArrayRef<int64_t>{r, c}));
-    Type accType = LLVM::LLVMStructType::getLiteral(b.getContext(),
-                                                    {f32, f32, f32, f32});
+    Type accType =
+        LLVM::LLVMStructType::getLiteral(b.getContext(), {f32, f32, f32, f32});
     Value d = NVVM::MmaOp::create(
         b, accType, words(op.getMatrixA()), words(op.getMatrixB()), acc,
         {kM, kN, kK}, std::nullopt, std::nullopt,
@@ -211,8 +213,8 @@ struct BF16MmaSyncToNVVM : OpRewritePattern<nvgpu::MmaSyncOp> {
     for (int64_t r = 0; r < 2; ++r) {
       SmallVector<Value> pair;
       for (int64_t c = 0; c < 2; ++c)
-        pair.push_back(LLVM::ExtractValueOp::create(
-            b, d, ArrayRef<int64_t>{2 * r + c}));
+        pair.push_back(
+            LLVM::ExtractValueOp::create(b, d, ArrayRef<int64_t>{2 * r + c}));
       result = vector::InsertOp::create(
           b, vector::FromElementsOp::create(b, pairType, pair), result,
           ArrayRef<int64_t>{r});
@@ -287,7 +289,7 @@ LogicalResult mlir::pisa::unrollWarpMatmulsToMmaShape(Operation *root) {
 }
 
 LogicalResult mlir::pisa::convertWarpMatmulsToNVGPU(RewriterBase &rewriter,
-                                                     Operation *root) {
+                                                    Operation *root) {
   SmallVector<vector::ContractionOp> contracts;
   root->walk([&](vector::ContractionOp op) {
     if (isWarpMatmul(op))

@@ -1,7 +1,8 @@
-//===- WalkScoringMMA.h - A walk level's scores on tensor cores -*- C++ -*-===//
+//===- WarpWalkMMA.h - The two-stage walk on one warp -----------*- C++ -*-===//
 //
-// With bf16 queries, G = 16 and fanout 2, one level of the walk is a dense
-// product: the query's 16 head rows (an m16 tile) against the child
+// With bf16 queries, G = 16 and fanout 2 the walk keeps its state in
+// registers, one candidate per lane, and a level that must be ranked is a
+// dense product: the query's 16 head rows (an m16 tile) against the child
 // summaries of every candidate (two columns per candidate), then per
 // candidate the LSE over its two children per head and the sum over heads.
 // The candidate set is data-dependent, so the product is built by hand on
@@ -9,8 +10,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef PISA_LIB_CONVERSION_PISATOGPU_WALKSCORINGMMA_H
-#define PISA_LIB_CONVERSION_PISATOGPU_WALKSCORINGMMA_H
+#ifndef PISA_LIB_CONVERSION_PISATOGPU_WARPWALKMMA_H
+#define PISA_LIB_CONVERSION_PISATOGPU_WARPWALKMMA_H
 
 #include "../Common/NodeScore.h"
 
@@ -50,11 +51,11 @@ MmaWalkQuery loadMmaWalkQuery(ImplicitLocOpBuilder &b, Value queries,
 /// runs on the lane holding each contender; returns their count (uniform).
 Value buildMmaWarpWalk(
     ImplicitLocOpBuilder &b, const MmaWalkQuery &query, Value pyramid,
-    const QuerySite &site, const PyramidLayout &layout, int64_t topK,
-    Value bt, int64_t headDim, float scale,
+    const QuerySite &site, const PyramidLayout &layout, int64_t topK, Value bt,
+    int64_t headDim, float scale,
     llvm::function_ref<void(ImplicitLocOpBuilder &, Value pos, Value leaf)>
         writeContender);
 
 } // namespace mlir::pisa::detail
 
-#endif // PISA_LIB_CONVERSION_PISATOGPU_WALKSCORINGMMA_H
+#endif // PISA_LIB_CONVERSION_PISATOGPU_WARPWALKMMA_H

@@ -1,4 +1,4 @@
-//===- WalkScoringMMA.cpp - A walk level's scores on tensor cores ---------===//
+//===- WarpWalkMMA.cpp - The two-stage walk on one warp -------------------===//
 //
 // Layouts (PTX ISA, mma.m16n8k16 bf16), g = lane / 4, i = lane % 4:
 // A (the query, 16 heads x 16 of d) holds (head g | g+8, d 2i, 2i+1 | +8);
@@ -10,7 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "WalkScoringMMA.h"
+#include "WarpWalkMMA.h"
 
 #include "../Common/LoopBuilders.h"
 
@@ -38,8 +38,8 @@ Value cmp(ImplicitLocOpBuilder &b, arith::CmpIPredicate pred, Value x,
 /// vector<N x 2 x elem> from N vector<2 x elem> registers.
 Value fragment(ImplicitLocOpBuilder &b, ArrayRef<Value> pairs) {
   auto pairType = cast<VectorType>(pairs[0].getType());
-  auto type = VectorType::get({int64_t(pairs.size()), 2},
-                              pairType.getElementType());
+  auto type =
+      VectorType::get({int64_t(pairs.size()), 2}, pairType.getElementType());
   Value v = arith::ConstantOp::create(b, type, b.getZeroAttr(type));
   for (auto [i, pair] : llvm::enumerate(pairs))
     v = vector::InsertOp::create(b, pair, v, ArrayRef<int64_t>{int64_t(i)});
@@ -74,17 +74,18 @@ MmaWalkQuery mlir::pisa::detail::loadMmaWalkQuery(ImplicitLocOpBuilder &b,
       b, arith::MulIOp::create(b, site.kvHead, indexConst(b, kHeads)), gid);
   Value head1 = arith::AddIOp::create(b, head0, indexConst(b, 8));
   auto pair = [&](Value head, Value k) -> Value {
-    return vector::LoadOp::create(
-        b, VectorType::get({2}, b.getBF16Type()), queries,
-        ValueRange{site.batch, head, site.query, k}, false, llvm::MaybeAlign(4));
+    return vector::LoadOp::create(b, VectorType::get({2}, b.getBF16Type()),
+                                  queries,
+                                  ValueRange{site.batch, head, site.query, k},
+                                  false, llvm::MaybeAlign(4));
   };
   MmaWalkQuery query{{}, lane};
   for (int64_t s = 0; s < headDim / 16; ++s) {
     Value kLo = arith::AddIOp::create(b, col, indexConst(b, 16 * s));
     Value kHi = arith::AddIOp::create(b, kLo, indexConst(b, 8));
-    query.fragments.push_back(fragment(
-        b, {pair(head0, kLo), pair(head1, kLo), pair(head0, kHi),
-            pair(head1, kHi)}));
+    query.fragments.push_back(
+        fragment(b, {pair(head0, kLo), pair(head1, kLo), pair(head0, kHi),
+                     pair(head1, kHi)}));
   }
   return query;
 }
@@ -120,8 +121,7 @@ Value popCount(ImplicitLocOpBuilder &b, Value mask) {
 Value bitsBelow(ImplicitLocOpBuilder &b, Value mask, Value n) {
   Value one = arith::ConstantIntOp::create(b, 1, 32);
   return arith::AndIOp::create(
-      b, mask,
-      arith::SubIOp::create(b, arith::ShLIOp::create(b, one, n), one));
+      b, mask, arith::SubIOp::create(b, arith::ShLIOp::create(b, one, n), one));
 }
 
 /// The position of the k-th (from 0) set bit of `mask`, by binary search on
@@ -143,9 +143,8 @@ Value nthSetBit(ImplicitLocOpBuilder &b, Value mask, Value k) {
 /// (the same on the lanes that share lane % 4). `nodeOf(a)` is candidate
 /// a's node; candidates at or past numCausal score -inf.
 SmallVector<Value>
-levelScores(ImplicitLocOpBuilder &b, const MmaWalkQuery &query,
-            Value children, const QuerySite &site, const ChildLevel &level,
-            Value numCausal,
+levelScores(ImplicitLocOpBuilder &b, const MmaWalkQuery &query, Value children,
+            const QuerySite &site, const ChildLevel &level, Value numCausal,
             llvm::function_ref<Value(ImplicitLocOpBuilder &, Value)> nodeOf,
             int64_t maxCandidates, int64_t headDim, float scale) {
   Type f32 = b.getF32Type(), bf16 = b.getBF16Type();
@@ -179,24 +178,24 @@ levelScores(ImplicitLocOpBuilder &b, const MmaWalkQuery &query,
   SmallVector<Value> tileScores;
   for (int64_t t = 0; t < tiles; ++t) {
     // B: this lane's column is child gid % 2 of candidate 4t + gid / 2.
-    Value rowB =
-        child(arith::AddIOp::create(
-                  b, indexConst(b, 4 * t),
-                  arith::DivUIOp::create(b, gid, indexConst(b, 2))),
-              arith::RemUIOp::create(b, gid, indexConst(b, 2)))
-            .first;
+    Value rowB = child(arith::AddIOp::create(
+                           b, indexConst(b, 4 * t),
+                           arith::DivUIOp::create(b, gid, indexConst(b, 2))),
+                       arith::RemUIOp::create(b, gid, indexConst(b, 2)))
+                     .first;
     Value row = arith::AddIOp::create(b, level.rowBase, rowB);
     Value acc = arith::ConstantOp::create(b, accType, b.getZeroAttr(accType));
     for (int64_t s = 0; s < headDim / 16; ++s) {
       SmallVector<Value> hi, lo;
       for (int64_t half = 0; half < 2; ++half) {
-        Value k = arith::AddIOp::create(b, col, indexConst(b, 16 * s + 8 * half));
+        Value k =
+            arith::AddIOp::create(b, col, indexConst(b, 16 * s + 8 * half));
         Value x = vector::LoadOp::create(
             b, pairType, children, ValueRange{site.batch, site.kvHead, row, k},
             false, llvm::MaybeAlign(8));
         Value h = arith::TruncFOp::create(b, VectorType::get({2}, bf16), x);
-        Value rest = arith::SubFOp::create(
-            b, x, arith::ExtFOp::create(b, pairType, h));
+        Value rest =
+            arith::SubFOp::create(b, x, arith::ExtFOp::create(b, pairType, h));
         hi.push_back(h);
         lo.push_back(
             arith::TruncFOp::create(b, VectorType::get({2}, bf16), rest));
@@ -242,8 +241,8 @@ levelScores(ImplicitLocOpBuilder &b, const MmaWalkQuery &query,
 
 Value mlir::pisa::detail::buildMmaWarpWalk(
     ImplicitLocOpBuilder &b, const MmaWalkQuery &query, Value pyramid,
-    const QuerySite &site, const PyramidLayout &layout, int64_t topK,
-    Value bt, int64_t headDim, float scale,
+    const QuerySite &site, const PyramidLayout &layout, int64_t topK, Value bt,
+    int64_t headDim, float scale,
     llvm::function_ref<void(ImplicitLocOpBuilder &, Value, Value)>
         writeContender) {
   const int64_t maxCandidates = kFanout * topK;
@@ -278,8 +277,8 @@ Value mlir::pisa::detail::buildMmaWarpWalk(
         b, ranked, {b.getI1Type()},
         [&](ImplicitLocOpBuilder &rb) {
           SmallVector<Value> tiles =
-              levelScores(rb, query, pyramid, site, children, numCausal,
-                          nodeOf, maxCandidates, headDim, scale);
+              levelScores(rb, query, pyramid, site, children, numCausal, nodeOf,
+                          maxCandidates, headDim, scale);
           // This lane's candidate's score: tile lane / 4, lane % 4.
           Value source = arith::RemUIOp::create(rb, lane, indexConst(rb, 4));
           Value tile = arith::DivUIOp::create(rb, lane, indexConst(rb, 4));
@@ -299,14 +298,14 @@ Value mlir::pisa::detail::buildMmaWarpWalk(
                                       mine),
                 arith::AndIOp::create(
                     rb,
-                    arith::CmpFOp::create(rb, arith::CmpFPredicate::OEQ,
-                                          theirs, mine),
+                    arith::CmpFOp::create(rb, arith::CmpFPredicate::OEQ, theirs,
+                                          mine),
                     cmp(rb, arith::CmpIPredicate::ugt, lane,
                         indexConst(rb, other))));
-            Value counts = arith::AndIOp::create(
-                rb, beats,
-                cmp(rb, arith::CmpIPredicate::ult, indexConst(rb, other),
-                    numCausal));
+            Value counts =
+                arith::AndIOp::create(rb, beats,
+                                      cmp(rb, arith::CmpIPredicate::ult,
+                                          indexConst(rb, other), numCausal));
             rank = arith::SelectOp::create(
                 rb, counts, arith::AddIOp::create(rb, rank, one), rank);
           }
@@ -320,8 +319,7 @@ Value mlir::pisa::detail::buildMmaWarpWalk(
     Value source = nthSetBit(
         b, kept, arith::DivUIOp::create(b, lane, indexConst(b, kFanout)));
     Value child = arith::AddIOp::create(
-        b,
-        arith::MulIOp::create(b, nodeOf(b, source), indexConst(b, kFanout)),
+        b, arith::MulIOp::create(b, nodeOf(b, source), indexConst(b, kFanout)),
         arith::RemUIOp::create(b, lane, indexConst(b, kFanout)));
     Value next = arith::AndIOp::create(
         b,
@@ -347,7 +345,8 @@ Value mlir::pisa::detail::buildMmaWarpWalk(
       arith::XOrIOp::create(b, forced, arith::ConstantIntOp::create(b, 1, 1)));
   Value mask = ballot(b, contender);
   buildIfThen(b, contender, [&](ImplicitLocOpBuilder &wb) {
-    Value pos = toIndex(wb, math::CtPopOp::create(wb, bitsBelow(wb, mask, lane32)));
+    Value pos =
+        toIndex(wb, math::CtPopOp::create(wb, bitsBelow(wb, mask, lane32)));
     writeContender(wb, pos, leaf);
   });
   return popCount(b, mask);

@@ -44,7 +44,7 @@ def pyramid_rows(n, c, g):
         m = -(-m // g)
 
 
-def program(n, nq, offset, G, d, C, K, dtype, g=2):
+def program(n, nq, offset, G, d, C, K, dtype, g=2, q_tile=4):
     t = MLIR_TYPES[dtype]
     q = f"tensor<1x{G}x{nq}x{d}x{t}>"
     k = f"tensor<1x1x{n}x{d}x{t}>"
@@ -57,7 +57,7 @@ func.func @select_{kind}(%q: {q}, %k: {k}) -> {r} {{
   %off = arith.constant {offset} : index
   %p = pisa.pyramid_build %k block_size = {C} branching = {g} : {k} -> {p}
   %s = pisa.hier_topk %q, %k, %p, %off topk = {K} block_size = {C} branching = {g}
-      {{schedule = #pisa.schedule<{kind}, q_tile = 4, io_two_stage = 0, io_single_stage = 0>}}
+      {{schedule = #pisa.schedule<{kind}, q_tile = {q_tile}, io_two_stage = 0, io_single_stage = 0>}}
       : {q}, {k}, {p} -> {r}
   return %s : {r}
 }}""")
@@ -68,6 +68,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("out")
     parser.add_argument("--pisa-compile", default="build/bin/pisa-compile")
+    parser.add_argument("--q-tile", type=int, default=4,
+                        help="queries per stage-2 key tile (two_stage)")
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
     cases = []
@@ -77,7 +79,7 @@ def main():
         nq = nq or n
         src = os.path.join(args.out, f"{name}.mlir")
         with open(src, "w") as f:
-            f.write(program(n, nq, offset, G, d, C, K, dtype))
+            f.write(program(n, nq, offset, G, d, C, K, dtype, q_tile=args.q_tile))
         lib = f"lib{name}.so"
         subprocess.run([args.pisa_compile, src, "-o", os.path.join(args.out, lib)],
                        check=True)

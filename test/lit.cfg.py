@@ -55,8 +55,10 @@ if has_cuda_device():
 
 # ptxas turns PTX into the cubin that AOT libraries embed.
 cuda_root = os.environ.get("CUDA_HOME", "/usr/local/cuda")
-if shutil.which("ptxas") or os.path.exists(os.path.join(cuda_root, "bin", "ptxas")):
+ptxas = shutil.which("ptxas") or os.path.join(cuda_root, "bin", "ptxas")
+if os.path.exists(ptxas):
     config.available_features.add("ptxas")
+    config.substitutions.append(("%ptxas", ptxas))
 
 if subprocess.run(["/usr/bin/python3", "-c", "import torch"],
                   capture_output=True).returncode == 0:

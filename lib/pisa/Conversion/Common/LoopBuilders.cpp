@@ -59,6 +59,20 @@ Value mlir::pisa::detail::indexConst(ImplicitLocOpBuilder &b, int64_t value) {
   return arith::ConstantIndexOp::create(b, value);
 }
 
+Value mlir::pisa::detail::cmp(ImplicitLocOpBuilder &b,
+                              arith::CmpIPredicate pred, Value lhs,
+                              Value rhs) {
+  return arith::CmpIOp::create(b, pred, lhs, rhs);
+}
+
+Value mlir::pisa::detail::toIndex(ImplicitLocOpBuilder &b, Value i32) {
+  return arith::IndexCastOp::create(b, b.getIndexType(), i32);
+}
+
+Value mlir::pisa::detail::toI32(ImplicitLocOpBuilder &b, Value index) {
+  return arith::IndexCastOp::create(b, b.getI32Type(), index);
+}
+
 Value mlir::pisa::detail::f32Const(ImplicitLocOpBuilder &b, float value) {
   return arith::ConstantOp::create(b, b.getF32FloatAttr(value));
 }

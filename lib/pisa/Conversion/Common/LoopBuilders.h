@@ -8,6 +8,7 @@
 #ifndef PISA_LIB_CONVERSION_COMMON_LOOPBUILDERS_H
 #define PISA_LIB_CONVERSION_COMMON_LOOPBUILDERS_H
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/SmallVector.h"
@@ -37,6 +38,13 @@ void buildIfThen(ImplicitLocOpBuilder &b, Value cond,
 
 Value indexConst(ImplicitLocOpBuilder &b, int64_t value);
 Value f32Const(ImplicitLocOpBuilder &b, float value);
+
+/// arith.cmpi `pred` on two integers or indices.
+Value cmp(ImplicitLocOpBuilder &b, arith::CmpIPredicate pred, Value lhs,
+          Value rhs);
+/// Casts between index and i32.
+Value toIndex(ImplicitLocOpBuilder &b, Value i32);
+Value toI32(ImplicitLocOpBuilder &b, Value index);
 
 /// Reads an i32 element of `tensor` at `indices` as an index.
 Value extractIndex(ImplicitLocOpBuilder &b, Value tensor, ValueRange indices);

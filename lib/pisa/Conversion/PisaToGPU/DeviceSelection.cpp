@@ -2,6 +2,8 @@
 
 #include "DeviceSelection.h"
 
+#include "KernelBuilder.h"
+
 #include "../Common/LoopBuilders.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -16,11 +18,6 @@
 
 using namespace mlir;
 using namespace mlir::pisa::detail;
-
-static Value cmp(ImplicitLocOpBuilder &b, arith::CmpIPredicate pred, Value lhs,
-                 Value rhs) {
-  return arith::CmpIOp::create(b, pred, lhs, rhs);
-}
 
 static Value loadIndex(ImplicitLocOpBuilder &b, Value mem, ValueRange idx) {
   Value v = memref::LoadOp::create(b, mem, idx);
@@ -69,14 +66,8 @@ static Value selectBest(ImplicitLocOpBuilder &b, IndexLoader loadCand,
 
 Value mlir::pisa::detail::laneGroupSum(ImplicitLocOpBuilder &b, Value v,
                                        int64_t width) {
-  Value lanes = arith::ConstantIntOp::create(b, 32, 32);
-  for (int64_t offset = width / 2; offset >= 1; offset /= 2) {
-    Value other = gpu::ShuffleOp::create(
-                      b, v, arith::ConstantIntOp::create(b, offset, 32), lanes,
-                      gpu::ShuffleMode::XOR)
-                      .getShuffleResult();
-    v = arith::AddFOp::create(b, v, other);
-  }
+  for (int64_t offset = width / 2; offset >= 1; offset /= 2)
+    v = arith::AddFOp::create(b, v, shuffleXor(b, v, offset));
   return v;
 }
 
@@ -128,13 +119,6 @@ std::optional<WarpQuery> mlir::pisa::detail::loadWarpQuery(
 /// head is headOfLane().
 static Value reduceScatterHeads(ImplicitLocOpBuilder &b, Value lane,
                                 SmallVector<Value> partial) {
-  Value width = arith::ConstantIntOp::create(b, 32, 32);
-  auto shuffle = [&](Value v, int64_t offset) -> Value {
-    return gpu::ShuffleOp::create(b, v,
-                                  arith::ConstantIntOp::create(b, offset, 32),
-                                  width, gpu::ShuffleMode::XOR)
-        .getShuffleResult();
-  };
   int64_t offset = 16;
   for (; partial.size() > 1; offset /= 2) {
     const size_t half = partial.size() / 2;
@@ -147,13 +131,13 @@ static Value reduceScatterHeads(ImplicitLocOpBuilder &b, Value lane,
                                            partial[i]);
       Value send = arith::SelectOp::create(b, upper, partial[i],
                                            partial[half + i]);
-      kept.push_back(arith::AddFOp::create(b, keep, shuffle(send, offset)));
+      kept.push_back(arith::AddFOp::create(b, keep, shuffleXor(b, send, offset)));
     }
     partial = std::move(kept);
   }
   Value v = partial[0];
   for (; offset >= 1; offset /= 2)
-    v = arith::AddFOp::create(b, v, shuffle(v, offset));
+    v = arith::AddFOp::create(b, v, shuffleXor(b, v, offset));
   return v;
 }
 

@@ -95,3 +95,19 @@ MemRefType mlir::pisa::detail::workgroupType(MLIRContext *ctx,
                          gpu::AddressSpaceAttr::get(
                              ctx, gpu::GPUDialect::getWorkgroupAddressSpace()));
 }
+
+Value mlir::pisa::detail::shuffleXor(ImplicitLocOpBuilder &b, Value v,
+                                     int64_t mask) {
+  return gpu::ShuffleOp::create(b, v, arith::ConstantIntOp::create(b, mask, 32),
+                                arith::ConstantIntOp::create(b, 32, 32),
+                                gpu::ShuffleMode::XOR)
+      .getShuffleResult();
+}
+
+Value mlir::pisa::detail::shuffleFrom(ImplicitLocOpBuilder &b, Value v,
+                                      Value source) {
+  return gpu::ShuffleOp::create(
+             b, v, arith::IndexCastOp::create(b, b.getI32Type(), source),
+             arith::ConstantIntOp::create(b, 32, 32), gpu::ShuffleMode::IDX)
+      .getShuffleResult();
+}

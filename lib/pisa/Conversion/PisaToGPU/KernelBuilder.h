@@ -43,6 +43,11 @@ Value blockIdX(ImplicitLocOpBuilder &b);
 Value blockIdY(ImplicitLocOpBuilder &b);
 Value threadIdX(ImplicitLocOpBuilder &b);
 
+/// `v` of lane (lane XOR mask) of the warp.
+Value shuffleXor(ImplicitLocOpBuilder &b, Value v, int64_t mask);
+/// `v` of lane `source` (an index value) of the warp.
+Value shuffleFrom(ImplicitLocOpBuilder &b, Value v, Value source);
+
 /// memref<shape x elem> in global memory (the default space).
 MemRefType globalType(ArrayRef<int64_t> shape, Type elem);
 /// memref<shape x elem, #gpu.address_space<private|workgroup>>.

@@ -37,12 +37,6 @@ static constexpr int64_t kPairThreads = 256;
 static constexpr int64_t kScanLanes = 32;
 static constexpr int64_t kMaxTileRows = 64;
 
-static Value toIndex(ImplicitLocOpBuilder &b, Value v) {
-  return arith::IndexCastOp::create(b, b.getIndexType(), v);
-}
-static Value toI32(ImplicitLocOpBuilder &b, Value v) {
-  return arith::IndexCastOp::create(b, b.getI32Type(), v);
-}
 static Value load(ImplicitLocOpBuilder &b, Value mem, ValueRange idx) {
   return memref::LoadOp::create(b, mem, idx);
 }

@@ -69,15 +69,6 @@ int64_t mlir::pisa::detail::mmaScoreThreads(const TileProblem &p) {
   return p.qTile * p.groupSize / 16 * 32;
 }
 
-static Value toIndex(ImplicitLocOpBuilder &b, Value v) {
-  return arith::IndexCastOp::create(b, b.getIndexType(), v);
-}
-
-static Value cmp(ImplicitLocOpBuilder &b, arith::CmpIPredicate pred, Value x,
-                 Value y) {
-  return arith::CmpIOp::create(b, pred, x, y);
-}
-
 /// Straight-line copy of `count` 16-byte chunks, thread `tid` taking chunks
 /// tid, tid + threads, ...: every load is issued before the first store, so
 /// their latencies overlap (a loop would wait for each in turn). `load(i)`
@@ -107,10 +98,7 @@ static void copyChunks(
 
 /// The combined value of `v` and the lane 16 away (the row's other half).
 static Value combineHalves(ImplicitLocOpBuilder &b, Value v, bool isMax) {
-  Value other = gpu::ShuffleOp::create(b, v, arith::ConstantIntOp::create(b, 16, 32),
-                                       arith::ConstantIntOp::create(b, 32, 32),
-                                       gpu::ShuffleMode::XOR)
-                    .getShuffleResult();
+  Value other = shuffleXor(b, v, 16);
   return isMax ? arith::MaximumFOp::create(b, v, other).getResult()
                : arith::AddFOp::create(b, v, other).getResult();
 }

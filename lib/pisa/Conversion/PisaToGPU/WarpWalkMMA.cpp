@@ -12,6 +12,8 @@
 
 #include "WarpWalkMMA.h"
 
+#include "KernelBuilder.h"
+
 #include "../Common/LoopBuilders.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -34,11 +36,6 @@ constexpr int64_t kFanout = 2, kHeads = 16;
 /// until a device run covers it (case n4096_bf16_k16).
 constexpr int64_t kVerifiedCandidates = 16;
 
-Value cmp(ImplicitLocOpBuilder &b, arith::CmpIPredicate pred, Value x,
-          Value y) {
-  return arith::CmpIOp::create(b, pred, x, y);
-}
-
 /// vector<N x 2 x elem> from N vector<2 x elem> registers.
 Value fragment(ImplicitLocOpBuilder &b, ArrayRef<Value> pairs) {
   auto pairType = cast<VectorType>(pairs[0].getType());
@@ -48,14 +45,6 @@ Value fragment(ImplicitLocOpBuilder &b, ArrayRef<Value> pairs) {
   for (auto [i, pair] : llvm::enumerate(pairs))
     v = vector::InsertOp::create(b, pair, v, ArrayRef<int64_t>{int64_t(i)});
   return v;
-}
-
-Value shuffle(ImplicitLocOpBuilder &b, Value v, int64_t laneOrMask,
-              gpu::ShuffleMode mode) {
-  return gpu::ShuffleOp::create(b, v,
-                                arith::ConstantIntOp::create(b, laneOrMask, 32),
-                                arith::ConstantIntOp::create(b, 32, 32), mode)
-      .getShuffleResult();
 }
 } // namespace
 
@@ -95,21 +84,6 @@ MmaWalkQuery mlir::pisa::detail::loadMmaWalkQuery(ImplicitLocOpBuilder &b,
 }
 
 namespace {
-Value toI32(ImplicitLocOpBuilder &b, Value v) {
-  return arith::IndexCastOp::create(b, b.getI32Type(), v);
-}
-Value toIndex(ImplicitLocOpBuilder &b, Value v) {
-  return arith::IndexCastOp::create(b, b.getIndexType(), v);
-}
-
-/// `v` of lane `source` (an index value or constant), in every lane.
-Value fromLane(ImplicitLocOpBuilder &b, Value v, Value source) {
-  return gpu::ShuffleOp::create(b, v, toI32(b, source),
-                                arith::ConstantIntOp::create(b, 32, 32),
-                                gpu::ShuffleMode::IDX)
-      .getShuffleResult();
-}
-
 /// Bit l set for the lanes l where `pred` holds (i32).
 Value ballot(ImplicitLocOpBuilder &b, Value pred) {
   return NVVM::VoteSyncOp::create(b, b.getI32Type(),
@@ -161,12 +135,13 @@ levelScores(ImplicitLocOpBuilder &b, const MmaWalkQuery &query, Value children,
       arith::DivUIOp::create(b, site.position, level.keysPerChild);
   Value zero = indexConst(b, 0);
 
-  // Child `c` of candidate `a`: its row within the level (row 0 when it is
-  // not a valid child, so that loads stay in bounds) and whether it counts.
-  auto child = [&](Value a, Value c) -> std::pair<Value, Value> {
+  // Child `c` of candidate `a` (whose node is `node`): its row within the
+  // level (row 0 when it is not a valid child, so that loads stay in
+  // bounds) and whether it counts.
+  auto child = [&](Value a, Value node, Value c) -> std::pair<Value, Value> {
     Value inRange = cmp(b, arith::CmpIPredicate::ult, a, numCausal);
     Value row = arith::AddIOp::create(
-        b, arith::MulIOp::create(b, nodeOf(b, a), indexConst(b, kFanout)), c);
+        b, arith::MulIOp::create(b, node, indexConst(b, kFanout)), c);
     Value valid = arith::AndIOp::create(
         b, inRange,
         arith::AndIOp::create(
@@ -179,14 +154,14 @@ levelScores(ImplicitLocOpBuilder &b, const MmaWalkQuery &query, Value children,
   auto accType = VectorType::get({2, 2}, f32);
   Value negInf = f32Const(b, -std::numeric_limits<float>::infinity());
   Value scaleF = f32Const(b, scale);
+  // B: this lane's column of tile t is child gid % 2 of candidate
+  // 4t + gid / 2.
+  Value columnCandidate = arith::DivUIOp::create(b, gid, indexConst(b, 2));
+  Value columnChild = arith::RemUIOp::create(b, gid, indexConst(b, 2));
   SmallVector<Value> tileScores;
   for (int64_t t = 0; t < tiles; ++t) {
-    // B: this lane's column is child gid % 2 of candidate 4t + gid / 2.
-    Value rowB = child(arith::AddIOp::create(
-                           b, indexConst(b, 4 * t),
-                           arith::DivUIOp::create(b, gid, indexConst(b, 2))),
-                       arith::RemUIOp::create(b, gid, indexConst(b, 2)))
-                     .first;
+    Value aB = arith::AddIOp::create(b, indexConst(b, 4 * t), columnCandidate);
+    Value rowB = child(aB, nodeOf(b, aB), columnChild).first;
     Value row = arith::AddIOp::create(b, level.rowBase, rowB);
     Value acc = arith::ConstantOp::create(b, accType, b.getZeroAttr(accType));
     for (int64_t s = 0; s < headDim / 16; ++s) {
@@ -210,8 +185,9 @@ levelScores(ImplicitLocOpBuilder &b, const MmaWalkQuery &query, Value children,
     }
     // C: candidate 4t + tig, its children in columns 2 tig and 2 tig + 1.
     Value a = arith::AddIOp::create(b, indexConst(b, 4 * t), tig);
-    Value valid[2] = {child(a, indexConst(b, 0)).second,
-                      child(a, indexConst(b, 1)).second};
+    Value node = nodeOf(b, a);
+    Value valid[2] = {child(a, node, indexConst(b, 0)).second,
+                      child(a, node, indexConst(b, 1)).second};
     Value sum = f32Const(b, 0.0f);
     for (int64_t head = 0; head < 2; ++head) {
       Value logit[2];
@@ -236,7 +212,7 @@ levelScores(ImplicitLocOpBuilder &b, const MmaWalkQuery &query, Value children,
     // Heads gid and gid + 8 here; the other 14 on the lanes sharing tig.
     for (int64_t offset : {4, 8, 16})
       sum = arith::AddFOp::create(
-          b, sum, shuffle(b, sum, offset, gpu::ShuffleMode::XOR));
+          b, sum, shuffleXor(b, sum, offset));
     tileScores.push_back(sum);
   }
   return tileScores;
@@ -257,7 +233,7 @@ Value mlir::pisa::detail::buildMmaWarpWalk(
   Value cand = arith::ConstantIntOp::create(b, 0, 32);
   Value numCand = one;
   auto nodeOf = [&](ImplicitLocOpBuilder &lb, Value a) -> Value {
-    return toIndex(lb, fromLane(lb, cand, a));
+    return toIndex(lb, shuffleFrom(lb, cand, a));
   };
   for (int64_t level = layout.numLevels(); level >= 2; --level) {
     Value node = toIndex(b, cand);
@@ -286,16 +262,16 @@ Value mlir::pisa::detail::buildMmaWarpWalk(
           // This lane's candidate's score: tile lane / 4, lane % 4.
           Value source = arith::RemUIOp::create(rb, lane, indexConst(rb, 4));
           Value tile = arith::DivUIOp::create(rb, lane, indexConst(rb, 4));
-          Value mine = fromLane(rb, tiles[0], source);
+          Value mine = shuffleFrom(rb, tiles[0], source);
           for (int64_t t = 1; t < int64_t(tiles.size()); ++t)
             mine = arith::SelectOp::create(
                 rb, cmp(rb, arith::CmpIPredicate::eq, tile, indexConst(rb, t)),
-                fromLane(rb, tiles[t], source), mine);
+                shuffleFrom(rb, tiles[t], source), mine);
           // Rank: candidates with a higher score, or an equal one at a
           // lower index (buildRank's tie rule).
           Value rank = zero;
           for (int64_t other = 0; other < maxCandidates; ++other) {
-            Value theirs = fromLane(rb, mine, indexConst(rb, other));
+            Value theirs = shuffleFrom(rb, mine, indexConst(rb, other));
             Value beats = arith::OrIOp::create(
                 rb,
                 arith::CmpFOp::create(rb, arith::CmpFPredicate::OGT, theirs,

@@ -50,11 +50,6 @@ static Value levelTable(ImplicitLocOpBuilder &b, const PyramidLayout &layout,
   return arith::ConstantOp::create(b, DenseElementsAttr::get(type, values));
 }
 
-static Value cmp(ImplicitLocOpBuilder &b, arith::CmpIPredicate pred, Value lhs,
-                 Value rhs) {
-  return arith::CmpIOp::create(b, pred, lhs, rhs);
-}
-
 /// Compacts, in place, the first `count` entries of `cand` that satisfy
 /// `keep`, preserving order. Returns {cand, kept count}. Writing at the
 /// compacted position (<= the read position) is safe without a branch.

@@ -16,6 +16,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "TileScoring.h"
+#include "DeviceSelection.h"
 #include "KernelBuilder.h"
 
 #include "../Common/LoopBuilders.h"
@@ -41,10 +42,21 @@ static Value load(ImplicitLocOpBuilder &b, Value mem, ValueRange idx) {
   return memref::LoadOp::create(b, mem, idx);
 }
 
-/// Per-pair kernels: (batch, kvHead, query, slot, needsScore) of thread p.
-static SmallVector<Value> pairThread(ImplicitLocOpBuilder &b,
-                                     const TileProblem &p, Value offset,
-                                     Value counts) {
+/// A (query, contender) pair of the per-pair kernels.
+struct ScoredPair {
+  Value batch, kv, query, slot, leaf;
+};
+
+/// The per-pair kernels' common part: thread p takes pair p (query p / g*K,
+/// slot p % g*K) and runs `body` when that pair needs scoring, i.e. its
+/// query has more contenders than free slots. Reads the kernels' first
+/// three arguments (offset, contenders, counts).
+static void forEachScoredPair(
+    ImplicitLocOpBuilder &b, Block &entry, const TileProblem &p,
+    llvm::function_ref<void(ImplicitLocOpBuilder &, const ScoredPair &)>
+        body) {
+  Value offset = entry.getArgument(0), contenders = entry.getArgument(1);
+  Value counts = entry.getArgument(2);
   Value pair = arith::AddIOp::create(
       b, arith::MulIOp::create(b, blockIdX(b), indexConst(b, kPairThreads)),
       threadIdX(b));
@@ -52,32 +64,23 @@ static SmallVector<Value> pairThread(ImplicitLocOpBuilder &b,
   Value batch = arith::DivUIOp::create(b, blockIdY(b), heads);
   Value kv = arith::RemUIOp::create(b, blockIdY(b), heads);
   Value gk = indexConst(b, p.candidates);
-  Value inRange = arith::CmpIOp::create(
-      b, arith::CmpIPredicate::ult, pair,
-      indexConst(b, p.numQueries * p.candidates));
+  Value inRange = cmp(b, arith::CmpIPredicate::ult, pair,
+                      indexConst(b, p.numQueries * p.candidates));
   // Clamp so that the loads below stay in bounds for idle threads.
   Value i = arith::MinUIOp::create(b, arith::DivUIOp::create(b, pair, gk),
                                    indexConst(b, p.numQueries - 1));
   Value slot = arith::RemUIOp::create(b, pair, gk);
   Value n = toIndex(b, load(b, counts, {batch, kv, i}));
-  Value t = arith::AddIOp::create(b, offset, i);
-  Value bt = arith::MinUIOp::create(
-      b, arith::DivUIOp::create(b, t, indexConst(b, p.layout.blockSize())),
-      indexConst(b, p.layout.numLeaves() - 1));
-  Value one = indexConst(b, 1), two = indexConst(b, 2);
-  Value numForced = arith::SelectOp::create(
-      b, arith::CmpIOp::create(b, arith::CmpIPredicate::uge, bt, two),
-      indexConst(b, 3),
-      arith::SelectOp::create(
-          b, arith::CmpIOp::create(b, arith::CmpIPredicate::uge, bt, one), two,
-          one));
-  Value slots = arith::SubIOp::create(b, indexConst(b, p.topK), numForced);
+  Value bt = leafOfPosition(b, p.layout, arith::AddIOp::create(b, offset, i));
+  Value slots = contenderSlots(b, p.topK, bt);
   Value needs = arith::AndIOp::create(
       b, inRange,
-      arith::AndIOp::create(
-          b, arith::CmpIOp::create(b, arith::CmpIPredicate::ugt, n, slots),
-          arith::CmpIOp::create(b, arith::CmpIPredicate::ult, slot, n)));
-  return {batch, kv, i, slot, needs};
+      arith::AndIOp::create(b, cmp(b, arith::CmpIPredicate::ugt, n, slots),
+                            cmp(b, arith::CmpIPredicate::ult, slot, n)));
+  buildIfThen(b, needs, [&](ImplicitLocOpBuilder &tb) {
+    Value leaf = toIndex(tb, load(tb, contenders, {batch, kv, i, slot}));
+    body(tb, ScoredPair{batch, kv, i, slot, leaf});
+  });
 }
 
 TileSpan mlir::pisa::detail::loadTileSpan(ImplicitLocOpBuilder &b,
@@ -135,12 +138,10 @@ TileKernels mlir::pisa::detail::buildTileKernels(PatternRewriter &rewriter,
   {
     ImplicitLocOpBuilder b(loc, rewriter);
     Block &e = k.histogram.getBody().front();
-    SmallVector<Value> at = pairThread(b, p, e.getArgument(0), e.getArgument(2));
-    buildIfThen(b, at[4], [&](ImplicitLocOpBuilder &tb) {
-      Value leaf =
-          toIndex(tb, load(tb, e.getArgument(1), {at[0], at[1], at[2], at[3]}));
-      addOne(tb, e.getArgument(3), {at[0], at[1], leaf});
-    });
+    forEachScoredPair(b, e, p,
+                      [&](ImplicitLocOpBuilder &tb, const ScoredPair &at) {
+                        addOne(tb, e.getArgument(3), {at.batch, at.kv, at.leaf});
+                      });
     gpu::ReturnOp::create(b);
   }
 
@@ -223,31 +224,31 @@ TileKernels mlir::pisa::detail::buildTileKernels(PatternRewriter &rewriter,
   {
     ImplicitLocOpBuilder b(loc, rewriter);
     Block &e = k.scatter.getBody().front();
-    SmallVector<Value> at = pairThread(b, p, e.getArgument(0), e.getArgument(2));
-    buildIfThen(b, at[4], [&](ImplicitLocOpBuilder &tb) {
-      Value leaf =
-          toIndex(tb, load(tb, e.getArgument(1), {at[0], at[1], at[2], at[3]}));
-      Value pos = toIndex(tb, addOne(tb, e.getArgument(3), {at[0], at[1], leaf}));
+    forEachScoredPair(b, e, p, [&](ImplicitLocOpBuilder &tb,
+                                   const ScoredPair &at) {
+      Value pos = toIndex(tb, addOne(tb, e.getArgument(3),
+                                     {at.batch, at.kv, at.leaf}));
       Value pair = arith::AddIOp::create(
-          tb, arith::MulIOp::create(tb, at[2], indexConst(tb, p.candidates)),
-          at[3]);
+          tb, arith::MulIOp::create(tb, at.query, indexConst(tb, p.candidates)),
+          at.slot);
       memref::StoreOp::create(tb, toI32(tb, pair), e.getArgument(4),
-                              ValueRange{at[0], at[1], pos});
+                              ValueRange{at.batch, at.kv, pos});
       // The first pair of a tile records the tile.
       Value rel = arith::SubIOp::create(
-          tb, pos, toIndex(tb, load(tb, e.getArgument(5), {at[0], at[1], leaf})));
+          tb, pos,
+          toIndex(tb, load(tb, e.getArgument(5), {at.batch, at.kv, at.leaf})));
       Value q = indexConst(tb, p.qTile);
-      Value opens = arith::CmpIOp::create(
-          tb, arith::CmpIPredicate::eq, arith::RemUIOp::create(tb, rel, q),
-          indexConst(tb, 0));
+      Value opens = cmp(tb, arith::CmpIPredicate::eq,
+                        arith::RemUIOp::create(tb, rel, q), indexConst(tb, 0));
       buildIfThen(tb, opens, [&](ImplicitLocOpBuilder &ob) {
         Value tile = arith::AddIOp::create(
-            ob, toIndex(ob, load(ob, e.getArgument(6), {at[0], at[1], leaf})),
+            ob,
+            toIndex(ob, load(ob, e.getArgument(6), {at.batch, at.kv, at.leaf})),
             arith::DivUIOp::create(ob, rel, q));
-        memref::StoreOp::create(ob, toI32(ob, leaf), e.getArgument(7),
-                                ValueRange{at[0], at[1], tile});
+        memref::StoreOp::create(ob, toI32(ob, at.leaf), e.getArgument(7),
+                                ValueRange{at.batch, at.kv, tile});
         memref::StoreOp::create(ob, toI32(ob, pos), e.getArgument(8),
-                                ValueRange{at[0], at[1], tile});
+                                ValueRange{at.batch, at.kv, tile});
       });
     });
     gpu::ReturnOp::create(b);

@@ -19,7 +19,8 @@
 // CHECK: gpu.launch_func @pisa_kernels::@select_stage2_histogram
 // CHECK: gpu.launch_func @pisa_kernels::@select_stage2_scan
 // CHECK: gpu.launch_func @pisa_kernels::@select_stage2_scatter
-// CHECK: gpu.launch_func @pisa_kernels::@select_stage2_score_tiles_mma {{.*}} threads in (%c128
+//   Up to 16384 + 64 tiles, 8 per block: 2056 blocks of 64 threads.
+// CHECK: gpu.launch_func @pisa_kernels::@select_stage2_score_tiles_mma blocks in (%c2056, {{.*}} threads in (%c64
 // CHECK-SAME: args(%[[QB]] : {{.*}}, %[[KB]] :
 // CHECK: gpu.launch_func @pisa_kernels::@select_final {{.*}} args(%[[OFF]] : index, %[[CONT]] : {{.*}}, %[[COUNT]] : {{.*}}, %[[SCORES]] : {{.*}}, %[[SEL]] :
 // CHECK: gpu.dealloc %[[CONT]]
@@ -48,32 +49,39 @@
 // CHECK: gpu.func @select_stage2_scan
 // CHECK: gpu.func @select_stage2_scatter
 // CHECK: memref.atomic_rmw addi
-//   bf16: one block of 4 warps per tile of <= 4 queries x 16 heads (64 rows,
-//   16 per warp). The tile's query rows and the leaf's C x d keys are staged
+//   bf16: one block of 2 warps per tile of <= 4 queries x 16 heads (64 rows,
+//   32 per warp). The tile's query rows and the leaf's C x d keys are staged
 //   in 16-byte chunks into one workgroup buffer (rows padded to 136), each
-//   warp states its 16 x 64 x 128 tile product as a vector.contract between
+//   warp states its 32 x 64 x 128 tile product as a vector.contract between
 //   transfer_reads of the staged tiles (--pisa-vector-to-mma-sync takes it
 //   to tensor cores), and the scores overwrite the tiles after a barrier.
-//   LSE and head sums are vector reductions.
-// CHECK: gpu.func @select_stage2_score_tiles_mma({{.*}}) workgroup(%[[SMEM:.*]] : memref<34816xi8, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %[[ROWS:.*]] : memref<64xf32, #gpu.address_space<workgroup>>) kernel
+//   LSE (one lane per row) and head sums are vector reductions.
+//   Six blocks fit an SM's shared memory; minctasm tells ptxas so.
+// CHECK: gpu.func @select_stage2_score_tiles_mma({{.*}}) workgroup(%[[SMEM:.*]] : memref<34816xi8, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %[[ROWS:.*]] : memref<64xf32, #gpu.address_space<workgroup>>) kernel attributes {known_block_size = array<i32: 64, 1, 1>, nvvm.minctasm = 6 : i32}
 // CHECK: %[[QT:.*]] = memref.view %[[SMEM]][%{{.*}}][] : memref<34816xi8, #gpu.address_space<workgroup>> to memref<64x136xbf16, #gpu.address_space<workgroup>>
 // CHECK: %[[KT:.*]] = memref.view %[[SMEM]][%c17408][] : {{.*}} to memref<64x136xbf16, #gpu.address_space<workgroup>>
-// CHECK: %[[ST:.*]] = memref.view %[[SMEM]][%{{.*}}][] : {{.*}} to memref<64x68xf32, #gpu.address_space<workgroup>>
+// CHECK: %[[ST:.*]] = memref.view %[[SMEM]][%c0{{.*}}][] : {{.*}} to memref<64x68xf32, #gpu.address_space<workgroup>>
+//   A block scores its tiles in turn and stages a leaf's keys only when the
+//   leaf changes (the score tile overlays the query tile, not the keys).
+// CHECK: scf.for {{.*}} iter_args(%[[STAGED:.*]] = %{{.*}}) -> (index)
+// CHECK-NEXT: gpu.barrier
 // CHECK: vector.load %arg0{{.*}} {alignment = 16 : i64} : memref<1x16x4096x128xbf16>, vector<8xbf16>
 // CHECK: vector.store %{{.*}}, %[[QT]]
+// CHECK: %[[NEWLEAF:.*]] = arith.cmpi ne, %{{.*}}, %[[STAGED]] : index
+// CHECK-NEXT: scf.if %[[NEWLEAF]]
 // CHECK: vector.load %arg1{{.*}} {alignment = 16 : i64} : memref<1x1x4096x128xbf16>, vector<8xbf16>
 // CHECK: vector.store %{{.*}}, %[[KT]]
 // CHECK: gpu.barrier
-// CHECK: %[[A:.*]] = vector.transfer_read %[[QT]][%{{.*}}, %{{.*}}], %{{.*}} {in_bounds = [true, true]} : {{.*}}, vector<16x128xbf16>
+// CHECK: %[[A:.*]] = vector.transfer_read %[[QT]][%{{.*}}, %{{.*}}], %{{.*}} {in_bounds = [true, true]} : {{.*}}, vector<32x128xbf16>
 // CHECK: %[[B:.*]] = vector.transfer_read %[[KT]][%{{.*}}, %{{.*}}], %{{.*}} {in_bounds = [true, true]} : {{.*}}, vector<64x128xbf16>
-// CHECK: %[[P:.*]] = vector.contract {indexing_maps = [#[[MA:.*]], #[[MB:.*]], #[[MC:.*]]], iterator_types = ["parallel", "parallel", "reduction"], kind = #vector.kind<add>} %[[A]], %[[B]], %{{.*}} : vector<16x128xbf16>, vector<64x128xbf16> into vector<16x64xf32>
+// CHECK: %[[P:.*]] = vector.contract {indexing_maps = [#[[MA:.*]], #[[MB:.*]], #[[MC:.*]]], iterator_types = ["parallel", "parallel", "reduction"], kind = #vector.kind<add>} %[[A]], %[[B]], %{{.*}} : vector<32x128xbf16>, vector<64x128xbf16> into vector<32x64xf32>
 // CHECK-NEXT: gpu.barrier
 // CHECK-NEXT: vector.transfer_write %[[P]], %[[ST]]
 // CHECK: gpu.barrier
-// CHECK: vector.load %[[ST]]{{.*}} : memref<64x68xf32, #gpu.address_space<workgroup>>, vector<32xf32>
+// CHECK: vector.load %[[ST]]{{.*}} : memref<64x68xf32, #gpu.address_space<workgroup>>, vector<64xf32>
 // CHECK: vector.reduction <maximumf>
-// CHECK: gpu.shuffle xor
-// CHECK: math.exp %{{.*}} : vector<32xf32>
+// CHECK-NOT: gpu.shuffle
+// CHECK: math.exp %{{.*}} : vector<64xf32>
 // CHECK: vector.reduction <add>
 // CHECK: memref.store %{{.*}}, %[[ROWS]]
 // CHECK: gpu.barrier

@@ -7,9 +7,9 @@
 !scores = memref<16x20xf32, #gpu.address_space<workgroup>>
 
 // A 16 x 16 x 32 bf16 tile product (two n-tiles, two k-steps): one ldmatrix
-// per operand tile, k-steps chained through the accumulator, bf16 mma.sync
-// lowered to nvvm with bf16 operand types, the result stored per fragment
-// row pair.
+// per operand tile, loaded where it is first used, k-steps outermost and
+// chained through the accumulator, bf16 mma.sync lowered to nvvm with bf16
+// operand types, the result stored per fragment row pair.
 // CHECK-LABEL: gpu.func @bf16_tile
 // CHECK-DAG: %[[C16:.*]] = arith.constant 16 : index
 // CHECK-DAG: %[[C8:.*]] = arith.constant 8 : index
@@ -18,7 +18,14 @@
 // CHECK: %[[COLTILE:.*]] = arith.divui %[[LANE]], %[[C16]]
 // CHECK: nvgpu.ldmatrix %{{.*}} {numTiles = 4 : i32, transpose = false} : memref<16x40xbf16, #gpu.address_space<workgroup>> -> vector<4x2xbf16>
 // CHECK: nvgpu.ldmatrix %{{.*}} {numTiles = 2 : i32, transpose = false} : memref<16x40xbf16, #gpu.address_space<workgroup>> -> vector<2x2xbf16>
-// CHECK-COUNT-4: nvvm.mma.sync {{.*}}multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>}
+// CHECK: nvvm.mma.sync {{.*}}multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>}
+// CHECK: nvgpu.ldmatrix {{.*}} -> vector<2x2xbf16>
+// CHECK: nvvm.mma.sync
+// CHECK: nvgpu.ldmatrix {{.*}} -> vector<4x2xbf16>
+// CHECK: nvgpu.ldmatrix {{.*}} -> vector<2x2xbf16>
+// CHECK: nvvm.mma.sync
+// CHECK: nvgpu.ldmatrix {{.*}} -> vector<2x2xbf16>
+// CHECK: nvvm.mma.sync
 // CHECK-NOT: nvgpu.mma.sync
 // CHECK-COUNT-4: vector.store %{{.*}} : memref<16x20xf32, #gpu.address_space<workgroup>>, vector<2xf32>
 // CHECK-NOT: vector.contract
@@ -44,12 +51,16 @@ gpu.module @k {
 !smem16 = memref<32x24xf16, #gpu.address_space<workgroup>>
 !scores = memref<32x12xf32, #gpu.address_space<workgroup>>
 
-// f16, two m-tiles (a warp tile of 32 rows) and one n-tile: nvgpu.mma.sync
-// stays for upstream convert-nvgpu-to-nvvm, which handles f16.
+// f16, two m-tiles (a warp tile of 32 rows) and one n-tile: both m-tiles
+// use the one B fragment right after it is loaded; nvgpu.mma.sync stays for
+// upstream convert-nvgpu-to-nvvm, which handles f16.
 // CHECK-LABEL: gpu.func @f16_tile
-// CHECK-COUNT-2: nvgpu.ldmatrix {{.*}} -> vector<4x2xf16>
-// CHECK: nvgpu.ldmatrix {{.*}} -> vector<2x2xf16>
-// CHECK-COUNT-2: nvgpu.mma.sync({{.*}}) {mmaShape = [16, 8, 16]} : (vector<4x2xf16>, vector<2x2xf16>, vector<2x2xf32>) -> vector<2x2xf32>
+// CHECK: nvgpu.ldmatrix {{.*}} -> vector<4x2xf16>
+// CHECK: %[[B:.*]] = nvgpu.ldmatrix {{.*}} -> vector<2x2xf16>
+// CHECK: nvgpu.mma.sync(%{{.*}}, %[[B]], %{{.*}}) {mmaShape = [16, 8, 16]} : (vector<4x2xf16>, vector<2x2xf16>, vector<2x2xf32>) -> vector<2x2xf32>
+// CHECK: nvgpu.ldmatrix {{.*}} -> vector<4x2xf16>
+// CHECK-NOT: nvgpu.ldmatrix
+// CHECK: nvgpu.mma.sync(%{{.*}}, %[[B]], %{{.*}})
 // CHECK-NOT: nvvm.mma.sync
 gpu.module @k {
   gpu.func @f16_tile() workgroup(%q: !smem16, %keys: !smem16, %s: !scores) kernel {

@@ -259,6 +259,7 @@ TileKernels mlir::pisa::detail::buildTileKernels(PatternRewriter &rewriter,
   if (canScoreWithMma(p)) {
     k.score = buildMmaScoreKernel(rewriter, anchor, p);
     k.scoreThreads = mmaScoreThreads(p);
+    k.scoreBlocks = mmaScoreBlocks(p);
     return k;
   }
   const int64_t threads = ceilDiv(p.qTile * p.groupSize, 32) * 32;
@@ -268,6 +269,7 @@ TileKernels mlir::pisa::detail::buildTileKernels(PatternRewriter &rewriter,
   const int64_t rows = std::max<int64_t>(
       1, std::min<int64_t>({blockSize, 8192 / d, kMaxTileRows}));
   k.scoreThreads = threads;
+  k.scoreBlocks = p.maxTiles;
   k.score = createKernel(
       rewriter, anchor, "select_stage2_score_tiles",
       {p.queries, p.keys, index, s.leafCount, s.leafStart, s.tileLeaf,
@@ -450,7 +452,7 @@ void mlir::pisa::detail::launchTileKernels(ImplicitLocOpBuilder &b,
   launch(b, k.scatter, pairBlocks, groups, kPairThreads,
          {offset, contenders, counts, cursor, sortedPairs, leafStart, tileBase,
           tileLeaf, tileFirst});
-  launch(b, k.score, indexConst(b, p.maxTiles), groups, k.scoreThreads,
+  launch(b, k.score, indexConst(b, k.scoreBlocks), groups, k.scoreThreads,
          {queries, keys, offset, leafCount, leafStart, tileLeaf, tileFirst,
           numTiles, sortedPairs, scores});
 }

@@ -43,7 +43,7 @@ struct TileProblem {
 struct TileKernels {
   TileProblem problem;
   gpu::GPUFuncOp histogram, scan, scatter, score;
-  int64_t scoreThreads;
+  int64_t scoreThreads, scoreBlocks;
 };
 
 /// The tile a scoring block owns: its leaf, the position of its first pair
@@ -72,6 +72,8 @@ TileMember loadTileMember(ImplicitLocOpBuilder &b, Block &entry,
 /// the staged tiles within the 48 KiB of static shared memory.
 bool canScoreWithMma(const TileProblem &problem);
 int64_t mmaScoreThreads(const TileProblem &problem);
+/// Blocks of the tensor-core scorer: each scores up to 8 consecutive tiles.
+int64_t mmaScoreBlocks(const TileProblem &problem);
 gpu::GPUFuncOp buildMmaScoreKernel(PatternRewriter &rewriter,
                                    Operation *anchor,
                                    const TileProblem &problem);

@@ -2,9 +2,10 @@
 //
 // For f16 and bf16 inputs a tile's queries (Q_tile * G rows of d) and its
 // leaf's keys (C rows of d) are staged in shared memory, and each warp
-// states its 16 rows' scores as one structured tile product:
+// states its R rows' scores (R = 32 where Q_tile * G allows, else 16) as
+// one structured tile product:
 //
-//   vector.contract (16 x d) x (C x d)^T -> 16 x C, f32 accumulation
+//   vector.contract (R x d) x (C x d)^T -> R x C, f32 accumulation
 //
 // between vector.transfer_reads of the shared tiles, written back to shared
 // memory with vector.transfer_write. --pisa-vector-to-mma-sync turns that
@@ -27,6 +28,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -41,17 +43,28 @@ using namespace mlir::pisa::detail;
 namespace {
 /// Shared-memory layout of the scoring block.
 struct MmaTileLayout {
-  int64_t rows, tileStride, scoreStride, keyOffset, bytes;
+  int64_t rows, rowsPerWarp, tileStride, scoreStride, keyOffset, bytes;
 
   explicit MmaTileLayout(const TileProblem &p) {
     const int64_t c = p.layout.blockSize();
     rows = p.qTile * p.groupSize;
+    // Every warp reads the whole key tile for its rows, so a warp with 32
+    // rows halves those shared-memory reads per query.
+    rowsPerWarp = rows % 32 == 0 ? 32 : 16;
     tileStride = p.headDim + 8;
     scoreStride = c + 4;
-    keyOffset = rows * tileStride * 2;
-    bytes = std::max(keyOffset + c * tileStride * 2, rows * scoreStride * 4);
+    // The score tile overlays the query tile only, so the key tile survives
+    // for the block's next tile of the same leaf.
+    keyOffset = std::max(rows * tileStride * 2, rows * scoreStride * 4);
+    bytes = keyOffset + c * tileStride * 2;
   }
 };
+// Consecutive tiles mostly share a leaf (the scatter groups them by leaf),
+// so a block scoring several in turn stages each leaf's keys once.
+constexpr int64_t kTilesPerBlock = 8;
+// sm_90: 228 KiB of shared memory per SM, 1 KiB of it reserved per block.
+constexpr int64_t kSharedPerSM = 228 * 1024;
+constexpr int64_t kSharedReservedPerBlock = 1024;
 constexpr int64_t kStaticSharedLimit = 48 * 1024;
 constexpr int64_t kChunk = 8; // 16-bit elements per 16-byte copy
 } // namespace
@@ -61,12 +74,17 @@ bool mlir::pisa::detail::canScoreWithMma(const TileProblem &p) {
   const int64_t c = p.layout.blockSize();
   Type elem = p.keys.getElementType();
   return (elem.isBF16() || elem.isF16()) && l.rows % 16 == 0 &&
-         l.rows / 16 <= 32 && c % 8 == 0 && p.headDim % 16 == 0 &&
+         l.rows / l.rowsPerWarp <= 32 && c % 8 == 0 && p.headDim % 16 == 0 &&
          l.bytes + l.rows * 4 <= kStaticSharedLimit;
 }
 
+int64_t mlir::pisa::detail::mmaScoreBlocks(const TileProblem &p) {
+  return ceilDiv(p.maxTiles, kTilesPerBlock);
+}
+
 int64_t mlir::pisa::detail::mmaScoreThreads(const TileProblem &p) {
-  return p.qTile * p.groupSize / 16 * 32;
+  const MmaTileLayout l(p);
+  return l.rows / l.rowsPerWarp * 32;
 }
 
 /// Straight-line copy of `count` 16-byte chunks, thread `tid` taking chunks
@@ -110,8 +128,10 @@ gpu::GPUFuncOp mlir::pisa::detail::buildMmaScoreKernel(
   Type f32 = rewriter.getF32Type(), elem = p.keys.getElementType();
   const SortBuffers &s = p.sort;
   const MmaTileLayout l(p);
-  const int64_t d = p.headDim, c = p.layout.blockSize(), half = c / 2;
+  const int64_t d = p.headDim, c = p.layout.blockSize();
   const int64_t threads = mmaScoreThreads(p), G = p.groupSize;
+  const int64_t warpRows = l.rowsPerWarp, lanesPerRow = 32 / warpRows;
+  const int64_t keysPerLane = c / lanesPerRow; // in the row LSE
 
   auto kernel = createKernel(
       rewriter, anchor, "select_stage2_score_tiles_mma",
@@ -121,6 +141,14 @@ gpu::GPUFuncOp mlir::pisa::detail::buildMmaScoreKernel(
        workgroupType(ctx, {l.rows}, f32)});
   kernel.setWorkgroupAttributionAttr(0, LLVM::LLVMDialect::getAlignAttrName(),
                                      rewriter.getI64IntegerAttr(16));
+  // Ask ptxas to keep registers low enough for as many blocks per SM as
+  // shared memory allows (it would otherwise keep every hoisted address).
+  kernel.setKnownBlockSizeAttr(rewriter.getDenseI32ArrayAttr(
+      {static_cast<int32_t>(threads), 1, 1}));
+  const int64_t perBlock = l.bytes + l.rows * 4 + kSharedReservedPerBlock;
+  kernel->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(),
+                  rewriter.getI32IntegerAttr(
+                      std::clamp<int64_t>(kSharedPerSM / perBlock, 1, 8)));
   ImplicitLocOpBuilder b(anchor->getLoc(), rewriter);
   Block &e = kernel.getBody().front();
   Value bytes = kernel.getWorkgroupAttributions()[0];
@@ -137,13 +165,24 @@ gpu::GPUFuncOp mlir::pisa::detail::buildMmaScoreKernel(
   Value heads = indexConst(b, p.kvHeads);
   Value batch = arith::DivUIOp::create(b, blockIdY(b), heads);
   Value kv = arith::RemUIOp::create(b, blockIdY(b), heads);
-  Value tile = blockIdX(b), tid = threadIdX(b);
+  Value tid = threadIdX(b);
   Value zero = indexConst(b, 0);
   Value numTiles = toIndex(
       b, memref::LoadOp::create(b, e.getArgument(7), ValueRange{batch, kv}));
 
-  buildIfThen(b, cmp(b, arith::CmpIPredicate::ult, tile, numTiles),
-              [&](ImplicitLocOpBuilder &tb) {
+  // Block x scores tiles [8x, 8x + 8) that exist, in order.
+  Value firstTile =
+      arith::MulIOp::create(b, blockIdX(b), indexConst(b, kTilesPerBlock));
+  Value endTile = arith::MinUIOp::create(
+      b, arith::AddIOp::create(b, firstTile, indexConst(b, kTilesPerBlock)),
+      numTiles);
+  Value noLeaf = indexConst(b, -1);
+  buildLoop(b, firstTile, endTile, ValueRange{noLeaf},
+            [&](ImplicitLocOpBuilder &tb, Value tile,
+                ValueRange stagedLeaf) -> SmallVector<Value> {
+    // The previous tile's LSEs and head sums have read the score tile and
+    // the row LSEs before they are overwritten.
+    gpu::BarrierOp::create(tb);
     TileSpan span = loadTileSpan(tb, e, batch, kv, tile, p.qTile);
     Value first = span.first, n = span.size;
     Value g = indexConst(tb, G);
@@ -183,8 +222,11 @@ gpu::GPUFuncOp mlir::pisa::detail::buildMmaScoreKernel(
     Value lastKey = indexConst(tb, p.numKeys - 1);
     Value zeroChunk = arith::ConstantOp::create(
         tb, chunk, DenseElementsAttr::get(chunk, tb.getZeroAttr(elem)));
+    Value newLeaf =
+        cmp(tb, arith::CmpIPredicate::ne, span.leaf, stagedLeaf.front());
+    buildIfThen(tb, newLeaf, [&](ImplicitLocOpBuilder &kb) {
     copyChunks(
-        tb, tid, c * chunksPerRow, threads,
+        kb, tid, c * chunksPerRow, threads,
         [&](ImplicitLocOpBuilder &lb, Value i) -> Value {
           auto [r, col] = chunkAt(lb, i);
           Value key = arith::AddIOp::create(lb, keyBase, r);
@@ -202,21 +244,23 @@ gpu::GPUFuncOp mlir::pisa::detail::buildMmaScoreKernel(
           vector::StoreOp::create(lb, v, keyTile, ValueRange{r, col}, false,
                                   llvm::MaybeAlign(16));
         });
+    });
     gpu::BarrierOp::create(tb);
 
-    // The tile product: warp w owns rows 16w .. 16w + 15.
+    // The tile product: warp w owns rows R*w .. R*w + R - 1.
     Value lane = arith::RemUIOp::create(tb, tid, indexConst(tb, 32));
     Value warp = arith::DivUIOp::create(tb, tid, indexConst(tb, 32));
-    Value r0 = arith::MulIOp::create(tb, warp, indexConst(tb, 16));
+    Value r0 = arith::MulIOp::create(tb, warp, indexConst(tb, warpRows));
     Value pad = arith::ConstantOp::create(tb, tb.getZeroAttr(elem));
     SmallVector<bool> inBounds(2, true);
     Value lhs = vector::TransferReadOp::create(
-        tb, VectorType::get({16, d}, elem), queryTile, ValueRange{r0, zero},
+        tb, VectorType::get({warpRows, d}, elem), queryTile,
+        ValueRange{r0, zero},
         pad, inBounds);
     Value rhs = vector::TransferReadOp::create(
         tb, VectorType::get({c, d}, elem), keyTile, ValueRange{zero, zero},
         pad, inBounds);
-    auto accType = VectorType::get({16, c}, f32);
+    auto accType = VectorType::get({warpRows, c}, f32);
     Value acc = arith::ConstantOp::create(
         tb, accType, DenseElementsAttr::get(accType, tb.getZeroAttr(f32)));
     AffineExpr m, nn, k;
@@ -227,17 +271,17 @@ gpu::GPUFuncOp mlir::pisa::detail::buildMmaScoreKernel(
         ArrayRef<vector::IteratorType>{vector::IteratorType::parallel,
                                        vector::IteratorType::parallel,
                                        vector::IteratorType::reduction});
-    gpu::BarrierOp::create(tb); // operands read before scores overwrite them
+    gpu::BarrierOp::create(tb); // queries read before scores overwrite them
     vector::TransferWriteOp::create(tb, product, scoreTile,
                                     ValueRange{r0, zero}, inBounds);
     gpu::BarrierOp::create(tb);
 
-    // Row LSE over the visible keys: lane l takes row r0 + l % 16 and the
-    // keys [h * C/2, (h + 1) * C/2) of the leaf, h = l / 16.
+    // Row LSE over the visible keys: lane l takes row r0 + l % R and the
+    // keys [h * S, (h + 1) * S) of the leaf, h = l / R, S = C * R / 32.
     Value r = arith::AddIOp::create(
-        tb, r0, arith::RemUIOp::create(tb, lane, indexConst(tb, 16)));
-    Value part = arith::DivUIOp::create(tb, lane, indexConst(tb, 16));
-    Value partStart = arith::MulIOp::create(tb, part, indexConst(tb, half));
+        tb, r0, arith::RemUIOp::create(tb, lane, indexConst(tb, warpRows)));
+    Value part = arith::DivUIOp::create(tb, lane, indexConst(tb, warpRows));
+    Value partStart = arith::MulIOp::create(tb, part, indexConst(tb, keysPerLane));
     Value member = arith::DivUIOp::create(tb, r, g);
     TileMember row = loadTileMember(tb, e, p, batch, kv, first, member);
     // Idle rows see no key: their LSE is -inf and never read.
@@ -246,13 +290,13 @@ gpu::GPUFuncOp mlir::pisa::detail::buildMmaScoreKernel(
     Value visible = arith::SubIOp::create(
         tb, limit, arith::AddIOp::create(tb, keyBase, partStart));
     visible = arith::MinSIOp::create(
-        tb, arith::MaxSIOp::create(tb, visible, zero), indexConst(tb, half));
-    auto rowType = VectorType::get({half}, f32);
+        tb, arith::MaxSIOp::create(tb, visible, zero), indexConst(tb, keysPerLane));
+    auto rowType = VectorType::get({keysPerLane}, f32);
     // mask[i] = i < visible (what vector.create_mask means; the NVVM tail
     // does not lower create_mask itself).
-    auto laneKeys = VectorType::get({half}, tb.getI32Type());
-    SmallVector<int32_t> positions(half);
-    for (int64_t i = 0; i < half; ++i)
+    auto laneKeys = VectorType::get({keysPerLane}, tb.getI32Type());
+    SmallVector<int32_t> positions(keysPerLane);
+    for (int64_t i = 0; i < keysPerLane; ++i)
       positions[i] = i;
     Value mask = cmp(
         tb, arith::CmpIPredicate::slt,
@@ -273,11 +317,10 @@ gpu::GPUFuncOp mlir::pisa::detail::buildMmaScoreKernel(
     Value logits = arith::SelectOp::create(
         tb, mask, arith::MulFOp::create(tb, raw, splat(p.scale)),
         splat(negInf));
-    Value rowMax = combineHalves(
-        tb,
-        vector::ReductionOp::create(tb, vector::CombiningKind::MAXIMUMF,
-                                    logits),
-        /*isMax=*/true);
+    Value rowMax = vector::ReductionOp::create(
+        tb, vector::CombiningKind::MAXIMUMF, logits);
+    if (lanesPerRow == 2)
+      rowMax = combineHalves(tb, rowMax, /*isMax=*/true);
     Value empty = arith::CmpFOp::create(tb, arith::CmpFPredicate::OEQ, rowMax,
                                         f32Const(tb, negInf));
     Value shift =
@@ -285,9 +328,10 @@ gpu::GPUFuncOp mlir::pisa::detail::buildMmaScoreKernel(
     Value exps = math::ExpOp::create(
         tb, arith::SubFOp::create(
                 tb, logits, vector::BroadcastOp::create(tb, rowType, shift)));
-    Value sum = combineHalves(
-        tb, vector::ReductionOp::create(tb, vector::CombiningKind::ADD, exps),
-        /*isMax=*/false);
+    Value sum =
+        vector::ReductionOp::create(tb, vector::CombiningKind::ADD, exps);
+    if (lanesPerRow == 2)
+      sum = combineHalves(tb, sum, /*isMax=*/false);
     Value lse = arith::AddFOp::create(tb, rowMax, math::LogOp::create(tb, sum));
     buildIfThen(tb, cmp(tb, arith::CmpIPredicate::eq, part, zero),
                 [&](ImplicitLocOpBuilder &wb) {
@@ -307,6 +351,7 @@ gpu::GPUFuncOp mlir::pisa::detail::buildMmaScoreKernel(
       memref::StoreOp::create(wb, total, e.getArgument(9),
                               ValueRange{batch, kv, scored.query, scored.slot});
     });
+    return {span.leaf};
   });
   gpu::ReturnOp::create(b);
   return kernel;

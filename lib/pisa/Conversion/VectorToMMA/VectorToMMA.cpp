@@ -92,10 +92,24 @@ bool isSharedMemory(Value memref) {
          space.getValue() == gpu::GPUDialect::getWorkgroupAddressSpace();
 }
 
-/// An ldmatrix for a native 16-bit operand tile read by `read`: x4 for the
-/// 16x16 A tile, x2 for the 8x16 B tile.
+/// Whether `read` may move down to `user`: same block, and nothing in between
+/// writes memory or synchronises. Loading a fragment at its first use keeps
+/// the unrolled operands from all being live at once.
+bool canSinkRead(vector::TransferReadOp read, Operation *user) {
+  if (read->getBlock() != user->getBlock() || user->isBeforeInBlock(read))
+    return false;
+  for (Operation *op = read->getNextNode(); op != user; op = op->getNextNode())
+    if (!isMemoryEffectFree(op) && !hasSingleEffect<MemoryEffects::Read>(op))
+      return false;
+  return true;
+}
+
+/// An ldmatrix for a native 16-bit operand tile read by `read`, placed at
+/// its first use where possible: x4 for the 16x16 A tile, x2 for the 8x16 B
+/// tile.
 FailureOr<Value> loadFragment(RewriterBase &rewriter,
-                              vector::TransferReadOp read, bool isA) {
+                              vector::TransferReadOp read, bool isA,
+                              Operation *firstUse) {
   VectorType type = read.getVectorType();
   bool inBounds =
       llvm::all_of(read.getInBoundsValues(), [](bool b) { return b; });
@@ -106,7 +120,8 @@ FailureOr<Value> loadFragment(RewriterBase &rewriter,
         read, "mma operands must be in-bounds row-major reads of shared "
               "memory");
   OpBuilder::InsertionGuard guard(rewriter);
-  rewriter.setInsertionPoint(read);
+  rewriter.setInsertionPoint(canSinkRead(read, firstUse) ? firstUse
+                                                         : read.getOperation());
   ImplicitLocOpBuilder b(read.getLoc(), rewriter);
   auto cst = [&](int64_t v) -> Value {
     return arith::ConstantIndexOp::create(b, v);
@@ -270,6 +285,14 @@ LogicalResult mlir::pisa::unrollWarpMatmulsToMmaShape(Operation *root) {
     return success();
 
   vector::UnrollVectorOptions options;
+  // k outermost: each k-step's A and B fragments are used by every (m, n)
+  // tile right after they are loaded, so only the accumulators stay live.
+  options.setUnrollTraversalOrderFn(
+      [](Operation *op) -> std::optional<SmallVector<int64_t>> {
+        if (isa<vector::ContractionOp>(op))
+          return SmallVector<int64_t>{2, 0, 1};
+        return std::nullopt;
+      });
   options.setNativeShapeFn(
       [](Operation *op) -> std::optional<SmallVector<int64_t>> {
         auto shape = op->getAttrOfType<DenseI64ArrayAttr>(kNativeShapeAttr);
@@ -299,11 +322,11 @@ LogicalResult mlir::pisa::convertWarpMatmulsToNVGPU(RewriterBase &rewriter,
   // Contracts in program order: a k-step's accumulator is the previous
   // step's result, already converted.
   DenseMap<Value, Value> fragments;
-  auto fragmentOf = [&](vector::TransferReadOp read,
-                        bool isA) -> FailureOr<Value> {
+  auto fragmentOf = [&](vector::TransferReadOp read, bool isA,
+                        Operation *user) -> FailureOr<Value> {
     if (Value loaded = fragments.lookup(read.getResult()))
       return loaded;
-    FailureOr<Value> loaded = loadFragment(rewriter, read, isA);
+    FailureOr<Value> loaded = loadFragment(rewriter, read, isA, user);
     if (succeeded(loaded))
       fragments[read.getResult()] = *loaded;
     return loaded;
@@ -316,8 +339,8 @@ LogicalResult mlir::pisa::convertWarpMatmulsToNVGPU(RewriterBase &rewriter,
     auto rhsRead = op.getRhs().getDefiningOp<vector::TransferReadOp>();
     if (!lhsRead || !rhsRead)
       return op.emitOpError("mma operands must come from transfer_read");
-    FailureOr<Value> a = fragmentOf(lhsRead, /*isA=*/true);
-    FailureOr<Value> bFrag = fragmentOf(rhsRead, /*isA=*/false);
+    FailureOr<Value> a = fragmentOf(lhsRead, /*isA=*/true, op);
+    FailureOr<Value> bFrag = fragmentOf(rhsRead, /*isA=*/false, op);
     if (failed(a) || failed(bFrag))
       return op.emitOpError(
           "mma operands must be in-bounds row-major reads of shared memory");

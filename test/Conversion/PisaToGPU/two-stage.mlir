@@ -14,7 +14,11 @@
 // CHECK: %[[COUNT:.*]] = gpu.alloc () : memref<1x1x4096xi32>
 // CHECK: %[[SCORES:.*]] = gpu.alloc () : memref<1x1x4096x16xf32>
 // CHECK: %[[LEAFCOUNT:.*]] = gpu.alloc () : memref<1x1x64xi32>
-// CHECK: gpu.launch_func @pisa_kernels::@select_stage1_walk {{.*}} args(%[[QB]] : {{.*}}, %[[PB]] : {{.*}}, %[[OFF]] : index, %[[CONT]] : {{.*}}, %[[COUNT]] :
+//   The tensor-core walk reads the pyramid as bf16 fragment planes
+//   (127 rows of 2 x 128), written by one small kernel first.
+// CHECK: %[[PLANES:.*]] = gpu.alloc () : memref<1x1x127x256xbf16>
+// CHECK: gpu.launch_func @pisa_kernels::@pyramid_mma_planes blocks in (%c16, {{.*}} threads in (%c256, {{.*}} args(%[[PB]] : memref<1x1x127x128xf32>, %[[PLANES]] : memref<1x1x127x256xbf16>)
+// CHECK: gpu.launch_func @pisa_kernels::@select_stage1_walk {{.*}} args(%[[QB]] : {{.*}}, %[[PLANES]] : {{.*}}, %[[OFF]] : index, %[[CONT]] : {{.*}}, %[[COUNT]] :
 // CHECK: gpu.memset %[[LEAFCOUNT]]
 // CHECK: gpu.launch_func @pisa_kernels::@select_stage2_histogram
 // CHECK: gpu.launch_func @pisa_kernels::@select_stage2_scan
@@ -24,20 +28,39 @@
 // CHECK-SAME: args(%[[QB]] : {{.*}}, %[[KB]] :
 // CHECK: gpu.launch_func @pisa_kernels::@select_final {{.*}} args(%[[OFF]] : index, %[[CONT]] : {{.*}}, %[[COUNT]] : {{.*}}, %[[SCORES]] : {{.*}}, %[[SEL]] :
 // CHECK: gpu.dealloc %[[CONT]]
+// CHECK: gpu.dealloc %[[PLANES]]
 // CHECK: %[[R:.*]] = bufferization.to_tensor %[[SEL]] restrict
 // CHECK: return %[[R]]
 
 // CHECK: gpu.module @pisa_kernels
+//   Planes: thread i writes row i / 32, k-step (i / 4) % 8, lane group i % 4:
+//   the high halves of elements 16 s + 2 t + {0, 1, 8, 9}, then the low
+//   halves (x - high), as one 16-byte store at 32 s + 8 t.
+// CHECK: gpu.func @pyramid_mma_planes(%{{.*}}: memref<1x1x127x128xf32>, %{{.*}}: memref<1x1x127x256xbf16>) kernel
+// CHECK: %[[X0:.*]] = vector.load {{.*}} : memref<1x1x127x128xf32>, vector<2xf32>
+// CHECK: %[[H0:.*]] = arith.truncf %[[X0]] : vector<2xf32> to vector<2xbf16>
+// CHECK: %[[E0:.*]] = arith.extf %[[H0]]
+// CHECK: %[[R0:.*]] = arith.subf %[[X0]], %[[E0]]
+// CHECK: %[[L0:.*]] = arith.truncf %[[R0]]
+// CHECK: %[[X1:.*]] = vector.load {{.*}} : memref<1x1x127x128xf32>, vector<2xf32>
+// CHECK: %[[H1:.*]] = arith.truncf %[[X1]]
+// CHECK: %[[L1:.*]] = arith.truncf
+// CHECK: %[[HI:.*]] = vector.shuffle %[[H0]], %[[H1]] [0, 1, 2, 3]
+// CHECK: %[[LO:.*]] = vector.shuffle %[[L0]], %[[L1]] [0, 1, 2, 3]
+// CHECK: %[[PACK:.*]] = vector.shuffle %[[HI]], %[[LO]] [0, 1, 2, 3, 4, 5, 6, 7]
+// CHECK: vector.store %[[PACK]], {{.*}} {alignment = 16 : i64} : memref<1x1x127x256xbf16>, vector<8xbf16>
 // CHECK: gpu.func @select_stage1_walk({{.*}}) private({{.*}} : memref<16xi32, #gpu.address_space<private>>, {{.*}} : memref<8xi32, #gpu.address_space<private>>, {{.*}} : memref<16xf32, #gpu.address_space<private>>) kernel
 //   The walk keeps one candidate per lane and scores each ranked level on
 //   tensor cores: the query's A fragments (bf16 pairs) once; per level the
-//   causal prefix by ballot, the candidates' child summaries split into
-//   bf16 high and low halves (two mma.sync per k-step), ranks by index
-//   shuffles, the kept set by ballot. No private arrays are touched.
+//   causal prefix by ballot, each candidate child's high and low halves of
+//   a k-step in one 16-byte load from the planes (two mma.sync per k-step),
+//   ranks by index shuffles, the kept set by ballot. No private arrays are
+//   touched.
 // CHECK: vector.load %arg0{{.*}} {alignment = 4 : i64} : memref<1x16x4096x128xbf16>, vector<2xbf16>
 // CHECK: nvvm.vote.sync  ballot
 // CHECK: math.ctpop
-// CHECK: arith.truncf %{{.*}} : vector<2xf32> to vector<2xbf16>
+// CHECK: vector.load %arg1{{.*}} {alignment = 16 : i64} : memref<1x1x127x256xbf16>, vector<8xbf16>
+// CHECK: vector.shuffle {{.*}} [0, 1] : vector<8xbf16>, vector<8xbf16>
 // CHECK: nvgpu.mma.sync
 // CHECK-SAME: {mmaShape = [16, 8, 16]} : (vector<4x2xbf16>, vector<2x2xbf16>, vector<2x2xf32>) -> vector<2x2xf32>
 // CHECK: gpu.shuffle  xor
@@ -79,10 +102,14 @@
 // CHECK-NEXT: vector.transfer_write %[[P]], %[[ST]]
 // CHECK: gpu.barrier
 // CHECK: vector.load %[[ST]]{{.*}} : memref<64x68xf32, #gpu.address_space<workgroup>>, vector<64xf32>
-// CHECK: vector.reduction <maximumf>
+//   In base 2, the scale times log2(e) folded into one multiply; the row
+//   reductions may reassociate (a tree, not a 64-step chain).
+// CHECK: arith.mulf %{{.*}}, %{{.*}} : vector<64xf32>
+// CHECK: vector.reduction <maximumf>, %{{.*}} fastmath<reassoc>
 // CHECK-NOT: gpu.shuffle
-// CHECK: math.exp %{{.*}} : vector<64xf32>
-// CHECK: vector.reduction <add>
+// CHECK: math.exp2 %{{.*}} : vector<64xf32>
+// CHECK: vector.reduction <add>, %{{.*}} fastmath<reassoc>
+// CHECK: math.log2
 // CHECK: memref.store %{{.*}}, %[[ROWS]]
 // CHECK: gpu.barrier
 // CHECK: vector.load %[[ROWS]]{{.*}} vector<16xf32>

@@ -343,13 +343,21 @@ private:
                           globalType({p.batch, p.kvHeads, p.numQueries * gk}, i32),
                           globalType({p.batch, p.kvHeads, leaves}, i32)};
 
-    // Stage 1: the walk down to the leaf contenders.
-    gpu::GPUFuncOp walkKernel, finalKernel;
+    // Stage 1: the walk down to the leaf contenders. On tensor cores it
+    // reads the pyramid as bf16 fragment planes written just before it.
+    const bool mmaWalk =
+        canWalkWithMma(p.queries.getElementType(), p.groupSize, p.headDim,
+                       p.fanout, p.candidates());
+    MemRefType walkPyramid =
+        mmaWalk ? fragmentPlanesType(p.pyramid) : p.pyramid;
+    gpu::GPUFuncOp walkKernel, finalKernel, planesKernel;
+    if (mmaWalk)
+      planesKernel = buildFragmentPlanesKernel(rewriter, op, p.pyramid);
     {
       OpBuilder::InsertionGuard guard(rewriter);
       walkKernel = createKernel(
           rewriter, op, "select_stage1_walk",
-          {p.queries, p.pyramid, index, contendersType, countType}, {},
+          {p.queries, walkPyramid, index, contendersType, countType}, {},
           scratchTypes(ctx, p));
       ImplicitLocOpBuilder b(op.getLoc(), rewriter);
       Block &entry = walkKernel.getBody().front();
@@ -452,14 +460,23 @@ private:
     Value groups = indexConst(host, p.batch * p.kvHeads);
     Value queryBlocks = indexConst(host, ceilDiv(p.numQueries, kQueryThreads));
     Value warpBlocks = indexConst(host, ceilDiv(p.numQueries, kWarpQueries));
+    Value walkPyramidBuffer = pyramid;
+    if (mmaWalk) {
+      walkPyramidBuffer = allocDevice(host, walkPyramid);
+      launch(host, planesKernel,
+             indexConst(host, fragmentPlanesBlocks(p.pyramid)), groups,
+             kFragmentPlanesThreads, {pyramid, walkPyramidBuffer});
+    }
     launch(host, walkKernel, warpBlocks, groups, kQueryThreads,
-           {queries, pyramid, offset, contenders, counts});
+           {queries, walkPyramidBuffer, offset, contenders, counts});
     launchTileKernels(host, tiles, queries, keys, offset, contenders, counts,
                       scores, sort);
     launch(host, finalKernel, queryBlocks, groups, kQueryThreads,
            {offset, contenders, counts, scores, selection});
     SmallVector<Value> scratch{contenders, counts, scores};
     scratch.append(sort.begin(), sort.end());
+    if (mmaWalk)
+      scratch.push_back(walkPyramidBuffer);
     for (Value v : scratch)
       gpu::DeallocOp::create(host, Type(), ValueRange{}, v);
     return success();

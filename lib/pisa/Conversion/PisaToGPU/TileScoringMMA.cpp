@@ -313,26 +313,33 @@ gpu::GPUFuncOp mlir::pisa::detail::buildMmaScoreKernel(
       return arith::ConstantOp::create(
           tb, rowType, DenseElementsAttr::get(rowType, tb.getF32FloatAttr(v)));
     };
+    // In base 2 with the scale folded in: exp2 is one instruction where exp
+    // is a range reduction around it. LSE = ln 2 * (max2 + log2(sum)).
     const float negInf = -std::numeric_limits<float>::infinity();
+    const float log2e = 1.4426950408889634f, ln2 = 0.6931471805599453f;
     Value logits = arith::SelectOp::create(
-        tb, mask, arith::MulFOp::create(tb, raw, splat(p.scale)),
+        tb, mask, arith::MulFOp::create(tb, raw, splat(p.scale * log2e)),
         splat(negInf));
+    // Reassociation lets the 32 or 64 terms reduce as a tree.
+    auto reassoc = arith::FastMathFlags::reassoc;
     Value rowMax = vector::ReductionOp::create(
-        tb, vector::CombiningKind::MAXIMUMF, logits);
+        tb, vector::CombiningKind::MAXIMUMF, logits, reassoc);
     if (lanesPerRow == 2)
       rowMax = combineHalves(tb, rowMax, /*isMax=*/true);
     Value empty = arith::CmpFOp::create(tb, arith::CmpFPredicate::OEQ, rowMax,
                                         f32Const(tb, negInf));
     Value shift =
         arith::SelectOp::create(tb, empty, f32Const(tb, 0.0f), rowMax);
-    Value exps = math::ExpOp::create(
+    Value exps = math::Exp2Op::create(
         tb, arith::SubFOp::create(
                 tb, logits, vector::BroadcastOp::create(tb, rowType, shift)));
-    Value sum =
-        vector::ReductionOp::create(tb, vector::CombiningKind::ADD, exps);
+    Value sum = vector::ReductionOp::create(tb, vector::CombiningKind::ADD,
+                                            exps, reassoc);
     if (lanesPerRow == 2)
       sum = combineHalves(tb, sum, /*isMax=*/false);
-    Value lse = arith::AddFOp::create(tb, rowMax, math::LogOp::create(tb, sum));
+    Value lse = arith::MulFOp::create(
+        tb, arith::AddFOp::create(tb, rowMax, math::Log2Op::create(tb, sum)),
+        f32Const(tb, ln2));
     buildIfThen(tb, cmp(tb, arith::CmpIPredicate::eq, part, zero),
                 [&](ImplicitLocOpBuilder &wb) {
                   memref::StoreOp::create(wb, lse, rowLse, ValueRange{r});

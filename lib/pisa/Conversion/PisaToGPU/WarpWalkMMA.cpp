@@ -31,10 +31,9 @@ using namespace mlir::pisa::detail;
 
 namespace {
 constexpr int64_t kFanout = 2, kHeads = 16;
-/// The lane-per-candidate design holds up to 32 candidates (K = 16); it has
-/// run on the H200 with up to 16 (K = 4 and 8). Larger K keeps the SIMT walk
-/// until a device run covers it (case n4096_bf16_k16).
-constexpr int64_t kVerifiedCandidates = 16;
+/// The lane-per-candidate design holds up to 32 candidates (K = 16), all of
+/// which have run on the H200 (cases n4096_paper, K = 8; n4096_bf16_k16).
+constexpr int64_t kMaxCandidates = 32;
 
 /// vector<N x 2 x elem> from N vector<2 x elem> registers.
 Value fragment(ImplicitLocOpBuilder &b, ArrayRef<Value> pairs) {
@@ -53,7 +52,7 @@ bool mlir::pisa::detail::canWalkWithMma(Type queryType, int64_t groupSize,
                                         int64_t candidates) {
   return queryType.isBF16() && groupSize == kHeads && headDim % 16 == 0 &&
          fanout == kFanout && (kFanout * candidates) % 8 == 0 &&
-         candidates <= kVerifiedCandidates;
+         candidates <= kMaxCandidates;
 }
 
 MmaWalkQuery mlir::pisa::detail::loadMmaWalkQuery(ImplicitLocOpBuilder &b,
@@ -81,6 +80,84 @@ MmaWalkQuery mlir::pisa::detail::loadMmaWalkQuery(ImplicitLocOpBuilder &b,
                      pair(head1, kHi)}));
   }
   return query;
+}
+
+MemRefType mlir::pisa::detail::fragmentPlanesType(MemRefType pyramid) {
+  ArrayRef<int64_t> shape = pyramid.getShape();
+  return globalType({shape[0], shape[1], shape[2], 2 * shape[3]},
+                    BFloat16Type::get(pyramid.getContext()));
+}
+
+/// 16-byte groups of the planes: 4 per k-step per row.
+static int64_t fragmentGroups(MemRefType pyramid) {
+  return pyramid.getShape()[2] * (pyramid.getShape()[3] / 16) * 4;
+}
+
+int64_t mlir::pisa::detail::fragmentPlanesBlocks(MemRefType pyramid) {
+  return ceilDiv(fragmentGroups(pyramid), kFragmentPlanesThreads);
+}
+
+gpu::GPUFuncOp mlir::pisa::detail::buildFragmentPlanesKernel(
+    PatternRewriter &rewriter, Operation *anchor, MemRefType pyramid) {
+  OpBuilder::InsertionGuard guard(rewriter);
+  MemRefType planesType = fragmentPlanesType(pyramid);
+  auto kernel = createKernel(rewriter, anchor, "pyramid_mma_planes",
+                             {pyramid, planesType}, {}, {});
+  ImplicitLocOpBuilder b(anchor->getLoc(), rewriter);
+  Block &e = kernel.getBody().front();
+  const int64_t steps = pyramid.getShape()[3] / 16;
+  Value heads = indexConst(b, pyramid.getShape()[1]);
+  Value batch = arith::DivUIOp::create(b, blockIdY(b), heads);
+  Value kv = arith::RemUIOp::create(b, blockIdY(b), heads);
+  Value i = arith::AddIOp::create(
+      b, arith::MulIOp::create(b, blockIdX(b),
+                               indexConst(b, kFragmentPlanesThreads)),
+      threadIdX(b));
+  buildIfThen(b,
+              cmp(b, arith::CmpIPredicate::ult, i,
+                  indexConst(b, fragmentGroups(pyramid))),
+              [&](ImplicitLocOpBuilder &tb) {
+    Value row = arith::DivUIOp::create(tb, i, indexConst(tb, 4 * steps));
+    Value group = arith::RemUIOp::create(tb, i, indexConst(tb, 4 * steps));
+    Value step = arith::DivUIOp::create(tb, group, indexConst(tb, 4));
+    Value tig = arith::RemUIOp::create(tb, group, indexConst(tb, 4));
+    // Elements 16 s + 2 t + {0, 1} and + {8, 9}.
+    Value k = arith::AddIOp::create(
+        tb, arith::MulIOp::create(tb, step, indexConst(tb, 16)),
+        arith::MulIOp::create(tb, tig, indexConst(tb, 2)));
+    auto pairF32 = VectorType::get({2}, tb.getF32Type());
+    auto pairBF16 = VectorType::get({2}, tb.getBF16Type());
+    SmallVector<Value> hi, lo;
+    for (int64_t offset : {0, 8}) {
+      Value x = vector::LoadOp::create(
+          tb, pairF32, e.getArgument(0),
+          ValueRange{batch, kv, row,
+                     arith::AddIOp::create(tb, k, indexConst(tb, offset))},
+          false, llvm::MaybeAlign(8));
+      Value h = arith::TruncFOp::create(tb, pairBF16, x);
+      hi.push_back(h);
+      lo.push_back(arith::TruncFOp::create(
+          tb, pairBF16,
+          arith::SubFOp::create(tb, x,
+                                arith::ExtFOp::create(tb, pairF32, h))));
+    }
+    auto concat = [&](Value x, Value y, int64_t n) -> Value {
+      SmallVector<int64_t> order(2 * n);
+      for (int64_t j = 0; j < 2 * n; ++j)
+        order[j] = j;
+      return vector::ShuffleOp::create(tb, x, y, order);
+    };
+    Value packed = concat(concat(hi[0], hi[1], 2), concat(lo[0], lo[1], 2), 4);
+    vector::StoreOp::create(
+        tb, packed, e.getArgument(1),
+        ValueRange{batch, kv, row,
+                   arith::AddIOp::create(
+                       tb, arith::MulIOp::create(tb, step, indexConst(tb, 32)),
+                       arith::MulIOp::create(tb, tig, indexConst(tb, 8)))},
+        false, llvm::MaybeAlign(16));
+  });
+  gpu::ReturnOp::create(b);
+  return kernel;
 }
 
 namespace {
@@ -121,7 +198,7 @@ Value nthSetBit(ImplicitLocOpBuilder &b, Value mask, Value k) {
 /// (the same on the lanes that share lane % 4). `nodeOf(a)` is candidate
 /// a's node; candidates at or past numCausal score -inf.
 SmallVector<Value>
-levelScores(ImplicitLocOpBuilder &b, const MmaWalkQuery &query, Value children,
+levelScores(ImplicitLocOpBuilder &b, const MmaWalkQuery &query, Value planes,
             const QuerySite &site, const ChildLevel &level, Value numCausal,
             llvm::function_ref<Value(ImplicitLocOpBuilder &, Value)> nodeOf,
             int64_t maxCandidates, int64_t headDim, float scale) {
@@ -130,7 +207,7 @@ levelScores(ImplicitLocOpBuilder &b, const MmaWalkQuery &query, Value children,
   Value lane = query.lane;
   Value gid = arith::DivUIOp::create(b, lane, indexConst(b, 4));
   Value tig = arith::RemUIOp::create(b, lane, indexConst(b, 4));
-  Value col = arith::MulIOp::create(b, tig, indexConst(b, 2));
+  Value groupCol = arith::MulIOp::create(b, tig, indexConst(b, 8));
   Value lastCausal =
       arith::DivUIOp::create(b, site.position, level.keysPerChild);
   Value zero = indexConst(b, 0);
@@ -150,10 +227,12 @@ levelScores(ImplicitLocOpBuilder &b, const MmaWalkQuery &query, Value children,
     return {arith::SelectOp::create(b, valid, row, zero), valid};
   };
 
-  auto pairType = VectorType::get({2}, f32);
   auto accType = VectorType::get({2, 2}, f32);
+  auto groupType = VectorType::get({8}, bf16);
   Value negInf = f32Const(b, -std::numeric_limits<float>::infinity());
-  Value scaleF = f32Const(b, scale);
+  // Base 2 with the scale folded in (exp2 and log2 are single
+  // instructions); the head sum is taken back to base e once.
+  Value scaleF = f32Const(b, scale * 1.4426950408889634f);
   // B: this lane's column of tile t is child gid % 2 of candidate
   // 4t + gid / 2.
   Value columnCandidate = arith::DivUIOp::create(b, gid, indexConst(b, 2));
@@ -165,21 +244,21 @@ levelScores(ImplicitLocOpBuilder &b, const MmaWalkQuery &query, Value children,
     Value row = arith::AddIOp::create(b, level.rowBase, rowB);
     Value acc = arith::ConstantOp::create(b, accType, b.getZeroAttr(accType));
     for (int64_t s = 0; s < headDim / 16; ++s) {
-      SmallVector<Value> hi, lo;
-      for (int64_t half = 0; half < 2; ++half) {
-        Value k =
-            arith::AddIOp::create(b, col, indexConst(b, 16 * s + 8 * half));
-        Value x = vector::LoadOp::create(
-            b, pairType, children, ValueRange{site.batch, site.kvHead, row, k},
-            false, llvm::MaybeAlign(8));
-        Value h = arith::TruncFOp::create(b, VectorType::get({2}, bf16), x);
-        Value rest =
-            arith::SubFOp::create(b, x, arith::ExtFOp::create(b, pairType, h));
-        hi.push_back(h);
-        lo.push_back(
-            arith::TruncFOp::create(b, VectorType::get({2}, bf16), rest));
-      }
-      for (Value bFrag : {fragment(b, hi), fragment(b, lo)})
+      // High halves then low halves of this lane's B fragment (see
+      // fragmentPlanesType).
+      Value group = vector::LoadOp::create(
+          b, groupType, planes,
+          ValueRange{site.batch, site.kvHead, row,
+                     arith::AddIOp::create(b, groupCol,
+                                           indexConst(b, 32 * s))},
+          false, llvm::MaybeAlign(16));
+      auto pairAt = [&](int64_t offset) -> Value {
+        return vector::ShuffleOp::create(b, group, group,
+                                         ArrayRef<int64_t>{offset, offset + 1});
+      };
+      Value hi = fragment(b, {pairAt(0), pairAt(2)});
+      Value lo = fragment(b, {pairAt(4), pairAt(6)});
+      for (Value bFrag : {hi, lo})
         acc = nvgpu::MmaSyncOp::create(b, query.fragments[s], bFrag, acc,
                                        ArrayRef<int64_t>{16, 8, 16});
     }
@@ -204,23 +283,24 @@ levelScores(ImplicitLocOpBuilder &b, const MmaWalkQuery &query, Value children,
           b, arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, m, negInf),
           f32Const(b, 0.0f), m);
       Value total = arith::AddFOp::create(
-          b, math::ExpOp::create(b, arith::SubFOp::create(b, logit[0], shift)),
-          math::ExpOp::create(b, arith::SubFOp::create(b, logit[1], shift)));
+          b, math::Exp2Op::create(b, arith::SubFOp::create(b, logit[0], shift)),
+          math::Exp2Op::create(b, arith::SubFOp::create(b, logit[1], shift)));
       sum = arith::AddFOp::create(
-          b, sum, arith::AddFOp::create(b, m, math::LogOp::create(b, total)));
+          b, sum, arith::AddFOp::create(b, m, math::Log2Op::create(b, total)));
     }
     // Heads gid and gid + 8 here; the other 14 on the lanes sharing tig.
     for (int64_t offset : {4, 8, 16})
       sum = arith::AddFOp::create(
           b, sum, shuffleXor(b, sum, offset));
-    tileScores.push_back(sum);
+    tileScores.push_back(
+        arith::MulFOp::create(b, sum, f32Const(b, 0.6931471805599453f)));
   }
   return tileScores;
 }
 } // namespace
 
 Value mlir::pisa::detail::buildMmaWarpWalk(
-    ImplicitLocOpBuilder &b, const MmaWalkQuery &query, Value pyramid,
+    ImplicitLocOpBuilder &b, const MmaWalkQuery &query, Value planes,
     const QuerySite &site, const PyramidLayout &layout, int64_t topK, Value bt,
     int64_t headDim, float scale,
     llvm::function_ref<void(ImplicitLocOpBuilder &, Value, Value)>
@@ -257,7 +337,7 @@ Value mlir::pisa::detail::buildMmaWarpWalk(
         b, ranked, {b.getI1Type()},
         [&](ImplicitLocOpBuilder &rb) {
           SmallVector<Value> tiles =
-              levelScores(rb, query, pyramid, site, children, numCausal, nodeOf,
+              levelScores(rb, query, planes, site, children, numCausal, nodeOf,
                           maxCandidates, headDim, scale);
           // This lane's candidate's score: tile lane / 4, lane % 4.
           Value source = arith::RemUIOp::create(rb, lane, indexConst(rb, 4));

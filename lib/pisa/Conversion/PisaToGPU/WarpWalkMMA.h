@@ -17,15 +17,17 @@
 
 #include "pisa/Analysis/PyramidLayout.h"
 
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "mlir/IR/PatternMatch.h"
 
 namespace mlir::pisa::detail {
 
 /// Whether a walk level can be scored on tensor cores: bf16 queries (exact
 /// as mma operands), G = 16 (one m16 tile), d a multiple of 16, fanout 2
 /// (a candidate's children sit in one lane's accumulator pair) and the
-/// level's fanout * candidates columns a multiple of 8, candidates <= 16
-/// (one per lane; 32 would fit, 16 is what has run on the device).
+/// level's fanout * candidates columns a multiple of 8, candidates <= 32
+/// (one per lane).
 bool canWalkWithMma(Type queryType, int64_t groupSize, int64_t headDim,
                     int64_t fanout, int64_t candidates);
 
@@ -39,6 +41,20 @@ MmaWalkQuery loadMmaWalkQuery(ImplicitLocOpBuilder &b, Value queries,
                               const QuerySite &site, int64_t headDim,
                               Value lane);
 
+/// The pyramid as the walk's B operand: per node row of d f32 summaries, 2d
+/// bf16 in which k-step s (16 elements) of lane group t (lane % 4) is 8
+/// consecutive values at 32 s + 8 t: the high halves of elements
+/// 16 s + 2 t + {0, 1, 8, 9} (what mma.sync's B fragment holds), then their
+/// low halves (x - high, rounded). One 16-byte load gives a lane both
+/// fragments of a k-step. [B, Hkv, rows, 2 d].
+MemRefType fragmentPlanesType(MemRefType pyramid);
+/// The kernel that writes them: (pyramid, planes), one thread per 16-byte
+/// group, grid x = fragmentPlanesBlocks, y = B * Hkv, 256 threads.
+gpu::GPUFuncOp buildFragmentPlanesKernel(PatternRewriter &rewriter,
+                                         Operation *anchor, MemRefType pyramid);
+int64_t fragmentPlanesBlocks(MemRefType pyramid);
+constexpr int64_t kFragmentPlanesThreads = 256;
+
 /// The two-stage walk of one query on one warp, levels L..2, with state in
 /// registers: lane a holds candidate a (candidates ascending, so the causal
 /// ones are a prefix found by ballot); a level that must be ranked is scored
@@ -50,7 +66,7 @@ MmaWalkQuery loadMmaWalkQuery(ImplicitLocOpBuilder &b, Value queries,
 /// leaves are filtered (causal, not forced) and `writeContender(pos, leaf)`
 /// runs on the lane holding each contender; returns their count (uniform).
 Value buildMmaWarpWalk(
-    ImplicitLocOpBuilder &b, const MmaWalkQuery &query, Value pyramid,
+    ImplicitLocOpBuilder &b, const MmaWalkQuery &query, Value planes,
     const QuerySite &site, const PyramidLayout &layout, int64_t topK, Value bt,
     int64_t headDim, float scale,
     llvm::function_ref<void(ImplicitLocOpBuilder &, Value pos, Value leaf)>

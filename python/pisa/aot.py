@@ -3,9 +3,10 @@
 The library exports `_mlir_ciface_<function>(result*, args*...)` on MLIR
 memref descriptors of device memory; its manifest (<stem>.json beside the
 .so) names the argument shapes and dtypes, which are checked before every
-call. The library runs on PyTorch's current stream and waits for its own
-work before returning. Driver errors surface as RuntimeError with the
-driver's message.
+call. The library runs on PyTorch's current stream, stream-ordered like a
+PyTorch op (it returns once its work is enqueued). Driver errors surface as
+RuntimeError with the driver's message; a kernel fault surfaces at the next
+synchronization, as for any CUDA op.
 """
 
 import ctypes

@@ -22,10 +22,14 @@ void pisa_runtime_clear_error(void);
 
 /* Run the library's work on `stream` (a CUstream, e.g. PyTorch's current
  * stream) instead of a private stream per call; NULL restores the default.
- * Each entry point still waits for its own work before returning. */
+ * On the caller's stream an entry point returns once its work is enqueued
+ * (stream-ordered, like a PyTorch op: read the result on that stream, or
+ * synchronize it first); on the default private stream it waits for its
+ * work before returning. */
 void pisa_runtime_set_stream(void *stream);
 
-/* Frees a buffer the library allocated (an entry point's result). */
+/* Frees a buffer the library allocated (an entry point's result): ordered
+ * on the caller's stream when one is set, at once otherwise. */
 void pisa_runtime_free(void *ptr);
 
 #ifdef __cplusplus

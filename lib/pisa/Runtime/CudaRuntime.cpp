@@ -83,7 +83,13 @@ const char *pisa_runtime_last_error(void) {
 void pisa_runtime_clear_error(void) { haveError = false; }
 
 void pisa_runtime_free(void *ptr) {
-  if (ptr && ensureContext())
+  if (!ptr || !ensureContext())
+    return;
+  // On the caller's stream the free is ordered after the reads the caller
+  // has enqueued there; otherwise the call has already waited.
+  if (userStream)
+    CHECK(cuMemFreeAsync(reinterpret_cast<CUdeviceptr>(ptr), userStream));
+  else
     CHECK(cuMemFree(reinterpret_cast<CUdeviceptr>(ptr)));
 }
 
@@ -160,6 +166,11 @@ void mgpuStreamDestroy(CUstream stream) {
 }
 
 void mgpuStreamSynchronize(CUstream stream) {
+  // Work on the caller's stream stays stream-ordered, like any other
+  // library call on it: the caller orders its reads after it and waits when
+  // it needs to. A private stream is waited for here.
+  if (stream && stream == userStream)
+    return;
   CHECK(cuStreamSynchronize(stream));
 }
 

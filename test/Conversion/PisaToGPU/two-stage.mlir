@@ -49,7 +49,7 @@
 // CHECK: %[[LO:.*]] = vector.shuffle %[[L0]], %[[L1]] [0, 1, 2, 3]
 // CHECK: %[[PACK:.*]] = vector.shuffle %[[HI]], %[[LO]] [0, 1, 2, 3, 4, 5, 6, 7]
 // CHECK: vector.store %[[PACK]], {{.*}} {alignment = 16 : i64} : memref<1x1x127x256xbf16>, vector<8xbf16>
-// CHECK: gpu.func @select_stage1_walk({{.*}}) private({{.*}} : memref<16xi32, #gpu.address_space<private>>, {{.*}} : memref<8xi32, #gpu.address_space<private>>, {{.*}} : memref<16xf32, #gpu.address_space<private>>) kernel
+// CHECK: gpu.func @select_stage1_walk({{.*}}) private({{.*}} : memref<16xi32, #gpu.address_space<private>>, {{.*}} : memref<8xi32, #gpu.address_space<private>>, {{.*}} : memref<16xf32, #gpu.address_space<private>>) kernel attributes {known_block_size = array<i32: 128, 1, 1>, nvvm.minctasm = 8 : i32}
 //   The walk keeps one candidate per lane and scores each ranked level on
 //   tensor cores: the query's A fragments (bf16 pairs) once; per level the
 //   causal prefix by ballot, each candidate child's high and low halves of
@@ -80,10 +80,10 @@
 //   to tensor cores), and the scores overwrite the tiles after a barrier.
 //   LSE (one lane per row) and head sums are vector reductions.
 //   Six blocks fit an SM's shared memory; minctasm tells ptxas so.
-// CHECK: gpu.func @select_stage2_score_tiles_mma({{.*}}) workgroup(%[[SMEM:.*]] : memref<34816xi8, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %[[ROWS:.*]] : memref<64xf32, #gpu.address_space<workgroup>>) kernel attributes {known_block_size = array<i32: 64, 1, 1>, nvvm.minctasm = 6 : i32}
-// CHECK: %[[QT:.*]] = memref.view %[[SMEM]][%{{.*}}][] : memref<34816xi8, #gpu.address_space<workgroup>> to memref<64x136xbf16, #gpu.address_space<workgroup>>
-// CHECK: %[[KT:.*]] = memref.view %[[SMEM]][%c17408][] : {{.*}} to memref<64x136xbf16, #gpu.address_space<workgroup>>
-// CHECK: %[[ST:.*]] = memref.view %[[SMEM]][%c0{{.*}}][] : {{.*}} to memref<64x68xf32, #gpu.address_space<workgroup>>
+// CHECK: gpu.func @select_stage2_score_tiles_mma({{.*}}) workgroup(%[[SMEM:.*]] : memref<35840xi8, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %[[ROWS:.*]] : memref<64xf32, #gpu.address_space<workgroup>>) kernel attributes {known_block_size = array<i32: 64, 1, 1>, nvvm.minctasm = 6 : i32}
+// CHECK: %[[QT:.*]] = memref.view %[[SMEM]][%{{.*}}][] : memref<35840xi8, #gpu.address_space<workgroup>> to memref<64x136xbf16, #gpu.address_space<workgroup>>
+// CHECK: %[[KT:.*]] = memref.view %[[SMEM]][%c18432][] : {{.*}} to memref<64x136xbf16, #gpu.address_space<workgroup>>
+// CHECK: %[[ST:.*]] = memref.view %[[SMEM]][%c0{{.*}}][] : {{.*}} to memref<64x72xf32, #gpu.address_space<workgroup>>
 //   A block scores its tiles in turn and stages a leaf's keys only when the
 //   leaf changes (the score tile overlays the query tile, not the keys).
 // CHECK: scf.for {{.*}} iter_args(%[[STAGED:.*]] = %{{.*}}) -> (index)
@@ -101,7 +101,16 @@
 // CHECK-NEXT: gpu.barrier
 // CHECK-NEXT: vector.transfer_write %[[P]], %[[ST]]
 // CHECK: gpu.barrier
-// CHECK: vector.load %[[ST]]{{.*}} : memref<64x68xf32, #gpu.address_space<workgroup>>, vector<64xf32>
+//   Score rows 72 words apart (8 mod 32: the fragment stores are
+//   conflict-free); each lane reads its row as 16 chunks of 4, lanes with
+//   bit 2 set one chunk later, so eight lanes cover all 32 banks.
+// CHECK: %[[SHIFT:.*]] = arith.remui %{{.*}}, %c2
+// CHECK: arith.addi %[[SHIFT]], %c0
+// CHECK: vector.load %[[ST]]{{.*}} : memref<64x72xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+// CHECK-COUNT-15: vector.load %[[ST]]{{.*}} : memref<64x72xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+// CHECK: vector.shuffle {{.*}} : vector<32xf32>, vector<32xf32>
+// CHECK: arith.remui {{.*}} : vector<64xi32>
+// CHECK: arith.cmpi slt, {{.*}} : vector<64xi32>
 //   In base 2, the scale times log2(e) folded into one multiply; the row
 //   reductions may reassociate (a tree, not a 64-step chain).
 // CHECK: arith.mulf %{{.*}}, %{{.*}} : vector<64xf32>

@@ -36,6 +36,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <tuple>
 
 using namespace mlir;
 using namespace mlir::pisa::detail;
@@ -52,7 +53,12 @@ struct MmaTileLayout {
     // rows halves those shared-memory reads per query.
     rowsPerWarp = rows % 32 == 0 ? 32 : 16;
     tileStride = p.headDim + 8;
-    scoreStride = c + 4;
+    // Score rows: with 16 rows per warp the LSE's eight lanes per access
+    // read eight rows, conflict-free at a stride of 4 mod 32 words. With 32
+    // rows a stride of 8 mod 32 makes the fragment stores conflict-free
+    // (a half-warp writes four rows of 8 words) and the LSE rotates its
+    // reads to stay so (see rotatedRowLoad).
+    scoreStride = rowsPerWarp == 32 ? c + (40 - c % 32) % 32 : c + 4;
     // The score tile overlays the query tile only, so the key tile survives
     // for the block's next tile of the same leaf.
     keyOffset = std::max(rows * tileStride * 2, rows * scoreStride * 4);
@@ -112,6 +118,61 @@ static void copyChunks(
                                       indexConst(b, count)),
                 [&](ImplicitLocOpBuilder &sb) { store(sb, i, v); });
   }
+}
+
+/// Loads `width` scores of row `r` from column `start` as 4-wide chunks,
+/// lanes whose bit 2 is set starting one chunk later (wrapping): with a row
+/// stride of 8 mod 32 words, the eight lanes of a 16-byte access then cover
+/// all 32 banks. Returns the scores and the column offset (from `start`) of
+/// each element.
+static std::pair<Value, Value> rotatedRowLoad(ImplicitLocOpBuilder &b,
+                                              Value tile, Value r, Value start,
+                                              Value lane, int64_t width) {
+  const int64_t chunks = width / 4;
+  Value shift = arith::RemUIOp::create(
+      b, arith::DivUIOp::create(b, lane, indexConst(b, 4)), indexConst(b, 2));
+  SmallVector<Value> parts;
+  for (int64_t j = 0; j < chunks; ++j) {
+    Value chunk = arith::RemUIOp::create(
+        b, arith::AddIOp::create(b, shift, indexConst(b, j)),
+        indexConst(b, chunks));
+    Value col = arith::AddIOp::create(
+        b, start, arith::MulIOp::create(b, chunk, indexConst(b, 4)));
+    parts.push_back(vector::LoadOp::create(
+        b, VectorType::get({4}, b.getF32Type()), tile, ValueRange{r, col},
+        false, llvm::MaybeAlign(16)));
+  }
+  // Concatenate pairwise (vector.shuffle lowers to one LLVM shufflevector).
+  while (parts.size() > 1) {
+    SmallVector<Value> next;
+    for (size_t i = 0; i < parts.size(); i += 2) {
+      int64_t n = cast<VectorType>(parts[i].getType()).getNumElements();
+      SmallVector<int64_t> order(2 * n);
+      for (int64_t k = 0; k < 2 * n; ++k)
+        order[k] = k;
+      next.push_back(
+          vector::ShuffleOp::create(b, parts[i], parts[i + 1], order));
+    }
+    parts = std::move(next);
+  }
+  // Element k holds column (k + 4 * shift) mod width.
+  auto i32s = VectorType::get({width}, b.getI32Type());
+  SmallVector<int32_t> iota(width);
+  for (int64_t k = 0; k < width; ++k)
+    iota[k] = k;
+  Value columns = arith::RemUIOp::create(
+      b,
+      arith::AddIOp::create(
+          b,
+          arith::ConstantOp::create(
+              b, i32s, DenseElementsAttr::get(i32s, ArrayRef<int32_t>(iota))),
+          vector::BroadcastOp::create(
+              b, i32s,
+              toI32(b, arith::MulIOp::create(b, shift, indexConst(b, 4))))),
+      arith::ConstantOp::create(
+          b, i32s,
+          DenseElementsAttr::get(i32s, b.getI32IntegerAttr(width))));
+  return {parts.front(), columns};
 }
 
 /// The combined value of `v` and the lane 16 away (the row's other half).
@@ -292,23 +353,29 @@ gpu::GPUFuncOp mlir::pisa::detail::buildMmaScoreKernel(
     visible = arith::MinSIOp::create(
         tb, arith::MaxSIOp::create(tb, visible, zero), indexConst(tb, keysPerLane));
     auto rowType = VectorType::get({keysPerLane}, f32);
-    // mask[i] = i < visible (what vector.create_mask means; the NVVM tail
-    // does not lower create_mask itself).
     auto laneKeys = VectorType::get({keysPerLane}, tb.getI32Type());
-    SmallVector<int32_t> positions(keysPerLane);
-    for (int64_t i = 0; i < keysPerLane; ++i)
-      positions[i] = i;
+    Value raw, columns;
+    if (warpRows == 32) {
+      std::tie(raw, columns) = rotatedRowLoad(tb, scoreTile, r, partStart,
+                                              lane, keysPerLane);
+    } else {
+      SmallVector<int32_t> positions(keysPerLane);
+      for (int64_t i = 0; i < keysPerLane; ++i)
+        positions[i] = i;
+      columns = arith::ConstantOp::create(
+          tb, laneKeys,
+          DenseElementsAttr::get(laneKeys, ArrayRef<int32_t>(positions)));
+      raw = vector::LoadOp::create(tb, rowType, scoreTile,
+                                   ValueRange{r, partStart}, false,
+                                   llvm::MaybeAlign(16));
+    }
+    // mask[i] = column i < visible (what vector.create_mask means; the NVVM
+    // tail does not lower create_mask itself).
     Value mask = cmp(
-        tb, arith::CmpIPredicate::slt,
-        arith::ConstantOp::create(
-            tb, laneKeys,
-            DenseElementsAttr::get(laneKeys, ArrayRef<int32_t>(positions))),
+        tb, arith::CmpIPredicate::slt, columns,
         vector::BroadcastOp::create(
             tb, laneKeys,
             arith::IndexCastOp::create(tb, tb.getI32Type(), visible)));
-    Value raw = vector::LoadOp::create(tb, rowType, scoreTile,
-                                       ValueRange{r, partStart}, false,
-                                       llvm::MaybeAlign(16));
     auto splat = [&](float v) -> Value {
       return arith::ConstantOp::create(
           tb, rowType, DenseElementsAttr::get(rowType, tb.getF32FloatAttr(v)));

@@ -72,20 +72,22 @@
 // CHECK: gpu.func @select_stage2_scan
 // CHECK: gpu.func @select_stage2_scatter
 // CHECK: memref.atomic_rmw addi
-//   bf16: one block of 2 warps per tile of <= 4 queries x 16 heads (64 rows,
-//   32 per warp). The tile's query rows and the leaf's C x d keys are staged
-//   in 16-byte chunks into one workgroup buffer (rows padded to 136), each
-//   warp states its 32 x 64 x 128 tile product as a vector.contract between
-//   transfer_reads of the staged tiles (--pisa-vector-to-mma-sync takes it
-//   to tensor cores), and the scores overwrite the tiles after a barrier.
-//   LSE (one lane per row) and head sums are vector reductions.
-//   Six blocks fit an SM's shared memory; minctasm tells ptxas so.
-// CHECK: gpu.func @select_stage2_score_tiles_mma({{.*}}) workgroup(%[[SMEM:.*]] : memref<35840xi8, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %[[ROWS:.*]] : memref<64xf32, #gpu.address_space<workgroup>>) kernel attributes {known_block_size = array<i32: 64, 1, 1>, nvvm.minctasm = 6 : i32}
-// CHECK: %[[QT:.*]] = memref.view %[[SMEM]][%{{.*}}][] : memref<35840xi8, #gpu.address_space<workgroup>> to memref<64x136xbf16, #gpu.address_space<workgroup>>
-// CHECK: %[[KT:.*]] = memref.view %[[SMEM]][%c18432][] : {{.*}} to memref<64x136xbf16, #gpu.address_space<workgroup>>
-// CHECK: %[[ST:.*]] = memref.view %[[SMEM]][%c0{{.*}}][] : {{.*}} to memref<64x72xf32, #gpu.address_space<workgroup>>
+//   bf16: one block of 2 warps scores 8 consecutive tiles of <= 4 queries
+//   x 16 heads (64 rows, 32 per warp). The tile's query rows and the leaf's
+//   C x d keys are staged in 16-byte chunks into one workgroup buffer (rows
+//   padded to 136), each warp states its 32 x 64 x 128 tile product as a
+//   vector.contract between transfer_reads of the staged tiles
+//   (--pisa-vector-to-mma-sync takes it to tensor cores). With G = 16 each
+//   warp's rows are two whole queries, so the LSEs and head sums are vector
+//   ops on the product itself, which that pass keeps in the mma registers:
+//   no score tile, no barrier after the product. Six blocks fit an SM's
+//   shared memory; minctasm tells ptxas so.
+// CHECK: gpu.func @select_stage2_score_tiles_mma({{.*}}) workgroup(%[[SMEM:.*]] : memref<34816xi8, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}) kernel attributes {known_block_size = array<i32: 64, 1, 1>, nvvm.minctasm = 6 : i32}
+// CHECK: %[[QT:.*]] = memref.view %[[SMEM]][%{{.*}}][] : memref<34816xi8, #gpu.address_space<workgroup>> to memref<64x136xbf16, #gpu.address_space<workgroup>>
+// CHECK: %[[KT:.*]] = memref.view %[[SMEM]][%c17408][] : {{.*}} to memref<64x136xbf16, #gpu.address_space<workgroup>>
+// CHECK-NOT: memref.view
 //   A block scores its tiles in turn and stages a leaf's keys only when the
-//   leaf changes (the score tile overlays the query tile, not the keys).
+//   leaf changes.
 // CHECK: scf.for {{.*}} iter_args(%[[STAGED:.*]] = %{{.*}}) -> (index)
 // CHECK-NEXT: gpu.barrier
 // CHECK: vector.load %arg0{{.*}} {alignment = 16 : i64} : memref<1x16x4096x128xbf16>, vector<8xbf16>
@@ -98,31 +100,25 @@
 // CHECK: %[[A:.*]] = vector.transfer_read %[[QT]][%{{.*}}, %{{.*}}], %{{.*}} {in_bounds = [true, true]} : {{.*}}, vector<32x128xbf16>
 // CHECK: %[[B:.*]] = vector.transfer_read %[[KT]][%{{.*}}, %{{.*}}], %{{.*}} {in_bounds = [true, true]} : {{.*}}, vector<64x128xbf16>
 // CHECK: %[[P:.*]] = vector.contract {indexing_maps = [#[[MA:.*]], #[[MB:.*]], #[[MC:.*]]], iterator_types = ["parallel", "parallel", "reduction"], kind = #vector.kind<add>} %[[A]], %[[B]], %{{.*}} : vector<32x128xbf16>, vector<64x128xbf16> into vector<32x64xf32>
-// CHECK-NEXT: gpu.barrier
-// CHECK-NEXT: vector.transfer_write %[[P]], %[[ST]]
-// CHECK: gpu.barrier
-//   Score rows 72 words apart (8 mod 32: the fragment stores are
-//   conflict-free); each lane reads its row as 16 chunks of 4, lanes with
-//   bit 2 set one chunk later, so eight lanes cover all 32 banks.
-// CHECK: %[[SHIFT:.*]] = arith.remui %{{.*}}, %c2
-// CHECK: arith.addi %[[SHIFT]], %c0
-// CHECK: vector.load %[[ST]]{{.*}} : memref<64x72xf32, #gpu.address_space<workgroup>>, vector<4xf32>
-// CHECK-COUNT-15: vector.load %[[ST]]{{.*}} : memref<64x72xf32, #gpu.address_space<workgroup>>, vector<4xf32>
-// CHECK: vector.shuffle {{.*}} : vector<32xf32>, vector<32xf32>
-// CHECK: arith.remui {{.*}} : vector<64xi32>
-// CHECK: arith.cmpi slt, {{.*}} : vector<64xi32>
-//   In base 2, the scale times log2(e) folded into one multiply; the row
-//   reductions may reassociate (a tree, not a 64-step chain).
-// CHECK: arith.mulf %{{.*}}, %{{.*}} : vector<64xf32>
-// CHECK: vector.reduction <maximumf>, %{{.*}} fastmath<reassoc>
-// CHECK-NOT: gpu.shuffle
-// CHECK: math.exp2 %{{.*}} : vector<64xf32>
-// CHECK: vector.reduction <add>, %{{.*}} fastmath<reassoc>
-// CHECK: math.log2
-// CHECK: memref.store %{{.*}}, %[[ROWS]]
-// CHECK: gpu.barrier
-// CHECK: vector.load %[[ROWS]]{{.*}} vector<16xf32>
-// CHECK: vector.reduction <add>
+//   Base 2, the scale times log2(e) folded into one multiply; no key mask
+//   (contenders are leaves <= b_t - 2, every key visible).
+// CHECK: %[[L:.*]] = arith.mulf %[[P]], %{{.*}} : vector<32x64xf32>
+// CHECK: %[[M:.*]] = vector.multi_reduction <maximumf>, %[[L]], %{{.*}} [1] : vector<32x64xf32> to vector<32xf32>
+// CHECK: %[[MC:.*]] = vector.shape_cast %[[M]] : vector<32xf32> to vector<32x1xf32>
+// CHECK: %[[MB:.*]] = vector.broadcast %[[MC]] : vector<32x1xf32> to vector<32x64xf32>
+// CHECK: %[[D:.*]] = arith.subf %[[L]], %[[MB]] : vector<32x64xf32>
+// CHECK: %[[E:.*]] = math.exp2 %[[D]] : vector<32x64xf32>
+// CHECK: %[[Z:.*]] = vector.multi_reduction <add>, %[[E]], %{{.*}} [1] : vector<32x64xf32> to vector<32xf32>
+// CHECK: %[[LZ:.*]] = math.log2 %[[Z]] : vector<32xf32>
+// CHECK: %[[LSE:.*]] = arith.addf %[[M]], %[[LZ]] : vector<32xf32>
+// CHECK: %[[H0:.*]] = vector.extract_strided_slice %[[LSE]] {offsets = [0], sizes = [16], strides = [1]}
+// CHECK: vector.reduction <add>, %[[H0]] : vector<16xf32> into f32
+// CHECK: memref.store %{{.*}}, %arg9
+// CHECK: %[[H1:.*]] = vector.extract_strided_slice %[[LSE]] {offsets = [16], sizes = [16], strides = [1]}
+// CHECK: vector.reduction <add>, %[[H1]] : vector<16xf32> into f32
+// CHECK: memref.store %{{.*}}, %arg9
+// CHECK-NOT: gpu.barrier
+// CHECK: scf.yield
 // CHECK-NOT: x4096x64x
 // CHECK-NOT: memref<4096x64x
 func.func @prefill(%q: tensor<1x16x4096x128xbf16>, %k: tensor<1x1x4096x128xbf16>,

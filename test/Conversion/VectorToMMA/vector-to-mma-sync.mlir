@@ -95,3 +95,102 @@ gpu.module @k {
     gpu.return
   }
 }
+
+// -----
+
+#a = affine_map<(m, n, k) -> (m, k)>
+#b = affine_map<(m, n, k) -> (n, k)>
+#c = affine_map<(m, n, k) -> (m, n)>
+!smem = memref<32x24xbf16, #gpu.address_space<workgroup>>
+
+// A register epilogue on the 32 x 16 product (two m-tiles, two n-tiles):
+// per row a log-sum-exp, per 16 rows a sum. It stays in the accumulator
+// fragments: a row reduction combines the lane's two columns per tile, the
+// tiles, then the quad (shuffles xor 1 and 2, once per row); the row max
+// is broadcast back into 2x2 fragments; the sum over 16 rows combines the
+// lane's two rows and then the quads (xor 4, 8, 16). Nothing goes through
+// memory and no 32 x 16 vector is left.
+// CHECK-LABEL: gpu.func @row_epilogue
+// CHECK-COUNT-4: nvvm.mma.sync
+// CHECK: arith.mulf %{{.*}}, %{{.*}} : vector<2x2xf32>
+// CHECK: arith.maximumf %{{.*}}, %{{.*}} : f32
+// CHECK: arith.maximumf %{{.*}}, %{{.*}} : vector<2xf32>
+// CHECK: gpu.shuffle  xor %{{.*}}, %c1_i32, %c32_i32 : f32
+// CHECK-NEXT: arith.maximumf
+// CHECK-NEXT: gpu.shuffle  xor %{{.*}}, %c2_i32, %c32_i32 : f32
+// CHECK-NEXT: arith.maximumf
+// CHECK: vector.broadcast %{{.*}} : f32 to vector<2xf32>
+// CHECK: vector.insert %{{.*}} [0] : vector<2xf32> into vector<2x2xf32>
+// CHECK: arith.subf %{{.*}}, %{{.*}} : vector<2x2xf32>
+// CHECK: math.exp2 %{{.*}} : vector<2x2xf32>
+// CHECK: gpu.shuffle  xor %{{.*}}, %c1_i32, %c32_i32 : f32
+// CHECK-NEXT: arith.addf
+// CHECK-NEXT: gpu.shuffle  xor %{{.*}}, %c2_i32, %c32_i32 : f32
+// CHECK-COUNT-2: math.log2 %{{.*}} : vector<2xf32>
+// CHECK: %[[SUM:.*]] = arith.addf %{{.*}}, %{{.*}} : f32
+// CHECK-NEXT: %[[X4:.*]], %{{.*}} = gpu.shuffle  xor %[[SUM]], %c4_i32, %c32_i32 : f32
+// CHECK-NEXT: %[[S4:.*]] = arith.addf %[[SUM]], %[[X4]] : f32
+// CHECK-NEXT: %[[X8:.*]], %{{.*}} = gpu.shuffle  xor %[[S4]], %c8_i32, %c32_i32 : f32
+// CHECK-NEXT: %[[S8:.*]] = arith.addf %[[S4]], %[[X8]] : f32
+// CHECK-NEXT: %[[X16:.*]], %{{.*}} = gpu.shuffle  xor %[[S8]], %c16_i32, %c32_i32 : f32
+// CHECK-NEXT: %[[T0:.*]] = arith.addf %[[S8]], %[[X16]] : f32
+// CHECK: memref.store %[[T0]], %{{.*}}[%c0]
+// CHECK: memref.store %{{.*}}, %{{.*}}[%c1]
+// CHECK-NOT: vector.multi_reduction
+// CHECK-NOT: vector<32x16xf32>
+// CHECK-NOT: vector<16x8xf32>
+gpu.module @k {
+  gpu.func @row_epilogue(%out: memref<2xf32>) workgroup(%q: !smem, %keys: !smem) kernel {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %pad = arith.constant 0.0 : bf16
+    %zero = arith.constant dense<0.0> : vector<32x16xf32>
+    %scale = arith.constant dense<0.5> : vector<32x16xf32>
+    %ninf = arith.constant dense<0xFF800000> : vector<32xf32>
+    %zrow = arith.constant dense<0.0> : vector<32xf32>
+    %va = vector.transfer_read %q[%c0, %c0], %pad {in_bounds = [true, true]} : !smem, vector<32x16xbf16>
+    %vb = vector.transfer_read %keys[%c0, %c0], %pad {in_bounds = [true, true]} : !smem, vector<16x16xbf16>
+    %p = vector.contract {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"], kind = #vector.kind<add>} %va, %vb, %zero : vector<32x16xbf16>, vector<16x16xbf16> into vector<32x16xf32>
+    %s = arith.mulf %p, %scale : vector<32x16xf32>
+    %m = vector.multi_reduction <maximumf>, %s, %ninf [1] : vector<32x16xf32> to vector<32xf32>
+    %mc = vector.shape_cast %m : vector<32xf32> to vector<32x1xf32>
+    %mb = vector.broadcast %mc : vector<32x1xf32> to vector<32x16xf32>
+    %d = arith.subf %s, %mb : vector<32x16xf32>
+    %e = math.exp2 %d : vector<32x16xf32>
+    %z = vector.multi_reduction <add>, %e, %zrow [1] : vector<32x16xf32> to vector<32xf32>
+    %lz = math.log2 %z : vector<32xf32>
+    %l = arith.addf %m, %lz : vector<32xf32>
+    %h0 = vector.extract_strided_slice %l {offsets = [0], sizes = [16], strides = [1]} : vector<32xf32> to vector<16xf32>
+    %t0 = vector.reduction <add>, %h0 : vector<16xf32> into f32
+    %h1 = vector.extract_strided_slice %l {offsets = [16], sizes = [16], strides = [1]} : vector<32xf32> to vector<16xf32>
+    %t1 = vector.reduction <add>, %h1 : vector<16xf32> into f32
+    memref.store %t0, %out[%c0] : memref<2xf32>
+    memref.store %t1, %out[%c1] : memref<2xf32>
+    gpu.return
+  }
+}
+
+// -----
+
+#a = affine_map<(m, n, k) -> (m, k)>
+#b = affine_map<(m, n, k) -> (n, k)>
+#c = affine_map<(m, n, k) -> (m, n)>
+!smem = memref<16x24xbf16, #gpu.address_space<workgroup>>
+
+// An accumulator combined with a value whose lanes are not known: an error,
+// not a silent wrong layout.
+gpu.module @k {
+  gpu.func @unknown_layout(%bias: vector<16x8xf32>, %out: memref<1xf32>) workgroup(%q: !smem, %keys: !smem) kernel {
+    %c0 = arith.constant 0 : index
+    %pad = arith.constant 0.0 : bf16
+    %zero = arith.constant dense<0.0> : vector<16x8xf32>
+    %va = vector.transfer_read %q[%c0, %c0], %pad {in_bounds = [true, true]} : !smem, vector<16x16xbf16>
+    %vb = vector.transfer_read %keys[%c0, %c0], %pad {in_bounds = [true, true]} : !smem, vector<8x16xbf16>
+    %p = vector.contract {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"], kind = #vector.kind<add>} %va, %vb, %zero : vector<16x16xbf16>, vector<8x16xbf16> into vector<16x8xf32>
+    // expected-error @+1 {{mixes an accumulator with a value of no known layout}}
+    %s = arith.mulf %p, %bias : vector<16x8xf32>
+    %x = vector.extract %s[0, 0] : f32 from vector<16x8xf32>
+    memref.store %x, %out[%c0] : memref<1xf32>
+    gpu.return
+  }
+}

@@ -45,6 +45,11 @@ namespace {
 /// Shared-memory layout of the scoring block.
 struct MmaTileLayout {
   int64_t rows, rowsPerWarp, tileStride, scoreStride, keyOffset, bytes;
+  int64_t rowLseBytes; ///< the row LSEs' buffer (shared-memory epilogue)
+  /// Each warp's rows are whole queries (G a multiple of 16 dividing the
+  /// warp's rows): the LSEs and head sums run on the mma accumulators in
+  /// registers (AccumulatorEpilogue.cpp) and no score tile is needed.
+  bool registerEpilogue;
 
   explicit MmaTileLayout(const TileProblem &p) {
     const int64_t c = p.layout.blockSize();
@@ -59,10 +64,15 @@ struct MmaTileLayout {
     // (a half-warp writes four rows of 8 words) and the LSE rotates its
     // reads to stay so (see rotatedRowLoad).
     scoreStride = rowsPerWarp == 32 ? c + (40 - c % 32) % 32 : c + 4;
+    registerEpilogue =
+        p.groupSize % 16 == 0 && rowsPerWarp % p.groupSize == 0;
     // The score tile overlays the query tile only, so the key tile survives
     // for the block's next tile of the same leaf.
-    keyOffset = std::max(rows * tileStride * 2, rows * scoreStride * 4);
+    keyOffset = registerEpilogue
+                    ? rows * tileStride * 2
+                    : std::max(rows * tileStride * 2, rows * scoreStride * 4);
     bytes = keyOffset + c * tileStride * 2;
+    rowLseBytes = registerEpilogue ? 0 : rows * 4;
   }
 };
 // Consecutive tiles mostly share a leaf (the scatter groups them by leaf),
@@ -81,7 +91,7 @@ bool mlir::pisa::detail::canScoreWithMma(const TileProblem &p) {
   Type elem = p.keys.getElementType();
   return (elem.isBF16() || elem.isF16()) && l.rows % 16 == 0 &&
          l.rows / l.rowsPerWarp <= 32 && c % 8 == 0 && p.headDim % 16 == 0 &&
-         l.bytes + l.rows * 4 <= kStaticSharedLimit;
+         l.bytes + l.rowLseBytes <= kStaticSharedLimit;
 }
 
 int64_t mlir::pisa::detail::mmaScoreBlocks(const TileProblem &p) {
@@ -175,6 +185,63 @@ static std::pair<Value, Value> rotatedRowLoad(ImplicitLocOpBuilder &b,
   return {parts.front(), columns};
 }
 
+/// The score of each query of the warp's rows against the tile's leaf, from
+/// the warp's R x C product where mma.sync leaves it: per row the LSE (base
+/// 2, scale folded in), per query the sum over its G rows, written by lane
+/// 0 for the members that exist. No key mask: stage 2 scores contenders
+/// only, leaves at most b_t - 2 (the forced set holds b_t - 1 and b_t), so
+/// every key of the leaf is visible to every query of the tile and exists.
+static void buildRegisterEpilogue(ImplicitLocOpBuilder &b, Block &e,
+                                  const TileProblem &p, Value product,
+                                  Value warp, Value lane, Value batch,
+                                  Value kv, Value first, Value n,
+                                  int64_t warpRows) {
+  Type f32 = b.getF32Type();
+  auto tileType = cast<VectorType>(product.getType());
+  const int64_t G = p.groupSize;
+  auto rowType = VectorType::get({warpRows}, f32);
+  auto splat = [&](VectorType type, float v) -> Value {
+    return arith::ConstantOp::create(
+        b, type, DenseElementsAttr::get(type, b.getF32FloatAttr(v)));
+  };
+  Value logits = arith::MulFOp::create(
+      b, product, splat(tileType, p.scale * 1.4426950408889634f));
+  Value rowMax = vector::MultiDimReductionOp::create(
+      b, logits, splat(rowType, -std::numeric_limits<float>::infinity()),
+      ArrayRef<bool>{false, true}, vector::CombiningKind::MAXIMUMF);
+  Value shift = vector::BroadcastOp::create(
+      b, tileType,
+      vector::ShapeCastOp::create(b, VectorType::get({warpRows, 1}, f32),
+                                  rowMax));
+  Value exps = math::Exp2Op::create(b, arith::SubFOp::create(b, logits, shift));
+  Value sums = vector::MultiDimReductionOp::create(
+      b, exps, splat(rowType, 0.0f), ArrayRef<bool>{false, true},
+      vector::CombiningKind::ADD);
+  Value lse2 =
+      arith::AddFOp::create(b, rowMax, math::Log2Op::create(b, sums));
+  const int64_t members = warpRows / G;
+  for (int64_t i = 0; i < members; ++i) {
+    Value heads = vector::ExtractStridedSliceOp::create(
+        b, lse2, ArrayRef<int64_t>{i * G}, ArrayRef<int64_t>{G},
+        ArrayRef<int64_t>{1});
+    Value total = arith::MulFOp::create(
+        b,
+        vector::ReductionOp::create(b, vector::CombiningKind::ADD, heads),
+        f32Const(b, 0.6931471805599453f));
+    Value member = arith::AddIOp::create(
+        b, arith::MulIOp::create(b, warp, indexConst(b, members)),
+        indexConst(b, i));
+    Value writes = arith::AndIOp::create(
+        b, cmp(b, arith::CmpIPredicate::eq, lane, indexConst(b, 0)),
+        cmp(b, arith::CmpIPredicate::ult, member, n));
+    buildIfThen(b, writes, [&](ImplicitLocOpBuilder &wb) {
+      TileMember scored = loadTileMember(wb, e, p, batch, kv, first, member);
+      memref::StoreOp::create(wb, total, e.getArgument(9),
+                              ValueRange{batch, kv, scored.query, scored.slot});
+    });
+  }
+}
+
 /// The combined value of `v` and the lane 16 away (the row's other half).
 static Value combineHalves(ImplicitLocOpBuilder &b, Value v, bool isMax) {
   Value other = shuffleXor(b, v, 16);
@@ -198,22 +265,28 @@ gpu::GPUFuncOp mlir::pisa::detail::buildMmaScoreKernel(
       rewriter, anchor, "select_stage2_score_tiles_mma",
       {p.queries, p.keys, rewriter.getIndexType(), s.leafCount, s.leafStart,
        s.tileLeaf, s.tileFirst, s.numTiles, s.sortedPairs, p.scores},
-      {workgroupType(ctx, {l.bytes}, rewriter.getI8Type()),
-       workgroupType(ctx, {l.rows}, f32)});
+      l.registerEpilogue
+          ? SmallVector<Type>{workgroupType(ctx, {l.bytes},
+                                            rewriter.getI8Type())}
+          : SmallVector<Type>{
+                workgroupType(ctx, {l.bytes}, rewriter.getI8Type()),
+                workgroupType(ctx, {l.rows}, f32)});
   kernel.setWorkgroupAttributionAttr(0, LLVM::LLVMDialect::getAlignAttrName(),
                                      rewriter.getI64IntegerAttr(16));
   // Ask ptxas to keep registers low enough for as many blocks per SM as
   // shared memory allows (it would otherwise keep every hoisted address).
   kernel.setKnownBlockSizeAttr(rewriter.getDenseI32ArrayAttr(
       {static_cast<int32_t>(threads), 1, 1}));
-  const int64_t perBlock = l.bytes + l.rows * 4 + kSharedReservedPerBlock;
+  const int64_t perBlock = l.bytes + l.rowLseBytes + kSharedReservedPerBlock;
   kernel->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(),
                   rewriter.getI32IntegerAttr(
                       std::clamp<int64_t>(kSharedPerSM / perBlock, 1, 8)));
   ImplicitLocOpBuilder b(anchor->getLoc(), rewriter);
   Block &e = kernel.getBody().front();
   Value bytes = kernel.getWorkgroupAttributions()[0];
-  Value rowLse = kernel.getWorkgroupAttributions()[1];
+  Value rowLse;
+  if (!l.registerEpilogue)
+    rowLse = kernel.getWorkgroupAttributions()[1];
   auto view = [&](int64_t offset, ArrayRef<int64_t> shape, Type type) {
     return memref::ViewOp::create(b, workgroupType(ctx, shape, type), bytes,
                                   indexConst(b, offset), ValueRange{})
@@ -221,7 +294,9 @@ gpu::GPUFuncOp mlir::pisa::detail::buildMmaScoreKernel(
   };
   Value queryTile = view(0, {l.rows, l.tileStride}, elem);
   Value keyTile = view(l.keyOffset, {c, l.tileStride}, elem);
-  Value scoreTile = view(0, {l.rows, l.scoreStride}, f32);
+  Value scoreTile = l.registerEpilogue
+                        ? Value()
+                        : view(0, {l.rows, l.scoreStride}, f32);
 
   Value heads = indexConst(b, p.kvHeads);
   Value batch = arith::DivUIOp::create(b, blockIdY(b), heads);
@@ -332,6 +407,11 @@ gpu::GPUFuncOp mlir::pisa::detail::buildMmaScoreKernel(
         ArrayRef<vector::IteratorType>{vector::IteratorType::parallel,
                                        vector::IteratorType::parallel,
                                        vector::IteratorType::reduction});
+    if (l.registerEpilogue) {
+      buildRegisterEpilogue(tb, e, p, product, warp, lane, batch, kv, first,
+                            n, warpRows);
+      return {span.leaf};
+    }
     gpu::BarrierOp::create(tb); // queries read before scores overwrite them
     vector::TransferWriteOp::create(tb, product, scoreTile,
                                     ValueRange{r0, zero}, inBounds);

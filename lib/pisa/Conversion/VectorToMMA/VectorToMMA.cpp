@@ -280,6 +280,7 @@ LogicalResult mlir::pisa::unrollWarpMatmulsToMmaShape(Operation *root) {
     for (Operation *user : op->getUsers())
       if (isa<vector::TransferWriteOp>(user))
         mark(user, {kM, kN});
+    pisa::markAccumulatorEpilogue(op.getResult(), mark);
   });
   if (slice.empty())
     return success();
@@ -361,7 +362,12 @@ LogicalResult mlir::pisa::convertWarpMatmulsToNVGPU(RewriterBase &rewriter,
         rewriter, op.getLoc(), *a, *bFrag, acc, {kM, kN, kK});
   }
 
-  // Results leave through transfer_writes; anything else has no layout.
+  // Register epilogues consume results where mma.sync left them.
+  if (failed(pisa::distributeAccumulatorEpilogue(rewriter, root, fragments)))
+    return failure();
+
+  // Results leave through transfer_writes (or the epilogue, gone by now);
+  // anything else has no layout.
   for (vector::ContractionOp op : contracts)
     for (Operation *user : llvm::make_early_inc_range(op->getUsers())) {
       if (auto write = dyn_cast<vector::TransferWriteOp>(user)) {

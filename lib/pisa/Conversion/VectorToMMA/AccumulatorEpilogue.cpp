@@ -1,0 +1,308 @@
+//===- AccumulatorEpilogue.cpp - Vector ops on mma.sync accumulators ------===//
+//
+// A warp tile product's result can be consumed in registers, where mma.sync
+// leaves it, instead of through shared memory. The ops allowed on it are
+// those of a row-wise reduction epilogue (e.g. a log-sum-exp per row):
+//
+//   tiles (R x C f32):  elementwise arith/math ops, with splat constants,
+//                       vector.multi_reduction over dim 1 -> a row vector,
+//                       vector.broadcast of a row vector (R x 1) -> tile
+//   row vectors (R):    elementwise ops, vector.shape_cast R -> R x 1,
+//                       vector.extract_strided_slice of 16-row pieces,
+//                       vector.reduction -> a scalar (uniform on the warp)
+//
+// They are unrolled with the product to 16 x 8 tiles and 16-row pieces, then
+// distributed over the accumulator layout: lane l holds, of each 16 x 8
+// tile, rows l / 4 and l / 4 + 8 at columns 2 (l % 4) + {0, 1} (a
+// vector<2x2xf32>), and of each 16-row piece the same two rows (a
+// vector<2xf32>, equal on the four lanes of a quad). A row reduction
+// combines a lane's two columns and then the quad (shuffles xor 1, 2); a
+// reduction over rows combines a lane's two rows and then the eight quads
+// (shuffles xor 4, 8, 16).
+//
+//===----------------------------------------------------------------------===//
+
+#include "pisa/Conversion/VectorToMMA/VectorToMMA.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/IR/PatternMatch.h"
+
+using namespace mlir;
+
+namespace {
+constexpr int64_t kRows = 16, kCols = 8;
+
+bool isElementwiseF32(Operation *op) {
+  if (op->getNumResults() != 1 || op->getNumRegions() != 0 ||
+      !OpTrait::hasElementwiseMappableTraits(op))
+    return false;
+  auto type = dyn_cast<VectorType>(op->getResult(0).getType());
+  return type && type.getElementType().isF32() &&
+         isa<arith::ArithDialect, math::MathDialect>(op->getDialect());
+}
+
+bool isRowReduction(vector::MultiDimReductionOp op) {
+  return op.getSourceVectorType().getRank() == 2 &&
+         op.getReductionDims() == ArrayRef<int64_t>{1};
+}
+
+bool isRowBroadcast(vector::BroadcastOp op) {
+  auto source = dyn_cast<VectorType>(op.getSourceType());
+  return source && source.getRank() == 2 && source.getDimSize(1) == 1;
+}
+
+Value combine(ImplicitLocOpBuilder &b, vector::CombiningKind kind, Value x,
+              Value y) {
+  switch (kind) {
+  case vector::CombiningKind::ADD:
+    return arith::AddFOp::create(b, x, y);
+  case vector::CombiningKind::MAXIMUMF:
+    return arith::MaximumFOp::create(b, x, y);
+  case vector::CombiningKind::MINIMUMF:
+    return arith::MinimumFOp::create(b, x, y);
+  default:
+    return {};
+  }
+}
+
+bool isSupportedKind(vector::CombiningKind kind) {
+  return kind == vector::CombiningKind::ADD ||
+         kind == vector::CombiningKind::MAXIMUMF ||
+         kind == vector::CombiningKind::MINIMUMF;
+}
+
+Value shuffleXor(ImplicitLocOpBuilder &b, Value v, int32_t mask) {
+  Value offset = arith::ConstantIntOp::create(b, mask, 32);
+  Value width = arith::ConstantIntOp::create(b, 32, 32);
+  return gpu::ShuffleOp::create(b, v, offset, width, gpu::ShuffleMode::XOR)
+      .getShuffleResult();
+}
+
+/// `v` combined over the lanes that differ in the bits of `masks`.
+Value combineLanes(ImplicitLocOpBuilder &b, vector::CombiningKind kind,
+                   Value v, ArrayRef<int32_t> masks) {
+  for (int32_t mask : masks)
+    v = combine(b, kind, v, shuffleXor(b, v, mask));
+  return v;
+}
+
+/// A splat constant of `type`'s element value in the distributed `type`.
+Value splatAs(ImplicitLocOpBuilder &b, Value value, VectorType type) {
+  SplatElementsAttr splat;
+  if (!matchPattern(value, m_Constant(&splat)))
+    return {};
+  return arith::ConstantOp::create(
+      b, type, DenseElementsAttr::get(type, splat.getSplatValue<Attribute>()));
+}
+} // namespace
+
+void mlir::pisa::markAccumulatorEpilogue(
+    Value product, llvm::function_ref<void(Operation *, ArrayRef<int64_t>)>
+                       mark) {
+  SmallVector<Value> work{product};
+  DenseSet<Operation *> seen;
+  while (!work.empty()) {
+    Value v = work.pop_back_val();
+    for (Operation *user : v.getUsers()) {
+      if (!seen.insert(user).second)
+        continue;
+      if (user->getNumResults() != 1)
+        continue;
+      auto type = dyn_cast<VectorType>(user->getResult(0).getType());
+      if (isElementwiseF32(user) && type.getRank() == 2) {
+        mark(user, {kRows, kCols});
+      } else if (isElementwiseF32(user) && type.getRank() == 1) {
+        mark(user, {kRows});
+      } else if (auto red = dyn_cast<vector::MultiDimReductionOp>(user);
+                 red && isRowReduction(red)) {
+        mark(user, {kRows, kCols});
+      } else if (auto cast = dyn_cast<vector::ShapeCastOp>(user);
+                 cast && type.getRank() == 2 && type.getDimSize(1) == 1) {
+        mark(user, {kRows, 1});
+      } else if (auto bcast = dyn_cast<vector::BroadcastOp>(user);
+                 bcast && isRowBroadcast(bcast)) {
+        mark(user, {kRows, kCols});
+      } else if (isa<vector::ExtractStridedSliceOp>(user)) {
+        // In the slice so that it folds into the unrolled pieces.
+        mark(user, {kRows});
+      } else if (isa<vector::ReductionOp>(user)) {
+        mark(user, {kRows});
+        continue;
+      } else {
+        continue;
+      }
+      work.push_back(user->getResult(0));
+    }
+  }
+}
+
+LogicalResult mlir::pisa::distributeAccumulatorEpilogue(
+    RewriterBase &rewriter, Operation *root, DenseMap<Value, Value> &tiles) {
+  MLIRContext *ctx = rewriter.getContext();
+  Type f32 = Float32Type::get(ctx);
+  auto tileType = VectorType::get({2, 2}, f32);
+  auto rowType = VectorType::get({2}, f32);
+  DenseMap<Value, Value> rows;
+  // A row reduction's result before its quad shuffles: the lane's partial
+  // (vector<2xf32>), the kind, and the initial accumulator applied after
+  // the shuffles. Chained reductions (how unrolling splits a row) extend
+  // the partial, so a row costs two shuffles per fragment row, not per
+  // 16 x 8 tile.
+  struct Pending {
+    Value partial;
+    vector::CombiningKind kind;
+    Value init;
+  };
+  DenseMap<Value, Pending> pending;
+  auto materialize = [&](ImplicitLocOpBuilder &b, Value v) -> Value {
+    if (Value row = rows.lookup(v))
+      return row;
+    auto it = pending.find(v);
+    if (it == pending.end())
+      return {};
+    Pending p = it->second;
+    SmallVector<Value> perRow;
+    for (int64_t i = 0; i < 2; ++i)
+      perRow.push_back(combineLanes(
+          b, p.kind,
+          vector::ExtractOp::create(b, p.partial, ArrayRef<int64_t>{i}),
+          {1, 2}));
+    Value row = combine(b, p.kind,
+                        vector::FromElementsOp::create(b, rowType, perRow),
+                        p.init);
+    rows[v] = row;
+    return row;
+  };
+  SmallVector<Operation *> done;
+  auto isTile = [](Value v) {
+    auto t = dyn_cast<VectorType>(v.getType());
+    return t && t.getShape() == ArrayRef<int64_t>{kRows, kCols};
+  };
+  auto isRow = [](Value v) {
+    auto t = dyn_cast<VectorType>(v.getType());
+    return t && (t.getShape() == ArrayRef<int64_t>{kRows} ||
+                 t.getShape() == ArrayRef<int64_t>{kRows, 1});
+  };
+  LogicalResult result = success();
+  root->walk([&](Operation *op) {
+    if (failed(result))
+      return WalkResult::interrupt();
+    ImplicitLocOpBuilder b(op->getLoc(), rewriter);
+    rewriter.setInsertionPoint(op);
+    auto usesDistributed = llvm::any_of(op->getOperands(), [&](Value v) {
+      return tiles.count(v) || rows.count(v) || pending.count(v);
+    });
+    if (!usesDistributed)
+      return WalkResult::advance();
+
+    if (isElementwiseF32(op)) {
+      Value res = op->getResult(0);
+      bool tile = isTile(res);
+      if (!tile && !isRow(res)) {
+        result = op->emitOpError("has no accumulator layout for this shape");
+        return WalkResult::interrupt();
+      }
+      VectorType type = tile ? tileType : rowType;
+      SmallVector<Value> operands;
+      for (Value v : op->getOperands()) {
+        Value d = tile ? tiles.lookup(v) : materialize(b, v);
+        if (!d)
+          d = splatAs(b, v, type);
+        if (!d) {
+          result = op->emitOpError(
+              "mixes an accumulator with a value of no known layout");
+          return WalkResult::interrupt();
+        }
+        operands.push_back(d);
+      }
+      OperationState state(op->getLoc(), op->getName(), operands, {type},
+                           op->getAttrs());
+      (tile ? tiles : rows)[res] = b.create(state)->getResult(0);
+    } else if (auto red = dyn_cast<vector::MultiDimReductionOp>(op)) {
+      Value src = tiles.lookup(red.getSource());
+      vector::CombiningKind kind = red.getKind();
+      if (!src || !isRowReduction(red) || !isSupportedKind(kind)) {
+        result = op->emitOpError("is not a supported row reduction of an "
+                                 "accumulator");
+        return WalkResult::interrupt();
+      }
+      // The lane's two columns of each of its rows.
+      SmallVector<Value> perRow;
+      for (int64_t i = 0; i < 2; ++i) {
+        Value pair = vector::ExtractOp::create(b, src, ArrayRef<int64_t>{i});
+        perRow.push_back(combine(
+            b, kind, vector::ExtractOp::create(b, pair, ArrayRef<int64_t>{0}),
+            vector::ExtractOp::create(b, pair, ArrayRef<int64_t>{1})));
+      }
+      Value local = vector::FromElementsOp::create(b, rowType, perRow);
+      auto chained = pending.find(red.getAcc());
+      if (chained != pending.end() && chained->second.kind == kind) {
+        Pending p = chained->second;
+        pending[red.getResult()] = {combine(b, kind, p.partial, local), kind,
+                                    p.init};
+      } else if (Value init = splatAs(b, red.getAcc(), rowType)) {
+        pending[red.getResult()] = {local, kind, init};
+      } else if (Value acc = materialize(b, red.getAcc())) {
+        pending[red.getResult()] = {
+            local, kind, acc};
+      } else {
+        result = op->emitOpError("has an accumulator of no known layout");
+        return WalkResult::interrupt();
+      }
+    } else if (auto cast = dyn_cast<vector::ShapeCastOp>(op)) {
+      rows[cast.getResult()] = materialize(b, cast.getSource());
+    } else if (auto bcast = dyn_cast<vector::BroadcastOp>(op)) {
+      Value row = materialize(b, bcast.getSource());
+      if (!row || !isRowBroadcast(bcast) || !isTile(bcast.getResult())) {
+        result = op->emitOpError("is not a row broadcast to a 16 x 8 tile");
+        return WalkResult::interrupt();
+      }
+      // n-D shape casts do not lower: build the 2x2 fragment row by row.
+      Value tile = arith::ConstantOp::create(b, tileType,
+                                             b.getZeroAttr(tileType));
+      for (int64_t i = 0; i < 2; ++i) {
+        Value v = vector::ExtractOp::create(b, row, ArrayRef<int64_t>{i});
+        tile = vector::InsertOp::create(
+            b, vector::BroadcastOp::create(b, rowType, v), tile,
+            ArrayRef<int64_t>{i});
+      }
+      tiles[bcast.getResult()] = tile;
+    } else if (auto red = dyn_cast<vector::ReductionOp>(op)) {
+      Value row = materialize(b, red.getVector());
+      if (!row || red.getAcc() || !isSupportedKind(red.getKind())) {
+        result = op->emitOpError("is not a reduction of a 16-row piece");
+        return WalkResult::interrupt();
+      }
+      Value v = combine(
+          b, red.getKind(),
+          vector::ExtractOp::create(b, row, ArrayRef<int64_t>{0}),
+          vector::ExtractOp::create(b, row, ArrayRef<int64_t>{1}));
+      rewriter.replaceAllUsesWith(red.getResult(),
+                                  combineLanes(b, red.getKind(), v,
+                                               {4, 8, 16}));
+    } else {
+      // Transfer writes and the products themselves are the caller's.
+      if (isa<vector::TransferWriteOp, vector::ContractionOp>(op))
+        return WalkResult::advance();
+      result = op->emitOpError("uses an mma accumulator in a way that has "
+                               "no register layout");
+      return WalkResult::interrupt();
+    }
+    done.push_back(op);
+    return WalkResult::advance();
+  });
+  if (failed(result))
+    return result;
+  for (Operation *op : llvm::reverse(done)) {
+    if (!op->use_empty())
+      return op->emitOpError("accumulator value still used after "
+                             "distribution");
+    rewriter.eraseOp(op);
+  }
+  return success();
+}

@@ -14,7 +14,7 @@ python3 -m pisa.check_gpu "$cases" 2>&1 | tee "$out/check.log" || rc=1
 if command -v compute-sanitizer >/dev/null; then
   for tool in memcheck racecheck; do
     compute-sanitizer --tool $tool --error-exitcode 3 \
-      python3 -m pisa.check_gpu "$cases" --only n1000_g16 n63 n65 2>&1 |
+      python3 -m pisa.check_gpu "$cases" --only n1000_g16 n63 n65 n3000_g8 2>&1 |
       tail -4 | tee "$out/sanitizer-$tool.log" || rc=1
   done
 fi

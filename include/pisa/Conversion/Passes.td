@@ -57,19 +57,23 @@ def ConvertVectorToMmaSync : Pass<"pisa-vector-to-mma-sync"> {
   let summary = "lower warp tile products (vector.contract) to nvgpu mma.sync";
   let description = [{
     The stage-2 scoring kernel states its dense tile product as a warp-level
-    `vector.contract` (16 query-head rows x C keys x d) between
-    `vector.transfer_read`s of shared-memory tiles, written back with
-    `vector.transfer_write`. This pass unrolls those slices to the m16n8k16
-    shape of mma.sync and converts them to `nvgpu.ldmatrix` +
+    `vector.contract` (16 or 32 query-head rows x C keys x d) between
+    `vector.transfer_read`s of shared-memory tiles; the result is written
+    back with `vector.transfer_write` or consumed in registers by a row
+    epilogue (elementwise ops, `vector.multi_reduction` over the columns,
+    row broadcasts, 16-row `vector.reduction`s). This pass unrolls those
+    slices to the m16n8k16 shape of mma.sync (k-steps outermost, fragments
+    loaded at first use), converts them to `nvgpu.ldmatrix` +
     `nvgpu.mma.sync` (f16 and bf16; upstream's vector-to-gpu in MLIR 22 has
-    no bf16 layout and fails on the kernels' scalar index arithmetic). bf16
-    `nvgpu.mma.sync` is then lowered to `nvvm.mma.sync` (upstream
-    convert-nvgpu-to-nvvm rejects bf16); f16 is left to it. Other vector ops
-    are left alone.
+    no bf16 layout and fails on the kernels' scalar index arithmetic), and
+    distributes the epilogue over the accumulator layout (lane shuffles
+    within quads and across them). bf16 `nvgpu.mma.sync` is then lowered to
+    `nvvm.mma.sync` (upstream convert-nvgpu-to-nvvm rejects bf16); f16 is
+    left to it. Other vector ops are left alone.
   }];
   let dependentDialects = [
     "::mlir::affine::AffineDialect", "::mlir::arith::ArithDialect",
-    "::mlir::gpu::GPUDialect", "::mlir::nvgpu::NVGPUDialect", "::mlir::vector::VectorDialect",
+    "::mlir::math::MathDialect", "::mlir::gpu::GPUDialect", "::mlir::nvgpu::NVGPUDialect", "::mlir::vector::VectorDialect",
     "::mlir::memref::MemRefDialect", "::mlir::LLVM::LLVMDialect",
     "::mlir::NVVM::NVVMDialect"
   ];

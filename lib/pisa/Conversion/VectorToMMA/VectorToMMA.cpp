@@ -3,9 +3,11 @@
 // A warp tile product is `vector.contract` (m, k) x (n, k) -> (m, n) with
 // 16-bit float operands and an f32 accumulator, its operands read from
 // shared memory with `vector.transfer_read` and its result written with
-// `vector.transfer_write`. The pass unrolls such slices to m16n8k16 and
-// converts them to nvgpu.ldmatrix + nvgpu.mma.sync; f16 then lowers through
-// upstream's convert-nvgpu-to-nvvm, bf16 (which it rejects) here.
+// `vector.transfer_write` or consumed in registers by a row epilogue
+// (AccumulatorEpilogue.cpp). The pass unrolls such slices to m16n8k16,
+// converts them to nvgpu.ldmatrix + nvgpu.mma.sync and distributes the
+// epilogue over the accumulators; f16 then lowers through upstream's
+// convert-nvgpu-to-nvvm, bf16 (which it rejects) here.
 //
 // Why not upstream's vector-to-gpu (nvgpu mode)? In MLIR 22 it has no bf16
 // register layout, and on the pisa kernels it takes unrelated scalar index
@@ -30,6 +32,7 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"

@@ -15,6 +15,11 @@
 
 namespace mlir::pisa::detail {
 
+/// Scores are computed in base 2 (exp2 and log2 are single instructions):
+/// logits are scaled by log2(e), LSEs taken back to base e with ln(2).
+constexpr float kLog2E = 1.4426950408889634f;
+constexpr float kLn2 = 0.6931471805599453f;
+
 /// Marks device buffers that hold an op's result, for
 /// freeTransientDeviceBuffers.
 constexpr llvm::StringLiteral kResultBufferAttr = "pisa.result_buffer";

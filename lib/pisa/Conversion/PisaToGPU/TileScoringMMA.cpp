@@ -205,7 +205,7 @@ static void buildRegisterEpilogue(ImplicitLocOpBuilder &b, Block &e,
         b, type, DenseElementsAttr::get(type, b.getF32FloatAttr(v)));
   };
   Value logits = arith::MulFOp::create(
-      b, product, splat(tileType, p.scale * 1.4426950408889634f));
+      b, product, splat(tileType, p.scale * kLog2E));
   Value rowMax = vector::MultiDimReductionOp::create(
       b, logits, splat(rowType, -std::numeric_limits<float>::infinity()),
       ArrayRef<bool>{false, true}, vector::CombiningKind::MAXIMUMF);
@@ -227,7 +227,7 @@ static void buildRegisterEpilogue(ImplicitLocOpBuilder &b, Block &e,
     Value total = arith::MulFOp::create(
         b,
         vector::ReductionOp::create(b, vector::CombiningKind::ADD, heads),
-        f32Const(b, 0.6931471805599453f));
+        f32Const(b, kLn2));
     Value member = arith::AddIOp::create(
         b, arith::MulIOp::create(b, warp, indexConst(b, members)),
         indexConst(b, i));
@@ -463,9 +463,8 @@ gpu::GPUFuncOp mlir::pisa::detail::buildMmaScoreKernel(
     // In base 2 with the scale folded in: exp2 is one instruction where exp
     // is a range reduction around it. LSE = ln 2 * (max2 + log2(sum)).
     const float negInf = -std::numeric_limits<float>::infinity();
-    const float log2e = 1.4426950408889634f, ln2 = 0.6931471805599453f;
     Value logits = arith::SelectOp::create(
-        tb, mask, arith::MulFOp::create(tb, raw, splat(p.scale * log2e)),
+        tb, mask, arith::MulFOp::create(tb, raw, splat(p.scale * kLog2E)),
         splat(negInf));
     // Reassociation lets the 32 or 64 terms reduce as a tree.
     auto reassoc = arith::FastMathFlags::reassoc;
@@ -486,7 +485,7 @@ gpu::GPUFuncOp mlir::pisa::detail::buildMmaScoreKernel(
       sum = combineHalves(tb, sum, /*isMax=*/false);
     Value lse = arith::MulFOp::create(
         tb, arith::AddFOp::create(tb, rowMax, math::Log2Op::create(tb, sum)),
-        f32Const(tb, ln2));
+        f32Const(tb, kLn2));
     buildIfThen(tb, cmp(tb, arith::CmpIPredicate::eq, part, zero),
                 [&](ImplicitLocOpBuilder &wb) {
                   memref::StoreOp::create(wb, lse, rowLse, ValueRange{r});

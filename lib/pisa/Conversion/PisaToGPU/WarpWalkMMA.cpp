@@ -232,7 +232,7 @@ levelScores(ImplicitLocOpBuilder &b, const MmaWalkQuery &query, Value planes,
   Value negInf = f32Const(b, -std::numeric_limits<float>::infinity());
   // Base 2 with the scale folded in (exp2 and log2 are single
   // instructions); the head sum is taken back to base e once.
-  Value scaleF = f32Const(b, scale * 1.4426950408889634f);
+  Value scaleF = f32Const(b, scale * kLog2E);
   // B: this lane's column of tile t is child gid % 2 of candidate
   // 4t + gid / 2.
   Value columnCandidate = arith::DivUIOp::create(b, gid, indexConst(b, 2));
@@ -293,7 +293,7 @@ levelScores(ImplicitLocOpBuilder &b, const MmaWalkQuery &query, Value planes,
       sum = arith::AddFOp::create(
           b, sum, shuffleXor(b, sum, offset));
     tileScores.push_back(
-        arith::MulFOp::create(b, sum, f32Const(b, 0.6931471805599453f)));
+        arith::MulFOp::create(b, sum, f32Const(b, kLn2)));
   }
   return tileScores;
 }

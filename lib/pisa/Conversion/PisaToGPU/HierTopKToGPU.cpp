@@ -126,9 +126,13 @@ Value isLaneZero(ImplicitLocOpBuilder &b, Value lane) {
                                indexConst(b, 0));
 }
 
-QueryScratch scratchOf(gpu::GPUFuncOp kernel) {
+/// The kernel's private scratch arrays, if it has them (the tensor-core
+/// walk keeps its state in registers and has none).
+std::optional<QueryScratch> scratchOf(gpu::GPUFuncOp kernel) {
   auto privates = kernel.getPrivateAttributions();
-  return {privates[0], privates[1], privates[2]};
+  if (privates.empty())
+    return std::nullopt;
+  return QueryScratch{privates[0], privates[1], privates[2]};
 }
 
 SmallVector<Type> scratchTypes(MLIRContext *ctx, const Problem &p) {
@@ -155,7 +159,7 @@ void guarded(ImplicitLocOpBuilder &b, Value cond,
 struct WarpSite {
   QuerySite site;
   Value lane, bt;
-  QueryScratch scratch;
+  std::optional<QueryScratch> scratch;
   std::optional<WarpQuery> query;
   /// A fragments when the walk's levels score on tensor cores.
   std::optional<MmaWalkQuery> mmaQuery;
@@ -259,7 +263,7 @@ private:
       forEachQueryWarp(b, kernel, p, entry.getArgument(0), entry.getArgument(3),
                        /*mmaLevels=*/false, [&](ImplicitLocOpBuilder &gb, const WarpSite &w) {
         const QuerySite &site = w.site;
-        const QueryScratch &scratch = w.scratch;
+        const QueryScratch &scratch = *w.scratch;
         Value bt = w.bt;
         const std::optional<WarpQuery> &query = w.query;
         WarpScorer summaries = warpScorer(query, entry.getArgument(0),
@@ -359,7 +363,7 @@ private:
       walkKernel = createKernel(
           rewriter, op, "select_stage1_walk",
           {p.queries, walkPyramid, index, contendersType, countType}, {},
-          scratchTypes(ctx, p));
+          mmaWalk ? SmallVector<Type>{} : scratchTypes(ctx, p));
       if (mmaWalk) {
         // The tensor-core walk is latency-bound (ncu: L1 scoreboard stalls
         // at 5 blocks per SM with 106 registers); ptxas fits 8 blocks (64
@@ -376,7 +380,6 @@ private:
                        entry.getArgument(2), /*mmaLevels=*/true,
                        [&](ImplicitLocOpBuilder &gb, const WarpSite &w) {
         const QuerySite &site = w.site;
-        const QueryScratch &scratch = w.scratch;
         Value bt = w.bt;
         const std::optional<WarpQuery> &query = w.query;
         Value n;
@@ -392,6 +395,7 @@ private:
                     ValueRange{site.batch, site.kvHead, site.query, pos});
               });
         } else {
+          const QueryScratch &scratch = *w.scratch;
           WarpScorer summaries = warpScorer(query, entry.getArgument(0),
                                             entry.getArgument(1), p, w.lane,
                                             site);

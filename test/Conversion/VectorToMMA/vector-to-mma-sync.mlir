@@ -194,3 +194,52 @@ gpu.module @k {
     gpu.return
   }
 }
+
+// -----
+
+#a = affine_map<(m, n, k) -> (m, k)>
+#b = affine_map<(m, n, k) -> (n, k)>
+#c = affine_map<(m, n, k) -> (m, n)>
+!smem = memref<16x24xbf16, #gpu.address_space<workgroup>>
+
+// A reduction over rows (dim 0) would need lanes of different quads: an
+// error, as is a combining kind with no lane-shuffle form here.
+gpu.module @k {
+  gpu.func @column_reduction(%out: memref<8xf32>) workgroup(%q: !smem, %keys: !smem) kernel {
+    %c0 = arith.constant 0 : index
+    %pad = arith.constant 0.0 : bf16
+    %zero = arith.constant dense<0.0> : vector<16x8xf32>
+    %zcol = arith.constant dense<0.0> : vector<8xf32>
+    %va = vector.transfer_read %q[%c0, %c0], %pad {in_bounds = [true, true]} : !smem, vector<16x16xbf16>
+    %vb = vector.transfer_read %keys[%c0, %c0], %pad {in_bounds = [true, true]} : !smem, vector<8x16xbf16>
+    %p = vector.contract {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"], kind = #vector.kind<add>} %va, %vb, %zero : vector<16x16xbf16>, vector<8x16xbf16> into vector<16x8xf32>
+    // expected-error @+1 {{is not a supported row reduction of an accumulator}}
+    %s = vector.multi_reduction <add>, %p, %zcol [0] : vector<16x8xf32> to vector<8xf32>
+    vector.store %s, %out[%c0] : memref<8xf32>, vector<8xf32>
+    gpu.return
+  }
+}
+
+// -----
+
+#a = affine_map<(m, n, k) -> (m, k)>
+#b = affine_map<(m, n, k) -> (n, k)>
+#c = affine_map<(m, n, k) -> (m, n)>
+!smem = memref<16x24xbf16, #gpu.address_space<workgroup>>
+
+gpu.module @k {
+  gpu.func @product_reduction(%out: memref<1xf32>) workgroup(%q: !smem, %keys: !smem) kernel {
+    %c0 = arith.constant 0 : index
+    %pad = arith.constant 0.0 : bf16
+    %zero = arith.constant dense<0.0> : vector<16x8xf32>
+    %one = arith.constant dense<1.0> : vector<16xf32>
+    %va = vector.transfer_read %q[%c0, %c0], %pad {in_bounds = [true, true]} : !smem, vector<16x16xbf16>
+    %vb = vector.transfer_read %keys[%c0, %c0], %pad {in_bounds = [true, true]} : !smem, vector<8x16xbf16>
+    %p = vector.contract {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"], kind = #vector.kind<add>} %va, %vb, %zero : vector<16x16xbf16>, vector<8x16xbf16> into vector<16x8xf32>
+    // expected-error @+1 {{is not a supported row reduction of an accumulator}}
+    %s = vector.multi_reduction <mul>, %p, %one [1] : vector<16x8xf32> to vector<16xf32>
+    %e = vector.extract %s[0] : f32 from vector<16xf32>
+    memref.store %e, %out[%c0] : memref<1xf32>
+    gpu.return
+  }
+}

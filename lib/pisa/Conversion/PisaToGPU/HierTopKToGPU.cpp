@@ -25,7 +25,6 @@
 #include "pisa/IR/PisaOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -368,11 +367,8 @@ private:
         // The tensor-core walk is latency-bound (ncu: L1 scoreboard stalls
         // at 5 blocks per SM with 106 registers); ptxas fits 8 blocks (64
         // registers) without spills for g*K <= 16, 6 (80) for 32.
-        walkKernel.setKnownBlockSizeAttr(rewriter.getDenseI32ArrayAttr(
-            {static_cast<int32_t>(kQueryThreads), 1, 1}));
-        walkKernel->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(),
-                            rewriter.getI32IntegerAttr(
-                                p.candidates() <= 16 ? 8 : 6));
+        setOccupancyHint(walkKernel, kQueryThreads,
+                         p.candidates() <= 16 ? 8 : 6);
       }
       ImplicitLocOpBuilder b(op.getLoc(), rewriter);
       Block &entry = walkKernel.getBody().front();

@@ -4,6 +4,8 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/SymbolTable.h"
 
@@ -94,6 +96,35 @@ MemRefType mlir::pisa::detail::workgroupType(MLIRContext *ctx,
   return MemRefType::get(shape, elem, MemRefLayoutAttrInterface(),
                          gpu::AddressSpaceAttr::get(
                              ctx, gpu::GPUDialect::getWorkgroupAddressSpace()));
+}
+
+void mlir::pisa::detail::setOccupancyHint(gpu::GPUFuncOp kernel,
+                                          int64_t threads,
+                                          int64_t blocksPerSM) {
+  Builder b(kernel.getContext());
+  kernel.setKnownBlockSizeAttr(
+      b.getDenseI32ArrayAttr({static_cast<int32_t>(threads), 1, 1}));
+  kernel->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(),
+                  b.getI32IntegerAttr(blocksPerSM));
+}
+
+Value mlir::pisa::detail::concatVectors(ImplicitLocOpBuilder &b, Value x,
+                                        Value y) {
+  int64_t n = cast<VectorType>(x.getType()).getNumElements() +
+              cast<VectorType>(y.getType()).getNumElements();
+  SmallVector<int64_t> order(n);
+  for (int64_t i = 0; i < n; ++i)
+    order[i] = i;
+  return vector::ShuffleOp::create(b, x, y, order);
+}
+
+Value mlir::pisa::detail::iotaI32(ImplicitLocOpBuilder &b, int64_t n) {
+  auto type = VectorType::get({n}, b.getI32Type());
+  SmallVector<int32_t> values(n);
+  for (int64_t i = 0; i < n; ++i)
+    values[i] = i;
+  return arith::ConstantOp::create(
+      b, type, DenseElementsAttr::get(type, ArrayRef<int32_t>(values)));
 }
 
 Value mlir::pisa::detail::shuffleXor(ImplicitLocOpBuilder &b, Value v,

@@ -48,6 +48,18 @@ Value blockIdX(ImplicitLocOpBuilder &b);
 Value blockIdY(ImplicitLocOpBuilder &b);
 Value threadIdX(ImplicitLocOpBuilder &b);
 
+/// Tells ptxas the block size and that `blocksPerSM` blocks should fit an
+/// SM (known_block_size + nvvm.minctasm), so that it keeps registers within
+/// that occupancy.
+void setOccupancyHint(gpu::GPUFuncOp kernel, int64_t threads,
+                      int64_t blocksPerSM);
+
+/// The 1-D vectors `x` then `y` as one vector (a vector.shuffle, which lowers
+/// to one LLVM shufflevector).
+Value concatVectors(ImplicitLocOpBuilder &b, Value x, Value y);
+/// The constant vector<n x i32> [0, 1, ..., n - 1].
+Value iotaI32(ImplicitLocOpBuilder &b, int64_t n);
+
 /// `v` of lane (lane XOR mask) of the warp.
 Value shuffleXor(ImplicitLocOpBuilder &b, Value v, int64_t mask);
 /// `v` of lane `source` (an index value) of the warp.

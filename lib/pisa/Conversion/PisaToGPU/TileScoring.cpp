@@ -131,7 +131,7 @@ TileKernels mlir::pisa::detail::buildTileKernels(PatternRewriter &rewriter,
         one, mem, idx);
   };
 
-  TileKernels k{p, {}, {}, {}, {}, 0};
+  TileKernels k{p, {}, {}, {}, {}, 0, 0};
   // histogram(offset, contenders, counts, leafCount)
   k.histogram = createKernel(rewriter, anchor, "select_stage2_histogram",
                              {index, p.contenders, p.counts, s.leafCount});

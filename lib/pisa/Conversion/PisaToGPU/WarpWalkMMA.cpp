@@ -141,13 +141,8 @@ gpu::GPUFuncOp mlir::pisa::detail::buildFragmentPlanesKernel(
           arith::SubFOp::create(tb, x,
                                 arith::ExtFOp::create(tb, pairF32, h))));
     }
-    auto concat = [&](Value x, Value y, int64_t n) -> Value {
-      SmallVector<int64_t> order(2 * n);
-      for (int64_t j = 0; j < 2 * n; ++j)
-        order[j] = j;
-      return vector::ShuffleOp::create(tb, x, y, order);
-    };
-    Value packed = concat(concat(hi[0], hi[1], 2), concat(lo[0], lo[1], 2), 4);
+    Value packed = concatVectors(tb, concatVectors(tb, hi[0], hi[1]),
+                                 concatVectors(tb, lo[0], lo[1]));
     vector::StoreOp::create(
         tb, packed, e.getArgument(1),
         ValueRange{batch, kv, row,

@@ -56,6 +56,14 @@ bool isRowBroadcast(vector::BroadcastOp op) {
   return source && source.getRank() == 2 && source.getDimSize(1) == 1;
 }
 
+/// The kinds a reduction may have here: those with an elementwise f32
+/// combining op (`combine`).
+bool isSupportedKind(vector::CombiningKind kind) {
+  return kind == vector::CombiningKind::ADD ||
+         kind == vector::CombiningKind::MAXIMUMF ||
+         kind == vector::CombiningKind::MINIMUMF;
+}
+
 Value combine(ImplicitLocOpBuilder &b, vector::CombiningKind kind, Value x,
               Value y) {
   switch (kind) {
@@ -66,14 +74,8 @@ Value combine(ImplicitLocOpBuilder &b, vector::CombiningKind kind, Value x,
   case vector::CombiningKind::MINIMUMF:
     return arith::MinimumFOp::create(b, x, y);
   default:
-    return {};
+    llvm_unreachable("callers check isSupportedKind first");
   }
-}
-
-bool isSupportedKind(vector::CombiningKind kind) {
-  return kind == vector::CombiningKind::ADD ||
-         kind == vector::CombiningKind::MAXIMUMF ||
-         kind == vector::CombiningKind::MINIMUMF;
 }
 
 Value shuffleXor(ImplicitLocOpBuilder &b, Value v, int32_t mask) {
@@ -248,14 +250,18 @@ LogicalResult mlir::pisa::distributeAccumulatorEpilogue(
       } else if (Value init = splatAs(b, red.getAcc(), rowType)) {
         pending[red.getResult()] = {local, kind, init};
       } else if (Value acc = materialize(b, red.getAcc())) {
-        pending[red.getResult()] = {
-            local, kind, acc};
+        pending[red.getResult()] = {local, kind, acc};
       } else {
         result = op->emitOpError("has an accumulator of no known layout");
         return WalkResult::interrupt();
       }
     } else if (auto cast = dyn_cast<vector::ShapeCastOp>(op)) {
-      rows[cast.getResult()] = materialize(b, cast.getSource());
+      Value row = materialize(b, cast.getSource());
+      if (!row || !isRow(cast.getResult())) {
+        result = op->emitOpError("is not a 16-row piece cast to 16 x 1");
+        return WalkResult::interrupt();
+      }
+      rows[cast.getResult()] = row;
     } else if (auto bcast = dyn_cast<vector::BroadcastOp>(op)) {
       Value row = materialize(b, bcast.getSource());
       if (!row || !isRowBroadcast(bcast) || !isTile(bcast.getResult())) {

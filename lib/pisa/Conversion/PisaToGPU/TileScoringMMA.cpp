@@ -28,7 +28,6 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
-#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -103,6 +102,12 @@ int64_t mlir::pisa::detail::mmaScoreThreads(const TileProblem &p) {
   return l.rows / l.rowsPerWarp * 32;
 }
 
+/// The constant `type` (a vector of f32) with every element `v`.
+static Value f32Splat(ImplicitLocOpBuilder &b, VectorType type, float v) {
+  return arith::ConstantOp::create(
+      b, type, DenseElementsAttr::get(type, b.getF32FloatAttr(v)));
+}
+
 /// Straight-line copy of `count` 16-byte chunks, thread `tid` taking chunks
 /// tid, tid + threads, ...: every load is issued before the first store, so
 /// their latencies overlap (a loop would wait for each in turn). `load(i)`
@@ -152,30 +157,22 @@ static std::pair<Value, Value> rotatedRowLoad(ImplicitLocOpBuilder &b,
         b, VectorType::get({4}, b.getF32Type()), tile, ValueRange{r, col},
         false, llvm::MaybeAlign(16)));
   }
-  // Concatenate pairwise (vector.shuffle lowers to one LLVM shufflevector).
+  // Concatenate pairwise, an odd one out carried to the next round (C / 4
+  // chunks need not be a power of two).
   while (parts.size() > 1) {
     SmallVector<Value> next;
-    for (size_t i = 0; i < parts.size(); i += 2) {
-      int64_t n = cast<VectorType>(parts[i].getType()).getNumElements();
-      SmallVector<int64_t> order(2 * n);
-      for (int64_t k = 0; k < 2 * n; ++k)
-        order[k] = k;
-      next.push_back(
-          vector::ShuffleOp::create(b, parts[i], parts[i + 1], order));
-    }
+    for (size_t i = 0; i + 1 < parts.size(); i += 2)
+      next.push_back(concatVectors(b, parts[i], parts[i + 1]));
+    if (parts.size() % 2)
+      next.push_back(parts.back());
     parts = std::move(next);
   }
   // Element k holds column (k + 4 * shift) mod width.
   auto i32s = VectorType::get({width}, b.getI32Type());
-  SmallVector<int32_t> iota(width);
-  for (int64_t k = 0; k < width; ++k)
-    iota[k] = k;
   Value columns = arith::RemUIOp::create(
       b,
       arith::AddIOp::create(
-          b,
-          arith::ConstantOp::create(
-              b, i32s, DenseElementsAttr::get(i32s, ArrayRef<int32_t>(iota))),
+          b, iotaI32(b, width),
           vector::BroadcastOp::create(
               b, i32s,
               toI32(b, arith::MulIOp::create(b, shift, indexConst(b, 4))))),
@@ -200,10 +197,7 @@ static void buildRegisterEpilogue(ImplicitLocOpBuilder &b, Block &e,
   auto tileType = cast<VectorType>(product.getType());
   const int64_t G = p.groupSize;
   auto rowType = VectorType::get({warpRows}, f32);
-  auto splat = [&](VectorType type, float v) -> Value {
-    return arith::ConstantOp::create(
-        b, type, DenseElementsAttr::get(type, b.getF32FloatAttr(v)));
-  };
+  auto splat = [&](VectorType type, float v) { return f32Splat(b, type, v); };
   Value logits = arith::MulFOp::create(
       b, product, splat(tileType, p.scale * kLog2E));
   Value rowMax = vector::MultiDimReductionOp::create(
@@ -273,14 +267,11 @@ gpu::GPUFuncOp mlir::pisa::detail::buildMmaScoreKernel(
                 workgroupType(ctx, {l.rows}, f32)});
   kernel.setWorkgroupAttributionAttr(0, LLVM::LLVMDialect::getAlignAttrName(),
                                      rewriter.getI64IntegerAttr(16));
-  // Ask ptxas to keep registers low enough for as many blocks per SM as
-  // shared memory allows (it would otherwise keep every hoisted address).
-  kernel.setKnownBlockSizeAttr(rewriter.getDenseI32ArrayAttr(
-      {static_cast<int32_t>(threads), 1, 1}));
+  // As many blocks per SM as shared memory allows (ptxas would otherwise
+  // keep every hoisted address in registers and fit fewer).
   const int64_t perBlock = l.bytes + l.rowLseBytes + kSharedReservedPerBlock;
-  kernel->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(),
-                  rewriter.getI32IntegerAttr(
-                      std::clamp<int64_t>(kSharedPerSM / perBlock, 1, 8)));
+  setOccupancyHint(kernel, threads,
+                   std::clamp<int64_t>(kSharedPerSM / perBlock, 1, 8));
   ImplicitLocOpBuilder b(anchor->getLoc(), rewriter);
   Block &e = kernel.getBody().front();
   Value bytes = kernel.getWorkgroupAttributions()[0];
@@ -316,8 +307,8 @@ gpu::GPUFuncOp mlir::pisa::detail::buildMmaScoreKernel(
   buildLoop(b, firstTile, endTile, ValueRange{noLeaf},
             [&](ImplicitLocOpBuilder &tb, Value tile,
                 ValueRange stagedLeaf) -> SmallVector<Value> {
-    // The previous tile's LSEs and head sums have read the score tile and
-    // the row LSEs before they are overwritten.
+    // The previous tile's reads of the query tile (ldmatrix, and the score
+    // tile and row LSEs overlaying it) are done before it is restaged.
     gpu::BarrierOp::create(tb);
     TileSpan span = loadTileSpan(tb, e, batch, kv, tile, p.qTile);
     Value first = span.first, n = span.size;
@@ -361,25 +352,25 @@ gpu::GPUFuncOp mlir::pisa::detail::buildMmaScoreKernel(
     Value newLeaf =
         cmp(tb, arith::CmpIPredicate::ne, span.leaf, stagedLeaf.front());
     buildIfThen(tb, newLeaf, [&](ImplicitLocOpBuilder &kb) {
-    copyChunks(
-        kb, tid, c * chunksPerRow, threads,
-        [&](ImplicitLocOpBuilder &lb, Value i) -> Value {
-          auto [r, col] = chunkAt(lb, i);
-          Value key = arith::AddIOp::create(lb, keyBase, r);
-          Value v = vector::LoadOp::create(
-              lb, chunk, e.getArgument(1),
-              ValueRange{batch, kv, arith::MinUIOp::create(lb, key, lastKey),
-                         col},
-              false, llvm::MaybeAlign(16));
-          return arith::SelectOp::create(
-              lb, cmp(lb, arith::CmpIPredicate::ule, key, lastKey), v,
-              zeroChunk);
-        },
-        [&](ImplicitLocOpBuilder &lb, Value i, Value v) {
-          auto [r, col] = chunkAt(lb, i);
-          vector::StoreOp::create(lb, v, keyTile, ValueRange{r, col}, false,
-                                  llvm::MaybeAlign(16));
-        });
+      copyChunks(
+          kb, tid, c * chunksPerRow, threads,
+          [&](ImplicitLocOpBuilder &lb, Value i) -> Value {
+            auto [r, col] = chunkAt(lb, i);
+            Value key = arith::AddIOp::create(lb, keyBase, r);
+            Value v = vector::LoadOp::create(
+                lb, chunk, e.getArgument(1),
+                ValueRange{batch, kv, arith::MinUIOp::create(lb, key, lastKey),
+                           col},
+                false, llvm::MaybeAlign(16));
+            return arith::SelectOp::create(
+                lb, cmp(lb, arith::CmpIPredicate::ule, key, lastKey), v,
+                zeroChunk);
+          },
+          [&](ImplicitLocOpBuilder &lb, Value i, Value v) {
+            auto [r, col] = chunkAt(lb, i);
+            vector::StoreOp::create(lb, v, keyTile, ValueRange{r, col}, false,
+                                    llvm::MaybeAlign(16));
+          });
     });
     gpu::BarrierOp::create(tb);
 
@@ -439,12 +430,7 @@ gpu::GPUFuncOp mlir::pisa::detail::buildMmaScoreKernel(
       std::tie(raw, columns) = rotatedRowLoad(tb, scoreTile, r, partStart,
                                               lane, keysPerLane);
     } else {
-      SmallVector<int32_t> positions(keysPerLane);
-      for (int64_t i = 0; i < keysPerLane; ++i)
-        positions[i] = i;
-      columns = arith::ConstantOp::create(
-          tb, laneKeys,
-          DenseElementsAttr::get(laneKeys, ArrayRef<int32_t>(positions)));
+      columns = iotaI32(tb, keysPerLane);
       raw = vector::LoadOp::create(tb, rowType, scoreTile,
                                    ValueRange{r, partStart}, false,
                                    llvm::MaybeAlign(16));
@@ -456,10 +442,7 @@ gpu::GPUFuncOp mlir::pisa::detail::buildMmaScoreKernel(
         vector::BroadcastOp::create(
             tb, laneKeys,
             arith::IndexCastOp::create(tb, tb.getI32Type(), visible)));
-    auto splat = [&](float v) -> Value {
-      return arith::ConstantOp::create(
-          tb, rowType, DenseElementsAttr::get(rowType, tb.getF32FloatAttr(v)));
-    };
+    auto splat = [&](float v) { return f32Splat(tb, rowType, v); };
     // In base 2 with the scale folded in: exp2 is one instruction where exp
     // is a range reduction around it. LSE = ln 2 * (max2 + log2(sum)).
     const float negInf = -std::numeric_limits<float>::infinity();

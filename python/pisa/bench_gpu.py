@@ -19,7 +19,6 @@ usage: python3 -m pisa.bench_gpu CASES_DIR [--reps 20] [--sets 3]
 
 import argparse
 import json
-import math
 import os
 import statistics
 
@@ -30,7 +29,10 @@ from pisa import aot, reference
 
 def nominal_flops(case):
     gk = case["g"] * case["K"]
-    levels = max(1, math.ceil(math.log(max(1, case["N"] // case["C"]), case["g"])))
+    # ceil(log_g(N / C)) in integers (a float log can land just above k).
+    levels, span = 1, case["g"]
+    while span < case["N"] // case["C"]:
+        levels, span = levels + 1, span * case["g"]
     per_query = gk * case["C"] + (levels - 1) * gk * case["g"]
     return 2.0 * case["Nq"] * per_query * case["G"] * case["d"]
 
@@ -39,19 +41,28 @@ def floor_ms(case):
     return 2.8 * case["N"] / 262144
 
 
-def time_calls(lib, fn, inputs, reps, warmup=3):
+def time_calls(call, inputs, reps, warmup=3):
+    """Median and min ms of `call(q, k)` between CUDA events, over `reps`
+    calls after `warmup`, rotating over the input sets."""
     for i in range(warmup):
-        lib(fn, *inputs[i % len(inputs)])
+        call(*inputs[i % len(inputs)])
     times = []
     for i in range(reps):
         q, k = inputs[i % len(inputs)]
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
-        lib(fn, q, k)
+        call(q, k)
         end.record()
         end.synchronize()
         times.append(start.elapsed_time(end))
     return statistics.median(times), min(times)
+
+
+def row(case, label, med, best, flops, ms_digits, tflops_digits):
+    """One line of the results table."""
+    return (f"| {case['N']} | {label} | {med:.{ms_digits}f} | {best:.{ms_digits}f} "
+            f"| {flops / 1e9:.0f} | {flops / med / 1e9:.{tflops_digits}f} "
+            f"| {med / floor_ms(case):.0f} |")
 
 
 def main():
@@ -75,26 +86,15 @@ def main():
                   for _ in range(args.sets)]
         flops = nominal_flops(case)
         for fn in args.schedules:
-            med, best = time_calls(lib, fn, inputs, args.reps)
-            print(f"| {case['N']} | {fn.replace('select_', '')} | {med:.3f} | {best:.3f} "
-                  f"| {flops / 1e9:.0f} | {flops / med / 1e9:.1f} "
-                  f"| {med / floor_ms(case):.0f} |", flush=True)
+            med, best = time_calls(lambda q, k: lib(fn, q, k), inputs, args.reps)
+            print(row(case, fn.replace("select_", ""), med, best, flops, 3, 1), flush=True)
         if args.reference and case["N"] <= 65536:
-            q, k = inputs[0]
-            times = []
-            for _ in range(3):
-                start = torch.cuda.Event(enable_timing=True)
-                end = torch.cuda.Event(enable_timing=True)
-                start.record()
-                reference.select(q, k, case["C"], case["K"], case["g"],
-                                 dtype=torch.float32, chunk=1024)
-                end.record()
-                end.synchronize()
-                times.append(start.elapsed_time(end))
-            med = statistics.median(times)
-            print(f"| {case['N']} | pytorch reference (f32) | {med:.1f} | {min(times):.1f} "
-                  f"| {flops / 1e9:.0f} | {flops / med / 1e9:.2f} "
-                  f"| {med / floor_ms(case):.0f} |", flush=True)
+            # Seconds per call at 64K: three calls on one set, no warm-up.
+            med, best = time_calls(
+                lambda q, k: reference.select(q, k, case["C"], case["K"], case["g"],
+                                              dtype=torch.float32, chunk=1024),
+                inputs[:1], reps=3, warmup=0)
+            print(row(case, "pytorch reference (f32)", med, best, flops, 1, 2), flush=True)
 
 
 if __name__ == "__main__":

@@ -95,6 +95,11 @@ bool isSharedMemory(Value memref) {
          space.getValue() == gpu::GPUDialect::getWorkgroupAddressSpace();
 }
 
+/// Whether every dimension of a transfer is in bounds.
+bool allInBounds(VectorTransferOpInterface op) {
+  return llvm::all_of(op.getInBoundsValues(), [](bool b) { return b; });
+}
+
 /// Whether `read` may move down to `user`: same block, and nothing in between
 /// writes memory or synchronises. Loading a fragment at its first use keeps
 /// the unrolled operands from all being live at once.
@@ -114,9 +119,7 @@ FailureOr<Value> loadFragment(RewriterBase &rewriter,
                               vector::TransferReadOp read, bool isA,
                               Operation *firstUse) {
   VectorType type = read.getVectorType();
-  bool inBounds =
-      llvm::all_of(read.getInBoundsValues(), [](bool b) { return b; });
-  if (!read.getPermutationMap().isMinorIdentity() || !inBounds ||
+  if (!read.getPermutationMap().isMinorIdentity() || !allInBounds(read) ||
       read.getMask() || !isSharedMemory(read.getBase()) ||
       type.getShape() != ArrayRef<int64_t>{isA ? kM : kN, kK})
     return rewriter.notifyMatchFailure(
@@ -149,9 +152,7 @@ FailureOr<Value> loadFragment(RewriterBase &rewriter,
 /// Stores an m16n8 accumulator fragment where `write` puts its tile.
 LogicalResult storeFragment(RewriterBase &rewriter,
                             vector::TransferWriteOp write, Value fragment) {
-  bool inBounds =
-      llvm::all_of(write.getInBoundsValues(), [](bool b) { return b; });
-  if (!write.getPermutationMap().isMinorIdentity() || !inBounds ||
+  if (!write.getPermutationMap().isMinorIdentity() || !allInBounds(write) ||
       write.getMask() ||
       write.getVectorType().getShape() != ArrayRef<int64_t>{kM, kN})
     return rewriter.notifyMatchFailure(

@@ -19,6 +19,7 @@
 
 #include "pisa/InitAllDialects.h"
 #include "pisa/InitAllPasses.h"
+#include "pisa/Analysis/GPUTarget.h"
 #include "pisa/Pipelines/Pipelines.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -99,6 +100,9 @@ std::optional<std::string> parseArgs(int argc, char **argv, Options &opts) {
     return std::string("usage: pisa-compile INPUT.mlir -o libNAME.so "
                        "[--chip sm_90] [--features +ptx80] [--q-tile 4] "
                        "[--emit so|mlir|llvm]");
+  if (auto why = mlir::pisa::unsupportedGPUTarget(opts.pipeline.chip,
+                                                  opts.pipeline.format))
+    return *why;
   if (opts.emit != "so" && opts.emit != "mlir" && opts.emit != "llvm")
     return "expected --emit so, mlir or llvm but got '" + opts.emit + "'";
   return std::nullopt;

@@ -48,4 +48,20 @@ def PisaSelectSchedule : Pass<"pisa-select-schedule"> {
   ];
 }
 
+def PisaCheckGPUTarget : Pass<"pisa-check-gpu-target", "::mlir::ModuleOp"> {
+  let summary = "reject GPU targets pisa's kernels cannot be built for";
+  let description = [{
+    The first pass of `pisa-lower-to-nvvm-pipeline`: fails with one error
+    naming the supported values when `chip` is not sm_90 or sm_90a, or
+    `format` is not isa, bin or fatbin, before any IR is changed (the NVPTX
+    backend would otherwise abort on bf16 mma.sync for older chips).
+  }];
+  let options = [
+    Option<"chip", "chip", "std::string", /*default=*/"\"sm_90\"",
+           "GPU chip the kernels are built for">,
+    Option<"format", "format", "std::string", /*default=*/"\"fatbin\"",
+           "isa | bin | fatbin">
+  ];
+}
+
 #endif // PISA_TRANSFORMS_PASSES_TD

@@ -24,6 +24,10 @@ using namespace mlir;
 
 void mlir::pisa::buildPisaGPUPipeline(OpPassManager &pm,
                                       const PisaGPUPipelineOptions &options) {
+  PisaCheckGPUTargetOptions target;
+  target.chip = options.chip;
+  target.format = options.format;
+  pm.addPass(createPisaCheckGPUTarget(target));
   PisaSelectScheduleOptions schedule;
   schedule.qTile = options.qTile;
   schedule.keepExisting = true;

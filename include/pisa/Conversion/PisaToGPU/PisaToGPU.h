@@ -3,11 +3,21 @@
 #ifndef PISA_CONVERSION_PISATOGPU_PISATOGPU_H
 #define PISA_CONVERSION_PISATOGPU_PISATOGPU_H
 
+#include <cstdint>
+
 namespace mlir {
 class ModuleOp;
 class RewritePatternSet;
 
 namespace pisa {
+
+/// Shapes the GPU kernels take (docs/gpu.md, "Supported shapes"); anything
+/// beyond is a compile-time error of --convert-pisa-to-gpu naming the limit.
+constexpr int64_t kMaxGPUHeadDim = 1024;   ///< one thread per feature
+constexpr int64_t kMaxGPUCandidates = 512; ///< g * K per query
+constexpr int64_t kMaxGPUGroups = 65535;   ///< B * Hkv (grid y)
+constexpr int64_t kMaxGPUThreads = 1024;   ///< q_tile * G per block
+constexpr int64_t kMaxGPUPairs = (int64_t(1) << 31) - 1; ///< queries * g * K
 
 /// pisa.pyramid_build to one leaf kernel and one kernel per upper level.
 void populatePyramidBuildToGPUPatterns(RewritePatternSet &patterns);

@@ -1,0 +1,41 @@
+// Shapes the GPU kernels cannot take are errors that name the limit, found
+// before any IR is built.
+// RUN: pisa-opt %s --split-input-file --convert-pisa-to-gpu --verify-diagnostics
+
+func.func @head_dim(%k: tensor<1x1x100x2048xf32>) -> tensor<1x1x3x2048xf32> {
+  // expected-error @+1 {{has head dim d = 2048 above the GPU limit of 1024 (one thread per feature)}}
+  %p = pisa.pyramid_build %k block_size = 64 branching = 2
+      : tensor<1x1x100x2048xf32> -> tensor<1x1x3x2048xf32>
+  return %p : tensor<1x1x3x2048xf32>
+}
+
+// -----
+
+func.func @candidates(%q: tensor<1x2x100x32xf32>, %k: tensor<1x1x100x32xf32>, %p: tensor<1x1x3x32xf32>) -> tensor<1x1x100x300xi32> {
+  %off = arith.constant 0 : index
+  // expected-error @+1 {{keeps g * K = 600 candidates per query, above the GPU limit of 512 (per-thread candidate lists)}}
+  %s = pisa.hier_topk %q, %k, %p, %off topk = 300 block_size = 64 branching = 2
+      {schedule = #pisa.schedule<two_stage, q_tile = 4, io_two_stage = 0, io_single_stage = 0>}
+      : tensor<1x2x100x32xf32>, tensor<1x1x100x32xf32>, tensor<1x1x3x32xf32> -> tensor<1x1x100x300xi32>
+  return %s : tensor<1x1x100x300xi32>
+}
+
+// -----
+
+func.func @threads(%q: tensor<1x32x100x32xf32>, %k: tensor<1x1x100x32xf32>, %p: tensor<1x1x3x32xf32>) -> tensor<1x1x100x8xi32> {
+  %off = arith.constant 0 : index
+  // expected-error @+1 {{has q_tile * G = 1280 above the GPU limit of 1024 threads per stage-2 block}}
+  %s = pisa.hier_topk %q, %k, %p, %off topk = 8 block_size = 64 branching = 2
+      {schedule = #pisa.schedule<two_stage, q_tile = 40, io_two_stage = 0, io_single_stage = 0>}
+      : tensor<1x32x100x32xf32>, tensor<1x1x100x32xf32>, tensor<1x1x3x32xf32> -> tensor<1x1x100x8xi32>
+  return %s : tensor<1x1x100x8xi32>
+}
+
+// -----
+
+func.func @dynamic(%k: tensor<1x1x?x32xf32>) -> tensor<1x1x?x32xf32> {
+  // expected-error @+1 {{has a dynamic dimension in 'tensor<1x1x?x32xf32>': the GPU lowering requires static shapes}}
+  %p = pisa.pyramid_build %k block_size = 64 branching = 2
+      : tensor<1x1x?x32xf32> -> tensor<1x1x?x32xf32>
+  return %p : tensor<1x1x?x32xf32>
+}

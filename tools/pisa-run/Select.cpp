@@ -118,11 +118,14 @@ llvm::Expected<Problem> validate(const npy::Array &q, const npy::Array &k,
   if (cfg.blockSize < 1)
     return error("expected --block-size C >= 1 but got " +
                  llvm::Twine(cfg.blockSize));
-  if (cfg.branching < 2)
-    return error("expected --branching g >= 2 but got " +
+  if (cfg.branching < 2 || cfg.branching > mlir::pisa::kMaxBranching)
+    return error("expected --branching g in [2, " +
+                 llvm::Twine(mlir::pisa::kMaxBranching) + "] but got " +
                  llvm::Twine(cfg.branching));
-  if (cfg.topK < 3)
-    return error("expected --topk K >= 3 (room for the forced blocks) but got " +
+  if (cfg.topK < 3 || cfg.topK > mlir::pisa::kMaxTopK)
+    return error("expected --topk K in [3, " +
+                 llvm::Twine(mlir::pisa::kMaxTopK) +
+                 "] (room for the forced blocks) but got " +
                  llvm::Twine(cfg.topK));
   if (cfg.queryOffset < 0)
     return error("expected --query-offset >= 0 but got " +

@@ -41,6 +41,12 @@ private:
   std::vector<int64_t> sizes, offsets, spans;
 };
 
+/// Upper bounds on the contract's parameters, checked by the verifiers and
+/// the tools: a query keeps g * K candidates per level, so both bound its
+/// work and memory (K above the number of leaves is legal and pads).
+constexpr int64_t kMaxTopK = 4096;
+constexpr int64_t kMaxBranching = 64;
+
 /// ceil(a / b) for a >= 0, b > 0.
 inline int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 

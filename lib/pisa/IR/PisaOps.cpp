@@ -43,9 +43,9 @@ static LogicalResult checkPyramidParams(Operation *op, int64_t blockSize,
   if (blockSize < 1)
     return op->emitOpError() << "expected block size C >= 1 but got "
                              << blockSize;
-  if (branching < 2)
-    return op->emitOpError() << "expected branching g >= 2 but got "
-                             << branching;
+  if (branching < 2 || branching > kMaxBranching)
+    return op->emitOpError() << "expected branching g in [2, "
+                             << kMaxBranching << "] but got " << branching;
   return success();
 }
 
@@ -184,9 +184,9 @@ LogicalResult HierTopKOp::verify() {
   if (failed(checkPyramidParams(*this, getBlockSize(), getBranching())) ||
       failed(checkScale(*this, getScaleAttr())))
     return failure();
-  if (getTopk() < 3)
-    return emitOpError() << "expected topk K >= 3 (room for the forced "
-                            "blocks) but got "
+  if (getTopk() < 3 || getTopk() > kMaxTopK)
+    return emitOpError() << "expected topk K in [3, " << kMaxTopK
+                         << "] (room for the forced blocks) but got "
                          << getTopk();
 
   RankedTensorType qType = getQueries().getType();

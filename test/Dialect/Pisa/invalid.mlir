@@ -11,7 +11,7 @@ func.func @f(%k: tensor<1x1x200x64xf16>) {
 // -----
 
 func.func @f(%k: tensor<1x1x200x64xf16>) {
-  // expected-error @+1 {{expected branching g >= 2 but got 1}}
+  // expected-error @+1 {{expected branching g in [2, 64] but got 1}}
   %p = pisa.pyramid_build %k block_size = 64 branching = 1 : tensor<1x1x200x64xf16> -> tensor<1x1x7x64xf32>
   return
 }
@@ -85,7 +85,7 @@ func.func @f(%q: tensor<1x4x16x32xf32>, %ch: tensor<1x2x16x32xf32>, %cand: tenso
 
 func.func @f(%q: tensor<1x4x16x32xf32>, %ch: tensor<1x2x16x32xf32>, %cand: tensor<1x2x16x8xi32>, %off: index) {
   %m1 = arith.constant -1 : index
-  // expected-error @+1 {{expected branching g >= 2 but got 0}}
+  // expected-error @+1 {{expected branching g in [2, 64] but got 0}}
   %u = pisa.lse_score %q, %ch, %cand, %off level = 1 block_size = 64 branching = 0 : tensor<1x4x16x32xf32>, tensor<1x2x16x32xf32>, tensor<1x2x16x8xi32> -> tensor<1x2x16x8xf32>
   return
 }
@@ -224,7 +224,7 @@ func.func @f(%q: tensor<1x4x200x32xf16>, %k: tensor<1x2x200x32xf16>, %p: tensor<
   %off = arith.constant 0 : index
   %m1 = arith.constant -1 : index
   %c5 = arith.constant 5 : index
-  // expected-error @+1 {{expected branching g >= 2 but got 1}}
+  // expected-error @+1 {{expected branching g in [2, 64] but got 1}}
   %s = pisa.hier_topk %q, %k, %p, %off topk = 8 block_size = 64 branching = 1 : tensor<1x4x200x32xf16>, tensor<1x2x200x32xf16>, tensor<1x2x7x32xf32> -> tensor<1x2x200x8xi32>
   return
 }
@@ -246,7 +246,7 @@ func.func @f(%q: tensor<1x4x200x32xf16>, %k: tensor<1x2x200x32xf16>, %p: tensor<
   %off = arith.constant 0 : index
   %m1 = arith.constant -1 : index
   %c5 = arith.constant 5 : index
-  // expected-error @+1 {{expected topk K >= 3 (room for the forced blocks) but got 2}}
+  // expected-error @+1 {{expected topk K in [3, 4096] (room for the forced blocks) but got 2}}
   %s = pisa.hier_topk %q, %k, %p, %off topk = 2 block_size = 64 branching = 2 : tensor<1x4x200x32xf16>, tensor<1x2x200x32xf16>, tensor<1x2x7x32xf32> -> tensor<1x2x200x2xi32>
   return
 }
@@ -442,3 +442,20 @@ func.func @f(%q: tensor<1x4x200x32xf16>, %k: tensor<1x2x200x32xf16>, %p: tensor<
 // expected-error @+2 {{expected ::mlir::pisa::ScheduleKind to be one of: two_stage, single_stage}}
 // expected-error @+1 {{failed to parse Pisa_ScheduleAttr parameter 'kind'}}
 "test.use"() {s = #pisa.schedule<three_stage, q_tile = 1, io_two_stage = 1, io_single_stage = 2>} : () -> ()
+
+// -----
+
+func.func @f(%q: tensor<1x4x200x32xf16>, %k: tensor<1x2x200x32xf16>, %p: tensor<1x2x7x32xf32>) {
+  %off = arith.constant 0 : index
+  // expected-error @+1 {{expected topk K in [3, 4096] (room for the forced blocks) but got 1000000000}}
+  %s = pisa.hier_topk %q, %k, %p, %off topk = 1000000000 block_size = 64 branching = 2 : tensor<1x4x200x32xf16>, tensor<1x2x200x32xf16>, tensor<1x2x7x32xf32> -> tensor<1x2x200x1000000000xi32>
+  return
+}
+
+// -----
+
+func.func @f(%k: tensor<1x2x200x32xf16>) {
+  // expected-error @+1 {{expected branching g in [2, 64] but got 65}}
+  %p = pisa.pyramid_build %k block_size = 64 branching = 65 : tensor<1x2x200x32xf16> -> tensor<1x2x5x32xf32>
+  return
+}

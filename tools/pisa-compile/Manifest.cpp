@@ -95,12 +95,25 @@ llvm::Error pisatool::linkSharedLibrary(StringRef object, StringRef output) {
     llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
     os << object;
   }
+  // Only the entry points and the runtime's public functions are exported:
+  // a function named like a libc symbol (`select`, `read`) would otherwise
+  // be interposed by libc at load time, and two libraries in one process
+  // would bind to each other's runtime.
+  llvm::SmallString<128> exportsPath;
+  if (std::error_code ec = llvm::sys::fs::createTemporaryFile(
+          "pisa-exports", "map", fd, exportsPath))
+    return error("cannot create a temporary file: " + ec.message());
+  {
+    llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
+    os << "{ global: _mlir_ciface_*; pisa_runtime_*; local: *; };\n";
+  }
+  std::string versionScript = ("-Wl,--version-script=" + exportsPath).str();
   std::string tmpOut = (output + ".tmp").str();
   std::string stubs = std::string("-L") + PISA_CUDA_STUBS_DIR;
   llvm::SmallVector<StringRef> argv = {
       PISA_HOST_LINKER, "-shared", "-o", tmpOut, objectPath,
       PISA_RUNTIME_ARCHIVE, stubs, "-lcuda", "-Wl,--no-undefined",
-      "-Wl,--as-needed"};
+      "-Wl,--as-needed", versionScript};
   // The linker's own output goes to a log, so that a failure is still one
   // line: its first line is quoted.
   llvm::SmallString<128> logPath;
@@ -111,6 +124,7 @@ llvm::Error pisatool::linkSharedLibrary(StringRef object, StringRef output) {
   int rc = llvm::sys::ExecuteAndWait(PISA_HOST_LINKER, argv, std::nullopt,
                                      redirects, 0, 0, &message);
   llvm::sys::fs::remove(objectPath);
+  llvm::sys::fs::remove(exportsPath);
   std::string firstLine;
   if (auto log = llvm::MemoryBuffer::getFile(logPath))
     firstLine = (*log)->getBuffer().split('\n').first.str();

@@ -64,15 +64,21 @@ def _best(nodes, valid, u, slots):
     return torch.where(kept == big, -1, kept), gap
 
 
-def select(q, k, C, K, g=2, scale=None, offset=0, chunk=512,
-           dtype=torch.float64):
-    """Selection int32 [B, Hkv, Nq, K] and min gap [B, Hkv, Nq]. float64 by
-    default (checking); float32 to time PISA written in plain PyTorch ops."""
+def select(q, k, C, K, g=2, scale=None, offset=0, chunk=None,
+           dtype=torch.float64, rows=None):
+    """Selection int32 [B, Hkv, R, K] and min gap [B, Hkv, R] for the query
+    indices `rows` (default: all Nq). float64 by default (checking); float32
+    to time PISA written in plain PyTorch ops."""
     B, Hq, Nq, d = q.shape
     Hkv, N = k.shape[1], k.shape[2]
     G = Hq // Hkv
     scale = 1.0 / math.sqrt(d) if scale is None else scale
     dev = q.device
+    rows = torch.arange(Nq, device=dev) if rows is None else rows.to(dev)
+    Nq = rows.numel()
+    if chunk is None:
+        # The leaf level holds chunk x g*K x C x d values: about 1 GiB.
+        chunk = max(16, min(4096, 2 ** 27 // (g * K * C * d)))
     levels = pyramid(k, C, g, dtype)
     L, m1 = len(levels), levels[0].shape[2]
     out = torch.full((B, Hkv, Nq, K), -1, dtype=torch.int32, device=dev)
@@ -83,9 +89,9 @@ def select(q, k, C, K, g=2, scale=None, offset=0, chunk=512,
             for i0 in range(0, Nq, chunk):
                 i1 = min(Nq, i0 + chunk)
                 n = i1 - i0
-                t = offset + torch.arange(i0, i1, device=dev)
+                t = offset + rows[i0:i1]
                 bt = (t // C).clamp(max=m1 - 1)
-                qg = q[b, h * G:(h + 1) * G, i0:i1].to(dtype).transpose(0, 1)
+                qg = q[b, h * G:(h + 1) * G][:, rows[i0:i1]].to(dtype).transpose(0, 1)
                 nodes = torch.zeros(n, 1, dtype=torch.int64, device=dev)
                 alive = torch.ones(n, 1, dtype=torch.bool, device=dev)
                 gap = torch.full((n,), math.inf, dtype=dtype, device=dev)

@@ -1,0 +1,359 @@
+"""A generated shape sweep of the selection against independent references.
+
+Configurations are drawn from a printed seed over the whole supported space
+(docs/testing.md lists it): B 1..3, Hkv 1..8, G 1..32, d in {32, 64, 96,
+128, 256}, C in {16, 32, 64, 128}, K 3..32, g 2..4, N log-uniform in
+1..300000 with edges (N < C, N = C, N = kC +- 1), prefill, chunked prefill
+(offset > 0) and decode (Nq = 1), f32/f16/bf16, Gaussian keys, a few hot
+keys per block, and exact ties.
+
+  python3 -m pisa.sweep build DIR --seed S --count N   # here: libraries
+  python3 -m pisa.sweep check DIR                      # GPU machine
+  python3 -m pisa.sweep cpu --seed S --count N         # pisa-run vs NumPy
+
+`build` writes one AOT library per configuration (pisa-compile) and
+DIR/sweep.json; `check` runs each on fresh inputs (seeded) against the
+float64 PyTorch reference (pisa.reference). `cpu` draws small
+configurations and checks `pisa-run select` against the NumPy reference
+(test/Integration/pisa_reference.py).
+
+A case passes when every differing row differs only at a near tie (the
+reference's smallest score gap at a top-K boundary of that query is in
+(0, TOL)) and at least 99.9% of its rows are equal; exact ties (gap 0)
+must follow the tie rule. Queries of long sequences are sampled (at most
+--rows per batch and KV head, the first and last C always included).
+"""
+
+import argparse
+import concurrent.futures
+import json
+import math
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+import zlib
+
+import numpy as np
+
+TOL = 1e-2
+MIN_AGREEMENT = 0.999
+DTYPES = ("f32", "f16", "bf16")
+HEAD_DIMS = (32, 64, 96, 128, 256)
+BLOCK_SIZES = (16, 32, 64, 128)
+INPUTS = ("gaussian", "hot", "ties")
+
+
+def pyramid_rows(n, c, g):
+    rows, m = 0, -(-n // c)
+    while True:
+        rows += m
+        if m == 1:
+            return rows
+        m = -(-m // g)
+
+
+def draw_length(rng, C, max_n):
+    """N log-uniform in 1..max_n, or an edge around the block size."""
+    edge = rng.random()
+    if edge < 0.08:
+        return rng.randint(1, max(1, C - 1))          # N < C
+    if edge < 0.12:
+        return C                                        # N = C
+    if edge < 0.25:
+        k = rng.randint(1, max(1, min(64, max_n // C)))
+        return max(1, min(max_n, k * C + rng.choice((-1, 1))))
+    return max(1, min(max_n, int(math.exp(rng.uniform(0, math.log(max_n))))))
+
+
+def draw_config(rng, index, max_n=300000, max_batch=3):
+    """One configuration of the supported space."""
+    G = rng.choice((1, 2, 4, 8, 16, 32)) if rng.random() < 0.5 else rng.randint(1, 32)
+    C = rng.choice(BLOCK_SIZES)
+    cfg = {
+        "name": f"s{index:04d}",
+        "B": rng.randint(1, max_batch), "Hkv": rng.randint(1, 8), "G": G,
+        "d": rng.choice(HEAD_DIMS), "C": C, "K": rng.randint(3, 32),
+        "g": rng.randint(2, 4), "dtype": rng.choice(DTYPES),
+        "inputs": rng.choices(INPUTS, (0.6, 0.25, 0.15))[0],
+    }
+    N = draw_length(rng, C, max_n)
+    mode = rng.choices(("prefill", "chunk", "decode"), (0.5, 0.25, 0.25))[0]
+    if mode == "prefill" or N == 1:
+        nq, offset = N, 0
+    elif mode == "chunk":
+        nq = rng.randint(1, N - 1)
+        offset = rng.randint(1, N - nq)
+    else:
+        nq, offset = 1, rng.randint(0, N - 1)
+    cfg.update(N=N, Nq=nq, offset=offset, mode=mode)
+    return cfg
+
+
+def draw(seed, count, **kw):
+    rng = random.Random(seed)
+    return [draw_config(rng, i, **kw) for i in range(count)]
+
+
+def program(cfg, schedule=None):
+    """The selection program of a configuration. Without `schedule` the
+    compiler's own --pisa-select-schedule decides, as for a user."""
+    t = cfg["dtype"]
+    B, Hkv, G, d = cfg["B"], cfg["Hkv"], cfg["G"], cfg["d"]
+    q = f"tensor<{B}x{Hkv * G}x{cfg['Nq']}x{d}x{t}>"
+    k = f"tensor<{B}x{Hkv}x{cfg['N']}x{d}x{t}>"
+    p = f"tensor<{B}x{Hkv}x{pyramid_rows(cfg['N'], cfg['C'], cfg['g'])}x{d}xf32>"
+    r = f"tensor<{B}x{Hkv}x{cfg['Nq']}x{cfg['K']}xi32>"
+    attr = ""
+    if schedule:
+        attr = (f" {{schedule = #pisa.schedule<{schedule}, q_tile = 4, "
+                "io_two_stage = 0, io_single_stage = 0>}")
+    return f"""func.func @sweep_select(%q: {q}, %k: {k}) -> {r}
+    attributes {{llvm.emit_c_interface}} {{
+  %off = arith.constant {cfg['offset']} : index
+  %p = pisa.pyramid_build %k block_size = {cfg['C']} branching = {cfg['g']} : {k} -> {p}
+  %s = pisa.hier_topk %q, %k, %p, %off topk = {cfg['K']} block_size = {cfg['C']} branching = {cfg['g']}{attr}
+      : {q}, {k}, {p} -> {r}
+  return %s : {r}
+}}
+"""
+
+
+# ----------------------------------------------------------------- inputs
+
+def make_keys(rng, cfg, shape):
+    """Keys as float64 NumPy arrays: Gaussian, hot keys, or exact ties."""
+    B, H, N, d = shape
+    C = cfg["C"]
+    if cfg["inputs"] == "ties":
+        # Every leaf block holds the same keys in steps of 1/8: block means
+        # and node means are exact, complete blocks score exactly alike.
+        base = rng.integers(-16, 17, size=(C, d)) / 8.0
+        return np.broadcast_to(base[np.arange(N) % C], shape).copy()
+    k = rng.standard_normal(shape)
+    if cfg["inputs"] == "hot":
+        # Mostly small keys, two large ones per block: the block scores are
+        # dominated by a few keys, as with attention sinks.
+        k *= 0.1
+        for blk in range(-(-N // C)):
+            lo, hi = blk * C, min(N, blk * C + C)
+            for j in rng.integers(lo, hi, size=min(2, hi - lo)):
+                k[:, :, j] = 3.0 * rng.standard_normal((B, H, d))
+    return k
+
+
+def sample_rows(rng, cfg, max_rows):
+    """Query indices to check: all when few, else the first and last C and
+    a uniform sample."""
+    nq, C = cfg["Nq"], cfg["C"]
+    if nq <= max_rows:
+        return np.arange(nq)
+    edge = np.concatenate([np.arange(min(C, nq)), np.arange(max(0, nq - C), nq)])
+    rest = rng.choice(nq, size=max_rows - len(edge), replace=False)
+    return np.unique(np.concatenate([edge, rest]))
+
+
+def verdict(got, want, gaps):
+    """(passed, summary) for selections [..., K] and reference gaps [...]."""
+    differs = (got != want).any(-1)
+    rows = differs.size
+    excused = differs & (gaps > 0) & (gaps < TOL)
+    wrong = differs & ~excused
+    agree = 1.0 - differs.mean() if rows else 1.0
+    ok = not wrong.any() and (agree >= MIN_AGREEMENT or differs.sum() <= 1)
+    summary = {"rows": int(rows), "differ": int(differs.sum()),
+               "unexplained": int(wrong.sum()), "agreement": float(agree),
+               "exact_tie_rows": int((gaps == 0).sum())}
+    if wrong.any():
+        at = tuple(int(i) for i in np.argwhere(wrong)[0])
+        summary["first_unexplained"] = {"at": at, "got": got[at].tolist(),
+                                        "want": want[at].tolist(),
+                                        "gap": float(gaps[at])}
+    return ok, summary
+
+
+# ------------------------------------------------------------------ build
+
+def compile_one(cfg, out, pisa_compile):
+    src = os.path.join(out, cfg["name"] + ".mlir")
+    with open(src, "w") as f:
+        f.write(program(cfg, cfg.get("schedule")))
+    lib = os.path.join(out, "lib" + cfg["name"] + ".so")
+    r = subprocess.run([pisa_compile, src, "-o", lib], capture_output=True,
+                       text=True)
+    return cfg, r.returncode, r.stderr.strip()
+
+
+def build(args):
+    cfgs = draw(args.seed, args.count, max_n=args.max_n)
+    if args.extra:
+        with open(args.extra) as f:
+            cfgs += json.load(f)
+    os.makedirs(args.out, exist_ok=True)
+    print(f"seed {args.seed}: {len(cfgs)} configurations", flush=True)
+    built, rejected = [], []
+    t0 = time.time()
+    with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
+        for cfg, rc, err in pool.map(lambda c: compile_one(c, args.out, args.pisa_compile), cfgs):
+            if rc == 0:
+                cfg["lib"] = "lib" + cfg["name"] + ".so"
+                built.append(cfg)
+            else:
+                # A shape the kernels cannot take must be a compile-time
+                # error naming the limit; record it.
+                cfg["error"] = err.splitlines()[-1] if err else f"exit {rc}"
+                rejected.append(cfg)
+                print(f"rejected {cfg['name']}: {cfg['error']}", flush=True)
+    print(f"built {len(built)}, rejected {len(rejected)} in {time.time() - t0:.0f} s")
+    with open(os.path.join(args.out, "sweep.json"), "w") as f:
+        json.dump({"seed": args.seed, "cases": built, "rejected": rejected}, f, indent=1)
+    return 0
+
+
+# ------------------------------------------------------------------ check
+
+def check(args):
+    import torch
+    from pisa import aot, reference
+
+    with open(os.path.join(args.dir, "sweep.json")) as f:
+        sweep = json.load(f)
+    cases = sweep["cases"]
+    if args.only:
+        cases = [c for c in cases if c["name"] in args.only]
+    if args.part:
+        i, n = map(int, args.part.split("/"))
+        cases = cases[i::n]
+    seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "little")
+    print(f"sweep seed {sweep['seed']}, input seed {seed}, {len(cases)} cases", flush=True)
+    dt = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
+    results, deadline = [], time.time() + args.budget
+    # Several libraries in one process, as a user's program may hold them.
+    libs = {c["name"]: aot.Library(os.path.join(args.dir, c["lib"]))
+            for c in cases} if args.preload else {}
+    tgen = torch.Generator(device="cuda").manual_seed(seed)
+    for cfg in cases:
+        if time.time() > deadline:
+            print(f"budget of {args.budget} s spent: {len(results)} cases checked")
+            break
+        rng = np.random.default_rng([seed, zlib.crc32(cfg["name"].encode())])
+        B, Hkv, G = cfg["B"], cfg["Hkv"], cfg["G"]
+        kshape = (B, Hkv, cfg["N"], cfg["d"])
+        qshape = (B, Hkv * G, cfg["Nq"], cfg["d"])
+        if args.torch_inputs and cfg["inputs"] == "gaussian":
+            # Drawn on the GPU and used at once, as a user's script would.
+            k = torch.randn(kshape, generator=tgen, device="cuda").to(dt[cfg["dtype"]])
+            q = torch.randn(qshape, generator=tgen, device="cuda").to(dt[cfg["dtype"]])
+        else:
+            k = torch.from_numpy(make_keys(rng, cfg, kshape)).cuda().to(dt[cfg["dtype"]])
+            q = torch.from_numpy(rng.standard_normal(qshape)).cuda().to(dt[cfg["dtype"]])
+        t0 = time.time()
+        lib = libs.get(cfg["name"]) or aot.Library(os.path.join(args.dir, cfg["lib"]))
+        got = lib("sweep_select", q, k)
+        rows = torch.from_numpy(sample_rows(rng, cfg, args.rows or cfg["Nq"])).cuda()
+        got = got[:, :, rows]
+        want, gaps = reference.select(q, k, cfg["C"], cfg["K"], cfg["g"],
+                                      offset=cfg["offset"], rows=rows)
+        ok, summary = verdict(got.cpu().numpy(), want.cpu().numpy(),
+                              gaps.cpu().numpy())
+        summary.update(name=cfg["name"], ok=bool(ok), seconds=round(time.time() - t0, 2))
+        results.append(summary)
+        shape = " ".join(f"{x}={cfg[x]}" for x in ("B", "Hkv", "G", "d", "C", "K", "g", "N", "Nq", "offset", "dtype", "inputs"))
+        print(f"{'ok  ' if ok else 'FAIL'} {cfg['name']} {shape}: {summary['rows']} rows, "
+              f"{summary['differ']} differ ({summary['unexplained']} unexplained)"
+              + (f" {summary['first_unexplained']}" if not ok and "first_unexplained" in summary else ""),
+              flush=True)
+        del lib
+        libs.pop(cfg["name"], None)
+    failed = sum(not r["ok"] for r in results)
+    rows = sum(r["rows"] for r in results)
+    print(f"sweep: {len(results) - failed} passed, {failed} failed, {rows} rows checked")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"seed": sweep["seed"], "input_seed": seed, "results": results}, f)
+    return 1 if failed or not results else 0
+
+
+# -------------------------------------------------------------------- cpu
+
+def cpu(args):
+    here = os.path.dirname(os.path.abspath(__file__))
+    sys.path.insert(0, os.path.join(here, "..", "..", "test", "Integration"))
+    import pisa_reference
+
+    cfgs = draw(args.seed, args.count, max_n=args.max_n, max_batch=2)
+    print(f"seed {args.seed}: {len(cfgs)} configurations", flush=True)
+    failed = 0
+    with tempfile.TemporaryDirectory() as work:
+        for cfg in cfgs:
+            if cfg["dtype"] == "bf16":  # .npy has no bf16: pisa-run takes f32/f16
+                cfg["dtype"] = "f16"
+            rng = np.random.default_rng([args.seed, zlib.crc32(cfg["name"].encode())])
+            np_dtype = np.float16 if cfg["dtype"] == "f16" else np.float32
+            B, Hkv, G = cfg["B"], cfg["Hkv"], cfg["G"]
+            k = make_keys(rng, cfg, (B, Hkv, cfg["N"], cfg["d"])).astype(np_dtype)
+            q = rng.standard_normal((B, Hkv * G, cfg["Nq"], cfg["d"])).astype(np_dtype)
+            qp, kp = os.path.join(work, "q.npy"), os.path.join(work, "k.npy")
+            out = os.path.join(work, "sel.npy")
+            np.save(qp, q)
+            np.save(kp, k)
+            r = subprocess.run(
+                [args.pisa_run, "select", "--q", qp, "--k", kp, "--block-size",
+                 str(cfg["C"]), "--topk", str(cfg["K"]), "--branching",
+                 str(cfg["g"]), "--query-offset", str(cfg["offset"]), "--out", out],
+                capture_output=True, text=True)
+            if r.returncode != 0:
+                print(f"FAIL {cfg['name']}: pisa-run exit {r.returncode}: {r.stderr.strip()}")
+                failed += 1
+                continue
+            got = np.load(out)
+            want, gaps = pisa_reference.select(q, k, cfg["C"], cfg["K"], cfg["g"],
+                                               offset=cfg["offset"])
+            ok, summary = verdict(got, want, gaps)
+            failed += not ok
+            shape = " ".join(f"{x}={cfg[x]}" for x in ("B", "Hkv", "G", "d", "C", "K", "g", "N", "Nq", "offset", "dtype", "inputs"))
+            print(f"{'ok  ' if ok else 'FAIL'} {cfg['name']} {shape}: {summary['rows']} rows, "
+                  f"{summary['differ']} differ ({summary['unexplained']} unexplained)"
+                  + ("" if ok else f" {summary.get('first_unexplained')}"), flush=True)
+    print(f"cpu sweep: {len(cfgs) - failed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python3 -m pisa.sweep", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    b = sub.add_parser("build", help="draw configurations and compile their libraries")
+    b.add_argument("out")
+    b.add_argument("--seed", type=int, required=True)
+    b.add_argument("--count", type=int, default=300)
+    b.add_argument("--max-n", type=int, default=300000)
+    b.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    b.add_argument("--extra", help="JSON list of further configurations (regressions)")
+    b.add_argument("--pisa-compile", default="build/bin/pisa-compile")
+    c = sub.add_parser("check", help="check built libraries on the GPU")
+    c.add_argument("dir")
+    c.add_argument("--seed", type=int)
+    c.add_argument("--rows", type=int, default=2048,
+                   help="queries checked per batch and KV head (sampled above; 0: all)")
+    c.add_argument("--only", nargs="*")
+    c.add_argument("--torch-inputs", action="store_true",
+                   help="Gaussian inputs drawn on the GPU right before the call")
+    c.add_argument("--preload", action="store_true",
+                   help="load every library before the first call")
+    c.add_argument("--part", help="I/N: every N-th case from the I-th")
+    c.add_argument("--budget", type=float, default=480, help="seconds")
+    c.add_argument("--json")
+    u = sub.add_parser("cpu", help="check pisa-run select against the NumPy reference")
+    u.add_argument("--seed", type=int, required=True)
+    u.add_argument("--count", type=int, default=40)
+    u.add_argument("--max-n", type=int, default=600)
+    u.add_argument("--pisa-run", default="build/bin/pisa-run")
+    args = parser.parse_args(argv)
+    return {"build": build, "check": check, "cpu": cpu}[args.cmd](args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

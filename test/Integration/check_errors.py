@@ -77,7 +77,7 @@ def main():
             ("K past int64", base[:5] + ["--topk", "99999999999999999999", "--out", out, "--k", k],
              "expected an integer for '--topk'"),
             ("C < 1", ["select", "--q", q, "--k", k, "--block-size", "0", "--topk", "4", "--out", out],
-             "expected --block-size C >= 1"),
+             "expected --block-size C in [1, 1048576]"),
             ("g < 2", base + ["--k", k, "--branching", "1"], "expected --branching g in [2, 64]"),
             ("offset", base + ["--k", k, "--query-offset", "1"], "expected query offset (1) + queries in Q (100)"),
             ("negative offset", base + ["--k", k, "--query-offset", "-1"], "expected --query-offset >= 0"),

@@ -115,8 +115,9 @@ llvm::Expected<Problem> validate(const npy::Array &q, const npy::Array &k,
   if (p.queryHeads % p.kvHeads != 0)
     return error("expected Hq (" + llvm::Twine(p.queryHeads) +
                  ") to be a multiple of Hkv (" + llvm::Twine(p.kvHeads) + ")");
-  if (cfg.blockSize < 1)
-    return error("expected --block-size C >= 1 but got " +
+  if (cfg.blockSize < 1 || cfg.blockSize > mlir::pisa::kMaxBlockSize)
+    return error("expected --block-size C in [1, " +
+                 llvm::Twine(mlir::pisa::kMaxBlockSize) + "] but got " +
                  llvm::Twine(cfg.blockSize));
   if (cfg.branching < 2 || cfg.branching > mlir::pisa::kMaxBranching)
     return error("expected --branching g in [2, " +

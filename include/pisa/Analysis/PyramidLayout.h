@@ -46,9 +46,13 @@ private:
 /// work and memory (K above the number of leaves is legal and pads).
 constexpr int64_t kMaxTopK = 4096;
 constexpr int64_t kMaxBranching = 64;
+/// Keys per leaf block; keeps every node's key span (C * g^(l-1) < C * g *
+/// M_1) far from int64 overflow for any tensor size.
+constexpr int64_t kMaxBlockSize = int64_t(1) << 20;
 
 /// ceil(a / b) for a >= 0, b > 0.
-inline int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+/// No overflow for any such a (a + b - 1 would for a near INT64_MAX).
+inline int64_t ceilDiv(int64_t a, int64_t b) { return a / b + (a % b != 0); }
 
 } // namespace mlir::pisa
 

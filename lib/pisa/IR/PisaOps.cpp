@@ -40,9 +40,9 @@ static LogicalResult checkSameDim(Operation *op, StringRef what,
 
 static LogicalResult checkPyramidParams(Operation *op, int64_t blockSize,
                                         int64_t branching) {
-  if (blockSize < 1)
-    return op->emitOpError() << "expected block size C >= 1 but got "
-                             << blockSize;
+  if (blockSize < 1 || blockSize > kMaxBlockSize)
+    return op->emitOpError() << "expected block size C in [1, "
+                             << kMaxBlockSize << "] but got " << blockSize;
   if (branching < 2 || branching > kMaxBranching)
     return op->emitOpError() << "expected branching g in [2, "
                              << kMaxBranching << "] but got " << branching;

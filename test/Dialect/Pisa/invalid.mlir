@@ -3,7 +3,7 @@
 // One case per verifier branch of every pisa op and attribute.
 
 func.func @f(%k: tensor<1x1x200x64xf16>) {
-  // expected-error @+1 {{expected block size C >= 1 but got 0}}
+  // expected-error @+1 {{expected block size C in [1, 1048576] but got 0}}
   %p = pisa.pyramid_build %k block_size = 0 branching = 2 : tensor<1x1x200x64xf16> -> tensor<1x1x7x64xf32>
   return
 }
@@ -76,7 +76,7 @@ func.func @f(%k: tensor<1x1x200x64xf16>) {
 
 func.func @f(%q: tensor<1x4x16x32xf32>, %ch: tensor<1x2x16x32xf32>, %cand: tensor<1x2x16x8xi32>, %off: index) {
   %m1 = arith.constant -1 : index
-  // expected-error @+1 {{expected block size C >= 1 but got 0}}
+  // expected-error @+1 {{expected block size C in [1, 1048576] but got 0}}
   %u = pisa.lse_score %q, %ch, %cand, %off level = 1 block_size = 0 branching = 2 : tensor<1x4x16x32xf32>, tensor<1x2x16x32xf32>, tensor<1x2x16x8xi32> -> tensor<1x2x16x8xf32>
   return
 }
@@ -213,7 +213,7 @@ func.func @f(%q: tensor<1x4x200x32xf16>, %k: tensor<1x2x200x32xf16>, %p: tensor<
   %off = arith.constant 0 : index
   %m1 = arith.constant -1 : index
   %c5 = arith.constant 5 : index
-  // expected-error @+1 {{expected block size C >= 1 but got 0}}
+  // expected-error @+1 {{expected block size C in [1, 1048576] but got 0}}
   %s = pisa.hier_topk %q, %k, %p, %off topk = 8 block_size = 0 branching = 2 : tensor<1x4x200x32xf16>, tensor<1x2x200x32xf16>, tensor<1x2x7x32xf32> -> tensor<1x2x200x8xi32>
   return
 }

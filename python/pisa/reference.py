@@ -105,6 +105,9 @@ def select(q, k, C, K, g=2, scale=None, offset=0, chunk=None,
                                exists, causal, scale)
                     slots = torch.full((n,), K, dtype=torch.int64, device=dev)
                     kept, level_gap = _best(nodes, valid, u, slots)
+                    # At most K kept (ascending, -1 after them): the next
+                    # level has g * K candidates, not g^(L - l).
+                    kept = kept[:, :K]
                     gap = torch.minimum(gap, level_gap)
                     nodes = (kept.clamp(min=0)[:, :, None] * g
                              + torch.arange(g, device=dev)).reshape(n, -1)

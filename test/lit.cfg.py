@@ -21,6 +21,9 @@ config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%pisa_src_root", config.pisa_src_root))
 config.substitutions.append(("%python", "/usr/bin/python3"))
 config.substitutions.append(("%pisa_python", os.path.join(config.pisa_src_root, "python")))
+config.substitutions.append(("%pisa_plugin", os.path.join(config.pisa_obj_root, "lib", "PisaPlugin.so")))
+# The stock mlir-opt of the MLIR pisa is built against (Debian: mlir-opt-22).
+config.substitutions.append(("%mlir_opt", os.path.join(config.llvm_tools_dir, "mlir-opt")))
 
 llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP",
                                      "CUDA_HOME", "CUDA_ROOT", "CUDA_PATH"])
@@ -28,7 +31,7 @@ llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.pisa_tools_dir, append_path=True)
 
-tools = ["pisa-opt", "pisa-run", "pisa-compile"]
+tools = ["pisa-opt", "pisa-run", "pisa-compile", "pisa-capi-test"]
 llvm_config.add_tool_substitutions(
     [ToolSubst(t, unresolved="ignore") for t in tools], [config.pisa_tools_dir])
 
@@ -37,6 +40,10 @@ def has_numpy():
     return subprocess.run(["/usr/bin/python3", "-c", "import numpy"],
                           capture_output=True).returncode == 0
 
+
+# A sanitizer build: its plugin cannot load into an uninstrumented mlir-opt.
+if getattr(config, "pisa_sanitized", False):
+    config.available_features.add("asan")
 
 # Execution tests that compare against the numpy reference.
 if has_numpy():

@@ -1,0 +1,35 @@
+/*===- pisa-c/Dialects.h - C API of the pisa dialect --------------*- C -*-===*\
+|*                                                                            *|
+|* MLIR's C API convention: mlirGetDialectHandle__pisa__() for the dialect,   *|
+|* plus registration of pisa's passes and pipelines and of the dialects its   *|
+|* lowerings create. Link PisaCAPI (build/lib/libPisaCAPI.a) with libMLIR.so. *|
+|*                                                                            *|
+\*===----------------------------------------------------------------------===*/
+
+#ifndef PISA_C_DIALECTS_H
+#define PISA_C_DIALECTS_H
+
+#include "mlir-c/IR.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+MLIR_DECLARE_CAPI_DIALECT_REGISTRATION(Pisa, pisa);
+
+/// Registers into `registry` the pisa dialect and every dialect and
+/// interface that pisa's passes and pipelines create (arith, tensor, linalg,
+/// gpu, nvvm, the LLVM translations, ...). Needed before running a pipeline.
+MLIR_CAPI_EXPORTED void pisaRegisterAllDialects(MlirDialectRegistry registry);
+
+/// Registers pisa's passes (--pisa-select-schedule, --convert-pisa-to-linalg,
+/// --convert-pisa-to-gpu, ...) and pipelines (pisa-cpu-pipeline,
+/// pisa-lower-to-nvvm-pipeline), and the upstream passes they are built
+/// from, with the global registry, so that mlirParsePassPipeline finds them.
+MLIR_CAPI_EXPORTED void pisaRegisterAllPasses(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PISA_C_DIALECTS_H */

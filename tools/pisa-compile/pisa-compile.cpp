@@ -21,6 +21,9 @@
 #include "pisa/InitAllPasses.h"
 #include "pisa/Analysis/GPUTarget.h"
 #include "pisa/Pipelines/Pipelines.h"
+#include "pisa/Version.h"
+
+#include "llvm/Config/llvm-config.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -56,6 +59,14 @@ static int fail(const llvm::Twine &message) {
 }
 
 namespace {
+constexpr const char *kUsage =
+    "usage: pisa-compile INPUT.mlir -o libNAME.so [--chip sm_90|sm_90a]\n"
+    "           [--features +ptx80] [--q-tile 4] [--emit so|mlir|llvm]\n"
+    "Lowers every public function of INPUT.mlir to sm_90 kernels and host\n"
+    "code and links an AOT library (only libcuda and libc needed at run\n"
+    "time), with NAME.json (manifest) and NAME.h (C header) beside it.\n"
+    "Errors: one line on stderr, exit code 2, no output file.\n";
+
 struct Options {
   std::string input, output, emit = "so";
   mlir::pisa::PisaGPUPipelineOptions pipeline;
@@ -66,6 +77,15 @@ std::optional<std::string> parseArgs(int argc, char **argv, Options &opts) {
   opts.pipeline.format = "bin";
   for (int i = 1; i < argc; ++i) {
     StringRef arg = argv[i];
+    if (arg == "--help" || arg == "-h") {
+      llvm::outs() << kUsage;
+      exit(0);
+    }
+    if (arg == "--version") {
+      llvm::outs() << "pisa-compile (pisa " PISA_VERSION_STRING
+                      ", LLVM/MLIR " LLVM_VERSION_STRING ")\n";
+      exit(0);
+    }
     auto value = [&](std::string &field) -> std::optional<std::string> {
       if (i + 1 >= argc)
         return "option '" + arg.str() + "' needs a value";

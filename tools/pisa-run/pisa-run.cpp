@@ -11,6 +11,10 @@
 
 #include "Options.h"
 
+#include "pisa/Version.h"
+
+#include "llvm/Config/llvm-config.h"
+
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/raw_ostream.h"
@@ -123,6 +127,16 @@ int main(int argc, char **argv) {
     usage(llvm::outs());
     return 0;
   }
+  if (command == "--version") {
+    llvm::outs() << "pisa-run (pisa " PISA_VERSION_STRING ", LLVM/MLIR " LLVM_VERSION_STRING ")\n";
+    return 0;
+  }
+  // `pisa-run COMMAND --help` anywhere on the line.
+  for (int i = 2; i < argc; ++i)
+    if (StringRef(argv[i]) == "--help" || StringRef(argv[i]) == "-h") {
+      usage(llvm::outs());
+      return 0;
+    }
   if (command == "select") {
     auto options = Options::parse(
         argc, argv, 2,

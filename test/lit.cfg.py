@@ -60,6 +60,10 @@ def has_cuda_device():
 if has_cuda_device():
     config.available_features.add("cuda")
 
+# pisa-compile exists when pisa was configured with the CUDA toolkit.
+if os.path.exists(os.path.join(config.pisa_tools_dir, "pisa-compile")):
+    config.available_features.add("pisa-compile")
+
 # ptxas turns PTX into the cubin that AOT libraries embed.
 cuda_root = os.environ.get("CUDA_HOME", "/usr/local/cuda")
 ptxas = shutil.which("ptxas") or os.path.join(cuda_root, "bin", "ptxas")

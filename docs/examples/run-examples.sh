@@ -33,6 +33,10 @@ for t in (0, 100, 511, 1023):
     print(f"  query {t:4d} (block {t // 64:2d}) attends leaf blocks {sel[0, 0, t].tolist()}")
 PY
 
+if [ ! -x "$bin/pisa-compile" ]; then
+  echo "== pisa-compile: not built (configured without the CUDA toolkit)"
+  exit 0
+fi
 echo "== pisa-compile: AOT libraries for sm_90 (run them with python/pisa/aot.py)"
 for name in prefill decode; do
   "$bin/pisa-compile" "$here/$name-select.mlir" -o "$work/lib$name.so"

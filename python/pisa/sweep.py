@@ -150,8 +150,11 @@ def sample_rows(rng, cfg, max_rows):
     nq, C = cfg["Nq"], cfg["C"]
     if nq <= max_rows:
         return np.arange(nq)
-    edge = np.concatenate([np.arange(min(C, nq)), np.arange(max(0, nq - C), nq)])
-    rest = rng.choice(nq, size=max_rows - len(edge), replace=False)
+    edge = np.unique(np.concatenate([np.arange(min(C, nq)),
+                                     np.arange(max(0, nq - C), nq)]))
+    middle = np.setdiff1d(np.arange(nq), edge)
+    rest = rng.choice(middle, size=min(len(middle), max(0, max_rows - len(edge))),
+                      replace=False)
     return np.unique(np.concatenate([edge, rest]))
 
 

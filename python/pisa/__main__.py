@@ -1,0 +1,44 @@
+"""`python3 -m pisa` (or `pisa` once installed): the package's commands.
+
+usage: python3 -m pisa COMMAND [ARGS...]   (python3 -m pisa COMMAND --help)
+"""
+
+import importlib
+import sys
+
+# command: (module, what it does). Library modules (aot, reference) are
+# imported by programs; these are the scripts.
+COMMANDS = {
+    "sweep": ("pisa.sweep", "generated shape sweep: build libraries, check on the GPU or the CPU"),
+    "cases": ("pisa.cases", "build the fixed GPU check and benchmark libraries"),
+    "check-gpu": ("pisa.check_gpu", "check the fixed cases on the GPU against the reference"),
+    "check-stream-order": ("pisa.check_stream_order", "check that calls order after their inputs' producers"),
+    "bench-gpu": ("pisa.bench_gpu", "time the benchmark libraries on the GPU"),
+    "profile-gpu": ("pisa.profile_gpu", "per-kernel times of one benchmark library"),
+}
+
+
+def usage(out):
+    out.write(__doc__.split("\n\n")[1] + "\n\ncommands:\n")
+    for name, (_, what) in COMMANDS.items():
+        out.write(f"  {name:<20} {what}\n")
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    if not argv or argv[0] in ("-h", "--help"):
+        usage(sys.stdout if argv else sys.stderr)
+        return 0 if argv else 2
+    if argv[0] == "--version":
+        print("pisa 0.5.0")
+        return 0
+    if argv[0] not in COMMANDS:
+        sys.stderr.write(f"pisa: unknown command '{argv[0]}' (see --help)\n")
+        return 2
+    module = importlib.import_module(COMMANDS[argv[0]][0])
+    sys.argv = [f"pisa {argv[0]}"] + argv[1:]
+    return module.main()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -55,7 +55,7 @@ def make_inputs(rng, B, Hkv, G, N, d, C, dtype, window, ties):
     return q, np.ascontiguousarray(k), offset
 
 
-def run_case(name, pisa_run, workdir, seed):
+def run_case(name, pisa_run, workdir, seed, extra=()):
     B, Hkv, G, N, d, C, K, g, dtype, window, ties = CASES[name]
     rng = np.random.default_rng(seed)
     q, k, offset = make_inputs(rng, B, Hkv, G, N, d, C, dtype, window, ties)
@@ -64,7 +64,7 @@ def run_case(name, pisa_run, workdir, seed):
     np.save(kp, k)
     cmd = [pisa_run, "select", "--q", qp, "--k", kp, "--block-size", str(C),
            "--topk", str(K), "--branching", str(g), "--query-offset", str(offset),
-           "--out", op]
+           "--out", op, *extra]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
         print(f"FAIL {name}: pisa-run exited {proc.returncode}: {proc.stderr.strip()}")
@@ -95,12 +95,15 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--pisa-run", default="pisa-run")
     parser.add_argument("--seed", type=int, default=None)
+    parser.add_argument("--static-shapes", action="store_true",
+                        help="compile for the inputs' exact shapes")
     parser.add_argument("cases", nargs="*", default=sorted(CASES))
     args = parser.parse_args()
     seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "little")
     print(f"seed {seed}")
     with tempfile.TemporaryDirectory() as workdir:
-        results = [run_case(c, args.pisa_run, workdir, seed) for c in args.cases]
+        extra = ["--static-shapes"] if args.static_shapes else []
+        results = [run_case(c, args.pisa_run, workdir, seed, extra) for c in args.cases]
     failed = results.count(False)
     print(f"{len(results) - failed} passed, {failed} failed")
     return 1 if failed else 0

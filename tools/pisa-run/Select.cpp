@@ -53,6 +53,7 @@ struct SelectConfig {
   int64_t blockSize, topK, branching, queryOffset;
   float scale;
   bool dumpIR;
+  bool staticShapes;
   std::string outPath;
 };
 
@@ -145,7 +146,9 @@ llvm::Expected<Problem> validate(const npy::Array &q, const npy::Array &k,
   return p;
 }
 
-/// func.func @select(%q, %k, %offset: index) -> selection, C interface.
+/// func.func @select(%q, %k, %offset: index) -> selection, C interface,
+/// with B, N and Nq dynamic: the compiled program depends only on
+/// (G, Hkv, d, C, K, g, dtype) and runs any length (docs/semantics.md).
 OwningOpRef<ModuleOp> buildModule(MLIRContext &ctx, const Problem &p,
                                   const SelectConfig &cfg, Type elemType) {
   OpBuilder b(&ctx);
@@ -153,15 +156,24 @@ OwningOpRef<ModuleOp> buildModule(MLIRContext &ctx, const Problem &p,
   auto module = ModuleOp::create(loc);
   b.setInsertionPointToEnd(module.getBody());
 
-  mlir::pisa::PyramidLayout layout(p.numKeys, cfg.blockSize, cfg.branching);
-  auto qType = RankedTensorType::get(
-      {p.batch, p.queryHeads, p.numQueries, p.headDim}, elemType);
-  auto kType = RankedTensorType::get(
-      {p.batch, p.kvHeads, p.numKeys, p.headDim}, elemType);
-  auto pyrType = RankedTensorType::get(
-      {p.batch, p.kvHeads, layout.totalNodes(), p.headDim}, b.getF32Type());
-  auto selType = RankedTensorType::get(
-      {p.batch, p.kvHeads, p.numQueries, cfg.topK}, b.getI32Type());
+  // --static-shapes: the exact sizes of this call instead.
+  const int64_t any = ShapedType::kDynamic;
+  const int64_t batch = cfg.staticShapes ? p.batch : any;
+  const int64_t keys = cfg.staticShapes ? p.numKeys : any;
+  const int64_t queries = cfg.staticShapes ? p.numQueries : any;
+  const int64_t rows =
+      cfg.staticShapes
+          ? mlir::pisa::PyramidLayout(p.numKeys, cfg.blockSize, cfg.branching)
+                .totalNodes()
+          : any;
+  auto qType = RankedTensorType::get({batch, p.queryHeads, queries, p.headDim},
+                                     elemType);
+  auto kType =
+      RankedTensorType::get({batch, p.kvHeads, keys, p.headDim}, elemType);
+  auto pyrType = RankedTensorType::get({batch, p.kvHeads, rows, p.headDim},
+                                       b.getF32Type());
+  auto selType = RankedTensorType::get({batch, p.kvHeads, queries, cfg.topK},
+                                       b.getI32Type());
 
   auto func = func::FuncOp::create(
       b, loc, "select",
@@ -226,6 +238,7 @@ int pisatool::runSelect(const Options &options) {
     *field = *value;
   }
   cfg.dumpIR = options.has("dump-ir");
+  cfg.staticShapes = options.has("static-shapes");
 
   auto q = npy::read(*qPath);
   if (!q)

@@ -108,6 +108,8 @@ llvm::Expected<std::optional<double>> Options::real(StringRef name) const {
 static void usage(llvm::raw_ostream &os) {
   os << "usage: pisa-run select --q Q.npy --k K.npy --block-size C --topk K\n"
         "           [--branching g] [--scale S] [--query-offset T] [--dump-ir]\n"
+        "           [--static-shapes]  (compile for these exact sizes; the\n"
+        "           default program takes any B, N and Nq)\n"
         "           --out OUT.npy\n"
         "       pisa-run plan --group-size G --block-size C --q-tile T\n"
         "           --queries N [--head-dim d] [--dtype bf16|f16|f32]\n"
@@ -142,7 +144,7 @@ int main(int argc, char **argv) {
         argc, argv, 2,
         {"q", "k", "block-size", "topk", "branching", "scale", "query-offset",
          "out"},
-        {"dump-ir"});
+        {"dump-ir", "static-shapes"});
     if (!options)
       return fail(options.takeError());
     return runSelect(*options);

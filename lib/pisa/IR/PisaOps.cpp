@@ -59,6 +59,19 @@ static LogicalResult checkScale(Operation *op, FloatAttr scale) {
   return success();
 }
 
+/// Heads, d and K fix the kernels' tiling: they stay static while B, N, Nq
+/// and the pyramid's rows may be dynamic (docs/semantics.md).
+static LogicalResult checkStaticDims(Operation *op, StringRef operand,
+                                     ShapedType type,
+                                     ArrayRef<std::pair<int, StringRef>> dims) {
+  for (auto [dim, name] : dims)
+    if (type.isDynamicDim(dim))
+      return op->emitOpError() << "expected a static " << name << " (dim "
+                               << dim << ") in " << operand << " but got "
+                               << type;
+  return success();
+}
+
 /// Hq must split into whole GQA groups of Hkv.
 static LogicalResult checkGroups(Operation *op, int64_t hq, int64_t hkv) {
   if (isStatic(hkv) && hkv < 1)
@@ -110,6 +123,9 @@ static LogicalResult checkPyramidRows(Operation *op, StringRef name,
 LogicalResult PyramidBuildOp::verify() {
   if (failed(checkPyramidParams(*this, getBlockSize(), getBranching())))
     return failure();
+  if (failed(checkStaticDims(*this, "keys", getKeys().getType(),
+                             {{1, "Hkv"}, {3, "d"}})))
+    return failure();
   ArrayRef<int64_t> k = getKeys().getType().getShape();
   ArrayRef<int64_t> p = getPyramid().getType().getShape();
   if (failed(checkSameDim(*this, "B", "pyramid", p[0], "keys", k[0])) ||
@@ -144,6 +160,10 @@ LogicalResult LseScoreOp::verify() {
                          << " children (summaries) to be f32 but got "
                          << childType.getElementType();
 
+  if (failed(checkStaticDims(*this, "queries", qType,
+                             {{1, "Hq"}, {3, "d"}})) ||
+      failed(checkStaticDims(*this, "children", childType, {{1, "Hkv"}})))
+    return failure();
   ArrayRef<int64_t> q = qType.getShape();
   ArrayRef<int64_t> c = childType.getShape();
   ArrayRef<int64_t> cand = getCandidates().getType().getShape();
@@ -197,6 +217,12 @@ LogicalResult HierTopKOp::verify() {
                          << qType.getElementType() << " and "
                          << kType.getElementType();
 
+  if (failed(checkStaticDims(*this, "queries", qType,
+                             {{1, "Hq"}, {3, "d"}})) ||
+      failed(checkStaticDims(*this, "keys", kType, {{1, "Hkv"}})) ||
+      failed(checkStaticDims(*this, "selection", getSelection().getType(),
+                             {{3, "K"}})))
+    return failure();
   ArrayRef<int64_t> q = qType.getShape();
   ArrayRef<int64_t> k = kType.getShape();
   ArrayRef<int64_t> p = getPyramid().getType().getShape();

@@ -8,9 +8,10 @@
 
 // CHECK-LABEL: func.func @select
 // CHECK-SAME: (%[[Q:.*]]: tensor<1x16x4096x128xbf16>, %[[K:.*]]: tensor<1x1x4096x128xbf16>, %[[P:.*]]: tensor<1x1x127x128xf32>, %[[OFF:.*]]: index)
-// CHECK-DAG: %[[SPANS:.*]] = arith.constant dense<[0, 1, 2, 4, 8, 16, 32, 64]> : tensor<8xindex>
-// CHECK-DAG: %[[SIZES:.*]] = arith.constant dense<[0, 64, 32, 16, 8, 4, 2, 1]> : tensor<8xindex>
-// CHECK-DAG: %[[OFFSETS:.*]] = arith.constant dense<[0, 0, 64, 96, 112, 120, 124, 126]> : tensor<8xindex>
+// Level tables (entry l for level l, zeros past the root at level 7):
+// CHECK-DAG: %[[SPANS:.*]] = arith.constant dense<[0, 1, 2, 4, 8, 16, 32, 64, 0, {{.*}}]> : tensor<65xindex>
+// CHECK-DAG: %[[SIZES:.*]] = arith.constant dense<[0, 64, 32, 16, 8, 4, 2, 1, 0, {{.*}}]> : tensor<65xindex>
+// CHECK-DAG: %[[OFFSETS:.*]] = arith.constant dense<[0, 0, 64, 96, 112, 120, 124, 126, 0, {{.*}}]> : tensor<65xindex>
 // CHECK-DAG: %[[OUT:.*]] = tensor.empty() : tensor<1x1x4096x8xi32>
 // CHECK-DAG: %[[CAND:.*]] = tensor.empty() : tensor<16xi32>
 // CHECK-DAG: %[[KEPT:.*]] = tensor.empty() : tensor<8xi32>

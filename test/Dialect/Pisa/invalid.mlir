@@ -459,3 +459,28 @@ func.func @f(%k: tensor<1x2x200x32xf16>) {
   %p = pisa.pyramid_build %k block_size = 64 branching = 65 : tensor<1x2x200x32xf16> -> tensor<1x2x5x32xf32>
   return
 }
+
+// -----
+
+// Heads, d and K stay static; B, N, Nq and the pyramid rows may be dynamic.
+func.func @f(%k: tensor<1x?x200x32xf16>) {
+  // expected-error @+1 {{expected a static Hkv (dim 1) in keys but got 'tensor<1x?x200x32xf16>'}}
+  %p = pisa.pyramid_build %k block_size = 64 branching = 2 : tensor<1x?x200x32xf16> -> tensor<1x?x7x32xf32>
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<?x4x?x?xf16>, %k: tensor<?x2x?x32xf16>, %p: tensor<?x2x?x32xf32>, %off: index) {
+  // expected-error @+1 {{expected a static d (dim 3) in queries but got 'tensor<?x4x?x?xf16>'}}
+  %s = pisa.hier_topk %q, %k, %p, %off topk = 4 block_size = 64 branching = 2 : tensor<?x4x?x?xf16>, tensor<?x2x?x32xf16>, tensor<?x2x?x32xf32> -> tensor<?x2x?x4xi32>
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<?x4x?x32xf16>, %k: tensor<?x2x?x32xf16>, %p: tensor<?x2x?x32xf32>, %off: index) {
+  // expected-error @+1 {{expected a static K (dim 3) in selection but got 'tensor<?x2x?x?xi32>'}}
+  %s = pisa.hier_topk %q, %k, %p, %off topk = 4 block_size = 64 branching = 2 : tensor<?x4x?x32xf16>, tensor<?x2x?x32xf16>, tensor<?x2x?x32xf32> -> tensor<?x2x?x?xi32>
+  return
+}

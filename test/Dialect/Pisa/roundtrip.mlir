@@ -12,11 +12,20 @@ func.func @pyramid(%k: tensor<1x2x200x64xf16>) -> tensor<1x2x7x64xf32> {
 }
 
 // CHECK-LABEL: func.func @pyramid_dynamic
-// CHECK: pisa.pyramid_build %{{.*}} block_size = 8 branching = 4 : tensor<?x?x?x16xbf16> -> tensor<?x?x?x16xf32>
-func.func @pyramid_dynamic(%k: tensor<?x?x?x16xbf16>) -> tensor<?x?x?x16xf32> {
+// CHECK: pisa.pyramid_build %{{.*}} block_size = 8 branching = 4 : tensor<?x3x?x16xbf16> -> tensor<?x3x?x16xf32>
+func.func @pyramid_dynamic(%k: tensor<?x3x?x16xbf16>) -> tensor<?x3x?x16xf32> {
   %p = pisa.pyramid_build %k block_size = 8 branching = 4
-      : tensor<?x?x?x16xbf16> -> tensor<?x?x?x16xf32>
-  return %p : tensor<?x?x?x16xf32>
+      : tensor<?x3x?x16xbf16> -> tensor<?x3x?x16xf32>
+  return %p : tensor<?x3x?x16xf32>
+}
+
+// CHECK-LABEL: func.func @select_dynamic
+// CHECK: pisa.hier_topk {{.*}} : tensor<?x8x?x64xf16>, tensor<?x2x?x64xf16>, tensor<?x2x?x64xf32> -> tensor<?x2x?x8xi32>
+func.func @select_dynamic(%q: tensor<?x8x?x64xf16>, %k: tensor<?x2x?x64xf16>,
+                          %p: tensor<?x2x?x64xf32>, %off: index) -> tensor<?x2x?x8xi32> {
+  %s = pisa.hier_topk %q, %k, %p, %off topk = 8 block_size = 16 branching = 2
+      : tensor<?x8x?x64xf16>, tensor<?x2x?x64xf16>, tensor<?x2x?x64xf32> -> tensor<?x2x?x8xi32>
+  return %s : tensor<?x2x?x8xi32>
 }
 
 // CHECK-LABEL: func.func @score_leaves

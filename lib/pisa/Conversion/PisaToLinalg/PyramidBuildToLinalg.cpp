@@ -6,7 +6,15 @@
 // of children it really has (the last group may be partial). The levels are
 // inserted into the packed [B, H, P, d] result at their PyramidLayout rows.
 //
+// With a dynamic B or N the number of levels is only known at run time: the
+// layout comes from LayoutTables and the means from scf loops (leaves from
+// the keys, then each upper level from the rows below it), summing in the
+// same order as the structured form, so both give the same bits.
+//
 //===----------------------------------------------------------------------===//
+
+#include "../Common/LayoutTables.h"
+#include "../Common/LoopBuilders.h"
 
 #include "pisa/Analysis/PyramidLayout.h"
 #include "pisa/Conversion/PisaToLinalg/PisaToLinalg.h"
@@ -14,6 +22,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Tensor/Utils/Utils.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
@@ -21,6 +30,7 @@
 
 using namespace mlir;
 using namespace mlir::pisa;
+using namespace mlir::pisa::detail;
 
 /// Mean of consecutive groups of `group` rows (dim 2) of `input`
 /// [B, H, n, d]; the last group averages only the rows it has.
@@ -85,6 +95,84 @@ static Value poolMean(ImplicitLocOpBuilder &b, Value input, int64_t group,
       .getResult(0);
 }
 
+/// The pyramid of keys [B, H, N, d] with dynamic B or N: scf loops over the
+/// run-time layout. Every node is the mean of rows `first .. first + count`
+/// of `source` (keys for leaves, the pyramid's level below otherwise),
+/// summed in f32 in row order.
+static Value buildDynamicPyramid(ImplicitLocOpBuilder &b, PyramidBuildOp op) {
+  Value keys = op.getKeys();
+  RankedTensorType keysType = op.getKeys().getType();
+  RankedTensorType resultType = op.getPyramid().getType();
+  const int64_t heads = keysType.getDimSize(1), d = keysType.getDimSize(3);
+  const int64_t blockSize = op.getBlockSize(), fan = op.getBranching();
+  Value zero = indexConst(b, 0), one = indexConst(b, 1);
+  Value batch = tensor::DimOp::create(b, keys, 0);
+  Value numKeys = tensor::DimOp::create(b, keys, 2);
+  LayoutTables layout = buildLayoutTables(b, numKeys, blockSize, fan);
+
+  SmallVector<Value> dynamic;
+  if (resultType.isDynamicDim(0))
+    dynamic.push_back(batch);
+  if (resultType.isDynamicDim(2))
+    dynamic.push_back(layout.totalRows);
+  Value packed = tensor::EmptyOp::create(b, resultType.getShape(),
+                                         b.getF32Type(), dynamic);
+
+  // For every (batch, head, node < nodes, feature): the mean of the
+  // min(group, sourceRows - node * group) rows of `source` (null: the
+  // pyramid itself) from sourceBase + node * group, stored at row
+  // destBase + node.
+  auto meanLevel = [&](ImplicitLocOpBuilder &lb, Value into, Value source,
+                       Value nodes, Value group, Value sourceBase,
+                       Value sourceRows, Value destBase) -> Value {
+    return buildLoop(lb, zero, batch, {into}, [&](ImplicitLocOpBuilder &b0, Value bi, ValueRange a0) {
+      return buildLoop(b0, zero, indexConst(b0, heads), a0, [&](ImplicitLocOpBuilder &b1, Value h, ValueRange a1) {
+        return buildLoop(b1, zero, nodes, a1, [&](ImplicitLocOpBuilder &b2, Value i, ValueRange a2) {
+          Value first = arith::MulIOp::create(b2, i, group);
+          Value count = arith::MinUIOp::create(
+              b2, group, arith::SubIOp::create(b2, sourceRows, first));
+          Value countF = arith::UIToFPOp::create(
+              b2, b2.getF32Type(),
+              arith::IndexCastUIOp::create(b2, b2.getI64Type(), count));
+          Value row = arith::AddIOp::create(b2, destBase, i);
+          Value base = arith::AddIOp::create(b2, sourceBase, first);
+          return buildLoop(b2, zero, indexConst(b2, d), a2, [&](ImplicitLocOpBuilder &b3, Value e, ValueRange a3) {
+            Value sum = buildLoop(b3, zero, count, {f32Const(b3, 0.0f)},
+                                  [&](ImplicitLocOpBuilder &b4, Value c, ValueRange acc) {
+              // Upper levels read the pyramid being built (rows below).
+              Value from = source ? source : a3[0];
+              Value x = extractF32(b4, from,
+                                   {bi, h, arith::AddIOp::create(b4, base, c), e});
+              return SmallVector<Value>{arith::AddFOp::create(b4, x, acc[0])};
+            })[0];
+            Value mean = arith::DivFOp::create(b3, sum, countF);
+            return SmallVector<Value>{
+                tensor::InsertOp::create(b3, mean, a3[0], ValueRange{bi, h, row, e})};
+          });
+        });
+      });
+    })[0];
+  };
+
+  // Leaves: C keys each (fewer in the last), from the keys.
+  packed = meanLevel(b, packed, keys, layout.numLeaves, indexConst(b, blockSize),
+                     zero, numKeys, zero);
+  // Levels 2..L: g rows each of the level below, from the pyramid itself.
+  packed = buildLoop(
+      b, indexConst(b, 2), arith::AddIOp::create(b, layout.numLevels, one),
+      {packed}, [&](ImplicitLocOpBuilder &lb, Value l, ValueRange st) {
+        Value below = arith::SubIOp::create(lb, l, one);
+        auto entry = [&](Value table, Value level) -> Value {
+          return tensor::ExtractOp::create(lb, table, level);
+        };
+        return SmallVector<Value>{meanLevel(
+            lb, st[0], Value(), entry(layout.sizes, l), indexConst(lb, fan),
+            entry(layout.offsets, below), entry(layout.sizes, below),
+            entry(layout.offsets, l))};
+      })[0];
+  return packed;
+}
+
 namespace {
 struct PyramidBuildToLinalg : OpRewritePattern<PyramidBuildOp> {
   using OpRewritePattern::OpRewritePattern;
@@ -93,8 +181,11 @@ struct PyramidBuildToLinalg : OpRewritePattern<PyramidBuildOp> {
                                 PatternRewriter &rewriter) const override {
     RankedTensorType keysType = op.getKeys().getType();
     RankedTensorType resultType = op.getPyramid().getType();
-    if (!keysType.hasStaticShape() || !resultType.hasStaticShape())
-      return rewriter.notifyMatchFailure(op, "requires static shapes");
+    if (!keysType.hasStaticShape() || !resultType.hasStaticShape()) {
+      ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+      rewriter.replaceOp(op, buildDynamicPyramid(b, op));
+      return success();
+    }
     ArrayRef<int64_t> shape = keysType.getShape();
     PyramidLayout layout(shape[2], op.getBlockSize(), op.getBranching());
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);

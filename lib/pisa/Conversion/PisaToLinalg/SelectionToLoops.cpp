@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "../Common/LayoutTables.h"
 #include "../Common/LoopBuilders.h"
 #include "../Common/NodeScore.h"
 
@@ -27,10 +28,23 @@ using namespace mlir;
 using namespace mlir::pisa;
 using namespace mlir::pisa::detail;
 
-static bool allStatic(ValueRange values) {
-  return llvm::all_of(values.getTypes(), [](Type t) {
-    return cast<ShapedType>(t).hasStaticShape();
-  });
+/// Size of dimension `dim` of `tensor`: a constant when static.
+static Value dimOf(ImplicitLocOpBuilder &b, Value tensor, int64_t dim) {
+  int64_t size = cast<RankedTensorType>(tensor.getType()).getDimSize(dim);
+  if (!ShapedType::isDynamic(size))
+    return indexConst(b, size);
+  return tensor::DimOp::create(b, tensor, dim);
+}
+
+/// An empty tensor of `type` whose dynamic sizes are `sizes`' entries.
+static Value emptyLike(ImplicitLocOpBuilder &b, RankedTensorType type,
+                       ArrayRef<Value> sizes) {
+  SmallVector<Value> dynamic;
+  for (auto [i, size] : llvm::enumerate(type.getShape()))
+    if (ShapedType::isDynamic(size))
+      dynamic.push_back(sizes[i]);
+  return tensor::EmptyOp::create(b, type.getShape(), type.getElementType(),
+                                 dynamic);
 }
 
 static float defaultScale(Value queries, FloatAttr scale) {
@@ -38,16 +52,6 @@ static float defaultScale(Value queries, FloatAttr scale) {
     return static_cast<float>(scale.getValueAsDouble());
   int64_t d = cast<ShapedType>(queries.getType()).getDimSize(3);
   return 1.0f / std::sqrt(static_cast<float>(d));
-}
-
-/// A constant i64 table indexed by level (entry 0 unused) as tensor<index>.
-static Value levelTable(ImplicitLocOpBuilder &b, const PyramidLayout &layout,
-                        llvm::function_ref<int64_t(int64_t)> entry) {
-  SmallVector<APInt> values{APInt(64, 0)};
-  for (int64_t l = 1; l <= layout.numLevels(); ++l)
-    values.push_back(APInt(64, entry(l)));
-  auto type = RankedTensorType::get({layout.numLevels() + 1}, b.getIndexType());
-  return arith::ConstantOp::create(b, DenseElementsAttr::get(type, values));
 }
 
 /// Compacts, in place, the first `count` entries of `cand` that satisfy
@@ -130,12 +134,12 @@ struct LseScoreToLoops : OpRewritePattern<LseScoreOp> {
 
   LogicalResult matchAndRewrite(LseScoreOp op,
                                 PatternRewriter &rewriter) const override {
-    if (!allStatic(op->getOperands().drop_back()) || !allStatic(op->getResults()))
-      return rewriter.notifyMatchFailure(op, "requires static shapes");
     ArrayRef<int64_t> q = op.getQueries().getType().getShape();
     ArrayRef<int64_t> c = op.getChildren().getType().getShape();
-    ArrayRef<int64_t> s = op.getCandidates().getType().getShape();
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    SmallVector<Value> s;
+    for (int64_t i = 0; i < 4; ++i)
+      s.push_back(dimOf(b, op.getCandidates(), i));
 
     int64_t level = op.getLevel(), blockSize = op.getBlockSize();
     int64_t keysPerChild = 1, fanout = blockSize;
@@ -147,16 +151,15 @@ struct LseScoreToLoops : OpRewritePattern<LseScoreOp> {
     }
     ScoreOperands operands{op.getQueries(), op.getChildren(), q[1] / c[1],
                            q[3], defaultScale(op.getQueries(), op.getScaleAttr())};
-    ChildLevel childLevel{indexConst(b, 0), indexConst(b, c[2]),
+    ChildLevel childLevel{indexConst(b, 0), dimOf(b, op.getChildren(), 2),
                           indexConst(b, fanout), indexConst(b, keysPerChild)};
 
     Value zero = indexConst(b, 0);
     Value negInf = f32Const(b, -std::numeric_limits<float>::infinity());
-    Value init = tensor::EmptyOp::create(b, op.getScores().getType().getShape(),
-                                         b.getF32Type());
-    auto loopOver = [&](ImplicitLocOpBuilder &lb, int64_t extent, Value acc,
+    Value init = emptyLike(b, op.getScores().getType(), s);
+    auto loopOver = [&](ImplicitLocOpBuilder &lb, Value extent, Value acc,
                         LoopBody body) {
-      return buildLoop(lb, zero, indexConst(lb, extent), {acc}, body);
+      return buildLoop(lb, zero, extent, {acc}, body);
     };
     auto result = loopOver(b, s[0], init, [&](ImplicitLocOpBuilder &b0, Value bi, ValueRange a0) {
       return loopOver(b0, s[1], a0[0], [&](ImplicitLocOpBuilder &b1, Value kv, ValueRange a1) {
@@ -200,39 +203,36 @@ struct HierTopKToLoops : OpRewritePattern<HierTopKOp> {
 
   LogicalResult matchAndRewrite(HierTopKOp op,
                                 PatternRewriter &rewriter) const override {
-    if (!allStatic(op->getOperands().drop_back()) || !allStatic(op->getResults()))
-      return rewriter.notifyMatchFailure(op, "requires static shapes");
+    // Heads, d and K are static (the verifier checks); B, N and Nq may not
+    // be, and the pyramid layout then comes from N at run time.
     ArrayRef<int64_t> q = op.getQueries().getType().getShape();
     ArrayRef<int64_t> k = op.getKeys().getType().getShape();
-    const int64_t numBatch = q[0], numQueries = q[2], numKv = k[1];
+    const int64_t numKv = k[1];
     const int64_t topK = op.getTopk(), fan = op.getBranching();
     const int64_t blockSize = op.getBlockSize();
-    PyramidLayout layout(k[2], blockSize, fan);
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    Value numBatch = dimOf(b, op.getQueries(), 0);
+    Value numQueries = dimOf(b, op.getQueries(), 2);
+    Value numKeys = dimOf(b, op.getKeys(), 2);
+    LayoutTables layout = buildLayoutTables(b, numKeys, blockSize, fan);
 
     float scale = op.getScaleOrDefault();
     ScoreOperands summaries{op.getQueries(), op.getPyramid(), q[1] / k[1], q[3],
                             scale};
     ScoreOperands rawKeys{op.getQueries(), op.getKeys(), q[1] / k[1], q[3],
                           scale};
-
-    Value spans = levelTable(b, layout, [&](int64_t l) {
-      return layout.leavesPerNode(l);
-    });
-    Value sizes = levelTable(b, layout, [&](int64_t l) { return layout.size(l); });
-    Value offsets = levelTable(b, layout, [&](int64_t l) {
-      return layout.offset(l);
-    });
+    Value spans = layout.spans, sizes = layout.sizes, offsets = layout.offsets;
 
     Value zero = indexConst(b, 0), one = indexConst(b, 1);
     Value two = indexConst(b, 2);
     Value cK = indexConst(b, topK), cFan = indexConst(b, fan);
     Value cBlock = indexConst(b, blockSize);
-    Value lastLeaf = indexConst(b, layout.numLeaves() - 1);
-    Value numLevels = indexConst(b, layout.numLevels());
+    Value lastLeaf = arith::SubIOp::create(
+        b, arith::MaxUIOp::create(b, layout.numLeaves, one), one);
+    Value numLevels = layout.numLevels;
 
-    Value out = tensor::EmptyOp::create(
-        b, op.getSelection().getType().getShape(), b.getI32Type());
+    Value out = emptyLike(b, op.getSelection().getType(),
+                          {numBatch, indexConst(b, numKv), numQueries, cK});
     Value cand = tensor::EmptyOp::create(b, {fan * topK}, b.getI32Type());
     Value kept = tensor::EmptyOp::create(b, {topK}, b.getI32Type());
     Value scores = tensor::EmptyOp::create(b, {fan * topK}, b.getF32Type());
@@ -317,7 +317,7 @@ struct HierTopKToLoops : OpRewritePattern<HierTopKOp> {
           qb, hasBtMinus1, indexConst(qb, 3),
           arith::SelectOp::create(qb, hasBt, two, one));
       Value slots = arith::SubIOp::create(qb, cK, numForced);
-      ChildLevel keyLevel{zero, indexConst(qb, layout.numKeys()), cBlock, one};
+      ChildLevel keyLevel{zero, numKeys, cBlock, one};
       Value ranked = cmp(qb, arith::CmpIPredicate::ugt, others[1], slots);
       Value scored = scoreCandidates(qb, ranked, others[0], others[1],
                                      walked[3], rawKeys, site, keyLevel);
@@ -336,15 +336,15 @@ struct HierTopKToLoops : OpRewritePattern<HierTopKOp> {
       return {outAcc, walked[0], sel, scored};
     };
 
-    auto loopOver = [&](ImplicitLocOpBuilder &lb, int64_t extent,
+    auto loopOver = [&](ImplicitLocOpBuilder &lb, Value extent,
                         ValueRange acc, LoopBody body) {
-      return buildLoop(lb, zero, indexConst(lb, extent), acc, body);
+      return buildLoop(lb, zero, extent, acc, body);
     };
     auto result = loopOver(
         b, numBatch, {out, cand, kept, scores},
         [&](ImplicitLocOpBuilder &b0, Value bi, ValueRange a0) {
           return loopOver(
-              b0, numKv, a0, [&](ImplicitLocOpBuilder &b1, Value kv, ValueRange a1) {
+              b0, indexConst(b0, numKv), a0, [&](ImplicitLocOpBuilder &b1, Value kv, ValueRange a1) {
                 return loopOver(b1, numQueries, a1,
                                 [&](ImplicitLocOpBuilder &b2, Value i,
                                     ValueRange a2) {

@@ -51,7 +51,21 @@ def main():
         out = os.path.join(tmp, "out.npy")
 
         base = ["select", "--q", q, "--block-size", "8", "--topk", "4", "--out", out]
+        v = save("v.npy", rng.standard_normal((1, 2, 100, 12)).astype(np.float32))
+        v16 = save("v16.npy", rng.standard_normal((1, 2, 100, 12)).astype(np.float16))
+        vshort = save("vshort.npy", rng.standard_normal((1, 2, 99, 12)).astype(np.float32))
+        sel_bad = save("selbad.npy", np.zeros((1, 2, 100, 5), dtype=np.int32))
+        lse_out = os.path.join(tmp, "lse.npy")
+        attend = ["attend", "--q", q, "--k", k, "--block-size", "8", "--topk", "4",
+                  "--out", out, "--lse-out", lse_out]
         cases = [
+            ("attend without V", attend, "missing required option '--v'"),
+            ("attend V dtype", attend + ["--v", v16], "expected V to have Q's dtype float32 but got float16"),
+            ("attend V length", attend + ["--v", vshort], "expected V to have N = 100 like K but got 99"),
+            ("attend selection shape", attend + ["--v", v, "--selection-in", sel_bad],
+             "expected --selection-in to be int32 [B, Hkv, Nq, K] = [1, 2, 100, 4]"),
+            ("attend unwritable lse", attend[:-1] + [os.path.join(tmp, "no", "dir", "l.npy"), "--v", v],
+             "cannot"),
             ("missing file", base + ["--k", os.path.join(tmp, "nope.npy")], "cannot read"),
             ("not npy", base + ["--k", garbage], "not a valid .npy file"),
             ("truncated", base + ["--k", trunc], "needs 12800 bytes"),
@@ -104,9 +118,9 @@ def main():
                 problems.append(f"{len(lines)} stderr lines, want 1")
             if fragment not in proc.stderr:
                 problems.append(f"stderr lacks {fragment!r}")
-            if os.path.exists(out) or os.path.exists(out + ".tmp"):
+            if any(os.path.exists(p) for p in (out, out + ".tmp", lse_out)):
                 problems.append("left an output file")
-                for p in (out, out + ".tmp"):
+                for p in (out, out + ".tmp", lse_out):
                     if os.path.exists(p):
                         os.remove(p)
             if problems:

@@ -97,3 +97,39 @@ def select(q, keys, C, K, g=2, scale=None, offset=0):
                 out[b, h, i, :len(chosen)] = chosen
                 gaps[b, h, i] = gap[0]
     return out, gaps
+
+
+def attend(q, keys, values, selection, C, scale=None, offset=0):
+    """Block-sparse attention of docs/semantics.md section 6, in float64.
+
+    Returns (output [B, Hq, Nq, dv], lse [B, Hq, Nq]); rows with no key give
+    zeros and -inf."""
+    B, Hq, Nq, d = q.shape
+    _, Hkv, N, dv = values.shape
+    G = Hq // Hkv
+    if scale is None:
+        scale = 1.0 / math.sqrt(d)
+    blocks = -(-N // C)
+    qd, kd, vd = (a.astype(np.float64) for a in (q, keys, values))
+    out = np.zeros((B, Hq, Nq, dv))
+    lse = np.full((B, Hq, Nq), -math.inf)
+    for b in range(B):
+        for kv in range(Hkv):
+            for i in range(Nq):
+                t = offset + i
+                used, last = [], -1
+                for s in selection[b, kv, i]:
+                    s = int(s)
+                    if 0 <= s < blocks and s > last:
+                        used.append(s)
+                        last = s
+                idx = [j for s in used for j in range(s * C, min(s * C + C, N)) if j <= t]
+                if not idx:
+                    continue
+                for h in range(kv * G, (kv + 1) * G):
+                    logits = scale * (kd[b, kv, idx] @ qd[b, h, i])
+                    m = logits.max()
+                    w = np.exp(logits - m)
+                    lse[b, h, i] = m + math.log(w.sum())
+                    out[b, h, i] = (w / w.sum()) @ vd[b, kv, idx]
+    return out, lse

@@ -40,6 +40,11 @@ private:
 int runPlan(const Options &options);
 /// `pisa-run select ...`: JIT-compiles and runs PISA selection on .npy data.
 int runSelect(const Options &options);
+/// `pisa-run attend ...`: selection and block-sparse attention as one
+/// program.
+int runAttend(const Options &options);
+/// The two above: `attend` adds V, the attention op and its outputs.
+int runSelectOrAttend(const Options &options, bool attend);
 
 /// Prints "pisa-run: error: <message>" and returns exit code 2.
 int fail(const llvm::Twine &message);

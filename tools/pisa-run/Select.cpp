@@ -1,6 +1,7 @@
-//===- Select.cpp - pisa-run select: JIT-run PISA selection ---------------===//
+//===- Select.cpp - pisa-run select and attend: JIT-run PISA --------------===//
 //
-// Builds `pyramid_build` + `hier_topk` for the shapes of the inputs, lowers
+// Builds `pyramid_build` + `hier_topk` (+ `sparse_attention` for attend)
+// for the inputs, lowers
 // it with pisa-cpu-pipeline, JIT-compiles it with the ExecutionEngine and
 // runs it. Every input problem is found before anything is compiled or
 // written, and reported as one line with exit code 2.
@@ -54,12 +55,17 @@ struct SelectConfig {
   float scale;
   bool dumpIR;
   bool staticShapes;
-  std::string outPath;
+  bool attend;         ///< pisa-run attend: selection + sparse attention
+  std::string outPath; ///< selection (select) or attention output (attend)
+  std::string lseOutPath, selectionOutPath; ///< attend's optional outputs
+  /// attend --selection-in: attend over this selection instead of PISA's.
+  std::string selectionInPath;
 };
 
 /// Shapes of a validated problem.
 struct Problem {
   int64_t batch, queryHeads, kvHeads, numQueries, numKeys, headDim;
+  int64_t valueDim = 0; ///< dv (attend)
 };
 
 /// The first non-finite element, if any.
@@ -84,6 +90,7 @@ std::optional<int64_t> firstNonFinite(const npy::Array &a) {
 }
 
 llvm::Expected<Problem> validate(const npy::Array &q, const npy::Array &k,
+                                 const npy::Array *v,
                                  const SelectConfig &cfg) {
   auto error = [](const llvm::Twine &msg) {
     return llvm::createStringError(std::errc::invalid_argument,
@@ -139,10 +146,31 @@ llvm::Expected<Problem> validate(const npy::Array &q, const npy::Array &k,
   if (!(std::isfinite(cfg.scale) && cfg.scale > 0.0f))
     return error("expected a finite positive --scale but got " +
                  std::to_string(cfg.scale));
-  for (auto [name, a] : {std::pair{"Q", &q}, std::pair{"K", &k}})
-    if (std::optional<int64_t> at = firstNonFinite(*a))
-      return error(llvm::Twine("expected finite values in ") + name +
-                   " but element " + llvm::Twine(*at) + " is inf or nan");
+  if (v) {
+    if (v->shape.size() != 4)
+      return error("expected V to have rank 4 [B, Hkv, N, dv] but got rank " +
+                   llvm::Twine(v->shape.size()));
+    if (v->dtype != q.dtype)
+      return error(llvm::Twine("expected V to have Q's dtype ") +
+                   npy::dtypeName(q.dtype) + " but got " +
+                   npy::dtypeName(v->dtype));
+    const char *names[] = {"B", "Hkv", "N"};
+    for (int i = 0; i < 3; ++i)
+      if (v->shape[i] != k.shape[i])
+        return error(llvm::Twine("expected V to have ") + names[i] + " = " +
+                     llvm::Twine(k.shape[i]) + " like K but got " +
+                     llvm::Twine(v->shape[i]));
+    if (v->shape[3] < 1)
+      return error("expected every dimension of V to be >= 1 but got a "
+                   "dimension of 0");
+    p.valueDim = v->shape[3];
+  }
+  for (auto [name, a] :
+       {std::pair{"Q", &q}, std::pair{"K", &k}, std::pair{"V", v}})
+    if (a)
+      if (std::optional<int64_t> at = firstNonFinite(*a))
+        return error(llvm::Twine("expected finite values in ") + name +
+                     " but element " + llvm::Twine(*at) + " is inf or nan");
   return p;
 }
 
@@ -175,19 +203,56 @@ OwningOpRef<ModuleOp> buildModule(MLIRContext &ctx, const Problem &p,
   auto selType = RankedTensorType::get({batch, p.kvHeads, queries, cfg.topK},
                                        b.getI32Type());
 
-  auto func = func::FuncOp::create(
-      b, loc, "select",
-      b.getFunctionType({qType, kType, b.getIndexType()}, {selType}));
+  // attend: (q, k, v, offset) -> (output, lse, selection).
+  auto vType = RankedTensorType::get({batch, p.kvHeads, keys, p.valueDim},
+                                     elemType);
+  auto outType = RankedTensorType::get(
+      {batch, p.queryHeads, queries, p.valueDim}, elemType);
+  auto lseType = RankedTensorType::get({batch, p.queryHeads, queries},
+                                       b.getF32Type());
+  SmallVector<Type> inputs{qType, kType};
+  SmallVector<Type> results{selType};
+  const bool given = !cfg.selectionInPath.empty();
+  if (cfg.attend) {
+    inputs.push_back(vType);
+    results = {outType, lseType, selType};
+  }
+  if (given) { // (q, k, v, selection, offset) -> (output, lse)
+    inputs.push_back(selType);
+    results.pop_back();
+  }
+  inputs.push_back(b.getIndexType());
+  auto func = func::FuncOp::create(b, loc, "select",
+                                   b.getFunctionType(inputs, results));
   func->setAttr("llvm.emit_c_interface", b.getUnitAttr());
   Block *entry = func.addEntryBlock();
   b.setInsertionPointToStart(entry);
+  Value offset = entry->getArguments().back();
+  if (given) {
+    auto attention = mlir::pisa::SparseAttentionOp::create(
+        b, loc, TypeRange{outType, lseType}, entry->getArgument(0),
+        entry->getArgument(1), entry->getArgument(2), entry->getArgument(3),
+        offset, cfg.blockSize, b.getF32FloatAttr(cfg.scale));
+    func::ReturnOp::create(b, loc, attention.getResults());
+    return module;
+  }
   Value pyramid = mlir::pisa::PyramidBuildOp::create(
       b, loc, pyrType, entry->getArgument(1), cfg.blockSize, cfg.branching);
   auto select = mlir::pisa::HierTopKOp::create(
       b, loc, selType, entry->getArgument(0), entry->getArgument(1), pyramid,
-      entry->getArgument(2), cfg.topK, cfg.blockSize, cfg.branching,
+      offset, cfg.topK, cfg.blockSize, cfg.branching,
       b.getF32FloatAttr(cfg.scale), /*schedule=*/nullptr);
-  func::ReturnOp::create(b, loc, select.getResult());
+  if (!cfg.attend) {
+    func::ReturnOp::create(b, loc, select.getResult());
+    return module;
+  }
+  auto attention = mlir::pisa::SparseAttentionOp::create(
+      b, loc, TypeRange{outType, lseType}, entry->getArgument(0),
+      entry->getArgument(1), entry->getArgument(2), select.getResult(), offset,
+      cfg.blockSize, b.getF32FloatAttr(cfg.scale));
+  func::ReturnOp::create(b, loc,
+                         ValueRange{attention.getOutput(), attention.getLse(),
+                                    select.getResult()});
   return module;
 }
 
@@ -214,8 +279,93 @@ double secondsSince(std::chrono::steady_clock::time_point start) {
 
 } // namespace
 
+namespace {
+/// IEEE half bits to float.
+float halfToFloat(uint16_t h) {
+  uint32_t sign = uint32_t(h & 0x8000) << 16, exp = (h >> 10) & 0x1f;
+  uint32_t mant = h & 0x3ff, bits;
+  if (exp == 0) {
+    if (mant == 0) {
+      bits = sign;
+    } else { // subnormal: normalise
+      exp = 127 - 15 + 1;
+      while (!(mant & 0x400)) {
+        mant <<= 1;
+        --exp;
+      }
+      bits = sign | exp << 23 | (mant & 0x3ff) << 13;
+    }
+  } else if (exp == 31) {
+    bits = sign | 0x7f800000 | mant << 13;
+  } else {
+    bits = sign | (exp + 127 - 15) << 23 | mant << 13;
+  }
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+/// A result memref (any strides) as a C-order .npy array of `dtype`;
+/// `convert` turns one element into the bytes written.
+template <typename T, int Rank, typename Out>
+npy::Array toNpy(const StridedMemRefType<T, Rank> &m, npy::DType dtype,
+                 Out (*convert)(T)) {
+  npy::Array a;
+  a.dtype = dtype;
+  a.shape.assign(m.sizes, m.sizes + Rank);
+  a.data.resize(a.numElements() * sizeof(Out));
+  Out *dst = reinterpret_cast<Out *>(a.data.data());
+  int64_t index[Rank] = {};
+  for (int64_t n = 0, e = a.numElements(); n < e; ++n) {
+    int64_t at = m.offset;
+    for (int r = 0; r < Rank; ++r)
+      at += index[r] * m.strides[r];
+    *dst++ = convert(m.data[at]);
+    for (int r = Rank - 1; r >= 0 && ++index[r] == m.sizes[r]; --r)
+      index[r] = 0;
+  }
+  return a;
+}
+
+template <typename T> T same(T x) { return x; }
+float fromHalf(uint16_t h) { return halfToFloat(h); }
+
+/// What an attend call returns: the C interface's result struct.
+template <typename E> struct AttendResults {
+  StridedMemRefType<E, 4> output;
+  StridedMemRefType<float, 3> lse;
+  StridedMemRefType<int32_t, 4> selection; ///< absent with --selection-in
+};
+
+/// Writes `arrays` to `paths` (empty paths skipped); on a failure removes
+/// what was written, so that no partial output is left.
+llvm::Error writeAll(llvm::ArrayRef<std::pair<std::string, npy::Array *>> arrays) {
+  std::vector<std::string> written;
+  for (auto &[path, array] : arrays) {
+    if (path.empty())
+      continue;
+    if (llvm::Error err = npy::write(path, *array)) {
+      for (const std::string &w : written)
+        std::remove(w.c_str());
+      return err;
+    }
+    written.push_back(path);
+  }
+  return llvm::Error::success();
+}
+} // namespace
+
 int pisatool::runSelect(const Options &options) {
+  return runSelectOrAttend(options, /*attend=*/false);
+}
+
+int pisatool::runAttend(const Options &options) {
+  return runSelectOrAttend(options, /*attend=*/true);
+}
+
+int pisatool::runSelectOrAttend(const Options &options, bool attend) {
   SelectConfig cfg;
+  cfg.attend = attend;
   auto qPath = options.str("q");
   if (!qPath)
     return fail(qPath.takeError());
@@ -239,6 +389,33 @@ int pisatool::runSelect(const Options &options) {
   }
   cfg.dumpIR = options.has("dump-ir");
   cfg.staticShapes = options.has("static-shapes");
+  for (auto [name, field] :
+       {std::pair{"lse-out", &cfg.lseOutPath},
+        std::pair{"selection-out", &cfg.selectionOutPath},
+        std::pair{"selection-in", &cfg.selectionInPath}})
+    if (attend && options.has(name)) {
+      auto path = options.str(name);
+      if (!path)
+        return fail(path.takeError());
+      *field = *path;
+    }
+  std::optional<npy::Array> v;
+  if (attend) {
+    auto vPath = options.str("v");
+    if (!vPath)
+      return fail(vPath.takeError());
+    auto read = npy::read(*vPath);
+    if (!read)
+      return fail(read.takeError());
+    v = std::move(*read);
+  }
+  std::optional<npy::Array> givenSelection;
+  if (!cfg.selectionInPath.empty()) {
+    auto read = npy::read(cfg.selectionInPath);
+    if (!read)
+      return fail(read.takeError());
+    givenSelection = std::move(*read);
+  }
 
   auto q = npy::read(*qPath);
   if (!q)
@@ -253,7 +430,17 @@ int pisatool::runSelect(const Options &options) {
                      : (q->shape.size() == 4
                             ? 1.0f / std::sqrt(float(q->shape[3]))
                             : 1.0f);
-  auto problem = validate(*q, *k, cfg);
+  auto problem = validate(*q, *k, v ? &*v : nullptr, cfg);
+  if (problem && givenSelection) {
+    const npy::Array &sel = *givenSelection;
+    std::vector<int64_t> want{problem->batch, problem->kvHeads,
+                              problem->numQueries, cfg.topK};
+    if (sel.dtype != npy::DType::I32 || sel.shape != want)
+      return fail("expected --selection-in to be int32 [B, Hkv, Nq, K] = [" +
+                  std::to_string(want[0]) + ", " + std::to_string(want[1]) +
+                  ", " + std::to_string(want[2]) + ", " +
+                  std::to_string(want[3]) + "]");
+  }
   if (!problem)
     return fail(problem.takeError());
 
@@ -332,50 +519,82 @@ int pisatool::runSelect(const Options &options) {
     return fail(entry.takeError());
   double compileSeconds = secondsSince(compileStart);
 
-  StridedMemRefType<int32_t, 4> result;
-  std::memset(&result, 0, sizeof(result));
-  auto *resultPtr = &result;
   int64_t offset = cfg.queryOffset;
   auto runStart = std::chrono::steady_clock::now();
   llvm::Error err = llvm::Error::success();
-  if (q->dtype == npy::DType::F16) {
-    auto qDesc = describe<uint16_t>(*q), kDesc = describe<uint16_t>(*k);
+  npy::Array selection, output, lse;
+  // The C interface takes the result (a struct of descriptors when there
+  // are several) first; results are owned by the caller.
+  auto run = [&](auto tag) -> llvm::Error {
+    using E = decltype(tag);
+    auto qDesc = describe<E>(*q), kDesc = describe<E>(*k);
     auto *qPtr = &qDesc, *kPtr = &kDesc;
-    err = (*engine)->invoke("select", resultPtr, qPtr, kPtr, offset);
-  } else {
-    auto qDesc = describe<float>(*q), kDesc = describe<float>(*k);
-    auto *qPtr = &qDesc, *kPtr = &kDesc;
-    err = (*engine)->invoke("select", resultPtr, qPtr, kPtr, offset);
-  }
+    if (!cfg.attend) {
+      StridedMemRefType<int32_t, 4> result;
+      std::memset(&result, 0, sizeof(result));
+      auto *resultPtr = &result;
+      if (llvm::Error e =
+              (*engine)->invoke("select", resultPtr, qPtr, kPtr, offset))
+        return e;
+      selection = toNpy(result, npy::DType::I32, &same<int32_t>);
+      std::free(result.basePtr);
+      return llvm::Error::success();
+    }
+    auto vDesc = describe<E>(*v);
+    auto *vPtr = &vDesc;
+    AttendResults<E> results;
+    std::memset(&results, 0, sizeof(results));
+    auto *resultsPtr = &results;
+    if (givenSelection) {
+      // Two results: the struct's first two members.
+      auto selDesc = describe<int32_t>(*givenSelection);
+      auto *selPtr = &selDesc;
+      if (llvm::Error e = (*engine)->invoke("select", resultsPtr, qPtr, kPtr,
+                                            vPtr, selPtr, offset))
+        return e;
+    } else if (llvm::Error e = (*engine)->invoke("select", resultsPtr, qPtr,
+                                                 kPtr, vPtr, offset)) {
+      return e;
+    }
+    if constexpr (std::is_same_v<E, uint16_t>)
+      output = toNpy(results.output, npy::DType::F32, &fromHalf);
+    else
+      output = toNpy(results.output, npy::DType::F32, &same<float>);
+    lse = toNpy(results.lse, npy::DType::F32, &same<float>);
+    std::free(results.output.basePtr);
+    std::free(results.lse.basePtr);
+    if (givenSelection) {
+      selection = *givenSelection;
+    } else {
+      selection = toNpy(results.selection, npy::DType::I32, &same<int32_t>);
+      std::free(results.selection.basePtr);
+    }
+    return llvm::Error::success();
+  };
+  if (q->dtype == npy::DType::F16)
+    err = run(uint16_t());
+  else
+    err = run(float());
   if (err)
     return fail(std::move(err));
   double runSeconds = secondsSince(runStart);
 
-  npy::Array selection;
-  selection.dtype = npy::DType::I32;
-  selection.shape.assign(result.sizes, result.sizes + 4);
-  selection.data.resize(selection.numElements() * 4);
-  int32_t *dst = reinterpret_cast<int32_t *>(selection.data.data());
-  for (int64_t i0 = 0; i0 < result.sizes[0]; ++i0)
-    for (int64_t i1 = 0; i1 < result.sizes[1]; ++i1)
-      for (int64_t i2 = 0; i2 < result.sizes[2]; ++i2)
-        for (int64_t i3 = 0; i3 < result.sizes[3]; ++i3)
-          *dst++ = result.data[result.offset + i0 * result.strides[0] +
-                               i1 * result.strides[1] +
-                               i2 * result.strides[2] +
-                               i3 * result.strides[3]];
-  // The result buffer is owned by the caller (ownership-based deallocation).
-  std::free(result.basePtr);
-  if (llvm::Error werr = npy::write(cfg.outPath, selection))
+  llvm::Error werr =
+      cfg.attend ? writeAll({{cfg.outPath, &output},
+                             {cfg.lseOutPath, &lse},
+                             {cfg.selectionOutPath, &selection}})
+                 : writeAll({{cfg.outPath, &selection}});
+  if (werr)
     return fail(std::move(werr));
 
   mlir::pisa::PyramidLayout layout(problem->numKeys, cfg.blockSize,
                                    cfg.branching);
   llvm::outs() << llvm::format(
-      "pisa-run: selected K=%lld of %lld leaf blocks (C=%lld, g=%lld, %lld "
+      "pisa-run: %s K=%lld of %lld leaf blocks (C=%lld, g=%lld, %lld "
       "levels) for %lld queries x %lld KV heads x B=%lld, G=%lld, d=%lld; "
       "compile %.2f s, run %.3f s; wrote %s\n",
-      (long long)cfg.topK, (long long)layout.numLeaves(),
+      cfg.attend ? "attended over" : "selected", (long long)cfg.topK,
+      (long long)layout.numLeaves(),
       (long long)cfg.blockSize, (long long)cfg.branching,
       (long long)layout.numLevels(), (long long)problem->numQueries,
       (long long)problem->kvHeads, (long long)problem->batch,

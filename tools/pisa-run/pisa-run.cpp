@@ -111,6 +111,11 @@ static void usage(llvm::raw_ostream &os) {
         "           [--static-shapes]  (compile for these exact sizes; the\n"
         "           default program takes any B, N and Nq)\n"
         "           --out OUT.npy\n"
+        "       pisa-run attend --q Q.npy --k K.npy --v V.npy --block-size C\n"
+        "           --topk K [--branching g] [--scale S] [--query-offset T]\n"
+        "           --out O.npy [--lse-out L.npy] [--selection-out S.npy]\n"
+        "           [--selection-in S.npy]  (attend over a given selection)\n"
+        "           [--dump-ir] [--static-shapes]\n"
         "       pisa-run plan --group-size G --block-size C --q-tile T\n"
         "           --queries N [--head-dim d] [--dtype bf16|f16|f32]\n"
         "           [--policy paper|refined]\n"
@@ -149,6 +154,16 @@ int main(int argc, char **argv) {
       return fail(options.takeError());
     return runSelect(*options);
   }
+  if (command == "attend") {
+    auto options = Options::parse(
+        argc, argv, 2,
+        {"q", "k", "v", "block-size", "topk", "branching", "scale",
+         "query-offset", "out", "lse-out", "selection-out", "selection-in"},
+        {"dump-ir", "static-shapes"});
+    if (!options)
+      return fail(options.takeError());
+    return runAttend(*options);
+  }
   if (command == "plan") {
     auto options = Options::parse(argc, argv, 2,
                                   {"group-size", "block-size", "q-tile",
@@ -159,5 +174,6 @@ int main(int argc, char **argv) {
       return fail(options.takeError());
     return runPlan(*options);
   }
-  return fail("unknown command '" + command + "' (expected select or plan)");
+  return fail("unknown command '" + command +
+              "' (expected select, attend or plan)");
 }

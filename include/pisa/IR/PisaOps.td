@@ -122,4 +122,46 @@ def Pisa_HierTopKOp : Pisa_Op<"hier_topk", [Pure]> {
   }];
 }
 
+def Pisa_SparseAttentionOp : Pisa_Op<"sparse_attention", [Pure]> {
+  let summary = "causal attention over the selected key blocks";
+  let description = [{
+    For every query i (position t = query_offset + i) and query head h
+    (KV head h / G), attends to the keys j <= t of the leaf blocks listed
+    in `selection[b, h / G, i, :]` (block s holds keys sC .. sC + C - 1):
+
+        o = sum_j softmax_j(scale * q . k_j) v_j,
+        lse = log sum_j exp(scale * q . k_j)
+
+    accumulated in f32; `output` has the queries' element type. Entries are
+    taken in order and an entry is ignored when it is -1, outside
+    [0, ceil(N / C)), or not greater than the last entry used (so a row
+    from `pisa.hier_topk` is used whole and duplicates count once). A row
+    with no key gives zeros and lse = -inf. `scale` defaults to 1/sqrt(d).
+    docs/semantics.md, section 6, is the contract.
+
+    ```mlir
+    %o, %lse = pisa.sparse_attention %q, %k, %v, %sel, %off block_size = 64
+        : tensor<1x16x4096x128xbf16>, tensor<1x1x4096x128xbf16>,
+          tensor<1x1x4096x128xbf16>, tensor<1x1x4096x8xi32>
+        -> tensor<1x16x4096x128xbf16>, tensor<1x16x4096xf32>
+    ```
+  }];
+  let arguments = (ins Pisa_FloatTensor4D:$queries, Pisa_FloatTensor4D:$keys,
+                       Pisa_FloatTensor4D:$values,
+                       4DTensorOf<[I32]>:$selection, Index:$query_offset,
+                       I64Attr:$block_size, OptionalAttr<F32Attr>:$scale);
+  let results = (outs Pisa_FloatTensor4D:$output, 3DTensorOf<[F32]>:$lse);
+  let assemblyFormat = [{
+    $queries `,` $keys `,` $values `,` $selection `,` $query_offset
+    `block_size` `=` $block_size (`scale` `=` $scale^)? attr-dict
+    `:` type($queries) `,` type($keys) `,` type($values) `,` type($selection)
+    `->` type($output) `,` type($lse)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The logit scale: the attribute, else 1/sqrt(d).
+    float getScaleOrDefault();
+  }];
+}
+
 #endif // PISA_IR_PISAOPS_TD

@@ -243,3 +243,63 @@ LogicalResult HierTopKOp::verify() {
     return failure();
   return checkQueryOffset(*this, getQueryOffset(), q[2], k[2]);
 }
+
+//===----------------------------------------------------------------------===//
+// SparseAttentionOp
+//===----------------------------------------------------------------------===//
+
+float SparseAttentionOp::getScaleOrDefault() {
+  if (FloatAttr scale = getScaleAttr())
+    return static_cast<float>(scale.getValueAsDouble());
+  int64_t d = getQueries().getType().getDimSize(3);
+  return 1.0f / std::sqrt(static_cast<float>(d));
+}
+
+LogicalResult SparseAttentionOp::verify() {
+  if (getBlockSize() < 1 || getBlockSize() > kMaxBlockSize)
+    return emitOpError() << "expected block size C in [1, " << kMaxBlockSize
+                         << "] but got " << getBlockSize();
+  if (failed(checkScale(*this, getScaleAttr())))
+    return failure();
+  RankedTensorType qType = getQueries().getType();
+  RankedTensorType kType = getKeys().getType();
+  RankedTensorType vType = getValues().getType();
+  RankedTensorType oType = getOutput().getType();
+  if (kType.getElementType() != qType.getElementType() ||
+      vType.getElementType() != qType.getElementType() ||
+      oType.getElementType() != qType.getElementType())
+    return emitOpError() << "expected queries, keys, values and output to "
+                            "have one element type but got "
+                         << qType.getElementType() << ", "
+                         << kType.getElementType() << ", "
+                         << vType.getElementType() << " and "
+                         << oType.getElementType();
+  if (failed(checkStaticDims(*this, "queries", qType, {{1, "Hq"}, {3, "d"}})) ||
+      failed(checkStaticDims(*this, "keys", kType, {{1, "Hkv"}})) ||
+      failed(checkStaticDims(*this, "values", vType, {{3, "dv"}})) ||
+      failed(checkStaticDims(*this, "selection", getSelection().getType(),
+                             {{3, "K"}})))
+    return failure();
+  ArrayRef<int64_t> q = qType.getShape(), k = kType.getShape();
+  ArrayRef<int64_t> v = vType.getShape(), o = oType.getShape();
+  ArrayRef<int64_t> sel = getSelection().getType().getShape();
+  ArrayRef<int64_t> lse = getLse().getType().getShape();
+  if (failed(checkSameDim(*this, "B", "keys", k[0], "queries", q[0])) ||
+      failed(checkSameDim(*this, "d", "keys", k[3], "queries", q[3])) ||
+      failed(checkGroups(*this, q[1], k[1])) ||
+      failed(checkSameDim(*this, "B", "values", v[0], "keys", k[0])) ||
+      failed(checkSameDim(*this, "Hkv", "values", v[1], "keys", k[1])) ||
+      failed(checkSameDim(*this, "N", "values", v[2], "keys", k[2])) ||
+      failed(checkSameDim(*this, "B", "selection", sel[0], "queries", q[0])) ||
+      failed(checkSameDim(*this, "Hkv", "selection", sel[1], "keys", k[1])) ||
+      failed(checkSameDim(*this, "Nq", "selection", sel[2], "queries", q[2])) ||
+      failed(checkSameDim(*this, "B", "output", o[0], "queries", q[0])) ||
+      failed(checkSameDim(*this, "Hq", "output", o[1], "queries", q[1])) ||
+      failed(checkSameDim(*this, "Nq", "output", o[2], "queries", q[2])) ||
+      failed(checkSameDim(*this, "dv", "output", o[3], "values", v[3])) ||
+      failed(checkSameDim(*this, "B", "lse", lse[0], "queries", q[0])) ||
+      failed(checkSameDim(*this, "Hq", "lse", lse[1], "queries", q[1])) ||
+      failed(checkSameDim(*this, "Nq", "lse", lse[2], "queries", q[2])))
+    return failure();
+  return checkQueryOffset(*this, getQueryOffset(), q[2], k[2]);
+}

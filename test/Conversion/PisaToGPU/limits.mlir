@@ -39,3 +39,11 @@ func.func @dynamic(%k: tensor<1x1x?x32xf32>) -> tensor<1x1x?x32xf32> {
       : tensor<1x1x?x32xf32> -> tensor<1x1x?x32xf32>
   return %p : tensor<1x1x?x32xf32>
 }
+
+// -----
+
+func.func @attention(%q: tensor<1x4x10x16xf16>, %k: tensor<1x2x10x16xf16>, %v: tensor<1x2x10x8xf16>, %s: tensor<1x2x10x3xi32>, %off: index) -> tensor<1x4x10x8xf16> {
+  // expected-error @+1 {{has no GPU lowering (the CPU pipeline, pisa-cpu-pipeline, lowers it)}}
+  %o, %l = pisa.sparse_attention %q, %k, %v, %s, %off block_size = 4 : tensor<1x4x10x16xf16>, tensor<1x2x10x16xf16>, tensor<1x2x10x8xf16>, tensor<1x2x10x3xi32> -> tensor<1x4x10x8xf16>, tensor<1x4x10xf32>
+  return %o : tensor<1x4x10x8xf16>
+}

@@ -484,3 +484,36 @@ func.func @f(%q: tensor<?x4x?x32xf16>, %k: tensor<?x2x?x32xf16>, %p: tensor<?x2x
   %s = pisa.hier_topk %q, %k, %p, %off topk = 4 block_size = 64 branching = 2 : tensor<?x4x?x32xf16>, tensor<?x2x?x32xf16>, tensor<?x2x?x32xf32> -> tensor<?x2x?x?xi32>
   return
 }
+
+// -----
+
+func.func @f(%q: tensor<1x4x10x16xf16>, %k: tensor<1x2x10x16xf16>, %v: tensor<1x2x10x8xf32>, %s: tensor<1x2x10x3xi32>, %off: index) {
+  // expected-error @+1 {{expected queries, keys, values and output to have one element type but got 'f16', 'f16', 'f32' and 'f16'}}
+  %o, %l = pisa.sparse_attention %q, %k, %v, %s, %off block_size = 4 : tensor<1x4x10x16xf16>, tensor<1x2x10x16xf16>, tensor<1x2x10x8xf32>, tensor<1x2x10x3xi32> -> tensor<1x4x10x8xf16>, tensor<1x4x10xf32>
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<1x4x10x16xf16>, %k: tensor<1x2x10x16xf16>, %v: tensor<1x2x9x8xf16>, %s: tensor<1x2x10x3xi32>, %off: index) {
+  // expected-error @+1 {{expected N of values (9) to match keys (10)}}
+  %o, %l = pisa.sparse_attention %q, %k, %v, %s, %off block_size = 4 : tensor<1x4x10x16xf16>, tensor<1x2x10x16xf16>, tensor<1x2x9x8xf16>, tensor<1x2x10x3xi32> -> tensor<1x4x10x8xf16>, tensor<1x4x10xf32>
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<1x4x10x16xf16>, %k: tensor<1x2x10x16xf16>, %v: tensor<1x2x10x8xf16>, %s: tensor<1x2x10x3xi32>, %off: index) {
+  // expected-error @+1 {{expected dv of output (16) to match values (8)}}
+  %o, %l = pisa.sparse_attention %q, %k, %v, %s, %off block_size = 4 : tensor<1x4x10x16xf16>, tensor<1x2x10x16xf16>, tensor<1x2x10x8xf16>, tensor<1x2x10x3xi32> -> tensor<1x4x10x16xf16>, tensor<1x4x10xf32>
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<1x4x10x16xf16>, %k: tensor<1x2x10x16xf16>, %v: tensor<1x2x10x8xf16>, %s: tensor<1x2x10x3xi32>) {
+  %off = arith.constant 1 : index
+  // expected-error @+1 {{expected query_offset (1) + Nq (10) <= N (10)}}
+  %o, %l = pisa.sparse_attention %q, %k, %v, %s, %off block_size = 4 : tensor<1x4x10x16xf16>, tensor<1x2x10x16xf16>, tensor<1x2x10x8xf16>, tensor<1x2x10x3xi32> -> tensor<1x4x10x8xf16>, tensor<1x4x10xf32>
+  return
+}

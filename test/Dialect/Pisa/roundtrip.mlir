@@ -78,3 +78,13 @@ func.func @schedule_attr() {
   "test.use"() {s = #pisa.schedule<two_stage, q_tile = 2, io_two_stage = 10, io_single_stage = 20>} : () -> ()
   return
 }
+
+// CHECK-LABEL: func.func @attend
+// CHECK: %{{.*}}, %{{.*}} = pisa.sparse_attention %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} block_size = 64 scale = 1.250000e-01 : tensor<?x8x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x2x?x32xbf16>, tensor<?x2x?x4xi32> -> tensor<?x8x?x32xbf16>, tensor<?x8x?xf32>
+func.func @attend(%q: tensor<?x8x?x64xbf16>, %k: tensor<?x2x?x64xbf16>, %v: tensor<?x2x?x32xbf16>,
+                  %s: tensor<?x2x?x4xi32>, %off: index) -> (tensor<?x8x?x32xbf16>, tensor<?x8x?xf32>) {
+  %o, %l = pisa.sparse_attention %q, %k, %v, %s, %off block_size = 64 scale = 0.125
+      : tensor<?x8x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x2x?x32xbf16>, tensor<?x2x?x4xi32>
+      -> tensor<?x8x?x32xbf16>, tensor<?x8x?xf32>
+  return %o, %l : tensor<?x8x?x32xbf16>, tensor<?x8x?xf32>
+}

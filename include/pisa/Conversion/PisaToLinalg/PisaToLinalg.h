@@ -14,6 +14,9 @@ void populatePyramidBuildToLinalgPatterns(RewritePatternSet &patterns);
 /// pisa.lse_score and pisa.hier_topk to bounded scf loops.
 void populateSelectionToLoopsPatterns(RewritePatternSet &patterns);
 
+/// pisa.sparse_attention to scf loops with an online softmax.
+void populateAttentionToLoopsPatterns(RewritePatternSet &patterns);
+
 /// Everything --convert-pisa-to-linalg applies.
 void populatePisaToLinalgConversionPatterns(RewritePatternSet &patterns);
 

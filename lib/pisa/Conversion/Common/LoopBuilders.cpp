@@ -98,3 +98,22 @@ Value mlir::pisa::detail::extractF32(ImplicitLocOpBuilder &b, Value source,
     return v;
   return arith::ExtFOp::create(b, b.getF32Type(), v);
 }
+
+Value mlir::pisa::detail::dimOf(ImplicitLocOpBuilder &b, Value tensor,
+                                int64_t dim) {
+  int64_t size = cast<RankedTensorType>(tensor.getType()).getDimSize(dim);
+  if (!ShapedType::isDynamic(size))
+    return indexConst(b, size);
+  return tensor::DimOp::create(b, tensor, dim);
+}
+
+Value mlir::pisa::detail::emptyLike(ImplicitLocOpBuilder &b,
+                                    RankedTensorType type,
+                                    ArrayRef<Value> sizes) {
+  SmallVector<Value> dynamic;
+  for (auto [i, size] : llvm::enumerate(type.getShape()))
+    if (ShapedType::isDynamic(size))
+      dynamic.push_back(sizes[i]);
+  return tensor::EmptyOp::create(b, type.getShape(), type.getElementType(),
+                                 dynamic);
+}

@@ -9,6 +9,7 @@
 #define PISA_LIB_CONVERSION_COMMON_LOOPBUILDERS_H
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/SmallVector.h"
@@ -53,6 +54,14 @@ Value insertIndex(ImplicitLocOpBuilder &b, Value value, Value tensor,
                   ValueRange indices);
 /// Reads a float element of a tensor or memref and widens it to f32.
 Value extractF32(ImplicitLocOpBuilder &b, Value source, ValueRange indices);
+
+/// Size of dimension `dim` of a ranked tensor: a constant when static, else
+/// tensor.dim.
+Value dimOf(ImplicitLocOpBuilder &b, Value tensor, int64_t dim);
+/// tensor.empty of `type`, its dynamic sizes taken from `sizes` (one entry
+/// per dimension; static dimensions' entries are ignored).
+Value emptyLike(ImplicitLocOpBuilder &b, RankedTensorType type,
+                ArrayRef<Value> sizes);
 
 } // namespace mlir::pisa::detail
 

@@ -23,6 +23,7 @@ void mlir::pisa::populatePisaToLinalgConversionPatterns(
     RewritePatternSet &patterns) {
   populatePyramidBuildToLinalgPatterns(patterns);
   populateSelectionToLoopsPatterns(patterns);
+  populateAttentionToLoopsPatterns(patterns);
 }
 
 namespace {

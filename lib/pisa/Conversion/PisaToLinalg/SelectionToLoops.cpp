@@ -28,25 +28,6 @@ using namespace mlir;
 using namespace mlir::pisa;
 using namespace mlir::pisa::detail;
 
-/// Size of dimension `dim` of `tensor`: a constant when static.
-static Value dimOf(ImplicitLocOpBuilder &b, Value tensor, int64_t dim) {
-  int64_t size = cast<RankedTensorType>(tensor.getType()).getDimSize(dim);
-  if (!ShapedType::isDynamic(size))
-    return indexConst(b, size);
-  return tensor::DimOp::create(b, tensor, dim);
-}
-
-/// An empty tensor of `type` whose dynamic sizes are `sizes`' entries.
-static Value emptyLike(ImplicitLocOpBuilder &b, RankedTensorType type,
-                       ArrayRef<Value> sizes) {
-  SmallVector<Value> dynamic;
-  for (auto [i, size] : llvm::enumerate(type.getShape()))
-    if (ShapedType::isDynamic(size))
-      dynamic.push_back(sizes[i]);
-  return tensor::EmptyOp::create(b, type.getShape(), type.getElementType(),
-                                 dynamic);
-}
-
 static float defaultScale(Value queries, FloatAttr scale) {
   if (scale)
     return static_cast<float>(scale.getValueAsDouble());

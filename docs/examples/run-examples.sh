@@ -33,6 +33,17 @@ for t in (0, 100, 511, 1023):
     print(f"  query {t:4d} (block {t // 64:2d}) attends leaf blocks {sel[0, 0, t].tolist()}")
 PY
 
+echo "== pisa-run attend: the whole sparse prefill (pyramid, selection, attention) on the CPU"
+"$bin/pisa-run" attend --q "$work/q.npy" --k "$work/k.npy" --v "$work/v.npy" \
+    --block-size 64 --topk 8 --out "$work/attention.npy" --lse-out "$work/lse.npy"
+/usr/bin/python3 - "$work/attention.npy" "$work/lse.npy" <<'PY'
+import sys
+import numpy as np
+o, lse = np.load(sys.argv[1]), np.load(sys.argv[2])
+print(f"  output {o.dtype}{list(o.shape)} [B, Hq, Nq, dv], lse {list(lse.shape)}; "
+      f"query 1023 head 0: lse {lse[0, 0, 1023]:.4f}, o[:4] {[round(float(x), 4) for x in o[0, 0, 1023, :4]]}")
+PY
+
 if [ ! -x "$bin/pisa-compile" ]; then
   echo "== pisa-compile: not built (configured without the CUDA toolkit)"
   exit 0

@@ -38,21 +38,14 @@ import zlib
 
 import numpy as np
 
+from pisa.cases import pyramid_rows
+
 TOL = 1e-2
 MIN_AGREEMENT = 0.999
 DTYPES = ("f32", "f16", "bf16")
 HEAD_DIMS = (32, 64, 96, 128, 256)
 BLOCK_SIZES = (16, 32, 64, 128)
 INPUTS = ("gaussian", "hot", "ties")
-
-
-def pyramid_rows(n, c, g):
-    rows, m = 0, -(-n // c)
-    while True:
-        rows += m
-        if m == 1:
-            return rows
-        m = -(-m // g)
 
 
 def draw_length(rng, C, max_n):

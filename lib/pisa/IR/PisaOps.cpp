@@ -193,11 +193,16 @@ LogicalResult LseScoreOp::verify() {
 // HierTopKOp
 //===----------------------------------------------------------------------===//
 
-float HierTopKOp::getScaleOrDefault() {
-  if (FloatAttr scale = getScaleAttr())
+/// The logit scale of an op with queries [B, Hq, Nq, d]: the attribute,
+/// else 1/sqrt(d).
+static float scaleOrDefault(FloatAttr scale, RankedTensorType queries) {
+  if (scale)
     return static_cast<float>(scale.getValueAsDouble());
-  int64_t d = getQueries().getType().getDimSize(3);
-  return 1.0f / std::sqrt(static_cast<float>(d));
+  return 1.0f / std::sqrt(static_cast<float>(queries.getDimSize(3)));
+}
+
+float HierTopKOp::getScaleOrDefault() {
+  return scaleOrDefault(getScaleAttr(), getQueries().getType());
 }
 
 LogicalResult HierTopKOp::verify() {
@@ -249,10 +254,7 @@ LogicalResult HierTopKOp::verify() {
 //===----------------------------------------------------------------------===//
 
 float SparseAttentionOp::getScaleOrDefault() {
-  if (FloatAttr scale = getScaleAttr())
-    return static_cast<float>(scale.getValueAsDouble());
-  int64_t d = getQueries().getType().getDimSize(3);
-  return 1.0f / std::sqrt(static_cast<float>(d));
+  return scaleOrDefault(getScaleAttr(), getQueries().getType());
 }
 
 LogicalResult SparseAttentionOp::verify() {

@@ -279,6 +279,36 @@ def check(args):
 
 # -------------------------------------------------------------------- cpu
 
+def check_attend(args, pisa_reference, cfg, q, k, selection, rng, np_dtype, work):
+    """pisa-run attend on the configuration (values of a drawn dv) against
+    the NumPy reference over the selection pisa-run select returned (the
+    same program selects): (ok, note)."""
+    dv = int(rng.choice(HEAD_DIMS))
+    v = rng.standard_normal(k.shape[:3] + (dv,)).astype(np_dtype)
+    paths = {x: os.path.join(work, f"{x}.npy") for x in ("q", "k", "v", "o", "l", "s")}
+    np.save(paths["v"], v)
+    r = subprocess.run(
+        [args.pisa_run, "attend", "--q", paths["q"], "--k", paths["k"], "--v", paths["v"],
+         "--block-size", str(cfg["C"]), "--topk", str(cfg["K"]), "--branching",
+         str(cfg["g"]), "--query-offset", str(cfg["offset"]), "--out", paths["o"],
+         "--lse-out", paths["l"], "--selection-out", paths["s"]],
+        capture_output=True, text=True)
+    if r.returncode != 0:
+        return False, f"; attend exit {r.returncode}: {r.stderr.strip()}"
+    if not np.array_equal(np.load(paths["s"]), selection):
+        return False, "; attend selected differently from select"
+    o, lse = np.load(paths["o"]), np.load(paths["l"])
+    want_o, want_lse = pisa_reference.attend(q, k, v, selection, cfg["C"],
+                                             offset=cfg["offset"])
+    tol = 5e-3 if np_dtype == np.float16 else 1e-4
+    err = float(np.abs(o - want_o).max()) if o.size else 0.0
+    finite = np.isfinite(want_lse)
+    lse_ok = np.array_equal(np.isfinite(lse), finite) and np.all(
+        np.abs(lse[finite] - want_lse[finite]) <= 1e-4 * (1 + np.abs(want_lse[finite])))
+    ok = err <= tol and lse_ok
+    return ok, f"; attention dv={dv} max error {err:.1e}" + ("" if lse_ok else ", lse differs")
+
+
 def cpu(args):
     here = os.path.dirname(os.path.abspath(__file__))
     sys.path.insert(0, os.path.join(here, "..", "..", "test", "Integration"))
@@ -286,7 +316,7 @@ def cpu(args):
 
     cfgs = draw(args.seed, args.count, max_n=args.max_n, max_batch=2)
     print(f"seed {args.seed}: {len(cfgs)} configurations", flush=True)
-    failed = 0
+    failed = attended = 0
     with tempfile.TemporaryDirectory() as work:
         for cfg in cfgs:
             if cfg["dtype"] == "bf16":  # .npy has no bf16: pisa-run takes f32/f16
@@ -313,12 +343,20 @@ def cpu(args):
             want, gaps = pisa_reference.select(q, k, cfg["C"], cfg["K"], cfg["g"],
                                                offset=cfg["offset"])
             ok, summary = verdict(got, want, gaps)
+            note = ""
+            # Attention over the same selection, where the float64
+            # reference (Python loops) stays quick.
+            if ok and B * Hkv * G * cfg["Nq"] <= args.attend_rows:
+                ok, note = check_attend(args, pisa_reference, cfg, q, k, got,
+                                        rng, np_dtype, work)
+                attended += 1
             failed += not ok
             shape = " ".join(f"{x}={cfg[x]}" for x in ("B", "Hkv", "G", "d", "C", "K", "g", "N", "Nq", "offset", "dtype", "inputs"))
             print(f"{'ok  ' if ok else 'FAIL'} {cfg['name']} {shape}: {summary['rows']} rows, "
-                  f"{summary['differ']} differ ({summary['unexplained']} unexplained)"
-                  + ("" if ok else f" {summary.get('first_unexplained')}"), flush=True)
-    print(f"cpu sweep: {len(cfgs) - failed} passed, {failed} failed")
+                  f"{summary['differ']} differ ({summary['unexplained']} unexplained){note}"
+                  + ("" if ok or note else f" {summary.get('first_unexplained')}"), flush=True)
+    print(f"cpu sweep: {len(cfgs) - failed} passed, {failed} failed "
+          f"({attended} with attention)")
     return 1 if failed else 0
 
 
@@ -352,6 +390,9 @@ def main(argv=None):
     u.add_argument("--count", type=int, default=40)
     u.add_argument("--max-n", type=int, default=600)
     u.add_argument("--pisa-run", default="build/bin/pisa-run")
+    u.add_argument("--attend-rows", type=int, default=20000,
+                   help="check pisa-run attend on configurations with at most "
+                        "this many (batch, query head, query) rows")
     args = parser.parse_args(argv)
     return {"build": build, "check": check, "cpu": cpu}[args.cmd](args)
 

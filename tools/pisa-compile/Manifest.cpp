@@ -109,10 +109,20 @@ llvm::Error pisatool::linkSharedLibrary(StringRef object, StringRef output) {
   }
   std::string versionScript = ("-Wl,--version-script=" + exportsPath).str();
   std::string tmpOut = (output + ".tmp").str();
+  // An installed pisa-compile links the runtime installed beside it
+  // (<prefix>/bin/../lib); a build-tree one, the archive it was built with.
+  std::string runtime = PISA_RUNTIME_ARCHIVE;
+  static int anchor;
+  std::string self = llvm::sys::fs::getMainExecutable("pisa-compile", &anchor);
+  llvm::SmallString<256> installed(llvm::sys::path::parent_path(
+      llvm::sys::path::parent_path(self)));
+  llvm::sys::path::append(installed, "lib", "libPisaCudaRuntime.a");
+  if (!self.empty() && llvm::sys::fs::exists(installed))
+    runtime = installed.str().str();
   std::string stubs = std::string("-L") + PISA_CUDA_STUBS_DIR;
   llvm::SmallVector<StringRef> argv = {
       PISA_HOST_LINKER, "-shared", "-o", tmpOut, objectPath,
-      PISA_RUNTIME_ARCHIVE, stubs, "-lcuda", "-Wl,--no-undefined",
+      runtime, stubs, "-lcuda", "-Wl,--no-undefined",
       "-Wl,--as-needed", versionScript};
   // The linker's own output goes to a log, so that a failure is still one
   // line: its first line is quoted.

@@ -36,15 +36,18 @@ using namespace mlir;
 
 /// What an input runs through after it verifies. The GPU pipeline stops at
 /// PTX text (format=isa): ptxas is another process, outside the fuzzer.
+/// Pass pipelines nested under the module the PassManager runs on (no
+/// `builtin.module(...)` anchor: that would nest them under modules inside
+/// the input and run nothing).
 static const char *const kPipelines[] = {
-    "builtin.module(pisa-select-schedule{emit-remarks=true})",
-    "builtin.module(pisa-select-schedule{force=single-stage})",
-    "builtin.module(convert-pisa-to-linalg)",
-    "builtin.module(pisa-cpu-pipeline)",
-    "builtin.module(pisa-select-schedule,convert-pisa-to-gpu)",
-    ("builtin.module(pisa-select-schedule,convert-pisa-to-gpu,"
-     "gpu.module(pisa-vector-to-mma-sync))"),
-    "builtin.module(pisa-lower-to-nvvm-pipeline{format=isa})",
+    "pisa-select-schedule{emit-remarks=true}",
+    "pisa-select-schedule{force=single-stage}",
+    "convert-pisa-to-linalg",
+    "pisa-cpu-pipeline",
+    "pisa-select-schedule,convert-pisa-to-gpu",
+    ("pisa-select-schedule,convert-pisa-to-gpu,"
+     "gpu.module(pisa-vector-to-mma-sync)"),
+    "pisa-lower-to-nvvm-pipeline{format=isa}",
 };
 
 extern "C" size_t LLVMFuzzerMutate(uint8_t *data, size_t size,

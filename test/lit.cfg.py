@@ -26,6 +26,11 @@ config.substitutions.append(("%pisa_obj_root", config.pisa_obj_root))
 config.substitutions.append(("%pisa_plugin", os.path.join(config.pisa_obj_root, "lib", "PisaPlugin.so")))
 # The stock mlir-opt of the MLIR pisa is built against (Debian: mlir-opt-22).
 config.substitutions.append(("%mlir_opt", os.path.join(config.llvm_tools_dir, "mlir-opt")))
+# MLIR's JIT runner and its support libraries, for IR-level execution tests.
+config.substitutions.append(("%mlir_runner", os.path.join(config.llvm_tools_dir, "mlir-runner")))
+_llvm_lib = os.path.join(os.path.dirname(config.llvm_tools_dir), "lib")
+config.substitutions.append(("%runner_shared_libs", ",".join(
+    os.path.join(_llvm_lib, f"lib{n}.so") for n in ("mlir_c_runner_utils", "mlir_runner_utils"))))
 
 llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP",
                                      "CUDA_HOME", "CUDA_ROOT", "CUDA_PATH"])

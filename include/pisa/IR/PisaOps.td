@@ -122,6 +122,41 @@ def Pisa_HierTopKOp : Pisa_Op<"hier_topk", [Pure]> {
   }];
 }
 
+def Pisa_PyramidAppendOp : Pisa_Op<"pyramid_append", [Pure]> {
+  let summary = "update a cached key pyramid for appended keys";
+  let description = [{
+    `pyramid` is a pyramid cache in the packed layout of `pisa.pyramid_build`
+    for the key cache's capacity Ncap (dimension 2 of `keys`): level l at
+    rows offset_l(Ncap) .. offset_l(Ncap) + M_l(Ncap) - 1. For sequence b
+    it holds the pyramid of keys 0 .. from[b] - 1 (node i of level l at
+    row offset_l(Ncap) + i, for i < M_l(from[b])); keys from[b] .. to[b] - 1
+    have been written to `keys`. The result holds the pyramid of keys
+    0 .. to[b] - 1: only the leaves containing new keys and their ancestors
+    are recomputed (O(C d + g d log N) per appended token), each from its
+    keys or children in row order, so the rows are bitwise equal to what
+    `pisa.pyramid_build` computes over the same keys (docs/semantics.md,
+    section 4). Other rows are unchanged. A sequence with from[b] < 0,
+    from[b] > to[b] or to[b] > Ncap is left unchanged (tools reject it).
+
+    ```mlir
+    %p1 = pisa.pyramid_append %kcache, %p0, %from, %to block_size = 64
+        branching = 2 : tensor<4x8x131072x128xbf16>, tensor<4x8x4095x128xf32>,
+        tensor<4xi32>, tensor<4xi32> -> tensor<4x8x4095x128xf32>
+    ```
+  }];
+  let arguments = (ins Pisa_FloatTensor4D:$keys, 4DTensorOf<[F32]>:$pyramid,
+                       1DTensorOf<[I32]>:$from, 1DTensorOf<[I32]>:$to,
+                       I64Attr:$block_size, I64Attr:$branching);
+  let results = (outs 4DTensorOf<[F32]>:$result);
+  let assemblyFormat = [{
+    $keys `,` $pyramid `,` $from `,` $to `block_size` `=` $block_size
+    `branching` `=` $branching attr-dict
+    `:` type($keys) `,` type($pyramid) `,` type($from) `,` type($to)
+    `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 def Pisa_SparseAttentionOp : Pisa_Op<"sparse_attention", [Pure]> {
   let summary = "causal attention over the selected key blocks";
   let description = [{

@@ -137,6 +137,34 @@ LogicalResult PyramidBuildOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// PyramidAppendOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult PyramidAppendOp::verify() {
+  if (failed(checkPyramidParams(*this, getBlockSize(), getBranching())) ||
+      failed(checkStaticDims(*this, "keys", getKeys().getType(),
+                             {{1, "Hkv"}, {3, "d"}})))
+    return failure();
+  ArrayRef<int64_t> k = getKeys().getType().getShape();
+  ArrayRef<int64_t> p = getPyramid().getType().getShape();
+  if (getPyramid().getType() != getResult().getType())
+    return emitOpError() << "expected the result to have the pyramid's type "
+                         << getPyramid().getType() << " but got "
+                         << getResult().getType();
+  int64_t from = getFrom().getType().getDimSize(0);
+  int64_t to = getTo().getType().getDimSize(0);
+  if (failed(checkSameDim(*this, "B", "pyramid", p[0], "keys", k[0])) ||
+      failed(checkSameDim(*this, "Hkv", "pyramid", p[1], "keys", k[1])) ||
+      failed(checkSameDim(*this, "d", "pyramid", p[3], "keys", k[3])) ||
+      failed(checkSameDim(*this, "B", "from", from, "keys", k[0])) ||
+      failed(checkSameDim(*this, "B", "to", to, "keys", k[0])))
+    return failure();
+  // The cache is sized for the key cache's capacity.
+  return checkPyramidRows(*this, "pyramid", p[2], k[2], getBlockSize(),
+                          getBranching());
+}
+
+//===----------------------------------------------------------------------===//
 // LseScoreOp
 //===----------------------------------------------------------------------===//
 

@@ -517,3 +517,20 @@ func.func @f(%q: tensor<1x4x10x16xf16>, %k: tensor<1x2x10x16xf16>, %v: tensor<1x
   %o, %l = pisa.sparse_attention %q, %k, %v, %s, %off block_size = 4 : tensor<1x4x10x16xf16>, tensor<1x2x10x16xf16>, tensor<1x2x10x8xf16>, tensor<1x2x10x3xi32> -> tensor<1x4x10x8xf16>, tensor<1x4x10xf32>
   return
 }
+
+// -----
+
+// The cache is laid out for the key cache's capacity (4096 keys: 127 rows).
+func.func @f(%k: tensor<4x2x4096x64xbf16>, %p: tensor<4x2x100x64xf32>, %from: tensor<4xi32>, %to: tensor<4xi32>) {
+  // expected-error @+1 {{expected pyramid to have 127 rows for N = 4096, C = 64, g = 2 but got 100}}
+  %r = pisa.pyramid_append %k, %p, %from, %to block_size = 64 branching = 2 : tensor<4x2x4096x64xbf16>, tensor<4x2x100x64xf32>, tensor<4xi32>, tensor<4xi32> -> tensor<4x2x100x64xf32>
+  return
+}
+
+// -----
+
+func.func @f(%k: tensor<4x2x4096x64xbf16>, %p: tensor<4x2x127x64xf32>, %from: tensor<3xi32>, %to: tensor<4xi32>) {
+  // expected-error @+1 {{expected B of from (3) to match keys (4)}}
+  %r = pisa.pyramid_append %k, %p, %from, %to block_size = 64 branching = 2 : tensor<4x2x4096x64xbf16>, tensor<4x2x127x64xf32>, tensor<3xi32>, tensor<4xi32> -> tensor<4x2x127x64xf32>
+  return
+}

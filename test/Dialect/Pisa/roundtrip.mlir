@@ -88,3 +88,13 @@ func.func @attend(%q: tensor<?x8x?x64xbf16>, %k: tensor<?x2x?x64xbf16>, %v: tens
       -> tensor<?x8x?x32xbf16>, tensor<?x8x?xf32>
   return %o, %l : tensor<?x8x?x32xbf16>, tensor<?x8x?xf32>
 }
+
+// CHECK-LABEL: func.func @append
+// CHECK: pisa.pyramid_append %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} block_size = 64 branching = 2 : tensor<4x2x4096x64xbf16>, tensor<4x2x127x64xf32>, tensor<4xi32>, tensor<4xi32> -> tensor<4x2x127x64xf32>
+func.func @append(%k: tensor<4x2x4096x64xbf16>, %p: tensor<4x2x127x64xf32>,
+                  %from: tensor<4xi32>, %to: tensor<4xi32>) -> tensor<4x2x127x64xf32> {
+  %r = pisa.pyramid_append %k, %p, %from, %to block_size = 64 branching = 2
+      : tensor<4x2x4096x64xbf16>, tensor<4x2x127x64xf32>, tensor<4xi32>, tensor<4xi32>
+      -> tensor<4x2x127x64xf32>
+  return %r : tensor<4x2x127x64xf32>
+}

@@ -95,21 +95,87 @@ static Value poolMean(ImplicitLocOpBuilder &b, Value input, int64_t group,
       .getResult(0);
 }
 
-/// The pyramid of keys [B, H, N, d] with dynamic B or N: scf loops over the
-/// run-time layout. Every node is the mean of rows `first .. first + count`
-/// of `source` (keys for leaves, the pyramid's level below otherwise),
-/// summed in f32 in row order.
+/// Nodes [firstNode, endNode) of one level for batch element `bi`, every
+/// head and feature: node i is the mean of the min(group, sourceRows - i *
+/// group) rows of `source` (null: the pyramid `into` itself, for upper
+/// levels) from sourceBase + i * group, summed in f32 in row order (the
+/// order of the structured form, so both give the same bits), stored at
+/// row destBase + i of `into`. Returns the updated `into`.
+static Value meanRows(ImplicitLocOpBuilder &b, Value into, Value source,
+                      Value bi, int64_t heads, int64_t d, Value firstNode,
+                      Value endNode, Value group, Value sourceBase,
+                      Value sourceRows, Value destBase) {
+  Value zero = indexConst(b, 0);
+  return buildLoop(b, zero, indexConst(b, heads), {into}, [&](ImplicitLocOpBuilder &b1, Value h, ValueRange a1) {
+    return buildLoop(b1, firstNode, endNode, a1, [&](ImplicitLocOpBuilder &b2, Value i, ValueRange a2) {
+      Value first = arith::MulIOp::create(b2, i, group);
+      Value count = arith::MinUIOp::create(
+          b2, group, arith::SubIOp::create(b2, sourceRows, first));
+      Value countF = arith::UIToFPOp::create(
+          b2, b2.getF32Type(),
+          arith::IndexCastUIOp::create(b2, b2.getI64Type(), count));
+      Value row = arith::AddIOp::create(b2, destBase, i);
+      Value base = arith::AddIOp::create(b2, sourceBase, first);
+      return buildLoop(b2, zero, indexConst(b2, d), a2, [&](ImplicitLocOpBuilder &b3, Value e, ValueRange a3) {
+        Value from = source ? source : a3[0];
+        Value sum = buildLoop(b3, zero, count, {f32Const(b3, 0.0f)},
+                              [&](ImplicitLocOpBuilder &b4, Value c, ValueRange acc) {
+          Value x = extractF32(b4, from,
+                               {bi, h, arith::AddIOp::create(b4, base, c), e});
+          return SmallVector<Value>{arith::AddFOp::create(b4, x, acc[0])};
+        })[0];
+        Value mean = arith::DivFOp::create(b3, sum, countF);
+        return SmallVector<Value>{
+            tensor::InsertOp::create(b3, mean, a3[0], ValueRange{bi, h, row, e})};
+      });
+    });
+  })[0];
+}
+
+/// Recomputes, for batch element `bi`, the leaves [firstLeaf, M_1) of a
+/// pyramid of `numKeys` keys and, level by level up to its root, every
+/// ancestor of those leaves, into the rows of `into` whose level offsets
+/// are `rowOffsets` (the layout of `numKeys` itself, or of a larger
+/// capacity for a cache). `sizes` are the level sizes for numKeys.
+static Value updatePyramid(ImplicitLocOpBuilder &b, Value into, Value keys,
+                           Value bi, int64_t heads, int64_t d,
+                           int64_t blockSize, int64_t fan, Value numKeys,
+                           Value firstLeaf, const LayoutTables &sizes,
+                           Value rowOffsets) {
+  Value zero = indexConst(b, 0), one = indexConst(b, 1);
+  Value cFan = indexConst(b, fan);
+  into = meanRows(b, into, keys, bi, heads, d, firstLeaf, sizes.numLeaves,
+                  indexConst(b, blockSize), zero, numKeys,
+                  tensor::ExtractOp::create(b, rowOffsets, one));
+  auto updated = buildLoop(
+      b, indexConst(b, 2), arith::AddIOp::create(b, sizes.numLevels, one),
+      {into, firstLeaf}, [&](ImplicitLocOpBuilder &lb, Value l, ValueRange st) {
+        Value below = arith::SubIOp::create(lb, l, one);
+        auto entry = [&](Value table, Value level) -> Value {
+          return tensor::ExtractOp::create(lb, table, level);
+        };
+        Value first = arith::DivUIOp::create(lb, st[1], cFan);
+        return SmallVector<Value>{
+            meanRows(lb, st[0], Value(), bi, heads, d, first,
+                     entry(sizes.sizes, l), cFan, entry(rowOffsets, below),
+                     entry(sizes.sizes, below), entry(rowOffsets, l)),
+            first};
+      });
+  return updated[0];
+}
+
+/// The pyramid of keys [B, H, N, d] with dynamic B or N: every node of the
+/// run-time layout, from scf loops.
 static Value buildDynamicPyramid(ImplicitLocOpBuilder &b, PyramidBuildOp op) {
   Value keys = op.getKeys();
   RankedTensorType keysType = op.getKeys().getType();
   RankedTensorType resultType = op.getPyramid().getType();
   const int64_t heads = keysType.getDimSize(1), d = keysType.getDimSize(3);
-  const int64_t blockSize = op.getBlockSize(), fan = op.getBranching();
-  Value zero = indexConst(b, 0), one = indexConst(b, 1);
+  Value zero = indexConst(b, 0);
   Value batch = tensor::DimOp::create(b, keys, 0);
   Value numKeys = tensor::DimOp::create(b, keys, 2);
-  LayoutTables layout = buildLayoutTables(b, numKeys, blockSize, fan);
-
+  LayoutTables layout =
+      buildLayoutTables(b, numKeys, op.getBlockSize(), op.getBranching());
   SmallVector<Value> dynamic;
   if (resultType.isDynamicDim(0))
     dynamic.push_back(batch);
@@ -117,60 +183,51 @@ static Value buildDynamicPyramid(ImplicitLocOpBuilder &b, PyramidBuildOp op) {
     dynamic.push_back(layout.totalRows);
   Value packed = tensor::EmptyOp::create(b, resultType.getShape(),
                                          b.getF32Type(), dynamic);
+  return buildLoop(b, zero, batch, {packed},
+                   [&](ImplicitLocOpBuilder &lb, Value bi, ValueRange st) {
+    return SmallVector<Value>{updatePyramid(
+        lb, st[0], keys, bi, heads, d, op.getBlockSize(), op.getBranching(),
+        numKeys, zero, layout, layout.offsets)};
+  })[0];
+}
 
-  // For every (batch, head, node < nodes, feature): the mean of the
-  // min(group, sourceRows - node * group) rows of `source` (null: the
-  // pyramid itself) from sourceBase + node * group, stored at row
-  // destBase + node.
-  auto meanLevel = [&](ImplicitLocOpBuilder &lb, Value into, Value source,
-                       Value nodes, Value group, Value sourceBase,
-                       Value sourceRows, Value destBase) -> Value {
-    return buildLoop(lb, zero, batch, {into}, [&](ImplicitLocOpBuilder &b0, Value bi, ValueRange a0) {
-      return buildLoop(b0, zero, indexConst(b0, heads), a0, [&](ImplicitLocOpBuilder &b1, Value h, ValueRange a1) {
-        return buildLoop(b1, zero, nodes, a1, [&](ImplicitLocOpBuilder &b2, Value i, ValueRange a2) {
-          Value first = arith::MulIOp::create(b2, i, group);
-          Value count = arith::MinUIOp::create(
-              b2, group, arith::SubIOp::create(b2, sourceRows, first));
-          Value countF = arith::UIToFPOp::create(
-              b2, b2.getF32Type(),
-              arith::IndexCastUIOp::create(b2, b2.getI64Type(), count));
-          Value row = arith::AddIOp::create(b2, destBase, i);
-          Value base = arith::AddIOp::create(b2, sourceBase, first);
-          return buildLoop(b2, zero, indexConst(b2, d), a2, [&](ImplicitLocOpBuilder &b3, Value e, ValueRange a3) {
-            Value sum = buildLoop(b3, zero, count, {f32Const(b3, 0.0f)},
-                                  [&](ImplicitLocOpBuilder &b4, Value c, ValueRange acc) {
-              // Upper levels read the pyramid being built (rows below).
-              Value from = source ? source : a3[0];
-              Value x = extractF32(b4, from,
-                                   {bi, h, arith::AddIOp::create(b4, base, c), e});
-              return SmallVector<Value>{arith::AddFOp::create(b4, x, acc[0])};
-            })[0];
-            Value mean = arith::DivFOp::create(b3, sum, countF);
-            return SmallVector<Value>{
-                tensor::InsertOp::create(b3, mean, a3[0], ValueRange{bi, h, row, e})};
-          });
-        });
-      });
-    })[0];
+/// pyramid_append: per sequence, the leaves from from[b] / C on and their
+/// ancestors, for a pyramid of to[b] keys, in the capacity layout.
+static Value buildAppend(ImplicitLocOpBuilder &b, PyramidAppendOp op) {
+  Value keys = op.getKeys();
+  RankedTensorType keysType = op.getKeys().getType();
+  const int64_t heads = keysType.getDimSize(1), d = keysType.getDimSize(3);
+  const int64_t blockSize = op.getBlockSize(), fan = op.getBranching();
+  Value zero = indexConst(b, 0);
+  Value batch = dimOf(b, keys, 0), capacity = dimOf(b, keys, 2);
+  LayoutTables cache = buildLayoutTables(b, capacity, blockSize, fan);
+  auto length = [&](ImplicitLocOpBuilder &lb, Value tensor, Value bi) {
+    return tensor::ExtractOp::create(lb, tensor, bi).getResult();
   };
-
-  // Leaves: C keys each (fewer in the last), from the keys.
-  packed = meanLevel(b, packed, keys, layout.numLeaves, indexConst(b, blockSize),
-                     zero, numKeys, zero);
-  // Levels 2..L: g rows each of the level below, from the pyramid itself.
-  packed = buildLoop(
-      b, indexConst(b, 2), arith::AddIOp::create(b, layout.numLevels, one),
-      {packed}, [&](ImplicitLocOpBuilder &lb, Value l, ValueRange st) {
-        Value below = arith::SubIOp::create(lb, l, one);
-        auto entry = [&](Value table, Value level) -> Value {
-          return tensor::ExtractOp::create(lb, table, level);
-        };
-        return SmallVector<Value>{meanLevel(
-            lb, st[0], Value(), entry(layout.sizes, l), indexConst(lb, fan),
-            entry(layout.offsets, below), entry(layout.sizes, below),
-            entry(layout.offsets, l))};
-      })[0];
-  return packed;
+  return buildLoop(b, zero, batch, {op.getPyramid()},
+                   [&](ImplicitLocOpBuilder &lb, Value bi, ValueRange st) {
+    Value from = length(lb, op.getFrom(), bi), to = length(lb, op.getTo(), bi);
+    Value zero32 = arith::ConstantIntOp::create(lb, 0, 32);
+    Value valid = arith::AndIOp::create(
+        lb,
+        arith::AndIOp::create(
+            lb, arith::CmpIOp::create(lb, arith::CmpIPredicate::sle, zero32, from),
+            arith::CmpIOp::create(lb, arith::CmpIPredicate::slt, from, to)),
+        cmp(lb, arith::CmpIPredicate::ule, toIndex(lb, to), capacity));
+    return buildIf(
+        lb, valid, {st[0].getType()},
+        [&](ImplicitLocOpBuilder &tb) {
+          Value n = toIndex(tb, to);
+          LayoutTables sizes = buildLayoutTables(tb, n, blockSize, fan);
+          Value firstLeaf = arith::DivUIOp::create(tb, toIndex(tb, from),
+                                                   indexConst(tb, blockSize));
+          return SmallVector<Value>{updatePyramid(tb, st[0], keys, bi, heads,
+                                                  d, blockSize, fan, n,
+                                                  firstLeaf, sizes,
+                                                  cache.offsets)};
+        },
+        [&](ImplicitLocOpBuilder &) { return SmallVector<Value>{st[0]}; });
+  })[0];
 }
 
 namespace {
@@ -214,7 +271,21 @@ struct PyramidBuildToLinalg : OpRewritePattern<PyramidBuildOp> {
 };
 } // namespace
 
+namespace {
+struct PyramidAppendToLoops : OpRewritePattern<PyramidAppendOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(PyramidAppendOp op,
+                                PatternRewriter &rewriter) const override {
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    rewriter.replaceOp(op, buildAppend(b, op));
+    return success();
+  }
+};
+} // namespace
+
 void mlir::pisa::populatePyramidBuildToLinalgPatterns(
     RewritePatternSet &patterns) {
-  patterns.add<PyramidBuildToLinalg>(patterns.getContext());
+  patterns.add<PyramidBuildToLinalg, PyramidAppendToLoops>(
+      patterns.getContext());
 }

@@ -241,7 +241,7 @@ OwningOpRef<ModuleOp> buildModule(MLIRContext &ctx, const Problem &p,
   auto select = mlir::pisa::HierTopKOp::create(
       b, loc, selType, entry->getArgument(0), entry->getArgument(1), pyramid,
       offset, cfg.topK, cfg.blockSize, cfg.branching,
-      b.getF32FloatAttr(cfg.scale), /*schedule=*/nullptr);
+      b.getF32FloatAttr(cfg.scale), /*schedule=*/nullptr, /*capacity=*/nullptr);
   if (!cfg.attend) {
     func::ReturnOp::create(b, loc, select.getResult());
     return module;

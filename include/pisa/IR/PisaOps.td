@@ -94,7 +94,9 @@ def Pisa_HierTopKOp : Pisa_Op<"hier_topk", [Pure]> {
     indices ascending, padded with -1: `[B, Hkv, Nq, K]`.
 
     `schedule` is attached by `--pisa-select-schedule` and read by the
-    lowerings.
+    lowerings. With `capacity`, the pyramid is a cache laid out for that
+    many keys (as `pisa.pyramid_append` keeps it) and holds the pyramid of
+    the N keys given; without it, the layout of N (`pisa.pyramid_build`).
 
     ```mlir
     %sel = pisa.hier_topk %q, %k, %p, %off topk = 8 block_size = 64
@@ -106,12 +108,13 @@ def Pisa_HierTopKOp : Pisa_Op<"hier_topk", [Pure]> {
                        4DTensorOf<[F32]>:$pyramid, Index:$query_offset,
                        I64Attr:$topk, I64Attr:$block_size, I64Attr:$branching,
                        OptionalAttr<F32Attr>:$scale,
-                       OptionalAttr<Pisa_ScheduleAttr>:$schedule);
+                       OptionalAttr<Pisa_ScheduleAttr>:$schedule,
+                       OptionalAttr<I64Attr>:$capacity);
   let results = (outs 4DTensorOf<[I32]>:$selection);
   let assemblyFormat = [{
     $queries `,` $keys `,` $pyramid `,` $query_offset
     `topk` `=` $topk `block_size` `=` $block_size `branching` `=` $branching
-    (`scale` `=` $scale^)? attr-dict
+    (`scale` `=` $scale^)? (`capacity` `=` $capacity^)? attr-dict
     `:` type($queries) `,` type($keys) `,` type($pyramid)
     `->` type($selection)
   }];

@@ -237,6 +237,12 @@ LogicalResult HierTopKOp::verify() {
   if (failed(checkPyramidParams(*this, getBlockSize(), getBranching())) ||
       failed(checkScale(*this, getScaleAttr())))
     return failure();
+  if (std::optional<uint64_t> capacity = getCapacity()) {
+    int64_t n = getKeys().getType().getDimSize(2);
+    if (int64_t(*capacity) < 1 || (isStatic(n) && int64_t(*capacity) < n))
+      return emitOpError() << "expected capacity >= N (" << n
+                           << ") and >= 1 but got " << *capacity;
+  }
   if (getTopk() < 3 || getTopk() > kMaxTopK)
     return emitOpError() << "expected topk K in [3, " << kMaxTopK
                          << "] (room for the forced blocks) but got "
@@ -266,8 +272,9 @@ LogicalResult HierTopKOp::verify() {
       failed(checkSameDim(*this, "B", "pyramid", p[0], "keys", k[0])) ||
       failed(checkSameDim(*this, "Hkv", "pyramid", p[1], "keys", k[1])) ||
       failed(checkSameDim(*this, "d", "pyramid", p[3], "keys", k[3])) ||
-      failed(checkPyramidRows(*this, "pyramid", p[2], k[2], getBlockSize(),
-                              getBranching())) ||
+      failed(checkPyramidRows(*this, "pyramid", p[2],
+                              getCapacity() ? int64_t(*getCapacity()) : k[2],
+                              getBlockSize(), getBranching())) ||
       failed(checkSameDim(*this, "B", "selection", r[0], "queries", q[0])) ||
       failed(checkSameDim(*this, "Hkv", "selection", r[1], "keys", k[1])) ||
       failed(checkSameDim(*this, "Nq", "selection", r[2], "queries", q[2])) ||

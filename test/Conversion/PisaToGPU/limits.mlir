@@ -47,3 +47,13 @@ func.func @attention(%q: tensor<1x4x10x16xf16>, %k: tensor<1x2x10x16xf16>, %v: t
   %o, %l = pisa.sparse_attention %q, %k, %v, %s, %off block_size = 4 : tensor<1x4x10x16xf16>, tensor<1x2x10x16xf16>, tensor<1x2x10x8xf16>, tensor<1x2x10x3xi32> -> tensor<1x4x10x8xf16>, tensor<1x4x10xf32>
   return %o : tensor<1x4x10x8xf16>
 }
+
+// -----
+
+func.func @cache(%q: tensor<1x16x1x64xbf16>, %k: tensor<1x1x200x64xbf16>, %p: tensor<1x1x127x64xf32>, %off: index) -> tensor<1x1x1x8xi32> {
+  // expected-error @+1 {{reads a pyramid cache (capacity = 4096): the GPU lowering takes pyramid_build's layout only, for now}}
+  %s = pisa.hier_topk %q, %k, %p, %off topk = 8 block_size = 64 branching = 2 capacity = 4096
+      {schedule = #pisa.schedule<single_stage, q_tile = 4, io_two_stage = 0, io_single_stage = 0>}
+      : tensor<1x16x1x64xbf16>, tensor<1x1x200x64xbf16>, tensor<1x1x127x64xf32> -> tensor<1x1x1x8xi32>
+  return %s : tensor<1x1x1x8xi32>
+}

@@ -534,3 +534,20 @@ func.func @f(%k: tensor<4x2x4096x64xbf16>, %p: tensor<4x2x127x64xf32>, %from: te
   %r = pisa.pyramid_append %k, %p, %from, %to block_size = 64 branching = 2 : tensor<4x2x4096x64xbf16>, tensor<4x2x127x64xf32>, tensor<3xi32>, tensor<4xi32> -> tensor<4x2x127x64xf32>
   return
 }
+
+// -----
+
+func.func @f(%q: tensor<1x4x200x32xf16>, %k: tensor<1x2x200x32xf16>, %p: tensor<1x2x7x32xf32>, %off: index) {
+  // expected-error @+1 {{expected capacity >= N (200) and >= 1 but got 100}}
+  %s = pisa.hier_topk %q, %k, %p, %off topk = 4 block_size = 64 branching = 2 capacity = 100 : tensor<1x4x200x32xf16>, tensor<1x2x200x32xf16>, tensor<1x2x7x32xf32> -> tensor<1x2x200x4xi32>
+  return
+}
+
+// -----
+
+// With a capacity the pyramid has the capacity's rows (4096 keys: 127).
+func.func @f(%q: tensor<1x4x200x32xf16>, %k: tensor<1x2x200x32xf16>, %p: tensor<1x2x7x32xf32>, %off: index) {
+  // expected-error @+1 {{expected pyramid to have 127 rows for N = 4096, C = 64, g = 2 but got 7}}
+  %s = pisa.hier_topk %q, %k, %p, %off topk = 4 block_size = 64 branching = 2 capacity = 4096 : tensor<1x4x200x32xf16>, tensor<1x2x200x32xf16>, tensor<1x2x7x32xf32> -> tensor<1x2x200x4xi32>
+  return
+}

@@ -105,6 +105,11 @@ static LogicalResult checkGPULimits(Operation *op) {
              << "has queries * g * K = " << q[2] * candidates
              << " above the GPU limit of " << kMaxGPUPairs
              << " (32-bit stage-2 pair indices)";
+    if (topk.getCapacity())
+      return op->emitOpError() << "reads a pyramid cache (capacity = "
+                               << *topk.getCapacity()
+                               << "): the GPU lowering takes pyramid_build's "
+                                  "layout only, for now";
     ScheduleAttr schedule = topk.getScheduleAttr();
     if (schedule && schedule.getKind() == ScheduleKind::TwoStage &&
         schedule.getQTile() * groupSize > kMaxGPUThreads)

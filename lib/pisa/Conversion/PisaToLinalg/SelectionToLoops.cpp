@@ -196,13 +196,20 @@ struct HierTopKToLoops : OpRewritePattern<HierTopKOp> {
     Value numQueries = dimOf(b, op.getQueries(), 2);
     Value numKeys = dimOf(b, op.getKeys(), 2);
     LayoutTables layout = buildLayoutTables(b, numKeys, blockSize, fan);
+    // A cache (pisa.pyramid_append) keeps its levels where its capacity's
+    // layout puts them; sizes and spans are those of the N keys.
+    Value offsets = layout.offsets;
+    if (std::optional<uint64_t> capacity = op.getCapacity())
+      offsets = buildLayoutTables(b, indexConst(b, int64_t(*capacity)),
+                                  blockSize, fan)
+                    .offsets;
 
     float scale = op.getScaleOrDefault();
     ScoreOperands summaries{op.getQueries(), op.getPyramid(), q[1] / k[1], q[3],
                             scale};
     ScoreOperands rawKeys{op.getQueries(), op.getKeys(), q[1] / k[1], q[3],
                           scale};
-    Value spans = layout.spans, sizes = layout.sizes, offsets = layout.offsets;
+    Value spans = layout.spans, sizes = layout.sizes;
 
     Value zero = indexConst(b, 0), one = indexConst(b, 1);
     Value two = indexConst(b, 2);

@@ -60,6 +60,9 @@ def main():
                   "--out", out, "--lse-out", lse_out]
         cases = [
             ("attend without V", attend, "missing required option '--v'"),
+            ("decode offset", ["decode", "--q", q, "--k", k, "--block-size", "8", "--topk", "4",
+                               "--query-offset", "1", "--out", out],
+             "expected query offset (1) + queries in Q (100) <= keys in K (100)"),
             ("attend V dtype", attend + ["--v", v16], "expected V to have Q's dtype float32 but got float16"),
             ("attend V length", attend + ["--v", vshort], "expected V to have N = 100 like K but got 99"),
             ("attend selection shape", attend + ["--v", v, "--selection-in", sel_bad],

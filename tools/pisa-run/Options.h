@@ -43,8 +43,13 @@ int runSelect(const Options &options);
 /// `pisa-run attend ...`: selection and block-sparse attention as one
 /// program.
 int runAttend(const Options &options);
-/// The two above: `attend` adds V, the attention op and its outputs.
-int runSelectOrAttend(const Options &options, bool attend);
+/// `pisa-run decode ...`: the selection of each query made token by token
+/// over a pyramid cache (pisa.pyramid_append), as a decode loop would.
+int runDecode(const Options &options);
+/// The three above: `attend` adds V, the attention op and its outputs;
+/// `decode` selects over the cache, one appended key per query.
+int runSelectOrAttend(const Options &options, bool attend,
+                      bool decode = false);
 
 /// Prints "pisa-run: error: <message>" and returns exit code 2.
 int fail(const llvm::Twine &message);

@@ -18,6 +18,9 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/ExecutionEngine/CRunnerUtils.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
@@ -56,6 +59,7 @@ struct SelectConfig {
   bool dumpIR;
   bool staticShapes;
   bool attend;         ///< pisa-run attend: selection + sparse attention
+  bool decode;         ///< pisa-run decode: token by token over a cache
   std::string outPath; ///< selection (select) or attention output (attend)
   std::string lseOutPath, selectionOutPath; ///< attend's optional outputs
   /// attend --selection-in: attend over this selection instead of PISA's.
@@ -174,6 +178,82 @@ llvm::Expected<Problem> validate(const npy::Array &q, const npy::Array &k,
   return p;
 }
 
+/// pisa-run decode's body: the cache gets keys 0 .. offset - 1, then for
+/// every query i (position t = offset + i) key t is appended
+/// (pisa.pyramid_append) and query i selects over keys 0 .. t and the cache
+/// (hier_topk capacity = N): a decode loop, one token per step.
+Value buildDecodeLoop(OpBuilder &b, Location loc, Value q, Value k,
+                      Value offset, const Problem &p, const SelectConfig &cfg,
+                      RankedTensorType selType) {
+  auto index = [&](int64_t v) {
+    return arith::ConstantIndexOp::create(b, loc, v).getResult();
+  };
+  Value zero = index(0), one = index(1);
+  Value batch = tensor::DimOp::create(b, loc, q, 0);
+  Value numQueries = tensor::DimOp::create(b, loc, q, 2);
+  const int64_t rows =
+      mlir::pisa::PyramidLayout(p.numKeys, cfg.blockSize, cfg.branching)
+          .totalNodes();
+  const int64_t any = ShapedType::kDynamic;
+  auto cacheType =
+      RankedTensorType::get({any, p.kvHeads, rows, p.headDim}, b.getF32Type());
+  Value cache = tensor::EmptyOp::create(b, loc, cacheType.getShape(),
+                                        b.getF32Type(), ValueRange{batch});
+  Value zeroF = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f));
+  cache = linalg::FillOp::create(b, loc, ValueRange{zeroF}, ValueRange{cache})
+              .getResult(0);
+  auto lengths = [&](Value position) -> Value {
+    Value v = arith::IndexCastOp::create(b, loc, b.getI32Type(), position);
+    return tensor::SplatOp::create(
+        b, loc, RankedTensorType::get({any}, b.getI32Type()), v,
+        ValueRange{batch});
+  };
+  auto append = [&](Value into, Value from, Value to) -> Value {
+    return mlir::pisa::PyramidAppendOp::create(b, loc, cacheType, k, into,
+                                               lengths(from), lengths(to),
+                                               cfg.blockSize, cfg.branching);
+  };
+  // The prompt before the first query.
+  cache = append(cache, zero, offset);
+  Value out = tensor::EmptyOp::create(b, loc, selType.getShape(),
+                                      b.getI32Type(),
+                                      ValueRange{batch, numQueries});
+  auto loop = scf::ForOp::create(b, loc, zero, numQueries, one,
+                                 ValueRange{cache, out});
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(loop.getBody());
+  Value i = loop.getInductionVar();
+  Value t = arith::AddIOp::create(b, loc, offset, i);
+  Value seen = arith::AddIOp::create(b, loc, t, one);
+  Value stepCache = append(loop.getRegionIterArgs()[0], t, seen);
+  auto keysType =
+      RankedTensorType::get({any, p.kvHeads, any, p.headDim},
+                            cast<RankedTensorType>(k.getType()).getElementType());
+  auto sizes = [&](ArrayRef<OpFoldResult> v) { return SmallVector<OpFoldResult>(v); };
+  SmallVector<OpFoldResult> unit(4, b.getIndexAttr(1));
+  Value prefix = tensor::ExtractSliceOp::create(
+      b, loc, keysType, k, sizes({b.getIndexAttr(0), b.getIndexAttr(0), b.getIndexAttr(0), b.getIndexAttr(0)}),
+      sizes({batch, b.getIndexAttr(p.kvHeads), seen, b.getIndexAttr(p.headDim)}), unit);
+  auto queryType = RankedTensorType::get(
+      {any, p.queryHeads, 1, p.headDim},
+      cast<RankedTensorType>(q.getType()).getElementType());
+  Value query = tensor::ExtractSliceOp::create(
+      b, loc, queryType, q, sizes({b.getIndexAttr(0), b.getIndexAttr(0), i, b.getIndexAttr(0)}),
+      sizes({batch, b.getIndexAttr(p.queryHeads), b.getIndexAttr(1), b.getIndexAttr(p.headDim)}), unit);
+  auto stepType =
+      RankedTensorType::get({any, p.kvHeads, 1, cfg.topK}, b.getI32Type());
+  Value selected = mlir::pisa::HierTopKOp::create(
+      b, loc, stepType, query, prefix, stepCache, t, cfg.topK, cfg.blockSize,
+      cfg.branching, b.getF32FloatAttr(cfg.scale), /*schedule=*/nullptr,
+      b.getI64IntegerAttr(p.numKeys));
+  Value written = tensor::InsertSliceOp::create(
+      b, loc, selected, loop.getRegionIterArgs()[1],
+      sizes({b.getIndexAttr(0), b.getIndexAttr(0), i, b.getIndexAttr(0)}),
+      sizes({batch, b.getIndexAttr(p.kvHeads), b.getIndexAttr(1), b.getIndexAttr(cfg.topK)}), unit);
+  scf::YieldOp::create(b, loc, ValueRange{stepCache, written});
+  return loop.getResult(1);
+}
+
 /// func.func @select(%q, %k, %offset: index) -> selection, C interface,
 /// with B, N and Nq dynamic: the compiled program depends only on
 /// (G, Hkv, d, C, K, g, dtype) and runs any length (docs/semantics.md).
@@ -228,6 +308,13 @@ OwningOpRef<ModuleOp> buildModule(MLIRContext &ctx, const Problem &p,
   Block *entry = func.addEntryBlock();
   b.setInsertionPointToStart(entry);
   Value offset = entry->getArguments().back();
+  if (cfg.decode) {
+    func::ReturnOp::create(
+        b, loc,
+        buildDecodeLoop(b, loc, entry->getArgument(0), entry->getArgument(1),
+                        offset, p, cfg, selType));
+    return module;
+  }
   if (given) {
     auto attention = mlir::pisa::SparseAttentionOp::create(
         b, loc, TypeRange{outType, lseType}, entry->getArgument(0),
@@ -359,13 +446,19 @@ int pisatool::runSelect(const Options &options) {
   return runSelectOrAttend(options, /*attend=*/false);
 }
 
+int pisatool::runDecode(const Options &options) {
+  return runSelectOrAttend(options, /*attend=*/false, /*decode=*/true);
+}
+
 int pisatool::runAttend(const Options &options) {
   return runSelectOrAttend(options, /*attend=*/true);
 }
 
-int pisatool::runSelectOrAttend(const Options &options, bool attend) {
+int pisatool::runSelectOrAttend(const Options &options, bool attend,
+                                bool decode) {
   SelectConfig cfg;
   cfg.attend = attend;
+  cfg.decode = decode;
   auto qPath = options.str("q");
   if (!qPath)
     return fail(qPath.takeError());

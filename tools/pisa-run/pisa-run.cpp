@@ -111,6 +111,10 @@ static void usage(llvm::raw_ostream &os) {
         "           [--static-shapes]  (compile for these exact sizes; the\n"
         "           default program takes any B, N and Nq)\n"
         "           --out OUT.npy\n"
+        "       pisa-run decode --q Q.npy --k K.npy --block-size C --topk K\n"
+        "           [--branching g] [--scale S] [--query-offset T] --out OUT.npy\n"
+        "           (query i selects over keys 0..T+i and a pyramid cache that\n"
+        "           grows by one key per query, as in decoding)\n"
         "       pisa-run attend --q Q.npy --k K.npy --v V.npy --block-size C\n"
         "           --topk K [--branching g] [--scale S] [--query-offset T]\n"
         "           --out O.npy [--lse-out L.npy] [--selection-out S.npy]\n"
@@ -154,6 +158,16 @@ int main(int argc, char **argv) {
       return fail(options.takeError());
     return runSelect(*options);
   }
+  if (command == "decode") {
+    auto options = Options::parse(
+        argc, argv, 2,
+        {"q", "k", "block-size", "topk", "branching", "scale", "query-offset",
+         "out"},
+        {"dump-ir"});
+    if (!options)
+      return fail(options.takeError());
+    return runDecode(*options);
+  }
   if (command == "attend") {
     auto options = Options::parse(
         argc, argv, 2,
@@ -175,5 +189,5 @@ int main(int argc, char **argv) {
     return runPlan(*options);
   }
   return fail("unknown command '" + command +
-              "' (expected select, attend or plan)");
+              "' (expected select, decode, attend or plan)");
 }

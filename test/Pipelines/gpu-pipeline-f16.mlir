@@ -1,4 +1,4 @@
-// RUN: pisa-opt %s --pisa-lower-to-nvvm-pipeline="format=isa" | FileCheck %s
+// RUN: pisa-opt %s --pisa-lower-to-nvvm-pipeline="format=isa" | FileCheck %s --enable-var-scope
 
 // f16 inputs take the same tensor-core scorer as bf16: the warp tile
 // product goes vector.contract -> nvgpu.ldmatrix/mma.sync -> upstream

@@ -1,5 +1,5 @@
-// RUN: pisa-opt %s --pisa-lower-to-nvvm-pipeline="format=isa" | FileCheck %s
-// RUN: pisa-opt %s --pisa-lower-to-nvvm-pipeline="format=isa chip=sm_90a features=+ptx80" | FileCheck %s --check-prefix=SM90A
+// RUN: pisa-opt %s --pisa-lower-to-nvvm-pipeline="format=isa" | FileCheck %s --enable-var-scope
+// RUN: pisa-opt %s --pisa-lower-to-nvvm-pipeline="format=isa chip=sm_90a features=+ptx80" | FileCheck %s --enable-var-scope --check-prefix=SM90A
 
 // The whole GPU path without a GPU: ops without a schedule are scheduled,
 // kernels are lowered to NVVM and serialised for sm_90 (PTX text here; the

@@ -2,12 +2,12 @@
 // lowering (sm_70 aborted in the NVPTX backend; format=xyz printed an error
 // and exited 0 with output written; chip=bogus reported "Minimum NVVM
 // target SM version is sm_20").
-// RUN: not pisa-opt %s --pisa-lower-to-nvvm-pipeline=chip=sm_70 -o %t.sm70 2>&1 | FileCheck %s --check-prefix=SM70
+// RUN: not pisa-opt %s --pisa-lower-to-nvvm-pipeline=chip=sm_70 -o %t.sm70 2>&1 | FileCheck %s --enable-var-scope --check-prefix=SM70
 // RUN: test ! -e %t.sm70
-// RUN: not pisa-opt %s --pisa-lower-to-nvvm-pipeline=chip=bogus 2>&1 | FileCheck %s --check-prefix=BOGUS
-// RUN: not pisa-opt %s --pisa-lower-to-nvvm-pipeline=format=xyz -o %t.xyz 2>&1 | FileCheck %s --check-prefix=FORMAT
+// RUN: not pisa-opt %s --pisa-lower-to-nvvm-pipeline=chip=bogus 2>&1 | FileCheck %s --enable-var-scope --check-prefix=BOGUS
+// RUN: not pisa-opt %s --pisa-lower-to-nvvm-pipeline=format=xyz -o %t.xyz 2>&1 | FileCheck %s --enable-var-scope --check-prefix=FORMAT
 // RUN: test ! -e %t.xyz
-// RUN: pisa-opt %s --pisa-check-gpu-target=chip=sm_90a | FileCheck %s --check-prefix=OK
+// RUN: pisa-opt %s --pisa-check-gpu-target=chip=sm_90a | FileCheck %s --enable-var-scope --check-prefix=OK
 
 // SM70: error: unsupported GPU chip 'sm_70': pisa's kernels are built for sm_90 and sm_90a (Hopper) only
 // SM70-NOT: LLVM ERROR

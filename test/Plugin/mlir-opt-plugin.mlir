@@ -3,13 +3,13 @@
 // as a dialect plugin and as a pass plugin, and runs pisa's passes and
 // pipelines.
 // RUN: %mlir_opt %s --load-dialect-plugin=%pisa_plugin --load-pass-plugin=%pisa_plugin \
-// RUN:   --pass-pipeline="builtin.module(pisa-select-schedule)" | FileCheck %s --check-prefix=SCHED
+// RUN:   --pass-pipeline="builtin.module(pisa-select-schedule)" | FileCheck %s --enable-var-scope --check-prefix=SCHED
 // RUN: %mlir_opt %s --load-dialect-plugin=%pisa_plugin --load-pass-plugin=%pisa_plugin \
-// RUN:   --pass-pipeline="builtin.module(pisa-cpu-pipeline)" | FileCheck %s --check-prefix=CPU
+// RUN:   --pass-pipeline="builtin.module(pisa-cpu-pipeline)" | FileCheck %s --enable-var-scope --check-prefix=CPU
 // RUN: %mlir_opt %s --load-dialect-plugin=%pisa_plugin --load-pass-plugin=%pisa_plugin \
-// RUN:   --pass-pipeline="builtin.module(pisa-lower-to-nvvm-pipeline{format=isa})" | FileCheck %s --check-prefix=GPU
+// RUN:   --pass-pipeline="builtin.module(pisa-lower-to-nvvm-pipeline{format=isa})" | FileCheck %s --enable-var-scope --check-prefix=GPU
 // Without the plugin the dialect is unknown there.
-// RUN: not %mlir_opt %s 2>&1 | FileCheck %s --check-prefix=NOPLUGIN
+// RUN: not %mlir_opt %s 2>&1 | FileCheck %s --enable-var-scope --check-prefix=NOPLUGIN
 
 // SCHED-LABEL: func.func @select
 // SCHED: pisa.hier_topk {{.*}}{schedule = #pisa.schedule<two_stage, q_tile = 4, io_two_stage = 1024, io_single_stage = 2048>}

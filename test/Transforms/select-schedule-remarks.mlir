@@ -1,5 +1,5 @@
 // RUN: pisa-opt %s --pisa-select-schedule="emit-remarks" -verify-diagnostics -split-input-file
-// RUN: not pisa-opt %s --pisa-select-schedule="q-tile=0" -split-input-file 2>&1 | FileCheck %s --check-prefix=QTILE
+// RUN: not pisa-opt %s --pisa-select-schedule="q-tile=0" -split-input-file 2>&1 | FileCheck %s --enable-var-scope --check-prefix=QTILE
 
 // QTILE: expected q-tile >= 1 but got 0
 

@@ -1,4 +1,4 @@
-// RUN: pisa-opt %s --split-input-file --verify-diagnostics --pass-pipeline='builtin.module(gpu.module(pisa-vector-to-mma-sync))' | FileCheck %s
+// RUN: pisa-opt %s --split-input-file --verify-diagnostics --pass-pipeline='builtin.module(gpu.module(pisa-vector-to-mma-sync))' | FileCheck %s --enable-var-scope
 
 #a = affine_map<(m, n, k) -> (m, k)>
 #b = affine_map<(m, n, k) -> (n, k)>

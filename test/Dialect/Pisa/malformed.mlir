@@ -1,9 +1,9 @@
 // Malformed pisa syntax is a diagnostic and a non-zero exit, never a crash.
 // RUN: split-file %s %t
-// RUN: not pisa-opt %t/missing-attr.mlir 2>&1 | FileCheck %s --check-prefix=ATTR
-// RUN: not pisa-opt %t/wrong-arity.mlir 2>&1 | FileCheck %s --check-prefix=ARITY
-// RUN: not pisa-opt %t/rank.mlir 2>&1 | FileCheck %s --check-prefix=RANK
-// RUN: not pisa-opt %t/bad-number.mlir 2>&1 | FileCheck %s --check-prefix=NUMBER
+// RUN: not pisa-opt %t/missing-attr.mlir 2>&1 | FileCheck %s --enable-var-scope --check-prefix=ATTR
+// RUN: not pisa-opt %t/wrong-arity.mlir 2>&1 | FileCheck %s --enable-var-scope --check-prefix=ARITY
+// RUN: not pisa-opt %t/rank.mlir 2>&1 | FileCheck %s --enable-var-scope --check-prefix=RANK
+// RUN: not pisa-opt %t/bad-number.mlir 2>&1 | FileCheck %s --enable-var-scope --check-prefix=NUMBER
 
 // ATTR: error: custom op 'pisa.pyramid_build' expected 'branching'
 // ARITY: error: expected ','

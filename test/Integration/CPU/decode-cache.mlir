@@ -3,7 +3,7 @@
 // pisa.pyramid_append cache
 // (capacity = 100) selects exactly what it selects over pyramid_build of
 // the same keys, after 11 and after 37 keys (queries at t = 10 and 36).
-// RUN: pisa-opt %s --pisa-cpu-pipeline | %mlir_runner -e main -entry-point-result=void -shared-libs=%runner_shared_libs | FileCheck %s
+// RUN: pisa-opt %s --pisa-cpu-pipeline | %mlir_runner -e main -entry-point-result=void -shared-libs=%runner_shared_libs | FileCheck %s --enable-var-scope
 // CHECK: {{^}}0{{$}}
 // CHECK-NEXT: {{^}}0{{$}}
 // CHECK-NEXT: {{^}}1{{$}}

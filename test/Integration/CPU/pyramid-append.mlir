@@ -4,7 +4,7 @@
 // pyramid of the 37 keys bitwise equal to pisa.pyramid_build over them, as
 // after one append of all 37; skipping the middle append leaves stale
 // nodes, which the comparison sees (the control: it can fail).
-// RUN: pisa-opt %s --pisa-cpu-pipeline | %mlir_runner -e main -entry-point-result=void -shared-libs=%runner_shared_libs | FileCheck %s
+// RUN: pisa-opt %s --pisa-cpu-pipeline | %mlir_runner -e main -entry-point-result=void -shared-libs=%runner_shared_libs | FileCheck %s --enable-var-scope
 // CHECK: {{^}}0{{$}}
 // CHECK-NEXT: {{^}}240{{$}}
 // CHECK-NEXT: {{^}}0{{$}}

@@ -4,9 +4,12 @@
 #define PISA_CONVERSION_PISATOGPU_PISATOGPU_H
 
 #include <cstdint>
+#include <optional>
+#include <string>
 
 namespace mlir {
 class ModuleOp;
+class Operation;
 class RewritePatternSet;
 
 namespace pisa {
@@ -18,6 +21,12 @@ constexpr int64_t kMaxGPUCandidates = 512; ///< g * K per query
 constexpr int64_t kMaxGPUGroups = 65535;   ///< B * Hkv (grid y)
 constexpr int64_t kMaxGPUThreads = 1024;   ///< q_tile * G per block
 constexpr int64_t kMaxGPUPairs = (int64_t(1) << 31) - 1; ///< queries * g * K
+
+/// Why the GPU kernels cannot take pisa op `op` (the limits above, static
+/// shapes, ops without a GPU lowering), or nullopt. The one definition:
+/// --convert-pisa-to-gpu reports it for every op before building IR, and
+/// each pattern declines to match on it.
+std::optional<std::string> gpuLimitViolation(Operation *op);
 
 /// pisa.pyramid_build to one leaf kernel and one kernel per upper level.
 void populatePyramidBuildToGPUPatterns(RewritePatternSet &patterns);

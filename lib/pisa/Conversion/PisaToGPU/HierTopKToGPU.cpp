@@ -200,9 +200,8 @@ struct HierTopKToGPU : OpRewritePattern<HierTopKOp> {
     if (!schedule)
       return op.emitOpError("has no #pisa.schedule: run --pisa-select-schedule "
                             "before --convert-pisa-to-gpu");
-    for (Value v : {op.getQueries(), op.getKeys(), op.getPyramid()})
-      if (!cast<ShapedType>(v.getType()).hasStaticShape())
-        return rewriter.notifyMatchFailure(op, "requires static shapes");
+    if (std::optional<std::string> why = gpuLimitViolation(op))
+      return rewriter.notifyMatchFailure(op, *why);
     ArrayRef<int64_t> q = op.getQueries().getType().getShape();
     ArrayRef<int64_t> k = op.getKeys().getType().getShape();
     Problem p{q[0],
@@ -330,8 +329,6 @@ private:
     Type index = rewriter.getIndexType();
     const int64_t gk = p.candidates(), leaves = p.layout.numLeaves();
     const int64_t maxTiles = ceilDiv(p.numQueries * gk, qTile) + leaves;
-    if (qTile * p.groupSize > 1024)
-      return rewriter.notifyMatchFailure(op, "q_tile * G above 1024 threads");
 
     MemRefType contendersType =
         globalType({p.batch, p.kvHeads, p.numQueries, gk}, i32);

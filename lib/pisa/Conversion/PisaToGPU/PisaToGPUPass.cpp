@@ -60,69 +60,63 @@ void mlir::pisa::freeTransientDeviceBuffers(ModuleOp module) {
   });
 }
 
-/// The limits of the GPU kernels, checked on every pisa op before any IR is
-/// built, so that a shape the kernels cannot take is one error naming the
-/// limit (docs/gpu.md, "Supported shapes"), never wrong code or a generic
-/// legalization failure.
-static LogicalResult checkGPULimits(Operation *op) {
-  auto staticShapes = [&](ValueRange values) -> LogicalResult {
+std::optional<std::string> mlir::pisa::gpuLimitViolation(Operation *op) {
+  std::string why;
+  llvm::raw_string_ostream os(why);
+  auto dynamicIn = [&](ValueRange values) {
     for (Value v : values)
-      if (!cast<ShapedType>(v.getType()).hasStaticShape())
-        return op->emitOpError()
-               << "has a dynamic dimension in " << v.getType()
-               << ": the GPU lowering requires static shapes";
-    return success();
+      if (!cast<ShapedType>(v.getType()).hasStaticShape()) {
+        os << "has a dynamic dimension in '" << v.getType() << "'"
+           << ": the GPU lowering requires static shapes";
+        return true;
+      }
+    return false;
   };
   if (auto build = dyn_cast<PyramidBuildOp>(op)) {
-    if (failed(staticShapes({build.getKeys(), build.getPyramid()})))
-      return failure();
+    if (dynamicIn({build.getKeys(), build.getPyramid()}))
+      return why;
     int64_t d = build.getKeys().getType().getShape()[3];
-    if (d > kMaxGPUHeadDim)
-      return op->emitOpError() << "has head dim d = " << d
-                               << " above the GPU limit of " << kMaxGPUHeadDim
-                               << " (one thread per feature)";
-    return success();
+    if (d <= kMaxGPUHeadDim)
+      return std::nullopt;
+    os << "has head dim d = " << d << " above the GPU limit of "
+       << kMaxGPUHeadDim << " (one thread per feature)";
+    return why;
   }
   if (auto topk = dyn_cast<HierTopKOp>(op)) {
-    if (failed(staticShapes(
-            {topk.getQueries(), topk.getKeys(), topk.getPyramid()})))
-      return failure();
+    if (dynamicIn({topk.getQueries(), topk.getKeys(), topk.getPyramid()}))
+      return why;
     ArrayRef<int64_t> q = topk.getQueries().getType().getShape();
     ArrayRef<int64_t> k = topk.getKeys().getType().getShape();
     const int64_t groupSize = q[1] / k[1], candidates =
         int64_t(topk.getBranching()) * int64_t(topk.getTopk());
-    if (candidates > kMaxGPUCandidates)
-      return op->emitOpError()
-             << "keeps g * K = " << candidates
-             << " candidates per query, above the GPU limit of "
-             << kMaxGPUCandidates << " (per-thread candidate lists)";
-    if (q[0] * k[1] > kMaxGPUGroups)
-      return op->emitOpError() << "has B * Hkv = " << q[0] * k[1]
-                               << " above the GPU limit of " << kMaxGPUGroups
-                               << " (grid y)";
-    if (q[2] * candidates > kMaxGPUPairs)
-      return op->emitOpError()
-             << "has queries * g * K = " << q[2] * candidates
-             << " above the GPU limit of " << kMaxGPUPairs
-             << " (32-bit stage-2 pair indices)";
-    if (topk.getCapacity())
-      return op->emitOpError() << "reads a pyramid cache (capacity = "
-                               << *topk.getCapacity()
-                               << "): the GPU lowering takes pyramid_build's "
-                                  "layout only, for now";
     ScheduleAttr schedule = topk.getScheduleAttr();
-    if (schedule && schedule.getKind() == ScheduleKind::TwoStage &&
-        schedule.getQTile() * groupSize > kMaxGPUThreads)
-      return op->emitOpError()
-             << "has q_tile * G = " << schedule.getQTile() * groupSize
-             << " above the GPU limit of " << kMaxGPUThreads
-             << " threads per stage-2 block";
-    return success();
+    if (candidates > kMaxGPUCandidates)
+      os << "keeps g * K = " << candidates
+         << " candidates per query, above the GPU limit of "
+         << kMaxGPUCandidates << " (per-thread candidate lists)";
+    else if (q[0] * k[1] > kMaxGPUGroups)
+      os << "has B * Hkv = " << q[0] * k[1] << " above the GPU limit of "
+         << kMaxGPUGroups << " (grid y)";
+    else if (q[2] * candidates > kMaxGPUPairs)
+      os << "has queries * g * K = " << q[2] * candidates
+         << " above the GPU limit of " << kMaxGPUPairs
+         << " (32-bit stage-2 pair indices)";
+    else if (topk.getCapacity())
+      os << "reads a pyramid cache (capacity = " << *topk.getCapacity()
+         << "): the GPU lowering takes pyramid_build's layout only, for now";
+    else if (schedule && schedule.getKind() == ScheduleKind::TwoStage &&
+             schedule.getQTile() * groupSize > kMaxGPUThreads)
+      os << "has q_tile * G = " << schedule.getQTile() * groupSize
+         << " above the GPU limit of " << kMaxGPUThreads
+         << " threads per stage-2 block";
+    else
+      return std::nullopt;
+    return why;
   }
   if (isa<PisaDialect>(op->getDialect()))
-    return op->emitOpError() << "has no GPU lowering (the CPU pipeline, "
-                                "pisa-cpu-pipeline, lowers it)";
-  return success();
+    return std::string("has no GPU lowering (the CPU pipeline, "
+                       "pisa-cpu-pipeline, lowers it)");
+  return std::nullopt;
 }
 
 namespace {
@@ -131,10 +125,15 @@ struct ConvertPisaToGPUPass
   using Base::Base;
 
   void runOnOperation() override {
+    // Every limit is reported before any IR is built.
     bool ok = true;
     getOperation()->walk([&](Operation *op) {
-      if (isa_and_nonnull<PisaDialect>(op->getDialect()))
-        ok &= succeeded(checkGPULimits(op));
+      if (!isa_and_nonnull<PisaDialect>(op->getDialect()))
+        return;
+      if (std::optional<std::string> why = gpuLimitViolation(op)) {
+        op->emitOpError() << *why;
+        ok = false;
+      }
     });
     if (!ok)
       return signalPassFailure();

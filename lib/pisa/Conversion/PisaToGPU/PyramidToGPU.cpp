@@ -52,12 +52,10 @@ struct PyramidBuildToGPU : OpRewritePattern<PyramidBuildOp> {
                                 PatternRewriter &rewriter) const override {
     RankedTensorType keysType = op.getKeys().getType();
     RankedTensorType pyrType = op.getPyramid().getType();
-    if (!keysType.hasStaticShape() || !pyrType.hasStaticShape())
-      return rewriter.notifyMatchFailure(op, "requires static shapes");
+    if (std::optional<std::string> why = gpuLimitViolation(op))
+      return rewriter.notifyMatchFailure(op, *why);
     ArrayRef<int64_t> shape = keysType.getShape();
     const int64_t numHeads = shape[1], numKeys = shape[2], d = shape[3];
-    if (d > 1024)
-      return rewriter.notifyMatchFailure(op, "head dim above 1024 threads");
     const int64_t blockSize = op.getBlockSize(), fan = op.getBranching();
     PyramidLayout layout(numKeys, blockSize, fan);
     Location loc = op.getLoc();

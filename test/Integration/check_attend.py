@@ -11,15 +11,14 @@ rounded to f16), lse 1e-4 * (1 + |lse|) (accumulated in f32 from inputs
 that are exact in float64).
 """
 
-import argparse
 import os
 import subprocess
 import sys
-import tempfile
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
 import pisa_reference  # noqa: E402
 
 TIE_TOL = 5e-3
@@ -101,21 +100,7 @@ def run_case(name, pisa_run, work, seed, extra=()):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--pisa-run", default="pisa-run")
-    parser.add_argument("--seed", type=int, default=None)
-    parser.add_argument("--static-shapes", action="store_true",
-                        help="compile for the inputs' exact shapes")
-    parser.add_argument("cases", nargs="*", default=sorted(CASES))
-    args = parser.parse_args()
-    seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "little")
-    print(f"seed {seed}")
-    with tempfile.TemporaryDirectory() as work:
-        extra = ["--static-shapes"] if args.static_shapes else []
-        results = [run_case(c, args.pisa_run, work, seed, extra) for c in args.cases]
-    failed = results.count(False)
-    print(f"{len(results) - failed} passed, {failed} failed")
-    return 1 if failed else 0
+    return harness.run_cases(__doc__, CASES, run_case, static_shapes=True)
 
 
 if __name__ == "__main__":

@@ -8,15 +8,14 @@ which section 4 allows at nodes that straddle t.
 Each case runs at least Nq decode steps; the long one runs 150.
 """
 
-import argparse
 import os
 import subprocess
 import sys
-import tempfile
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
 import pisa_reference  # noqa: E402
 
 TOL = 5e-3
@@ -31,7 +30,7 @@ CASES = {
 }
 
 
-def run_case(name, pisa_run, work, seed):
+def run_case(name, pisa_run, work, seed, extra=()):
     B, Hkv, G, N, d, C, K, g, dtype, offset, nq = CASES[name]
     rng = np.random.default_rng([seed, len(name)])
     np_dtype = np.float16 if dtype == "f16" else np.float32
@@ -67,18 +66,7 @@ def run_case(name, pisa_run, work, seed):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--pisa-run", default="pisa-run")
-    parser.add_argument("--seed", type=int, default=None)
-    parser.add_argument("cases", nargs="*", default=sorted(CASES))
-    args = parser.parse_args()
-    seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "little")
-    print(f"seed {seed}")
-    with tempfile.TemporaryDirectory() as work:
-        results = [run_case(c, args.pisa_run, work, seed) for c in args.cases]
-    failed = results.count(False)
-    print(f"{len(results) - failed} passed, {failed} failed")
-    return 1 if failed else 0
+    return harness.run_cases(__doc__, CASES, run_case, static_shapes=False)
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cmath>
+#include <vector>
 #include <cstdlib>
 
 using namespace pisatool;
@@ -148,45 +149,40 @@ int main(int argc, char **argv) {
       usage(llvm::outs());
       return 0;
     }
-  if (command == "select") {
-    auto options = Options::parse(
-        argc, argv, 2,
-        {"q", "k", "block-size", "topk", "branching", "scale", "query-offset",
-         "out"},
-        {"dump-ir", "static-shapes"});
+  // Each command: its valued options, its flags, what runs it.
+  struct Command {
+    StringRef name;
+    std::vector<StringRef> valued, flags;
+    int (*run)(const Options &);
+  };
+  const std::vector<StringRef> selection{
+      "q", "k", "block-size", "topk", "branching", "scale", "query-offset",
+      "out"};
+  auto with = [](std::vector<StringRef> base,
+                 std::initializer_list<StringRef> more) {
+    base.insert(base.end(), more);
+    return base;
+  };
+  const Command commands[] = {
+      {"select", selection, {"dump-ir", "static-shapes"}, runSelect},
+      {"decode", selection, {"dump-ir"}, runDecode},
+      {"attend",
+       with(selection, {"v", "lse-out", "selection-out", "selection-in"}),
+       {"dump-ir", "static-shapes"},
+       runAttend},
+      {"plan",
+       {"group-size", "block-size", "q-tile", "queries", "head-dim", "dtype",
+        "policy", "keys", "topk", "branching"},
+       {},
+       runPlan},
+  };
+  for (const Command &c : commands) {
+    if (command != c.name)
+      continue;
+    auto options = Options::parse(argc, argv, 2, c.valued, c.flags);
     if (!options)
       return fail(options.takeError());
-    return runSelect(*options);
-  }
-  if (command == "decode") {
-    auto options = Options::parse(
-        argc, argv, 2,
-        {"q", "k", "block-size", "topk", "branching", "scale", "query-offset",
-         "out"},
-        {"dump-ir"});
-    if (!options)
-      return fail(options.takeError());
-    return runDecode(*options);
-  }
-  if (command == "attend") {
-    auto options = Options::parse(
-        argc, argv, 2,
-        {"q", "k", "v", "block-size", "topk", "branching", "scale",
-         "query-offset", "out", "lse-out", "selection-out", "selection-in"},
-        {"dump-ir", "static-shapes"});
-    if (!options)
-      return fail(options.takeError());
-    return runAttend(*options);
-  }
-  if (command == "plan") {
-    auto options = Options::parse(argc, argv, 2,
-                                  {"group-size", "block-size", "q-tile",
-                                   "queries", "head-dim", "dtype", "policy", "keys",
-                                   "topk", "branching"},
-                                  {});
-    if (!options)
-      return fail(options.takeError());
-    return runPlan(*options);
+    return c.run(*options);
   }
   return fail("unknown command '" + command +
               "' (expected select, decode, attend or plan)");

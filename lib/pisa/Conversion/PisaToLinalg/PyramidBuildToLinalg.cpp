@@ -172,8 +172,7 @@ static Value buildDynamicPyramid(ImplicitLocOpBuilder &b, PyramidBuildOp op) {
   RankedTensorType resultType = op.getPyramid().getType();
   const int64_t heads = keysType.getDimSize(1), d = keysType.getDimSize(3);
   Value zero = indexConst(b, 0);
-  Value batch = tensor::DimOp::create(b, keys, 0);
-  Value numKeys = tensor::DimOp::create(b, keys, 2);
+  Value batch = dimOf(b, keys, 0), numKeys = dimOf(b, keys, 2);
   LayoutTables layout =
       buildLayoutTables(b, numKeys, op.getBlockSize(), op.getBranching());
   SmallVector<Value> dynamic;

@@ -1,0 +1,27 @@
+"""The command line shared by the check_*.py scripts that run pisa-run
+cases: --pisa-run, --seed (printed; fresh when absent), optionally
+--static-shapes, and case names; prints one line per case and a total."""
+
+import argparse
+import os
+import tempfile
+
+
+def run_cases(doc, cases, run_case, static_shapes=True):
+    """run_case(name, pisa_run, workdir, seed, extra_args) -> bool."""
+    parser = argparse.ArgumentParser(description=doc)
+    parser.add_argument("--pisa-run", default="pisa-run")
+    parser.add_argument("--seed", type=int, default=None)
+    if static_shapes:
+        parser.add_argument("--static-shapes", action="store_true",
+                            help="compile for the inputs' exact shapes")
+    parser.add_argument("cases", nargs="*", default=sorted(cases))
+    args = parser.parse_args()
+    seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "little")
+    print(f"seed {seed}")
+    extra = ["--static-shapes"] if static_shapes and args.static_shapes else []
+    with tempfile.TemporaryDirectory() as workdir:
+        results = [run_case(c, args.pisa_run, workdir, seed, extra) for c in args.cases]
+    failed = results.count(False)
+    print(f"{len(results) - failed} passed, {failed} failed")
+    return 1 if failed else 0

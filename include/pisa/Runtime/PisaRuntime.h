@@ -21,15 +21,15 @@ const char *pisa_runtime_last_error(void);
 void pisa_runtime_clear_error(void);
 
 /* Run the library's work on `stream` (a CUstream, e.g. PyTorch's current
- * stream) instead of a private stream per call; NULL restores the default.
- * On the caller's stream an entry point returns once its work is enqueued
- * (stream-ordered, like a PyTorch op: read the result on that stream, or
- * synchronize it first); on the default private stream it waits for its
- * work before returning. */
+ * stream); NULL, the default, is the legacy default stream. An entry point
+ * returns once its work is enqueued there (stream-ordered, like a PyTorch
+ * op or a cuBLAS call: it runs after the work the caller enqueued before
+ * on that stream; read the result on that stream, or synchronize it
+ * first). */
 void pisa_runtime_set_stream(void *stream);
 
-/* Frees a buffer the library allocated (an entry point's result): ordered
- * on the caller's stream when one is set, at once otherwise. */
+/* Frees a buffer the library allocated (an entry point's result), ordered
+ * on the stream set by pisa_runtime_set_stream. */
 void pisa_runtime_free(void *ptr);
 
 #ifdef __cplusplus

@@ -6,6 +6,12 @@
 // pisa_runtime_last_error(). No C++ standard library, so that an AOT
 // library needs nothing but libcuda and libc at run time.
 //
+// Every call runs on the caller's stream (pisa_runtime_set_stream; NULL,
+// the legacy default stream, unless set) and returns once its work is
+// enqueued. Never a private stream: one that does not wait for the
+// caller's stream reads inputs the caller has not finished writing (issue
+// 11's wrong rows, on PyTorch's default stream).
+//
 // Device memory comes from the stream-ordered pool (cuMemAllocAsync), whose
 // release threshold is raised so that per-call scratch buffers are reused
 // instead of returned to the driver.
@@ -83,14 +89,9 @@ const char *pisa_runtime_last_error(void) {
 void pisa_runtime_clear_error(void) { haveError = false; }
 
 void pisa_runtime_free(void *ptr) {
-  if (!ptr || !ensureContext())
-    return;
-  // On the caller's stream the free is ordered after the reads the caller
-  // has enqueued there; otherwise the call has already waited.
-  if (userStream)
+  // Ordered after the reads the caller has enqueued on its stream.
+  if (ptr && ensureContext())
     CHECK(cuMemFreeAsync(reinterpret_cast<CUdeviceptr>(ptr), userStream));
-  else
-    CHECK(cuMemFree(reinterpret_cast<CUdeviceptr>(ptr)));
 }
 
 void pisa_runtime_set_stream(void *stream) {
@@ -150,29 +151,18 @@ void mgpuLaunchKernel(CUfunction function, intptr_t gridX, intptr_t gridY,
 // Streams and events
 //===----------------------------------------------------------------------===//
 
+// The host code's "stream" is the caller's: created, synchronized and
+// destroyed by the caller, not by a call. Work on it stays stream-ordered,
+// like any library call on a stream: the caller orders its reads after it
+// and waits when it needs to.
 CUstream mgpuStreamCreate() {
-  if (!ensureContext())
-    return nullptr;
-  if (userStream)
-    return userStream;
-  CUstream stream = nullptr;
-  CHECK(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
-  return stream;
+  ensureContext();
+  return userStream;
 }
 
-void mgpuStreamDestroy(CUstream stream) {
-  if (stream && stream != userStream)
-    CHECK(cuStreamDestroy(stream));
-}
+void mgpuStreamDestroy(CUstream) {}
 
-void mgpuStreamSynchronize(CUstream stream) {
-  // Work on the caller's stream stays stream-ordered, like any other
-  // library call on it: the caller orders its reads after it and waits when
-  // it needs to. A private stream is waited for here.
-  if (stream && stream == userStream)
-    return;
-  CHECK(cuStreamSynchronize(stream));
-}
+void mgpuStreamSynchronize(CUstream) {}
 
 void mgpuStreamWaitEvent(CUstream stream, CUevent event) {
   CHECK(cuStreamWaitEvent(stream, event, 0));

@@ -210,6 +210,30 @@ def build(args):
 
 # ------------------------------------------------------------------ check
 
+def check_nonfinite(lib, cfg, q, k, tgen):
+    """Calls the library on the inputs with inf, -inf and NaN planted in
+    some key blocks and query rows, and returns how many result rows are not
+    a valid selection (docs/semantics.md section 3: NaN scores rank as
+    -inf). No answer is compared, only the result's shape of a selection."""
+    import torch
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                    "..", "..", "test", "Integration"))
+    import pisa_reference
+
+    C, N, Nq = cfg["C"], cfg["N"], cfg["Nq"]
+    q, k = q.clone(), k.clone()
+    blocks = torch.randint(0, -(-N // C), (3,), generator=tgen, device="cuda")
+    for i, value in enumerate((math.inf, -math.inf, math.nan)):
+        lo = int(blocks[i]) * C
+        k[:, :, lo:lo + C, i::3] = value
+    rows = torch.randint(0, Nq, (2,), generator=tgen, device="cuda")
+    q[:, :, rows, 0] = math.nan
+    got = lib("sweep_select", q, k)
+    bad = pisa_reference.invalid_rows(got.cpu().numpy(), N, C, cfg["K"],
+                                      offset=cfg["offset"])
+    return int(bad.sum())
+
+
 def check(args):
     import torch
     from pisa import aot, reference
@@ -238,13 +262,18 @@ def check(args):
         B, Hkv, G = cfg["B"], cfg["Hkv"], cfg["G"]
         kshape = (B, Hkv, cfg["N"], cfg["d"])
         qshape = (B, Hkv * G, cfg["Nq"], cfg["d"])
-        if args.torch_inputs and cfg["inputs"] == "gaussian":
-            # Drawn on the GPU and used at once, as a user's script would.
-            k = torch.randn(kshape, generator=tgen, device="cuda").to(dt[cfg["dtype"]])
-            q = torch.randn(qshape, generator=tgen, device="cuda").to(dt[cfg["dtype"]])
-        else:
+        if args.host_inputs:
             k = torch.from_numpy(make_keys(rng, cfg, kshape)).cuda().to(dt[cfg["dtype"]])
             q = torch.from_numpy(rng.standard_normal(qshape)).cuda().to(dt[cfg["dtype"]])
+        else:
+            # Drawn on the GPU and used at once, as a user's script would
+            # (and quick: NumPy's draws took most of a device call).
+            if cfg["inputs"] == "gaussian":
+                k = torch.randn(kshape, generator=tgen, device="cuda")
+            else:
+                k = torch.from_numpy(make_keys(rng, cfg, kshape)).cuda()
+            q = torch.randn(qshape, generator=tgen, device="cuda")
+            k, q = k.to(dt[cfg["dtype"]]), q.to(dt[cfg["dtype"]])
         t0 = time.time()
         lib = libs.get(cfg["name"]) or aot.Library(os.path.join(args.dir, cfg["lib"]))
         got = lib("sweep_select", q, k)
@@ -258,13 +287,18 @@ def check(args):
         except torch.OutOfMemoryError as e:  # the checker's limit, not a pass
             ok, summary = False, {"rows": 0, "differ": 0, "unexplained": 0,
                                   "error": str(e).splitlines()[0]}
+        if args.nonfinite:
+            invalid = check_nonfinite(lib, cfg, q, k, tgen)
+            summary["nonfinite_invalid_rows"] = invalid
+            ok = ok and invalid == 0
         torch.cuda.empty_cache()
         summary.update(name=cfg["name"], ok=bool(ok), seconds=round(time.time() - t0, 2))
         results.append(summary)
         shape = " ".join(f"{x}={cfg[x]}" for x in ("B", "Hkv", "G", "d", "C", "K", "g", "N", "Nq", "offset", "dtype", "inputs"))
         print(f"{'ok  ' if ok else 'FAIL'} {cfg['name']} {shape}: {summary['rows']} rows, "
               f"{summary['differ']} differ ({summary['unexplained']} unexplained)"
-              + (f" {summary.get('first_unexplained') or summary.get('error')}" if not ok else ""),
+              + (f" {summary.get('first_unexplained') or summary.get('error') or summary}"
+                 if not ok else ""),
               flush=True)
         del lib
         libs.pop(cfg["name"], None)
@@ -378,8 +412,13 @@ def main(argv=None):
     c.add_argument("--rows", type=int, default=2048,
                    help="queries checked per batch and KV head (sampled above; 0: all)")
     c.add_argument("--only", nargs="*")
-    c.add_argument("--torch-inputs", action="store_true",
-                   help="Gaussian inputs drawn on the GPU right before the call")
+    c.add_argument("--host-inputs", action="store_true",
+                   help="draw every input with NumPy and copy it over (default: "
+                        "queries and Gaussian keys drawn on the GPU right before "
+                        "the call)")
+    c.add_argument("--nonfinite", action="store_true",
+                   help="also call each library with inf and NaN planted in its "
+                        "inputs and check that every row is a valid selection")
     c.add_argument("--preload", action="store_true",
                    help="load every library before the first call")
     c.add_argument("--part", help="I/N: every N-th case from the I-th")

@@ -133,3 +133,26 @@ def attend(q, keys, values, selection, C, scale=None, offset=0):
                     lse[b, h, i] = m + math.log(w.sum())
                     out[b, h, i] = (w / w.sum()) @ vd[b, kv, idx]
     return out, lse
+
+
+def invalid_rows(selection, N, C, K, offset=0):
+    """Rows of a selection [B, Hkv, Nq, K] that break section 3's shape of a
+    result, whatever the scores: min(K, b_t + 1) distinct blocks in 0..b_t,
+    ascending, the forced set {0, b_t - 1, b_t} included, then -1 padding.
+    Returns a boolean array [B, Hkv, Nq]."""
+    sel = np.asarray(selection).astype(np.int64)
+    Nq = sel.shape[2]
+    bt = np.minimum((offset + np.arange(Nq)) // C, -(-N // C) - 1)
+    bt = bt[None, None, :, None]
+    want = np.minimum(K, bt[..., 0] + 1)
+    slot = np.arange(K)
+    used = slot < want[..., None]
+    bad = np.zeros(sel.shape[:3], dtype=bool)
+    bad |= np.any(used & ((sel < 0) | (sel > bt)), axis=-1)
+    bad |= np.any(~used & (sel != -1), axis=-1)
+    ascending = np.diff(sel, axis=-1) > 0
+    bad |= np.any(used[..., 1:] & ~ascending, axis=-1)
+    for forced in (np.zeros_like(bt), bt - 1, bt):
+        present = np.any(sel == forced, axis=-1)
+        bad |= (forced[..., 0] >= 0) & ~present
+    return bad

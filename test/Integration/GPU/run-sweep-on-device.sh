@@ -13,7 +13,7 @@ part=${3:-0/1}
 export PYTHONPATH=$PWD/python${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
 rc=0
 nvidia-smi -L
-[ "$part" = none ] || python3 -m pisa.sweep check "$dir" --part "$part" --budget "${BUDGET:-420}" \
+[ "$part" = none ] || python3 -m pisa.sweep check "$dir" --part "$part" --budget "${BUDGET:-420}" --nonfinite \
     --json "$out/sweep-${part//\//of}.json" 2>&1 | tee "$out/sweep-${part//\//of}.log" || rc=1
 if [ -n "${VARIANTS_DIR:-}" ]; then
   names=$(python3 -c 'import json,sys; print(" ".join(c["name"] for c in json.load(open(sys.argv[1]))["cases"]))' "$VARIANTS_DIR/sweep.json")

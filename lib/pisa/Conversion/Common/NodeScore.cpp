@@ -29,15 +29,28 @@ SmallVector<Value> mlir::pisa::detail::onlineLseUpdate(ImplicitLocOpBuilder &b,
                                    term)};
 }
 
+Value mlir::pisa::detail::rankableScore(ImplicitLocOpBuilder &b,
+                                        Value score) {
+  Value isNaN =
+      arith::CmpFOp::create(b, arith::CmpFPredicate::UNO, score, score);
+  Value negInf = arith::ConstantOp::create(
+      b, b.getFloatAttr(score.getType(),
+                        -std::numeric_limits<double>::infinity()));
+  return arith::SelectOp::create(b, isNaN, negInf, score);
+}
+
 Value mlir::pisa::detail::buildRank(
     ImplicitLocOpBuilder &b, Value count, Value a,
     llvm::function_ref<Value(ImplicitLocOpBuilder &, Value)> scoreAt) {
   Value zero = indexConst(b, 0), one = indexConst(b, 1);
-  Value mine = scoreAt(b, a);
+  // With a NaN, OGT and OEQ are both false: a NaN would outrank nothing and
+  // be outranked by nothing, and more than `slots` candidates would be
+  // kept, past the end of the arrays that hold them.
+  Value mine = rankableScore(b, scoreAt(b, a));
   return buildLoop(
       b, zero, count, {zero},
       [&](ImplicitLocOpBuilder &rb, Value o, ValueRange r) {
-        Value theirs = scoreAt(rb, o);
+        Value theirs = rankableScore(rb, scoreAt(rb, o));
         Value higher =
             arith::CmpFOp::create(rb, arith::CmpFPredicate::OGT, theirs, mine);
         Value tie = arith::AndIOp::create(

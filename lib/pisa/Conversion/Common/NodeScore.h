@@ -51,10 +51,15 @@ std::pair<Value, Value> validChildren(ImplicitLocOpBuilder &b,
                                       const QuerySite &site,
                                       const ChildLevel &level, Value node);
 
+/// A score as the selection orders it: NaN (from inputs whose products
+/// overflow, or non-finite inputs) ranks as -inf, so that the order is
+/// total and no more than K candidates are ever kept (semantics section 3).
+Value rankableScore(ImplicitLocOpBuilder &b, Value score);
+
 /// How many of candidates 0..count-1 outrank candidate `a`: a higher score,
 /// or an equal score at a lower position (the tie rule, lower index wins,
-/// since candidates are kept in ascending node order). `scoreAt` reads a
-/// candidate's score.
+/// since candidates are kept in ascending node order), scores compared as
+/// rankableScore. `scoreAt` reads a candidate's score.
 Value buildRank(ImplicitLocOpBuilder &b, Value count, Value a,
                 llvm::function_ref<Value(ImplicitLocOpBuilder &, Value)> scoreAt);
 

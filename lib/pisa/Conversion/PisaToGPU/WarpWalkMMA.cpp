@@ -15,6 +15,7 @@
 #include "KernelBuilder.h"
 
 #include "../Common/LoopBuilders.h"
+#include "../Common/NodeScore.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -342,8 +343,9 @@ Value mlir::pisa::detail::buildMmaWarpWalk(
             mine = arith::SelectOp::create(
                 rb, cmp(rb, arith::CmpIPredicate::eq, tile, indexConst(rb, t)),
                 shuffleFrom(rb, tiles[t], source), mine);
+          mine = rankableScore(rb, mine);
           // Rank: candidates with a higher score, or an equal one at a
-          // lower index (buildRank's tie rule).
+          // lower index (buildRank's tie rule and NaN order).
           Value rank = zero;
           for (int64_t other = 0; other < maxCandidates; ++other) {
             Value theirs = shuffleFrom(rb, mine, indexConst(rb, other));

@@ -22,6 +22,8 @@ config.substitutions.append(("%pisa_src_root", config.pisa_src_root))
 config.substitutions.append(("%python", "/usr/bin/python3"))
 config.substitutions.append(("%pisa_python", os.path.join(config.pisa_src_root, "python")))
 config.substitutions.append(("%cxx_compiler", config.cxx_compiler))
+config.substitutions.append(("%cuda_include", config.cuda_include_dir))
+config.substitutions.append(("%cuda_lib", config.cuda_library_dir))
 config.substitutions.append(("%pisa_obj_root", config.pisa_obj_root))
 config.substitutions.append(("%pisa_plugin", os.path.join(config.pisa_obj_root, "lib", "PisaPlugin.so")))
 # The stock mlir-opt of the MLIR pisa is built against (Debian: mlir-opt-22).

@@ -1,23 +1,30 @@
-//===- CudaRuntimeTest.cpp - the AOT runtime's stream contract -----------===//
+//===- CudaRuntimeTest.cpp - the AOT runtime's call contract -------------===//
 //
 // The runtime (lib/pisa/Runtime) against a recording fake of the CUDA
-// driver, so that its contract is checked without a GPU: every call runs on
-// the caller's stream, the legacy default stream (NULL) unless one is set,
-// and nothing creates, waits for or destroys a stream of its own. A private
-// non-blocking stream on the default stream read inputs PyTorch had not
-// finished writing (issue 11's wrong rows); the device check is
-// `python3 -m pisa.check_stream_order`.
+// driver, so that the contract of PisaRuntime.h is checked without a GPU:
+// every operation of a call runs on the caller's stream (NULL is the
+// legacy default stream) and never on a stream of its own (a private
+// non-blocking stream read inputs PyTorch had not finished writing: issue
+// 11's wrong rows); memory comes from the caller's workspace; modules load
+// lazily in the caller's context; bad calls are rejected before anything
+// is enqueued; failures come back as a status and a message, never printed.
 //
 //===----------------------------------------------------------------------===//
 
+#include "pisa/Runtime/EntryTable.h"
 #include "pisa/Runtime/PisaRuntime.h"
 
 #include <cuda.h>
 
 #include <gtest/gtest.h>
 
+#include <cstring>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
+
+using namespace pisa::runtime;
 
 //===----------------------------------------------------------------------===//
 // The fake driver: records what the runtime asked for.
@@ -25,11 +32,18 @@
 
 namespace {
 struct DriverLog {
+  std::mutex lock;
   std::vector<std::string> calls;
   std::vector<CUstream> streams; ///< the stream of each stream-taking call
   CUresult failLaunch = CUDA_SUCCESS;
-  void clear() { *this = DriverLog(); }
-  int count(const std::string &name) const {
+  void clear() {
+    std::lock_guard<std::mutex> g(lock);
+    calls.clear();
+    streams.clear();
+    failLaunch = CUDA_SUCCESS;
+  }
+  int count(const std::string &name) {
+    std::lock_guard<std::mutex> g(lock);
     int n = 0;
     for (const std::string &c : calls)
       n += c == name;
@@ -37,16 +51,16 @@ struct DriverLog {
   }
 } driver;
 
+thread_local CUcontext currentFakeContext = reinterpret_cast<CUcontext>(0x1000);
+
 CUresult record(const char *name, CUstream stream = nullptr,
                 bool hasStream = false) {
+  std::lock_guard<std::mutex> g(driver.lock);
   driver.calls.push_back(name);
   if (hasStream)
     driver.streams.push_back(stream);
   return CUDA_SUCCESS;
 }
-
-CUcontext fakeContext = reinterpret_cast<CUcontext>(0x1000);
-CUstream fakePrivateStream = reinterpret_cast<CUstream>(0x2000);
 } // namespace
 
 extern "C" {
@@ -59,35 +73,13 @@ CUresult CUDAAPI cuGetErrorString(CUresult, const char **s) {
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuInit(unsigned) { return record("cuInit"); }
-CUresult CUDAAPI cuDeviceGet(CUdevice *d, int) {
-  *d = 0;
-  return record("cuDeviceGet");
-}
-CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext *c, CUdevice) {
-  *c = fakeContext;
-  return record("cuDevicePrimaryCtxRetain");
-}
-CUresult CUDAAPI cuCtxSetCurrent(CUcontext) { return CUDA_SUCCESS; }
-CUresult CUDAAPI cuCtxGetDevice(CUdevice *d) {
-  *d = 0;
-  return CUDA_SUCCESS;
-}
-CUresult CUDAAPI cuDeviceGetDefaultMemPool(CUmemoryPool *p, CUdevice) {
-  *p = nullptr;
-  return CUDA_SUCCESS;
-}
-CUresult CUDAAPI cuMemPoolSetAttribute(CUmemoryPool, CUmemPool_attribute,
-                                       void *) {
+CUresult CUDAAPI cuCtxGetCurrent(CUcontext *c) {
+  *c = currentFakeContext;
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuModuleLoadData(CUmodule *m, const void *) {
   *m = reinterpret_cast<CUmodule>(0x3000);
   return record("cuModuleLoadData");
-}
-CUresult CUDAAPI cuModuleLoadDataEx(CUmodule *m, const void *, unsigned,
-                                    CUjit_option *, void **) {
-  *m = reinterpret_cast<CUmodule>(0x3000);
-  return record("cuModuleLoadDataEx");
 }
 CUresult CUDAAPI cuModuleUnload(CUmodule) { return record("cuModuleUnload"); }
 CUresult CUDAAPI cuModuleGetFunction(CUfunction *f, CUmodule, const char *) {
@@ -103,16 +95,6 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction, unsigned, unsigned, unsigned,
   record("cuLaunchKernel", s, true);
   return driver.failLaunch;
 }
-CUresult CUDAAPI cuStreamCreate(CUstream *s, unsigned) {
-  *s = fakePrivateStream;
-  return record("cuStreamCreate");
-}
-CUresult CUDAAPI cuStreamDestroy(CUstream s) {
-  return record("cuStreamDestroy", s, true);
-}
-CUresult CUDAAPI cuStreamSynchronize(CUstream s) {
-  return record("cuStreamSynchronize", s, true);
-}
 CUresult CUDAAPI cuStreamWaitEvent(CUstream s, CUevent, unsigned) {
   return record("cuStreamWaitEvent", s, true);
 }
@@ -127,18 +109,6 @@ CUresult CUDAAPI cuEventSynchronize(CUevent) {
 CUresult CUDAAPI cuEventRecord(CUevent, CUstream s) {
   return record("cuEventRecord", s, true);
 }
-CUresult CUDAAPI cuMemAllocManaged(CUdeviceptr *p, size_t, unsigned) {
-  *p = 0x6000;
-  return record("cuMemAllocManaged");
-}
-CUresult CUDAAPI cuMemAllocAsync(CUdeviceptr *p, size_t, CUstream s) {
-  *p = 0x7000;
-  return record("cuMemAllocAsync", s, true);
-}
-CUresult CUDAAPI cuMemFreeAsync(CUdeviceptr, CUstream s) {
-  return record("cuMemFreeAsync", s, true);
-}
-CUresult CUDAAPI cuMemFree(CUdeviceptr) { return record("cuMemFree"); }
 CUresult CUDAAPI cuMemcpyAsync(CUdeviceptr, CUdeviceptr, size_t, CUstream s) {
   return record("cuMemcpyAsync", s, true);
 }
@@ -157,8 +127,9 @@ void mgpuStreamSynchronize(CUstream);
 void *mgpuMemAlloc(uint64_t, CUstream, bool);
 void mgpuMemFree(void *, CUstream);
 void mgpuMemset32(void *, unsigned, size_t, CUstream);
-CUmodule mgpuModuleLoad(void *, size_t);
-CUfunction mgpuModuleGetFunction(CUmodule, const char *);
+void *mgpuModuleLoad(void *, size_t);
+void mgpuModuleUnload(void *);
+CUfunction mgpuModuleGetFunction(void *, const char *);
 void mgpuLaunchKernel(CUfunction, intptr_t, intptr_t, intptr_t, intptr_t,
                       intptr_t, intptr_t, int32_t, CUstream, void **, void **,
                       size_t);
@@ -166,19 +137,55 @@ void mgpuLaunchKernel(CUfunction, intptr_t, intptr_t, intptr_t, intptr_t,
 
 namespace {
 
-/// What gpu-to-llvm host code does for one entry point call: a stream, an
-/// allocation, a memset, a launch, a free, a synchronisation, the stream
-/// destroyed.
-void hostCodeOfOneCall() {
+/// An entry like pisa-compile's: f(q: f32 [2, 8], offset: index in [0, 4])
+/// -> i32 [8], needing 1280 bytes of workspace (allocations of 300 and 600
+/// bytes, each rounded up to 256).
+std::vector<int64_t> exampleTable() {
+  std::vector<int64_t> t = {kEntryTableVersion, 3, 1280};
+  auto arg = [&](int64_t kind, int64_t rank, int64_t bytes, int64_t lo,
+                 int64_t hi, std::vector<int64_t> sizes) {
+    t.insert(t.end(), {kind, rank, bytes, lo, hi});
+    sizes.resize(kMaxRank, 0);
+    t.insert(t.end(), sizes.begin(), sizes.end());
+  };
+  arg(kInput, 2, 4, 0, 0, {2, 8});
+  arg(kIndex, 0, 8, 0, 4, {});
+  arg(kResult, 1, 4, 0, 0, {8});
+  return t;
+}
+
+struct Call {
+  std::vector<int64_t> table = exampleTable();
+  void *q = reinterpret_cast<void *>(0x10000);
+  int64_t offset = 2;
+  void *out = reinterpret_cast<void *>(0x20000);
+  char error[256] = "untouched";
+  PisaCall call{nullptr, reinterpret_cast<void *>(0x100000), 1280, error,
+                sizeof(error)};
+  int64_t descriptors[64];
+  int begin() {
+    void *values[] = {q, reinterpret_cast<void *>(offset), out};
+    return pisaCallBegin(table.data(), "f", &call, values, descriptors);
+  }
+};
+
+void *theModule = mgpuModuleLoad(nullptr, 0);
+
+/// What gpu-to-llvm host code does for one entry point call: a stream, two
+/// allocations, a memset, a launch, frees, a synchronisation, the stream
+/// destroyed. Returns the two allocations.
+std::pair<void *, void *> hostCodeOfOneCall() {
   CUstream stream = mgpuStreamCreate();
-  void *scratch = mgpuMemAlloc(256, stream, false);
-  mgpuMemset32(scratch, 0, 64, stream);
-  CUmodule module = mgpuModuleLoad(nullptr, 0);
-  CUfunction kernel = mgpuModuleGetFunction(module, "k");
+  void *a = mgpuMemAlloc(300, stream, false);
+  void *b = mgpuMemAlloc(600, stream, false);
+  mgpuMemset32(a, 0, 64, stream);
+  CUfunction kernel = mgpuModuleGetFunction(theModule, "k");
   mgpuLaunchKernel(kernel, 1, 1, 1, 32, 1, 1, 0, stream, nullptr, nullptr, 0);
-  mgpuMemFree(scratch, stream);
+  mgpuMemFree(a, stream);
+  mgpuMemFree(b, stream);
   mgpuStreamSynchronize(stream);
   mgpuStreamDestroy(stream);
+  return {a, b};
 }
 
 class CudaRuntimeTest : public ::testing::Test {
@@ -186,54 +193,178 @@ protected:
   void SetUp() override {
     pisa_runtime_clear_error();
     driver.clear();
+    currentFakeContext = reinterpret_cast<CUcontext>(0x1000);
   }
-  void TearDown() override { pisa_runtime_set_stream(nullptr); }
 };
 
-TEST_F(CudaRuntimeTest, DefaultIsTheLegacyStreamWithoutAPrivateOne) {
-  pisa_runtime_set_stream(nullptr);
-  hostCodeOfOneCall();
-  EXPECT_EQ(driver.count("cuStreamCreate"), 0);
-  EXPECT_EQ(driver.count("cuStreamDestroy"), 0);
-  EXPECT_EQ(driver.count("cuStreamSynchronize"), 0);
+TEST_F(CudaRuntimeTest, LoadingTheLibraryTouchesNoDriver) {
+  void *module = mgpuModuleLoad(reinterpret_cast<void *>(0x1), 0);
+  EXPECT_TRUE(driver.calls.empty()) << "no cuInit or module load at load time";
+  mgpuModuleUnload(module);
+}
+
+TEST_F(CudaRuntimeTest, EverythingRunsOnTheCallersStreamAndWorkspace) {
+  Call c;
+  c.call.stream = reinterpret_cast<void *>(0x8000);
+  ASSERT_EQ(c.begin(), PISA_OK) << c.error;
+  auto [a, b] = hostCodeOfOneCall();
+  EXPECT_EQ(pisaCallEnd(), PISA_OK);
+  EXPECT_EQ(a, c.call.workspace);
+  EXPECT_EQ(b, static_cast<char *>(c.call.workspace) + alignWorkspace(300));
+  EXPECT_EQ(driver.count("cuLaunchKernel"), 1);
   ASSERT_FALSE(driver.streams.empty());
   for (CUstream s : driver.streams)
-    EXPECT_EQ(s, nullptr) << "work off the caller's (legacy) stream";
-  EXPECT_EQ(pisa_runtime_last_error(), nullptr);
+    EXPECT_EQ(s, c.call.stream);
+  EXPECT_EQ(std::string(c.error), "");
 }
 
-TEST_F(CudaRuntimeTest, EveryCallRunsOnTheCallersStream) {
-  CUstream caller = reinterpret_cast<CUstream>(0x8000);
-  pisa_runtime_set_stream(caller);
+TEST_F(CudaRuntimeTest, NullStreamIsTheLegacyDefaultStream) {
+  Call c;
+  ASSERT_EQ(c.begin(), PISA_OK);
   hostCodeOfOneCall();
-  pisa_runtime_free(reinterpret_cast<void *>(0x7000));
-  EXPECT_EQ(driver.count("cuStreamCreate"), 0);
-  EXPECT_EQ(driver.count("cuStreamSynchronize"), 0)
-      << "a call must stay stream-ordered, not wait";
-  ASSERT_EQ(driver.count("cuLaunchKernel"), 1);
-  ASSERT_EQ(driver.count("cuMemFreeAsync"), 2);
+  EXPECT_EQ(pisaCallEnd(), PISA_OK);
   for (CUstream s : driver.streams)
-    EXPECT_EQ(s, caller);
+    EXPECT_EQ(s, nullptr);
 }
 
-TEST_F(CudaRuntimeTest, ResultIsFreedInStreamOrder) {
-  pisa_runtime_set_stream(nullptr);
-  pisa_runtime_free(reinterpret_cast<void *>(0x7000));
-  EXPECT_EQ(driver.count("cuMemFree"), 0) << "cuMemFree synchronises";
-  EXPECT_EQ(driver.count("cuMemFreeAsync"), 1);
-  pisa_runtime_free(nullptr);
-  EXPECT_EQ(driver.count("cuMemFreeAsync"), 1);
+TEST_F(CudaRuntimeTest, DescriptorsAreContiguousCOrder) {
+  Call c;
+  ASSERT_EQ(c.begin(), PISA_OK);
+  pisaCallEnd();
+  // q: allocated, aligned, offset, sizes {2, 8}, strides {8, 1}.
+  EXPECT_EQ(c.descriptors[0], 0x10000);
+  EXPECT_EQ(c.descriptors[1], 0x10000);
+  EXPECT_EQ(c.descriptors[2], 0);
+  EXPECT_EQ(c.descriptors[3], 2);
+  EXPECT_EQ(c.descriptors[4], 8);
+  EXPECT_EQ(c.descriptors[5], 8);
+  EXPECT_EQ(c.descriptors[6], 1);
+  // The result follows (the index argument has none): sizes {8}, strides {1}.
+  int64_t *r = c.descriptors + descriptorBytes(2) / 8;
+  EXPECT_EQ(r[0], 0x20000);
+  EXPECT_EQ(r[3], 8);
+  EXPECT_EQ(r[4], 1);
 }
 
-TEST_F(CudaRuntimeTest, FirstDriverErrorIsKept) {
+TEST_F(CudaRuntimeTest, ModulesLoadOncePerContext) {
+  void *module = mgpuModuleLoad(reinterpret_cast<void *>(0x2), 0);
+  auto callOnce = [&] {
+    Call c;
+    ASSERT_EQ(c.begin(), PISA_OK);
+    EXPECT_NE(mgpuModuleGetFunction(module, "k"), nullptr);
+    EXPECT_EQ(pisaCallEnd(), PISA_OK);
+  };
+  for (int i = 0; i < 3; ++i)
+    callOnce();
+  EXPECT_EQ(driver.count("cuModuleLoadData"), 1);
+  currentFakeContext = reinterpret_cast<CUcontext>(0x1100); // another device
+  callOnce();
+  callOnce();
+  EXPECT_EQ(driver.count("cuModuleLoadData"), 2);
+  mgpuModuleUnload(module);
+  EXPECT_EQ(driver.count("cuModuleUnload"), 2);
+}
+
+/// Each bad call: the status, a message naming the problem, and nothing
+/// enqueued (the wrapper does not run the host code after a failed begin).
+struct BadCall {
+  const char *what;
+  void (*spoil)(Call &);
+  int status;
+  const char *message;
+};
+
+const BadCall kBadCalls[] = {
+    {"null input", [](Call &c) { c.q = nullptr; },
+     PISA_ERROR_INVALID_ARGUMENT, "argument 0 is NULL"},
+    {"misaligned input",
+     [](Call &c) { c.q = reinterpret_cast<void *>(0x10008); },
+     PISA_ERROR_INVALID_ARGUMENT, "argument 0 (0x10008) is not 16-byte aligned"},
+    {"null result", [](Call &c) { c.out = nullptr; },
+     PISA_ERROR_INVALID_ARGUMENT, "result 2 is NULL"},
+    {"offset past the keys", [](Call &c) { c.offset = 5; },
+     PISA_ERROR_INVALID_ARGUMENT, "argument 1 is 5, outside [0, 4]"},
+    {"negative offset", [](Call &c) { c.offset = -1; },
+     PISA_ERROR_INVALID_ARGUMENT, "argument 1 is -1, outside [0, 4]"},
+    {"small workspace", [](Call &c) { c.call.workspace_bytes = 1279; },
+     PISA_ERROR_WORKSPACE, "smaller than the 1280 bytes"},
+    {"no workspace", [](Call &c) { c.call.workspace = nullptr; },
+     PISA_ERROR_WORKSPACE, "smaller than the 1280 bytes"},
+    {"misaligned workspace",
+     [](Call &c) { c.call.workspace = reinterpret_cast<void *>(0x100010); },
+     PISA_ERROR_WORKSPACE, "is not 256-byte aligned"},
+    {"no context", [](Call &) { currentFakeContext = nullptr; },
+     PISA_ERROR_INVALID_ARGUMENT, "no current CUDA context on this thread"},
+};
+
+TEST_F(CudaRuntimeTest, BadCallsAreRejectedWithAMessage) {
+  for (const BadCall &bad : kBadCalls) {
+    SetUp();
+    Call c;
+    bad.spoil(c);
+    EXPECT_EQ(c.begin(), bad.status) << bad.what;
+    EXPECT_NE(std::string(c.error).find(bad.message), std::string::npos)
+        << bad.what << ": " << c.error;
+    EXPECT_EQ(std::string(c.error).rfind("pisa_f: ", 0), 0u) << c.error;
+    ASSERT_NE(pisa_runtime_last_error(), nullptr);
+    EXPECT_EQ(std::string(pisa_runtime_last_error()), std::string(c.error));
+    EXPECT_EQ(driver.count("cuLaunchKernel"), 0) << bad.what;
+    // Outside a call no device memory is handed out.
+    EXPECT_EQ(mgpuMemAlloc(16, nullptr, false), nullptr) << bad.what;
+  }
+  std::vector<int64_t> table = exampleTable();
+  void *values[3] = {};
+  int64_t descriptors[64];
+  EXPECT_EQ(pisaCallBegin(table.data(), "f", nullptr, values, descriptors),
+            PISA_ERROR_INVALID_ARGUMENT);
+}
+
+TEST_F(CudaRuntimeTest, DriverFailureIsAStatusNotAPrint) {
+  Call c;
+  ASSERT_EQ(c.begin(), PISA_OK);
   driver.failLaunch = CUDA_ERROR_INVALID_VALUE;
+  testing::internal::CaptureStderr();
   hostCodeOfOneCall();
-  const char *error = pisa_runtime_last_error();
-  ASSERT_NE(error, nullptr);
-  EXPECT_NE(std::string(error).find("cuLaunchKernel"), std::string::npos);
-  EXPECT_NE(std::string(error).find("CUDA_ERROR_FAKE"), std::string::npos);
-  pisa_runtime_clear_error();
-  EXPECT_EQ(pisa_runtime_last_error(), nullptr);
+  std::string printed = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(pisaCallEnd(), PISA_ERROR_CUDA);
+  EXPECT_EQ(printed, "");
+  EXPECT_NE(std::string(c.error).find("cuLaunchKernel"), std::string::npos);
+  EXPECT_NE(std::string(c.error).find("CUDA_ERROR_FAKE"), std::string::npos);
+  // The next call starts clean.
+  driver.failLaunch = CUDA_SUCCESS;
+  Call next;
+  ASSERT_EQ(next.begin(), PISA_OK);
+  hostCodeOfOneCall();
+  EXPECT_EQ(pisaCallEnd(), PISA_OK);
+}
+
+TEST_F(CudaRuntimeTest, ThreadsKeepTheirOwnCalls) {
+  constexpr int kThreads = 8;
+  std::vector<std::thread> threads;
+  std::vector<int> ok(kThreads, 0);
+  for (int i = 0; i < kThreads; ++i)
+    threads.emplace_back([i, &ok] {
+      for (int n = 0; n < 200; ++n) {
+        Call c;
+        c.call.stream = reinterpret_cast<void *>(0x8000 + 0x100 * i);
+        c.call.workspace = reinterpret_cast<void *>(0x1000000 * (i + 1));
+        if (c.begin() != PISA_OK)
+          return;
+        CUstream s = mgpuStreamCreate();
+        void *a = mgpuMemAlloc(300, s, false);
+        std::this_thread::yield();
+        void *b = mgpuMemAlloc(600, s, false);
+        bool mine = s == c.call.stream && a == c.call.workspace &&
+                    b == static_cast<char *>(a) + alignWorkspace(300);
+        if (pisaCallEnd() != PISA_OK || !mine)
+          return;
+      }
+      ok[i] = 1;
+    });
+  for (std::thread &t : threads)
+    t.join();
+  for (int i = 0; i < kThreads; ++i)
+    EXPECT_EQ(ok[i], 1) << "thread " << i;
 }
 
 } // namespace

@@ -2,6 +2,8 @@
 
 #include "Manifest.h"
 
+#include "pisa/IR/PisaOps.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/Support/FileSystem.h"
@@ -9,10 +11,18 @@
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
 using namespace pisatool;
+
+/// include/pisa/Runtime/PisaRuntime.h, embedded in every generated header
+/// so that it stands alone (its include guard lets both be included).
+static const char *const kRuntimeHeader =
+#include "RuntimeHeader.inc"
+    ;
 using llvm::StringRef;
 
 static llvm::Error error(const llvm::Twine &message) {
@@ -30,6 +40,33 @@ static std::optional<std::string> dtypeOf(Type type) {
   if (type.isInteger(32))
     return "i32";
   return std::nullopt;
+}
+
+int64_t Argument::elementBytes() const {
+  if (kind == "index")
+    return 8;
+  return dtype == "f16" || dtype == "bf16" ? 2 : 4;
+}
+
+/// Narrows [lowest, highest] of an index argument by each op it feeds as
+/// a query offset: 0 <= offset <= N - Nq (docs/semantics.md, section 1).
+static void boundQueryOffset(Value arg, Argument &desc) {
+  auto narrow = [&](Value offset, Value queries, Value keys) {
+    if (offset != arg)
+      return;
+    int64_t nq = cast<ShapedType>(queries.getType()).getDimSize(2);
+    int64_t n = cast<ShapedType>(keys.getType()).getDimSize(2);
+    if (ShapedType::isDynamic(nq) || ShapedType::isDynamic(n))
+      return;
+    desc.lowest = std::max<int64_t>(desc.lowest, 0);
+    desc.highest = std::min(desc.highest, n - nq);
+  };
+  for (Operation *user : arg.getUsers()) {
+    if (auto op = dyn_cast<pisa::HierTopKOp>(user))
+      narrow(op.getQueryOffset(), op.getQueries(), op.getKeys());
+    else if (auto op = dyn_cast<pisa::SparseAttentionOp>(user))
+      narrow(op.getQueryOffset(), op.getQueries(), op.getKeys());
+  }
 }
 
 static llvm::Expected<Argument> describe(Type type, std::string name,
@@ -60,12 +97,18 @@ llvm::Expected<Manifest> pisatool::describeEntryPoints(ModuleOp module) {
       continue;
     EntryPoint entry;
     entry.function = func.getSymName().str();
-    entry.symbol = "_mlir_ciface_" + entry.function;
+    entry.symbol = "pisa_" + entry.function;
+    if (StringRef(entry.function).starts_with("runtime_"))
+      return error("entry point @" + entry.function +
+                   ": names starting with 'runtime_' are reserved (the "
+                   "library exports pisa_<name> beside pisa_runtime_*)");
     FunctionType type = func.getFunctionType();
     for (auto [i, t] : llvm::enumerate(type.getInputs())) {
       auto arg = describe(t, "arg" + std::to_string(i), entry.function);
       if (!arg)
         return arg.takeError();
+      if (arg->kind == "index" && !func.isExternal())
+        boundQueryOffset(func.getArgument(i), *arg);
       entry.arguments.push_back(*arg);
     }
     if (type.getNumResults() != 1)
@@ -85,7 +128,8 @@ llvm::Expected<Manifest> pisatool::describeEntryPoints(ModuleOp module) {
   return manifest;
 }
 
-llvm::Error pisatool::linkSharedLibrary(StringRef object, StringRef output) {
+llvm::Error pisatool::linkSharedLibrary(StringRef object, StringRef output,
+                                        const Manifest &manifest) {
   llvm::SmallString<128> objectPath;
   int fd;
   if (std::error_code ec = llvm::sys::fs::createTemporaryFile(
@@ -105,7 +149,10 @@ llvm::Error pisatool::linkSharedLibrary(StringRef object, StringRef output) {
     return error("cannot create a temporary file: " + ec.message());
   {
     llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
-    os << "{ global: _mlir_ciface_*; pisa_runtime_*; local: *; };\n";
+    os << "{ global: pisa_runtime_*;";
+    for (const EntryPoint &e : manifest.entryPoints)
+      os << " " << e.symbol << "; " << e.symbol << "_workspace_size;";
+    os << " local: *; };\n";
   }
   std::string versionScript = ("-Wl,--version-script=" + exportsPath).str();
   std::string tmpOut = (output + ".tmp").str();
@@ -156,51 +203,83 @@ static llvm::json::Object toJson(const Argument &arg) {
   if (arg.kind == "memref") {
     o["dtype"] = arg.dtype;
     o["shape"] = llvm::json::Array(arg.shape);
+  } else {
+    if (arg.lowest != INT64_MIN)
+      o["lowest"] = arg.lowest;
+    if (arg.highest != INT64_MAX)
+      o["highest"] = arg.highest;
   }
   return o;
+}
+
+static std::string shapeText(const Argument &a) {
+  std::string text = a.dtype + " [";
+  for (auto [i, d] : llvm::enumerate(a.shape))
+    text += (i ? ", " : "") + std::to_string(d);
+  return text + "]";
+}
+
+/// The declarations of one entry point, with its shapes in a comment.
+static std::string declare(const EntryPoint &e) {
+  std::string doc = "/* @" + e.function + ": ", params;
+  for (const Argument &a : e.arguments) {
+    if (a.kind == "index") {
+      doc += a.name + " index";
+      if (a.lowest != INT64_MIN || a.highest != INT64_MAX)
+        doc += " in [" + std::to_string(a.lowest) + ", " +
+               std::to_string(a.highest) + "]";
+      params += ", int64_t " + a.name;
+    } else {
+      doc += a.name + " " + shapeText(a);
+      params += ", const void *" + a.name;
+    }
+    doc += ", ";
+  }
+  std::string resultType = e.result.dtype == "i32" ? "int32_t" : "void";
+  doc += "\n *   result " + shapeText(e.result) + " (written in place); " +
+         std::to_string(e.workspaceBytes) + " bytes of workspace. */\n";
+  std::string upper = llvm::StringRef(e.function).upper();
+  return doc + "#define PISA_" + upper + "_WORKSPACE_BYTES " +
+         std::to_string(e.workspaceBytes) + "\n" + "size_t " + e.symbol +
+         "_workspace_size(void);\n" + "int " + e.symbol +
+         "(const PisaCall *call" + params + ", " + resultType +
+         " *result);\n\n";
 }
 
 llvm::Error pisatool::writeManifest(const Manifest &manifest,
                                     StringRef output) {
   llvm::SmallString<128> stem(output);
   llvm::sys::path::replace_extension(stem, "");
-  llvm::json::Array entries;
+  std::string guard = "PISA_LIB_" + llvm::StringRef(stem).rsplit('/').second.upper();
+  for (char &c : guard)
+    if (!llvm::isAlnum(c))
+      c = '_';
   std::string header =
       "/* Entry points of " + llvm::sys::path::filename(output).str() +
-      ", generated by pisa-compile. Every memref is a descriptor of device\n"
-      " * memory (C order, aligned to 16 bytes: kernels load 16-byte chunks);\n"
-      " * the result's buffer is allocated by the library\n"
-      " * and freed by the caller with pisa_runtime_free(result.allocated).\n"
-      " * Errors: pisa_runtime_last_error() (pisa/Runtime/PisaRuntime.h). */\n"
-      "#include <stdint.h>\n\n";
+      ", generated by pisa-compile. The call contract follows (PisaRuntime.h):\n"
+      " * every tensor is device memory in C order, 16-byte aligned, owned by\n"
+      " * the caller; a call returns a PisaStatus and enqueues on call->stream.\n"
+      " * Link with -L<dir> -l<name> (the library needs libcuda). */\n"
+      "#ifndef " + guard + "\n#define " + guard + "\n\n" + kRuntimeHeader +
+      "\n#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n";
+  llvm::json::Array entries;
   for (const EntryPoint &e : manifest.entryPoints) {
     llvm::json::Array args;
-    std::string params;
-    for (const Argument &a : e.arguments) {
+    for (const Argument &a : e.arguments)
       args.push_back(toJson(a));
-      params += a.kind == "index" ? ", int64_t " + a.name
-                                  : ", const PisaMemRef" +
-                                        std::to_string(a.shape.size()) +
-                                        " *" + a.name;
-    }
-    entries.push_back(llvm::json::Object{{"function", e.function},
-                                         {"symbol", e.symbol},
-                                         {"arguments", std::move(args)},
-                                         {"result", toJson(e.result)}});
-    header += "void " + e.symbol + "(PisaMemRef" +
-              std::to_string(e.result.shape.size()) + " *result" + params +
-              ");\n";
+    entries.push_back(llvm::json::Object{
+        {"function", e.function},
+        {"symbol", e.symbol},
+        {"workspace_symbol", e.symbol + "_workspace_size"},
+        {"workspace_bytes", e.workspaceBytes},
+        {"arguments", std::move(args)},
+        {"result", toJson(e.result)}});
+    header += declare(e);
   }
-  std::string types;
-  for (int rank = 1; rank <= 4; ++rank) {
-    std::string r = std::to_string(rank);
-    types += "typedef struct { void *allocated, *aligned; int64_t offset, "
-             "sizes[" + r + "], strides[" + r + "]; } PisaMemRef" + r + ";\n";
-  }
-  header.insert(header.find("\n\n") + 2, types + "\n");
+  header += "#ifdef __cplusplus\n}\n#endif\n\n#endif\n";
 
   llvm::json::Object root{{"library", llvm::sys::path::filename(output)},
-                          {"abi", "mlir-c-interface-memref"},
+                          {"abi", "pisa-call-v1"},
                           {"entry_points", std::move(entries)}};
   std::string json;
   llvm::raw_string_ostream os(json);

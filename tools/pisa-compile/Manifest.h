@@ -6,6 +6,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/Support/Error.h"
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -16,12 +17,18 @@ struct Argument {
   std::string kind;  ///< "memref" (device pointer) or "index"
   std::string dtype; ///< f32, f16, bf16, i32 for memrefs
   std::vector<int64_t> shape;
+  /// Index arguments: the values a call may pass (a query offset must keep
+  /// offset + queries <= keys for every op it feeds).
+  int64_t lowest = INT64_MIN, highest = INT64_MAX;
+  int64_t elementBytes() const;
 };
 
 struct EntryPoint {
-  std::string function, symbol;
+  std::string function; ///< the program's function
+  std::string symbol;   ///< pisa_<function>
   std::vector<Argument> arguments;
   Argument result;
+  int64_t workspaceBytes = 0; ///< set by planEntryPoints
 };
 
 struct Manifest {
@@ -30,11 +37,14 @@ struct Manifest {
 
 /// Describes the public functions of `module` and marks them
 /// llvm.emit_c_interface. They must take statically shaped tensors or
-/// index values and return one statically shaped tensor.
+/// index values and return one statically shaped tensor; index arguments
+/// that are query offsets get their bounds.
 llvm::Expected<Manifest> describeEntryPoints(mlir::ModuleOp module);
 
-/// Links host object code with the CUDA runtime into `output` (atomically).
-llvm::Error linkSharedLibrary(llvm::StringRef object, llvm::StringRef output);
+/// Links host object code with the CUDA runtime into `output` (atomically),
+/// exporting only the entry points and pisa_runtime_*.
+llvm::Error linkSharedLibrary(llvm::StringRef object, llvm::StringRef output,
+                              const Manifest &manifest);
 
 /// Writes <output stem>.json and <output stem>.h.
 llvm::Error writeManifest(const Manifest &manifest, llvm::StringRef output);

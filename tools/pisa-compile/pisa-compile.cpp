@@ -8,13 +8,14 @@
 // for this CPU architecture, and links it with the cubin and pisa's CUDA
 // runtime into a shared library whose only run-time dependencies are
 // libcuda and libc. Beside it, NAME.json and NAME.h document the entry
-// points: `_mlir_ciface_<function>(result*, arg*...)` on memref
-// descriptors of device pointers.
+// points: `pisa_<function>(const PisaCall *, args..., result)` on device
+// pointers, with caller-owned result and workspace (PisaRuntime.h).
 //
 // Any failure is one line on stderr, exit code 2, and no output file.
 //
 //===----------------------------------------------------------------------===//
 
+#include "EntryABI.h"
 #include "Manifest.h"
 
 #include "pisa/InitAllDialects.h"
@@ -210,10 +211,21 @@ int main(int argc, char **argv) {
   if (!getenv("CUDA_ROOT") && !getenv("CUDA_HOME") && !getenv("CUDA_PATH"))
     setenv("CUDA_HOME", PISA_CUDA_TOOLKIT_DIR, /*overwrite=*/0);
 
-  PassManager pm(&ctx);
-  mlir::pisa::buildPisaGPUPipeline(pm, opts.pipeline);
-  if (failed(pm.run(*module)))
+  // Host code on device buffers, where results become out-parameters and
+  // the workspace is planned; then LLVM and the binary; then the wrappers.
+  PassManager host(&ctx), backend(&ctx);
+  mlir::pisa::buildPisaGPUHostPipeline(host, opts.pipeline);
+  mlir::pisa::buildPisaGPUBackendPipeline(backend, opts.pipeline);
+  if (failed(host.run(*module)))
     return fail(diagnostic.empty() ? "lowering failed" : diagnostic);
+  if (llvm::Error err = pisatool::planEntryPoints(*module, *manifest))
+    return fail(llvm::toString(std::move(err)));
+  if (failed(backend.run(*module)))
+    return fail(diagnostic.empty() ? "lowering failed" : diagnostic);
+  if (llvm::Error err = pisatool::emitEntryWrappers(*module, *manifest))
+    return fail(llvm::toString(std::move(err)));
+  if (failed(verify(*module)))
+    return fail("the generated entry points do not verify: " + diagnostic);
   bool hasBinary = false;
   module->walk([&](gpu::BinaryOp) { hasBinary = true; });
   if (!hasBinary && !manifest->entryPoints.empty())
@@ -249,7 +261,8 @@ int main(int argc, char **argv) {
   auto object = emitObject(*llvmModule);
   if (!object)
     return fail(llvm::toString(object.takeError()));
-  if (llvm::Error err = pisatool::linkSharedLibrary(*object, opts.output))
+  if (llvm::Error err =
+          pisatool::linkSharedLibrary(*object, opts.output, *manifest))
     return fail(llvm::toString(std::move(err)));
   if (llvm::Error err = pisatool::writeManifest(*manifest, opts.output)) {
     llvm::sys::fs::remove(opts.output);

@@ -33,6 +33,13 @@ struct PisaGPUPipelineOptions {
 /// the upstream gpu-lower-to-nvvm-pipeline (host LLVM dialect + gpu.binary).
 void buildPisaGPUPipeline(OpPassManager &pm,
                           const PisaGPUPipelineOptions &options);
+/// Its two halves: up to bufferized host functions on gpu.alloc'd buffers
+/// and synchronous launches (where pisa-compile plans the workspace and
+/// turns results into out-parameters), and from there to LLVM + binary.
+void buildPisaGPUHostPipeline(OpPassManager &pm,
+                              const PisaGPUPipelineOptions &options);
+void buildPisaGPUBackendPipeline(OpPassManager &pm,
+                                 const PisaGPUPipelineOptions &options);
 
 /// One-shot bufferization of whole modules with identity layouts at
 /// function boundaries, as both pipelines' host code needs.

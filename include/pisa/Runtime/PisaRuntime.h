@@ -1,36 +1,63 @@
-/*===- PisaRuntime.h - pisa's CUDA runtime, C API ------------------*- C -*-===//
+/*===- PisaRuntime.h - the C interface of pisa's AOT libraries -----*- C -*-===//
  *
- * Host code that MLIR's gpu-to-llvm lowering produces calls the mgpu*
- * functions (the ABI of MLIR's CUDA runtime wrappers); pisa's runtime
- * implements them over the CUDA driver API. This header is the part meant
- * for users of an AOT library built by pisa-compile: error reporting and
- * the stream the library's kernels run on. Plain C, no MLIR dependency.
+ * An AOT library built by pisa-compile exports, for each public function F
+ * of its program:
+ *
+ *   size_t pisa_F_workspace_size(void);
+ *   int pisa_F(const PisaCall *call, const void *arg0, ..., int64_t argI,
+ *              ..., void *result);
+ *
+ * declared with their shapes in the library's generated header (NAME.h)
+ * and described in its manifest (NAME.json). Every tensor is a pointer to
+ * device memory in C order, 16-byte aligned; the caller owns all memory:
+ * the inputs, the result (written in place) and the workspace. A call
+ * enqueues its kernels on call->stream and returns: no allocation, no
+ * host synchronisation, no printing, so it can be captured in a CUDA
+ * graph. It runs in the caller's current CUDA context (any device) and
+ * is safe from several threads at once on different streams.
+ *
+ * Plain C, no MLIR or CUDA header needed.
  *
  *===----------------------------------------------------------------------===*/
 
 #ifndef PISA_RUNTIME_PISARUNTIME_H
 #define PISA_RUNTIME_PISARUNTIME_H
 
+#include <stddef.h>
+#include <stdint.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* The first driver error since the last pisa_runtime_clear_error(), as
- * "cuLaunchKernel: CUDA_ERROR_INVALID_VALUE: invalid argument", or NULL. */
+/* Status of a call. On anything but PISA_OK the message (call->error, and
+ * pisa_runtime_last_error() on the calling thread) says what and which
+ * argument. Argument and workspace errors are found before anything is
+ * enqueued: no kernel runs and nothing is written. */
+enum PisaStatus {
+  PISA_OK = 0,
+  PISA_ERROR_INVALID_ARGUMENT = 1, /* null, misaligned, out of range */
+  PISA_ERROR_WORKSPACE = 2,        /* missing, too small or misaligned */
+  PISA_ERROR_CUDA = 3              /* a driver call failed */
+};
+
+typedef struct PisaCall {
+  /* A CUstream of the caller's current context; NULL is the legacy default
+   * stream. The call is ordered after the work enqueued on it before. */
+  void *stream;
+  /* Device memory of at least pisa_F_workspace_size() bytes, aligned to
+   * 256 bytes; the library's scratch for this call. It may be reused as
+   * soon as the stream has passed the call. NULL when the size is 0. */
+  void *workspace;
+  size_t workspace_bytes;
+  /* Optional: receives a NUL-terminated message when the call fails. */
+  char *error;
+  size_t error_bytes;
+} PisaCall;
+
+/* The message of this thread's last failed call, or NULL. */
 const char *pisa_runtime_last_error(void);
 void pisa_runtime_clear_error(void);
-
-/* Run the library's work on `stream` (a CUstream, e.g. PyTorch's current
- * stream); NULL, the default, is the legacy default stream. An entry point
- * returns once its work is enqueued there (stream-ordered, like a PyTorch
- * op or a cuBLAS call: it runs after the work the caller enqueued before
- * on that stream; read the result on that stream, or synchronize it
- * first). */
-void pisa_runtime_set_stream(void *stream);
-
-/* Frees a buffer the library allocated (an entry point's result), ordered
- * on the stream set by pisa_runtime_set_stream. */
-void pisa_runtime_free(void *ptr);
 
 #ifdef __cplusplus
 }

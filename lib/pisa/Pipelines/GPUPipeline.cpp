@@ -22,8 +22,8 @@
 
 using namespace mlir;
 
-void mlir::pisa::buildPisaGPUPipeline(OpPassManager &pm,
-                                      const PisaGPUPipelineOptions &options) {
+void mlir::pisa::buildPisaGPUHostPipeline(
+    OpPassManager &pm, const PisaGPUPipelineOptions &options) {
   PisaCheckGPUTargetOptions target;
   target.chip = options.chip;
   target.format = options.format;
@@ -38,15 +38,23 @@ void mlir::pisa::buildPisaGPUPipeline(OpPassManager &pm,
   // Warp tile products (vector.contract) to nvgpu/nvvm mma.sync.
   pm.addNestedPass<gpu::GPUModuleOp>(createConvertVectorToMmaSync());
   pm.addNestedPass<gpu::GPUModuleOp>(createCanonicalizerPass());
-
   addModuleBufferization(pm);
-  pm.addNestedPass<func::FuncOp>(createGpuAsyncRegionPass());
+}
 
+void mlir::pisa::buildPisaGPUBackendPipeline(
+    OpPassManager &pm, const PisaGPUPipelineOptions &options) {
+  pm.addNestedPass<func::FuncOp>(createGpuAsyncRegionPass());
   gpu::GPUToNVVMPipelineOptions nvvm;
   nvvm.cubinChip = options.chip;
   nvvm.cubinFeatures = options.features;
   nvvm.cubinFormat = options.format;
   gpu::buildLowerToNVVMPassPipeline(pm, nvvm);
+}
+
+void mlir::pisa::buildPisaGPUPipeline(OpPassManager &pm,
+                                      const PisaGPUPipelineOptions &options) {
+  buildPisaGPUHostPipeline(pm, options);
+  buildPisaGPUBackendPipeline(pm, options);
 }
 
 namespace {

@@ -1,81 +1,153 @@
 //===- CudaRuntime.cpp - mgpu* ABI over the CUDA driver API ---------------===//
 //
-// What host code lowered by gpu-to-llvm calls: module load, kernel launch,
-// streams, events, memory. Every driver call is checked; the first failure
-// is printed once with the driver's name and message and kept for
-// pisa_runtime_last_error(). No C++ standard library, so that an AOT
-// library needs nothing but libcuda and libc at run time.
+// What host code lowered by gpu-to-llvm calls (module load, kernel launch,
+// streams, memory), and the checks around each entry point call
+// (EntryTable.h). No C++ standard library, so that an AOT library needs
+// nothing but libcuda and libc at run time.
 //
-// Every call runs on the caller's stream (pisa_runtime_set_stream; NULL,
-// the legacy default stream, unless set) and returns once its work is
-// enqueued. Never a private stream: one that does not wait for the
-// caller's stream reads inputs the caller has not finished writing (issue
-// 11's wrong rows, on PyTorch's default stream).
+// A call's state is thread-local: the caller's stream, its workspace and
+// the first driver failure. Every mgpu* operation of the call runs on the
+// caller's stream (never a private stream: one that does not wait for the
+// caller's stream reads inputs the caller has not finished writing, issue
+// 11's wrong rows); device memory is carved from the caller's workspace,
+// so a call allocates nothing and never synchronises.
 //
-// Device memory comes from the stream-ordered pool (cuMemAllocAsync), whose
-// release threshold is raised so that per-call scratch buffers are reused
-// instead of returned to the driver.
+// Modules load lazily, once per CUDA context, on first use in a call: the
+// library's global constructor only records the image, and a call runs in
+// whatever context is current on the calling thread.
 //
 //===----------------------------------------------------------------------===//
 
+#include "pisa/Runtime/EntryTable.h"
 #include "pisa/Runtime/PisaRuntime.h"
 
 #include <cuda.h>
 
+#include <pthread.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+using namespace pisa::runtime;
 
 namespace {
 
-char lastError[512];
-bool haveError = false;
-CUcontext context = nullptr;
-CUstream userStream = nullptr;
-bool poolConfigured = false;
+struct CallState {
+  bool active = false;
+  CUstream stream = nullptr;
+  uintptr_t cursor = 0, limit = 0; ///< the workspace still free
+  bool failed = false;
+  char *error = nullptr; ///< the caller's message buffer
+  size_t errorBytes = 0;
+};
 
-bool check(CUresult result, const char *call) {
+thread_local CallState call;
+thread_local char lastError[512];
+thread_local bool haveError = false;
+
+/// Records the first failure of this thread's call (or outside a call) and
+/// copies it to the caller's buffer. Nothing is printed.
+void fail(const char *format, ...) {
+  if (call.failed)
+    return;
+  va_list args;
+  va_start(args, format);
+  vsnprintf(lastError, sizeof(lastError), format, args);
+  va_end(args);
+  haveError = true;
+  call.failed = true;
+  if (call.error && call.errorBytes) {
+    strncpy(call.error, lastError, call.errorBytes - 1);
+    call.error[call.errorBytes - 1] = '\0';
+  }
+}
+
+bool check(CUresult result, const char *what) {
   if (result == CUDA_SUCCESS)
     return true;
   const char *name = "?", *message = "?";
   cuGetErrorName(result, &name);
   cuGetErrorString(result, &message);
-  if (!haveError) {
-    snprintf(lastError, sizeof(lastError), "%s: %s: %s", call, name, message);
-    haveError = true;
-    fprintf(stderr, "pisa runtime: %s\n", lastError);
-  }
+  fail("%s: %s: %s", what, name, message);
   return false;
 }
 
 #define CHECK(call) check((call), #call)
 
-/// Binds the device's primary context (shared with PyTorch and the CUDA
-/// runtime) to the calling thread.
-bool ensureContext() {
-  if (context)
-    return CHECK(cuCtxSetCurrent(context));
-  if (!CHECK(cuInit(0)))
+/// The calling thread's current context; never replaced or created here.
+/// Failures name `function` (the entry point) when given.
+bool currentContext(CUcontext *context, const char *function = nullptr) {
+  *context = nullptr;
+  CUresult r = cuCtxGetCurrent(context);
+  if (r == CUDA_ERROR_NOT_INITIALIZED) {
+    if (!CHECK(cuInit(0)))
+      return false;
+    r = cuCtxGetCurrent(context);
+  }
+  if (!CHECK(r))
     return false;
-  CUdevice device;
-  if (!CHECK(cuDeviceGet(&device, 0)) ||
-      !CHECK(cuDevicePrimaryCtxRetain(&context, device)))
+  if (!*context) {
+    fail("%s%s%sno current CUDA context on this thread: make the device "
+         "current first (cudaSetDevice, torch.cuda.set_device or "
+         "cuCtxSetCurrent)",
+         function ? "pisa_" : "", function ? function : "",
+         function ? ": " : "");
     return false;
-  return CHECK(cuCtxSetCurrent(context));
+  }
+  return true;
 }
 
-void configurePool() {
-  if (poolConfigured)
-    return;
-  poolConfigured = true;
-  CUdevice device;
-  CUmemoryPool pool;
-  if (!CHECK(cuCtxGetDevice(&device)) ||
-      !CHECK(cuDeviceGetDefaultMemPool(&pool, device)))
-    return;
-  uint64_t threshold = UINT64_MAX;
-  CHECK(cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
-                              &threshold));
+//===----------------------------------------------------------------------===//
+// Lazily loaded modules
+//===----------------------------------------------------------------------===//
+
+constexpr int kMaxContexts = 64;
+
+struct LazyModule {
+  const void *image;
+  pthread_mutex_t lock;
+  int count;
+  CUcontext contexts[kMaxContexts];
+  CUmodule modules[kMaxContexts];
+};
+
+/// The module of `lazy` in the current context, loaded on first use.
+CUmodule moduleForCurrentContext(LazyModule *lazy) {
+  CUcontext context;
+  if (!lazy || !currentContext(&context))
+    return nullptr;
+  CUmodule module = nullptr;
+  pthread_mutex_lock(&lazy->lock);
+  for (int i = 0; i < lazy->count && !module; ++i)
+    if (lazy->contexts[i] == context)
+      module = lazy->modules[i];
+  if (!module) {
+    if (lazy->count == kMaxContexts)
+      fail("the kernels are loaded in %d CUDA contexts already", kMaxContexts);
+    else if (CHECK(cuModuleLoadData(&module, lazy->image))) {
+      lazy->contexts[lazy->count] = context;
+      lazy->modules[lazy->count++] = module;
+    }
+  }
+  pthread_mutex_unlock(&lazy->lock);
+  return module;
+}
+
+//===----------------------------------------------------------------------===//
+// Checking a call (EntryTable.h)
+//===----------------------------------------------------------------------===//
+
+int reject(int status, const char *function, const char *format, ...) {
+  char detail[400];
+  va_list args;
+  va_start(args, format);
+  vsnprintf(detail, sizeof(detail), format, args);
+  va_end(args);
+  fail("pisa_%s: %s", function, detail);
+  call.active = false;
+  return status;
 }
 
 } // namespace
@@ -88,46 +160,124 @@ const char *pisa_runtime_last_error(void) {
 
 void pisa_runtime_clear_error(void) { haveError = false; }
 
-void pisa_runtime_free(void *ptr) {
-  // Ordered after the reads the caller has enqueued on its stream.
-  if (ptr && ensureContext())
-    CHECK(cuMemFreeAsync(reinterpret_cast<CUdeviceptr>(ptr), userStream));
+int pisaCallBegin(const int64_t *table, const char *function,
+                  const void *callArg, void *const *values,
+                  void *descriptors) {
+  const PisaCall *c = static_cast<const PisaCall *>(callArg);
+  call = CallState();
+  if (!c)
+    return reject(PISA_ERROR_INVALID_ARGUMENT, function, "call is NULL");
+  call.error = c->error;
+  call.errorBytes = c->error_bytes;
+  if (call.error && call.errorBytes)
+    call.error[0] = '\0';
+  if (table[0] != kEntryTableVersion)
+    return reject(PISA_ERROR_INVALID_ARGUMENT, function,
+                  "entry table version %lld, runtime expects %lld",
+                  (long long)table[0], (long long)kEntryTableVersion);
+  const int64_t numArgs = table[1];
+  const int64_t *arg = table + kHeaderFields;
+  for (int64_t i = 0; i < numArgs; ++i, arg += kArgFields) {
+    const char *name = arg[kKind] == kResult ? "result" : "argument";
+    uintptr_t value = reinterpret_cast<uintptr_t>(values[i]);
+    if (arg[kKind] == kIndex) {
+      int64_t v = static_cast<int64_t>(value);
+      if (v < arg[kLowest] || v > arg[kHighest])
+        return reject(PISA_ERROR_INVALID_ARGUMENT, function,
+                      "argument %lld is %lld, outside [%lld, %lld] (a query "
+                      "offset must keep offset + queries <= keys)",
+                      (long long)i, (long long)v, (long long)arg[kLowest],
+                      (long long)arg[kHighest]);
+      continue;
+    }
+    if (!value)
+      return reject(PISA_ERROR_INVALID_ARGUMENT, function,
+                    "%s %lld is NULL", name, (long long)i);
+    if (value % kTensorAlignment)
+      return reject(PISA_ERROR_INVALID_ARGUMENT, function,
+                    "%s %lld (%p) is not %lld-byte aligned", name,
+                    (long long)i, values[i], (long long)kTensorAlignment);
+  }
+  const int64_t need = table[2];
+  uintptr_t workspace = reinterpret_cast<uintptr_t>(c->workspace);
+  if (need > 0 && (!workspace || c->workspace_bytes < uint64_t(need)))
+    return reject(PISA_ERROR_WORKSPACE, function,
+                  "the workspace (%p, %zu bytes) is smaller than the %lld "
+                  "bytes pisa_%s_workspace_size() returns",
+                  c->workspace, c->workspace_bytes, (long long)need, function);
+  if (need > 0 && workspace % kWorkspaceAlignment)
+    return reject(PISA_ERROR_WORKSPACE, function,
+                  "the workspace (%p) is not %lld-byte aligned", c->workspace,
+                  (long long)kWorkspaceAlignment);
+  CUcontext context;
+  if (!currentContext(&context, function)) {
+    call.active = false;
+    return PISA_ERROR_INVALID_ARGUMENT;
+  }
+
+  // Descriptors of contiguous C-order tensors, one after another.
+  char *out = static_cast<char *>(descriptors);
+  arg = table + kHeaderFields;
+  for (int64_t i = 0; i < numArgs; ++i, arg += kArgFields) {
+    if (arg[kKind] == kIndex)
+      continue;
+    const int64_t rank = arg[kRank];
+    int64_t *d = reinterpret_cast<int64_t *>(out);
+    d[0] = d[1] = static_cast<int64_t>(reinterpret_cast<uintptr_t>(values[i]));
+    d[2] = 0;
+    int64_t stride = 1;
+    for (int64_t r = rank - 1; r >= 0; --r) {
+      d[3 + r] = arg[kSizes + r];
+      d[3 + rank + r] = stride;
+      stride *= arg[kSizes + r];
+    }
+    out += descriptorBytes(rank);
+  }
+  call.active = true;
+  call.stream = static_cast<CUstream>(c->stream);
+  call.cursor = workspace;
+  call.limit = workspace + (need > 0 ? c->workspace_bytes : 0);
+  return PISA_OK;
 }
 
-void pisa_runtime_set_stream(void *stream) {
-  userStream = static_cast<CUstream>(stream);
+int pisaCallEnd(void) {
+  call.active = false;
+  return call.failed ? PISA_ERROR_CUDA : PISA_OK;
 }
 
 //===----------------------------------------------------------------------===//
 // Modules and launches
 //===----------------------------------------------------------------------===//
 
-CUmodule mgpuModuleLoad(void *data, size_t /*gpuBlobSize*/) {
-  CUmodule module = nullptr;
-  if (ensureContext())
-    CHECK(cuModuleLoadData(&module, data));
-  return module;
+// Called from the library's global constructor: records the image only.
+void *mgpuModuleLoad(void *data, size_t /*gpuBlobSize*/) {
+  LazyModule *lazy = static_cast<LazyModule *>(calloc(1, sizeof(LazyModule)));
+  if (!lazy)
+    return nullptr;
+  lazy->image = data;
+  pthread_mutex_init(&lazy->lock, nullptr);
+  return lazy;
 }
 
-CUmodule mgpuModuleLoadJIT(void *data, int optLevel) {
-  CUmodule module = nullptr;
-  if (!ensureContext())
-    return module;
-  CUjit_option options[] = {CU_JIT_OPTIMIZATION_LEVEL};
-  void *values[] = {reinterpret_cast<void *>(intptr_t(optLevel))};
-  CHECK(cuModuleLoadDataEx(&module, data, 1, options, values));
-  return module;
+void *mgpuModuleLoadJIT(void *data, int /*optLevel*/) {
+  return mgpuModuleLoad(data, 0);
 }
 
-void mgpuModuleUnload(CUmodule module) {
-  // Runs from a global destructor: the context may already be gone at
-  // process exit, which is not an error worth reporting.
-  if (module && context)
-    (void)cuModuleUnload(module);
+// Called from the library's global destructor. A context may already be
+// gone at process exit, which is not worth reporting.
+void mgpuModuleUnload(void *handle) {
+  LazyModule *lazy = static_cast<LazyModule *>(handle);
+  if (!lazy)
+    return;
+  for (int i = 0; i < lazy->count; ++i)
+    (void)cuModuleUnload(lazy->modules[i]);
+  pthread_mutex_destroy(&lazy->lock);
+  free(lazy);
 }
 
-CUfunction mgpuModuleGetFunction(CUmodule module, const char *name) {
+CUfunction mgpuModuleGetFunction(void *handle, const char *name) {
   CUfunction function = nullptr;
+  CUmodule module = moduleForCurrentContext(static_cast<LazyModule *>(handle));
   if (module)
     CHECK(cuModuleGetFunction(&function, module, name));
   return function;
@@ -137,7 +287,7 @@ void mgpuLaunchKernel(CUfunction function, intptr_t gridX, intptr_t gridY,
                       intptr_t gridZ, intptr_t blockX, intptr_t blockY,
                       intptr_t blockZ, int32_t smem, CUstream stream,
                       void **params, void ** /*extra*/, size_t /*count*/) {
-  if (!function || !ensureContext())
+  if (!function || call.failed)
     return;
   if (smem > 0 && !CHECK(cuFuncSetAttribute(
                       function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
@@ -148,17 +298,11 @@ void mgpuLaunchKernel(CUfunction function, intptr_t gridX, intptr_t gridY,
 }
 
 //===----------------------------------------------------------------------===//
-// Streams and events
+// Streams and events: the caller's stream, created, synchronised and
+// destroyed by the caller. Work on it stays stream-ordered.
 //===----------------------------------------------------------------------===//
 
-// The host code's "stream" is the caller's: created, synchronized and
-// destroyed by the caller, not by a call. Work on it stays stream-ordered,
-// like any library call on a stream: the caller orders its reads after it
-// and waits when it needs to.
-CUstream mgpuStreamCreate() {
-  ensureContext();
-  return userStream;
-}
+CUstream mgpuStreamCreate() { return call.stream; }
 
 void mgpuStreamDestroy(CUstream) {}
 
@@ -170,8 +314,7 @@ void mgpuStreamWaitEvent(CUstream stream, CUevent event) {
 
 CUevent mgpuEventCreate() {
   CUevent event = nullptr;
-  if (ensureContext())
-    CHECK(cuEventCreate(&event, CU_EVENT_DISABLE_TIMING));
+  CHECK(cuEventCreate(&event, CU_EVENT_DISABLE_TIMING));
   return event;
 }
 
@@ -184,51 +327,49 @@ void mgpuEventRecord(CUevent event, CUstream stream) {
 }
 
 //===----------------------------------------------------------------------===//
-// Memory
+// Memory: carved from the call's workspace; freeing is a no-op.
 //===----------------------------------------------------------------------===//
 
-void *mgpuMemAlloc(uint64_t sizeBytes, CUstream stream, bool isHostShared) {
-  if (!ensureContext())
-    return nullptr;
-  CUdeviceptr ptr = 0;
+void *mgpuMemAlloc(uint64_t sizeBytes, CUstream, bool isHostShared) {
   if (sizeBytes == 0)
     return nullptr;
-  if (isHostShared) {
-    CHECK(cuMemAllocManaged(&ptr, sizeBytes, CU_MEM_ATTACH_GLOBAL));
-    return reinterpret_cast<void *>(ptr);
+  if (!call.active || isHostShared) {
+    fail("device memory requested outside the library's workspace");
+    return nullptr;
   }
-  configurePool();
-  CHECK(cuMemAllocAsync(&ptr, sizeBytes, stream));
+  uintptr_t ptr = call.cursor;
+  uint64_t rounded = uint64_t(alignWorkspace(int64_t(sizeBytes)));
+  if (rounded > call.limit - call.cursor) {
+    fail("the workspace is exhausted: pisa-compile's workspace size does "
+         "not cover this call (please report)");
+    return nullptr;
+  }
+  call.cursor += rounded;
   return reinterpret_cast<void *>(ptr);
 }
 
-void mgpuMemFree(void *ptr, CUstream stream) {
-  if (ptr)
-    CHECK(cuMemFreeAsync(reinterpret_cast<CUdeviceptr>(ptr), stream));
-}
+void mgpuMemFree(void *, CUstream) {}
 
 void mgpuMemcpy(void *dst, void *src, size_t sizeBytes, CUstream stream) {
-  CHECK(cuMemcpyAsync(reinterpret_cast<CUdeviceptr>(dst),
-                      reinterpret_cast<CUdeviceptr>(src), sizeBytes, stream));
+  if (!call.failed)
+    CHECK(cuMemcpyAsync(reinterpret_cast<CUdeviceptr>(dst),
+                        reinterpret_cast<CUdeviceptr>(src), sizeBytes, stream));
 }
 
 void mgpuMemset32(void *dst, unsigned int value, size_t count,
                   CUstream stream) {
-  CHECK(cuMemsetD32Async(reinterpret_cast<CUdeviceptr>(dst), value, count,
-                         stream));
+  if (!call.failed)
+    CHECK(cuMemsetD32Async(reinterpret_cast<CUdeviceptr>(dst), value, count,
+                           stream));
 }
 
 void mgpuMemset16(void *dst, unsigned short value, size_t count,
                   CUstream stream) {
-  CHECK(cuMemsetD16Async(reinterpret_cast<CUdeviceptr>(dst), value, count,
-                         stream));
+  if (!call.failed)
+    CHECK(cuMemsetD16Async(reinterpret_cast<CUdeviceptr>(dst), value, count,
+                           stream));
 }
 
-void mgpuSetDefaultDevice(int32_t device) {
-  CUdevice dev;
-  if (CHECK(cuInit(0)) && CHECK(cuDeviceGet(&dev, device)) &&
-      CHECK(cuDevicePrimaryCtxRetain(&context, dev)))
-    CHECK(cuCtxSetCurrent(context));
-}
+void mgpuSetDefaultDevice(int32_t) {}
 
 } // extern "C"

@@ -1,0 +1,65 @@
+//===- EntryTable.h - what pisa-compile tells the runtime of an entry -*- C++ -*-===//
+//
+// The one definition of the contract between the wrapper pisa-compile
+// generates for each entry point and the runtime that checks its call:
+// a constant int64 table per entry, and the two runtime functions the
+// wrapper calls around the lowered function.
+//
+//   table[0] = kEntryTableVersion, table[1] = number of arguments (the
+//   result last), table[2] = workspace bytes, then kArgFields per argument:
+//   kind, rank, element bytes, lowest and highest value (index arguments),
+//   sizes[kMaxRank] (memrefs; unused sizes 0).
+//
+// The wrapper passes each argument's value (a pointer, or an index as an
+// integer) in `values`, and a buffer that begin() fills with the arguments'
+// memref descriptors, one after another, in MLIR's C-interface layout
+// (allocated, aligned, offset, sizes[rank], strides[rank]).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PISA_RUNTIME_ENTRYTABLE_H
+#define PISA_RUNTIME_ENTRYTABLE_H
+
+#include <stdint.h>
+
+namespace pisa::runtime {
+
+constexpr int64_t kEntryTableVersion = 1;
+constexpr int64_t kHeaderFields = 3;
+constexpr int64_t kMaxRank = 4;
+constexpr int64_t kArgFields = 5 + kMaxRank;
+enum ArgKind : int64_t { kInput = 0, kIndex = 1, kResult = 2 };
+enum ArgField : int64_t {
+  kKind = 0,
+  kRank = 1,
+  kElementBytes = 2,
+  kLowest = 3,
+  kHighest = 4,
+  kSizes = 5
+};
+/// Workspace allocations are carved at this alignment.
+constexpr int64_t kWorkspaceAlignment = 256;
+/// Tensors must be aligned so: the kernels load 16-byte chunks.
+constexpr int64_t kTensorAlignment = 16;
+
+/// Bytes of a rank-r memref descriptor in the C interface.
+constexpr int64_t descriptorBytes(int64_t rank) { return 8 * (3 + 2 * rank); }
+
+inline int64_t alignWorkspace(int64_t bytes) {
+  return (bytes + kWorkspaceAlignment - 1) / kWorkspaceAlignment *
+         kWorkspaceAlignment;
+}
+
+} // namespace pisa::runtime
+
+extern "C" {
+/// Checks a call against its table; on success fills the descriptors and
+/// makes the call current on this thread (stream, workspace). Returns a
+/// PisaStatus; on failure nothing was enqueued.
+int pisaCallBegin(const int64_t *table, const char *function,
+                  const void *call, void *const *values, void *descriptors);
+/// Ends the current call: PISA_OK, or the first driver failure since begin.
+int pisaCallEnd(void);
+}
+
+#endif // PISA_RUNTIME_ENTRYTABLE_H

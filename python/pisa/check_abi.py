@@ -1,0 +1,136 @@
+"""Checks an AOT library's call contract (PisaRuntime.h) on the GPU:
+
+- a call captured in a CUDA graph and replayed on new inputs equals a direct
+  call on them (the call allocates nothing and never synchronises);
+- calls from several threads, each on its own stream, equal single calls;
+- bad calls (too small or misaligned workspace, NULL or misaligned tensors,
+  a query offset past the keys) return a status and a message, and write
+  nothing.
+
+usage: python3 -m pisa.check_abi SWEEP_DIR --only NAME [NAME ...]
+"""
+
+import argparse
+import ctypes
+import json
+import os
+import sys
+import threading
+
+import torch
+
+from pisa import aot
+
+_DT = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
+
+
+def inputs(cfg, gen):
+    dt = _DT[cfg["dtype"]]
+    B, Hkv, G, d = cfg["B"], cfg["Hkv"], cfg["G"], cfg["d"]
+    q = torch.randn((B, Hkv * G, cfg["Nq"], d), generator=gen, device="cuda").to(dt)
+    k = torch.randn((B, Hkv, cfg["N"], d), generator=gen, device="cuda").to(dt)
+    return q, k
+
+
+def check_graph(lib, cfg, gen):
+    q, k = inputs(cfg, gen)
+    out = lib("sweep_select", q, k)
+    ws = torch.empty(lib.workspace_size("sweep_select") + 256, dtype=torch.uint8,
+                     device="cuda")
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        lib("sweep_select", q, k, out=out, workspace=ws)  # warm-up (module load)
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        lib("sweep_select", q, k, out=out, workspace=ws)
+    ok = True
+    for _ in range(3):
+        nq, nk = inputs(cfg, gen)
+        q.copy_(nq)
+        k.copy_(nk)
+        out.fill_(12345)
+        graph.replay()
+        want = lib("sweep_select", nq, nk)
+        ok &= bool(torch.equal(out, want))
+    return ok
+
+
+def check_threads(lib, cfg, gen, threads=4, calls=5):
+    work = [inputs(cfg, gen) for _ in range(threads)]
+    want = [lib("sweep_select", q, k) for q, k in work]
+    torch.cuda.synchronize()
+    results = [None] * threads
+
+    def run(i):
+        stream = torch.cuda.Stream()
+        with torch.cuda.stream(stream):
+            outs = [lib("sweep_select", *work[i]) for _ in range(calls)]
+        stream.synchronize()
+        results[i] = all(torch.equal(o, want[i]) for o in outs)
+
+    pool = [threading.Thread(target=run, args=(i,)) for i in range(threads)]
+    for t in pool:
+        t.start()
+    for t in pool:
+        t.join()
+    return all(results)
+
+
+def check_bad_calls(lib, cfg, gen):
+    """Each bad call through the C function itself (pisa.aot would refuse or
+    repair most of them first)."""
+    entry, fn, ws_bytes = lib.entries["sweep_select"]
+    q, k = inputs(cfg, gen)
+    out = torch.full(entry["result"]["shape"], 7, dtype=torch.int32, device="cuda")
+    ws = torch.empty(ws_bytes + 512, dtype=torch.uint8, device="cuda")
+    base = ws.data_ptr() + (-ws.data_ptr() % 256)
+    odd = torch.empty(q.numel() + 8, dtype=q.dtype, device="cuda")
+    cases = [
+        ("workspace too small", q.data_ptr(), k.data_ptr(), base, max(ws_bytes - 1, 0), ws_bytes > 0),
+        ("workspace misaligned", q.data_ptr(), k.data_ptr(), base + 16, ws_bytes, ws_bytes > 0),
+        ("NULL keys", q.data_ptr(), None, base, ws_bytes, True),
+        ("misaligned queries", odd.data_ptr() + 2, k.data_ptr(), base, ws_bytes, True),
+    ]
+    ok = True
+    for what, qp, kp, wp, wb, applies in cases:
+        if not applies:
+            continue
+        error = ctypes.create_string_buffer(512)
+        call = aot.PisaCall(torch.cuda.current_stream().cuda_stream, wp, wb,
+                            ctypes.cast(error, ctypes.c_char_p), len(error))
+        status = fn(ctypes.byref(call), qp, kp, out.data_ptr())
+        torch.cuda.synchronize()
+        untouched = bool((out == 7).all())
+        good = status != 0 and untouched and bool(error.value)
+        ok &= good
+        print(f"  {'ok  ' if good else 'FAIL'} {what}: status {status}, "
+              f"{error.value.decode()!r}, result untouched: {untouched}")
+    return ok
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("dir")
+    parser.add_argument("--only", nargs="+", required=True)
+    parser.add_argument("--seed", type=int, default=11)
+    args = parser.parse_args()
+    with open(os.path.join(args.dir, "sweep.json")) as f:
+        cases = [c for c in json.load(f)["cases"] if c["name"] in args.only]
+    gen = torch.Generator(device="cuda").manual_seed(args.seed)
+    failed = 0
+    for cfg in cases:
+        lib = aot.Library(os.path.join(args.dir, cfg["lib"]))
+        for what, check in (("CUDA graph replays", check_graph),
+                            ("threads on their own streams", check_threads),
+                            ("bad calls", check_bad_calls)):
+            ok = check(lib, cfg, gen)
+            failed += not ok
+            print(f"{'ok  ' if ok else 'FAIL'} {cfg['name']}: {what}", flush=True)
+    print(f"abi: {'all ok' if not failed else f'{failed} failed'}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -10,16 +10,14 @@
 usage: python3 -m pisa.check_abi SWEEP_DIR --only NAME [NAME ...]
 """
 
-import argparse
 import ctypes
-import json
 import os
 import sys
 import threading
 
 import torch
 
-from pisa import aot
+from pisa import aot, sweep
 
 _DT = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
 
@@ -111,13 +109,7 @@ def check_bad_calls(lib, cfg, gen):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("dir")
-    parser.add_argument("--only", nargs="+", required=True)
-    parser.add_argument("--seed", type=int, default=11)
-    args = parser.parse_args()
-    with open(os.path.join(args.dir, "sweep.json")) as f:
-        cases = [c for c in json.load(f)["cases"] if c["name"] in args.only]
+    args, cases = sweep.named_cases_cli(__doc__)
     gen = torch.Generator(device="cuda").manual_seed(args.seed)
     failed = 0
     for cfg in cases:

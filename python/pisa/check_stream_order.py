@@ -14,8 +14,6 @@ reference on sampled rows, as pisa.sweep does.
 usage: python3 -m pisa.check_stream_order SWEEP_DIR --only NAME [NAME ...]
 """
 
-import argparse
-import json
 import os
 import sys
 
@@ -58,13 +56,7 @@ def fresh_inputs(lib, q, k, stream, seed):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("dir")
-    parser.add_argument("--only", nargs="+", required=True)
-    parser.add_argument("--seed", type=int, default=11)
-    args = parser.parse_args()
-    with open(os.path.join(args.dir, "sweep.json")) as f:
-        cases = [c for c in json.load(f)["cases"] if c["name"] in args.only]
+    args, cases = sweep.named_cases_cli(__doc__)
     dt = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
     failed = 0
     for cfg in cases:

@@ -210,6 +210,19 @@ def build(args):
 
 # ------------------------------------------------------------------ check
 
+def named_cases_cli(doc):
+    """(args, cases) for the device checks that take SWEEP_DIR --only NAME...
+    [--seed S]: the named configurations of a built sweep."""
+    parser = argparse.ArgumentParser(description=doc)
+    parser.add_argument("dir")
+    parser.add_argument("--only", nargs="+", required=True)
+    parser.add_argument("--seed", type=int, default=11)
+    args = parser.parse_args()
+    with open(os.path.join(args.dir, "sweep.json")) as f:
+        cases = [c for c in json.load(f)["cases"] if c["name"] in args.only]
+    return args, cases
+
+
 def check_nonfinite(lib, cfg, q, k, tgen):
     """Calls the library on the inputs with inf, -inf and NaN planted in
     some key blocks and query rows, and returns how many result rows are not

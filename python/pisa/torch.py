@@ -1,0 +1,92 @@
+"""PyTorch custom ops for AOT libraries: `torch.ops.pisa.<function>`.
+
+    import pisa.torch
+    pisa.torch.load_library("libprefill.so")          # once per library
+    sel = torch.ops.pisa.prefill_select(q, k)         # [B, Hkv, Nq, K] int32
+    sel = torch.ops.pisa.prefill_select(q, k, layout="bthk")   # [B, Nq, Hkv, K]
+
+Each entry point of the library becomes a `torch.library` custom op with a
+fake (meta) implementation, so it runs eagerly, under
+`torch.compile(fullgraph=True)` without graph breaks, and inside CUDA
+graphs (the call allocates through PyTorch and runs on its current
+stream). `layout` picks the selection's index layout: "bhtk" (default,
+[B, Hkv, Nq, K], the op's own) or "bthk" ([B, Nq, Hkv, K], token-major, the
+block-index layout fla's NSA kernels read).
+"""
+
+import torch
+
+from pisa import aot
+
+_LAYOUTS = ("bhtk", "bthk")
+_loaded = {}
+
+
+def _schema(entry):
+    params = []
+    for a in entry["arguments"]:
+        params.append(f"SymInt {a['name']}" if a["kind"] == "index"
+                      else f"Tensor {a['name']}")
+    params.append('str layout="bhtk"')
+    return "(" + ", ".join(params) + ") -> Tensor"
+
+
+def _result_shape(shape, layout):
+    if layout == "bthk" and len(shape) == 4:
+        return [shape[0], shape[2], shape[1], shape[3]]
+    return list(shape)
+
+
+def _check_layout(layout):
+    if layout not in _LAYOUTS:
+        raise ValueError(f"layout must be one of {_LAYOUTS}, got {layout!r}")
+
+
+def load_library(path, namespace="pisa"):
+    """Registers every entry point of the AOT library at `path` as
+    torch.ops.<namespace>.<function>; returns the op names. Loading the same
+    library again is a no-op; two libraries with the same function name
+    need different namespaces."""
+    lib = aot.Library(path)
+    names = []
+    for function, (entry, _, _) in lib.entries.items():
+        qualified = f"{namespace}::{function}"
+        if qualified in _loaded:
+            if _loaded[qualified] != lib.path:
+                raise RuntimeError(f"{qualified} is already registered from "
+                                   f"{_loaded[qualified]}; use another namespace")
+            names.append(qualified)
+            continue
+        result = entry["result"]
+        dtype = aot._DTYPES[result["dtype"]]
+
+        arity = len(entry["arguments"])
+
+        def split(args, kwargs, arity=arity):
+            """The library's arguments and the layout, however the
+            dispatcher passes the defaulted `layout`."""
+            layout = kwargs.get("layout", args[arity] if len(args) > arity else "bhtk")
+            _check_layout(layout)
+            return args[:arity], layout
+
+        def impl(*args, _function=function, _split=split, **kwargs):
+            args, layout = _split(args, kwargs)
+            out = lib(_function, *args)
+            if layout == "bthk":
+                out = out.permute(0, 2, 1, 3).contiguous()
+            return out
+
+        def fake(*args, _shape=result["shape"], _dtype=dtype, _split=split,
+                 **kwargs):
+            args, layout = _split(args, kwargs)
+            device = next((a.device for a in args if isinstance(a, torch.Tensor)),
+                          torch.device("cuda"))
+            return torch.empty(_result_shape(_shape, layout), dtype=_dtype,
+                               device=device)
+
+        op = torch.library.custom_op(qualified, impl, mutates_args=(),
+                                     device_types="cuda", schema=_schema(entry))
+        op.register_fake(fake)
+        _loaded[qualified] = lib.path
+        names.append(qualified)
+    return names

@@ -6,15 +6,19 @@ usage: python3 -m pisa COMMAND [ARGS...]   (python3 -m pisa COMMAND --help)
 import importlib
 import sys
 
-# command: (module, what it does). Library modules (aot, reference) are
-# imported by programs; these are the scripts.
+# command: (module, what it does). Library modules (aot, torch, reference)
+# are imported by programs; these are the checks and benchmarks
+# (pisa.checks).
 COMMANDS = {
-    "sweep": ("pisa.sweep", "generated shape sweep: build libraries, check on the GPU or the CPU"),
-    "cases": ("pisa.cases", "build the fixed GPU check and benchmark libraries"),
-    "check-gpu": ("pisa.check_gpu", "check the fixed cases on the GPU against the reference"),
-    "check-stream-order": ("pisa.check_stream_order", "check that calls order after their inputs' producers"),
-    "bench-gpu": ("pisa.bench_gpu", "time the benchmark libraries on the GPU"),
-    "profile-gpu": ("pisa.profile_gpu", "per-kernel times of one benchmark library"),
+    "sweep": ("pisa.checks.sweep", "generated shape sweep: build libraries, check on the GPU or the CPU"),
+    "cases": ("pisa.checks.cases", "build the fixed GPU check and benchmark libraries"),
+    "check-gpu": ("pisa.checks.check_gpu", "check the fixed cases on the GPU against the reference"),
+    "check-stream-order": ("pisa.checks.check_stream_order", "check that calls order after their inputs' producers"),
+    "check-abi": ("pisa.checks.check_abi", "check the call contract on the GPU: graphs, threads, bad calls"),
+    "check-torch": ("pisa.checks.check_torch", "check the PyTorch custom ops: eager, torch.compile, graphs"),
+    "bench-call": ("pisa.checks.bench_call", "the host part of a call against its kernels"),
+    "bench-gpu": ("pisa.checks.bench_gpu", "time the benchmark libraries on the GPU"),
+    "profile-gpu": ("pisa.checks.profile_gpu", "per-kernel times of one benchmark library"),
 }
 
 

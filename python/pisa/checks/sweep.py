@@ -7,9 +7,9 @@ Configurations are drawn from a printed seed over the whole supported space
 (offset > 0) and decode (Nq = 1), f32/f16/bf16, Gaussian keys, a few hot
 keys per block, and exact ties.
 
-  python3 -m pisa.sweep build DIR --seed S --count N   # here: libraries
-  python3 -m pisa.sweep check DIR                      # GPU machine
-  python3 -m pisa.sweep cpu --seed S --count N         # pisa-run vs NumPy
+  python3 -m pisa.checks.sweep build DIR --seed S --count N   # here: libraries
+  python3 -m pisa.checks.sweep check DIR                      # GPU machine
+  python3 -m pisa.checks.sweep cpu --seed S --count N         # pisa-run vs NumPy
 
 `build` writes one AOT library per configuration (pisa-compile) and
 DIR/sweep.json; `check` runs each on fresh inputs (seeded) against the
@@ -38,7 +38,11 @@ import zlib
 
 import numpy as np
 
-from pisa.cases import pyramid_rows
+from pisa.checks.cases import pyramid_rows
+
+# The NumPy reference and contract checks (test/Integration/pisa_reference.py).
+INTEGRATION_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                               "..", "..", "..", "test", "Integration")
 
 TOL = 1e-2
 MIN_AGREEMENT = 0.999
@@ -229,8 +233,7 @@ def check_nonfinite(lib, cfg, q, k, tgen):
     a valid selection (docs/semantics.md section 3: NaN scores rank as
     -inf). No answer is compared, only the result's shape of a selection."""
     import torch
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                    "..", "..", "test", "Integration"))
+    sys.path.insert(0, INTEGRATION_DIR)
     import pisa_reference
 
     C, N, Nq = cfg["C"], cfg["N"], cfg["Nq"]
@@ -357,8 +360,7 @@ def check_attend(args, pisa_reference, cfg, q, k, selection, rng, np_dtype, work
 
 
 def cpu(args):
-    here = os.path.dirname(os.path.abspath(__file__))
-    sys.path.insert(0, os.path.join(here, "..", "..", "test", "Integration"))
+    sys.path.insert(0, INTEGRATION_DIR)
     import pisa_reference
 
     cfgs = draw(args.seed, args.count, max_n=args.max_n, max_batch=2)
@@ -408,7 +410,7 @@ def cpu(args):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python3 -m pisa.sweep", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python3 -m pisa.checks.sweep", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="cmd", required=True)
     b = sub.add_parser("build", help="draw configurations and compile their libraries")

@@ -7,7 +7,7 @@
   a query offset past the keys) return a status and a message, and write
   nothing.
 
-usage: python3 -m pisa.check_abi SWEEP_DIR --only NAME [NAME ...]
+usage: python3 -m pisa.checks.check_abi SWEEP_DIR --only NAME [NAME ...]
 """
 
 import ctypes
@@ -17,7 +17,8 @@ import threading
 
 import torch
 
-from pisa import aot, sweep
+from pisa import aot
+from pisa.checks import sweep
 
 _DT = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
 

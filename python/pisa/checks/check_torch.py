@@ -4,7 +4,7 @@ breaks), under torch.compile(mode="reduce-overhead") (CUDA graphs) and in
 a torch.cuda.graph replayed on new inputs; the token-major layout is the
 transpose; torch.library.opcheck passes.
 
-usage: python3 -m pisa.check_torch SWEEP_DIR --only NAME
+usage: python3 -m pisa.checks.check_torch SWEEP_DIR --only NAME
 """
 
 import os
@@ -13,7 +13,8 @@ import sys
 import torch
 
 import pisa.torch as pisa_torch
-from pisa import aot, check_abi, sweep
+from pisa import aot
+from pisa.checks import check_abi, sweep
 
 
 def check(cfg, path, gen):

@@ -6,7 +6,7 @@ time per call, the wall time of enqueuing one call (perf_counter around the
 C entry point called through ctypes, with a preallocated result and
 workspace, so it includes ctypes' own cost). Medians of S samples.
 
-usage: python3 -m pisa.bench_call LIB.so [--samples 15] [--repeat 100]
+usage: python3 -m pisa.checks.bench_call LIB.so [--samples 15] [--repeat 100]
 """
 
 import argparse

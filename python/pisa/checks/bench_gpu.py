@@ -14,7 +14,7 @@ the median over all timed calls is reported, with the selection time of
 both schedules. Each call includes its per-call device allocations and the
 wait for its own work, as a user sees it.
 
-usage: python3 -m pisa.bench_gpu CASES_DIR [--reps 20] [--sets 3]
+usage: python3 -m pisa.checks.bench_gpu CASES_DIR [--reps 20] [--sets 3]
 """
 
 import argparse

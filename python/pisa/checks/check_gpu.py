@@ -1,6 +1,6 @@
 """Checks the AOT selection kernels on the GPU against pisa.reference.
 
-For every case of cases.json (see pisa.cases) and both schedules: fresh
+For every case of cases.json (see pisa.checks.cases) and both schedules: fresh
 random inputs (seed printed; --seed reproduces), the library's selection,
 the PyTorch float64 reference, and the comparison. A case passes when at
 least 99.9% of rows are equal and every differing row is explained by a
@@ -9,7 +9,7 @@ top-K boundaries). Exact ties (gap 0) must follow the tie rule.
 The PyTorch reference is first cross-checked against the NumPy test
 reference (test/Integration/pisa_reference.py) on small inputs.
 
-usage: python3 -m pisa.check_gpu CASES_DIR [--seed S] [--numpy-reference DIR]
+usage: python3 -m pisa.checks.check_gpu CASES_DIR [--seed S] [--numpy-reference DIR]
 """
 
 import argparse

@@ -23,7 +23,7 @@ COMMANDS = {
 
 
 def usage(out):
-    out.write(__doc__.split("\n\n")[1] + "\n\ncommands:\n")
+    out.write(__doc__.split("\n\n")[1].rstrip("\n") + "\n\ncommands:\n")
     for name, (_, what) in COMMANDS.items():
         out.write(f"  {name:<20} {what}\n")
 

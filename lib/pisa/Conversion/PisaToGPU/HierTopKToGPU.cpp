@@ -127,8 +127,8 @@ Value isLaneZero(ImplicitLocOpBuilder &b, Value lane) {
 
 /// The kernel's private scratch arrays, if it has them (the tensor-core
 /// walk keeps its state in registers and has none).
-std::optional<QueryScratch> scratchOf(gpu::GPUFuncOp kernel) {
-  auto privates = kernel.getPrivateAttributions();
+std::optional<QueryScratch> scratchOf(const Kernel &kernel) {
+  auto privates = kernel.func().getPrivateAttributions();
   if (privates.empty())
     return std::nullopt;
   return QueryScratch{privates[0], privates[1], privates[2]};
@@ -168,7 +168,7 @@ struct WarpSite {
 /// in-range guard, position, b_t, the query: A fragments when `mmaLevels`
 /// and the shapes let the levels score on tensor cores, else f32 rows in
 /// registers when they fit) and `body` under the guard.
-void forEachQueryWarp(ImplicitLocOpBuilder &b, gpu::GPUFuncOp kernel,
+void forEachQueryWarp(ImplicitLocOpBuilder &b, const Kernel &kernel,
                       const Problem &p, Value queries, Value offset,
                       bool mmaLevels,
                       llvm::function_ref<void(ImplicitLocOpBuilder &,
@@ -190,6 +190,12 @@ void forEachQueryWarp(ImplicitLocOpBuilder &b, gpu::GPUFuncOp kernel,
     body(gb, w);
   });
 }
+
+/// The host-side buffers of one hier_topk: its operands' memref views and
+/// the selection it writes.
+struct HostBuffers {
+  Value queries, keys, pyramid, offset, selection;
+};
 
 struct HierTopKToGPU : OpRewritePattern<HierTopKOp> {
   using OpRewritePattern::OpRewritePattern;
@@ -229,12 +235,12 @@ struct HierTopKToGPU : OpRewritePattern<HierTopKOp> {
     Value selection = allocDevice(b, p.selection, /*isResult=*/true);
     Value offset = op.getQueryOffset();
 
+    HostBuffers buffers{queries, keys, pyramid, offset, selection};
     if (schedule.getKind() == ScheduleKind::SingleStage) {
-      lowerSingleStage(rewriter, op, b, p, {queries, keys, pyramid, offset,
-                                            selection});
+      lowerSingleStage(rewriter, op, b, p, buffers);
     } else {
       if (failed(lowerTwoStage(rewriter, op, b, p, schedule.getQTile(),
-                               {queries, keys, pyramid, offset, selection})))
+                               buffers)))
         return failure();
     }
     Value result = bufferization::ToTensorOp::create(
@@ -245,29 +251,31 @@ struct HierTopKToGPU : OpRewritePattern<HierTopKOp> {
 
 private:
   /// The walk, the leaf scoring from raw keys and the final selection, in
-  /// one kernel; args (queries, keys, pyramid, offset, selection).
+  /// one kernel.
   void lowerSingleStage(PatternRewriter &rewriter, HierTopKOp op,
                         ImplicitLocOpBuilder &host, const Problem &p,
-                        SmallVector<Value> args) const {
-    gpu::GPUFuncOp kernel;
+                        const HostBuffers &args) const {
+    Kernel kernel;
     {
       OpBuilder::InsertionGuard guard(rewriter);
-      kernel = createKernel(
-          rewriter, op, "select_single_stage",
-          {p.queries, p.keys, p.pyramid, rewriter.getIndexType(), p.selection},
-          {}, scratchTypes(rewriter.getContext(), p));
+      kernel = createKernel(rewriter, op, "select_single_stage",
+                            {{"queries", p.queries},
+                             {"keys", p.keys},
+                             {"pyramid", p.pyramid},
+                             {"offset", rewriter.getIndexType()},
+                             {"selection", p.selection}},
+                            {}, scratchTypes(rewriter.getContext(), p));
       ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-      Block &entry = kernel.getBody().front();
-      forEachQueryWarp(b, kernel, p, entry.getArgument(0), entry.getArgument(3),
+      forEachQueryWarp(b, kernel, p, kernel.arg("queries"), kernel.arg("offset"),
                        /*mmaLevels=*/false, [&](ImplicitLocOpBuilder &gb, const WarpSite &w) {
         const QuerySite &site = w.site;
         const QueryScratch &scratch = *w.scratch;
         Value bt = w.bt;
         const std::optional<WarpQuery> &query = w.query;
-        WarpScorer summaries = warpScorer(query, entry.getArgument(0),
-                                          entry.getArgument(2), p, w.lane, site);
-        WarpScorer rawKeys = warpScorer(query, entry.getArgument(0),
-                                        entry.getArgument(1), p, w.lane, site);
+        WarpScorer summaries = warpScorer(query, kernel.arg("queries"),
+                                          kernel.arg("pyramid"), p, w.lane, site);
+        WarpScorer rawKeys = warpScorer(query, kernel.arg("queries"),
+                                        kernel.arg("keys"), p, w.lane, site);
         // The SIMT walk here: with the tensor-core level scorer this kernel
         // also keeps the f32 query rows for the leaves, and measured 12%
         // slower at 256K (docs/performance.md, v9).
@@ -311,19 +319,24 @@ private:
                           [&](ImplicitLocOpBuilder &sb) {
                 memref::StoreOp::create(
                     sb, arith::IndexCastOp::create(sb, sb.getI32Type(), value),
-                    entry.getArgument(4), ValueRange{site.batch, site.kvHead, site.query, pos});
+                    kernel.arg("selection"), ValueRange{site.batch, site.kvHead, site.query, pos});
               });
             });
       });
     }
     launch(host, kernel,
            indexConst(host, ceilDiv(p.numQueries, kWarpQueries)),
-           indexConst(host, p.batch * p.kvHeads), kQueryThreads, args);
+           indexConst(host, p.batch * p.kvHeads), kQueryThreads,
+           {{"queries", args.queries},
+            {"keys", args.keys},
+            {"pyramid", args.pyramid},
+            {"offset", args.offset},
+            {"selection", args.selection}});
   }
 
   LogicalResult lowerTwoStage(PatternRewriter &rewriter, HierTopKOp op,
                               ImplicitLocOpBuilder &host, const Problem &p,
-                              int64_t qTile, SmallVector<Value> args) const {
+                              int64_t qTile, const HostBuffers &args) const {
     MLIRContext *ctx = rewriter.getContext();
     Type i32 = rewriter.getI32Type(), f32 = rewriter.getF32Type();
     Type index = rewriter.getIndexType();
@@ -351,26 +364,29 @@ private:
                        p.fanout, p.candidates());
     MemRefType walkPyramid =
         mmaWalk ? fragmentPlanesType(p.pyramid) : p.pyramid;
-    gpu::GPUFuncOp walkKernel, finalKernel, planesKernel;
+    Kernel walkKernel, finalKernel, planesKernel;
     if (mmaWalk)
       planesKernel = buildFragmentPlanesKernel(rewriter, op, p.pyramid);
     {
       OpBuilder::InsertionGuard guard(rewriter);
       walkKernel = createKernel(
           rewriter, op, "select_stage1_walk",
-          {p.queries, walkPyramid, index, contendersType, countType}, {},
-          mmaWalk ? SmallVector<Type>{} : scratchTypes(ctx, p));
+          {{"queries", p.queries},
+           {"pyramid", walkPyramid},
+           {"offset", index},
+           {"contenders", contendersType},
+           {"counts", countType}},
+          {}, mmaWalk ? SmallVector<Type>{} : scratchTypes(ctx, p));
       if (mmaWalk) {
         // The tensor-core walk is latency-bound (ncu: L1 scoreboard stalls
         // at 5 blocks per SM with 106 registers); ptxas fits 8 blocks (64
         // registers) without spills for g*K <= 16, 6 (80) for 32.
-        setOccupancyHint(walkKernel, kQueryThreads,
+        setOccupancyHint(walkKernel.func(), kQueryThreads,
                          p.candidates() <= 16 ? 8 : 6);
       }
       ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-      Block &entry = walkKernel.getBody().front();
-      forEachQueryWarp(b, walkKernel, p, entry.getArgument(0),
-                       entry.getArgument(2), /*mmaLevels=*/true,
+      forEachQueryWarp(b, walkKernel, p, walkKernel.arg("queries"),
+                       walkKernel.arg("offset"), /*mmaLevels=*/true,
                        [&](ImplicitLocOpBuilder &gb, const WarpSite &w) {
         const QuerySite &site = w.site;
         Value bt = w.bt;
@@ -379,18 +395,18 @@ private:
         if (w.mmaQuery) {
           // Lane a holds contender a: each lane writes its own.
           n = buildMmaWarpWalk(
-              gb, *w.mmaQuery, entry.getArgument(1), site, p.layout, p.topK,
+              gb, *w.mmaQuery, walkKernel.arg("pyramid"), site, p.layout, p.topK,
               bt, p.headDim, p.scale,
               [&](ImplicitLocOpBuilder &lb, Value pos, Value leaf) {
                 memref::StoreOp::create(
                     lb, arith::IndexCastOp::create(lb, lb.getI32Type(), leaf),
-                    entry.getArgument(3),
+                    walkKernel.arg("contenders"),
                     ValueRange{site.batch, site.kvHead, site.query, pos});
               });
         } else {
           const QueryScratch &scratch = *w.scratch;
-          WarpScorer summaries = warpScorer(query, entry.getArgument(0),
-                                            entry.getArgument(1), p, w.lane,
+          WarpScorer summaries = warpScorer(query, walkKernel.arg("queries"),
+                                            walkKernel.arg("pyramid"), p, w.lane,
                                             site);
           n = buildWalk(gb, {p.layout, p.topK}, summaries, bt, scratch);
           // Lanes hold identical results: lane 0 writes them.
@@ -402,7 +418,7 @@ private:
                       Value leaf = memref::LoadOp::create(lb, scratch.cand,
                                                           ValueRange{a});
                       memref::StoreOp::create(
-                          lb, leaf, entry.getArgument(3),
+                          lb, leaf, walkKernel.arg("contenders"),
                           ValueRange{site.batch, site.kvHead, site.query, a});
                       return SmallVector<Value>{};
                     });
@@ -410,42 +426,44 @@ private:
         buildIfThen(gb, isLaneZero(gb, w.lane), [&](ImplicitLocOpBuilder &sb) {
           memref::StoreOp::create(
               sb, arith::IndexCastOp::create(sb, sb.getI32Type(), n),
-              entry.getArgument(4), ValueRange{site.batch, site.kvHead, site.query});
+              walkKernel.arg("counts"), ValueRange{site.batch, site.kvHead, site.query});
         });
       });
 
       // Stage 4: forced blocks + best scored contenders.
-      finalKernel = createKernel(
-          rewriter, op, "select_final",
-          {index, contendersType, countType, scoresType, p.selection}, {},
-          {privateType(ctx, {p.topK}, i32)});
+      finalKernel = createKernel(rewriter, op, "select_final",
+                                 {{"offset", index},
+                                  {"contenders", contendersType},
+                                  {"counts", countType},
+                                  {"scores", scoresType},
+                                  {"selection", p.selection}},
+                                 {}, {privateType(ctx, {p.topK}, i32)});
       ImplicitLocOpBuilder fb(op.getLoc(), rewriter);
-      Block &fentry = finalKernel.getBody().front();
       SmallVector<Value> fat = queryThread(fb, p);
       guarded(fb, fat[3], [&](ImplicitLocOpBuilder &gb) {
-        Value t = arith::AddIOp::create(gb, fentry.getArgument(0), fat[2]);
+        Value t = arith::AddIOp::create(gb, finalKernel.arg("offset"), fat[2]);
         Value bt = leafOfPosition(gb, p.layout, t);
         Value n = arith::IndexCastOp::create(
             gb, gb.getIndexType(),
-            memref::LoadOp::create(gb, fentry.getArgument(2),
+            memref::LoadOp::create(gb, finalKernel.arg("counts"),
                                    ValueRange{fat[0], fat[1], fat[2]}));
         buildFinalSelection(
             gb, p.topK, bt, n,
             [&](ImplicitLocOpBuilder &lb, Value a) -> Value {
               return arith::IndexCastOp::create(
                   lb, lb.getIndexType(),
-                  memref::LoadOp::create(lb, fentry.getArgument(1),
+                  memref::LoadOp::create(lb, finalKernel.arg("contenders"),
                                          ValueRange{fat[0], fat[1], fat[2], a}));
             },
             [&](ImplicitLocOpBuilder &lb, Value a) -> Value {
-              return memref::LoadOp::create(lb, fentry.getArgument(3),
+              return memref::LoadOp::create(lb, finalKernel.arg("scores"),
                                             ValueRange{fat[0], fat[1], fat[2], a});
             },
-            finalKernel.getPrivateAttributions()[0],
+            finalKernel.func().getPrivateAttributions()[0],
             [&](ImplicitLocOpBuilder &lb, Value pos, Value value) {
               memref::StoreOp::create(
                   lb, arith::IndexCastOp::create(lb, lb.getI32Type(), value),
-                  fentry.getArgument(4), ValueRange{fat[0], fat[1], fat[2], pos});
+                  finalKernel.arg("selection"), ValueRange{fat[0], fat[1], fat[2], pos});
             });
       });
     }
@@ -457,8 +475,8 @@ private:
                     p.queries, p.keys, contendersType, countType, scoresType,
                     sortTypes});
 
-    Value queries = args[0], keys = args[1], pyramid = args[2];
-    Value offset = args[3], selection = args[4];
+    Value queries = args.queries, keys = args.keys, pyramid = args.pyramid;
+    Value offset = args.offset, selection = args.selection;
     Value contenders = allocDevice(host, contendersType);
     Value counts = allocDevice(host, countType);
     Value scores = allocDevice(host, scoresType);
@@ -473,14 +491,23 @@ private:
       walkPyramidBuffer = allocDevice(host, walkPyramid);
       launch(host, planesKernel,
              indexConst(host, fragmentPlanesBlocks(p.pyramid)), groups,
-             kFragmentPlanesThreads, {pyramid, walkPyramidBuffer});
+             kFragmentPlanesThreads,
+             {{"pyramid", pyramid}, {"planes", walkPyramidBuffer}});
     }
     launch(host, walkKernel, warpBlocks, groups, kQueryThreads,
-           {queries, walkPyramidBuffer, offset, contenders, counts});
+           {{"queries", queries},
+            {"pyramid", walkPyramidBuffer},
+            {"offset", offset},
+            {"contenders", contenders},
+            {"counts", counts}});
     launchTileKernels(host, tiles, queries, keys, offset, contenders, counts,
                       scores, sort);
     launch(host, finalKernel, queryBlocks, groups, kQueryThreads,
-           {offset, contenders, counts, scores, selection});
+           {{"offset", offset},
+            {"contenders", contenders},
+            {"counts", counts},
+            {"scores", scores},
+            {"selection", selection}});
     SmallVector<Value> scratch{contenders, counts, scores};
     scratch.append(sort.begin(), sort.end());
     if (mmaWalk)

@@ -14,12 +14,42 @@ using namespace mlir::pisa::detail;
 
 static constexpr llvm::StringLiteral kKernelModuleName = "pisa_kernels";
 
-gpu::GPUFuncOp mlir::pisa::detail::createKernel(PatternRewriter &rewriter,
-                                                Operation *anchor,
-                                                StringRef name,
-                                                TypeRange arguments,
-                                                TypeRange workgroup,
-                                                TypeRange privates) {
+Kernel::Kernel(gpu::GPUFuncOp func, ArrayRef<KernelParam> params) : fn(func) {
+  for (const KernelParam &p : params)
+    names.push_back(p.name.str());
+}
+
+unsigned Kernel::indexOf(StringRef name) const {
+  for (auto [i, n] : llvm::enumerate(names))
+    if (n == name)
+      return i;
+  gpu::GPUFuncOp func = fn;
+  llvm::report_fatal_error("kernel @" + func.getName() + " has no parameter '" +
+                           name + "'");
+}
+
+Value Kernel::arg(StringRef name) const {
+  gpu::GPUFuncOp func = fn;
+  return func.getBody().front().getArgument(indexOf(name));
+}
+
+SmallVector<Value> Kernel::operands(ArrayRef<KernelOperand> values) const {
+  SmallVector<Value> ordered(names.size());
+  for (const KernelOperand &v : values) {
+    unsigned i = indexOf(v.first);
+    assert(!ordered[i] && "kernel parameter passed twice");
+    ordered[i] = v.second;
+  }
+  assert(llvm::all_of(ordered, [](Value v) { return bool(v); }) &&
+         "kernel parameter not passed");
+  return ordered;
+}
+
+Kernel mlir::pisa::detail::createKernel(PatternRewriter &rewriter,
+                                        Operation *anchor, StringRef name,
+                                        ArrayRef<KernelParam> params,
+                                        TypeRange workgroup,
+                                        TypeRange privates) {
   auto module = anchor->getParentOfType<ModuleOp>();
   module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
                   rewriter.getUnitAttr());
@@ -31,14 +61,17 @@ gpu::GPUFuncOp mlir::pisa::detail::createKernel(PatternRewriter &rewriter,
     kernels = gpu::GPUModuleOp::create(rewriter, loc, kKernelModuleName);
   }
   rewriter.setInsertionPointToEnd(&kernels.getBodyRegion().front());
+  SmallVector<Type> types;
+  for (const KernelParam &p : params)
+    types.push_back(p.type);
   auto func = gpu::GPUFuncOp::create(
-      rewriter, loc, name, rewriter.getFunctionType(arguments, {}), workgroup,
+      rewriter, loc, name, rewriter.getFunctionType(types, {}), workgroup,
       privates);
   func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(),
                 rewriter.getUnitAttr());
   SymbolTable(kernels).insert(func); // uniques the name
   rewriter.setInsertionPointToStart(&func.getBody().front());
-  return func;
+  return Kernel(func, params);
 }
 
 Value mlir::pisa::detail::toBuffer(ImplicitLocOpBuilder &b, Value tensor) {
@@ -58,14 +91,15 @@ Value mlir::pisa::detail::allocDevice(ImplicitLocOpBuilder &b, MemRefType type,
   return alloc.getMemref();
 }
 
-void mlir::pisa::detail::launch(ImplicitLocOpBuilder &b, gpu::GPUFuncOp kernel,
+void mlir::pisa::detail::launch(ImplicitLocOpBuilder &b, const Kernel &kernel,
                                 Value gx, Value gy, int64_t bx,
-                                ValueRange operands) {
+                                ArrayRef<KernelOperand> operands) {
   Value one = arith::ConstantIndexOp::create(b, 1);
   Value threads = arith::ConstantIndexOp::create(b, bx);
-  gpu::LaunchFuncOp::create(b, kernel, gpu::KernelDim3{gx, gy, one},
+  gpu::LaunchFuncOp::create(b, kernel.func(), gpu::KernelDim3{gx, gy, one},
                             gpu::KernelDim3{threads, one, one},
-                            /*dynamicSharedMemorySize=*/Value(), operands);
+                            /*dynamicSharedMemorySize=*/Value(),
+                            kernel.operands(operands));
 }
 
 Value mlir::pisa::detail::blockIdX(ImplicitLocOpBuilder &b) {

@@ -13,6 +13,9 @@
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 #include "mlir/IR/PatternMatch.h"
 
+#include <string>
+#include <utility>
+
 namespace mlir::pisa::detail {
 
 /// Scores are computed in base 2 (exp2 and log2 are single instructions):
@@ -24,12 +27,44 @@ constexpr float kLn2 = 0.6931471805599453f;
 /// freeTransientDeviceBuffers.
 constexpr llvm::StringLiteral kResultBufferAttr = "pisa.result_buffer";
 
+/// One kernel parameter: the name its body and its launches use, and its
+/// type.
+struct KernelParam {
+  StringRef name;
+  Type type;
+};
+
+/// A value passed to the kernel parameter `name` at a launch.
+using KernelOperand = std::pair<StringRef, Value>;
+
+/// A gpu.func kernel whose parameters are read and passed by name: its
+/// signature is written once, where it is created, and no position is
+/// written anywhere else.
+class Kernel {
+public:
+  Kernel() = default;
+  Kernel(gpu::GPUFuncOp func, ArrayRef<KernelParam> params);
+
+  gpu::GPUFuncOp func() const { return fn; }
+  explicit operator bool() const { return bool(fn); }
+  /// The parameter `name` inside the kernel body (asserts it exists).
+  Value arg(StringRef name) const;
+  /// Launch operands in parameter order; each parameter exactly once
+  /// (asserted).
+  SmallVector<Value> operands(ArrayRef<KernelOperand> values) const;
+
+private:
+  unsigned indexOf(StringRef name) const;
+  gpu::GPUFuncOp fn;
+  SmallVector<std::string> names;
+};
+
 /// Creates `gpu.func @<name> kernel` (uniqued) at the end of
 /// @pisa_kernels, creating the module and gpu.container_module as needed.
 /// The builder is left at the start of the kernel body.
-gpu::GPUFuncOp createKernel(PatternRewriter &rewriter, Operation *anchor,
-                            StringRef name, TypeRange arguments,
-                            TypeRange workgroup = {}, TypeRange privates = {});
+Kernel createKernel(PatternRewriter &rewriter, Operation *anchor,
+                    StringRef name, ArrayRef<KernelParam> params,
+                    TypeRange workgroup = {}, TypeRange privates = {});
 
 /// The memref view of a tensor operand, on the host side.
 Value toBuffer(ImplicitLocOpBuilder &b, Value tensor);
@@ -39,9 +74,10 @@ Value toBuffer(ImplicitLocOpBuilder &b, Value tensor);
 Value allocDevice(ImplicitLocOpBuilder &b, MemRefType type,
                   bool isResult = false);
 
-/// Launches `kernel` over grid (gx, gy) x block (bx) with `operands`.
-void launch(ImplicitLocOpBuilder &b, gpu::GPUFuncOp kernel, Value gx,
-            Value gy, int64_t bx, ValueRange operands);
+/// Launches `kernel` over grid (gx, gy) x block (bx), its parameters
+/// given by name.
+void launch(ImplicitLocOpBuilder &b, const Kernel &kernel, Value gx, Value gy,
+            int64_t bx, ArrayRef<KernelOperand> operands);
 
 /// Global thread coordinates inside a kernel.
 Value blockIdX(ImplicitLocOpBuilder &b);

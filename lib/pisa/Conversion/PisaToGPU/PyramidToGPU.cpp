@@ -63,10 +63,11 @@ struct PyramidBuildToGPU : OpRewritePattern<PyramidBuildOp> {
     MemRefType pyrMem = globalType(pyrType.getShape(), pyrType.getElementType());
     Type index = rewriter.getIndexType();
 
-    gpu::GPUFuncOp leafKernel, levelKernel;
+    Kernel leafKernel, levelKernel;
     {
       OpBuilder::InsertionGuard guard(rewriter);
-      leafKernel = createKernel(rewriter, op, "pyramid_leaves", {keysMem, pyrMem});
+      leafKernel = createKernel(rewriter, op, "pyramid_leaves",
+                                {{"keys", keysMem}, {"pyramid", pyrMem}});
       ImplicitLocOpBuilder kb(loc, rewriter);
       Value leaf = blockIdX(kb), bh = blockIdY(kb), e = threadIdX(kb);
       Value heads = indexConst(kb, numHeads);
@@ -76,26 +77,29 @@ struct PyramidBuildToGPU : OpRewritePattern<PyramidBuildOp> {
       Value first = arith::MulIOp::create(kb, leaf, cBlock);
       Value count = arith::MinUIOp::create(
           kb, cBlock, arith::SubIOp::create(kb, indexConst(kb, numKeys), first));
-      Block &entry = leafKernel.getBody().front();
-      emitMean(kb, entry.getArgument(0), entry.getArgument(1), batch, head,
-               first, count, leaf, e);
+      emitMean(kb, leafKernel.arg("keys"), leafKernel.arg("pyramid"), batch,
+               head, first, count, leaf, e);
       gpu::ReturnOp::create(kb);
 
       levelKernel = createKernel(rewriter, op, "pyramid_level",
-                                 {pyrMem, index, index, index});
+                                 {{"pyramid", pyrMem},
+                                  {"childOffset", index},
+                                  {"levelOffset", index},
+                                  {"childCount", index}});
       ImplicitLocOpBuilder lb(loc, rewriter);
-      Block &lentry = levelKernel.getBody().front();
       Value node = blockIdX(lb), lbh = blockIdY(lb), le = threadIdX(lb);
       Value lheads = indexConst(lb, numHeads);
       Value lbatch = arith::DivUIOp::create(lb, lbh, lheads);
       Value lhead = arith::RemUIOp::create(lb, lbh, lheads);
-      Value srcOffset = lentry.getArgument(1), dstOffset = lentry.getArgument(2);
-      Value srcCount = lentry.getArgument(3);
+      Value srcOffset = levelKernel.arg("childOffset");
+      Value dstOffset = levelKernel.arg("levelOffset");
+      Value srcCount = levelKernel.arg("childCount");
       Value cFan = indexConst(lb, fan);
       Value firstChild = arith::MulIOp::create(lb, node, cFan);
       Value children = arith::MinUIOp::create(
           lb, cFan, arith::SubIOp::create(lb, srcCount, firstChild));
-      emitMean(lb, lentry.getArgument(0), lentry.getArgument(0), lbatch, lhead,
+      emitMean(lb, levelKernel.arg("pyramid"), levelKernel.arg("pyramid"),
+               lbatch, lhead,
                arith::AddIOp::create(lb, srcOffset, firstChild), children,
                arith::AddIOp::create(lb, dstOffset, node), le);
       gpu::ReturnOp::create(lb);
@@ -107,11 +111,13 @@ struct PyramidBuildToGPU : OpRewritePattern<PyramidBuildOp> {
     Value pyramid = allocDevice(b, pyrMem, /*isResult=*/true);
     Value groups = indexConst(b, shape[0] * numHeads);
     launch(b, leafKernel, indexConst(b, layout.numLeaves()), groups, d,
-           {keys, pyramid});
+           {{"keys", keys}, {"pyramid", pyramid}});
     for (int64_t l = 2; l <= layout.numLevels(); ++l)
       launch(b, levelKernel, indexConst(b, layout.size(l)), groups, d,
-             {pyramid, indexConst(b, layout.offset(l - 1)),
-              indexConst(b, layout.offset(l)), indexConst(b, layout.size(l - 1))});
+             {{"pyramid", pyramid},
+              {"childOffset", indexConst(b, layout.offset(l - 1))},
+              {"levelOffset", indexConst(b, layout.offset(l))},
+              {"childCount", indexConst(b, layout.size(l - 1))}});
     Value result = bufferization::ToTensorOp::create(b, pyrType, pyramid,
                                                      /*restrict=*/b.getUnitAttr());
     rewriter.replaceOp(op, result);

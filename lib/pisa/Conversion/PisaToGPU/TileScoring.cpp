@@ -49,14 +49,14 @@ struct ScoredPair {
 
 /// The per-pair kernels' common part: thread p takes pair p (query p / g*K,
 /// slot p % g*K) and runs `body` when that pair needs scoring, i.e. its
-/// query has more contenders than free slots. Reads the kernels' first
-/// three arguments (offset, contenders, counts).
+/// query has more contenders than free slots. Reads the kernel's offset,
+/// contenders and counts.
 static void forEachScoredPair(
-    ImplicitLocOpBuilder &b, Block &entry, const TileProblem &p,
+    ImplicitLocOpBuilder &b, const Kernel &kernel, const TileProblem &p,
     llvm::function_ref<void(ImplicitLocOpBuilder &, const ScoredPair &)>
         body) {
-  Value offset = entry.getArgument(0), contenders = entry.getArgument(1);
-  Value counts = entry.getArgument(2);
+  Value offset = kernel.arg("offset"), contenders = kernel.arg("contenders");
+  Value counts = kernel.arg("counts");
   Value pair = arith::AddIOp::create(
       b, arith::MulIOp::create(b, blockIdX(b), indexConst(b, kPairThreads)),
       threadIdX(b));
@@ -83,32 +83,43 @@ static void forEachScoredPair(
   });
 }
 
+SmallVector<KernelParam>
+mlir::pisa::detail::scoreKernelParams(const TileProblem &p) {
+  Type index = IndexType::get(p.queries.getContext());
+  const SortBuffers &s = p.sort;
+  return {{"queries", p.queries},       {"keys", p.keys},
+          {"offset", index},            {"leafCount", s.leafCount},
+          {"leafStart", s.leafStart},   {"tileLeaf", s.tileLeaf},
+          {"tileFirst", s.tileFirst},   {"numTiles", s.numTiles},
+          {"sortedPairs", s.sortedPairs}, {"scores", p.scores}};
+}
+
 TileSpan mlir::pisa::detail::loadTileSpan(ImplicitLocOpBuilder &b,
-                                          Block &entry, Value batch, Value kv,
-                                          Value tile, int64_t qTile) {
-  Value leaf = toIndex(b, load(b, entry.getArgument(5), {batch, kv, tile}));
-  Value first = toIndex(b, load(b, entry.getArgument(6), {batch, kv, tile}));
+                                          const Kernel &score, Value batch,
+                                          Value kv, Value tile, int64_t qTile) {
+  Value leaf = toIndex(b, load(b, score.arg("tileLeaf"), {batch, kv, tile}));
+  Value first = toIndex(b, load(b, score.arg("tileFirst"), {batch, kv, tile}));
   Value end = arith::AddIOp::create(
-      b, toIndex(b, load(b, entry.getArgument(4), {batch, kv, leaf})),
-      toIndex(b, load(b, entry.getArgument(3), {batch, kv, leaf})));
+      b, toIndex(b, load(b, score.arg("leafStart"), {batch, kv, leaf})),
+      toIndex(b, load(b, score.arg("leafCount"), {batch, kv, leaf})));
   Value size = arith::MinUIOp::create(b, indexConst(b, qTile),
                                       arith::SubIOp::create(b, end, first));
   return {leaf, first, size};
 }
 
 TileMember mlir::pisa::detail::loadTileMember(ImplicitLocOpBuilder &b,
-                                              Block &entry,
+                                              const Kernel &score,
                                               const TileProblem &p,
                                               Value batch, Value kv,
                                               Value first, Value member) {
   Value at = arith::MinUIOp::create(
       b, arith::AddIOp::create(b, first, member),
       indexConst(b, p.numQueries * p.candidates - 1));
-  Value pair = toIndex(b, load(b, entry.getArgument(8), {batch, kv, at}));
+  Value pair = toIndex(b, load(b, score.arg("sortedPairs"), {batch, kv, at}));
   Value gk = indexConst(b, p.candidates);
   Value query = arith::MinUIOp::create(b, arith::DivUIOp::create(b, pair, gk),
                                        indexConst(b, p.numQueries - 1));
-  Value t = arith::AddIOp::create(b, entry.getArgument(2), query);
+  Value t = arith::AddIOp::create(b, score.arg("offset"), query);
   Value limit = arith::MinUIOp::create(
       b, indexConst(b, p.numKeys),
       arith::AddIOp::create(b, t, indexConst(b, 1)));
@@ -132,28 +143,34 @@ TileKernels mlir::pisa::detail::buildTileKernels(PatternRewriter &rewriter,
   };
 
   TileKernels k{p, {}, {}, {}, {}, 0, 0};
-  // histogram(offset, contenders, counts, leafCount)
   k.histogram = createKernel(rewriter, anchor, "select_stage2_histogram",
-                             {index, p.contenders, p.counts, s.leafCount});
+                             {{"offset", index},
+                              {"contenders", p.contenders},
+                              {"counts", p.counts},
+                              {"leafCount", s.leafCount}});
   {
     ImplicitLocOpBuilder b(loc, rewriter);
-    Block &e = k.histogram.getBody().front();
+    const Kernel &e = k.histogram;
     forEachScoredPair(b, e, p,
                       [&](ImplicitLocOpBuilder &tb, const ScoredPair &at) {
-                        addOne(tb, e.getArgument(3), {at.batch, at.kv, at.leaf});
+                        addOne(tb, e.arg("leafCount"),
+                               {at.batch, at.kv, at.leaf});
                       });
     gpu::ReturnOp::create(b);
   }
 
-  // scan(leafCount, leafStart, cursor, tileBase, numTiles): one warp per
-  // (batch, KV head); each lane owns a contiguous run of leaves, lane
-  // totals are scanned with shuffles, then each lane writes its run.
+  // scan: one warp per (batch, KV head); each lane owns a contiguous run of
+  // leaves, lane totals are scanned with shuffles, then each lane writes
+  // its run.
   k.scan = createKernel(rewriter, anchor, "select_stage2_scan",
-                        {s.leafCount, s.leafStart, s.cursor, s.tileBase,
-                         s.numTiles});
+                        {{"leafCount", s.leafCount},
+                         {"leafStart", s.leafStart},
+                         {"cursor", s.cursor},
+                         {"tileBase", s.tileBase},
+                         {"numTiles", s.numTiles}});
   {
     ImplicitLocOpBuilder b(loc, rewriter);
-    Block &e = k.scan.getBody().front();
+    const Kernel &e = k.scan;
     Value heads = indexConst(b, p.kvHeads);
     Value batch = arith::DivUIOp::create(b, blockIdY(b), heads);
     Value kv = arith::RemUIOp::create(b, blockIdY(b), heads);
@@ -166,7 +183,7 @@ TileKernels mlir::pisa::detail::buildTileKernels(PatternRewriter &rewriter,
     Value end = arith::MinUIOp::create(b, arith::AddIOp::create(b, begin, run),
                                        indexConst(b, leaves));
     auto countOf = [&](ImplicitLocOpBuilder &lb, Value leaf) {
-      return toIndex(lb, load(lb, e.getArgument(0), {batch, kv, leaf}));
+      return toIndex(lb, load(lb, e.arg("leafCount"), {batch, kv, leaf}));
     };
     auto own = buildLoop(b, begin, end, {zero, zero},
                          [&](ImplicitLocOpBuilder &lb, Value leaf, ValueRange st) {
@@ -196,11 +213,11 @@ TileKernels mlir::pisa::detail::buildTileKernels(PatternRewriter &rewriter,
         [&](ImplicitLocOpBuilder &lb, Value leaf, ValueRange st) {
           Value count = countOf(lb, leaf);
           Value start = toI32(lb, st[0]);
-          memref::StoreOp::create(lb, start, e.getArgument(1),
+          memref::StoreOp::create(lb, start, e.arg("leafStart"),
                                   ValueRange{batch, kv, leaf});
-          memref::StoreOp::create(lb, start, e.getArgument(2),
+          memref::StoreOp::create(lb, start, e.arg("cursor"),
                                   ValueRange{batch, kv, leaf});
-          memref::StoreOp::create(lb, toI32(lb, st[1]), e.getArgument(3),
+          memref::StoreOp::create(lb, toI32(lb, st[1]), e.arg("tileBase"),
                                   ValueRange{batch, kv, leaf});
           Value numTiles = arith::CeilDivUIOp::create(lb, count, q);
           return SmallVector<Value>{arith::AddIOp::create(lb, st[0], count),
@@ -209,53 +226,56 @@ TileKernels mlir::pisa::detail::buildTileKernels(PatternRewriter &rewriter,
     Value last = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, lane,
                                        indexConst(b, kScanLanes - 1));
     buildIfThen(b, last, [&](ImplicitLocOpBuilder &tb) {
-      memref::StoreOp::create(tb, incl[1], e.getArgument(4),
+      memref::StoreOp::create(tb, incl[1], e.arg("numTiles"),
                               ValueRange{batch, kv});
     });
     gpu::ReturnOp::create(b);
   }
 
-  // scatter(offset, contenders, counts, cursor, sortedPairs, leafStart,
-  //         tileBase, tileLeaf, tileFirst)
   k.scatter = createKernel(rewriter, anchor, "select_stage2_scatter",
-                           {index, p.contenders, p.counts, s.cursor,
-                            s.sortedPairs, s.leafStart, s.tileBase,
-                            s.tileLeaf, s.tileFirst});
+                           {{"offset", index},
+                            {"contenders", p.contenders},
+                            {"counts", p.counts},
+                            {"cursor", s.cursor},
+                            {"sortedPairs", s.sortedPairs},
+                            {"leafStart", s.leafStart},
+                            {"tileBase", s.tileBase},
+                            {"tileLeaf", s.tileLeaf},
+                            {"tileFirst", s.tileFirst}});
   {
     ImplicitLocOpBuilder b(loc, rewriter);
-    Block &e = k.scatter.getBody().front();
+    const Kernel &e = k.scatter;
     forEachScoredPair(b, e, p, [&](ImplicitLocOpBuilder &tb,
                                    const ScoredPair &at) {
-      Value pos = toIndex(tb, addOne(tb, e.getArgument(3),
+      Value pos = toIndex(tb, addOne(tb, e.arg("cursor"),
                                      {at.batch, at.kv, at.leaf}));
       Value pair = arith::AddIOp::create(
           tb, arith::MulIOp::create(tb, at.query, indexConst(tb, p.candidates)),
           at.slot);
-      memref::StoreOp::create(tb, toI32(tb, pair), e.getArgument(4),
+      memref::StoreOp::create(tb, toI32(tb, pair), e.arg("sortedPairs"),
                               ValueRange{at.batch, at.kv, pos});
       // The first pair of a tile records the tile.
       Value rel = arith::SubIOp::create(
           tb, pos,
-          toIndex(tb, load(tb, e.getArgument(5), {at.batch, at.kv, at.leaf})));
+          toIndex(tb, load(tb, e.arg("leafStart"), {at.batch, at.kv, at.leaf})));
       Value q = indexConst(tb, p.qTile);
       Value opens = cmp(tb, arith::CmpIPredicate::eq,
                         arith::RemUIOp::create(tb, rel, q), indexConst(tb, 0));
       buildIfThen(tb, opens, [&](ImplicitLocOpBuilder &ob) {
         Value tile = arith::AddIOp::create(
             ob,
-            toIndex(ob, load(ob, e.getArgument(6), {at.batch, at.kv, at.leaf})),
+            toIndex(ob, load(ob, e.arg("tileBase"), {at.batch, at.kv, at.leaf})),
             arith::DivUIOp::create(ob, rel, q));
-        memref::StoreOp::create(ob, toI32(ob, at.leaf), e.getArgument(7),
+        memref::StoreOp::create(ob, toI32(ob, at.leaf), e.arg("tileLeaf"),
                                 ValueRange{at.batch, at.kv, tile});
-        memref::StoreOp::create(ob, toI32(ob, pos), e.getArgument(8),
+        memref::StoreOp::create(ob, toI32(ob, pos), e.arg("tileFirst"),
                                 ValueRange{at.batch, at.kv, tile});
       });
     });
     gpu::ReturnOp::create(b);
   }
 
-  // score(queries, keys, offset, leafCount, leafStart, tileLeaf, tileFirst,
-  //       numTiles, sortedPairs, scores)
+  // score: scoreKernelParams, tensor-core or SIMT.
   if (canScoreWithMma(p)) {
     k.score = buildMmaScoreKernel(rewriter, anchor, p);
     k.scoreThreads = mmaScoreThreads(p);
@@ -271,24 +291,23 @@ TileKernels mlir::pisa::detail::buildTileKernels(PatternRewriter &rewriter,
   k.scoreThreads = threads;
   k.scoreBlocks = p.maxTiles;
   k.score = createKernel(
-      rewriter, anchor, "select_stage2_score_tiles",
-      {p.queries, p.keys, index, s.leafCount, s.leafStart, s.tileLeaf,
-       s.tileFirst, s.numTiles, s.sortedPairs, p.scores},
+      rewriter, anchor, "select_stage2_score_tiles", scoreKernelParams(p),
       {workgroupType(ctx, {rows, d}, f32), workgroupType(ctx, {threads}, f32)});
+  gpu::GPUFuncOp scoreFunc = k.score.func();
   // 16-byte aligned so that rows can be read with vector loads.
-  k.score.setWorkgroupAttributionAttr(0, LLVM::LLVMDialect::getAlignAttrName(),
-                                      rewriter.getI64IntegerAttr(16));
+  scoreFunc.setWorkgroupAttributionAttr(0, LLVM::LLVMDialect::getAlignAttrName(),
+                                        rewriter.getI64IntegerAttr(16));
   {
     ImplicitLocOpBuilder b(loc, rewriter);
-    Block &e = k.score.getBody().front();
-    Value keyTile = k.score.getWorkgroupAttributions()[0];
-    Value headLse = k.score.getWorkgroupAttributions()[1];
+    const Kernel &e = k.score;
+    Value keyTile = scoreFunc.getWorkgroupAttributions()[0];
+    Value headLse = scoreFunc.getWorkgroupAttributions()[1];
     Value heads = indexConst(b, p.kvHeads);
     Value batch = arith::DivUIOp::create(b, blockIdY(b), heads);
     Value kv = arith::RemUIOp::create(b, blockIdY(b), heads);
     Value tile = blockIdX(b), tid = threadIdX(b);
     Value zero = indexConst(b, 0);
-    Value numTiles = toIndex(b, load(b, e.getArgument(7), {batch, kv}));
+    Value numTiles = toIndex(b, load(b, e.arg("numTiles"), {batch, kv}));
     // Uniform per block, so the barriers inside are reached by all threads.
     buildIfThen(b, arith::CmpIOp::create(b, arith::CmpIPredicate::ult, tile, numTiles),
            [&](ImplicitLocOpBuilder &tb) {
@@ -331,7 +350,7 @@ TileKernels mlir::pisa::detail::buildTileKernels(PatternRewriter &rewriter,
                   lb, inKeys, {lb.getF32Type()},
                   [&](ImplicitLocOpBuilder &ib) {
                     return SmallVector<Value>{
-                        extractF32(ib, e.getArgument(1), {batch, kv, j, c})};
+                        extractF32(ib, e.arg("keys"), {batch, kv, j, c})};
                   },
                   [&](ImplicitLocOpBuilder &) {
                     return SmallVector<Value>{zeroF};
@@ -350,7 +369,7 @@ TileKernels mlir::pisa::detail::buildTileKernels(PatternRewriter &rewriter,
                   SmallVector<Value> qv;
                   for (int64_t j = 0; j < vec; ++j)
                     qv.push_back(extractF32(
-                        db, e.getArgument(0),
+                        db, e.arg("queries"),
                         {batch, qHead, query,
                          arith::AddIOp::create(db, c, indexConst(db, j))}));
                   SmallVector<Value> next;
@@ -421,7 +440,7 @@ TileKernels mlir::pisa::detail::buildTileKernels(PatternRewriter &rewriter,
                   hb, headLse, ValueRange{arith::AddIOp::create(hb, base, h)});
               return SmallVector<Value>{arith::AddFOp::create(hb, acc[0], v)};
             })[0];
-        memref::StoreOp::create(wb, u, e.getArgument(9),
+        memref::StoreOp::create(wb, u, e.arg("scores"),
                                 ValueRange{batch, kv, query, slot});
       });
     });
@@ -446,13 +465,35 @@ void mlir::pisa::detail::launchTileKernels(ImplicitLocOpBuilder &b,
   Value pairBlocks =
       indexConst(b, ceilDiv(p.numQueries * p.candidates, kPairThreads));
   launch(b, k.histogram, pairBlocks, groups, kPairThreads,
-         {offset, contenders, counts, leafCount});
+         {{"offset", offset},
+          {"contenders", contenders},
+          {"counts", counts},
+          {"leafCount", leafCount}});
   launch(b, k.scan, indexConst(b, 1), groups, kScanLanes,
-         {leafCount, leafStart, cursor, tileBase, numTiles});
+         {{"leafCount", leafCount},
+          {"leafStart", leafStart},
+          {"cursor", cursor},
+          {"tileBase", tileBase},
+          {"numTiles", numTiles}});
   launch(b, k.scatter, pairBlocks, groups, kPairThreads,
-         {offset, contenders, counts, cursor, sortedPairs, leafStart, tileBase,
-          tileLeaf, tileFirst});
+         {{"offset", offset},
+          {"contenders", contenders},
+          {"counts", counts},
+          {"cursor", cursor},
+          {"sortedPairs", sortedPairs},
+          {"leafStart", leafStart},
+          {"tileBase", tileBase},
+          {"tileLeaf", tileLeaf},
+          {"tileFirst", tileFirst}});
   launch(b, k.score, indexConst(b, k.scoreBlocks), groups, k.scoreThreads,
-         {queries, keys, offset, leafCount, leafStart, tileLeaf, tileFirst,
-          numTiles, sortedPairs, scores});
+         {{"queries", queries},
+          {"keys", keys},
+          {"offset", offset},
+          {"leafCount", leafCount},
+          {"leafStart", leafStart},
+          {"tileLeaf", tileLeaf},
+          {"tileFirst", tileFirst},
+          {"numTiles", numTiles},
+          {"sortedPairs", sortedPairs},
+          {"scores", scores}});
 }

@@ -12,6 +12,8 @@
 
 #include "pisa/Analysis/PyramidLayout.h"
 
+#include "KernelBuilder.h"
+
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 #include "mlir/IR/PatternMatch.h"
@@ -42,28 +44,32 @@ struct TileProblem {
 
 struct TileKernels {
   TileProblem problem;
-  gpu::GPUFuncOp histogram, scan, scatter, score;
+  Kernel histogram, scan, scatter, score;
   int64_t scoreThreads, scoreBlocks;
 };
 
+/// The parameters of both scoring kernels (SIMT and tensor-core): queries,
+/// keys, offset, leafCount, leafStart, tileLeaf, tileFirst, numTiles,
+/// sortedPairs, scores.
+SmallVector<KernelParam> scoreKernelParams(const TileProblem &problem);
+
 /// The tile a scoring block owns: its leaf, the position of its first pair
 /// in the leaf's group, and how many queries it scores (<= Q_tile). Reads
-/// the scoring kernels' common arguments (leafCount #3, leafStart #4,
-/// tileLeaf #5, tileFirst #6).
+/// the scoring kernel's leafCount, leafStart, tileLeaf and tileFirst.
 struct TileSpan {
   Value leaf, first, size;
 };
-TileSpan loadTileSpan(ImplicitLocOpBuilder &b, Block &entry, Value batch,
-                      Value kv, Value tile, int64_t qTile);
+TileSpan loadTileSpan(ImplicitLocOpBuilder &b, const Kernel &score,
+                      Value batch, Value kv, Value tile, int64_t qTile);
 
 /// What member `member` (< Q_tile) of a tile scores: its query, the
 /// contender slot of the pair, and `limit`, the first key it may not see
 /// (min(N, t + 1)). Loads are clamped so that idle members stay in bounds.
-/// Reads sortedPairs (#8) and the query offset (#2).
+/// Reads the scoring kernel's sortedPairs and offset.
 struct TileMember {
   Value query, slot, limit;
 };
-TileMember loadTileMember(ImplicitLocOpBuilder &b, Block &entry,
+TileMember loadTileMember(ImplicitLocOpBuilder &b, const Kernel &score,
                           const TileProblem &p, Value batch, Value kv,
                           Value first, Value member);
 
@@ -74,9 +80,8 @@ bool canScoreWithMma(const TileProblem &problem);
 int64_t mmaScoreThreads(const TileProblem &problem);
 /// Blocks of the tensor-core scorer: each scores up to 8 consecutive tiles.
 int64_t mmaScoreBlocks(const TileProblem &problem);
-gpu::GPUFuncOp buildMmaScoreKernel(PatternRewriter &rewriter,
-                                   Operation *anchor,
-                                   const TileProblem &problem);
+Kernel buildMmaScoreKernel(PatternRewriter &rewriter, Operation *anchor,
+                           const TileProblem &problem);
 
 TileKernels buildTileKernels(PatternRewriter &rewriter, Operation *anchor,
                              const TileProblem &problem);

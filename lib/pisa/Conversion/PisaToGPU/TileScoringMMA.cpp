@@ -188,7 +188,7 @@ static std::pair<Value, Value> rotatedRowLoad(ImplicitLocOpBuilder &b,
 /// 0 for the members that exist. No key mask: stage 2 scores contenders
 /// only, leaves at most b_t - 2 (the forced set holds b_t - 1 and b_t), so
 /// every key of the leaf is visible to every query of the tile and exists.
-static void buildRegisterEpilogue(ImplicitLocOpBuilder &b, Block &e,
+static void buildRegisterEpilogue(ImplicitLocOpBuilder &b, const Kernel &e,
                                   const TileProblem &p, Value product,
                                   Value warp, Value lane, Value batch,
                                   Value kv, Value first, Value n,
@@ -230,7 +230,7 @@ static void buildRegisterEpilogue(ImplicitLocOpBuilder &b, Block &e,
         cmp(b, arith::CmpIPredicate::ult, member, n));
     buildIfThen(b, writes, [&](ImplicitLocOpBuilder &wb) {
       TileMember scored = loadTileMember(wb, e, p, batch, kv, first, member);
-      memref::StoreOp::create(wb, total, e.getArgument(9),
+      memref::StoreOp::create(wb, total, e.arg("scores"),
                               ValueRange{batch, kv, scored.query, scored.slot});
     });
   }
@@ -243,28 +243,26 @@ static Value combineHalves(ImplicitLocOpBuilder &b, Value v, bool isMax) {
                : arith::AddFOp::create(b, v, other).getResult();
 }
 
-gpu::GPUFuncOp mlir::pisa::detail::buildMmaScoreKernel(
+Kernel mlir::pisa::detail::buildMmaScoreKernel(
     PatternRewriter &rewriter, Operation *anchor, const TileProblem &p) {
   OpBuilder::InsertionGuard guard(rewriter);
   MLIRContext *ctx = rewriter.getContext();
   Type f32 = rewriter.getF32Type(), elem = p.keys.getElementType();
-  const SortBuffers &s = p.sort;
   const MmaTileLayout l(p);
   const int64_t d = p.headDim, c = p.layout.blockSize();
   const int64_t threads = mmaScoreThreads(p), G = p.groupSize;
   const int64_t warpRows = l.rowsPerWarp, lanesPerRow = 32 / warpRows;
   const int64_t keysPerLane = c / lanesPerRow; // in the row LSE
 
-  auto kernel = createKernel(
-      rewriter, anchor, "select_stage2_score_tiles_mma",
-      {p.queries, p.keys, rewriter.getIndexType(), s.leafCount, s.leafStart,
-       s.tileLeaf, s.tileFirst, s.numTiles, s.sortedPairs, p.scores},
+  Kernel e = createKernel(
+      rewriter, anchor, "select_stage2_score_tiles_mma", scoreKernelParams(p),
       l.registerEpilogue
           ? SmallVector<Type>{workgroupType(ctx, {l.bytes},
                                             rewriter.getI8Type())}
           : SmallVector<Type>{
                 workgroupType(ctx, {l.bytes}, rewriter.getI8Type()),
                 workgroupType(ctx, {l.rows}, f32)});
+  gpu::GPUFuncOp kernel = e.func();
   kernel.setWorkgroupAttributionAttr(0, LLVM::LLVMDialect::getAlignAttrName(),
                                      rewriter.getI64IntegerAttr(16));
   // As many blocks per SM as shared memory allows (ptxas would otherwise
@@ -273,7 +271,6 @@ gpu::GPUFuncOp mlir::pisa::detail::buildMmaScoreKernel(
   setOccupancyHint(kernel, threads,
                    std::clamp<int64_t>(kSharedPerSM / perBlock, 1, 8));
   ImplicitLocOpBuilder b(anchor->getLoc(), rewriter);
-  Block &e = kernel.getBody().front();
   Value bytes = kernel.getWorkgroupAttributions()[0];
   Value rowLse;
   if (!l.registerEpilogue)
@@ -295,7 +292,7 @@ gpu::GPUFuncOp mlir::pisa::detail::buildMmaScoreKernel(
   Value tid = threadIdX(b);
   Value zero = indexConst(b, 0);
   Value numTiles = toIndex(
-      b, memref::LoadOp::create(b, e.getArgument(7), ValueRange{batch, kv}));
+      b, memref::LoadOp::create(b, e.arg("numTiles"), ValueRange{batch, kv}));
 
   // Block x scores tiles [8x, 8x + 8) that exist, in order.
   Value firstTile =
@@ -337,7 +334,7 @@ gpu::GPUFuncOp mlir::pisa::detail::buildMmaScoreKernel(
               arith::RemUIOp::create(lb, r, g));
           TileMember m = loadTileMember(lb, e, p, batch, kv, first,
                                         arith::DivUIOp::create(lb, r, g));
-          return vector::LoadOp::create(lb, chunk, e.getArgument(0),
+          return vector::LoadOp::create(lb, chunk, e.arg("queries"),
                                         ValueRange{batch, head, m.query, col},
                                         false, llvm::MaybeAlign(16));
         },
@@ -358,7 +355,7 @@ gpu::GPUFuncOp mlir::pisa::detail::buildMmaScoreKernel(
             auto [r, col] = chunkAt(lb, i);
             Value key = arith::AddIOp::create(lb, keyBase, r);
             Value v = vector::LoadOp::create(
-                lb, chunk, e.getArgument(1),
+                lb, chunk, e.arg("keys"),
                 ValueRange{batch, kv, arith::MinUIOp::create(lb, key, lastKey),
                            col},
                 false, llvm::MaybeAlign(16));
@@ -484,11 +481,11 @@ gpu::GPUFuncOp mlir::pisa::detail::buildMmaScoreKernel(
           ValueRange{arith::MulIOp::create(wb, tid, g)});
       Value total =
           vector::ReductionOp::create(wb, vector::CombiningKind::ADD, heads);
-      memref::StoreOp::create(wb, total, e.getArgument(9),
+      memref::StoreOp::create(wb, total, e.arg("scores"),
                               ValueRange{batch, kv, scored.query, scored.slot});
     });
     return {span.leaf};
   });
   gpu::ReturnOp::create(b);
-  return kernel;
+  return e;
 }

@@ -98,14 +98,13 @@ int64_t mlir::pisa::detail::fragmentPlanesBlocks(MemRefType pyramid) {
   return ceilDiv(fragmentGroups(pyramid), kFragmentPlanesThreads);
 }
 
-gpu::GPUFuncOp mlir::pisa::detail::buildFragmentPlanesKernel(
+Kernel mlir::pisa::detail::buildFragmentPlanesKernel(
     PatternRewriter &rewriter, Operation *anchor, MemRefType pyramid) {
   OpBuilder::InsertionGuard guard(rewriter);
   MemRefType planesType = fragmentPlanesType(pyramid);
-  auto kernel = createKernel(rewriter, anchor, "pyramid_mma_planes",
-                             {pyramid, planesType}, {}, {});
+  Kernel kernel = createKernel(rewriter, anchor, "pyramid_mma_planes",
+                               {{"pyramid", pyramid}, {"planes", planesType}});
   ImplicitLocOpBuilder b(anchor->getLoc(), rewriter);
-  Block &e = kernel.getBody().front();
   const int64_t steps = pyramid.getShape()[3] / 16;
   Value heads = indexConst(b, pyramid.getShape()[1]);
   Value batch = arith::DivUIOp::create(b, blockIdY(b), heads);
@@ -131,7 +130,7 @@ gpu::GPUFuncOp mlir::pisa::detail::buildFragmentPlanesKernel(
     SmallVector<Value> hi, lo;
     for (int64_t offset : {0, 8}) {
       Value x = vector::LoadOp::create(
-          tb, pairF32, e.getArgument(0),
+          tb, pairF32, kernel.arg("pyramid"),
           ValueRange{batch, kv, row,
                      arith::AddIOp::create(tb, k, indexConst(tb, offset))},
           false, llvm::MaybeAlign(8));
@@ -145,7 +144,7 @@ gpu::GPUFuncOp mlir::pisa::detail::buildFragmentPlanesKernel(
     Value packed = concatVectors(tb, concatVectors(tb, hi[0], hi[1]),
                                  concatVectors(tb, lo[0], lo[1]));
     vector::StoreOp::create(
-        tb, packed, e.getArgument(1),
+        tb, packed, kernel.arg("planes"),
         ValueRange{batch, kv, row,
                    arith::AddIOp::create(
                        tb, arith::MulIOp::create(tb, step, indexConst(tb, 32)),

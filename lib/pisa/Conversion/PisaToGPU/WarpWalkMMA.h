@@ -13,6 +13,8 @@
 #ifndef PISA_LIB_CONVERSION_PISATOGPU_WARPWALKMMA_H
 #define PISA_LIB_CONVERSION_PISATOGPU_WARPWALKMMA_H
 
+#include "KernelBuilder.h"
+
 #include "../Common/NodeScore.h"
 
 #include "pisa/Analysis/PyramidLayout.h"
@@ -48,10 +50,11 @@ MmaWalkQuery loadMmaWalkQuery(ImplicitLocOpBuilder &b, Value queries,
 /// low halves (x - high, rounded). One 16-byte load gives a lane both
 /// fragments of a k-step. [B, Hkv, rows, 2 d].
 MemRefType fragmentPlanesType(MemRefType pyramid);
-/// The kernel that writes them: (pyramid, planes), one thread per 16-byte
-/// group, grid x = fragmentPlanesBlocks, y = B * Hkv, 256 threads.
-gpu::GPUFuncOp buildFragmentPlanesKernel(PatternRewriter &rewriter,
-                                         Operation *anchor, MemRefType pyramid);
+/// The kernel that writes them: parameters "pyramid" and "planes", one
+/// thread per 16-byte group, grid x = fragmentPlanesBlocks, y = B * Hkv,
+/// 256 threads.
+Kernel buildFragmentPlanesKernel(PatternRewriter &rewriter, Operation *anchor,
+                                 MemRefType pyramid);
 int64_t fragmentPlanesBlocks(MemRefType pyramid);
 constexpr int64_t kFragmentPlanesThreads = 256;
 

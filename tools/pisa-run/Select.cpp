@@ -1,26 +1,23 @@
-//===- Select.cpp - pisa-run select and attend: JIT-run PISA --------------===//
+//===- Select.cpp - pisa-run select, attend and decode: JIT-run PISA -------===//
 //
-// Builds `pyramid_build` + `hier_topk` (+ `sparse_attention` for attend)
-// for the inputs, lowers
-// it with pisa-cpu-pipeline, JIT-compiles it with the ExecutionEngine and
-// runs it. Every input problem is found before anything is compiled or
-// written, and reported as one line with exit code 2.
+// Validates the inputs, builds the program (Program.h), lowers it with
+// pisa-cpu-pipeline, JIT-compiles it with the ExecutionEngine, runs it and
+// writes the results (ResultArrays.h). Every input problem is found before
+// anything is compiled or written, and reported as one line with exit
+// code 2.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Npy.h"
 #include "Options.h"
+#include "Program.h"
+#include "ResultArrays.h"
 
 #include "pisa/Analysis/PyramidLayout.h"
-#include "pisa/IR/PisaOps.h"
 #include "pisa/InitAllDialects.h"
 #include "pisa/Pipelines/Pipelines.h"
 
-#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Dialect/Linalg/IR/Linalg.h"
-#include "mlir/Dialect/SCF/IR/SCF.h"
-#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/ExecutionEngine/CRunnerUtils.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
@@ -34,10 +31,6 @@
 #include "mlir/Target/LLVMIR/Export.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Target/TargetMachine.h"
-#include "mlir/Target/LLVMIR/Export.h"
-#include "llvm/IR/Module.h"
-#include "llvm/Target/TargetMachine.h"
-#include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
@@ -52,25 +45,6 @@ using namespace pisatool;
 namespace npy = pisatool::npy;
 
 namespace {
-
-struct SelectConfig {
-  int64_t blockSize, topK, branching, queryOffset;
-  float scale;
-  bool dumpIR;
-  bool staticShapes;
-  bool attend;         ///< pisa-run attend: selection + sparse attention
-  bool decode;         ///< pisa-run decode: token by token over a cache
-  std::string outPath; ///< selection (select) or attention output (attend)
-  std::string lseOutPath, selectionOutPath; ///< attend's optional outputs
-  /// attend --selection-in: attend over this selection instead of PISA's.
-  std::string selectionInPath;
-};
-
-/// Shapes of a validated problem.
-struct Problem {
-  int64_t batch, queryHeads, kvHeads, numQueries, numKeys, headDim;
-  int64_t valueDim = 0; ///< dv (attend)
-};
 
 /// The first non-finite element, if any.
 std::optional<int64_t> firstNonFinite(const npy::Array &a) {
@@ -178,186 +152,6 @@ llvm::Expected<Problem> validate(const npy::Array &q, const npy::Array &k,
   return p;
 }
 
-/// pisa-run decode's body: the cache gets keys 0 .. offset - 1, then for
-/// every query i (position t = offset + i) key t is appended
-/// (pisa.pyramid_append) and query i selects over keys 0 .. t and the cache
-/// (hier_topk capacity = N): a decode loop, one token per step.
-Value buildDecodeLoop(OpBuilder &b, Location loc, Value q, Value k,
-                      Value offset, const Problem &p, const SelectConfig &cfg,
-                      RankedTensorType selType) {
-  auto index = [&](int64_t v) {
-    return arith::ConstantIndexOp::create(b, loc, v).getResult();
-  };
-  Value zero = index(0), one = index(1);
-  Value batch = tensor::DimOp::create(b, loc, q, 0);
-  Value numQueries = tensor::DimOp::create(b, loc, q, 2);
-  const int64_t rows =
-      mlir::pisa::PyramidLayout(p.numKeys, cfg.blockSize, cfg.branching)
-          .totalNodes();
-  const int64_t any = ShapedType::kDynamic;
-  auto cacheType =
-      RankedTensorType::get({any, p.kvHeads, rows, p.headDim}, b.getF32Type());
-  Value cache = tensor::EmptyOp::create(b, loc, cacheType.getShape(),
-                                        b.getF32Type(), ValueRange{batch});
-  Value zeroF = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f));
-  cache = linalg::FillOp::create(b, loc, ValueRange{zeroF}, ValueRange{cache})
-              .getResult(0);
-  auto lengths = [&](Value position) -> Value {
-    Value v = arith::IndexCastOp::create(b, loc, b.getI32Type(), position);
-    return tensor::SplatOp::create(
-        b, loc, RankedTensorType::get({any}, b.getI32Type()), v,
-        ValueRange{batch});
-  };
-  auto append = [&](Value into, Value from, Value to) -> Value {
-    return mlir::pisa::PyramidAppendOp::create(b, loc, cacheType, k, into,
-                                               lengths(from), lengths(to),
-                                               cfg.blockSize, cfg.branching);
-  };
-  // The prompt before the first query.
-  cache = append(cache, zero, offset);
-  Value out = tensor::EmptyOp::create(b, loc, selType.getShape(),
-                                      b.getI32Type(),
-                                      ValueRange{batch, numQueries});
-  auto loop = scf::ForOp::create(b, loc, zero, numQueries, one,
-                                 ValueRange{cache, out});
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(loop.getBody());
-  Value i = loop.getInductionVar();
-  Value t = arith::AddIOp::create(b, loc, offset, i);
-  Value seen = arith::AddIOp::create(b, loc, t, one);
-  Value stepCache = append(loop.getRegionIterArgs()[0], t, seen);
-  auto keysType =
-      RankedTensorType::get({any, p.kvHeads, any, p.headDim},
-                            cast<RankedTensorType>(k.getType()).getElementType());
-  auto sizes = [&](ArrayRef<OpFoldResult> v) { return SmallVector<OpFoldResult>(v); };
-  SmallVector<OpFoldResult> unit(4, b.getIndexAttr(1));
-  Value prefix = tensor::ExtractSliceOp::create(
-      b, loc, keysType, k, sizes({b.getIndexAttr(0), b.getIndexAttr(0), b.getIndexAttr(0), b.getIndexAttr(0)}),
-      sizes({batch, b.getIndexAttr(p.kvHeads), seen, b.getIndexAttr(p.headDim)}), unit);
-  auto queryType = RankedTensorType::get(
-      {any, p.queryHeads, 1, p.headDim},
-      cast<RankedTensorType>(q.getType()).getElementType());
-  Value query = tensor::ExtractSliceOp::create(
-      b, loc, queryType, q, sizes({b.getIndexAttr(0), b.getIndexAttr(0), i, b.getIndexAttr(0)}),
-      sizes({batch, b.getIndexAttr(p.queryHeads), b.getIndexAttr(1), b.getIndexAttr(p.headDim)}), unit);
-  auto stepType =
-      RankedTensorType::get({any, p.kvHeads, 1, cfg.topK}, b.getI32Type());
-  Value selected = mlir::pisa::HierTopKOp::create(
-      b, loc, stepType, query, prefix, stepCache, t, cfg.topK, cfg.blockSize,
-      cfg.branching, b.getF32FloatAttr(cfg.scale), /*schedule=*/nullptr,
-      b.getI64IntegerAttr(p.numKeys));
-  Value written = tensor::InsertSliceOp::create(
-      b, loc, selected, loop.getRegionIterArgs()[1],
-      sizes({b.getIndexAttr(0), b.getIndexAttr(0), i, b.getIndexAttr(0)}),
-      sizes({batch, b.getIndexAttr(p.kvHeads), b.getIndexAttr(1), b.getIndexAttr(cfg.topK)}), unit);
-  scf::YieldOp::create(b, loc, ValueRange{stepCache, written});
-  return loop.getResult(1);
-}
-
-/// func.func @select(%q, %k, %offset: index) -> selection, C interface,
-/// with B, N and Nq dynamic: the compiled program depends only on
-/// (G, Hkv, d, C, K, g, dtype) and runs any length (docs/semantics.md).
-OwningOpRef<ModuleOp> buildModule(MLIRContext &ctx, const Problem &p,
-                                  const SelectConfig &cfg, Type elemType) {
-  OpBuilder b(&ctx);
-  Location loc = b.getUnknownLoc();
-  auto module = ModuleOp::create(loc);
-  b.setInsertionPointToEnd(module.getBody());
-
-  // --static-shapes: the exact sizes of this call instead.
-  const int64_t any = ShapedType::kDynamic;
-  const int64_t batch = cfg.staticShapes ? p.batch : any;
-  const int64_t keys = cfg.staticShapes ? p.numKeys : any;
-  const int64_t queries = cfg.staticShapes ? p.numQueries : any;
-  const int64_t rows =
-      cfg.staticShapes
-          ? mlir::pisa::PyramidLayout(p.numKeys, cfg.blockSize, cfg.branching)
-                .totalNodes()
-          : any;
-  auto qType = RankedTensorType::get({batch, p.queryHeads, queries, p.headDim},
-                                     elemType);
-  auto kType =
-      RankedTensorType::get({batch, p.kvHeads, keys, p.headDim}, elemType);
-  auto pyrType = RankedTensorType::get({batch, p.kvHeads, rows, p.headDim},
-                                       b.getF32Type());
-  auto selType = RankedTensorType::get({batch, p.kvHeads, queries, cfg.topK},
-                                       b.getI32Type());
-
-  // attend: (q, k, v, offset) -> (output, lse, selection).
-  auto vType = RankedTensorType::get({batch, p.kvHeads, keys, p.valueDim},
-                                     elemType);
-  auto outType = RankedTensorType::get(
-      {batch, p.queryHeads, queries, p.valueDim}, elemType);
-  auto lseType = RankedTensorType::get({batch, p.queryHeads, queries},
-                                       b.getF32Type());
-  SmallVector<Type> inputs{qType, kType};
-  SmallVector<Type> results{selType};
-  const bool given = !cfg.selectionInPath.empty();
-  if (cfg.attend) {
-    inputs.push_back(vType);
-    results = {outType, lseType, selType};
-  }
-  if (given) { // (q, k, v, selection, offset) -> (output, lse)
-    inputs.push_back(selType);
-    results.pop_back();
-  }
-  inputs.push_back(b.getIndexType());
-  auto func = func::FuncOp::create(b, loc, "select",
-                                   b.getFunctionType(inputs, results));
-  func->setAttr("llvm.emit_c_interface", b.getUnitAttr());
-  Block *entry = func.addEntryBlock();
-  b.setInsertionPointToStart(entry);
-  Value offset = entry->getArguments().back();
-  if (cfg.decode) {
-    func::ReturnOp::create(
-        b, loc,
-        buildDecodeLoop(b, loc, entry->getArgument(0), entry->getArgument(1),
-                        offset, p, cfg, selType));
-    return module;
-  }
-  if (given) {
-    auto attention = mlir::pisa::SparseAttentionOp::create(
-        b, loc, TypeRange{outType, lseType}, entry->getArgument(0),
-        entry->getArgument(1), entry->getArgument(2), entry->getArgument(3),
-        offset, cfg.blockSize, b.getF32FloatAttr(cfg.scale));
-    func::ReturnOp::create(b, loc, attention.getResults());
-    return module;
-  }
-  Value pyramid = mlir::pisa::PyramidBuildOp::create(
-      b, loc, pyrType, entry->getArgument(1), cfg.blockSize, cfg.branching);
-  auto select = mlir::pisa::HierTopKOp::create(
-      b, loc, selType, entry->getArgument(0), entry->getArgument(1), pyramid,
-      offset, cfg.topK, cfg.blockSize, cfg.branching,
-      b.getF32FloatAttr(cfg.scale), /*schedule=*/nullptr, /*capacity=*/nullptr);
-  if (!cfg.attend) {
-    func::ReturnOp::create(b, loc, select.getResult());
-    return module;
-  }
-  auto attention = mlir::pisa::SparseAttentionOp::create(
-      b, loc, TypeRange{outType, lseType}, entry->getArgument(0),
-      entry->getArgument(1), entry->getArgument(2), select.getResult(), offset,
-      cfg.blockSize, b.getF32FloatAttr(cfg.scale));
-  func::ReturnOp::create(b, loc,
-                         ValueRange{attention.getOutput(), attention.getLse(),
-                                    select.getResult()});
-  return module;
-}
-
-template <typename T>
-StridedMemRefType<T, 4> describe(const npy::Array &a) {
-  StridedMemRefType<T, 4> desc;
-  desc.basePtr = desc.data =
-      reinterpret_cast<T *>(const_cast<uint8_t *>(a.data.data()));
-  desc.offset = 0;
-  int64_t stride = 1;
-  for (int i = 3; i >= 0; --i) {
-    desc.sizes[i] = a.shape[i];
-    desc.strides[i] = stride;
-    stride *= a.shape[i];
-  }
-  return desc;
-}
-
 double secondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() -
                                        start)
@@ -366,81 +160,12 @@ double secondsSince(std::chrono::steady_clock::time_point start) {
 
 } // namespace
 
-namespace {
-/// IEEE half bits to float.
-float halfToFloat(uint16_t h) {
-  uint32_t sign = uint32_t(h & 0x8000) << 16, exp = (h >> 10) & 0x1f;
-  uint32_t mant = h & 0x3ff, bits;
-  if (exp == 0) {
-    if (mant == 0) {
-      bits = sign;
-    } else { // subnormal: normalise
-      exp = 127 - 15 + 1;
-      while (!(mant & 0x400)) {
-        mant <<= 1;
-        --exp;
-      }
-      bits = sign | exp << 23 | (mant & 0x3ff) << 13;
-    }
-  } else if (exp == 31) {
-    bits = sign | 0x7f800000 | mant << 13;
-  } else {
-    bits = sign | (exp + 127 - 15) << 23 | mant << 13;
-  }
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
-
-/// A result memref (any strides) as a C-order .npy array of `dtype`;
-/// `convert` turns one element into the bytes written.
-template <typename T, int Rank, typename Out>
-npy::Array toNpy(const StridedMemRefType<T, Rank> &m, npy::DType dtype,
-                 Out (*convert)(T)) {
-  npy::Array a;
-  a.dtype = dtype;
-  a.shape.assign(m.sizes, m.sizes + Rank);
-  a.data.resize(a.numElements() * sizeof(Out));
-  Out *dst = reinterpret_cast<Out *>(a.data.data());
-  int64_t index[Rank] = {};
-  for (int64_t n = 0, e = a.numElements(); n < e; ++n) {
-    int64_t at = m.offset;
-    for (int r = 0; r < Rank; ++r)
-      at += index[r] * m.strides[r];
-    *dst++ = convert(m.data[at]);
-    for (int r = Rank - 1; r >= 0 && ++index[r] == m.sizes[r]; --r)
-      index[r] = 0;
-  }
-  return a;
-}
-
-template <typename T> T same(T x) { return x; }
-float fromHalf(uint16_t h) { return halfToFloat(h); }
-
 /// What an attend call returns: the C interface's result struct.
 template <typename E> struct AttendResults {
   StridedMemRefType<E, 4> output;
   StridedMemRefType<float, 3> lse;
   StridedMemRefType<int32_t, 4> selection; ///< absent with --selection-in
 };
-
-/// Writes `arrays` to `paths` (empty paths skipped); on a failure removes
-/// what was written, so that no partial output is left.
-llvm::Error writeAll(llvm::ArrayRef<std::pair<std::string, npy::Array *>> arrays) {
-  std::vector<std::string> written;
-  for (auto &[path, array] : arrays) {
-    if (path.empty())
-      continue;
-    if (llvm::Error err = npy::write(path, *array)) {
-      for (const std::string &w : written)
-        std::remove(w.c_str());
-      return err;
-    }
-    written.push_back(path);
-  }
-  return llvm::Error::success();
-}
-} // namespace
 
 int pisatool::runSelect(const Options &options) {
   return runSelectOrAttend(options, /*attend=*/false);

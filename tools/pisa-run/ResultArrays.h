@@ -1,0 +1,72 @@
+//===- ResultArrays.h - .npy arrays in and out of compiled calls -*- C++ -*-===//
+//
+// Inputs as memref descriptors over .npy data, results (any strides) as
+// C-order .npy arrays, and writing several outputs all or nothing.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PISA_TOOLS_PISARUN_RESULTARRAYS_H
+#define PISA_TOOLS_PISARUN_RESULTARRAYS_H
+
+#include "Npy.h"
+
+#include "mlir/ExecutionEngine/CRunnerUtils.h"
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <string>
+#include <utility>
+
+namespace pisatool {
+
+/// IEEE half bits to float.
+float halfToFloat(uint16_t h);
+
+/// Writes `arrays` to their paths (empty paths skipped); on a failure
+/// removes what was written, so that no partial output is left.
+llvm::Error writeAll(llvm::ArrayRef<std::pair<std::string, npy::Array *>> arrays);
+
+template <typename T>
+StridedMemRefType<T, 4> describe(const npy::Array &a) {
+  StridedMemRefType<T, 4> desc;
+  desc.basePtr = desc.data =
+      reinterpret_cast<T *>(const_cast<uint8_t *>(a.data.data()));
+  desc.offset = 0;
+  int64_t stride = 1;
+  for (int i = 3; i >= 0; --i) {
+    desc.sizes[i] = a.shape[i];
+    desc.strides[i] = stride;
+    stride *= a.shape[i];
+  }
+  return desc;
+}
+
+/// A result memref (any strides) as a C-order .npy array of `dtype`;
+/// `convert` turns one element into the bytes written.
+template <typename T, int Rank, typename Out>
+npy::Array toNpy(const StridedMemRefType<T, Rank> &m, npy::DType dtype,
+                 Out (*convert)(T)) {
+  npy::Array a;
+  a.dtype = dtype;
+  a.shape.assign(m.sizes, m.sizes + Rank);
+  a.data.resize(a.numElements() * sizeof(Out));
+  Out *dst = reinterpret_cast<Out *>(a.data.data());
+  int64_t index[Rank] = {};
+  for (int64_t n = 0, e = a.numElements(); n < e; ++n) {
+    int64_t at = m.offset;
+    for (int r = 0; r < Rank; ++r)
+      at += index[r] * m.strides[r];
+    *dst++ = convert(m.data[at]);
+    for (int r = Rank - 1; r >= 0 && ++index[r] == m.sizes[r]; --r)
+      index[r] = 0;
+  }
+  return a;
+}
+
+template <typename T> T same(T x) { return x; }
+inline float fromHalf(uint16_t h) { return halfToFloat(h); }
+
+} // namespace pisatool
+
+#endif // PISA_TOOLS_PISARUN_RESULTARRAYS_H

@@ -142,15 +142,15 @@ namespace {
 /// bytes, each rounded up to 256).
 std::vector<int64_t> exampleTable() {
   std::vector<int64_t> t = {kEntryTableVersion, 3, 1280};
-  auto arg = [&](int64_t kind, int64_t rank, int64_t bytes, int64_t lo,
-                 int64_t hi, std::vector<int64_t> sizes) {
-    t.insert(t.end(), {kind, rank, bytes, lo, hi});
+  auto arg = [&](int64_t kind, int64_t rank, int64_t lo, int64_t hi,
+                 std::vector<int64_t> sizes) {
+    t.insert(t.end(), {kind, rank, lo, hi});
     sizes.resize(kMaxRank, 0);
     t.insert(t.end(), sizes.begin(), sizes.end());
   };
-  arg(kInput, 2, 4, 0, 0, {2, 8});
-  arg(kIndex, 0, 8, 0, 4, {});
-  arg(kResult, 1, 4, 0, 0, {8});
+  arg(kInput, 2, 0, 0, {2, 8});
+  arg(kIndex, 0, 0, 4, {});
+  arg(kResult, 1, 0, 0, {8});
   return t;
 }
 

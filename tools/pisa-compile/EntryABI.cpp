@@ -86,7 +86,7 @@ static llvm::Expected<SmallVector<int64_t>> entryTable(const EntryPoint &e) {
     if (int64_t(a.shape.size()) > rt::kMaxRank)
       return error("entry point @" + e.function + ": " + a.name +
                    " has rank above " + std::to_string(rt::kMaxRank));
-    table.append({kind, int64_t(a.shape.size()), a.elementBytes(),
+    table.append({kind, int64_t(a.shape.size()),
                   kind == rt::kIndex ? a.lowest : 0,
                   kind == rt::kIndex ? a.highest : 0});
     for (int64_t r = 0; r < rt::kMaxRank; ++r)
@@ -196,8 +196,7 @@ struct WrapperBuilder {
     Value values = LLVM::AllocaOp::create(
         fb, loc, ptr, LLVM::LLVMArrayType::get(ptr, numValues), one, 8);
     Value descriptors = LLVM::AllocaOp::create(
-        fb, loc, ptr, LLVM::LLVMArrayType::get(i8, descriptorBytes + 8), one,
-        8);
+        fb, loc, ptr, LLVM::LLVMArrayType::get(i8, descriptorBytes), one, 8);
     for (int64_t i = 0; i < numValues; ++i) {
       Value v = f.getArgument(i + 1);
       if (v.getType() == i64)

@@ -42,12 +42,6 @@ static std::optional<std::string> dtypeOf(Type type) {
   return std::nullopt;
 }
 
-int64_t Argument::elementBytes() const {
-  if (kind == "index")
-    return 8;
-  return dtype == "f16" || dtype == "bf16" ? 2 : 4;
-}
-
 /// Narrows [lowest, highest] of an index argument by each op it feeds as
 /// a query offset: 0 <= offset <= N - Nq (docs/semantics.md, section 1).
 static void boundQueryOffset(Value arg, Argument &desc) {
@@ -222,7 +216,8 @@ static std::string shapeText(const Argument &a) {
 /// The declarations of one entry point, with its shapes in a comment.
 static std::string declare(const EntryPoint &e) {
   std::string doc = "/* @" + e.function + ": ", params;
-  for (const Argument &a : e.arguments) {
+  for (auto [i, a] : llvm::enumerate(e.arguments)) {
+    doc += i ? ", " : "";
     if (a.kind == "index") {
       doc += a.name + " index";
       if (a.lowest != INT64_MIN || a.highest != INT64_MAX)
@@ -233,7 +228,6 @@ static std::string declare(const EntryPoint &e) {
       doc += a.name + " " + shapeText(a);
       params += ", const void *" + a.name;
     }
-    doc += ", ";
   }
   std::string resultType = e.result.dtype == "i32" ? "int32_t" : "void";
   doc += "\n *   result " + shapeText(e.result) + " (written in place); " +

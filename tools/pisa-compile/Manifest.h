@@ -20,7 +20,6 @@ struct Argument {
   /// Index arguments: the values a call may pass (a query offset must keep
   /// offset + queries <= keys for every op it feeds).
   int64_t lowest = INT64_MIN, highest = INT64_MAX;
-  int64_t elementBytes() const;
 };
 
 struct EntryPoint {

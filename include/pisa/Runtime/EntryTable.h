@@ -7,8 +7,8 @@
 //
 //   table[0] = kEntryTableVersion, table[1] = number of arguments (the
 //   result last), table[2] = workspace bytes, then kArgFields per argument:
-//   kind, rank, element bytes, lowest and highest value (index arguments),
-//   sizes[kMaxRank] (memrefs; unused sizes 0).
+//   kind, rank, lowest and highest value (index arguments), sizes[kMaxRank]
+//   (memrefs; unused sizes 0).
 //
 // The wrapper passes each argument's value (a pointer, or an index as an
 // integer) in `values`, and a buffer that begin() fills with the arguments'
@@ -27,15 +27,14 @@ namespace pisa::runtime {
 constexpr int64_t kEntryTableVersion = 1;
 constexpr int64_t kHeaderFields = 3;
 constexpr int64_t kMaxRank = 4;
-constexpr int64_t kArgFields = 5 + kMaxRank;
+constexpr int64_t kArgFields = 4 + kMaxRank;
 enum ArgKind : int64_t { kInput = 0, kIndex = 1, kResult = 2 };
 enum ArgField : int64_t {
   kKind = 0,
   kRank = 1,
-  kElementBytes = 2,
-  kLowest = 3,
-  kHighest = 4,
-  kSizes = 5
+  kLowest = 2,
+  kHighest = 3,
+  kSizes = 4
 };
 /// Workspace allocations are carved at this alignment.
 constexpr int64_t kWorkspaceAlignment = 256;

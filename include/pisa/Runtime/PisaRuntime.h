@@ -14,7 +14,8 @@
  * enqueues its kernels on call->stream and returns: no allocation, no
  * host synchronisation, no printing, so it can be captured in a CUDA
  * graph. It runs in the caller's current CUDA context (any device) and
- * is safe from several threads at once on different streams.
+ * is safe from several threads at once on different streams, each call
+ * with its own workspace.
  *
  * Plain C, no MLIR or CUDA header needed.
  *

@@ -20,19 +20,10 @@ import torch
 from pisa import aot
 from pisa.checks import sweep
 
-_DT = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
-
-
-def inputs(cfg, gen):
-    dt = _DT[cfg["dtype"]]
-    B, Hkv, G, d = cfg["B"], cfg["Hkv"], cfg["G"], cfg["d"]
-    q = torch.randn((B, Hkv * G, cfg["Nq"], d), generator=gen, device="cuda").to(dt)
-    k = torch.randn((B, Hkv, cfg["N"], d), generator=gen, device="cuda").to(dt)
-    return q, k
 
 
 def check_graph(lib, cfg, gen):
-    q, k = inputs(cfg, gen)
+    q, k = sweep.gpu_inputs(cfg, gen)
     out = lib("sweep_select", q, k)
     ws = torch.empty(lib.workspace_size("sweep_select") + 256, dtype=torch.uint8,
                      device="cuda")
@@ -46,7 +37,7 @@ def check_graph(lib, cfg, gen):
         lib("sweep_select", q, k, out=out, workspace=ws)
     ok = True
     for _ in range(3):
-        nq, nk = inputs(cfg, gen)
+        nq, nk = sweep.gpu_inputs(cfg, gen)
         q.copy_(nq)
         k.copy_(nk)
         out.fill_(12345)
@@ -57,7 +48,7 @@ def check_graph(lib, cfg, gen):
 
 
 def check_threads(lib, cfg, gen, threads=4, calls=5):
-    work = [inputs(cfg, gen) for _ in range(threads)]
+    work = [sweep.gpu_inputs(cfg, gen) for _ in range(threads)]
     want = [lib("sweep_select", q, k) for q, k in work]
     torch.cuda.synchronize()
     results = [None] * threads
@@ -81,7 +72,7 @@ def check_bad_calls(lib, cfg, gen):
     """Each bad call through the C function itself (pisa.aot would refuse or
     repair most of them first)."""
     entry, fn, ws_bytes = lib.entries["sweep_select"]
-    q, k = inputs(cfg, gen)
+    q, k = sweep.gpu_inputs(cfg, gen)
     out = torch.full(entry["result"]["shape"], 7, dtype=torch.int32, device="cuda")
     ws = torch.empty(ws_bytes + 512, dtype=torch.uint8, device="cuda")
     base = ws.data_ptr() + (-ws.data_ptr() % 256)
@@ -115,12 +106,10 @@ def main():
     failed = 0
     for cfg in cases:
         lib = aot.Library(os.path.join(args.dir, cfg["lib"]))
-        for what, check in (("CUDA graph replays", check_graph),
-                            ("threads on their own streams", check_threads),
-                            ("bad calls", check_bad_calls)):
-            ok = check(lib, cfg, gen)
-            failed += not ok
-            print(f"{'ok  ' if ok else 'FAIL'} {cfg['name']}: {what}", flush=True)
+        failed += sweep.report(cfg["name"], {
+            "CUDA graph replays": check_graph(lib, cfg, gen),
+            "threads on their own streams": check_threads(lib, cfg, gen),
+            "bad calls": check_bad_calls(lib, cfg, gen)})
     print(f"abi: {'all ok' if not failed else f'{failed} failed'}")
     return 1 if failed else 0
 

@@ -45,12 +45,10 @@ def behind_sleep(lib, q, k, rows, stream):
     return got[:, :, rows]
 
 
-def fresh_inputs(lib, q, k, stream, seed):
+def fresh_inputs(lib, cfg, stream, gen):
     """Inputs drawn on the stream right before the call, as a user's script."""
-    torch.manual_seed(seed)
     with torch.cuda.stream(stream):
-        q = torch.randn(q.shape, device="cuda", dtype=q.dtype)
-        k = torch.randn(k.shape, device="cuda", dtype=k.dtype)
+        q, k = sweep.gpu_inputs(cfg, gen)
         got = lib("sweep_select", q, k)
     torch.cuda.synchronize()
     return q, k, got
@@ -60,6 +58,7 @@ def main():
     args, cases = sweep.named_cases_cli(__doc__)
     dt = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
     failed = 0
+    gen = torch.Generator(device="cuda").manual_seed(args.seed)
     for cfg in cases:
         rng = np.random.default_rng(args.seed)
         B, Hkv, G, d = cfg["B"], cfg["Hkv"], cfg["G"], cfg["d"]
@@ -74,17 +73,16 @@ def main():
         for label, stream in (("default stream", torch.cuda.default_stream()),
                               ("side stream", torch.cuda.Stream())):
             warm_up(lib, q, k, stream)
-            runs = [("behind a sleep", q, k,
-                     behind_sleep(lib, q, k, rows, stream), want, gaps)]
+            runs = [("behind a sleep", behind_sleep(lib, q, k, rows, stream),
+                     want, gaps)]
             for trial in range(3):
-                fq, fk, got = fresh_inputs(lib, q, k, stream,
-                                           args.seed + trial)
+                fq, fk, got = fresh_inputs(lib, cfg, stream, gen)
                 fwant, fgaps = reference.select(fq, fk, cfg["C"], cfg["K"],
                                                 cfg["g"], offset=cfg["offset"],
                                                 rows=rows)
-                runs.append((f"fresh inputs {trial}", fq, fk,
-                             got[:, :, rows], fwant, fgaps))
-            for what, _, _, got, w, gp in runs:
+                runs.append((f"fresh inputs {trial}", got[:, :, rows], fwant,
+                             fgaps))
+            for what, got, w, gp in runs:
                 ok, s = sweep.verdict(got.cpu().numpy(), w.cpu().numpy(),
                                       gp.cpu().numpy())
                 failed += not ok

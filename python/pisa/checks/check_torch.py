@@ -14,7 +14,7 @@ import torch
 
 import pisa.torch as pisa_torch
 from pisa import aot
-from pisa.checks import check_abi, sweep
+from pisa.checks import sweep
 
 
 def check(cfg, path, gen):
@@ -22,7 +22,7 @@ def check(cfg, path, gen):
     op = getattr(torch.ops.pisa, name)
     lib = aot.Library(path)
     results = {}
-    q, k = check_abi.inputs(cfg, gen)
+    q, k = sweep.gpu_inputs(cfg, gen)
     want = lib(name, q, k)
     results["eager"] = torch.equal(op(q, k), want)
     results["layout bthk"] = torch.equal(op(q, k, layout="bthk"),
@@ -36,7 +36,7 @@ def check(cfg, path, gen):
     graphs = torch.compile(use, mode="reduce-overhead", fullgraph=True)
     ok = True
     for _ in range(3):
-        nq, nk = check_abi.inputs(cfg, gen)
+        nq, nk = sweep.gpu_inputs(cfg, gen)
         ok &= torch.equal(graphs(nq, nk).clone(), lib(name, nq, nk).to(torch.int64) + 1)
     results["torch.compile reduce-overhead (CUDA graphs), 3 new inputs"] = ok
 
@@ -47,7 +47,7 @@ def check(cfg, path, gen):
         static_out = op(static_q, static_k)
     ok = True
     for _ in range(3):
-        nq, nk = check_abi.inputs(cfg, gen)
+        nq, nk = sweep.gpu_inputs(cfg, gen)
         static_q.copy_(nq)
         static_k.copy_(nk)
         graph.replay()
@@ -70,10 +70,8 @@ def main():
         sys.exit("check_torch: name exactly one configuration")
     cfg = cases[0]
     gen = torch.Generator(device="cuda").manual_seed(args.seed)
-    failed = 0
-    for what, ok in check(cfg, os.path.join(args.dir, cfg["lib"]), gen).items():
-        failed += not ok
-        print(f"{'ok  ' if ok else 'FAIL'} {cfg['name']}: {what}", flush=True)
+    failed = sweep.report(cfg["name"],
+                          check(cfg, os.path.join(args.dir, cfg["lib"]), gen))
     print(f"torch ops: {'all ok' if not failed else f'{failed} failed'}")
     return 1 if failed else 0
 

@@ -214,6 +214,13 @@ def build(args):
 
 # ------------------------------------------------------------------ check
 
+def report(name, results):
+    """Prints {what: ok} of configuration `name`; returns the failures."""
+    for what, ok in results.items():
+        print(f"{'ok  ' if ok else 'FAIL'} {name}: {what}", flush=True)
+    return sum(not ok for ok in results.values())
+
+
 def named_cases_cli(doc):
     """(args, cases) for the device checks that take SWEEP_DIR --only NAME...
     [--seed S]: the named configurations of a built sweep."""
@@ -227,14 +234,34 @@ def named_cases_cli(doc):
     return args, cases
 
 
+def numpy_reference():
+    """test/Integration/pisa_reference.py: the NumPy contract and checks."""
+    if INTEGRATION_DIR not in sys.path:
+        sys.path.insert(0, INTEGRATION_DIR)
+    import pisa_reference
+    return pisa_reference
+
+
+def gpu_inputs(cfg, gen, keys=None):
+    """(queries, keys) drawn on the GPU from `gen` on the current stream:
+    Gaussian keys unless given (float32, e.g. NumPy's hot keys), then
+    Gaussian queries, both converted to the configuration's dtype."""
+    import torch
+    dt = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
+    B, Hkv, G, d = cfg["B"], cfg["Hkv"], cfg["G"], cfg["d"]
+    if keys is None:
+        keys = torch.randn((B, Hkv, cfg["N"], d), generator=gen, device="cuda")
+    q = torch.randn((B, Hkv * G, cfg["Nq"], d), generator=gen, device="cuda")
+    return q.to(dt[cfg["dtype"]]), keys.to(dt[cfg["dtype"]])
+
+
 def check_nonfinite(lib, cfg, q, k, tgen):
     """Calls the library on the inputs with inf, -inf and NaN planted in
     some key blocks and query rows, and returns how many result rows are not
     a valid selection (docs/semantics.md section 3: NaN scores rank as
     -inf). No answer is compared, only the result's shape of a selection."""
     import torch
-    sys.path.insert(0, INTEGRATION_DIR)
-    import pisa_reference
+    pisa_reference = numpy_reference()
 
     C, N, Nq = cfg["C"], cfg["N"], cfg["Nq"]
     q, k = q.clone(), k.clone()
@@ -284,12 +311,9 @@ def check(args):
         else:
             # Drawn on the GPU and used at once, as a user's script would
             # (and quick: NumPy's draws took most of a device call).
-            if cfg["inputs"] == "gaussian":
-                k = torch.randn(kshape, generator=tgen, device="cuda")
-            else:
-                k = torch.from_numpy(make_keys(rng, cfg, kshape)).cuda()
-            q = torch.randn(qshape, generator=tgen, device="cuda")
-            k, q = k.to(dt[cfg["dtype"]]), q.to(dt[cfg["dtype"]])
+            keys = None if cfg["inputs"] == "gaussian" else \
+                torch.from_numpy(make_keys(rng, cfg, kshape)).cuda()
+            q, k = gpu_inputs(cfg, tgen, keys)
         t0 = time.time()
         lib = libs.get(cfg["name"]) or aot.Library(os.path.join(args.dir, cfg["lib"]))
         got = lib("sweep_select", q, k)
@@ -360,8 +384,7 @@ def check_attend(args, pisa_reference, cfg, q, k, selection, rng, np_dtype, work
 
 
 def cpu(args):
-    sys.path.insert(0, INTEGRATION_DIR)
-    import pisa_reference
+    pisa_reference = numpy_reference()
 
     cfgs = draw(args.seed, args.count, max_n=args.max_n, max_batch=2)
     print(f"seed {args.seed}: {len(cfgs)} configurations", flush=True)

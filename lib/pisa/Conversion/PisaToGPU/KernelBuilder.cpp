@@ -34,14 +34,19 @@ Value Kernel::arg(StringRef name) const {
 }
 
 SmallVector<Value> Kernel::operands(ArrayRef<KernelOperand> values) const {
+  // Checked in release builds too: a missing operand would be a null Value.
   SmallVector<Value> ordered(names.size());
   for (const KernelOperand &v : values) {
     unsigned i = indexOf(v.first);
-    assert(!ordered[i] && "kernel parameter passed twice");
+    if (ordered[i])
+      llvm::report_fatal_error("kernel parameter '" + v.first +
+                               "' passed twice");
     ordered[i] = v.second;
   }
-  assert(llvm::all_of(ordered, [](Value v) { return bool(v); }) &&
-         "kernel parameter not passed");
+  for (auto [i, v] : llvm::enumerate(ordered))
+    if (!v)
+      llvm::report_fatal_error(llvm::Twine("kernel parameter '") + names[i] +
+                               "' not passed");
   return ordered;
 }
 

@@ -163,11 +163,26 @@ struct Call {
   PisaCall call{nullptr, reinterpret_cast<void *>(0x100000), 1280, error,
                 sizeof(error)};
   int64_t descriptors[64];
+  /// What the generated wrapper does before the lowered function runs.
   int begin() {
     void *values[] = {q, reinterpret_cast<void *>(offset), out};
-    return pisaCallBegin(table.data(), "f", &call, values, descriptors);
+    int status = pisaCallDescribe(table.data(), "f", &call, values, descriptors);
+    if (status != PISA_OK)
+      return status;
+    return pisaCallBegin("f", &call, table[2]);
   }
 };
+
+/// f(q: f32 [?, 8], offset: index) -> i32 [?]: sizes given at the call,
+/// after each pointer.
+std::vector<int64_t> dynamicTable() {
+  std::vector<int64_t> t = exampleTable();
+  t[2] = kDynamicSize;
+  t[kHeaderFields + kSizes] = kDynamicSize;                 // q's rows
+  t[kHeaderFields + 2 * kArgFields + kSizes] = kDynamicSize; // result's size
+  t[kHeaderFields + kArgFields + kHighest] = INT64_MAX;
+  return t;
+}
 
 void *theModule = mgpuModuleLoad(nullptr, 0);
 
@@ -315,8 +330,64 @@ TEST_F(CudaRuntimeTest, BadCallsAreRejectedWithAMessage) {
   std::vector<int64_t> table = exampleTable();
   void *values[3] = {};
   int64_t descriptors[64];
-  EXPECT_EQ(pisaCallBegin(table.data(), "f", nullptr, values, descriptors),
+  EXPECT_EQ(pisaCallDescribe(table.data(), "f", nullptr, values, descriptors),
             PISA_ERROR_INVALID_ARGUMENT);
+}
+
+TEST_F(CudaRuntimeTest, DynamicSizesComeFromTheCall) {
+  std::vector<int64_t> table = dynamicTable();
+  char error[256] = "untouched";
+  PisaCall call{nullptr, reinterpret_cast<void *>(0x100000), 4096, error,
+                sizeof(error)};
+  int64_t d[64];
+  auto describe = [&](void *q, int64_t rows, void *out, int64_t size) {
+    void *values[] = {q, reinterpret_cast<void *>(rows),
+                      reinterpret_cast<void *>(int64_t(3)), out,
+                      reinterpret_cast<void *>(size)};
+    return pisaCallDescribe(table.data(), "f", &call, values, d);
+  };
+  void *q = reinterpret_cast<void *>(0x10000);
+  void *out = reinterpret_cast<void *>(0x20000);
+  ASSERT_EQ(describe(q, 5, out, 7), PISA_OK) << error;
+  // q: sizes {5, 8}, strides {8, 1}; the result: size {7}, stride {1}.
+  EXPECT_EQ(d[3], 5);
+  EXPECT_EQ(d[4], 8);
+  EXPECT_EQ(d[5], 8);
+  EXPECT_EQ(d[6], 1);
+  int64_t *r = d + descriptorBytes(2) / 8;
+  EXPECT_EQ(r[0], 0x20000);
+  EXPECT_EQ(r[3], 7);
+  EXPECT_EQ(r[4], 1);
+  // A negative size is refused; an empty tensor may be NULL.
+  EXPECT_EQ(describe(q, -1, out, 7), PISA_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(error).find("argument 0 has a negative size"),
+            std::string::npos)
+      << error;
+  EXPECT_EQ(describe(nullptr, 0, out, 7), PISA_OK) << error;
+  EXPECT_EQ(describe(nullptr, 1, out, 7), PISA_ERROR_INVALID_ARGUMENT);
+  // The workspace query's path: sizes only.
+  void *values[] = {nullptr, reinterpret_cast<void *>(int64_t(9)), nullptr,
+                    nullptr, nullptr};
+  EXPECT_EQ(pisaCallSizes(table.data(), values, d), 0);
+  EXPECT_EQ(d[3], 9);
+  values[1] = reinterpret_cast<void *>(int64_t(-2));
+  EXPECT_EQ(pisaCallSizes(table.data(), values, d), 1);
+  EXPECT_EQ(driver.count("cuLaunchKernel"), 0);
+}
+
+TEST_F(CudaRuntimeTest, RefusedRulesNameTheRule) {
+  char error[256] = "untouched";
+  PisaCall call{nullptr, nullptr, 0, error, sizeof(error)};
+  std::vector<int64_t> table = exampleTable();
+  void *values[] = {reinterpret_cast<void *>(0x10000),
+                    reinterpret_cast<void *>(int64_t(1)),
+                    reinterpret_cast<void *>(0x20000)};
+  int64_t d[64];
+  ASSERT_EQ(pisaCallDescribe(table.data(), "f", &call, values, d), PISA_OK);
+  const char rules[] = "first rule\0second rule\0";
+  EXPECT_EQ(pisaCallRefuse("f", &call, rules, 2), PISA_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(std::string(error), "pisa_f: second rule");
+  EXPECT_EQ(mgpuMemAlloc(16, nullptr, false), nullptr);
 }
 
 TEST_F(CudaRuntimeTest, DriverFailureIsAStatusNotAPrint) {

@@ -4,7 +4,12 @@
 
 #include "pisa/Runtime/EntryTable.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/Builders.h"
@@ -19,12 +24,70 @@ static llvm::Error error(const llvm::Twine &message) {
                                  message.str().c_str());
 }
 
-/// Bytes of a statically shaped memref of whole-byte elements.
-static std::optional<int64_t> bufferBytes(MemRefType type) {
-  unsigned bits = type.getElementTypeBitWidth();
-  if (!type.hasStaticShape() || !type.getLayout().isIdentity() || bits % 8)
-    return std::nullopt;
-  return type.getNumElements() * (bits / 8);
+/// The operations of `entry`'s body that `roots` depend on (whole
+/// top-level operations, with what their regions use from above).
+static llvm::SetVector<Operation *> sliceOf(func::FuncOp entry,
+                                            ArrayRef<Value> roots) {
+  Block &body = entry.getBody().front();
+  llvm::SetVector<Operation *> slice;
+  SmallVector<Value> work(roots.begin(), roots.end());
+  while (!work.empty()) {
+    Value v = work.pop_back_val();
+    Operation *def = v.getDefiningOp();
+    if (!def)
+      continue; // an argument of the entry (or of a sliced op's region)
+    Operation *top = body.findAncestorOpInBlock(*def);
+    if (!top || !slice.insert(top))
+      continue;
+    top->walk([&](Operation *nested) {
+      for (Value operand : nested->getOperands()) {
+        Operation *owner = operand.getDefiningOp();
+        if (!owner)
+          owner = operand.getParentBlock()->getParentOp();
+        if (!top->isAncestor(owner))
+          work.push_back(operand);
+      }
+    });
+  }
+  return slice;
+}
+
+/// A function of the entry's arguments computing one index from `roots`
+/// (combined by `combine`): the slice of the entry that they depend on,
+/// cloned. Fails when the slice reads memory or launches work.
+static FailureOr<func::FuncOp>
+buildQuery(func::FuncOp entry, StringRef name, ArrayRef<Value> roots,
+           llvm::function_ref<Value(OpBuilder &, Location, ArrayRef<Value>)>
+               combine) {
+  llvm::SetVector<Operation *> slice = sliceOf(entry, roots);
+  for (Operation *op : slice)
+    if (!isMemoryEffectFree(op))
+      return op->emitError("a size or a rule of the entry point depends on "
+                           "this operation, which is not a pure computation "
+                           "on sizes"),
+             failure();
+  OpBuilder b(entry);
+  Location loc = entry.getLoc();
+  auto query = func::FuncOp::create(
+      b, loc, name,
+      b.getFunctionType(entry.getArgumentTypes(), {b.getIndexType()}));
+  query->setAttr("llvm.emit_c_interface", b.getUnitAttr());
+  Block *block = query.addEntryBlock();
+  OpBuilder qb = OpBuilder::atBlockBegin(block);
+  IRMapping map;
+  map.map(entry.getArguments(), block->getArguments());
+  for (Operation &op : entry.getBody().front())
+    if (slice.contains(&op))
+      qb.clone(op, map);
+  SmallVector<Value> mapped;
+  for (Value root : roots)
+    mapped.push_back(map.lookupOrDefault(root));
+  func::ReturnOp::create(qb, loc, combine(qb, loc, mapped));
+  return query;
+}
+
+static Value indexConstant(OpBuilder &b, Location loc, int64_t v) {
+  return arith::ConstantIndexOp::create(b, loc, v);
 }
 
 llvm::Error pisatool::planEntryPoints(ModuleOp module, Manifest &manifest) {
@@ -38,41 +101,144 @@ llvm::Error pisatool::planEntryPoints(ModuleOp module, Manifest &manifest) {
     auto result = ret.getOperand(0).getDefiningOp<gpu::AllocOp>();
     if (!result || result->getBlock() != &body ||
         !result.getAsyncDependencies().empty() ||
-        !bufferBytes(result.getType()))
+        result.getType().getElementTypeBitWidth() % 8)
       return error("entry point @" + e.function +
                    ": its result must be a device buffer that its kernels "
                    "write (it returns an input or a value computed on the "
                    "host)");
 
-    // The result becomes the caller's buffer, written in place.
+    // The result becomes the caller's buffer, written in place; its
+    // dynamic sizes must be the ones the program computes.
     unsigned index = func.getNumArguments();
-    if (failed(func.insertArgument(index, result.getType(), {},
-                                   result.getLoc())) ||
+    MemRefType resultType = result.getType();
+    if (failed(func.insertArgument(index, resultType, {}, result.getLoc())) ||
         failed(func.eraseResult(0)))
       return error("entry point @" + e.function + ": cannot rewrite its result");
-    result.getMemref().replaceAllUsesWith(func.getArgument(index));
+    Value out = func.getArgument(index);
+    {
+      OpBuilder b(result);
+      Location loc = result.getLoc();
+      unsigned k = 0;
+      for (auto [r, size] : llvm::enumerate(resultType.getShape())) {
+        if (!ShapedType::isDynamic(size))
+          continue;
+        Value given = memref::DimOp::create(b, loc, out, r);
+        Value same = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                           given,
+                                           result.getDynamicSizes()[k++]);
+        cf::AssertOp::create(b, loc, same,
+                             "result_dim" + std::to_string(r) +
+                                 " is not the size the inputs give");
+      }
+    }
+    result.getMemref().replaceAllUsesWith(out);
     result.erase();
     OpBuilder b(ret);
     func::ReturnOp::create(b, ret.getLoc());
     ret.erase();
 
+    // Rules on sizes (cf.assert of the lowerings): checked by the wrapper
+    // before anything is enqueued, then dropped from the call.
+    SmallVector<cf::AssertOp> asserts;
+    WalkResult nested = func.walk([&](cf::AssertOp op) {
+      if (op->getParentOp() != func)
+        return WalkResult::interrupt();
+      asserts.push_back(op);
+      return WalkResult::advance();
+    });
+    if (nested.wasInterrupted())
+      return error("entry point @" + e.function +
+                   ": a rule on sizes inside control flow");
+    SmallVector<Value> conditions;
+    for (cf::AssertOp op : asserts) {
+      conditions.push_back(op.getArg());
+      e.rules.push_back(op.getMsg().str());
+    }
+    if (!conditions.empty()) {
+      auto check = buildQuery(
+          func, "__pisa_check_" + e.function, conditions,
+          [](OpBuilder &qb, Location loc, ArrayRef<Value> holds) -> Value {
+            // The first rule that fails, 1-based; 0 when all hold.
+            Value first = indexConstant(qb, loc, 0);
+            for (int64_t i = int64_t(holds.size()) - 1; i >= 0; --i)
+              first = arith::SelectOp::create(qb, loc, holds[i], first,
+                                              indexConstant(qb, loc, i + 1));
+            return first;
+          });
+      if (failed(check))
+        return error("entry point @" + e.function +
+                     ": its rules on sizes cannot be checked before a call");
+    }
+    for (cf::AssertOp op : asserts)
+      op.erase();
+
     // Everything else it allocates comes from the workspace, in order.
-    int64_t bytes = 0;
+    SmallVector<gpu::AllocOp> allocs;
+    bool staticWorkspace = true;
     WalkResult walk = func.walk([&](gpu::AllocOp alloc) {
-      std::optional<int64_t> size = bufferBytes(alloc.getType());
-      if (alloc->getParentOp() != func || !size) {
-        alloc.emitError("a device buffer inside control flow or of dynamic "
-                        "size: the workspace cannot be planned");
+      if (alloc->getParentOp() != func ||
+          alloc.getType().getElementTypeBitWidth() % 8 ||
+          !alloc.getType().getLayout().isIdentity()) {
+        alloc.emitError("a device buffer inside control flow or of a "
+                        "non-contiguous type: the workspace cannot be planned");
         return WalkResult::interrupt();
       }
-      bytes += rt::alignWorkspace(*size);
+      allocs.push_back(alloc);
+      staticWorkspace &= alloc.getType().hasStaticShape();
       return WalkResult::advance();
     });
     if (walk.wasInterrupted())
       return error("entry point @" + e.function +
                    ": the workspace cannot be planned (a device buffer inside "
-                   "control flow or of dynamic size)");
-    e.workspaceBytes = bytes;
+                   "control flow or of a non-contiguous type)");
+    if (staticWorkspace) {
+      int64_t bytes = 0;
+      for (gpu::AllocOp alloc : allocs)
+        bytes += rt::alignWorkspace(alloc.getType().getNumElements() *
+                                    alloc.getType().getElementTypeBitWidth() /
+                                    8);
+      e.workspaceBytes = bytes;
+      continue;
+    }
+    SmallVector<Value> sizes;
+    for (gpu::AllocOp alloc : allocs)
+      llvm::append_range(sizes, alloc.getDynamicSizes());
+    auto workspace = buildQuery(
+        func, "__pisa_workspace_" + e.function, sizes,
+        [&](OpBuilder &qb, Location loc, ArrayRef<Value> dynamic) -> Value {
+          // Sum of each buffer's bytes rounded up to the alignment.
+          Value total = indexConstant(qb, loc, 0);
+          Value align = indexConstant(qb, loc, rt::kWorkspaceAlignment);
+          size_t next = 0;
+          for (gpu::AllocOp alloc : allocs) {
+            MemRefType t = alloc.getType();
+            Value bytes =
+                indexConstant(qb, loc, t.getElementTypeBitWidth() / 8);
+            for (int64_t size : t.getShape())
+              bytes = arith::MulIOp::create(
+                  qb, loc, bytes,
+                  ShapedType::isDynamic(size) ? dynamic[next++]
+                                              : indexConstant(qb, loc, size));
+            Value rounded = arith::MulIOp::create(
+                qb, loc, arith::CeilDivUIOp::create(qb, loc, bytes, align),
+                align);
+            total = arith::AddIOp::create(qb, loc, total, rounded);
+          }
+          return total;
+        });
+    if (failed(workspace))
+      return error("entry point @" + e.function +
+                   ": its workspace size cannot be computed before a call");
+    // pisa_F_workspace_size takes the inputs' sizes only.
+    for (BlockArgument arg : workspace->getArguments())
+      if (!arg.use_empty() &&
+          (arg.getArgNumber() == index || arg.getType().isIndex()))
+        return error("entry point @" + e.function +
+                     ": its workspace size depends on " +
+                     (arg.getArgNumber() == index ? "the result's sizes"
+                                                  : "an index argument") +
+                     ", not only on the inputs' sizes");
+    e.workspaceBytes = rt::kDynamicSize;
   }
   return llvm::Error::success();
 }
@@ -89,8 +255,10 @@ static llvm::Expected<SmallVector<int64_t>> entryTable(const EntryPoint &e) {
     table.append({kind, int64_t(a.shape.size()),
                   kind == rt::kIndex ? a.lowest : 0,
                   kind == rt::kIndex ? a.highest : 0});
-    for (int64_t r = 0; r < rt::kMaxRank; ++r)
-      table.push_back(r < int64_t(a.shape.size()) ? a.shape[r] : 0);
+    for (int64_t r = 0; r < rt::kMaxRank; ++r) {
+      int64_t size = r < int64_t(a.shape.size()) ? a.shape[r] : 0;
+      table.push_back(ShapedType::isDynamic(size) ? rt::kDynamicSize : size);
+    }
     return llvm::Error::success();
   };
   for (const Argument &a : e.arguments)
@@ -132,106 +300,228 @@ struct WrapperBuilder {
     return LLVM::ConstantOp::create(fb, loc, type, fb.getIntegerAttr(type, v));
   }
 
+  Value global(OpBuilder &fb, StringRef name, StringRef bytes) {
+    auto type = LLVM::LLVMArrayType::get(i8, bytes.size());
+    {
+      OpBuilder::InsertionGuard g(b);
+      b.setInsertionPointToEnd(module.getBody());
+      LLVM::GlobalOp::create(b, loc, type, /*isConstant=*/true,
+                             LLVM::Linkage::Internal, name,
+                             b.getStringAttr(bytes));
+    }
+    return LLVM::AddressOfOp::create(fb, loc, ptr, name);
+  }
+
+  /// The C parameters of an argument: its value, then its dynamic sizes.
+  void appendParams(const Argument &a, SmallVector<Type> &params) {
+    params.push_back(a.kind == "index" ? i64 : ptr);
+    params.append(a.sizeParams().size(), i64);
+  }
+
+  /// The lowered function's operands (descriptors, index values) from the
+  /// values array and the descriptors buffer.
+  struct CallFrame {
+    Value values, descriptors;
+    SmallVector<Value> operands;
+  };
+  CallFrame frame(OpBuilder &fb, const EntryPoint &e, ValueRange params) {
+    const int64_t numArgs = int64_t(e.arguments.size()) + 1;
+    CallFrame frame;
+    Value one = constant(fb, i64, 1);
+    frame.values = LLVM::AllocaOp::create(
+        fb, loc, ptr, LLVM::LLVMArrayType::get(ptr, params.size()), one, 8);
+    for (auto [i, v] : llvm::enumerate(params)) {
+      Value slot = LLVM::GEPOp::create(fb, loc, ptr, ptr, frame.values,
+                                       ArrayRef<LLVM::GEPArg>{int32_t(i)});
+      if (v.getType() == i64)
+        v = LLVM::IntToPtrOp::create(fb, loc, ptr, v);
+      LLVM::StoreOp::create(fb, loc, v, slot);
+    }
+    int64_t descriptorBytes = 0;
+    SmallVector<int64_t> offsets;
+    for (int64_t i = 0; i < numArgs; ++i) {
+      const Argument &a = argument(e, i);
+      offsets.push_back(descriptorBytes);
+      if (a.kind != "index")
+        descriptorBytes += rt::descriptorBytes(a.shape.size());
+    }
+    frame.descriptors = LLVM::AllocaOp::create(
+        fb, loc, ptr,
+        LLVM::LLVMArrayType::get(i8, std::max<int64_t>(descriptorBytes, 8)),
+        one, 8);
+    int64_t v = 0;
+    for (int64_t i = 0; i < numArgs; ++i) {
+      const Argument &a = argument(e, i);
+      if (a.kind == "index")
+        frame.operands.push_back(params[v]);
+      else
+        frame.operands.push_back(LLVM::GEPOp::create(
+            fb, loc, ptr, i8, frame.descriptors,
+            ArrayRef<LLVM::GEPArg>{int32_t(offsets[i])}));
+      v += 1 + int64_t(a.sizeParams().size());
+    }
+    return frame;
+  }
+
+  static const Argument &argument(const EntryPoint &e, int64_t i) {
+    return i < int64_t(e.arguments.size()) ? e.arguments[i] : e.result;
+  }
+
+  LLVM::LLVMFuncOp lowered(StringRef name, size_t numOperands) {
+    auto f = module.lookupSymbol<LLVM::LLVMFuncOp>(("_mlir_ciface_" + name).str());
+    if (!f || f.getNumArguments() != numOperands)
+      return nullptr;
+    return f;
+  }
+
   llvm::Error build(const EntryPoint &e) {
     auto table = entryTable(e);
     if (!table)
       return table.takeError();
-    auto callee =
-        module.lookupSymbol<LLVM::LLVMFuncOp>("_mlir_ciface_" + e.function);
-    if (!callee || callee.getNumArguments() != e.arguments.size() + 1)
+    const size_t numOperands = e.arguments.size() + 1;
+    LLVM::LLVMFuncOp callee = lowered(e.function, numOperands);
+    LLVM::LLVMFuncOp check = lowered("__pisa_check_" + e.function, numOperands);
+    LLVM::LLVMFuncOp workspace =
+        lowered("__pisa_workspace_" + e.function, numOperands);
+    const bool fixedWorkspace = e.workspaceBytes != rt::kDynamicSize;
+    if (!callee || (!e.rules.empty() && !check) ||
+        (!fixedWorkspace && !workspace))
       return error("entry point @" + e.function +
                    ": the lowered function has an unexpected signature");
 
-    // The constant table and the name the runtime's messages use.
     auto tableType = LLVM::LLVMArrayType::get(i64, table->size());
     LLVM::GlobalOp::create(
         b, loc, tableType, /*isConstant=*/true, LLVM::Linkage::Internal,
         "__pisa_table_" + e.function,
         DenseIntElementsAttr::get(
             RankedTensorType::get({int64_t(table->size())}, i64), *table));
-    std::string nameText = e.function + '\0';
-    auto nameType = LLVM::LLVMArrayType::get(i8, nameText.size());
-    LLVM::GlobalOp::create(b, loc, nameType, /*isConstant=*/true,
-                           LLVM::Linkage::Internal, "__pisa_name_" + e.function,
-                           b.getStringAttr(nameText));
 
-    LLVM::LLVMFuncOp begin = declare(
-        "pisaCallBegin", i32, {ptr, ptr, ptr, ptr, ptr});
+    LLVM::LLVMFuncOp describe =
+        declare("pisaCallDescribe", i32, {ptr, ptr, ptr, ptr, ptr});
+    LLVM::LLVMFuncOp sizes = declare("pisaCallSizes", i32, {ptr, ptr, ptr});
+    LLVM::LLVMFuncOp refuse =
+        declare("pisaCallRefuse", i32, {ptr, ptr, ptr, i64});
+    LLVM::LLVMFuncOp begin = declare("pisaCallBegin", i32, {ptr, ptr, i64});
     LLVM::LLVMFuncOp end = declare("pisaCallEnd", i32, {});
 
-    // size_t pisa_F_workspace_size(void)
+    // size_t pisa_F_workspace_size(the inputs' dynamic sizes)
     {
-      auto f = LLVM::LLVMFuncOp::create(b, loc, e.symbol + "_workspace_size",
-                                        LLVM::LLVMFunctionType::get(i64, {}));
+      SmallVector<Type> params;
+      for (const Argument &a : e.arguments)
+        params.append(a.sizeParams().size(), i64);
+      auto f = LLVM::LLVMFuncOp::create(
+          b, loc, e.symbol + "_workspace_size",
+          LLVM::LLVMFunctionType::get(i64, params));
       Block *body = f.addEntryBlock(b);
       OpBuilder fb(body, body->begin());
-      LLVM::ReturnOp::create(fb, loc, constant(fb, i64, e.workspaceBytes));
+      if (fixedWorkspace) {
+        LLVM::ReturnOp::create(fb, loc, constant(fb, i64, e.workspaceBytes));
+      } else {
+        // The call's parameters with null tensors, zero index arguments
+        // and result sizes: the workspace does not depend on them.
+        SmallVector<Value> values;
+        unsigned next = 0;
+        Value zero = constant(fb, i64, 0);
+        for (int64_t i = 0; i < int64_t(numOperands); ++i) {
+          const Argument &a = argument(e, i);
+          values.push_back(zero);
+          for (size_t s = 0; s < a.sizeParams().size(); ++s)
+            values.push_back(i < int64_t(e.arguments.size())
+                                 ? Value(body->getArgument(next++))
+                                 : zero);
+        }
+        CallFrame fr = frame(fb, e, values);
+        Value tableAddr = LLVM::AddressOfOp::create(
+            fb, loc, ptr, "__pisa_table_" + e.function);
+        Value bad = LLVM::CallOp::create(
+                        fb, loc, sizes,
+                        ValueRange{tableAddr, fr.values, fr.descriptors})
+                        .getResult();
+        Value bytes =
+            LLVM::CallOp::create(fb, loc, workspace, fr.operands).getResult();
+        // Negative sizes: SIZE_MAX, which no workspace satisfies.
+        Value isBad = LLVM::ICmpOp::create(fb, loc, LLVM::ICmpPredicate::ne,
+                                           bad, constant(fb, i32, 0));
+        LLVM::ReturnOp::create(
+            fb, loc,
+            LLVM::SelectOp::create(fb, loc, isBad, constant(fb, i64, -1),
+                                   bytes));
+      }
     }
 
-    // int pisa_F(call, args..., result)
+    // int pisa_F(call, args (each followed by its sizes)..., result, sizes)
     SmallVector<Type> params = {ptr};
     for (const Argument &a : e.arguments)
-      params.push_back(a.kind == "index" ? i64 : ptr);
-    params.push_back(ptr);
+      appendParams(a, params);
+    appendParams(e.result, params);
     auto f = LLVM::LLVMFuncOp::create(b, loc, e.symbol,
                                       LLVM::LLVMFunctionType::get(i32, params));
     Block *entry = f.addEntryBlock(b);
-    Block *run = new Block(), *done = new Block();
+    Block *checked = new Block(), *run = new Block(), *done = new Block();
+    f.getBody().push_back(checked);
     f.getBody().push_back(run);
     f.getBody().push_back(done);
     done->addArgument(i32, loc);
     OpBuilder fb(entry, entry->begin());
-
-    const int64_t numValues = int64_t(e.arguments.size()) + 1;
-    int64_t descriptorBytes = 0;
-    SmallVector<int64_t> offsets;
-    for (int64_t i = 0; i < numValues; ++i) {
-      const Argument &a = i < int64_t(e.arguments.size()) ? e.arguments[i]
-                                                          : e.result;
-      offsets.push_back(descriptorBytes);
-      if (a.kind != "index")
-        descriptorBytes += rt::descriptorBytes(a.shape.size());
+    Value call = f.getArgument(0);
+    CallFrame fr = frame(fb, e, f.getArguments().drop_front());
+    Value tableAddr =
+        LLVM::AddressOfOp::create(fb, loc, ptr, "__pisa_table_" + e.function);
+    Value nameAddr = global(fb, "__pisa_name_" + e.function, e.function + '\0');
+    Value zero32 = constant(fb, i32, 0);
+    auto orDone = [&](OpBuilder &ob, Value status, Block *next) {
+      Value ok = LLVM::ICmpOp::create(ob, loc, LLVM::ICmpPredicate::eq, status,
+                                      zero32);
+      LLVM::CondBrOp::create(ob, loc, ok, next, ValueRange{}, done,
+                             ValueRange{status});
+    };
+    // 1. Pointers, index ranges, sizes; the descriptors.
+    orDone(fb,
+           LLVM::CallOp::create(fb, loc, describe,
+                                ValueRange{tableAddr, nameAddr, call,
+                                           fr.values, fr.descriptors})
+               .getResult(),
+           checked);
+    // 2. The program's rules on sizes; 3. the workspace and context.
+    OpBuilder cb(checked, checked->begin());
+    Block *ready = new Block();
+    f.getBody().getBlocks().insert(run->getIterator(), ready);
+    if (e.rules.empty()) {
+      LLVM::BrOp::create(cb, loc, ValueRange{}, ready);
+    } else {
+      std::string text;
+      for (const std::string &rule : e.rules)
+        text += rule + '\0';
+      text += '\0';
+      Value rules = global(cb, "__pisa_rules_" + e.function, text);
+      Value failed =
+          LLVM::CallOp::create(cb, loc, check, fr.operands).getResult();
+      Block *refused = new Block();
+      f.getBody().getBlocks().insert(run->getIterator(), refused);
+      Value holds = LLVM::ICmpOp::create(cb, loc, LLVM::ICmpPredicate::eq,
+                                         failed, constant(cb, i64, 0));
+      LLVM::CondBrOp::create(cb, loc, holds, ready, ValueRange{}, refused,
+                             ValueRange{});
+      OpBuilder xb(refused, refused->begin());
+      Value status =
+          LLVM::CallOp::create(xb, loc, refuse,
+                               ValueRange{nameAddr, call, rules, failed})
+              .getResult();
+      LLVM::BrOp::create(xb, loc, ValueRange{status}, done);
     }
-    Value one = constant(fb, i64, 1);
-    Value values = LLVM::AllocaOp::create(
-        fb, loc, ptr, LLVM::LLVMArrayType::get(ptr, numValues), one, 8);
-    Value descriptors = LLVM::AllocaOp::create(
-        fb, loc, ptr, LLVM::LLVMArrayType::get(i8, descriptorBytes), one, 8);
-    for (int64_t i = 0; i < numValues; ++i) {
-      Value v = f.getArgument(i + 1);
-      if (v.getType() == i64)
-        v = LLVM::IntToPtrOp::create(fb, loc, ptr, v);
-      Value slot = LLVM::GEPOp::create(fb, loc, ptr, ptr, values,
-                                       ArrayRef<LLVM::GEPArg>{int32_t(i)});
-      LLVM::StoreOp::create(fb, loc, v, slot);
-    }
-    Value tableAddr = LLVM::AddressOfOp::create(fb, loc, ptr,
-                                                "__pisa_table_" + e.function);
-    Value nameAddr = LLVM::AddressOfOp::create(fb, loc, ptr,
-                                               "__pisa_name_" + e.function);
-    Value status =
-        LLVM::CallOp::create(fb, loc, begin,
-                             ValueRange{tableAddr, nameAddr, f.getArgument(0),
-                                        values, descriptors})
-            .getResult();
-    Value ok = LLVM::ICmpOp::create(fb, loc, LLVM::ICmpPredicate::eq, status,
-                                    constant(fb, i32, 0));
-    LLVM::CondBrOp::create(fb, loc, ok, run, ValueRange{}, done,
-                           ValueRange{status});
+    OpBuilder wb(ready, ready->begin());
+    Value bytes =
+        fixedWorkspace
+            ? constant(wb, i64, e.workspaceBytes)
+            : LLVM::CallOp::create(wb, loc, workspace, fr.operands).getResult();
+    orDone(wb,
+           LLVM::CallOp::create(wb, loc, begin,
+                                ValueRange{nameAddr, call, bytes})
+               .getResult(),
+           run);
 
     OpBuilder rb(run, run->begin());
-    SmallVector<Value> operands;
-    for (int64_t i = 0; i < numValues; ++i) {
-      Value v = f.getArgument(i + 1);
-      if (v.getType() == i64) {
-        operands.push_back(v);
-        continue;
-      }
-      operands.push_back(LLVM::GEPOp::create(
-          rb, loc, ptr, i8, descriptors,
-          ArrayRef<LLVM::GEPArg>{int32_t(offsets[i])}));
-    }
-    LLVM::CallOp::create(rb, loc, callee, operands);
+    LLVM::CallOp::create(rb, loc, callee, fr.operands);
     Value ended = LLVM::CallOp::create(rb, loc, end, ValueRange{}).getResult();
     LLVM::BrOp::create(rb, loc, ValueRange{ended}, done);
 

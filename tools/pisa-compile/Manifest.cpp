@@ -3,6 +3,7 @@
 #include "Manifest.h"
 
 #include "pisa/IR/PisaOps.h"
+#include "pisa/Runtime/EntryTable.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinTypes.h"
@@ -56,9 +57,9 @@ static void boundQueryOffset(Value arg, Argument &desc) {
     desc.highest = std::min(desc.highest, n - nq);
   };
   for (Operation *user : arg.getUsers()) {
-    if (auto op = dyn_cast<pisa::HierTopKOp>(user))
+    if (auto op = dyn_cast<mlir::pisa::HierTopKOp>(user))
       narrow(op.getQueryOffset(), op.getQueries(), op.getKeys());
-    else if (auto op = dyn_cast<pisa::SparseAttentionOp>(user))
+    else if (auto op = dyn_cast<mlir::pisa::SparseAttentionOp>(user))
       narrow(op.getQueryOffset(), op.getQueries(), op.getKeys());
   }
 }
@@ -74,10 +75,9 @@ static llvm::Expected<Argument> describe(Type type, std::string name,
   auto tensor = dyn_cast<RankedTensorType>(type);
   std::optional<std::string> dtype =
       tensor ? dtypeOf(tensor.getElementType()) : std::nullopt;
-  if (!tensor || !tensor.hasStaticShape() || !dtype)
+  if (!tensor || !dtype)
     return error("entry point @" + function + ": " + arg.name +
-                 " must be a statically shaped f32/f16/bf16/i32 tensor or an "
-                 "index");
+                 " must be a ranked f32/f16/bf16/i32 tensor or an index");
   arg.kind = "memref";
   arg.dtype = *dtype;
   arg.shape.assign(tensor.getShape().begin(), tensor.getShape().end());
@@ -192,11 +192,24 @@ llvm::Error pisatool::linkSharedLibrary(StringRef object, StringRef output,
   return llvm::Error::success();
 }
 
+std::vector<std::string> Argument::sizeParams() const {
+  std::vector<std::string> names;
+  for (auto [r, size] : llvm::enumerate(shape))
+    if (ShapedType::isDynamic(size))
+      names.push_back(name + "_dim" + std::to_string(r));
+  return names;
+}
+
 static llvm::json::Object toJson(const Argument &arg) {
   llvm::json::Object o{{"name", arg.name}, {"kind", arg.kind}};
   if (arg.kind == "memref") {
     o["dtype"] = arg.dtype;
-    o["shape"] = llvm::json::Array(arg.shape);
+    llvm::json::Array shape;
+    for (int64_t size : arg.shape)
+      shape.push_back(ShapedType::isDynamic(size) ? llvm::json::Value(nullptr)
+                                                  : llvm::json::Value(size));
+    o["shape"] = std::move(shape);
+    o["size_params"] = llvm::json::Array(arg.sizeParams());
   } else {
     if (arg.lowest != INT64_MIN)
       o["lowest"] = arg.lowest;
@@ -209,13 +222,15 @@ static llvm::json::Object toJson(const Argument &arg) {
 static std::string shapeText(const Argument &a) {
   std::string text = a.dtype + " [";
   for (auto [i, d] : llvm::enumerate(a.shape))
-    text += (i ? ", " : "") + std::to_string(d);
+    text += (i ? ", " : "") + (ShapedType::isDynamic(d)
+                                   ? a.name + "_dim" + std::to_string(i)
+                                   : std::to_string(d));
   return text + "]";
 }
 
 /// The declarations of one entry point, with its shapes in a comment.
 static std::string declare(const EntryPoint &e) {
-  std::string doc = "/* @" + e.function + ": ", params;
+  std::string doc = "/* @" + e.function + ": ", params, sizeParams;
   for (auto [i, a] : llvm::enumerate(e.arguments)) {
     doc += i ? ", " : "";
     if (a.kind == "index") {
@@ -227,17 +242,30 @@ static std::string declare(const EntryPoint &e) {
     } else {
       doc += a.name + " " + shapeText(a);
       params += ", const void *" + a.name;
+      for (const std::string &size : a.sizeParams()) {
+        params += ", int64_t " + size;
+        sizeParams += (sizeParams.empty() ? "int64_t " : ", int64_t ") + size;
+      }
     }
   }
   std::string resultType = e.result.dtype == "i32" ? "int32_t" : "void";
+  std::string resultParams = ", " + resultType + " *result";
+  for (const std::string &size : e.result.sizeParams())
+    resultParams += ", int64_t " + size;
+  bool fixed = e.workspaceBytes != ::pisa::runtime::kDynamicSize;
   doc += "\n *   result " + shapeText(e.result) + " (written in place); " +
-         std::to_string(e.workspaceBytes) + " bytes of workspace. */\n";
+         (fixed ? std::to_string(e.workspaceBytes) + " bytes"
+                : std::string("_workspace_size(sizes) bytes")) +
+         " of workspace. */\n";
   std::string upper = llvm::StringRef(e.function).upper();
-  return doc + "#define PISA_" + upper + "_WORKSPACE_BYTES " +
-         std::to_string(e.workspaceBytes) + "\n" + "size_t " + e.symbol +
-         "_workspace_size(void);\n" + "int " + e.symbol +
-         "(const PisaCall *call" + params + ", " + resultType +
-         " *result);\n\n";
+  std::string macro =
+      fixed ? "#define PISA_" + upper + "_WORKSPACE_BYTES " +
+                  std::to_string(e.workspaceBytes) + "\n"
+            : "";
+  return doc + macro + "size_t " + e.symbol + "_workspace_size(" +
+         (sizeParams.empty() ? "void" : sizeParams) + ");\n" + "int " +
+         e.symbol + "(const PisaCall *call" + params + resultParams +
+         ");\n\n";
 }
 
 llvm::Error pisatool::writeManifest(const Manifest &manifest,
@@ -265,7 +293,11 @@ llvm::Error pisatool::writeManifest(const Manifest &manifest,
         {"function", e.function},
         {"symbol", e.symbol},
         {"workspace_symbol", e.symbol + "_workspace_size"},
-        {"workspace_bytes", e.workspaceBytes},
+        {"workspace_bytes",
+         e.workspaceBytes == ::pisa::runtime::kDynamicSize
+             ? llvm::json::Value(nullptr)
+             : llvm::json::Value(e.workspaceBytes)},
+        {"rules", llvm::json::Array(e.rules)},
         {"arguments", std::move(args)},
         {"result", toJson(e.result)}});
     header += declare(e);
@@ -273,7 +305,7 @@ llvm::Error pisatool::writeManifest(const Manifest &manifest,
   header += "#ifdef __cplusplus\n}\n#endif\n\n#endif\n";
 
   llvm::json::Object root{{"library", llvm::sys::path::filename(output)},
-                          {"abi", "pisa-call-v1"},
+                          {"abi", "pisa-call-v2"},
                           {"entry_points", std::move(entries)}};
   std::string json;
   llvm::raw_string_ostream os(json);

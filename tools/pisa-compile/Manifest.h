@@ -16,7 +16,9 @@ struct Argument {
   std::string name;  ///< "arg0", ...
   std::string kind;  ///< "memref" (device pointer) or "index"
   std::string dtype; ///< f32, f16, bf16, i32 for memrefs
-  std::vector<int64_t> shape;
+  std::vector<int64_t> shape; ///< ShapedType::kDynamic: given at the call
+  /// The C parameters of its dynamic sizes: <name>_dim<r>.
+  std::vector<std::string> sizeParams() const;
   /// Index arguments: the values a call may pass (a query offset must keep
   /// offset + queries <= keys for every op it feeds).
   int64_t lowest = INT64_MIN, highest = INT64_MAX;
@@ -27,7 +29,10 @@ struct EntryPoint {
   std::string symbol;   ///< pisa_<function>
   std::vector<Argument> arguments;
   Argument result;
-  int64_t workspaceBytes = 0; ///< set by planEntryPoints
+  /// Set by planEntryPoints: the workspace bytes (-1: computed per call from
+  /// the sizes) and the rules on sizes checked before a call.
+  int64_t workspaceBytes = 0;
+  std::vector<std::string> rules;
 };
 
 struct Manifest {
@@ -35,9 +40,9 @@ struct Manifest {
 };
 
 /// Describes the public functions of `module` and marks them
-/// llvm.emit_c_interface. They must take statically shaped tensors or
-/// index values and return one statically shaped tensor; index arguments
-/// that are query offsets get their bounds.
+/// llvm.emit_c_interface. They must take tensors (static or dynamic sizes)
+/// or index values and return one tensor; index arguments that are query
+/// offsets of static shapes get their bounds.
 llvm::Expected<Manifest> describeEntryPoints(mlir::ModuleOp module);
 
 /// Links host object code with the CUDA runtime into `output` (atomically),

@@ -42,10 +42,14 @@ def ConvertPisaToGPU : Pass<"convert-pisa-to-gpu", "::mlir::ModuleOp"> {
       most q_tile queries; one block per tile scoring q_tile x G heads
       against the leaf's key tile in shared memory; a final kernel with the
       forced blocks and the top-K.
-    Nothing is shaped Nq x (number of leaves). Requires static shapes.
+    Nothing is shaped Nq x (number of leaves). B, N, Nq and the pyramid's
+    rows may be dynamic: kernels read them from their buffers' sizes and walk
+    a layout computed from N; preconditions that only run time can check
+    (equal sizes, grid and index limits) are cf.assert on the host.
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::bufferization::BufferizationDialect",
+    "::mlir::cf::ControlFlowDialect",
     "::mlir::gpu::GPUDialect", "::mlir::math::MathDialect",
     "::mlir::memref::MemRefDialect", "::mlir::scf::SCFDialect",
     "::mlir::vector::VectorDialect", "::mlir::LLVM::LLVMDialect",

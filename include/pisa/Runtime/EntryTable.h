@@ -6,14 +6,22 @@
 // wrapper calls around the lowered function.
 //
 //   table[0] = kEntryTableVersion, table[1] = number of arguments (the
-//   result last), table[2] = workspace bytes, then kArgFields per argument:
-//   kind, rank, lowest and highest value (index arguments), sizes[kMaxRank]
-//   (memrefs; unused sizes 0).
+//   result last), table[2] = workspace bytes (kDynamicSize: computed per
+//   call from the sizes), then kArgFields per argument: kind, rank, lowest
+//   and highest value (index arguments), sizes[kMaxRank] (memrefs;
+//   kDynamicSize for a size given at the call, unused sizes 0).
 //
-// The wrapper passes each argument's value (a pointer, or an index as an
-// integer) in `values`, and a buffer that begin() fills with the arguments'
-// memref descriptors, one after another, in MLIR's C-interface layout
-// (allocated, aligned, offset, sizes[rank], strides[rank]).
+// The wrapper passes the C parameters in `values`, in order: each
+// argument's value (a pointer, or an index as an integer) followed by the
+// dynamic sizes of that argument; and a buffer that describe() fills with
+// the arguments' memref descriptors, one after another, in MLIR's
+// C-interface layout (allocated, aligned, offset, sizes[rank],
+// strides[rank]).
+//
+// A call: describe() (pointers, ranges, sizes), the library's own checks
+// of the sizes (refuse() with the failed rule's message), the workspace
+// size for these sizes, begin() (workspace, context), the lowered
+// function, end().
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,7 +32,8 @@
 
 namespace pisa::runtime {
 
-constexpr int64_t kEntryTableVersion = 1;
+constexpr int64_t kEntryTableVersion = 2;
+constexpr int64_t kDynamicSize = -1;
 constexpr int64_t kHeaderFields = 3;
 constexpr int64_t kMaxRank = 4;
 constexpr int64_t kArgFields = 4 + kMaxRank;
@@ -52,11 +61,23 @@ inline int64_t alignWorkspace(int64_t bytes) {
 } // namespace pisa::runtime
 
 extern "C" {
-/// Checks a call against its table; on success fills the descriptors and
-/// makes the call current on this thread (stream, workspace). Returns a
-/// PisaStatus; on failure nothing was enqueued.
-int pisaCallBegin(const int64_t *table, const char *function,
-                  const void *call, void *const *values, void *descriptors);
+/// Checks a call's values against its table (null or misaligned tensors,
+/// index ranges, negative sizes) and fills the descriptors. Returns a
+/// PisaStatus; on failure the message is recorded and nothing enqueued.
+int pisaCallDescribe(const int64_t *table, const char *function,
+                     const void *call, void *const *values, void *descriptors);
+/// Fills the descriptors from the sizes in `values` only (pointers may be
+/// anything): for the workspace-size query. Returns 0, or 1 when a size is
+/// negative.
+int pisaCallSizes(const int64_t *table, void *const *values,
+                  void *descriptors);
+/// Refuses a call whose sizes break the library's rule number `rule`
+/// (1-based) of `rules` (NUL-separated messages): PISA_ERROR_INVALID_ARGUMENT.
+int pisaCallRefuse(const char *function, const void *call, const char *rules,
+                   int64_t rule);
+/// Checks the workspace (`bytes` needed) and the context and makes the call
+/// current on this thread (stream, workspace). Returns a PisaStatus.
+int pisaCallBegin(const char *function, const void *call, int64_t bytes);
 /// Ends the current call: PISA_OK, or the first driver failure since begin.
 int pisaCallEnd(void);
 }

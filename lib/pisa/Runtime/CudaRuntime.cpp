@@ -160,50 +160,140 @@ const char *pisa_runtime_last_error(void) {
 
 void pisa_runtime_clear_error(void) { haveError = false; }
 
-int pisaCallBegin(const int64_t *table, const char *function,
-                  const void *callArg, void *const *values,
-                  void *descriptors) {
-  const PisaCall *c = static_cast<const PisaCall *>(callArg);
+/// Starts reporting for a call: its message buffer, cleared.
+static bool openCall(const PisaCall *c, const char *function) {
   call = CallState();
-  if (!c)
-    return reject(PISA_ERROR_INVALID_ARGUMENT, function, "call is NULL");
+  if (!c) {
+    reject(PISA_ERROR_INVALID_ARGUMENT, function, "call is NULL");
+    return false;
+  }
   call.error = c->error;
   call.errorBytes = c->error_bytes;
   if (call.error && call.errorBytes)
     call.error[0] = '\0';
+  return true;
+}
+
+/// Writes the descriptors of the memref arguments from the table and the
+/// values (sizes after each pointer). Returns the index of the first
+/// argument with a negative size, or -1.
+static int64_t writeDescriptors(const int64_t *table, void *const *values,
+                                void *descriptors) {
+  const int64_t numArgs = table[1];
+  const int64_t *arg = table + kHeaderFields;
+  char *out = static_cast<char *>(descriptors);
+  int64_t v = 0;
+  for (int64_t i = 0; i < numArgs; ++i, arg += kArgFields) {
+    void *value = values[v++];
+    if (arg[kKind] == kIndex)
+      continue;
+    const int64_t rank = arg[kRank];
+    int64_t *d = reinterpret_cast<int64_t *>(out);
+    d[0] = d[1] = static_cast<int64_t>(reinterpret_cast<uintptr_t>(value));
+    d[2] = 0;
+    for (int64_t r = 0; r < rank; ++r) {
+      int64_t size = arg[kSizes + r];
+      if (size == kDynamicSize)
+        size = static_cast<int64_t>(reinterpret_cast<intptr_t>(values[v++]));
+      if (size < 0)
+        return i;
+      d[3 + r] = size;
+    }
+    int64_t stride = 1;
+    for (int64_t r = rank - 1; r >= 0; --r) {
+      d[3 + rank + r] = stride;
+      stride *= d[3 + r];
+    }
+    out += descriptorBytes(rank);
+  }
+  return -1;
+}
+
+/// Elements of the tensor described at `d` (rank `rank`).
+static int64_t elementsOf(const int64_t *d, int64_t rank) {
+  int64_t n = 1;
+  for (int64_t r = 0; r < rank; ++r)
+    n *= d[3 + r];
+  return n;
+}
+
+int pisaCallDescribe(const int64_t *table, const char *function,
+                     const void *callArg, void *const *values,
+                     void *descriptors) {
+  const PisaCall *c = static_cast<const PisaCall *>(callArg);
+  if (!openCall(c, function))
+    return PISA_ERROR_INVALID_ARGUMENT;
   if (table[0] != kEntryTableVersion)
     return reject(PISA_ERROR_INVALID_ARGUMENT, function,
                   "entry table version %lld, runtime expects %lld",
                   (long long)table[0], (long long)kEntryTableVersion);
+  int64_t bad = writeDescriptors(table, values, descriptors);
+  if (bad >= 0)
+    return reject(PISA_ERROR_INVALID_ARGUMENT, function,
+                  "%s %lld has a negative size",
+                  table[kHeaderFields + bad * kArgFields + kKind] == kResult
+                      ? "result"
+                      : "argument",
+                  (long long)bad);
   const int64_t numArgs = table[1];
   const int64_t *arg = table + kHeaderFields;
+  const char *d = static_cast<const char *>(descriptors);
+  int64_t v = 0;
   for (int64_t i = 0; i < numArgs; ++i, arg += kArgFields) {
     const char *name = arg[kKind] == kResult ? "result" : "argument";
-    uintptr_t value = reinterpret_cast<uintptr_t>(values[i]);
+    uintptr_t value = reinterpret_cast<uintptr_t>(values[v++]);
     if (arg[kKind] == kIndex) {
-      int64_t v = static_cast<int64_t>(value);
-      if (v < arg[kLowest] || v > arg[kHighest])
+      int64_t x = static_cast<int64_t>(value);
+      if (x < arg[kLowest] || x > arg[kHighest])
         return reject(PISA_ERROR_INVALID_ARGUMENT, function,
                       "argument %lld is %lld, outside [%lld, %lld] (a query "
                       "offset must keep offset + queries <= keys)",
-                      (long long)i, (long long)v, (long long)arg[kLowest],
+                      (long long)i, (long long)x, (long long)arg[kLowest],
                       (long long)arg[kHighest]);
       continue;
     }
+    const int64_t rank = arg[kRank];
+    for (int64_t r = 0; r < rank; ++r)
+      v += arg[kSizes + r] == kDynamicSize;
+    // An empty tensor is never read or written: any pointer will do.
+    bool empty = elementsOf(reinterpret_cast<const int64_t *>(d), rank) == 0;
+    d += descriptorBytes(rank);
+    if (empty)
+      continue;
     if (!value)
       return reject(PISA_ERROR_INVALID_ARGUMENT, function,
                     "%s %lld is NULL", name, (long long)i);
     if (value % kTensorAlignment)
       return reject(PISA_ERROR_INVALID_ARGUMENT, function,
                     "%s %lld (%p) is not %lld-byte aligned", name,
-                    (long long)i, values[i], (long long)kTensorAlignment);
+                    (long long)i, reinterpret_cast<void *>(value),
+                    (long long)kTensorAlignment);
   }
-  const int64_t need = table[2];
+  return PISA_OK;
+}
+
+int pisaCallSizes(const int64_t *table, void *const *values,
+                  void *descriptors) {
+  return writeDescriptors(table, values, descriptors) < 0 ? 0 : 1;
+}
+
+int pisaCallRefuse(const char *function, const void *callArg,
+                   const char *rules, int64_t rule) {
+  (void)callArg; // the message buffer was opened by pisaCallDescribe
+  const char *text = rules;
+  for (int64_t i = 1; i < rule && *text; ++i)
+    text += strlen(text) + 1;
+  return reject(PISA_ERROR_INVALID_ARGUMENT, function, "%s",
+                *text ? text : "the sizes break one of the program's rules");
+}
+
+int pisaCallBegin(const char *function, const void *callArg, int64_t need) {
+  const PisaCall *c = static_cast<const PisaCall *>(callArg);
   uintptr_t workspace = reinterpret_cast<uintptr_t>(c->workspace);
   if (need > 0 && (!workspace || c->workspace_bytes < uint64_t(need)))
     return reject(PISA_ERROR_WORKSPACE, function,
                   "the workspace (%p, %zu bytes) is smaller than the %lld "
-                  "bytes pisa_%s_workspace_size() returns",
+                  "bytes pisa_%s_workspace_size() returns for these sizes",
                   c->workspace, c->workspace_bytes, (long long)need, function);
   if (need > 0 && workspace % kWorkspaceAlignment)
     return reject(PISA_ERROR_WORKSPACE, function,
@@ -213,25 +303,6 @@ int pisaCallBegin(const int64_t *table, const char *function,
   if (!currentContext(&context, function)) {
     call.active = false;
     return PISA_ERROR_INVALID_ARGUMENT;
-  }
-
-  // Descriptors of contiguous C-order tensors, one after another.
-  char *out = static_cast<char *>(descriptors);
-  arg = table + kHeaderFields;
-  for (int64_t i = 0; i < numArgs; ++i, arg += kArgFields) {
-    if (arg[kKind] == kIndex)
-      continue;
-    const int64_t rank = arg[kRank];
-    int64_t *d = reinterpret_cast<int64_t *>(out);
-    d[0] = d[1] = static_cast<int64_t>(reinterpret_cast<uintptr_t>(values[i]));
-    d[2] = 0;
-    int64_t stride = 1;
-    for (int64_t r = rank - 1; r >= 0; --r) {
-      d[3 + r] = arg[kSizes + r];
-      d[3 + rank + r] = stride;
-      stride *= arg[kSizes + r];
-    }
-    out += descriptorBytes(rank);
   }
   call.active = true;
   call.stream = static_cast<CUstream>(c->stream);
@@ -351,21 +422,21 @@ void *mgpuMemAlloc(uint64_t sizeBytes, CUstream, bool isHostShared) {
 void mgpuMemFree(void *, CUstream) {}
 
 void mgpuMemcpy(void *dst, void *src, size_t sizeBytes, CUstream stream) {
-  if (!call.failed)
+  if (!call.failed && sizeBytes)
     CHECK(cuMemcpyAsync(reinterpret_cast<CUdeviceptr>(dst),
                         reinterpret_cast<CUdeviceptr>(src), sizeBytes, stream));
 }
 
 void mgpuMemset32(void *dst, unsigned int value, size_t count,
                   CUstream stream) {
-  if (!call.failed)
+  if (!call.failed && count)
     CHECK(cuMemsetD32Async(reinterpret_cast<CUdeviceptr>(dst), value, count,
                            stream));
 }
 
 void mgpuMemset16(void *dst, unsigned short value, size_t count,
                   CUstream stream) {
-  if (!call.failed)
+  if (!call.failed && count)
     CHECK(cuMemsetD16Async(reinterpret_cast<CUdeviceptr>(dst), value, count,
                            stream));
 }

@@ -33,11 +33,12 @@ func.func @threads(%q: tensor<1x32x100x32xf32>, %k: tensor<1x1x100x32xf32>, %p: 
 
 // -----
 
-func.func @dynamic(%k: tensor<1x1x?x32xf32>) -> tensor<1x1x?x32xf32> {
-  // expected-error @+1 {{has a dynamic dimension in 'tensor<1x1x?x32xf32>': the GPU lowering requires static shapes}}
-  %p = pisa.pyramid_build %k block_size = 64 branching = 2
-      : tensor<1x1x?x32xf32> -> tensor<1x1x?x32xf32>
-  return %p : tensor<1x1x?x32xf32>
+func.func @too_many_keys(%q: tensor<1x1x1x32xf32>, %k: tensor<1x1x2147483648x32xf32>, %p: tensor<1x1x67108863x32xf32>, %off: index) -> tensor<1x1x1x8xi32> {
+  // expected-error @+1 {{has N = 2147483648 above the GPU limit of 2147483647 (32-bit leaf indices)}}
+  %s = pisa.hier_topk %q, %k, %p, %off topk = 8 block_size = 64 branching = 2
+      {schedule = #pisa.schedule<single_stage, q_tile = 1, io_two_stage = 0, io_single_stage = 0>}
+      : tensor<1x1x1x32xf32>, tensor<1x1x2147483648x32xf32>, tensor<1x1x67108863x32xf32> -> tensor<1x1x1x8xi32>
+  return %s : tensor<1x1x1x8xi32>
 }
 
 // -----

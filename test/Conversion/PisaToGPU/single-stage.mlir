@@ -5,7 +5,7 @@
 // CHECK-LABEL: func.func @decode
 // CHECK: %[[SEL:.*]] = gpu.alloc () : memref<1x1x1x8xi32>
 // CHECK-NOT: gpu.alloc
-// CHECK: gpu.launch_func @pisa_kernels::@select_single_stage blocks in (%c1, %c1
+// CHECK: gpu.launch_func @pisa_kernels::@select_single_stage blocks in ({{%c1(_[0-9]+)?}}, %c1
 // CHECK-NOT: gpu.launch_func
 // CHECK: bufferization.to_tensor %[[SEL]] restrict
 // CHECK: gpu.module @pisa_kernels

@@ -17,14 +17,14 @@
 //   The tensor-core walk reads the pyramid as bf16 fragment planes
 //   (127 rows of 2 x 128), written by one small kernel first.
 // CHECK: %[[PLANES:.*]] = gpu.alloc () : memref<1x1x127x256xbf16>
-// CHECK: gpu.launch_func @pisa_kernels::@pyramid_mma_planes blocks in (%c16, {{.*}} threads in (%c256, {{.*}} args(%[[PB]] : memref<1x1x127x128xf32>, %[[PLANES]] : memref<1x1x127x256xbf16>)
+// CHECK: gpu.launch_func @pisa_kernels::@pyramid_mma_planes blocks in ({{%c16(_[0-9]+)?}}, {{.*}} threads in ({{%c256(_[0-9]+)?}}, {{.*}} args(%[[PB]] : memref<1x1x127x128xf32>, %[[PLANES]] : memref<1x1x127x256xbf16>)
 // CHECK: gpu.launch_func @pisa_kernels::@select_stage1_walk {{.*}} args(%[[QB]] : {{.*}}, %[[PLANES]] : {{.*}}, %[[OFF]] : index, %[[CONT]] : {{.*}}, %[[COUNT]] :
 // CHECK: gpu.memset %[[LEAFCOUNT]]
 // CHECK: gpu.launch_func @pisa_kernels::@select_stage2_histogram
 // CHECK: gpu.launch_func @pisa_kernels::@select_stage2_scan
 // CHECK: gpu.launch_func @pisa_kernels::@select_stage2_scatter
 //   Up to 16384 + 64 tiles, 8 per block: 2056 blocks of 64 threads.
-// CHECK: gpu.launch_func @pisa_kernels::@select_stage2_score_tiles_mma blocks in (%c2056, {{.*}} threads in (%c64
+// CHECK: gpu.launch_func @pisa_kernels::@select_stage2_score_tiles_mma blocks in ({{%c2056(_[0-9]+)?}}, {{.*}} threads in ({{%c64(_[0-9]+)?}}
 // CHECK-SAME: args(%[[QB]] : {{.*}}, %[[KB]] :
 // CHECK: gpu.launch_func @pisa_kernels::@select_final {{.*}} args(%[[OFF]] : index, %[[CONT]] : {{.*}}, %[[COUNT]] : {{.*}}, %[[SCORES]] : {{.*}}, %[[SEL]] :
 // CHECK: gpu.dealloc %[[CONT]]

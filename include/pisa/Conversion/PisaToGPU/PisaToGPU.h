@@ -21,11 +21,13 @@ constexpr int64_t kMaxGPUCandidates = 512; ///< g * K per query
 constexpr int64_t kMaxGPUGroups = 65535;   ///< B * Hkv (grid y)
 constexpr int64_t kMaxGPUThreads = 1024;   ///< q_tile * G per block
 constexpr int64_t kMaxGPUPairs = (int64_t(1) << 31) - 1; ///< queries * g * K
+constexpr int64_t kMaxGPUKeys = (int64_t(1) << 31) - 1;  ///< N (i32 leaves)
 
-/// Why the GPU kernels cannot take pisa op `op` (the limits above, static
-/// shapes, ops without a GPU lowering), or nullopt. The one definition:
+/// Why the GPU kernels cannot take pisa op `op` (the limits above on static
+/// sizes, ops without a GPU lowering), or nullopt. The one definition:
 /// --convert-pisa-to-gpu reports it for every op before building IR, and
-/// each pattern declines to match on it.
+/// each pattern declines to match on it. Limits on dynamic sizes are
+/// checked at run time (host assertions, a call's error in an AOT library).
 std::optional<std::string> gpuLimitViolation(Operation *op);
 
 /// pisa.pyramid_build to one leaf kernel and one kernel per upper level.

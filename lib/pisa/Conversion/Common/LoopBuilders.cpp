@@ -101,9 +101,11 @@ Value mlir::pisa::detail::extractF32(ImplicitLocOpBuilder &b, Value source,
 
 Value mlir::pisa::detail::dimOf(ImplicitLocOpBuilder &b, Value tensor,
                                 int64_t dim) {
-  int64_t size = cast<RankedTensorType>(tensor.getType()).getDimSize(dim);
+  int64_t size = cast<ShapedType>(tensor.getType()).getDimSize(dim);
   if (!ShapedType::isDynamic(size))
     return indexConst(b, size);
+  if (isa<MemRefType>(tensor.getType()))
+    return memref::DimOp::create(b, tensor, dim);
   return tensor::DimOp::create(b, tensor, dim);
 }
 

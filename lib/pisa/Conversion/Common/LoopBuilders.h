@@ -55,8 +55,8 @@ Value insertIndex(ImplicitLocOpBuilder &b, Value value, Value tensor,
 /// Reads a float element of a tensor or memref and widens it to f32.
 Value extractF32(ImplicitLocOpBuilder &b, Value source, ValueRange indices);
 
-/// Size of dimension `dim` of a ranked tensor: a constant when static, else
-/// tensor.dim.
+/// Size of dimension `dim` of a ranked tensor or memref: a constant when
+/// static, else tensor.dim / memref.dim.
 Value dimOf(ImplicitLocOpBuilder &b, Value tensor, int64_t dim);
 /// tensor.empty of `type`, its dynamic sizes taken from `sizes` (one entry
 /// per dimension; static dimensions' entries are ignored).

@@ -72,11 +72,17 @@ Value mlir::pisa::detail::laneGroupSum(ImplicitLocOpBuilder &b, Value v,
 }
 
 Value mlir::pisa::detail::leafOfPosition(ImplicitLocOpBuilder &b,
-                                         const PyramidLayout &layout,
+                                         const LevelLayout &layout,
+                                         Value position) {
+  return layout.leafOf(b, position);
+}
+
+Value mlir::pisa::detail::leafOfPosition(ImplicitLocOpBuilder &b,
+                                         int64_t blockSize, Value numLeaves,
                                          Value position) {
   return arith::MinUIOp::create(
-      b, arith::DivUIOp::create(b, position, indexConst(b, layout.blockSize())),
-      indexConst(b, layout.numLeaves() - 1));
+      b, arith::DivUIOp::create(b, position, indexConst(b, blockSize)),
+      arith::SubIOp::create(b, numLeaves, indexConst(b, 1)));
 }
 
 Value mlir::pisa::detail::contenderSlots(ImplicitLocOpBuilder &b, int64_t topK,
@@ -209,12 +215,11 @@ Value mlir::pisa::detail::buildWarpGroupScore(ImplicitLocOpBuilder &b,
 Value mlir::pisa::detail::buildWalk(ImplicitLocOpBuilder &b,
                                     const WalkConfig &config, NodeScorer score,
                                     Value bt, const QueryScratch &scratch) {
-  const PyramidLayout &layout = config.layout;
+  const LevelLayout &layout = config.layout;
   Value zero = indexConst(b, 0), one = indexConst(b, 1);
   Value cK = indexConst(b, config.topK);
   Value cFan = indexConst(b, layout.branching());
   storeIndex(b, zero, scratch.cand, {zero});
-  Value numCand = one;
 
   auto loadCand = [&](ImplicitLocOpBuilder &lb, Value a) {
     return loadIndex(lb, scratch.cand, {a});
@@ -222,18 +227,17 @@ Value mlir::pisa::detail::buildWalk(ImplicitLocOpBuilder &b,
   auto loadScore = [&](ImplicitLocOpBuilder &lb, Value a) -> Value {
     return memref::LoadOp::create(lb, scratch.scores, ValueRange{a});
   };
-  for (int64_t level = layout.numLevels(); level >= 2; --level) {
-    Value span = indexConst(b, layout.leavesPerNode(level));
-    Value numCausal = compact(b, scratch.cand, numCand,
+  auto step = [&](ImplicitLocOpBuilder &b, const LevelLayout::Step &level,
+                  ValueRange state) -> SmallVector<Value> {
+    Value span = level.span;
+    Value numCausal = compact(b, scratch.cand, state[0],
                               [&](ImplicitLocOpBuilder &cb, Value node) {
                                 return cmp(cb, arith::CmpIPredicate::ule,
                                            arith::MulIOp::create(cb, node, span),
                                            bt);
                               });
-    Value childCount = indexConst(b, layout.size(level - 1));
-    ChildLevel children{
-        indexConst(b, layout.offset(level - 1)), childCount, cFan,
-        indexConst(b, layout.leavesPerNode(level - 1) * layout.blockSize())};
+    const ChildLevel &children = level.children;
+    Value childCount = children.numChildren;
     Value ranked = cmp(b, arith::CmpIPredicate::ugt, numCausal, cK);
     buildIfThen(b, ranked, [&](ImplicitLocOpBuilder &tb) {
       buildLoop(tb, zero, numCausal, {},
@@ -246,7 +250,7 @@ Value mlir::pisa::detail::buildWalk(ImplicitLocOpBuilder &b,
     Value numKept = selectBest(b, loadCand, loadScore, numCausal, cK, ranked,
                                scratch.kept);
     // The next candidates: existing children of the kept nodes, ascending.
-    numCand = buildLoop(
+    return buildLoop(
         b, zero, numKept, {zero},
         [&](ImplicitLocOpBuilder &lb, Value k, ValueRange st) {
           Value first = arith::MulIOp::create(
@@ -260,8 +264,9 @@ Value mlir::pisa::detail::buildWalk(ImplicitLocOpBuilder &b,
                     cb, cmp(cb, arith::CmpIPredicate::ult, child, childCount),
                     cs[0])};
               });
-        })[0];
-  }
+        });
+  };
+  Value numCand = layout.walkDown(b, {one}, step)[0];
   // Leaves: the causal ones outside the forced set {0, b_t - 1, b_t}.
   Value btMinus1 =
       arith::SubIOp::create(b, arith::MaxUIOp::create(b, bt, one), one);

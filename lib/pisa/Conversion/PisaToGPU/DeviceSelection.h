@@ -3,14 +3,15 @@
 // The data-dependent parts of hier_topk as device code for one thread and
 // one query: the walk from the root to the leaf contenders, and the final
 // selection (forced blocks + best contenders, written ascending). State
-// lives in small private arrays; the level loop is unrolled at compile time
-// so every level's sizes, offsets and spans are constants.
+// lives in small private arrays; the level loop is unrolled with constant
+// sizes, offsets and spans when N is static (LevelLayout), else a loop.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef PISA_LIB_CONVERSION_PISATOGPU_DEVICESELECTION_H
 #define PISA_LIB_CONVERSION_PISATOGPU_DEVICESELECTION_H
 
+#include "../Common/LevelLayout.h"
 #include "../Common/NodeScore.h"
 
 #include "pisa/Analysis/PyramidLayout.h"
@@ -23,7 +24,7 @@
 namespace mlir::pisa::detail {
 
 struct WalkConfig {
-  const PyramidLayout &layout;
+  const LevelLayout &layout;
   int64_t topK;
 };
 
@@ -38,8 +39,11 @@ struct QueryScratch {
 Value laneGroupSum(ImplicitLocOpBuilder &b, Value v, int64_t width);
 
 /// b_t = min(t / C, M_1 - 1).
-Value leafOfPosition(ImplicitLocOpBuilder &b, const PyramidLayout &layout,
+Value leafOfPosition(ImplicitLocOpBuilder &b, const LevelLayout &layout,
                      Value position);
+/// The same with M_1 given (e.g. a buffer's size inside a kernel).
+Value leafOfPosition(ImplicitLocOpBuilder &b, int64_t blockSize,
+                     Value numLeaves, Value position);
 
 /// Scores `node` given its child level (the group-summed LSE).
 using NodeScorer = llvm::function_ref<Value(ImplicitLocOpBuilder &,

@@ -41,33 +41,65 @@ constexpr int64_t kQueryThreads = 128;
 constexpr int64_t kLanes = 32;
 constexpr int64_t kWarpQueries = kQueryThreads / kLanes;
 
-/// Shapes and types of one hier_topk, shared by its kernels.
+/// Shapes and types of one hier_topk, shared by its kernels. B, N and Nq
+/// may be dynamic (ShapedType::kDynamic in the types): kernels read Nq from
+/// their buffers and N from "numKeys" (or the keys' size).
 struct Problem {
-  int64_t batch, kvHeads, groupSize, numQueries, numKeys, headDim;
-  int64_t topK, fanout;
+  int64_t kvHeads, groupSize, headDim;
+  int64_t topK, fanout, blockSize;
   float scale;
-  PyramidLayout layout;
   MemRefType queries, keys, pyramid, selection;
   int64_t candidates() const { return fanout * topK; }
+  int64_t staticKeys() const { return keys.getShape()[2]; }
+  bool dynamicKeys() const { return ShapedType::isDynamic(staticKeys()); }
 };
+
+/// a * b, dynamic when either is.
+int64_t staticProduct(int64_t a, int64_t b) {
+  return ShapedType::isDynamic(a) || ShapedType::isDynamic(b) ? ShapedType::kDynamic
+                                                                : a * b;
+}
+
+/// The "numKeys" parameter of kernels that take no keys buffer: only when N
+/// is dynamic (a static N stays a constant, so their walks unroll).
+SmallVector<KernelParam> keyCountParam(const Problem &p, Type index) {
+  if (!p.dynamicKeys())
+    return {};
+  return {{"numKeys", index}};
+}
+
+/// N inside a kernel built with keyCountParam.
+Value keyCount(ImplicitLocOpBuilder &b, const Kernel &kernel, const Problem &p) {
+  return p.dynamicKeys() ? kernel.arg("numKeys")
+                         : indexConst(b, p.staticKeys());
+}
+
+/// Launch operands for keyCountParam.
+SmallVector<KernelOperand> keyCountOperand(const Problem &p, Value numKeys) {
+  if (!p.dynamicKeys())
+    return {};
+  return {{"numKeys", numKeys}};
+}
 
 /// Thread coordinates of a per-(query, KV head) kernel, and a guard that
 /// the query exists. Returns {batch, kvHead, query, inRange}.
-SmallVector<Value> queryThread(ImplicitLocOpBuilder &b, const Problem &p) {
+SmallVector<Value> queryThread(ImplicitLocOpBuilder &b, const Problem &p,
+                               Value numQueries) {
   Value i = arith::AddIOp::create(
       b, arith::MulIOp::create(b, blockIdX(b), indexConst(b, kQueryThreads)),
       threadIdX(b));
   Value bk = blockIdY(b);
   Value heads = indexConst(b, p.kvHeads);
   Value inRange = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, i,
-                                        indexConst(b, p.numQueries));
+                                        numQueries);
   return {arith::DivUIOp::create(b, bk, heads),
           arith::RemUIOp::create(b, bk, heads), i, inRange};
 }
 
 /// Warp coordinates of a per-(query, KV head) warp kernel:
 /// {batch, kvHead, query, inRange, lane}. inRange is uniform per warp.
-SmallVector<Value> queryWarp(ImplicitLocOpBuilder &b, const Problem &p) {
+SmallVector<Value> queryWarp(ImplicitLocOpBuilder &b, const Problem &p,
+                             Value numQueries) {
   Value tid = threadIdX(b);
   Value lanes = indexConst(b, kLanes);
   Value i = arith::AddIOp::create(
@@ -76,7 +108,7 @@ SmallVector<Value> queryWarp(ImplicitLocOpBuilder &b, const Problem &p) {
   Value bk = blockIdY(b);
   Value heads = indexConst(b, p.kvHeads);
   Value inRange = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, i,
-                                        indexConst(b, p.numQueries));
+                                        numQueries);
   return {arith::DivUIOp::create(b, bk, heads),
           arith::RemUIOp::create(b, bk, heads), i, inRange,
           arith::RemUIOp::create(b, tid, lanes)};
@@ -169,16 +201,16 @@ struct WarpSite {
 /// and the shapes let the levels score on tensor cores, else f32 rows in
 /// registers when they fit) and `body` under the guard.
 void forEachQueryWarp(ImplicitLocOpBuilder &b, const Kernel &kernel,
-                      const Problem &p, Value queries, Value offset,
-                      bool mmaLevels,
+                      const Problem &p, const LevelLayout &layout,
+                      Value queries, Value offset, bool mmaLevels,
                       llvm::function_ref<void(ImplicitLocOpBuilder &,
                                               const WarpSite &)>
                           body) {
-  SmallVector<Value> at = queryWarp(b, p);
+  SmallVector<Value> at = queryWarp(b, p, dimOf(b, queries, 2));
   guarded(b, at[3], [&](ImplicitLocOpBuilder &gb) {
     Value t = arith::AddIOp::create(gb, offset, at[2]);
     WarpSite w{{at[0], at[1], at[2], t}, at[4],
-               leafOfPosition(gb, p.layout, t), scratchOf(kernel),
+               leafOfPosition(gb, layout, t), scratchOf(kernel),
                std::nullopt, std::nullopt};
     if (mmaLevels &&
         canWalkWithMma(p.queries.getElementType(), p.groupSize, p.headDim,
@@ -197,6 +229,62 @@ struct HostBuffers {
   Value queries, keys, pyramid, offset, selection;
 };
 
+/// Sizes on the host, constants where static.
+struct HostSizes {
+  Value batch, numQueries, numKeys;
+  LevelLayout layout;
+  Value groups(ImplicitLocOpBuilder &b, const Problem &p) const {
+    return b.createOrFold<arith::MulIOp>(batch, indexConst(b, p.kvHeads));
+  }
+};
+
+/// What the verifier could not check because a size is dynamic, and the GPU
+/// limits on those sizes (gpuLimitViolation checks the static ones): host
+/// assertions that pisa-compile turns into a call's error.
+void requireSizes(ImplicitLocOpBuilder &b, HierTopKOp op, const Problem &p,
+                  const HostSizes &sizes, Value queries, Value keys,
+                  Value pyramid, Value offset) {
+  auto dynamic = [](Value v, int64_t dim) {
+    return cast<MemRefType>(v.getType()).isDynamicDim(dim);
+  };
+  auto require = [&](arith::CmpIPredicate pred, Value lhs, Value rhs,
+                     const Twine &what) {
+    requireAtRuntime(b, cmp(b, pred, lhs, rhs), "pisa.hier_topk: " + what);
+  };
+  using P = arith::CmpIPredicate;
+  if (dynamic(queries, 0) || dynamic(keys, 0))
+    require(P::eq, dimOf(b, keys, 0), sizes.batch,
+            "the keys' batch differs from the queries'");
+  if (dynamic(pyramid, 0) || dynamic(queries, 0))
+    require(P::eq, dimOf(b, pyramid, 0), sizes.batch,
+            "the pyramid's batch differs from the queries'");
+  if (dynamic(pyramid, 2) || dynamic(keys, 2))
+    require(P::eq, dimOf(b, pyramid, 2), sizes.layout.totalRows(),
+            "the pyramid's rows are not the layout of the keys' N");
+  if (!dynamic(queries, 2) && !dynamic(keys, 2) && !dynamic(queries, 0))
+    return;
+  // The query offset is bounded by the manifest for static shapes.
+  require(P::ule, sizes.numQueries, sizes.numKeys,
+          "more queries than keys (Nq > N)");
+  require(P::ule, offset,
+          arith::SubIOp::create(b, sizes.numKeys,
+                                arith::MinUIOp::create(b, sizes.numQueries,
+                                                       sizes.numKeys)),
+          "query_offset + Nq exceeds N");
+  require(P::ule, sizes.groups(b, p), indexConst(b, kMaxGPUGroups),
+          "B * Hkv is above the GPU limit of " +
+              std::to_string(kMaxGPUGroups) + " (grid y)");
+  require(P::ule,
+          arith::MulIOp::create(b, sizes.numQueries,
+                                indexConst(b, p.candidates())),
+          indexConst(b, kMaxGPUPairs),
+          "Nq * g * K is above the GPU limit of " +
+              std::to_string(kMaxGPUPairs) + " (32-bit stage-2 pair indices)");
+  require(P::ule, sizes.numKeys, indexConst(b, kMaxGPUKeys),
+          "N is above the GPU limit of " + std::to_string(kMaxGPUKeys) +
+              " (32-bit leaf indices)");
+}
+
 struct HierTopKToGPU : OpRewritePattern<HierTopKOp> {
   using OpRewritePattern::OpRewritePattern;
 
@@ -210,16 +298,13 @@ struct HierTopKToGPU : OpRewritePattern<HierTopKOp> {
       return rewriter.notifyMatchFailure(op, *why);
     ArrayRef<int64_t> q = op.getQueries().getType().getShape();
     ArrayRef<int64_t> k = op.getKeys().getType().getShape();
-    Problem p{q[0],
-              k[1],
+    Problem p{k[1],
               q[1] / k[1],
-              q[2],
-              k[2],
               q[3],
               int64_t(op.getTopk()),
               int64_t(op.getBranching()),
+              int64_t(op.getBlockSize()),
               op.getScaleOrDefault(),
-              PyramidLayout(k[2], op.getBlockSize(), op.getBranching()),
               globalType(q, op.getQueries().getType().getElementType()),
               globalType(k, op.getKeys().getType().getElementType()),
               globalType(op.getPyramid().getType().getShape(),
@@ -232,14 +317,22 @@ struct HierTopKToGPU : OpRewritePattern<HierTopKOp> {
     Value queries = toBuffer(b, op.getQueries());
     Value keys = toBuffer(b, op.getKeys());
     Value pyramid = toBuffer(b, op.getPyramid());
-    Value selection = allocDevice(b, p.selection, /*isResult=*/true);
     Value offset = op.getQueryOffset();
+    HostSizes sizes{dimOf(b, queries, 0), dimOf(b, queries, 2),
+                    dimOf(b, keys, 2),
+                    LevelLayout(b, dimOf(b, keys, 2), p.blockSize, p.fanout)};
+    requireSizes(b, op, p, sizes, queries, keys, pyramid, offset);
+    Value selection = allocDevice(
+        b, p.selection,
+        {sizes.batch, indexConst(b, p.kvHeads), sizes.numQueries,
+         indexConst(b, p.topK)},
+        /*isResult=*/true);
 
     HostBuffers buffers{queries, keys, pyramid, offset, selection};
     if (schedule.getKind() == ScheduleKind::SingleStage) {
-      lowerSingleStage(rewriter, op, b, p, buffers);
+      lowerSingleStage(rewriter, op, b, p, sizes, buffers);
     } else {
-      if (failed(lowerTwoStage(rewriter, op, b, p, schedule.getQTile(),
+      if (failed(lowerTwoStage(rewriter, op, b, p, sizes, schedule.getQTile(),
                                buffers)))
         return failure();
     }
@@ -254,6 +347,7 @@ private:
   /// one kernel.
   void lowerSingleStage(PatternRewriter &rewriter, HierTopKOp op,
                         ImplicitLocOpBuilder &host, const Problem &p,
+                        const HostSizes &sizes,
                         const HostBuffers &args) const {
     Kernel kernel;
     {
@@ -266,8 +360,11 @@ private:
                              {"selection", p.selection}},
                             {}, scratchTypes(rewriter.getContext(), p));
       ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-      forEachQueryWarp(b, kernel, p, kernel.arg("queries"), kernel.arg("offset"),
-                       /*mmaLevels=*/false, [&](ImplicitLocOpBuilder &gb, const WarpSite &w) {
+      Value numKeys = dimOf(b, kernel.arg("keys"), 2);
+      LevelLayout layout(b, numKeys, p.blockSize, p.fanout);
+      forEachQueryWarp(b, kernel, p, layout, kernel.arg("queries"),
+                       kernel.arg("offset"), /*mmaLevels=*/false,
+                       [&](ImplicitLocOpBuilder &gb, const WarpSite &w) {
         const QuerySite &site = w.site;
         const QueryScratch &scratch = *w.scratch;
         Value bt = w.bt;
@@ -280,14 +377,13 @@ private:
         // also keeps the f32 query rows for the leaves, and measured 12%
         // slower at 256K (docs/performance.md, v9).
         Value numContenders =
-            buildWalk(gb, {p.layout, p.topK}, summaries, bt, scratch);
+            buildWalk(gb, {layout, p.topK}, summaries, bt, scratch);
         // Score the contenders from the raw keys when they must compete.
         Value zero = indexConst(gb, 0);
         Value ranked = arith::CmpIOp::create(
             gb, arith::CmpIPredicate::ugt, numContenders,
             contenderSlots(gb, p.topK, bt));
-        ChildLevel keyLevel{zero, indexConst(gb, p.numKeys),
-                            indexConst(gb, p.layout.blockSize()),
+        ChildLevel keyLevel{zero, numKeys, indexConst(gb, p.blockSize),
                             indexConst(gb, 1)};
         auto ifOp = scf::IfOp::create(gb, ranked, false);
         {
@@ -325,8 +421,9 @@ private:
       });
     }
     launch(host, kernel,
-           indexConst(host, ceilDiv(p.numQueries, kWarpQueries)),
-           indexConst(host, p.batch * p.kvHeads), kQueryThreads,
+           host.createOrFold<arith::CeilDivUIOp>(sizes.numQueries,
+                                      indexConst(host, kWarpQueries)),
+           sizes.groups(host, p), kQueryThreads,
            {{"queries", args.queries},
             {"keys", args.keys},
             {"pyramid", args.pyramid},
@@ -336,26 +433,35 @@ private:
 
   LogicalResult lowerTwoStage(PatternRewriter &rewriter, HierTopKOp op,
                               ImplicitLocOpBuilder &host, const Problem &p,
-                              int64_t qTile, const HostBuffers &args) const {
+                              const HostSizes &sizes, int64_t qTile,
+                              const HostBuffers &args) const {
     MLIRContext *ctx = rewriter.getContext();
     Type i32 = rewriter.getI32Type(), f32 = rewriter.getF32Type();
     Type index = rewriter.getIndexType();
-    const int64_t gk = p.candidates(), leaves = p.layout.numLeaves();
-    const int64_t maxTiles = ceilDiv(p.numQueries * gk, qTile) + leaves;
+    const int64_t gk = p.candidates();
+    // Static sizes where they are known (the types then match the static
+    // lowering), dynamic otherwise.
+    const int64_t batch = p.queries.getShape()[0];
+    const int64_t numQueries = p.queries.getShape()[2];
+    const std::optional<PyramidLayout> &fixed = sizes.layout.fixed();
+    const int64_t leaves = fixed ? fixed->numLeaves() : ShapedType::kDynamic;
+    const int64_t pairs = staticProduct(numQueries, gk);
+    const int64_t maxTileCount =
+        ShapedType::isDynamic(pairs) || !fixed ? ShapedType::kDynamic
+                                               : ceilDiv(pairs, qTile) + leaves;
 
     MemRefType contendersType =
-        globalType({p.batch, p.kvHeads, p.numQueries, gk}, i32);
-    MemRefType countType = globalType({p.batch, p.kvHeads, p.numQueries}, i32);
-    MemRefType scoresType =
-        globalType({p.batch, p.kvHeads, p.numQueries, gk}, f32);
-    SortBuffers sortTypes{globalType({p.batch, p.kvHeads, leaves}, i32),
-                          globalType({p.batch, p.kvHeads, leaves}, i32),
-                          globalType({p.batch, p.kvHeads, leaves}, i32),
-                          globalType({p.batch, p.kvHeads, maxTiles}, i32),
-                          globalType({p.batch, p.kvHeads, maxTiles}, i32),
-                          globalType({p.batch, p.kvHeads}, i32),
-                          globalType({p.batch, p.kvHeads, p.numQueries * gk}, i32),
-                          globalType({p.batch, p.kvHeads, leaves}, i32)};
+        globalType({batch, p.kvHeads, numQueries, gk}, i32);
+    MemRefType countType = globalType({batch, p.kvHeads, numQueries}, i32);
+    MemRefType scoresType = globalType({batch, p.kvHeads, numQueries, gk}, f32);
+    SortBuffers sortTypes{globalType({batch, p.kvHeads, leaves}, i32),
+                          globalType({batch, p.kvHeads, leaves}, i32),
+                          globalType({batch, p.kvHeads, leaves}, i32),
+                          globalType({batch, p.kvHeads, maxTileCount}, i32),
+                          globalType({batch, p.kvHeads, maxTileCount}, i32),
+                          globalType({batch, p.kvHeads}, i32),
+                          globalType({batch, p.kvHeads, pairs}, i32),
+                          globalType({batch, p.kvHeads, leaves}, i32)};
 
     // Stage 1: the walk down to the leaf contenders. On tensor cores it
     // reads the pyramid as bf16 fragment planes written just before it.
@@ -369,14 +475,15 @@ private:
       planesKernel = buildFragmentPlanesKernel(rewriter, op, p.pyramid);
     {
       OpBuilder::InsertionGuard guard(rewriter);
+      SmallVector<KernelParam> walkParams{{"queries", p.queries},
+                                          {"pyramid", walkPyramid},
+                                          {"offset", index},
+                                          {"contenders", contendersType},
+                                          {"counts", countType}};
+      walkParams.append(keyCountParam(p, index));
       walkKernel = createKernel(
-          rewriter, op, "select_stage1_walk",
-          {{"queries", p.queries},
-           {"pyramid", walkPyramid},
-           {"offset", index},
-           {"contenders", contendersType},
-           {"counts", countType}},
-          {}, mmaWalk ? SmallVector<Type>{} : scratchTypes(ctx, p));
+          rewriter, op, "select_stage1_walk", walkParams, {},
+          mmaWalk ? SmallVector<Type>{} : scratchTypes(ctx, p));
       if (mmaWalk) {
         // The tensor-core walk is latency-bound (ncu: L1 scoreboard stalls
         // at 5 blocks per SM with 106 registers); ptxas fits 8 blocks (64
@@ -385,7 +492,9 @@ private:
                          p.candidates() <= 16 ? 8 : 6);
       }
       ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-      forEachQueryWarp(b, walkKernel, p, walkKernel.arg("queries"),
+      LevelLayout walkLayout(b, keyCount(b, walkKernel, p), p.blockSize,
+                             p.fanout);
+      forEachQueryWarp(b, walkKernel, p, walkLayout, walkKernel.arg("queries"),
                        walkKernel.arg("offset"), /*mmaLevels=*/true,
                        [&](ImplicitLocOpBuilder &gb, const WarpSite &w) {
         const QuerySite &site = w.site;
@@ -395,7 +504,7 @@ private:
         if (w.mmaQuery) {
           // Lane a holds contender a: each lane writes its own.
           n = buildMmaWarpWalk(
-              gb, *w.mmaQuery, walkKernel.arg("pyramid"), site, p.layout, p.topK,
+              gb, *w.mmaQuery, walkKernel.arg("pyramid"), site, walkLayout, p.topK,
               bt, p.headDim, p.scale,
               [&](ImplicitLocOpBuilder &lb, Value pos, Value leaf) {
                 memref::StoreOp::create(
@@ -408,7 +517,7 @@ private:
           WarpScorer summaries = warpScorer(query, walkKernel.arg("queries"),
                                             walkKernel.arg("pyramid"), p, w.lane,
                                             site);
-          n = buildWalk(gb, {p.layout, p.topK}, summaries, bt, scratch);
+          n = buildWalk(gb, {walkLayout, p.topK}, summaries, bt, scratch);
           // Lanes hold identical results: lane 0 writes them.
           Value zero = indexConst(gb, 0);
           Value writes =
@@ -431,18 +540,26 @@ private:
       });
 
       // Stage 4: forced blocks + best scored contenders.
-      finalKernel = createKernel(rewriter, op, "select_final",
-                                 {{"offset", index},
-                                  {"contenders", contendersType},
-                                  {"counts", countType},
-                                  {"scores", scoresType},
-                                  {"selection", p.selection}},
-                                 {}, {privateType(ctx, {p.topK}, i32)});
+      SmallVector<KernelParam> finalParams{{"offset", index},
+                                           {"contenders", contendersType},
+                                           {"counts", countType},
+                                           {"scores", scoresType},
+                                           {"selection", p.selection}};
+      finalParams.append(keyCountParam(p, index));
+      finalKernel = createKernel(rewriter, op, "select_final", finalParams, {},
+                                 {privateType(ctx, {p.topK}, i32)});
       ImplicitLocOpBuilder fb(op.getLoc(), rewriter);
-      SmallVector<Value> fat = queryThread(fb, p);
+      // Only b_t is needed here: M_1, not the whole layout.
+      Value finalLeaves =
+          p.dynamicKeys()
+              ? fb.createOrFold<arith::CeilDivUIOp>(
+                    finalKernel.arg("numKeys"), indexConst(fb, p.blockSize))
+              : indexConst(fb, ceilDiv(p.staticKeys(), p.blockSize));
+      SmallVector<Value> fat =
+          queryThread(fb, p, dimOf(fb, finalKernel.arg("counts"), 2));
       guarded(fb, fat[3], [&](ImplicitLocOpBuilder &gb) {
         Value t = arith::AddIOp::create(gb, finalKernel.arg("offset"), fat[2]);
-        Value bt = leafOfPosition(gb, p.layout, t);
+        Value bt = leafOfPosition(gb, p.blockSize, finalLeaves, t);
         Value n = arith::IndexCastOp::create(
             gb, gb.getIndexType(),
             memref::LoadOp::create(gb, finalKernel.arg("counts"),
@@ -470,44 +587,58 @@ private:
 
     TileKernels tiles = buildTileKernels(
         rewriter, op,
-        TileProblem{p.batch, p.kvHeads, p.groupSize, p.numQueries, p.numKeys,
-                    p.headDim, p.topK, gk, qTile, maxTiles, p.scale, p.layout,
-                    p.queries, p.keys, contendersType, countType, scoresType,
-                    sortTypes});
+        TileProblem{p.kvHeads, p.groupSize, p.headDim, p.topK, gk, qTile,
+                    p.blockSize, p.scale, p.queries, p.keys, contendersType,
+                    countType, scoresType, sortTypes});
 
     Value queries = args.queries, keys = args.keys, pyramid = args.pyramid;
     Value offset = args.offset, selection = args.selection;
-    Value contenders = allocDevice(host, contendersType);
-    Value counts = allocDevice(host, countType);
-    Value scores = allocDevice(host, scoresType);
+    Value heads = indexConst(host, p.kvHeads), cGk = indexConst(host, gk);
+    Value numPairs = host.createOrFold<arith::MulIOp>(sizes.numQueries, cGk);
+    Value numLeaves = sizes.layout.numLeaves();
+    Value tileBound = maxTiles(host, sizes.numQueries, numLeaves, gk, qTile);
+    auto perQuery = [&](MemRefType type) {
+      return allocDevice(host, type,
+                         {sizes.batch, heads, sizes.numQueries, cGk});
+    };
+    Value contenders = perQuery(contendersType);
+    Value counts = perQuery(countType);
+    Value scores = perQuery(scoresType);
     SmallVector<Value> sort;
-    for (MemRefType t : sortTypes.all())
-      sort.push_back(allocDevice(host, t));
-    Value groups = indexConst(host, p.batch * p.kvHeads);
-    Value queryBlocks = indexConst(host, ceilDiv(p.numQueries, kQueryThreads));
-    Value warpBlocks = indexConst(host, ceilDiv(p.numQueries, kWarpQueries));
+    SmallVector<Value> lastDims{numLeaves, numLeaves, numLeaves, tileBound,
+                                tileBound, Value(),   numPairs,  numLeaves};
+    for (auto [t, last] : llvm::zip(sortTypes.all(), lastDims))
+      sort.push_back(allocDevice(host, t, {sizes.batch, heads, last}));
+    Value groups = sizes.groups(host, p);
+    Value queryBlocks = host.createOrFold<arith::CeilDivUIOp>(sizes.numQueries, indexConst(host, kQueryThreads));
+    Value warpBlocks = host.createOrFold<arith::CeilDivUIOp>(sizes.numQueries, indexConst(host, kWarpQueries));
     Value walkPyramidBuffer = pyramid;
     if (mmaWalk) {
-      walkPyramidBuffer = allocDevice(host, walkPyramid);
-      launch(host, planesKernel,
-             indexConst(host, fragmentPlanesBlocks(p.pyramid)), groups,
+      walkPyramidBuffer = allocDevice(
+          host, walkPyramid,
+          {sizes.batch, heads, sizes.layout.totalRows(),
+           indexConst(host, 2 * p.headDim)});
+      launch(host, planesKernel, fragmentPlanesBlocks(host, pyramid), groups,
              kFragmentPlanesThreads,
              {{"pyramid", pyramid}, {"planes", walkPyramidBuffer}});
     }
-    launch(host, walkKernel, warpBlocks, groups, kQueryThreads,
-           {{"queries", queries},
-            {"pyramid", walkPyramidBuffer},
-            {"offset", offset},
-            {"contenders", contenders},
-            {"counts", counts}});
-    launchTileKernels(host, tiles, queries, keys, offset, contenders, counts,
-                      scores, sort);
+    SmallVector<KernelOperand> walkOperands{{"queries", queries},
+                                            {"pyramid", walkPyramidBuffer},
+                                            {"offset", offset},
+                                            {"contenders", contenders},
+                                            {"counts", counts}};
+    walkOperands.append(keyCountOperand(p, sizes.numKeys));
+    launch(host, walkKernel, warpBlocks, groups, kQueryThreads, walkOperands);
+    launchTileKernels(host, tiles, groups, sizes.numQueries, tileBound,
+                      queries, keys, offset, contenders, counts, scores, sort);
+    SmallVector<KernelOperand> finalOperands{{"offset", offset},
+                                             {"contenders", contenders},
+                                             {"counts", counts},
+                                             {"scores", scores},
+                                             {"selection", selection}};
+    finalOperands.append(keyCountOperand(p, sizes.numKeys));
     launch(host, finalKernel, queryBlocks, groups, kQueryThreads,
-           {{"offset", offset},
-            {"contenders", contenders},
-            {"counts", counts},
-            {"scores", scores},
-            {"selection", selection}});
+           finalOperands);
     SmallVector<Value> scratch{contenders, counts, scores};
     scratch.append(sort.begin(), sort.end());
     if (mmaWalk)

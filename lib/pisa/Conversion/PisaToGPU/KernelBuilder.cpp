@@ -4,7 +4,10 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/SymbolTable.h"
@@ -87,9 +90,13 @@ Value mlir::pisa::detail::toBuffer(ImplicitLocOpBuilder &b, Value tensor) {
 }
 
 Value mlir::pisa::detail::allocDevice(ImplicitLocOpBuilder &b, MemRefType type,
-                                      bool isResult) {
+                                      ArrayRef<Value> sizes, bool isResult) {
+  SmallVector<Value> dynamicSizes;
+  for (auto [i, size] : llvm::enumerate(type.getShape()))
+    if (ShapedType::isDynamic(size))
+      dynamicSizes.push_back(sizes[i]);
   auto alloc = gpu::AllocOp::create(b, TypeRange{type}, ValueRange{},
-                                    ValueRange{}, ValueRange{},
+                                    dynamicSizes, /*symbolOperands=*/ValueRange{},
                                     /*hostShared=*/nullptr);
   if (isResult)
     alloc->setAttr(kResultBufferAttr, b.getUnitAttr());
@@ -101,10 +108,32 @@ void mlir::pisa::detail::launch(ImplicitLocOpBuilder &b, const Kernel &kernel,
                                 ArrayRef<KernelOperand> operands) {
   Value one = arith::ConstantIndexOp::create(b, 1);
   Value threads = arith::ConstantIndexOp::create(b, bx);
-  gpu::LaunchFuncOp::create(b, kernel.func(), gpu::KernelDim3{gx, gy, one},
-                            gpu::KernelDim3{threads, one, one},
-                            /*dynamicSharedMemorySize=*/Value(),
-                            kernel.operands(operands));
+  auto create = [&](ImplicitLocOpBuilder &lb) {
+    gpu::LaunchFuncOp::create(lb, kernel.func(), gpu::KernelDim3{gx, gy, one},
+                              gpu::KernelDim3{threads, one, one},
+                              /*dynamicSharedMemorySize=*/Value(),
+                              kernel.operands(operands));
+  };
+  if (getConstantIntValue(gx) && getConstantIntValue(gy)) {
+    create(b);
+    return;
+  }
+  // A grid sized at run time may be empty (N = 0, Nq = 0, B = 0), which
+  // CUDA refuses to launch: skip the launch instead.
+  Value zero = arith::ConstantIndexOp::create(b, 0);
+  Value nonEmpty = arith::AndIOp::create(
+      b, arith::CmpIOp::create(b, arith::CmpIPredicate::ugt, gx, zero),
+      arith::CmpIOp::create(b, arith::CmpIPredicate::ugt, gy, zero));
+  auto ifOp = scf::IfOp::create(b, nonEmpty, /*withElseRegion=*/false);
+  ImplicitLocOpBuilder tb = ImplicitLocOpBuilder::atBlockBegin(
+      b.getLoc(), ifOp.thenBlock());
+  tb.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+  create(tb);
+}
+
+void mlir::pisa::detail::requireAtRuntime(ImplicitLocOpBuilder &b, Value cond,
+                                          const Twine &message) {
+  cf::AssertOp::create(b, cond, message.str());
 }
 
 Value mlir::pisa::detail::blockIdX(ImplicitLocOpBuilder &b) {

@@ -69,15 +69,23 @@ Kernel createKernel(PatternRewriter &rewriter, Operation *anchor,
 /// The memref view of a tensor operand, on the host side.
 Value toBuffer(ImplicitLocOpBuilder &b, Value tensor);
 
-/// A device buffer of `type` (gpu.alloc); `isResult` marks it as holding
-/// an op result.
+/// A device buffer of `type` (gpu.alloc); `sizes` has one entry per
+/// dimension (read for the dynamic ones; empty when the type is static).
+/// `isResult` marks it as holding an op result.
 Value allocDevice(ImplicitLocOpBuilder &b, MemRefType type,
-                  bool isResult = false);
+                  ArrayRef<Value> sizes = {}, bool isResult = false);
 
 /// Launches `kernel` over grid (gx, gy) x block (bx), its parameters
-/// given by name.
+/// given by name; a grid sized at run time is skipped when empty.
 void launch(ImplicitLocOpBuilder &b, const Kernel &kernel, Value gx, Value gy,
             int64_t bx, ArrayRef<KernelOperand> operands);
+
+/// A precondition on sizes known only at run time (host side): a
+/// cf.assert whose message names the op and the rule. pisa-compile checks
+/// every such condition before a call enqueues anything and returns it as
+/// the call's error.
+void requireAtRuntime(ImplicitLocOpBuilder &b, Value cond,
+                      const Twine &message);
 
 /// Global thread coordinates inside a kernel.
 Value blockIdX(ImplicitLocOpBuilder &b);

@@ -9,6 +9,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -63,18 +64,7 @@ void mlir::pisa::freeTransientDeviceBuffers(ModuleOp module) {
 std::optional<std::string> mlir::pisa::gpuLimitViolation(Operation *op) {
   std::string why;
   llvm::raw_string_ostream os(why);
-  auto dynamicIn = [&](ValueRange values) {
-    for (Value v : values)
-      if (!cast<ShapedType>(v.getType()).hasStaticShape()) {
-        os << "has a dynamic dimension in '" << v.getType() << "'"
-           << ": the GPU lowering requires static shapes";
-        return true;
-      }
-    return false;
-  };
   if (auto build = dyn_cast<PyramidBuildOp>(op)) {
-    if (dynamicIn({build.getKeys(), build.getPyramid()}))
-      return why;
     int64_t d = build.getKeys().getType().getShape()[3];
     if (d <= kMaxGPUHeadDim)
       return std::nullopt;
@@ -83,24 +73,26 @@ std::optional<std::string> mlir::pisa::gpuLimitViolation(Operation *op) {
     return why;
   }
   if (auto topk = dyn_cast<HierTopKOp>(op)) {
-    if (dynamicIn({topk.getQueries(), topk.getKeys(), topk.getPyramid()}))
-      return why;
     ArrayRef<int64_t> q = topk.getQueries().getType().getShape();
     ArrayRef<int64_t> k = topk.getKeys().getType().getShape();
     const int64_t groupSize = q[1] / k[1], candidates =
         int64_t(topk.getBranching()) * int64_t(topk.getTopk());
+    auto known = [](int64_t size) { return !ShapedType::isDynamic(size); };
     ScheduleAttr schedule = topk.getScheduleAttr();
     if (candidates > kMaxGPUCandidates)
       os << "keeps g * K = " << candidates
          << " candidates per query, above the GPU limit of "
          << kMaxGPUCandidates << " (per-thread candidate lists)";
-    else if (q[0] * k[1] > kMaxGPUGroups)
+    else if (known(q[0]) && q[0] * k[1] > kMaxGPUGroups)
       os << "has B * Hkv = " << q[0] * k[1] << " above the GPU limit of "
          << kMaxGPUGroups << " (grid y)";
-    else if (q[2] * candidates > kMaxGPUPairs)
+    else if (known(q[2]) && q[2] * candidates > kMaxGPUPairs)
       os << "has queries * g * K = " << q[2] * candidates
          << " above the GPU limit of " << kMaxGPUPairs
          << " (32-bit stage-2 pair indices)";
+    else if (known(k[2]) && k[2] > kMaxGPUKeys)
+      os << "has N = " << k[2] << " above the GPU limit of " << kMaxGPUKeys
+         << " (32-bit leaf indices)";
     else if (topk.getCapacity())
       os << "reads a pyramid cache (capacity = " << *topk.getCapacity()
          << "): the GPU lowering takes pyramid_build's layout only, for now";

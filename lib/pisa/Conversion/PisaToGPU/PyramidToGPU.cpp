@@ -10,6 +10,7 @@
 
 #include "KernelBuilder.h"
 
+#include "../Common/LevelLayout.h"
 #include "../Common/LoopBuilders.h"
 
 #include "pisa/Analysis/PyramidLayout.h"
@@ -44,6 +45,20 @@ static void emitMean(ImplicitLocOpBuilder &b, Value src, Value dst,
                           ValueRange{batch, head, row, feature});
 }
 
+/// A static row count with a dynamic N must be N's: checked at run time.
+static void requireRows(ImplicitLocOpBuilder &b, PyramidBuildOp op,
+                        const LevelLayout &layout, RankedTensorType pyramid) {
+  int64_t rows = pyramid.getShape()[2];
+  if (layout.fixed() || ShapedType::isDynamic(rows))
+    return;
+  requireAtRuntime(b,
+                   cmp(b, arith::CmpIPredicate::eq, layout.totalRows(),
+                       indexConst(b, rows)),
+                   "pisa.pyramid_build: the pyramid's " +
+                       std::to_string(rows) +
+                       " rows are not the layout of the keys' N");
+}
+
 namespace {
 struct PyramidBuildToGPU : OpRewritePattern<PyramidBuildOp> {
   using OpRewritePattern::OpRewritePattern;
@@ -55,9 +70,8 @@ struct PyramidBuildToGPU : OpRewritePattern<PyramidBuildOp> {
     if (std::optional<std::string> why = gpuLimitViolation(op))
       return rewriter.notifyMatchFailure(op, *why);
     ArrayRef<int64_t> shape = keysType.getShape();
-    const int64_t numHeads = shape[1], numKeys = shape[2], d = shape[3];
+    const int64_t numHeads = shape[1], d = shape[3];
     const int64_t blockSize = op.getBlockSize(), fan = op.getBranching();
-    PyramidLayout layout(numKeys, blockSize, fan);
     Location loc = op.getLoc();
     MemRefType keysMem = globalType(shape, keysType.getElementType());
     MemRefType pyrMem = globalType(pyrType.getShape(), pyrType.getElementType());
@@ -75,8 +89,9 @@ struct PyramidBuildToGPU : OpRewritePattern<PyramidBuildOp> {
       Value head = arith::RemUIOp::create(kb, bh, heads);
       Value cBlock = indexConst(kb, blockSize);
       Value first = arith::MulIOp::create(kb, leaf, cBlock);
+      Value numKeys = dimOf(kb, leafKernel.arg("keys"), 2);
       Value count = arith::MinUIOp::create(
-          kb, cBlock, arith::SubIOp::create(kb, indexConst(kb, numKeys), first));
+          kb, cBlock, arith::SubIOp::create(kb, numKeys, first));
       emitMean(kb, leafKernel.arg("keys"), leafKernel.arg("pyramid"), batch,
                head, first, count, leaf, e);
       gpu::ReturnOp::create(kb);
@@ -108,16 +123,42 @@ struct PyramidBuildToGPU : OpRewritePattern<PyramidBuildOp> {
     rewriter.setInsertionPoint(op);
     ImplicitLocOpBuilder b(loc, rewriter);
     Value keys = toBuffer(b, op.getKeys());
-    Value pyramid = allocDevice(b, pyrMem, /*isResult=*/true);
-    Value groups = indexConst(b, shape[0] * numHeads);
-    launch(b, leafKernel, indexConst(b, layout.numLeaves()), groups, d,
+    LevelLayout layout(b, dimOf(b, keys, 2), blockSize, fan);
+    Value batch = dimOf(b, keys, 0);
+    requireRows(b, op, layout, pyrType);
+    Value pyramid =
+        allocDevice(b, pyrMem,
+                    {batch, indexConst(b, numHeads), layout.totalRows(),
+                     indexConst(b, d)},
+                    /*isResult=*/true);
+    Value groups = b.createOrFold<arith::MulIOp>(batch, indexConst(b, numHeads));
+    launch(b, leafKernel, layout.numLeaves(), groups, d,
            {{"keys", keys}, {"pyramid", pyramid}});
-    for (int64_t l = 2; l <= layout.numLevels(); ++l)
-      launch(b, levelKernel, indexConst(b, layout.size(l)), groups, d,
-             {{"pyramid", pyramid},
-              {"childOffset", indexConst(b, layout.offset(l - 1))},
-              {"levelOffset", indexConst(b, layout.offset(l))},
-              {"childCount", indexConst(b, layout.size(l - 1))}});
+    if (const std::optional<PyramidLayout> &fixed = layout.fixed()) {
+      for (int64_t l = 2; l <= fixed->numLevels(); ++l)
+        launch(b, levelKernel, indexConst(b, fixed->size(l)), groups, d,
+               {{"pyramid", pyramid},
+                {"childOffset", indexConst(b, fixed->offset(l - 1))},
+                {"levelOffset", indexConst(b, fixed->offset(l))},
+                {"childCount", indexConst(b, fixed->size(l - 1))}});
+    } else {
+      // Level by level upwards: level l has ceil(M_{l-1} / g) nodes and
+      // starts where level l - 1 ends.
+      buildLoop(
+          b, indexConst(b, 1), layout.numLevels(),
+          {indexConst(b, 0), layout.numLeaves()},
+          [&](ImplicitLocOpBuilder &lb, Value, ValueRange st) {
+            Value levelOffset = arith::AddIOp::create(lb, st[0], st[1]);
+            Value size =
+                arith::CeilDivUIOp::create(lb, st[1], indexConst(lb, fan));
+            launch(lb, levelKernel, size, groups, d,
+                   {{"pyramid", pyramid},
+                    {"childOffset", st[0]},
+                    {"levelOffset", levelOffset},
+                    {"childCount", st[1]}});
+            return SmallVector<Value>{levelOffset, size};
+          });
+    }
     Value result = bufferization::ToTensorOp::create(b, pyrType, pyramid,
                                                      /*restrict=*/b.getUnitAttr());
     rewriter.replaceOp(op, result);

@@ -53,10 +53,12 @@ struct ScoredPair {
 /// contenders and counts.
 static void forEachScoredPair(
     ImplicitLocOpBuilder &b, const Kernel &kernel, const TileProblem &p,
+    Value numLeaves,
     llvm::function_ref<void(ImplicitLocOpBuilder &, const ScoredPair &)>
         body) {
   Value offset = kernel.arg("offset"), contenders = kernel.arg("contenders");
   Value counts = kernel.arg("counts");
+  Value numQueries = dimOf(b, counts, 2);
   Value pair = arith::AddIOp::create(
       b, arith::MulIOp::create(b, blockIdX(b), indexConst(b, kPairThreads)),
       threadIdX(b));
@@ -65,13 +67,16 @@ static void forEachScoredPair(
   Value kv = arith::RemUIOp::create(b, blockIdY(b), heads);
   Value gk = indexConst(b, p.candidates);
   Value inRange = cmp(b, arith::CmpIPredicate::ult, pair,
-                      indexConst(b, p.numQueries * p.candidates));
-  // Clamp so that the loads below stay in bounds for idle threads.
-  Value i = arith::MinUIOp::create(b, arith::DivUIOp::create(b, pair, gk),
-                                   indexConst(b, p.numQueries - 1));
+                      arith::MulIOp::create(b, numQueries, gk));
+  // Clamp so that the loads below stay in bounds for idle threads (the
+  // grid has a thread for at least one pair, so Nq >= 1).
+  Value i = arith::MinUIOp::create(
+      b, arith::DivUIOp::create(b, pair, gk),
+      arith::SubIOp::create(b, numQueries, indexConst(b, 1)));
   Value slot = arith::RemUIOp::create(b, pair, gk);
   Value n = toIndex(b, load(b, counts, {batch, kv, i}));
-  Value bt = leafOfPosition(b, p.layout, arith::AddIOp::create(b, offset, i));
+  Value bt = leafOfPosition(b, p.blockSize, numLeaves,
+                            arith::AddIOp::create(b, offset, i));
   Value slots = contenderSlots(b, p.topK, bt);
   Value needs = arith::AndIOp::create(
       b, inRange,
@@ -112,17 +117,19 @@ TileMember mlir::pisa::detail::loadTileMember(ImplicitLocOpBuilder &b,
                                               const TileProblem &p,
                                               Value batch, Value kv,
                                               Value first, Value member) {
+  Value one = indexConst(b, 1);
+  Value sortedPairs = score.arg("sortedPairs");
   Value at = arith::MinUIOp::create(
       b, arith::AddIOp::create(b, first, member),
-      indexConst(b, p.numQueries * p.candidates - 1));
-  Value pair = toIndex(b, load(b, score.arg("sortedPairs"), {batch, kv, at}));
+      arith::SubIOp::create(b, dimOf(b, sortedPairs, 2), one));
+  Value pair = toIndex(b, load(b, sortedPairs, {batch, kv, at}));
   Value gk = indexConst(b, p.candidates);
-  Value query = arith::MinUIOp::create(b, arith::DivUIOp::create(b, pair, gk),
-                                       indexConst(b, p.numQueries - 1));
+  Value query = arith::MinUIOp::create(
+      b, arith::DivUIOp::create(b, pair, gk),
+      arith::SubIOp::create(b, dimOf(b, score.arg("scores"), 2), one));
   Value t = arith::AddIOp::create(b, score.arg("offset"), query);
-  Value limit = arith::MinUIOp::create(
-      b, indexConst(b, p.numKeys),
-      arith::AddIOp::create(b, t, indexConst(b, 1)));
+  Value limit = arith::MinUIOp::create(b, dimOf(b, score.arg("keys"), 2),
+                                       arith::AddIOp::create(b, t, one));
   return {query, arith::RemUIOp::create(b, pair, gk), limit};
 }
 
@@ -142,7 +149,7 @@ TileKernels mlir::pisa::detail::buildTileKernels(PatternRewriter &rewriter,
         one, mem, idx);
   };
 
-  TileKernels k{p, {}, {}, {}, {}, 0, 0};
+  TileKernels k{p, {}, {}, {}, {}, 0, 1};
   k.histogram = createKernel(rewriter, anchor, "select_stage2_histogram",
                              {{"offset", index},
                               {"contenders", p.contenders},
@@ -151,7 +158,7 @@ TileKernels mlir::pisa::detail::buildTileKernels(PatternRewriter &rewriter,
   {
     ImplicitLocOpBuilder b(loc, rewriter);
     const Kernel &e = k.histogram;
-    forEachScoredPair(b, e, p,
+    forEachScoredPair(b, e, p, dimOf(b, e.arg("leafCount"), 2),
                       [&](ImplicitLocOpBuilder &tb, const ScoredPair &at) {
                         addOne(tb, e.arg("leafCount"),
                                {at.batch, at.kv, at.leaf});
@@ -176,12 +183,12 @@ TileKernels mlir::pisa::detail::buildTileKernels(PatternRewriter &rewriter,
     Value kv = arith::RemUIOp::create(b, blockIdY(b), heads);
     Value lane = threadIdX(b);
     Value zero = indexConst(b, 0), q = indexConst(b, p.qTile);
-    const int64_t leaves = p.layout.numLeaves();
-    Value run = indexConst(b, ceilDiv(leaves, kScanLanes));
+    Value leaves = dimOf(b, e.arg("leafCount"), 2);
+    Value run = arith::CeilDivUIOp::create(b, leaves, indexConst(b, kScanLanes));
     Value begin = arith::MinUIOp::create(b, arith::MulIOp::create(b, lane, run),
-                                         indexConst(b, leaves));
+                                         leaves);
     Value end = arith::MinUIOp::create(b, arith::AddIOp::create(b, begin, run),
-                                       indexConst(b, leaves));
+                                       leaves);
     auto countOf = [&](ImplicitLocOpBuilder &lb, Value leaf) {
       return toIndex(lb, load(lb, e.arg("leafCount"), {batch, kv, leaf}));
     };
@@ -245,8 +252,8 @@ TileKernels mlir::pisa::detail::buildTileKernels(PatternRewriter &rewriter,
   {
     ImplicitLocOpBuilder b(loc, rewriter);
     const Kernel &e = k.scatter;
-    forEachScoredPair(b, e, p, [&](ImplicitLocOpBuilder &tb,
-                                   const ScoredPair &at) {
+    forEachScoredPair(b, e, p, dimOf(b, e.arg("leafStart"), 2),
+                      [&](ImplicitLocOpBuilder &tb, const ScoredPair &at) {
       Value pos = toIndex(tb, addOne(tb, e.arg("cursor"),
                                      {at.batch, at.kv, at.leaf}));
       Value pair = arith::AddIOp::create(
@@ -279,17 +286,16 @@ TileKernels mlir::pisa::detail::buildTileKernels(PatternRewriter &rewriter,
   if (canScoreWithMma(p)) {
     k.score = buildMmaScoreKernel(rewriter, anchor, p);
     k.scoreThreads = mmaScoreThreads(p);
-    k.scoreBlocks = mmaScoreBlocks(p);
+    k.tilesPerBlock = mmaTilesPerBlock();
     return k;
   }
   const int64_t threads = ceilDiv(p.qTile * p.groupSize, 32) * 32;
-  const int64_t d = p.headDim, blockSize = p.layout.blockSize();
+  const int64_t d = p.headDim, blockSize = p.blockSize;
   // Keys per shared-memory chunk: at most 32 KiB of f32 and 64 rows, the
   // register accumulators each thread keeps.
   const int64_t rows = std::max<int64_t>(
       1, std::min<int64_t>({blockSize, 8192 / d, kMaxTileRows}));
   k.scoreThreads = threads;
-  k.scoreBlocks = p.maxTiles;
   k.score = createKernel(
       rewriter, anchor, "select_stage2_score_tiles", scoreKernelParams(p),
       {workgroupType(ctx, {rows, d}, f32), workgroupType(ctx, {threads}, f32)});
@@ -324,6 +330,7 @@ TileKernels mlir::pisa::detail::buildTileKernels(PatternRewriter &rewriter,
                                           head);
       Value keyBase = arith::MulIOp::create(tb, leaf, indexConst(tb, blockSize));
       Value limit = mine.limit;
+      Value numKeys = dimOf(tb, e.arg("keys"), 2);
       Value cRows = indexConst(tb, rows), cD = indexConst(tb, d);
       Value negInf = f32Const(tb, -std::numeric_limits<float>::infinity());
       Value zeroF = f32Const(tb, 0.0f), scale = f32Const(tb, p.scale);
@@ -345,7 +352,7 @@ TileKernels mlir::pisa::detail::buildTileKernels(PatternRewriter &rewriter,
               Value c = arith::RemUIOp::create(lb, idx, cD);
               Value j = arith::AddIOp::create(lb, row0, r);
               Value inKeys = arith::CmpIOp::create(
-                  lb, arith::CmpIPredicate::ult, j, indexConst(lb, p.numKeys));
+                  lb, arith::CmpIPredicate::ult, j, numKeys);
               Value v = buildIf(
                   lb, inKeys, {lb.getF32Type()},
                   [&](ImplicitLocOpBuilder &ib) {
@@ -449,21 +456,25 @@ TileKernels mlir::pisa::detail::buildTileKernels(PatternRewriter &rewriter,
   return k;
 }
 
-void mlir::pisa::detail::launchTileKernels(ImplicitLocOpBuilder &b,
-                                           const TileKernels &k, Value queries,
-                                           Value keys, Value offset,
-                                           Value contenders, Value counts,
-                                           Value scores,
-                                           ArrayRef<Value> sort) {
+Value mlir::pisa::detail::maxTiles(ImplicitLocOpBuilder &b, Value numQueries,
+                                   Value numLeaves, int64_t candidates,
+                                   int64_t qTile) {
+  Value pairs = b.createOrFold<arith::MulIOp>(numQueries, indexConst(b, candidates));
+  return b.createOrFold<arith::AddIOp>(b.createOrFold<arith::CeilDivUIOp>(pairs, indexConst(b, qTile)), numLeaves);
+}
+
+void mlir::pisa::detail::launchTileKernels(
+    ImplicitLocOpBuilder &b, const TileKernels &k, Value groups,
+    Value numQueries, Value tileBound, Value queries, Value keys, Value offset,
+    Value contenders, Value counts, Value scores, ArrayRef<Value> sort) {
   const TileProblem &p = k.problem;
   Value leafCount = sort[0], leafStart = sort[1], cursor = sort[2];
-  Value tileLeaf = sort[3], tileFirst = sort[4], numTiles = sort[5];
+  Value tileLeaf = sort[3], tileFirst = sort[4], tileCount = sort[5];
   Value sortedPairs = sort[6], tileBase = sort[7];
   gpu::MemsetOp::create(b, Type(), ValueRange{}, leafCount,
-                        arith::ConstantIntOp::create(b, 0, 32));
-  Value groups = indexConst(b, p.batch * p.kvHeads);
-  Value pairBlocks =
-      indexConst(b, ceilDiv(p.numQueries * p.candidates, kPairThreads));
+                        b.createOrFold<arith::ConstantIntOp>(0, 32));
+  Value pairBlocks = b.createOrFold<arith::CeilDivUIOp>(b.createOrFold<arith::MulIOp>(numQueries, indexConst(b, p.candidates)),
+      indexConst(b, kPairThreads));
   launch(b, k.histogram, pairBlocks, groups, kPairThreads,
          {{"offset", offset},
           {"contenders", contenders},
@@ -474,7 +485,7 @@ void mlir::pisa::detail::launchTileKernels(ImplicitLocOpBuilder &b,
           {"leafStart", leafStart},
           {"cursor", cursor},
           {"tileBase", tileBase},
-          {"numTiles", numTiles}});
+          {"numTiles", tileCount}});
   launch(b, k.scatter, pairBlocks, groups, kPairThreads,
          {{"offset", offset},
           {"contenders", contenders},
@@ -485,7 +496,8 @@ void mlir::pisa::detail::launchTileKernels(ImplicitLocOpBuilder &b,
           {"tileBase", tileBase},
           {"tileLeaf", tileLeaf},
           {"tileFirst", tileFirst}});
-  launch(b, k.score, indexConst(b, k.scoreBlocks), groups, k.scoreThreads,
+  Value scoreBlocks = b.createOrFold<arith::CeilDivUIOp>(tileBound, indexConst(b, k.tilesPerBlock));
+  launch(b, k.score, scoreBlocks, groups, k.scoreThreads,
          {{"queries", queries},
           {"keys", keys},
           {"offset", offset},
@@ -493,7 +505,7 @@ void mlir::pisa::detail::launchTileKernels(ImplicitLocOpBuilder &b,
           {"leafStart", leafStart},
           {"tileLeaf", tileLeaf},
           {"tileFirst", tileFirst},
-          {"numTiles", numTiles},
+          {"numTiles", tileCount},
           {"sortedPairs", sortedPairs},
           {"scores", scores}});
 }

@@ -10,8 +10,6 @@
 #ifndef PISA_LIB_CONVERSION_PISATOGPU_TILESCORING_H
 #define PISA_LIB_CONVERSION_PISATOGPU_TILESCORING_H
 
-#include "pisa/Analysis/PyramidLayout.h"
-
 #include "KernelBuilder.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -33,11 +31,13 @@ struct SortBuffers {
   }
 };
 
+/// What the stage-2 kernels are built for. B, N, Nq and M_1 may be dynamic:
+/// kernels read them from their buffers' sizes (Nq from scores, N from keys,
+/// M_1 from the leaf arrays).
 struct TileProblem {
-  int64_t batch, kvHeads, groupSize, numQueries, numKeys, headDim, topK;
-  int64_t candidates, qTile, maxTiles;
+  int64_t kvHeads, groupSize, headDim, topK;
+  int64_t candidates, qTile, blockSize;
   float scale;
-  const PyramidLayout &layout;
   MemRefType queries, keys, contenders, counts, scores;
   SortBuffers sort;
 };
@@ -45,8 +45,15 @@ struct TileProblem {
 struct TileKernels {
   TileProblem problem;
   Kernel histogram, scan, scatter, score;
-  int64_t scoreThreads, scoreBlocks;
+  int64_t scoreThreads;
+  /// Tiles one scoring block takes (grid x = ceil(maxTiles / this)).
+  int64_t tilesPerBlock;
 };
+
+/// Upper bound on the tiles of one (batch, KV head): every pair can open a
+/// tile of its own leaf's group, ceil(Nq * g*K / Q_tile) + M_1 (host side).
+Value maxTiles(ImplicitLocOpBuilder &b, Value numQueries, Value numLeaves,
+               int64_t candidates, int64_t qTile);
 
 /// The parameters of both scoring kernels (SIMT and tensor-core): queries,
 /// keys, offset, leafCount, leafStart, tileLeaf, tileFirst, numTiles,
@@ -78,17 +85,20 @@ TileMember loadTileMember(ImplicitLocOpBuilder &b, const Kernel &score,
 /// the staged tiles within the 48 KiB of static shared memory.
 bool canScoreWithMma(const TileProblem &problem);
 int64_t mmaScoreThreads(const TileProblem &problem);
-/// Blocks of the tensor-core scorer: each scores up to 8 consecutive tiles.
-int64_t mmaScoreBlocks(const TileProblem &problem);
+/// Tiles per block of the tensor-core scorer (consecutive tiles).
+int64_t mmaTilesPerBlock();
 Kernel buildMmaScoreKernel(PatternRewriter &rewriter, Operation *anchor,
                            const TileProblem &problem);
 
 TileKernels buildTileKernels(PatternRewriter &rewriter, Operation *anchor,
                              const TileProblem &problem);
 
-/// Zeroes the histogram and launches the four kernels; `sort` holds the
-/// buffers in SortBuffers::all() order.
+/// Zeroes the histogram and launches the four kernels over `groups`
+/// (B * Hkv) x the pairs or the tiles (at most `tileBound`, maxTiles);
+/// `sort` holds the buffers in
+/// SortBuffers::all() order.
 void launchTileKernels(ImplicitLocOpBuilder &b, const TileKernels &kernels,
+                       Value groups, Value numQueries, Value tileBound,
                        Value queries, Value keys, Value offset,
                        Value contenders, Value counts, Value scores,
                        ArrayRef<Value> sort);

@@ -51,7 +51,7 @@ struct MmaTileLayout {
   bool registerEpilogue;
 
   explicit MmaTileLayout(const TileProblem &p) {
-    const int64_t c = p.layout.blockSize();
+    const int64_t c = p.blockSize;
     rows = p.qTile * p.groupSize;
     // Every warp reads the whole key tile for its rows, so a warp with 32
     // rows halves those shared-memory reads per query.
@@ -86,15 +86,15 @@ constexpr int64_t kChunk = 8; // 16-bit elements per 16-byte copy
 
 bool mlir::pisa::detail::canScoreWithMma(const TileProblem &p) {
   const MmaTileLayout l(p);
-  const int64_t c = p.layout.blockSize();
+  const int64_t c = p.blockSize;
   Type elem = p.keys.getElementType();
   return (elem.isBF16() || elem.isF16()) && l.rows % 16 == 0 &&
          l.rows / l.rowsPerWarp <= 32 && c % 8 == 0 && p.headDim % 16 == 0 &&
          l.bytes + l.rowLseBytes <= kStaticSharedLimit;
 }
 
-int64_t mlir::pisa::detail::mmaScoreBlocks(const TileProblem &p) {
-  return ceilDiv(p.maxTiles, kTilesPerBlock);
+int64_t mlir::pisa::detail::mmaTilesPerBlock() {
+  return kTilesPerBlock;
 }
 
 int64_t mlir::pisa::detail::mmaScoreThreads(const TileProblem &p) {
@@ -249,7 +249,7 @@ Kernel mlir::pisa::detail::buildMmaScoreKernel(
   MLIRContext *ctx = rewriter.getContext();
   Type f32 = rewriter.getF32Type(), elem = p.keys.getElementType();
   const MmaTileLayout l(p);
-  const int64_t d = p.headDim, c = p.layout.blockSize();
+  const int64_t d = p.headDim, c = p.blockSize;
   const int64_t threads = mmaScoreThreads(p), G = p.groupSize;
   const int64_t warpRows = l.rowsPerWarp, lanesPerRow = 32 / warpRows;
   const int64_t keysPerLane = c / lanesPerRow; // in the row LSE
@@ -343,7 +343,8 @@ Kernel mlir::pisa::detail::buildMmaScoreKernel(
           vector::StoreOp::create(lb, v, queryTile, ValueRange{r, col}, false,
                                   llvm::MaybeAlign(16));
         });
-    Value lastKey = indexConst(tb, p.numKeys - 1);
+    Value lastKey = arith::SubIOp::create(tb, dimOf(tb, e.arg("keys"), 2),
+                                          indexConst(tb, 1));
     Value zeroChunk = arith::ConstantOp::create(
         tb, chunk, DenseElementsAttr::get(chunk, tb.getZeroAttr(elem)));
     Value newLeaf =

@@ -90,12 +90,16 @@ MemRefType mlir::pisa::detail::fragmentPlanesType(MemRefType pyramid) {
 }
 
 /// 16-byte groups of the planes: 4 per k-step per row.
-static int64_t fragmentGroups(MemRefType pyramid) {
-  return pyramid.getShape()[2] * (pyramid.getShape()[3] / 16) * 4;
+static Value fragmentGroups(ImplicitLocOpBuilder &b, Value pyramid) {
+  int64_t d = cast<MemRefType>(pyramid.getType()).getShape()[3];
+  return b.createOrFold<arith::MulIOp>(dimOf(b, pyramid, 2),
+                               indexConst(b, d / 16 * 4));
 }
 
-int64_t mlir::pisa::detail::fragmentPlanesBlocks(MemRefType pyramid) {
-  return ceilDiv(fragmentGroups(pyramid), kFragmentPlanesThreads);
+Value mlir::pisa::detail::fragmentPlanesBlocks(ImplicitLocOpBuilder &b,
+                                               Value pyramid) {
+  return b.createOrFold<arith::CeilDivUIOp>(fragmentGroups(b, pyramid),
+                                    indexConst(b, kFragmentPlanesThreads));
 }
 
 Kernel mlir::pisa::detail::buildFragmentPlanesKernel(
@@ -115,7 +119,7 @@ Kernel mlir::pisa::detail::buildFragmentPlanesKernel(
       threadIdX(b));
   buildIfThen(b,
               cmp(b, arith::CmpIPredicate::ult, i,
-                  indexConst(b, fragmentGroups(pyramid))),
+                  fragmentGroups(b, kernel.arg("pyramid"))),
               [&](ImplicitLocOpBuilder &tb) {
     Value row = arith::DivUIOp::create(tb, i, indexConst(tb, 4 * steps));
     Value group = arith::RemUIOp::create(tb, i, indexConst(tb, 4 * steps));
@@ -296,7 +300,7 @@ levelScores(ImplicitLocOpBuilder &b, const MmaWalkQuery &query, Value planes,
 
 Value mlir::pisa::detail::buildMmaWarpWalk(
     ImplicitLocOpBuilder &b, const MmaWalkQuery &query, Value planes,
-    const QuerySite &site, const PyramidLayout &layout, int64_t topK, Value bt,
+    const QuerySite &site, const LevelLayout &layout, int64_t topK, Value bt,
     int64_t headDim, float scale,
     llvm::function_ref<void(ImplicitLocOpBuilder &, Value, Value)>
         writeContender) {
@@ -305,27 +309,22 @@ Value mlir::pisa::detail::buildMmaWarpWalk(
   Value zero = indexConst(b, 0), one = indexConst(b, 1);
   Value cK = indexConst(b, topK);
   // Lane a's candidate node (i32) and how many candidates there are.
-  Value cand = arith::ConstantIntOp::create(b, 0, 32);
-  Value numCand = one;
-  auto nodeOf = [&](ImplicitLocOpBuilder &lb, Value a) -> Value {
-    return toIndex(lb, shuffleFrom(lb, cand, a));
-  };
-  for (int64_t level = layout.numLevels(); level >= 2; --level) {
+  auto step = [&](ImplicitLocOpBuilder &b, const LevelLayout::Step &level,
+                  ValueRange state) -> SmallVector<Value> {
+    Value cand = state[0], numCand = state[1];
+    auto nodeOf = [&](ImplicitLocOpBuilder &lb, Value a) -> Value {
+      return toIndex(lb, shuffleFrom(lb, cand, a));
+    };
     Value node = toIndex(b, cand);
     Value exists = cmp(b, arith::CmpIPredicate::ult, lane, numCand);
     // Candidates ascend, so the causal ones are a prefix.
     Value causal = arith::AndIOp::create(
         b, exists,
         cmp(b, arith::CmpIPredicate::ule,
-            arith::MulIOp::create(b, node,
-                                  indexConst(b, layout.leavesPerNode(level))),
-            bt));
+            arith::MulIOp::create(b, node, level.span), bt));
     Value numCausal = popCount(b, ballot(b, causal));
-    Value childCount = indexConst(b, layout.size(level - 1));
-    ChildLevel children{
-        indexConst(b, layout.offset(level - 1)), childCount,
-        indexConst(b, kFanout),
-        indexConst(b, layout.leavesPerNode(level - 1) * layout.blockSize())};
+    const ChildLevel &children = level.children;
+    Value childCount = children.numChildren;
     Value ranked = cmp(b, arith::CmpIPredicate::ugt, numCausal, cK);
     // Kept: every causal candidate, or the K best when there are more.
     Value keep = buildIf(
@@ -382,9 +381,11 @@ Value mlir::pisa::detail::buildMmaWarpWalk(
         cmp(b, arith::CmpIPredicate::ult, lane,
             arith::MulIOp::create(b, numKept, indexConst(b, kFanout))),
         cmp(b, arith::CmpIPredicate::ult, child, childCount));
-    cand = toI32(b, child);
-    numCand = popCount(b, ballot(b, next));
-  }
+    return SmallVector<Value>{toI32(b, child), popCount(b, ballot(b, next))};
+  };
+  SmallVector<Value> walked = layout.walkDown(
+      b, {arith::ConstantIntOp::create(b, 0, 32), one}, step);
+  Value cand = walked[0], numCand = walked[1];
   // Leaves: the causal ones outside the forced set {0, b_t - 1, b_t}.
   Value leaf = toIndex(b, cand);
   Value btMinus1 =

@@ -17,7 +17,7 @@
 
 #include "../Common/NodeScore.h"
 
-#include "pisa/Analysis/PyramidLayout.h"
+#include "../Common/LevelLayout.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
@@ -55,7 +55,8 @@ MemRefType fragmentPlanesType(MemRefType pyramid);
 /// 256 threads.
 Kernel buildFragmentPlanesKernel(PatternRewriter &rewriter, Operation *anchor,
                                  MemRefType pyramid);
-int64_t fragmentPlanesBlocks(MemRefType pyramid);
+/// Its grid x for the pyramid buffer `pyramid` (host side).
+Value fragmentPlanesBlocks(ImplicitLocOpBuilder &b, Value pyramid);
 constexpr int64_t kFragmentPlanesThreads = 256;
 
 /// The two-stage walk of one query on one warp, levels L..2, with state in
@@ -70,7 +71,7 @@ constexpr int64_t kFragmentPlanesThreads = 256;
 /// runs on the lane holding each contender; returns their count (uniform).
 Value buildMmaWarpWalk(
     ImplicitLocOpBuilder &b, const MmaWalkQuery &query, Value planes,
-    const QuerySite &site, const PyramidLayout &layout, int64_t topK, Value bt,
+    const QuerySite &site, const LevelLayout &layout, int64_t topK, Value bt,
     int64_t headDim, float scale,
     llvm::function_ref<void(ImplicitLocOpBuilder &, Value pos, Value leaf)>
         writeContender);

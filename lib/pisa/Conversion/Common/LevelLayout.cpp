@@ -1,0 +1,93 @@
+//===- LevelLayout.cpp - The pyramid layout as scalars --------------------===//
+
+#include "LevelLayout.h"
+#include "LoopBuilders.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+
+using namespace mlir;
+using namespace mlir::pisa::detail;
+
+LevelLayout::LevelLayout(ImplicitLocOpBuilder &b, Value numKeys,
+                         int64_t blockSize, int64_t branching)
+    : block(blockSize), fan(branching), keys(numKeys) {
+  if (std::optional<int64_t> n = getConstantIntValue(numKeys); n && *n >= 1) {
+    layout.emplace(*n, blockSize, branching);
+    leaves = indexConst(b, layout->numLeaves());
+    rows = indexConst(b, layout->totalNodes());
+    levels = indexConst(b, layout->numLevels());
+    rootSpan = indexConst(b, layout->leavesPerNode(layout->numLevels()));
+    return;
+  }
+  // The root is the first level whose nodes span all M_1 leaves: while a
+  // node of the top level spans fewer, add a level of ceil(M_1 / span)
+  // nodes. N = 0 (M_1 = 0) stops at once with no rows.
+  Value one = indexConst(b, 1), g = indexConst(b, branching);
+  leaves = arith::CeilDivUIOp::create(b, numKeys, indexConst(b, blockSize));
+  Type index = b.getIndexType();
+  auto loop = scf::WhileOp::create(
+      b, TypeRange{index, index, index}, ValueRange{one, one, leaves},
+      [&](OpBuilder &nb, Location loc, ValueRange st) {
+        ImplicitLocOpBuilder cb(loc, nb);
+        scf::ConditionOp::create(
+            cb, cmp(cb, arith::CmpIPredicate::ult, st[0], leaves), st);
+      },
+      [&](OpBuilder &nb, Location loc, ValueRange st) {
+        ImplicitLocOpBuilder lb(loc, nb);
+        Value span = arith::MulIOp::create(lb, st[0], g);
+        scf::YieldOp::create(
+            lb, ValueRange{span, arith::AddIOp::create(lb, st[1], one),
+                           arith::AddIOp::create(
+                               lb, st[2],
+                               arith::CeilDivUIOp::create(lb, leaves, span))});
+      });
+  rootSpan = loop.getResult(0);
+  levels = loop.getResult(1);
+  rows = loop.getResult(2);
+}
+
+Value LevelLayout::leafOf(ImplicitLocOpBuilder &b, Value position) const {
+  Value last = layout ? indexConst(b, layout->numLeaves() - 1)
+                      : arith::SubIOp::create(b, leaves, indexConst(b, 1));
+  return arith::MinUIOp::create(
+      b, arith::DivUIOp::create(b, position, indexConst(b, block)), last);
+}
+
+SmallVector<Value> LevelLayout::walkDown(ImplicitLocOpBuilder &b,
+                                         ValueRange state,
+                                         StepBody body) const {
+  SmallVector<Value> st(state.begin(), state.end());
+  if (layout) {
+    for (int64_t level = layout->numLevels(); level >= 2; --level) {
+      Step step{indexConst(b, layout->leavesPerNode(level)),
+                {indexConst(b, layout->offset(level - 1)),
+                 indexConst(b, layout->size(level - 1)), indexConst(b, fan),
+                 indexConst(b, layout->leavesPerNode(level - 1) * block)}};
+      st = body(b, step, st);
+    }
+    return st;
+  }
+  // Level l's first row and span carried down: the children's level has
+  // ceil(M_1 / (span / g)) nodes and ends where level l starts.
+  Value one = indexConst(b, 1), g = indexConst(b, fan);
+  SmallVector<Value> init{rootSpan,
+                          arith::SubIOp::create(b, rows, one)};
+  init.append(st);
+  SmallVector<Value> out = buildLoop(
+      b, one, levels, init,
+      [&](ImplicitLocOpBuilder &lb, Value, ValueRange carried) {
+        Value span = carried[0];
+        Value childSpan = arith::DivUIOp::create(lb, span, g);
+        Value childCount = arith::CeilDivUIOp::create(lb, leaves, childSpan);
+        Value childRow = arith::SubIOp::create(lb, carried[1], childCount);
+        Step step{span,
+                  {childRow, childCount, g,
+                   arith::MulIOp::create(lb, childSpan, indexConst(lb, block))}};
+        SmallVector<Value> next{childSpan, childRow};
+        next.append(body(lb, step, carried.drop_front(2)));
+        return next;
+      });
+  return SmallVector<Value>(out.begin() + 2, out.end());
+}

@@ -1,9 +1,11 @@
 """Loads an AOT library from `pisa-compile` and calls it on CUDA tensors.
 
 The library exports, per entry point F, `pisa_F(const PisaCall *, args...,
-result)` and `pisa_F_workspace_size()` (include/pisa/Runtime/PisaRuntime.h);
-its manifest (<stem>.json beside the .so) names the argument shapes and
-dtypes, which are checked before every call. A call runs on PyTorch's
+result)` and `pisa_F_workspace_size(sizes...)`
+(include/pisa/Runtime/PisaRuntime.h); its manifest (<stem>.json beside the
+.so) names the argument shapes (None: any size, passed after the tensor)
+and dtypes, which are checked before every call; the library checks the
+rest (sizes that must agree, limits) and raises with its rule's message. A call runs on PyTorch's
 current stream and device, like a PyTorch op: it enqueues its kernels and
 returns. The result and the workspace are PyTorch tensors (pass `out=` to
 reuse one), so a call allocates nothing of its own and can be captured in
@@ -22,6 +24,18 @@ _WORKSPACE_ALIGNMENT = 256
 _TENSOR_ALIGNMENT = 16  # the kernels load 16-byte chunks
 
 
+def _fits(shape, spec):
+    return len(shape) == len(spec) and all(s is None or s == n for n, s in zip(shape, spec))
+
+
+def _shape_text(spec):
+    return "[" + ", ".join("?" if s is None else str(s) for s in spec["shape"]) + "]"
+
+
+def _dynamic_sizes(shape, spec):
+    return [int(shape[r]) for r, s in enumerate(spec) if s is None]
+
+
 class PisaCall(ctypes.Structure):
     _fields_ = [("stream", ctypes.c_void_p), ("workspace", ctypes.c_void_p),
                 ("workspace_bytes", ctypes.c_size_t),
@@ -33,26 +47,56 @@ class Library:
         self.path = os.path.abspath(path)
         with open(os.path.splitext(self.path)[0] + ".json") as f:
             self.manifest = json.load(f)
-        if self.manifest.get("abi") != "pisa-call-v1":
+        if self.manifest.get("abi") != "pisa-call-v2":
             raise RuntimeError(f"{path}: ABI {self.manifest.get('abi')!r}, "
-                               "expected 'pisa-call-v1' (rebuild it with this pisa-compile)")
+                               "expected 'pisa-call-v2' (rebuild it with this pisa-compile)")
         self.lib = ctypes.CDLL(self.path)
         self.entries = {}
         for e in self.manifest["entry_points"]:
             fn = getattr(self.lib, e["symbol"])
             fn.restype = ctypes.c_int
-            fn.argtypes = ([ctypes.POINTER(PisaCall)]
-                           + [ctypes.c_int64 if a["kind"] == "index" else ctypes.c_void_p
-                              for a in e["arguments"]] + [ctypes.c_void_p])
+            params = [ctypes.POINTER(PisaCall)]
+            for a in e["arguments"] + [e["result"]]:
+                params.append(ctypes.c_int64 if a["kind"] == "index" else ctypes.c_void_p)
+                params += [ctypes.c_int64] * len(a.get("size_params", []))
+            fn.argtypes = params
             size = getattr(self.lib, e["workspace_symbol"])
             size.restype = ctypes.c_size_t
-            self.entries[e["function"]] = (e, fn, int(size()))
+            size.argtypes = [ctypes.c_int64] * sum(
+                len(a.get("size_params", [])) for a in e["arguments"])
+            self.entries[e["function"]] = (e, fn, size)
 
-    def workspace_size(self, function):
-        return self.entries[function][2]
+    def workspace_size(self, function, *tensors):
+        """Bytes of workspace a call with these input tensors (or shapes)
+        needs; no arguments for a library of static shapes."""
+        entry, _, size = self.entries[function]
+        shapes = [list(t.shape) if isinstance(t, torch.Tensor) else list(t)
+                  for t in tensors]
+        memrefs = [a for a in entry["arguments"] if a["kind"] == "memref"]
+        dims = []
+        for spec, shape in zip(memrefs, shapes):
+            dims += [shape[r] for r, s in enumerate(spec["shape"]) if s is None]
+        if len(dims) != len(size.argtypes):
+            raise TypeError(f"{function}: workspace_size takes the shapes of "
+                            f"its {len(memrefs)} tensor arguments")
+        return int(size(*dims))
+
+    @staticmethod
+    def result_shape(entry, args):
+        """The result's shape for these arguments (sizes the manifest says
+        are an input's), or None when the program computes one otherwise."""
+        res = entry["result"]
+        shape, dyn = list(res["shape"]), iter(res.get("size_from", []))
+        for r, s in enumerate(shape):
+            if s is None:
+                source = next(dyn, None)
+                if source is None:
+                    return None
+                shape[r] = args[source[0]].shape[source[1]]
+        return shape
 
     def __call__(self, function, *args, out=None, workspace=None):
-        entry, fn, ws_bytes = self.entries[function]
+        entry, fn, _ = self.entries[function]
         if len(args) != len(entry["arguments"]):
             raise TypeError(f"{function} takes {len(entry['arguments'])} arguments")
         values, keep, device = [], [], None
@@ -62,9 +106,9 @@ class Library:
                 continue
             want = _DTYPES[spec["dtype"]]
             if not (isinstance(value, torch.Tensor) and value.is_cuda
-                    and value.dtype == want and list(value.shape) == spec["shape"]):
+                    and value.dtype == want and _fits(value.shape, spec["shape"])):
                 raise TypeError(f"{function}: {spec['name']} must be a CUDA "
-                                f"{want} tensor of shape {spec['shape']}")
+                                f"{want} tensor of shape {_shape_text(spec)}")
             device = device or value.device
             if value.device != device:
                 raise TypeError(f"{function}: all tensors must be on one device")
@@ -73,15 +117,22 @@ class Library:
                 value = value.clone()
             keep.append(value)
             values.append(value.data_ptr())
+            values += _dynamic_sizes(value.shape, spec["shape"])
         res = entry["result"]
         device = device or torch.device("cuda", torch.cuda.current_device())
         if out is None:
-            out = torch.empty(res["shape"], dtype=_DTYPES[res["dtype"]], device=device)
+            shape = self.result_shape(entry, args)
+            if shape is None:
+                raise TypeError(f"{function}: pass out= (the result's sizes "
+                                "are not an input's)")
+            out = torch.empty(shape, dtype=_DTYPES[res["dtype"]], device=device)
         elif not (out.is_contiguous() and out.device == device
-                  and out.dtype == _DTYPES[res["dtype"]] and list(out.shape) == res["shape"]
+                  and out.dtype == _DTYPES[res["dtype"]] and _fits(out.shape, res["shape"])
                   and out.data_ptr() % _TENSOR_ALIGNMENT == 0):
             raise TypeError(f"{function}: out must be a contiguous, aligned "
-                            f"{res['dtype']} tensor of shape {res['shape']} on {device}")
+                            f"{res['dtype']} tensor of shape {_shape_text(res)} on {device}")
+        ws_bytes = self.workspace_size(
+            function, *[a for a, s in zip(args, entry["arguments"]) if s["kind"] == "memref"])
         with torch.cuda.device(device):
             if workspace is None and ws_bytes:
                 workspace = torch.empty(ws_bytes + _WORKSPACE_ALIGNMENT,
@@ -96,7 +147,8 @@ class Library:
             error = ctypes.create_string_buffer(512)
             call = PisaCall(torch.cuda.current_stream(device).cuda_stream, ws_ptr,
                             ws_bytes, ctypes.cast(error, ctypes.c_char_p), len(error))
-            status = fn(ctypes.byref(call), *values, out.data_ptr())
+            status = fn(ctypes.byref(call), *values, out.data_ptr(),
+                        *_dynamic_sizes(out.shape, res["shape"]))
         if status:
             raise RuntimeError(error.value.decode() or f"{function}: status {status}")
         return out

@@ -76,12 +76,15 @@ def load_library(path, namespace="pisa"):
                 out = out.permute(0, 2, 1, 3).contiguous()
             return out
 
-        def fake(*args, _shape=result["shape"], _dtype=dtype, _split=split,
-                 **kwargs):
+        def fake(*args, _entry=entry, _dtype=dtype, _split=split, **kwargs):
             args, layout = _split(args, kwargs)
             device = next((a.device for a in args if isinstance(a, torch.Tensor)),
                           torch.device("cuda"))
-            return torch.empty(_result_shape(_shape, layout), dtype=_dtype,
+            shape = aot.Library.result_shape(_entry, args)
+            if shape is None:
+                raise RuntimeError(f"{_entry['function']}: the result's sizes "
+                                   "are not an input's; no fake implementation")
+            return torch.empty(_result_shape(shape, layout), dtype=_dtype,
                                device=device)
 
         op = torch.library.custom_op(qualified, impl, mutates_args=(),

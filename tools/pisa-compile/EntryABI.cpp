@@ -5,6 +5,7 @@
 #include "pisa/Runtime/EntryTable.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -86,6 +87,26 @@ buildQuery(func::FuncOp entry, StringRef name, ArrayRef<Value> roots,
   return query;
 }
 
+/// (argument, dimension) when `size` is the size of an entry argument
+/// (through views of it), else (-1, -1): callers can then size the result
+/// from the inputs' shapes.
+static std::pair<int64_t, int64_t> argumentSize(Value size) {
+  auto dim = size.getDefiningOp<memref::DimOp>();
+  std::optional<int64_t> index = dim ? dim.getConstantIndex() : std::nullopt;
+  if (!index)
+    return {-1, -1};
+  Value source = dim.getSource();
+  while (Operation *def = source.getDefiningOp()) {
+    if (!isa<memref::CastOp, bufferization::ToBufferOp>(def))
+      return {-1, -1};
+    source = def->getOperand(0);
+  }
+  auto arg = dyn_cast<BlockArgument>(source);
+  if (!arg || !isa<FunctionOpInterface>(arg.getOwner()->getParentOp()))
+    return {-1, -1};
+  return {arg.getArgNumber(), *index};
+}
+
 static Value indexConstant(OpBuilder &b, Location loc, int64_t v) {
   return arith::ConstantIndexOp::create(b, loc, v);
 }
@@ -109,6 +130,9 @@ llvm::Error pisatool::planEntryPoints(ModuleOp module, Manifest &manifest) {
 
     // The result becomes the caller's buffer, written in place; its
     // dynamic sizes must be the ones the program computes.
+    e.result.sizeFrom.clear();
+    for (Value size : result.getDynamicSizes())
+      e.result.sizeFrom.push_back(argumentSize(size));
     unsigned index = func.getNumArguments();
     MemRefType resultType = result.getType();
     if (failed(func.insertArgument(index, resultType, {}, result.getLoc())) ||

@@ -210,6 +210,13 @@ static llvm::json::Object toJson(const Argument &arg) {
                                                   : llvm::json::Value(size));
     o["shape"] = std::move(shape);
     o["size_params"] = llvm::json::Array(arg.sizeParams());
+    if (arg.name == "result") {
+      llvm::json::Array from;
+      for (auto [a, d] : arg.sizeFrom)
+        from.push_back(a < 0 ? llvm::json::Value(nullptr)
+                             : llvm::json::Value(llvm::json::Array{a, d}));
+      o["size_from"] = std::move(from);
+    }
   } else {
     if (arg.lowest != INT64_MIN)
       o["lowest"] = arg.lowest;

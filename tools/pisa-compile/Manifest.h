@@ -19,6 +19,9 @@ struct Argument {
   std::vector<int64_t> shape; ///< ShapedType::kDynamic: given at the call
   /// The C parameters of its dynamic sizes: <name>_dim<r>.
   std::vector<std::string> sizeParams() const;
+  /// The result: for each dynamic size, the (argument, dimension) whose size
+  /// it is, or (-1, -1) when the program computes it otherwise.
+  std::vector<std::pair<int64_t, int64_t>> sizeFrom;
   /// Index arguments: the values a call may pass (a query offset must keep
   /// offset + queries <= keys for every op it feeds).
   int64_t lowest = INT64_MIN, highest = INT64_MAX;

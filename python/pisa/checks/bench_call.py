@@ -7,6 +7,10 @@ C entry point called through ctypes, with a preallocated result and
 workspace, so it includes ctypes' own cost). Medians of S samples.
 
 usage: python3 -m pisa.checks.bench_call LIB.so [--samples 15] [--repeat 100]
+         [--shapes 1x16x4096x128,1x1x4096x128] [--index-args 0]
+
+--shapes gives the tensor arguments' shapes (required for a library of
+dynamic sizes), --index-args the values of its index arguments (default 0).
 """
 
 import argparse
@@ -20,29 +24,49 @@ import torch
 from pisa import aot
 
 
+def tensors_by_position(entry, tensors):
+    """The call's arguments by position (None for index arguments)."""
+    it = iter(tensors)
+    return [next(it) if a["kind"] == "memref" else None for a in entry["arguments"]]
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("lib")
     parser.add_argument("--samples", type=int, default=15)
     parser.add_argument("--repeat", type=int, default=100)
     parser.add_argument("--warmup", type=int, default=20)
+    parser.add_argument("--shapes", help="comma-separated AxBxC shapes of the tensor arguments")
+    parser.add_argument("--index-args", default="", help="comma-separated index argument values")
     args = parser.parse_args()
     lib = aot.Library(args.lib)
-    (function, (entry, fn, ws_bytes)), = lib.entries.items()
+    (function, (entry, fn, _)), = lib.entries.items()
     dt = aot._DTYPES
-    tensors = [torch.randn(a["shape"], device="cuda").to(dt[a["dtype"]])
-               for a in entry["arguments"]]
-    out = torch.empty(entry["result"]["shape"], dtype=dt[entry["result"]["dtype"]],
-                      device="cuda")
+    memrefs = [a for a in entry["arguments"] if a["kind"] == "memref"]
+    shapes = ([[int(x) for x in s.split("x")] for s in args.shapes.split(",")]
+              if args.shapes else [a["shape"] for a in memrefs])
+    indices = iter(int(v) for v in args.index_args.split(",") if v)
+    tensors = [torch.randn(shape, device="cuda").to(dt[a["dtype"]])
+               for a, shape in zip(memrefs, shapes)]
+    values, it = [], iter(tensors)
+    for a in entry["arguments"]:
+        if a["kind"] == "index":
+            values.append(next(indices, 0))
+        else:
+            t = next(it)
+            values += [t.data_ptr()] + aot._dynamic_sizes(t.shape, a["shape"])
+    out = torch.empty(lib.result_shape(entry, tensors_by_position(entry, tensors)),
+                      dtype=dt[entry["result"]["dtype"]], device="cuda")
+    values += [out.data_ptr()] + aot._dynamic_sizes(out.shape, entry["result"]["shape"])
+    ws_bytes = lib.workspace_size(function, *tensors)
     ws = torch.empty(ws_bytes + 256, dtype=torch.uint8, device="cuda")
     base = ws.data_ptr() + (-ws.data_ptr() % 256)
     error = ctypes.create_string_buffer(256)
     call = aot.PisaCall(torch.cuda.current_stream().cuda_stream, base, ws_bytes,
                         ctypes.cast(error, ctypes.c_char_p), len(error))
-    ptrs = [t.data_ptr() for t in tensors]
 
     def once():
-        status = fn(ctypes.byref(call), *ptrs, out.data_ptr())
+        status = fn(ctypes.byref(call), *values)
         if status:
             raise RuntimeError(error.value.decode())
 

@@ -24,17 +24,17 @@ from pisa.checks import sweep
 
 def check_graph(lib, cfg, gen):
     q, k = sweep.gpu_inputs(cfg, gen)
-    out = lib("sweep_select", q, k)
-    ws = torch.empty(lib.workspace_size("sweep_select") + 256, dtype=torch.uint8,
+    out = sweep.call(lib, cfg, q, k)
+    ws = torch.empty(lib.workspace_size("sweep_select", q, k) + 256, dtype=torch.uint8,
                      device="cuda")
     stream = torch.cuda.Stream()
     stream.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(stream):
-        lib("sweep_select", q, k, out=out, workspace=ws)  # warm-up (module load)
+        sweep.call(lib, cfg, q, k, out=out, workspace=ws)  # warm-up (module load)
     torch.cuda.current_stream().wait_stream(stream)
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
-        lib("sweep_select", q, k, out=out, workspace=ws)
+        sweep.call(lib, cfg, q, k, out=out, workspace=ws)
     ok = True
     for _ in range(3):
         nq, nk = sweep.gpu_inputs(cfg, gen)
@@ -42,21 +42,21 @@ def check_graph(lib, cfg, gen):
         k.copy_(nk)
         out.fill_(12345)
         graph.replay()
-        want = lib("sweep_select", nq, nk)
+        want = sweep.call(lib, cfg, nq, nk)
         ok &= bool(torch.equal(out, want))
     return ok
 
 
 def check_threads(lib, cfg, gen, threads=4, calls=5):
     work = [sweep.gpu_inputs(cfg, gen) for _ in range(threads)]
-    want = [lib("sweep_select", q, k) for q, k in work]
+    want = [sweep.call(lib, cfg, q, k) for q, k in work]
     torch.cuda.synchronize()
     results = [None] * threads
 
     def run(i):
         stream = torch.cuda.Stream()
         with torch.cuda.stream(stream):
-            outs = [lib("sweep_select", *work[i]) for _ in range(calls)]
+            outs = [sweep.call(lib, cfg, *work[i]) for _ in range(calls)]
         stream.synchronize()
         results[i] = all(torch.equal(o, want[i]) for o in outs)
 
@@ -71,9 +71,14 @@ def check_threads(lib, cfg, gen, threads=4, calls=5):
 def check_bad_calls(lib, cfg, gen):
     """Each bad call through the C function itself (pisa.aot would refuse or
     repair most of them first)."""
-    entry, fn, ws_bytes = lib.entries["sweep_select"]
+    entry, fn, _ = lib.entries["sweep_select"]
     q, k = sweep.gpu_inputs(cfg, gen)
-    out = torch.full(entry["result"]["shape"], 7, dtype=torch.int32, device="cuda")
+    ws_bytes = lib.workspace_size("sweep_select", q, k)
+    out = torch.full(lib.result_shape(entry, [q, k]), 7, dtype=torch.int32,
+                     device="cuda")
+    spec = [a["shape"] for a in entry["arguments"] if a["kind"] == "memref"]
+    qdims, kdims = aot._dynamic_sizes(q.shape, spec[0]), aot._dynamic_sizes(k.shape, spec[1])
+    odims = aot._dynamic_sizes(out.shape, entry["result"]["shape"])
     ws = torch.empty(ws_bytes + 512, dtype=torch.uint8, device="cuda")
     base = ws.data_ptr() + (-ws.data_ptr() % 256)
     odd = torch.empty(q.numel() + 8, dtype=q.dtype, device="cuda")
@@ -90,7 +95,8 @@ def check_bad_calls(lib, cfg, gen):
         error = ctypes.create_string_buffer(512)
         call = aot.PisaCall(torch.cuda.current_stream().cuda_stream, wp, wb,
                             ctypes.cast(error, ctypes.c_char_p), len(error))
-        status = fn(ctypes.byref(call), qp, kp, out.data_ptr())
+        status = fn(ctypes.byref(call), qp, *qdims, kp, *kdims,
+                    *sweep.extra_args(cfg), out.data_ptr(), *odims)
         torch.cuda.synchronize()
         untouched = bool((out == 7).all())
         good = status != 0 and untouched and bool(error.value)

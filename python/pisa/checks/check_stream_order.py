@@ -26,13 +26,13 @@ from pisa.checks import sweep
 SLEEP_CYCLES = 200_000_000  # about 0.1 s at the H200's clock
 
 
-def warm_up(lib, q, k, stream):
+def warm_up(lib, cfg, q, k, stream):
     with torch.cuda.stream(stream):
-        lib("sweep_select", q, k)
+        sweep.call(lib, cfg, q, k)
     torch.cuda.synchronize()
 
 
-def behind_sleep(lib, q, k, rows, stream):
+def behind_sleep(lib, cfg, q, k, rows, stream):
     with torch.cuda.stream(stream):
         # Other values first, so that reading early cannot look right.
         q_late = torch.randn_like(q)
@@ -40,7 +40,7 @@ def behind_sleep(lib, q, k, rows, stream):
         torch.cuda._sleep(SLEEP_CYCLES)
         q_late.copy_(q)
         k_late.copy_(k)
-        got = lib("sweep_select", q_late, k_late)
+        got = sweep.call(lib, cfg, q_late, k_late)
     torch.cuda.synchronize()
     return got[:, :, rows]
 
@@ -49,7 +49,7 @@ def fresh_inputs(lib, cfg, stream, gen):
     """Inputs drawn on the stream right before the call, as a user's script."""
     with torch.cuda.stream(stream):
         q, k = sweep.gpu_inputs(cfg, gen)
-        got = lib("sweep_select", q, k)
+        got = sweep.call(lib, cfg, q, k)
     torch.cuda.synchronize()
     return q, k, got
 
@@ -72,8 +72,8 @@ def main():
         lib = aot.Library(os.path.join(args.dir, cfg["lib"]))
         for label, stream in (("default stream", torch.cuda.default_stream()),
                               ("side stream", torch.cuda.Stream())):
-            warm_up(lib, q, k, stream)
-            runs = [("behind a sleep", behind_sleep(lib, q, k, rows, stream),
+            warm_up(lib, cfg, q, k, stream)
+            runs = [("behind a sleep", behind_sleep(lib, cfg, q, k, rows, stream),
                      want, gaps)]
             for trial in range(3):
                 fq, fk, got = fresh_inputs(lib, cfg, stream, gen)

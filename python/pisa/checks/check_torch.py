@@ -22,14 +22,15 @@ def check(cfg, path, gen):
     op = getattr(torch.ops.pisa, name)
     lib = aot.Library(path)
     results = {}
+    x = sweep.extra_args(cfg)  # the query offset of a dynamic library
     q, k = sweep.gpu_inputs(cfg, gen)
-    want = lib(name, q, k)
-    results["eager"] = torch.equal(op(q, k), want)
-    results["layout bthk"] = torch.equal(op(q, k, layout="bthk"),
+    want = lib(name, q, k, *x)
+    results["eager"] = torch.equal(op(q, k, *x), want)
+    results["layout bthk"] = torch.equal(op(q, k, *x, layout="bthk"),
                                          want.permute(0, 2, 1, 3))
 
     def use(q, k):  # the op between other PyTorch work
-        return op(q * 1, k).to(torch.int64) + 1
+        return op(q * 1, k, *x).to(torch.int64) + 1
 
     compiled = torch.compile(use, fullgraph=True)
     results["torch.compile fullgraph"] = torch.equal(compiled(q, k), want.to(torch.int64) + 1)
@@ -37,24 +38,24 @@ def check(cfg, path, gen):
     ok = True
     for _ in range(3):
         nq, nk = sweep.gpu_inputs(cfg, gen)
-        ok &= torch.equal(graphs(nq, nk).clone(), lib(name, nq, nk).to(torch.int64) + 1)
+        ok &= torch.equal(graphs(nq, nk).clone(), lib(name, nq, nk, *x).to(torch.int64) + 1)
     results["torch.compile reduce-overhead (CUDA graphs), 3 new inputs"] = ok
 
     static_q, static_k = q.clone(), k.clone()
-    op(static_q, static_k)  # warm-up outside the capture
+    op(static_q, static_k, *x)  # warm-up outside the capture
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
-        static_out = op(static_q, static_k)
+        static_out = op(static_q, static_k, *x)
     ok = True
     for _ in range(3):
         nq, nk = sweep.gpu_inputs(cfg, gen)
         static_q.copy_(nq)
         static_k.copy_(nk)
         graph.replay()
-        ok &= torch.equal(static_out, lib(name, nq, nk))
+        ok &= torch.equal(static_out, lib(name, nq, nk, *x))
     results["torch.cuda.graph replays, 3 new inputs"] = ok
     try:
-        report = torch.library.opcheck(op.default, (q, k))
+        report = torch.library.opcheck(op.default, (q, k, *x))
         results["opcheck " + ", ".join(sorted(report))] = all(
             v == "SUCCESS" for v in report.values())
     except Exception as e:  # report what opcheck found, as a failure

@@ -94,19 +94,40 @@ def draw(seed, count, **kw):
     return [draw_config(rng, i, **kw) for i in range(count)]
 
 
+def is_decode(cfg):
+    return cfg["mode"] == "decode" and cfg["Nq"] == 1
+
+
 def program(cfg, schedule=None):
     """The selection program of a configuration. Without `schedule` the
-    compiler's own --pisa-select-schedule decides, as for a user."""
+    compiler's own --pisa-select-schedule decides, as for a user. A dynamic
+    configuration leaves B, N and Nq (1 for decode) to the call and takes
+    the query offset as an argument: one library for every length."""
     t = cfg["dtype"]
     B, Hkv, G, d = cfg["B"], cfg["Hkv"], cfg["G"], cfg["d"]
-    q = f"tensor<{B}x{Hkv * G}x{cfg['Nq']}x{d}x{t}>"
-    k = f"tensor<{B}x{Hkv}x{cfg['N']}x{d}x{t}>"
-    p = f"tensor<{B}x{Hkv}x{pyramid_rows(cfg['N'], cfg['C'], cfg['g'])}x{d}xf32>"
-    r = f"tensor<{B}x{Hkv}x{cfg['Nq']}x{cfg['K']}xi32>"
+    if cfg.get("dynamic"):
+        B, N, rows = "?", "?", "?"
+        Nq = 1 if is_decode(cfg) else "?"
+    else:
+        N, Nq = cfg["N"], cfg["Nq"]
+        rows = pyramid_rows(N, cfg["C"], cfg["g"])
+    q = f"tensor<{B}x{Hkv * G}x{Nq}x{d}x{t}>"
+    k = f"tensor<{B}x{Hkv}x{N}x{d}x{t}>"
+    p = f"tensor<{B}x{Hkv}x{rows}x{d}xf32>"
+    r = f"tensor<{B}x{Hkv}x{Nq}x{cfg['K']}xi32>"
     attr = ""
     if schedule:
         attr = (f" {{schedule = #pisa.schedule<{schedule}, q_tile = 4, "
                 "io_two_stage = 0, io_single_stage = 0>}")
+    if cfg.get("dynamic"):
+        return f"""func.func @sweep_select(%q: {q}, %k: {k}, %off: index) -> {r}
+    attributes {{llvm.emit_c_interface}} {{
+  %p = pisa.pyramid_build %k block_size = {cfg['C']} branching = {cfg['g']} : {k} -> {p}
+  %s = pisa.hier_topk %q, %k, %p, %off topk = {cfg['K']} block_size = {cfg['C']} branching = {cfg['g']}{attr}
+      : {q}, {k}, {p} -> {r}
+  return %s : {r}
+}}
+"""
     return f"""func.func @sweep_select(%q: {q}, %k: {k}) -> {r}
     attributes {{llvm.emit_c_interface}} {{
   %off = arith.constant {cfg['offset']} : index
@@ -186,11 +207,40 @@ def compile_one(cfg, out, pisa_compile):
     return cfg, r.returncode, r.stderr.strip()
 
 
+def reshape(cfg, j, seed, max_n):
+    """Shape j of a dynamic configuration's library: new B, N, Nq and
+    offset in the same mode (decode keeps Nq = 1), drawn from the seed."""
+    rng = random.Random(f"{seed}/{cfg['name']}/{j}")
+    out = dict(cfg, name=f"{cfg['name']}#{j}", B=rng.randint(1, 3))
+    N = draw_length(rng, cfg["C"], max_n)
+    if is_decode(cfg):
+        nq, offset = 1, rng.randint(0, N - 1)
+    elif cfg["mode"] == "chunk" and N > 1:
+        nq = rng.randint(1, N - 1)
+        offset = rng.randint(1, N - nq)
+    else:
+        nq, offset = N, 0
+    out.update(N=N, Nq=nq, offset=offset)
+    return out
+
+
+def extra_args(cfg):
+    """Arguments after (q, k): a dynamic library takes the query offset."""
+    return [cfg["offset"]] if cfg.get("dynamic") else []
+
+
+def call(lib, cfg, q, k, **kwargs):
+    """The configuration's library on (q, k)."""
+    return lib("sweep_select", q, k, *extra_args(cfg), **kwargs)
+
+
 def build(args):
     cfgs = draw(args.seed, args.count, max_n=args.max_n)
     if args.extra:
         with open(args.extra) as f:
             cfgs += json.load(f)
+    for cfg in cfgs:
+        cfg["dynamic"] = cfg.get("dynamic", args.dynamic)
     os.makedirs(args.out, exist_ok=True)
     print(f"seed {args.seed}: {len(cfgs)} configurations", flush=True)
     built, rejected = [], []
@@ -208,7 +258,8 @@ def build(args):
                 print(f"rejected {cfg['name']}: {cfg['error']}", flush=True)
     print(f"built {len(built)}, rejected {len(rejected)} in {time.time() - t0:.0f} s")
     with open(os.path.join(args.out, "sweep.json"), "w") as f:
-        json.dump({"seed": args.seed, "cases": built, "rejected": rejected}, f, indent=1)
+        json.dump({"seed": args.seed, "max_n": args.max_n, "cases": built,
+                   "rejected": rejected}, f, indent=1)
     return 0
 
 
@@ -271,15 +322,62 @@ def check_nonfinite(lib, cfg, q, k, tgen):
         k[:, :, lo:lo + C, i::3] = value
     rows = torch.randint(0, Nq, (2,), generator=tgen, device="cuda")
     q[:, :, rows, 0] = math.nan
-    got = lib("sweep_select", q, k)
+    got = call(lib, cfg, q, k)
     bad = pisa_reference.invalid_rows(got.cpu().numpy(), N, C, cfg["K"],
                                       offset=cfg["offset"])
     return int(bad.sum())
 
 
+def check_shape(args, lib, cfg, seed, tgen):
+    """One call of `lib` on fresh inputs of cfg's shape against the float64
+    reference; prints a line and returns the summary (ok, rows, ...)."""
+    import torch
+    from pisa import reference
+
+    dt = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
+    rng = np.random.default_rng([seed, zlib.crc32(cfg["name"].encode())])
+    B, Hkv, G = cfg["B"], cfg["Hkv"], cfg["G"]
+    kshape = (B, Hkv, cfg["N"], cfg["d"])
+    qshape = (B, Hkv * G, cfg["Nq"], cfg["d"])
+    if args.host_inputs:
+        k = torch.from_numpy(make_keys(rng, cfg, kshape)).cuda().to(dt[cfg["dtype"]])
+        q = torch.from_numpy(rng.standard_normal(qshape)).cuda().to(dt[cfg["dtype"]])
+    else:
+        # Drawn on the GPU and used at once, as a user's script would
+        # (and quick: NumPy's draws took most of a device call).
+        keys = None if cfg["inputs"] == "gaussian" else \
+            torch.from_numpy(make_keys(rng, cfg, kshape)).cuda()
+        q, k = gpu_inputs(cfg, tgen, keys)
+    t0 = time.time()
+    got = call(lib, cfg, q, k)
+    rows = torch.from_numpy(sample_rows(rng, cfg, args.rows or cfg["Nq"])).cuda()
+    got = got[:, :, rows]
+    try:
+        want, gaps = reference.select(q, k, cfg["C"], cfg["K"], cfg["g"],
+                                      offset=cfg["offset"], rows=rows)
+        ok, summary = verdict(got.cpu().numpy(), want.cpu().numpy(),
+                              gaps.cpu().numpy())
+    except torch.OutOfMemoryError as e:  # the checker's limit, not a pass
+        ok, summary = False, {"rows": 0, "differ": 0, "unexplained": 0,
+                              "error": str(e).splitlines()[0]}
+    if args.nonfinite:
+        invalid = check_nonfinite(lib, cfg, q, k, tgen)
+        summary["nonfinite_invalid_rows"] = invalid
+        ok = ok and invalid == 0
+    torch.cuda.empty_cache()
+    summary.update(name=cfg["name"], ok=bool(ok), seconds=round(time.time() - t0, 2))
+    shape = " ".join(f"{x}={cfg[x]}" for x in ("B", "Hkv", "G", "d", "C", "K", "g", "N", "Nq", "offset", "dtype", "inputs"))
+    print(f"{'ok  ' if ok else 'FAIL'} {cfg['name']} {shape}: {summary['rows']} rows, "
+          f"{summary['differ']} differ ({summary['unexplained']} unexplained)"
+          + (f" {summary.get('first_unexplained') or summary.get('error') or summary}"
+             if not ok else ""),
+          flush=True)
+    return summary
+
+
 def check(args):
     import torch
-    from pisa import aot, reference
+    from pisa import aot
 
     with open(os.path.join(args.dir, "sweep.json")) as f:
         sweep = json.load(f)
@@ -291,60 +389,30 @@ def check(args):
         cases = cases[i::n]
     seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "little")
     print(f"sweep seed {sweep['seed']}, input seed {seed}, {len(cases)} cases", flush=True)
-    dt = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
     results, deadline = [], time.time() + args.budget
     # Several libraries in one process, as a user's program may hold them.
     libs = {c["name"]: aot.Library(os.path.join(args.dir, c["lib"]))
             for c in cases} if args.preload else {}
     tgen = torch.Generator(device="cuda").manual_seed(seed)
-    for cfg in cases:
-        if time.time() > deadline:
-            print(f"budget of {args.budget} s spent: {len(results)} cases checked")
-            break
-        rng = np.random.default_rng([seed, zlib.crc32(cfg["name"].encode())])
-        B, Hkv, G = cfg["B"], cfg["Hkv"], cfg["G"]
-        kshape = (B, Hkv, cfg["N"], cfg["d"])
-        qshape = (B, Hkv * G, cfg["Nq"], cfg["d"])
-        if args.host_inputs:
-            k = torch.from_numpy(make_keys(rng, cfg, kshape)).cuda().to(dt[cfg["dtype"]])
-            q = torch.from_numpy(rng.standard_normal(qshape)).cuda().to(dt[cfg["dtype"]])
-        else:
-            # Drawn on the GPU and used at once, as a user's script would
-            # (and quick: NumPy's draws took most of a device call).
-            keys = None if cfg["inputs"] == "gaussian" else \
-                torch.from_numpy(make_keys(rng, cfg, kshape)).cuda()
-            q, k = gpu_inputs(cfg, tgen, keys)
-        t0 = time.time()
-        lib = libs.get(cfg["name"]) or aot.Library(os.path.join(args.dir, cfg["lib"]))
-        got = lib("sweep_select", q, k)
-        rows = torch.from_numpy(sample_rows(rng, cfg, args.rows or cfg["Nq"])).cuda()
-        got = got[:, :, rows]
-        try:
-            want, gaps = reference.select(q, k, cfg["C"], cfg["K"], cfg["g"],
-                                          offset=cfg["offset"], rows=rows)
-            ok, summary = verdict(got.cpu().numpy(), want.cpu().numpy(),
-                                  gaps.cpu().numpy())
-        except torch.OutOfMemoryError as e:  # the checker's limit, not a pass
-            ok, summary = False, {"rows": 0, "differ": 0, "unexplained": 0,
-                                  "error": str(e).splitlines()[0]}
-        if args.nonfinite:
-            invalid = check_nonfinite(lib, cfg, q, k, tgen)
-            summary["nonfinite_invalid_rows"] = invalid
-            ok = ok and invalid == 0
-        torch.cuda.empty_cache()
-        summary.update(name=cfg["name"], ok=bool(ok), seconds=round(time.time() - t0, 2))
-        results.append(summary)
-        shape = " ".join(f"{x}={cfg[x]}" for x in ("B", "Hkv", "G", "d", "C", "K", "g", "N", "Nq", "offset", "dtype", "inputs"))
-        print(f"{'ok  ' if ok else 'FAIL'} {cfg['name']} {shape}: {summary['rows']} rows, "
-              f"{summary['differ']} differ ({summary['unexplained']} unexplained)"
-              + (f" {summary.get('first_unexplained') or summary.get('error') or summary}"
-                 if not ok else ""),
-              flush=True)
+    for case in cases:
+        lib = libs.get(case["name"]) or aot.Library(os.path.join(args.dir, case["lib"]))
+        shapes = [case]
+        if case.get("dynamic"):
+            shapes += [reshape(case, j, seed, sweep.get("max_n", 300000))
+                       for j in range(1, args.reshapes + 1)]
+        for cfg in shapes:
+            if time.time() > deadline:
+                break
+            results.append(check_shape(args, lib, cfg, seed, tgen))
         del lib
-        libs.pop(cfg["name"], None)
+        libs.pop(case["name"], None)
+        if time.time() > deadline:
+            print(f"budget of {args.budget} s spent: {len(results)} shapes checked")
+            break
     failed = sum(not r["ok"] for r in results)
     rows = sum(r["rows"] for r in results)
-    print(f"sweep: {len(results) - failed} passed, {failed} failed, {rows} rows checked")
+    print(f"sweep: {len(results) - failed} passed, {failed} failed, {rows} rows checked"
+          f" ({len(results)} shapes of {len(cases)} libraries)")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"seed": sweep["seed"], "input_seed": seed, "results": results}, f)
@@ -444,6 +512,9 @@ def main(argv=None):
     b.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     b.add_argument("--extra", help="JSON list of further configurations (regressions)")
     b.add_argument("--pisa-compile", default="build/bin/pisa-compile")
+    b.add_argument("--dynamic", action="store_true",
+                   help="libraries of dynamic B, N and Nq (one per configuration; "
+                        "check calls each on further shapes)")
     c = sub.add_parser("check", help="check built libraries on the GPU")
     c.add_argument("dir")
     c.add_argument("--seed", type=int)
@@ -461,6 +532,8 @@ def main(argv=None):
                    help="load every library before the first call")
     c.add_argument("--part", help="I/N: every N-th case from the I-th")
     c.add_argument("--budget", type=float, default=480, help="seconds")
+    c.add_argument("--reshapes", type=int, default=2,
+                   help="further shapes each dynamic library is called on")
     c.add_argument("--json")
     u = sub.add_parser("cpu", help="check pisa-run select against the NumPy reference")
     u.add_argument("--seed", type=int, required=True)

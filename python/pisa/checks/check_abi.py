@@ -106,6 +106,34 @@ def check_bad_calls(lib, cfg, gen):
     return ok
 
 
+def check_empty(lib, cfg):
+    """A dynamic library on empty sizes (N = 0, Nq = 0, B = 0): an empty
+    result and no launch, or, where Nq is static 1 and N = 0, the rule
+    Nq <= N as the error; nothing else written, nothing faults."""
+    ok = True
+    d, Hq, Hkv = cfg["d"], cfg["Hkv"] * cfg["G"], cfg["Hkv"]
+    dt = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}[cfg["dtype"]]
+    decode = sweep.is_decode(cfg)
+    shapes = [(1, 0, 0), (1, 5 * cfg["C"], 0), (0, 7, 3)]
+    if decode:
+        shapes = [(1, 0, 1), (0, 7, 1)]
+    for B, N, Nq in shapes:
+        q = torch.randn((B, Hq, Nq, d), device="cuda").to(dt)
+        k = torch.randn((B, Hkv, N, d), device="cuda").to(dt)
+        refused = decode and N == 0
+        try:
+            out = lib("sweep_select", q, k, 0)
+            torch.cuda.synchronize()
+            good = not refused and out.numel() == 0
+            what = f"empty result {list(out.shape)}"
+        except RuntimeError as e:
+            good = refused and "more queries than keys" in str(e)
+            what = f"refused: {e}"
+        ok &= good
+        print(f"  {'ok  ' if good else 'FAIL'} B={B} N={N} Nq={Nq}: {what}")
+    return ok
+
+
 def main():
     args, cases = sweep.named_cases_cli(__doc__)
     gen = torch.Generator(device="cuda").manual_seed(args.seed)
@@ -115,7 +143,8 @@ def main():
         failed += sweep.report(cfg["name"], {
             "CUDA graph replays": check_graph(lib, cfg, gen),
             "threads on their own streams": check_threads(lib, cfg, gen),
-            "bad calls": check_bad_calls(lib, cfg, gen)})
+            "bad calls": check_bad_calls(lib, cfg, gen),
+            **({"empty sizes": check_empty(lib, cfg)} if cfg.get("dynamic") else {})})
     print(f"abi: {'all ok' if not failed else f'{failed} failed'}")
     return 1 if failed else 0
 

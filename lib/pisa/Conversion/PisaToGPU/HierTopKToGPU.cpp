@@ -231,8 +231,8 @@ struct HostBuffers {
 
 /// Sizes on the host, constants where static.
 struct HostSizes {
-  Value batch, numQueries, numKeys;
-  LevelLayout layout;
+  Value batch, numQueries;
+  LevelLayout layout; ///< of N: layout.numKeys()
   Value groups(ImplicitLocOpBuilder &b, const Problem &p) const {
     return b.createOrFold<arith::MulIOp>(batch, indexConst(b, p.kvHeads));
   }
@@ -264,12 +264,12 @@ void requireSizes(ImplicitLocOpBuilder &b, HierTopKOp op, const Problem &p,
   if (!dynamic(queries, 2) && !dynamic(keys, 2) && !dynamic(queries, 0))
     return;
   // The query offset is bounded by the manifest for static shapes.
-  require(P::ule, sizes.numQueries, sizes.numKeys,
+  require(P::ule, sizes.numQueries, sizes.layout.numKeys(),
           "more queries than keys (Nq > N)");
   require(P::ule, offset,
-          arith::SubIOp::create(b, sizes.numKeys,
+          arith::SubIOp::create(b, sizes.layout.numKeys(),
                                 arith::MinUIOp::create(b, sizes.numQueries,
-                                                       sizes.numKeys)),
+                                                       sizes.layout.numKeys())),
           "query_offset + Nq exceeds N");
   require(P::ule, sizes.groups(b, p), indexConst(b, kMaxGPUGroups),
           "B * Hkv is above the GPU limit of " +
@@ -280,7 +280,7 @@ void requireSizes(ImplicitLocOpBuilder &b, HierTopKOp op, const Problem &p,
           indexConst(b, kMaxGPUPairs),
           "Nq * g * K is above the GPU limit of " +
               std::to_string(kMaxGPUPairs) + " (32-bit stage-2 pair indices)");
-  require(P::ule, sizes.numKeys, indexConst(b, kMaxGPUKeys),
+  require(P::ule, sizes.layout.numKeys(), indexConst(b, kMaxGPUKeys),
           "N is above the GPU limit of " + std::to_string(kMaxGPUKeys) +
               " (32-bit leaf indices)");
 }
@@ -319,7 +319,6 @@ struct HierTopKToGPU : OpRewritePattern<HierTopKOp> {
     Value pyramid = toBuffer(b, op.getPyramid());
     Value offset = op.getQueryOffset();
     HostSizes sizes{dimOf(b, queries, 0), dimOf(b, queries, 2),
-                    dimOf(b, keys, 2),
                     LevelLayout(b, dimOf(b, keys, 2), p.blockSize, p.fanout)};
     requireSizes(b, op, p, sizes, queries, keys, pyramid, offset);
     Value selection = allocDevice(
@@ -627,7 +626,7 @@ private:
                                             {"offset", offset},
                                             {"contenders", contenders},
                                             {"counts", counts}};
-    walkOperands.append(keyCountOperand(p, sizes.numKeys));
+    walkOperands.append(keyCountOperand(p, sizes.layout.numKeys()));
     launch(host, walkKernel, warpBlocks, groups, kQueryThreads, walkOperands);
     launchTileKernels(host, tiles, groups, sizes.numQueries, tileBound,
                       queries, keys, offset, contenders, counts, scores, sort);
@@ -636,7 +635,7 @@ private:
                                              {"counts", counts},
                                              {"scores", scores},
                                              {"selection", selection}};
-    finalOperands.append(keyCountOperand(p, sizes.numKeys));
+    finalOperands.append(keyCountOperand(p, sizes.layout.numKeys()));
     launch(host, finalKernel, queryBlocks, groups, kQueryThreads,
            finalOperands);
     SmallVector<Value> scratch{contenders, counts, scores};

@@ -19,6 +19,9 @@ config.test_exec_root = os.path.join(config.pisa_obj_root, "test")
 
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%pisa_src_root", config.pisa_src_root))
+# What the GPU pipeline runs between --pisa-decompose-to-kernels and
+# --convert-pisa-to-gpu: one-shot bufferization, then deallocation.
+config.substitutions.append(("%bufferize", "--one-shot-bufferize=\"bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map\" --buffer-deallocation-pipeline"))
 config.substitutions.append(("%python", "/usr/bin/python3"))
 config.substitutions.append(("%pisa_python", os.path.join(config.pisa_src_root, "python")))
 config.substitutions.append(("%cxx_compiler", config.cxx_compiler))

@@ -24,28 +24,49 @@ def ConvertPisaToLinalg : Pass<"convert-pisa-to-linalg"> {
   ];
 }
 
-def ConvertPisaToGPU : Pass<"convert-pisa-to-gpu", "::mlir::ModuleOp"> {
-  let summary = "lower pisa ops to gpu kernels launched from the host function";
+def PisaDecomposeToKernels : Pass<"pisa-decompose-to-kernels"> {
+  let summary = "decompose pisa ops into the kernel-level ops of their schedule";
   let description = [{
-    Kernels are gpu.func in one gpu.module (@pisa_kernels), launched with
-    gpu.launch_func on bufferization views of the ops' tensors; results live
-    in device buffers (gpu.alloc).
+    The GPU lowering's first step. `pisa.pyramid_build` becomes
+    `pisa.kernel.pyramid`; a scheduled `pisa.hier_topk` becomes
+    `pisa.kernel.select_single_stage` (single_stage) or, for two_stage,
+    [`pisa.kernel.fragment_planes` when the walk scores on tensor cores],
+    `pisa.kernel.walk`, `pisa.kernel.bucket`, `pisa.kernel.score_tiles` and
+    `pisa.kernel.select_final`. All are destination-passing on tensors with
+    `tensor.empty` destinations, so one-shot bufferization places every
+    buffer. The plan of each op (schedule, GPU limits, kernel variants) is
+    made and checked before any IR changes: an op without a
+    `#pisa.schedule`, or beyond a GPU limit, is an error naming it.
+    Preconditions on dynamic sizes become host `cf.assert`s.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::cf::ControlFlowDialect",
+    "::mlir::scf::SCFDialect", "::mlir::tensor::TensorDialect"
+  ];
+}
 
-    `pisa.pyramid_build`: a leaf kernel and one launch per upper level.
-    `pisa.hier_topk` follows its `#pisa.schedule` (an op without one is an
-    error that names --pisa-select-schedule):
-    - `single_stage`: one kernel, one thread per (query, KV head), root to
-      leaves.
-    - `two_stage`: a walk kernel for levels L..2 leaving at most g*K leaf
-      contenders per query; a counting sort of the (query, leaf) pairs by
-      leaf (histogram, scan, scatter) whose groups are cut into tiles of at
-      most q_tile queries; one block per tile scoring q_tile x G heads
-      against the leaf's key tile in shared memory; a final kernel with the
-      forced blocks and the top-K.
-    Nothing is shaped Nq x (number of leaves). B, N, Nq and the pyramid's
-    rows may be dynamic: kernels read them from their buffers' sizes and walk
-    a layout computed from N; preconditions that only run time can check
-    (equal sizes, grid and index limits) are cf.assert on the host.
+def ConvertPisaToGPU : Pass<"convert-pisa-to-gpu", "::mlir::ModuleOp"> {
+  let summary = "lower kernel-level pisa ops (buffers) to gpu kernels and launches";
+  let description = [{
+    The GPU lowering's last pisa step, after --pisa-decompose-to-kernels
+    and one-shot bufferization: each kernel-level op in buffer form becomes
+    its gpu.func kernel(s) in one gpu.module (@pisa_kernels), launched with
+    gpu.launch_func where the op was, and every buffer of a function that
+    held such ops is device memory (memref.alloc/dealloc become
+    gpu.alloc/dealloc). Other pisa ops, and kernel ops on tensors, are an
+    error naming the passes that come first.
+
+    `pisa.kernel.pyramid`: a leaf kernel and one launch per upper level.
+    `pisa.kernel.select_single_stage`: one kernel, one warp per (query, KV
+    head), root to leaves. Two-stage: `walk` leaves at most g*K leaf
+    contenders per query (on tensor cores from `fragment_planes` when
+    marked); `bucket` sorts the (query, leaf) pairs by leaf (histogram,
+    scan, scatter) and cuts each leaf's group into tiles of at most q_tile
+    queries; `score_tiles` scores q_tile x G heads per block against the
+    leaf's key tile in shared memory; `select_final` keeps the forced
+    blocks and the top-K. B, N, Nq and the pyramid's rows may be dynamic:
+    kernels read them from their buffers' sizes and walk a layout computed
+    from N.
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::bufferization::BufferizationDialect",

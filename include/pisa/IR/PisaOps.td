@@ -202,4 +202,6 @@ def Pisa_SparseAttentionOp : Pisa_Op<"sparse_attention", [Pure]> {
   }];
 }
 
+include "pisa/IR/PisaKernelOps.td"
+
 #endif // PISA_IR_PISAOPS_TD

@@ -1,9 +1,11 @@
 //===- GPUPipeline.cpp - pisa-lower-to-nvvm-pipeline ----------------------===//
 //
-// pisa ops in host functions -> gpu kernels + launches (tile products as
-// vector.contract, then nvgpu/nvvm mma.sync) -> bufferized host
-// code -> async GPU ops -> upstream gpu-lower-to-nvvm-pipeline, whose tail
-// serialises the kernels (sm_90 by default) into a gpu.binary.
+// pisa ops in host functions -> kernel-level ops on tensors (one per
+// kernel of the schedule) -> one-shot bufferization and ownership-based
+// deallocation -> gpu kernels + launches on device buffers (tile products
+// as vector.contract, then nvgpu/nvvm mma.sync) -> async GPU ops ->
+// upstream gpu-lower-to-nvvm-pipeline, whose tail serialises the kernels
+// (sm_90 by default) into a gpu.binary.
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,6 +13,7 @@
 #include "pisa/Pipelines/Pipelines.h"
 #include "pisa/Transforms/Passes.h"
 
+#include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/Pipelines/Passes.h"
@@ -32,13 +35,17 @@ void mlir::pisa::buildPisaGPUHostPipeline(
   schedule.qTile = options.qTile;
   schedule.keepExisting = true;
   pm.addPass(createPisaSelectSchedule(schedule));
+  pm.addPass(createPisaDecomposeToKernels());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  addModuleBufferization(pm);
+  bufferization::buildBufferDeallocationPipeline(pm);
   pm.addPass(createConvertPisaToGPU());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   // Warp tile products (vector.contract) to nvgpu/nvvm mma.sync.
   pm.addNestedPass<gpu::GPUModuleOp>(createConvertVectorToMmaSync());
   pm.addNestedPass<gpu::GPUModuleOp>(createCanonicalizerPass());
-  addModuleBufferization(pm);
 }
 
 void mlir::pisa::buildPisaGPUBackendPipeline(

@@ -2,6 +2,7 @@
 
 #include "pisa/InitAllDialects.h"
 #include "pisa/IR/PisaDialect.h"
+#include "pisa/Transforms/BufferizableOpInterfaceImpl.h"
 
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
 #include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
@@ -52,13 +53,15 @@ void mlir::pisa::registerAllDialects(DialectRegistry &registry) {
                   NVVM::NVVMDialect, nvgpu::NVGPUDialect, ub::UBDialect,
                   vector::VectorDialect>();
 
-  // One-shot bufferization of what --convert-pisa-to-linalg emits.
+  // One-shot bufferization of what --convert-pisa-to-linalg emits ...
   arith::registerBufferizableOpInterfaceExternalModels(registry);
   bufferization::func_ext::registerBufferizableOpInterfaceExternalModels(
       registry);
   linalg::registerBufferizableOpInterfaceExternalModels(registry);
   scf::registerBufferizableOpInterfaceExternalModels(registry);
   tensor::registerBufferizableOpInterfaceExternalModels(registry);
+  // ... and of the kernel-level ops of the GPU lowering.
+  pisa::registerBufferizableOpInterfaceExternalModels(registry);
 
   // convert-gpu-to-nvvm and convert-to-llvm find the dialects' patterns
   // through these interfaces.

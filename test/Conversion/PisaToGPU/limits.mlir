@@ -1,6 +1,6 @@
 // Shapes the GPU kernels cannot take are errors that name the limit, found
 // before any IR is built.
-// RUN: pisa-opt %s --split-input-file --convert-pisa-to-gpu --verify-diagnostics
+// RUN: pisa-opt %s --split-input-file --pisa-decompose-to-kernels --verify-diagnostics
 
 func.func @head_dim(%k: tensor<1x1x100x2048xf32>) -> tensor<1x1x3x2048xf32> {
   // expected-error @+1 {{has head dim d = 2048 above the GPU limit of 1024 (one thread per feature)}}

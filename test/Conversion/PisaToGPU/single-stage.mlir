@@ -1,4 +1,4 @@
-// RUN: pisa-opt %s --convert-pisa-to-gpu | FileCheck %s --enable-var-scope
+// RUN: pisa-opt %s --pisa-decompose-to-kernels %bufferize --convert-pisa-to-gpu | FileCheck %s --enable-var-scope
 
 // Decode: one fused kernel from the root to the leaves, nothing else.
 
@@ -7,7 +7,8 @@
 // CHECK-NOT: gpu.alloc
 // CHECK: gpu.launch_func @pisa_kernels::@select_single_stage blocks in ({{%c1(_[0-9]+)?}}, %c1
 // CHECK-NOT: gpu.launch_func
-// CHECK: bufferization.to_tensor %[[SEL]] restrict
+// CHECK-NOT: gpu.dealloc
+// CHECK: return %[[SEL]]
 // CHECK: gpu.module @pisa_kernels
 // CHECK-COUNT-1: gpu.func
 // CHECK-SAME: @select_single_stage

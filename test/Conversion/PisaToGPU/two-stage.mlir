@@ -1,36 +1,36 @@
-// RUN: pisa-opt %s --convert-pisa-to-gpu | FileCheck %s --enable-var-scope
+// RUN: pisa-opt %s --pisa-decompose-to-kernels %bufferize --convert-pisa-to-gpu | FileCheck %s --enable-var-scope
 
 // Prefill at the paper's setting (N = 4096, C = 64: 64 leaves, g*K = 16):
 // six kernels, stage-2 key tiles in shared memory, and no buffer shaped
 // Nq x (number of leaves).
 
 // CHECK-LABEL: func.func @prefill
-// CHECK-SAME: (%[[Q:.*]]: tensor<1x16x4096x128xbf16>, %[[K:.*]]: tensor<1x1x4096x128xbf16>, %[[P:.*]]: tensor<1x1x127x128xf32>, %[[OFF:.*]]: index)
-// CHECK-DAG: %[[QB:.*]] = bufferization.to_buffer %[[Q]] read_only
-// CHECK-DAG: %[[KB:.*]] = bufferization.to_buffer %[[K]] read_only
-// CHECK-DAG: %[[PB:.*]] = bufferization.to_buffer %[[P]] read_only
+// CHECK-SAME: (%[[Q:.*]]: memref<1x16x4096x128xbf16>, %[[K:.*]]: memref<1x1x4096x128xbf16>, %[[P:.*]]: memref<1x1x127x128xf32>, %[[OFF:.*]]: index)
+//   Every buffer is device memory; the result is returned, not freed.
+// CHECK-NOT: memref.alloc
 // CHECK: %[[SEL:.*]] = gpu.alloc () : memref<1x1x4096x8xi32>
-// CHECK: %[[CONT:.*]] = gpu.alloc () : memref<1x1x4096x16xi32>
-// CHECK: %[[COUNT:.*]] = gpu.alloc () : memref<1x1x4096xi32>
-// CHECK: %[[SCORES:.*]] = gpu.alloc () : memref<1x1x4096x16xf32>
-// CHECK: %[[LEAFCOUNT:.*]] = gpu.alloc () : memref<1x1x64xi32>
 //   The tensor-core walk reads the pyramid as bf16 fragment planes
 //   (127 rows of 2 x 128), written by one small kernel first.
 // CHECK: %[[PLANES:.*]] = gpu.alloc () : memref<1x1x127x256xbf16>
-// CHECK: gpu.launch_func @pisa_kernels::@pyramid_mma_planes blocks in ({{%c16(_[0-9]+)?}}, {{.*}} threads in ({{%c256(_[0-9]+)?}}, {{.*}} args(%[[PB]] : memref<1x1x127x128xf32>, %[[PLANES]] : memref<1x1x127x256xbf16>)
-// CHECK: gpu.launch_func @pisa_kernels::@select_stage1_walk {{.*}} args(%[[QB]] : {{.*}}, %[[PLANES]] : {{.*}}, %[[OFF]] : index, %[[CONT]] : {{.*}}, %[[COUNT]] :
+// CHECK: gpu.launch_func @pisa_kernels::@pyramid_mma_planes blocks in ({{%c16(_[0-9]+)?}}, {{.*}} threads in ({{%c256(_[0-9]+)?}}, {{.*}} args(%[[P]] : memref<1x1x127x128xf32>, %[[PLANES]] : memref<1x1x127x256xbf16>)
+// CHECK: %[[CONT:.*]] = gpu.alloc () : memref<1x1x4096x16xi32>
+// CHECK: %[[COUNT:.*]] = gpu.alloc () : memref<1x1x4096xi32>
+// CHECK: gpu.launch_func @pisa_kernels::@select_stage1_walk {{.*}} args(%[[Q]] : {{.*}}, %[[PLANES]] : {{.*}}, %[[OFF]] : index, %[[CONT]] : {{.*}}, %[[COUNT]] :
+// CHECK: %[[LEAFCOUNT:.*]] = gpu.alloc () : memref<1x1x64xi32>
 // CHECK: gpu.memset %[[LEAFCOUNT]]
 // CHECK: gpu.launch_func @pisa_kernels::@select_stage2_histogram
 // CHECK: gpu.launch_func @pisa_kernels::@select_stage2_scan
 // CHECK: gpu.launch_func @pisa_kernels::@select_stage2_scatter
+// CHECK: %[[SCORES:.*]] = gpu.alloc () : memref<1x1x4096x16xf32>
 //   Up to 16384 + 64 tiles, 8 per block: 2056 blocks of 64 threads.
 // CHECK: gpu.launch_func @pisa_kernels::@select_stage2_score_tiles_mma blocks in ({{%c2056(_[0-9]+)?}}, {{.*}} threads in ({{%c64(_[0-9]+)?}}
-// CHECK-SAME: args(%[[QB]] : {{.*}}, %[[KB]] :
+// CHECK-SAME: args(%[[Q]] : {{.*}}, %[[K]] :
 // CHECK: gpu.launch_func @pisa_kernels::@select_final {{.*}} args(%[[OFF]] : index, %[[CONT]] : {{.*}}, %[[COUNT]] : {{.*}}, %[[SCORES]] : {{.*}}, %[[SEL]] :
-// CHECK: gpu.dealloc %[[CONT]]
-// CHECK: gpu.dealloc %[[PLANES]]
-// CHECK: %[[R:.*]] = bufferization.to_tensor %[[SEL]] restrict
-// CHECK: return %[[R]]
+// CHECK-DAG: gpu.dealloc %[[CONT]]
+// CHECK-DAG: gpu.dealloc %[[PLANES]]
+// CHECK-DAG: gpu.dealloc %[[SCORES]]
+// CHECK-NOT: gpu.dealloc %[[SEL]]
+// CHECK: return %[[SEL]]
 
 // CHECK: gpu.module @pisa_kernels
 //   Planes: thread i writes row i / 32, k-step (i / 4) % 8, lane group i % 4:
@@ -66,7 +66,6 @@
 // CHECK: gpu.shuffle  xor
 // CHECK: gpu.shuffle  idx
 // CHECK-NOT: memref.load %arg5
-// CHECK: gpu.func @select_final
 // CHECK: gpu.func @select_stage2_histogram
 // CHECK: memref.atomic_rmw addi
 // CHECK: gpu.func @select_stage2_scan
@@ -119,6 +118,7 @@
 // CHECK: memref.store %{{.*}}, %arg9
 // CHECK-NOT: gpu.barrier
 // CHECK: scf.yield
+// CHECK: gpu.func @select_final
 // CHECK-NOT: x4096x64x
 // CHECK-NOT: memref<4096x64x
 func.func @prefill(%q: tensor<1x16x4096x128xbf16>, %k: tensor<1x1x4096x128xbf16>,

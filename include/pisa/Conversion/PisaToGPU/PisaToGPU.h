@@ -25,22 +25,22 @@ constexpr int64_t kMaxGPUKeys = (int64_t(1) << 31) - 1;  ///< N (i32 leaves)
 
 /// Why the GPU kernels cannot take pisa op `op` (the limits above on static
 /// sizes, ops without a GPU lowering), or nullopt. The one definition:
-/// --convert-pisa-to-gpu reports it for every op before building IR, and
-/// each pattern declines to match on it. Limits on dynamic sizes are
+/// --pisa-decompose-to-kernels reports it for every op before building
+/// IR. Limits on dynamic sizes are
 /// checked at run time (host assertions, a call's error in an AOT library).
 std::optional<std::string> gpuLimitViolation(Operation *op);
 
-/// pisa.pyramid_build to one leaf kernel and one kernel per upper level.
-void populatePyramidBuildToGPUPatterns(RewritePatternSet &patterns);
-
-/// Annotated pisa.hier_topk to the kernels of its #pisa.schedule.
-void populateHierTopKToGPUPatterns(RewritePatternSet &patterns);
-
+/// Kernel-level ops (buffer form) to gpu.func kernels and their launches:
+/// pisa.kernel.pyramid, and the selection kernels of both schedules.
+void populatePyramidKernelToGPUPatterns(RewritePatternSet &patterns);
+void populateSelectionKernelsToGPUPatterns(RewritePatternSet &patterns);
 void populatePisaToGPUConversionPatterns(RewritePatternSet &patterns);
 
-/// Frees, before every return, the device buffers the conversion allocated
-/// for values that the function does not return (the pyramid).
-void freeTransientDeviceBuffers(ModuleOp module);
+/// In every function that holds kernel-level ops, memref.alloc and
+/// memref.dealloc become gpu.alloc and gpu.dealloc: such host code only
+/// passes buffers between kernels, so each of its buffers lives on the
+/// device.
+void placeBuffersOnDevice(ModuleOp module);
 
 } // namespace pisa
 } // namespace mlir

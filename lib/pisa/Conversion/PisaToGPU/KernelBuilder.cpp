@@ -82,27 +82,6 @@ Kernel mlir::pisa::detail::createKernel(PatternRewriter &rewriter,
   return Kernel(func, params);
 }
 
-Value mlir::pisa::detail::toBuffer(ImplicitLocOpBuilder &b, Value tensor) {
-  auto type = cast<RankedTensorType>(tensor.getType());
-  return bufferization::ToBufferOp::create(
-      b, MemRefType::get(type.getShape(), type.getElementType()), tensor,
-      /*read_only=*/true);
-}
-
-Value mlir::pisa::detail::allocDevice(ImplicitLocOpBuilder &b, MemRefType type,
-                                      ArrayRef<Value> sizes, bool isResult) {
-  SmallVector<Value> dynamicSizes;
-  for (auto [i, size] : llvm::enumerate(type.getShape()))
-    if (ShapedType::isDynamic(size))
-      dynamicSizes.push_back(sizes[i]);
-  auto alloc = gpu::AllocOp::create(b, TypeRange{type}, ValueRange{},
-                                    dynamicSizes, /*symbolOperands=*/ValueRange{},
-                                    /*hostShared=*/nullptr);
-  if (isResult)
-    alloc->setAttr(kResultBufferAttr, b.getUnitAttr());
-  return alloc.getMemref();
-}
-
 void mlir::pisa::detail::launch(ImplicitLocOpBuilder &b, const Kernel &kernel,
                                 Value gx, Value gy, int64_t bx,
                                 ArrayRef<KernelOperand> operands) {

@@ -2,7 +2,7 @@
 //
 // The pisa-to-gpu patterns build kernels directly as gpu.func in one
 // gpu.module (@pisa_kernels) and launch them from the host function with
-// gpu.launch_func on bufferization views of the op's tensors.
+// gpu.launch_func on the kernel-level op's buffers.
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,10 +22,6 @@ namespace mlir::pisa::detail {
 /// logits are scaled by log2(e), LSEs taken back to base e with ln(2).
 constexpr float kLog2E = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
-
-/// Marks device buffers that hold an op's result, for
-/// freeTransientDeviceBuffers.
-constexpr llvm::StringLiteral kResultBufferAttr = "pisa.result_buffer";
 
 /// One kernel parameter: the name its body and its launches use, and its
 /// type.
@@ -65,15 +61,6 @@ private:
 Kernel createKernel(PatternRewriter &rewriter, Operation *anchor,
                     StringRef name, ArrayRef<KernelParam> params,
                     TypeRange workgroup = {}, TypeRange privates = {});
-
-/// The memref view of a tensor operand, on the host side.
-Value toBuffer(ImplicitLocOpBuilder &b, Value tensor);
-
-/// A device buffer of `type` (gpu.alloc); `sizes` has one entry per
-/// dimension (read for the dynamic ones; empty when the type is static).
-/// `isResult` marks it as holding an op result.
-Value allocDevice(ImplicitLocOpBuilder &b, MemRefType type,
-                  ArrayRef<Value> sizes = {}, bool isResult = false);
 
 /// Launches `kernel` over grid (gx, gy) x block (bx), its parameters
 /// given by name; a grid sized at run time is skipped when empty.

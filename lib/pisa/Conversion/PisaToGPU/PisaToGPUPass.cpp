@@ -31,32 +31,32 @@ using namespace mlir::pisa;
 
 void mlir::pisa::populatePisaToGPUConversionPatterns(
     RewritePatternSet &patterns) {
-  populatePyramidBuildToGPUPatterns(patterns);
-  populateHierTopKToGPUPatterns(patterns);
+  populatePyramidKernelToGPUPatterns(patterns);
+  populateSelectionKernelsToGPUPatterns(patterns);
 }
 
-/// True when `value` (a to_tensor of a result buffer) reaches a return.
-static bool isReturned(Value value) {
-  return llvm::any_of(value.getUsers(),
-                      [](Operation *user) { return isa<func::ReturnOp>(user); });
-}
-
-void mlir::pisa::freeTransientDeviceBuffers(ModuleOp module) {
-  module.walk([](gpu::AllocOp alloc) {
-    if (!alloc->hasAttr(detail::kResultBufferAttr))
-      return;
-    alloc->removeAttr(detail::kResultBufferAttr);
-    bool returned = llvm::any_of(alloc.getMemref().getUsers(), [](Operation *u) {
-      auto toTensor = dyn_cast<bufferization::ToTensorOp>(u);
-      return toTensor && isReturned(toTensor.getResult());
+void mlir::pisa::placeBuffersOnDevice(ModuleOp module) {
+  module.walk([](func::FuncOp func) {
+    bool launchesKernels = false;
+    func.walk([&](DestinationStyleOpInterface op) {
+      launchesKernels |= isa<PisaDialect>(op->getDialect());
     });
-    if (returned)
+    if (!launchesKernels)
       return;
-    auto func = alloc->getParentOfType<func::FuncOp>();
-    func.walk([&](func::ReturnOp ret) {
-      OpBuilder b(ret);
-      gpu::DeallocOp::create(b, ret.getLoc(), Type(), ValueRange{},
-                             alloc.getMemref());
+    func.walk([](Operation *op) {
+      OpBuilder b(op);
+      if (auto alloc = dyn_cast<memref::AllocOp>(op)) {
+        auto device = gpu::AllocOp::create(
+            b, alloc.getLoc(), TypeRange{alloc.getType()}, ValueRange{},
+            alloc.getDynamicSizes(), /*symbolOperands=*/ValueRange{},
+            /*hostShared=*/nullptr);
+        alloc.replaceAllUsesWith(device.getMemref());
+        alloc.erase();
+      } else if (auto dealloc = dyn_cast<memref::DeallocOp>(op)) {
+        gpu::DeallocOp::create(b, dealloc.getLoc(), Type(), ValueRange{},
+                               dealloc.getMemref());
+        dealloc.erase();
+      }
     });
   });
 }
@@ -117,18 +117,24 @@ struct ConvertPisaToGPUPass
   using Base::Base;
 
   void runOnOperation() override {
-    // Every limit is reported before any IR is built.
+    // The kernel-level ops in buffer form are what this pass lowers.
     bool ok = true;
     getOperation()->walk([&](Operation *op) {
       if (!isa_and_nonnull<PisaDialect>(op->getDialect()))
         return;
-      if (std::optional<std::string> why = gpuLimitViolation(op)) {
-        op->emitOpError() << *why;
-        ok = false;
-      }
+      auto kernelOp = dyn_cast<DestinationStyleOpInterface>(op);
+      if (kernelOp && kernelOp.hasPureBufferSemantics())
+        return;
+      op->emitOpError(kernelOp ? "expected the buffer form: bufferize first "
+                                 "(one-shot-bufferize)"
+                               : "expected kernel-level ops on buffers: run "
+                                 "--pisa-decompose-to-kernels and bufferize "
+                                 "first (pisa-lower-to-nvvm-pipeline does)");
+      ok = false;
     });
     if (!ok)
       return signalPassFailure();
+    placeBuffersOnDevice(getOperation());
     ConversionTarget target(getContext());
     target.addIllegalDialect<PisaDialect>();
     target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
@@ -137,7 +143,6 @@ struct ConvertPisaToGPUPass
     if (failed(applyPartialConversion(getOperation(), target,
                                       std::move(patterns))))
       return signalPassFailure();
-    freeTransientDeviceBuffers(getOperation());
   }
 };
 } // namespace

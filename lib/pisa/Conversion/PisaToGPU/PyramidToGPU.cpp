@@ -1,4 +1,4 @@
-//===- PyramidToGPU.cpp - pyramid_build to gpu kernels --------------------===//
+//===- PyramidToGPU.cpp - pisa.kernel.pyramid to gpu kernels --------------===//
 //
 // One block per (node, batch x KV head), one thread per feature: the leaf
 // kernel averages a block of raw keys, the level kernel (launched once per
@@ -18,7 +18,6 @@
 #include "pisa/IR/PisaOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 
 using namespace mlir;
@@ -45,36 +44,20 @@ static void emitMean(ImplicitLocOpBuilder &b, Value src, Value dst,
                           ValueRange{batch, head, row, feature});
 }
 
-/// A static row count with a dynamic N must be N's: checked at run time.
-static void requireRows(ImplicitLocOpBuilder &b, PyramidBuildOp op,
-                        const LevelLayout &layout, RankedTensorType pyramid) {
-  int64_t rows = pyramid.getShape()[2];
-  if (layout.fixed() || ShapedType::isDynamic(rows))
-    return;
-  requireAtRuntime(b,
-                   cmp(b, arith::CmpIPredicate::eq, layout.totalRows(),
-                       indexConst(b, rows)),
-                   "pisa.pyramid_build: the pyramid's " +
-                       std::to_string(rows) +
-                       " rows are not the layout of the keys' N");
-}
-
 namespace {
-struct PyramidBuildToGPU : OpRewritePattern<PyramidBuildOp> {
+struct PyramidKernelToGPU : OpRewritePattern<PyramidKernelOp> {
   using OpRewritePattern::OpRewritePattern;
 
-  LogicalResult matchAndRewrite(PyramidBuildOp op,
+  LogicalResult matchAndRewrite(PyramidKernelOp op,
                                 PatternRewriter &rewriter) const override {
-    RankedTensorType keysType = op.getKeys().getType();
-    RankedTensorType pyrType = op.getPyramid().getType();
-    if (std::optional<std::string> why = gpuLimitViolation(op))
-      return rewriter.notifyMatchFailure(op, *why);
-    ArrayRef<int64_t> shape = keysType.getShape();
+    if (!op.hasPureBufferSemantics())
+      return rewriter.notifyMatchFailure(op, "expected the buffer form");
+    auto keysMem = cast<MemRefType>(op.getKeys().getType());
+    auto pyrMem = cast<MemRefType>(op.getPyramid().getType());
+    ArrayRef<int64_t> shape = keysMem.getShape();
     const int64_t numHeads = shape[1], d = shape[3];
     const int64_t blockSize = op.getBlockSize(), fan = op.getBranching();
     Location loc = op.getLoc();
-    MemRefType keysMem = globalType(shape, keysType.getElementType());
-    MemRefType pyrMem = globalType(pyrType.getShape(), pyrType.getElementType());
     Type index = rewriter.getIndexType();
 
     Kernel leafKernel, levelKernel;
@@ -122,15 +105,9 @@ struct PyramidBuildToGPU : OpRewritePattern<PyramidBuildOp> {
 
     rewriter.setInsertionPoint(op);
     ImplicitLocOpBuilder b(loc, rewriter);
-    Value keys = toBuffer(b, op.getKeys());
+    Value keys = op.getKeys(), pyramid = op.getPyramid();
     LevelLayout layout(b, dimOf(b, keys, 2), blockSize, fan);
     Value batch = dimOf(b, keys, 0);
-    requireRows(b, op, layout, pyrType);
-    Value pyramid =
-        allocDevice(b, pyrMem,
-                    {batch, indexConst(b, numHeads), layout.totalRows(),
-                     indexConst(b, d)},
-                    /*isResult=*/true);
     Value groups = b.createOrFold<arith::MulIOp>(batch, indexConst(b, numHeads));
     launch(b, leafKernel, layout.numLeaves(), groups, d,
            {{"keys", keys}, {"pyramid", pyramid}});
@@ -159,14 +136,12 @@ struct PyramidBuildToGPU : OpRewritePattern<PyramidBuildOp> {
             return SmallVector<Value>{levelOffset, size};
           });
     }
-    Value result = bufferization::ToTensorOp::create(b, pyrType, pyramid,
-                                                     /*restrict=*/b.getUnitAttr());
-    rewriter.replaceOp(op, result);
+    rewriter.eraseOp(op);
     return success();
   }
 };
 } // namespace
 
-void mlir::pisa::populatePyramidBuildToGPUPatterns(RewritePatternSet &patterns) {
-  patterns.add<PyramidBuildToGPU>(patterns.getContext());
+void mlir::pisa::populatePyramidKernelToGPUPatterns(RewritePatternSet &patterns) {
+  patterns.add<PyramidKernelToGPU>(patterns.getContext());
 }

@@ -133,9 +133,9 @@ TileMember mlir::pisa::detail::loadTileMember(ImplicitLocOpBuilder &b,
   return {query, arith::RemUIOp::create(b, pair, gk), limit};
 }
 
-TileKernels mlir::pisa::detail::buildTileKernels(PatternRewriter &rewriter,
-                                                 Operation *anchor,
-                                                 const TileProblem &p) {
+BucketKernels mlir::pisa::detail::buildBucketKernels(PatternRewriter &rewriter,
+                                                     Operation *anchor,
+                                                     const TileProblem &p) {
   OpBuilder::InsertionGuard guard(rewriter);
   MLIRContext *ctx = rewriter.getContext();
   Location loc = anchor->getLoc();
@@ -149,7 +149,7 @@ TileKernels mlir::pisa::detail::buildTileKernels(PatternRewriter &rewriter,
         one, mem, idx);
   };
 
-  TileKernels k{p, {}, {}, {}, {}, 0, 1};
+  BucketKernels k;
   k.histogram = createKernel(rewriter, anchor, "select_stage2_histogram",
                              {{"offset", index},
                               {"contenders", p.contenders},
@@ -282,10 +282,21 @@ TileKernels mlir::pisa::detail::buildTileKernels(PatternRewriter &rewriter,
     gpu::ReturnOp::create(b);
   }
 
-  // score: scoreKernelParams, tensor-core or SIMT.
+  return k;
+}
+
+ScoreKernel mlir::pisa::detail::buildScoreKernel(PatternRewriter &rewriter,
+                                                 Operation *anchor,
+                                                 const TileProblem &p) {
+  OpBuilder::InsertionGuard guard(rewriter);
+  Location loc = anchor->getLoc();
+  Type f32 = rewriter.getF32Type();
+  MLIRContext *ctx = rewriter.getContext();
+  ScoreKernel k{{}, 0, 1};
+  // scoreKernelParams, tensor-core or SIMT.
   if (canScoreWithMma(p)) {
-    k.score = buildMmaScoreKernel(rewriter, anchor, p);
-    k.scoreThreads = mmaScoreThreads(p);
+    k.kernel = buildMmaScoreKernel(rewriter, anchor, p);
+    k.threads = mmaScoreThreads(p);
     k.tilesPerBlock = mmaTilesPerBlock();
     return k;
   }
@@ -295,17 +306,17 @@ TileKernels mlir::pisa::detail::buildTileKernels(PatternRewriter &rewriter,
   // register accumulators each thread keeps.
   const int64_t rows = std::max<int64_t>(
       1, std::min<int64_t>({blockSize, 8192 / d, kMaxTileRows}));
-  k.scoreThreads = threads;
-  k.score = createKernel(
+  k.threads = threads;
+  k.kernel = createKernel(
       rewriter, anchor, "select_stage2_score_tiles", scoreKernelParams(p),
       {workgroupType(ctx, {rows, d}, f32), workgroupType(ctx, {threads}, f32)});
-  gpu::GPUFuncOp scoreFunc = k.score.func();
+  gpu::GPUFuncOp scoreFunc = k.kernel.func();
   // 16-byte aligned so that rows can be read with vector loads.
   scoreFunc.setWorkgroupAttributionAttr(0, LLVM::LLVMDialect::getAlignAttrName(),
                                         rewriter.getI64IntegerAttr(16));
   {
     ImplicitLocOpBuilder b(loc, rewriter);
-    const Kernel &e = k.score;
+    const Kernel &e = k.kernel;
     Value keyTile = scoreFunc.getWorkgroupAttributions()[0];
     Value headLse = scoreFunc.getWorkgroupAttributions()[1];
     Value heads = indexConst(b, p.kvHeads);
@@ -463,17 +474,17 @@ Value mlir::pisa::detail::maxTiles(ImplicitLocOpBuilder &b, Value numQueries,
   return b.createOrFold<arith::AddIOp>(b.createOrFold<arith::CeilDivUIOp>(pairs, indexConst(b, qTile)), numLeaves);
 }
 
-void mlir::pisa::detail::launchTileKernels(
-    ImplicitLocOpBuilder &b, const TileKernels &k, Value groups,
-    Value numQueries, Value tileBound, Value queries, Value keys, Value offset,
-    Value contenders, Value counts, Value scores, ArrayRef<Value> sort) {
-  const TileProblem &p = k.problem;
+void mlir::pisa::detail::launchBucketKernels(
+    ImplicitLocOpBuilder &b, const BucketKernels &k, const TileProblem &p,
+    Value groups, Value numQueries, Value offset, Value contenders,
+    Value counts, ArrayRef<Value> sort) {
   Value leafCount = sort[0], leafStart = sort[1], cursor = sort[2];
   Value tileLeaf = sort[3], tileFirst = sort[4], tileCount = sort[5];
   Value sortedPairs = sort[6], tileBase = sort[7];
   gpu::MemsetOp::create(b, Type(), ValueRange{}, leafCount,
                         b.createOrFold<arith::ConstantIntOp>(0, 32));
-  Value pairBlocks = b.createOrFold<arith::CeilDivUIOp>(b.createOrFold<arith::MulIOp>(numQueries, indexConst(b, p.candidates)),
+  Value pairBlocks = b.createOrFold<arith::CeilDivUIOp>(
+      b.createOrFold<arith::MulIOp>(numQueries, indexConst(b, p.candidates)),
       indexConst(b, kPairThreads));
   launch(b, k.histogram, pairBlocks, groups, kPairThreads,
          {{"offset", offset},
@@ -496,16 +507,12 @@ void mlir::pisa::detail::launchTileKernels(
           {"tileBase", tileBase},
           {"tileLeaf", tileLeaf},
           {"tileFirst", tileFirst}});
-  Value scoreBlocks = b.createOrFold<arith::CeilDivUIOp>(tileBound, indexConst(b, k.tilesPerBlock));
-  launch(b, k.score, scoreBlocks, groups, k.scoreThreads,
-         {{"queries", queries},
-          {"keys", keys},
-          {"offset", offset},
-          {"leafCount", leafCount},
-          {"leafStart", leafStart},
-          {"tileLeaf", tileLeaf},
-          {"tileFirst", tileFirst},
-          {"numTiles", tileCount},
-          {"sortedPairs", sortedPairs},
-          {"scores", scores}});
+}
+
+void mlir::pisa::detail::launchScoreKernel(
+    ImplicitLocOpBuilder &b, const ScoreKernel &k, Value groups,
+    Value tileBound, ArrayRef<KernelOperand> operands) {
+  Value scoreBlocks = b.createOrFold<arith::CeilDivUIOp>(
+      tileBound, indexConst(b, k.tilesPerBlock));
+  launch(b, k.kernel, scoreBlocks, groups, k.threads, operands);
 }

@@ -42,10 +42,15 @@ struct TileProblem {
   SortBuffers sort;
 };
 
-struct TileKernels {
-  TileProblem problem;
-  Kernel histogram, scan, scatter, score;
-  int64_t scoreThreads;
+/// The counting sort's kernels (histogram, scan, scatter).
+struct BucketKernels {
+  Kernel histogram, scan, scatter;
+};
+
+/// The scoring kernel (scoreKernelParams), tensor-core or SIMT.
+struct ScoreKernel {
+  Kernel kernel;
+  int64_t threads;
   /// Tiles one scoring block takes (grid x = ceil(maxTiles / this)).
   int64_t tilesPerBlock;
 };
@@ -90,18 +95,26 @@ int64_t mmaTilesPerBlock();
 Kernel buildMmaScoreKernel(PatternRewriter &rewriter, Operation *anchor,
                            const TileProblem &problem);
 
-TileKernels buildTileKernels(PatternRewriter &rewriter, Operation *anchor,
+/// Kernels of pisa.kernel.bucket; reads only the sizes, contenders, counts
+/// and sort buffers of `problem`.
+BucketKernels buildBucketKernels(PatternRewriter &rewriter, Operation *anchor,
+                                 const TileProblem &problem);
+/// The kernel of pisa.kernel.score_tiles.
+ScoreKernel buildScoreKernel(PatternRewriter &rewriter, Operation *anchor,
                              const TileProblem &problem);
 
-/// Zeroes the histogram and launches the four kernels over `groups`
-/// (B * Hkv) x the pairs or the tiles (at most `tileBound`, maxTiles);
-/// `sort` holds the buffers in
-/// SortBuffers::all() order.
-void launchTileKernels(ImplicitLocOpBuilder &b, const TileKernels &kernels,
-                       Value groups, Value numQueries, Value tileBound,
-                       Value queries, Value keys, Value offset,
-                       Value contenders, Value counts, Value scores,
-                       ArrayRef<Value> sort);
+/// Zeroes the histogram and launches the three sort kernels over `groups`
+/// (B * Hkv) x the pairs; `sort` holds the buffers in SortBuffers::all()
+/// order.
+void launchBucketKernels(ImplicitLocOpBuilder &b, const BucketKernels &kernels,
+                         const TileProblem &problem, Value groups,
+                         Value numQueries, Value offset, Value contenders,
+                         Value counts, ArrayRef<Value> sort);
+/// Launches the scoring kernel over `groups` x the tiles (at most
+/// `tileBound`, maxTiles).
+void launchScoreKernel(ImplicitLocOpBuilder &b, const ScoreKernel &kernel,
+                       Value groups, Value tileBound,
+                       ArrayRef<KernelOperand> operands);
 
 } // namespace mlir::pisa::detail
 

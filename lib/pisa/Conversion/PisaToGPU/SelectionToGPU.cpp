@@ -1,15 +1,20 @@
-//===- HierTopKToGPU.cpp - hier_topk to the kernels of its schedule -------===//
+//===- SelectionToGPU.cpp - selection kernel ops to gpu kernels -----------===//
 //
-// single_stage: one thread per (query, KV head) runs the whole selection,
-// from the root to the leaves, in one kernel.
+// One pattern per kernel-level op of pisa.hier_topk (buffer form), each
+// building its gpu.func(s) and launching them where the op was:
 //
-// two_stage: (1) one thread per (query, KV head) walks levels L..2 and writes
-// its leaf contenders (at most g*K); (2) a counting sort by leaf groups the
+// select_single_stage: one warp per (query, KV head) runs the whole
+// selection, from the root to the leaves, in one kernel.
+//
+// two_stage: (fragment_planes) the pyramid as bf16 mma fragments; (walk)
+// one warp per (query, KV head) walks levels L..2 and writes its leaf
+// contenders (at most g*K); (bucket) a counting sort by leaf groups the
 // (query, contender) pairs that need scoring: histogram, scan (which also
 // cuts every leaf's group into tiles of at most Q_tile queries), scatter;
-// (3) one block per tile loads the leaf's d x C key tile into shared memory
-// once and scores the tile's Q_tile x G heads against it; (4) one thread
-// per (query, KV head) keeps the forced blocks and the best contenders.
+// (score_tiles) one block per tile loads the leaf's d x C key tile into
+// shared memory once and scores the tile's Q_tile x G heads against it;
+// (select_final) one thread per (query, KV head) keeps the forced blocks
+// and the best contenders.
 //
 //===----------------------------------------------------------------------===//
 
@@ -41,23 +46,29 @@ constexpr int64_t kQueryThreads = 128;
 constexpr int64_t kLanes = 32;
 constexpr int64_t kWarpQueries = kQueryThreads / kLanes;
 
-/// Shapes and types of one hier_topk, shared by its kernels. B, N and Nq
-/// may be dynamic (ShapedType::kDynamic in the types): kernels read Nq from
-/// their buffers and N from "numKeys" (or the keys' size).
+/// Sizes of a selection kernel, read from its op. B, N and Nq may be
+/// dynamic: kernels read Nq from their buffers and N from "numKeys" (or the
+/// keys' size); a constant N stays a constant, so walks unroll.
 struct Problem {
   int64_t kvHeads, groupSize, headDim;
   int64_t topK, fanout, blockSize;
   float scale;
-  MemRefType queries, keys, pyramid, selection;
+  MemRefType queries;
+  std::optional<int64_t> numKeys; ///< N when it is a constant
   int64_t candidates() const { return fanout * topK; }
-  int64_t staticKeys() const { return keys.getShape()[2]; }
-  bool dynamicKeys() const { return ShapedType::isDynamic(staticKeys()); }
+  bool dynamicKeys() const { return !numKeys; }
 };
 
-/// a * b, dynamic when either is.
-int64_t staticProduct(int64_t a, int64_t b) {
-  return ShapedType::isDynamic(a) || ShapedType::isDynamic(b) ? ShapedType::kDynamic
-                                                                : a * b;
+MemRefType bufferType(Value v) { return cast<MemRefType>(v.getType()); }
+
+/// The problem of a kernel op reading `queries` [B, Hq, Nq, d] for KV heads
+/// of `perKvHead` [B, Hkv, ...].
+Problem problemOf(Value queries, Value perKvHead, int64_t topK, int64_t fanout,
+                  int64_t blockSize, float scale, Value numKeys) {
+  ArrayRef<int64_t> q = bufferType(queries).getShape();
+  int64_t kvHeads = bufferType(perKvHead).getShape()[1];
+  return {kvHeads, q[1] / kvHeads, q[3], topK, fanout, blockSize, scale,
+          bufferType(queries), getConstantIntValue(numKeys)};
 }
 
 /// The "numKeys" parameter of kernels that take no keys buffer: only when N
@@ -70,8 +81,7 @@ SmallVector<KernelParam> keyCountParam(const Problem &p, Type index) {
 
 /// N inside a kernel built with keyCountParam.
 Value keyCount(ImplicitLocOpBuilder &b, const Kernel &kernel, const Problem &p) {
-  return p.dynamicKeys() ? kernel.arg("numKeys")
-                         : indexConst(b, p.staticKeys());
+  return p.dynamicKeys() ? kernel.arg("numKeys") : indexConst(b, *p.numKeys);
 }
 
 /// Launch operands for keyCountParam.
@@ -198,8 +208,8 @@ struct WarpSite {
 
 /// Emits the prologue shared by the walk kernels (warp coordinates, the
 /// in-range guard, position, b_t, the query: A fragments when `mmaLevels`
-/// and the shapes let the levels score on tensor cores, else f32 rows in
-/// registers when they fit) and `body` under the guard.
+/// (the levels score on tensor cores), else f32 rows in registers when
+/// they fit) and `body` under the guard.
 void forEachQueryWarp(ImplicitLocOpBuilder &b, const Kernel &kernel,
                       const Problem &p, const LevelLayout &layout,
                       Value queries, Value offset, bool mmaLevels,
@@ -212,9 +222,7 @@ void forEachQueryWarp(ImplicitLocOpBuilder &b, const Kernel &kernel,
     WarpSite w{{at[0], at[1], at[2], t}, at[4],
                leafOfPosition(gb, layout, t), scratchOf(kernel),
                std::nullopt, std::nullopt};
-    if (mmaLevels &&
-        canWalkWithMma(p.queries.getElementType(), p.groupSize, p.headDim,
-                       p.fanout, p.candidates()))
+    if (mmaLevels)
       w.mmaQuery = loadMmaWalkQuery(gb, queries, w.site, p.headDim, w.lane);
     else
       w.query = loadWarpQuery(gb, queries, w.site, p.groupSize, p.headDim,
@@ -223,140 +231,49 @@ void forEachQueryWarp(ImplicitLocOpBuilder &b, const Kernel &kernel,
   });
 }
 
-/// The host-side buffers of one hier_topk: its operands' memref views and
-/// the selection it writes.
-struct HostBuffers {
-  Value queries, keys, pyramid, offset, selection;
-};
-
-/// Sizes on the host, constants where static.
-struct HostSizes {
-  Value batch, numQueries;
-  LevelLayout layout; ///< of N: layout.numKeys()
-  Value groups(ImplicitLocOpBuilder &b, const Problem &p) const {
-    return b.createOrFold<arith::MulIOp>(batch, indexConst(b, p.kvHeads));
-  }
-};
-
-/// What the verifier could not check because a size is dynamic, and the GPU
-/// limits on those sizes (gpuLimitViolation checks the static ones): host
-/// assertions that pisa-compile turns into a call's error.
-void requireSizes(ImplicitLocOpBuilder &b, HierTopKOp op, const Problem &p,
-                  const HostSizes &sizes, Value queries, Value keys,
-                  Value pyramid, Value offset) {
-  auto dynamic = [](Value v, int64_t dim) {
-    return cast<MemRefType>(v.getType()).isDynamicDim(dim);
-  };
-  auto require = [&](arith::CmpIPredicate pred, Value lhs, Value rhs,
-                     const Twine &what) {
-    requireAtRuntime(b, cmp(b, pred, lhs, rhs), "pisa.hier_topk: " + what);
-  };
-  using P = arith::CmpIPredicate;
-  if (dynamic(queries, 0) || dynamic(keys, 0))
-    require(P::eq, dimOf(b, keys, 0), sizes.batch,
-            "the keys' batch differs from the queries'");
-  if (dynamic(pyramid, 0) || dynamic(queries, 0))
-    require(P::eq, dimOf(b, pyramid, 0), sizes.batch,
-            "the pyramid's batch differs from the queries'");
-  if (dynamic(pyramid, 2) || dynamic(keys, 2))
-    require(P::eq, dimOf(b, pyramid, 2), sizes.layout.totalRows(),
-            "the pyramid's rows are not the layout of the keys' N");
-  if (!dynamic(queries, 2) && !dynamic(keys, 2) && !dynamic(queries, 0))
-    return;
-  // The query offset is bounded by the manifest for static shapes.
-  require(P::ule, sizes.numQueries, sizes.layout.numKeys(),
-          "more queries than keys (Nq > N)");
-  require(P::ule, offset,
-          arith::SubIOp::create(b, sizes.layout.numKeys(),
-                                arith::MinUIOp::create(b, sizes.numQueries,
-                                                       sizes.layout.numKeys())),
-          "query_offset + Nq exceeds N");
-  require(P::ule, sizes.groups(b, p), indexConst(b, kMaxGPUGroups),
-          "B * Hkv is above the GPU limit of " +
-              std::to_string(kMaxGPUGroups) + " (grid y)");
-  require(P::ule,
-          arith::MulIOp::create(b, sizes.numQueries,
-                                indexConst(b, p.candidates())),
-          indexConst(b, kMaxGPUPairs),
-          "Nq * g * K is above the GPU limit of " +
-              std::to_string(kMaxGPUPairs) + " (32-bit stage-2 pair indices)");
-  require(P::ule, sizes.layout.numKeys(), indexConst(b, kMaxGPUKeys),
-          "N is above the GPU limit of " + std::to_string(kMaxGPUKeys) +
-              " (32-bit leaf indices)");
+/// B * Hkv on the host, for grid y.
+Value groupsOf(ImplicitLocOpBuilder &b, Value perKvHead, int64_t kvHeads) {
+  return b.createOrFold<arith::MulIOp>(dimOf(b, perKvHead, 0),
+                                       indexConst(b, kvHeads));
 }
 
-struct HierTopKToGPU : OpRewritePattern<HierTopKOp> {
-  using OpRewritePattern::OpRewritePattern;
-
-  LogicalResult matchAndRewrite(HierTopKOp op,
-                                PatternRewriter &rewriter) const override {
-    ScheduleAttr schedule = op.getScheduleAttr();
-    if (!schedule)
-      return op.emitOpError("has no #pisa.schedule: run --pisa-select-schedule "
-                            "before --convert-pisa-to-gpu");
-    if (std::optional<std::string> why = gpuLimitViolation(op))
-      return rewriter.notifyMatchFailure(op, *why);
-    ArrayRef<int64_t> q = op.getQueries().getType().getShape();
-    ArrayRef<int64_t> k = op.getKeys().getType().getShape();
-    Problem p{k[1],
-              q[1] / k[1],
-              q[3],
-              int64_t(op.getTopk()),
-              int64_t(op.getBranching()),
-              int64_t(op.getBlockSize()),
-              op.getScaleOrDefault(),
-              globalType(q, op.getQueries().getType().getElementType()),
-              globalType(k, op.getKeys().getType().getElementType()),
-              globalType(op.getPyramid().getType().getShape(),
-                         rewriter.getF32Type()),
-              globalType(op.getSelection().getType().getShape(),
-                         rewriter.getI32Type())};
-
+/// Base of the patterns: they lower the buffer form only (bufferization
+/// comes first), build the kernels at the end of @pisa_kernels and the
+/// launches where the op was, then erase it.
+template <typename OpTy> struct KernelOpPattern : OpRewritePattern<OpTy> {
+  using OpRewritePattern<OpTy>::OpRewritePattern;
+  LogicalResult matchAndRewrite(OpTy op,
+                                PatternRewriter &rewriter) const final {
+    if (!op.hasPureBufferSemantics())
+      return rewriter.notifyMatchFailure(op, "expected the buffer form");
     rewriter.setInsertionPoint(op);
-    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-    Value queries = toBuffer(b, op.getQueries());
-    Value keys = toBuffer(b, op.getKeys());
-    Value pyramid = toBuffer(b, op.getPyramid());
-    Value offset = op.getQueryOffset();
-    HostSizes sizes{dimOf(b, queries, 0), dimOf(b, queries, 2),
-                    LevelLayout(b, dimOf(b, keys, 2), p.blockSize, p.fanout)};
-    requireSizes(b, op, p, sizes, queries, keys, pyramid, offset);
-    Value selection = allocDevice(
-        b, p.selection,
-        {sizes.batch, indexConst(b, p.kvHeads), sizes.numQueries,
-         indexConst(b, p.topK)},
-        /*isResult=*/true);
-
-    HostBuffers buffers{queries, keys, pyramid, offset, selection};
-    if (schedule.getKind() == ScheduleKind::SingleStage) {
-      lowerSingleStage(rewriter, op, b, p, sizes, buffers);
-    } else {
-      if (failed(lowerTwoStage(rewriter, op, b, p, sizes, schedule.getQTile(),
-                               buffers)))
-        return failure();
-    }
-    Value result = bufferization::ToTensorOp::create(
-        b, op.getSelection().getType(), selection, b.getUnitAttr());
-    rewriter.replaceOp(op, result);
+    ImplicitLocOpBuilder host(op.getLoc(), rewriter);
+    lower(op, rewriter, host);
+    rewriter.eraseOp(op);
     return success();
   }
+  virtual void lower(OpTy op, PatternRewriter &rewriter,
+                     ImplicitLocOpBuilder &host) const = 0;
+};
 
-private:
-  /// The walk, the leaf scoring from raw keys and the final selection, in
-  /// one kernel.
-  void lowerSingleStage(PatternRewriter &rewriter, HierTopKOp op,
-                        ImplicitLocOpBuilder &host, const Problem &p,
-                        const HostSizes &sizes,
-                        const HostBuffers &args) const {
+/// The walk, the leaf scoring from raw keys and the final selection, in one
+/// kernel.
+struct SelectSingleStageToGPU : KernelOpPattern<SelectSingleStageKernelOp> {
+  using KernelOpPattern::KernelOpPattern;
+  void lower(SelectSingleStageKernelOp op, PatternRewriter &rewriter,
+             ImplicitLocOpBuilder &host) const override {
+    Problem p = problemOf(op.getQueries(), op.getKeys(), op.getTopk(),
+                          op.getBranching(), op.getBlockSize(),
+                          op.getScale().convertToFloat(), Value());
     Kernel kernel;
     {
       OpBuilder::InsertionGuard guard(rewriter);
       kernel = createKernel(rewriter, op, "select_single_stage",
                             {{"queries", p.queries},
-                             {"keys", p.keys},
-                             {"pyramid", p.pyramid},
+                             {"keys", bufferType(op.getKeys())},
+                             {"pyramid", bufferType(op.getPyramid())},
                              {"offset", rewriter.getIndexType()},
-                             {"selection", p.selection}},
+                             {"selection", bufferType(op.getSelection())}},
                             {}, scratchTypes(rewriter.getContext(), p));
       ImplicitLocOpBuilder b(op.getLoc(), rewriter);
       Value numKeys = dimOf(b, kernel.arg("keys"), 2);
@@ -420,69 +337,55 @@ private:
       });
     }
     launch(host, kernel,
-           host.createOrFold<arith::CeilDivUIOp>(sizes.numQueries,
-                                      indexConst(host, kWarpQueries)),
-           sizes.groups(host, p), kQueryThreads,
-           {{"queries", args.queries},
-            {"keys", args.keys},
-            {"pyramid", args.pyramid},
-            {"offset", args.offset},
-            {"selection", args.selection}});
+           host.createOrFold<arith::CeilDivUIOp>(
+               dimOf(host, op.getQueries(), 2), indexConst(host, kWarpQueries)),
+           groupsOf(host, op.getSelection(), p.kvHeads), kQueryThreads,
+           {{"queries", op.getQueries()},
+            {"keys", op.getKeys()},
+            {"pyramid", op.getPyramid()},
+            {"offset", op.getQueryOffset()},
+            {"selection", op.getSelection()}});
   }
+};
 
-  LogicalResult lowerTwoStage(PatternRewriter &rewriter, HierTopKOp op,
-                              ImplicitLocOpBuilder &host, const Problem &p,
-                              const HostSizes &sizes, int64_t qTile,
-                              const HostBuffers &args) const {
-    MLIRContext *ctx = rewriter.getContext();
-    Type i32 = rewriter.getI32Type(), f32 = rewriter.getF32Type();
+struct FragmentPlanesToGPU : KernelOpPattern<FragmentPlanesKernelOp> {
+  using KernelOpPattern::KernelOpPattern;
+  void lower(FragmentPlanesKernelOp op, PatternRewriter &rewriter,
+             ImplicitLocOpBuilder &host) const override {
+    Kernel kernel =
+        buildFragmentPlanesKernel(rewriter, op, bufferType(op.getPyramid()));
+    int64_t kvHeads = bufferType(op.getPyramid()).getShape()[1];
+    launch(host, kernel, fragmentPlanesBlocks(host, op.getPyramid()),
+           groupsOf(host, op.getPyramid(), kvHeads), kFragmentPlanesThreads,
+           {{"pyramid", op.getPyramid()}, {"planes", op.getPlanes()}});
+  }
+};
+
+/// Stage 1: the walk down to the leaf contenders. On tensor cores it reads
+/// the pyramid as bf16 fragment planes.
+struct WalkToGPU : KernelOpPattern<WalkKernelOp> {
+  using KernelOpPattern::KernelOpPattern;
+  void lower(WalkKernelOp op, PatternRewriter &rewriter,
+             ImplicitLocOpBuilder &host) const override {
+    Problem p = problemOf(op.getQueries(), op.getContenders(), op.getTopk(),
+                          op.getBranching(), op.getBlockSize(),
+                          op.getScale().convertToFloat(), op.getNumKeys());
+    const bool mmaWalk = op.getTensorCores();
     Type index = rewriter.getIndexType();
-    const int64_t gk = p.candidates();
-    // Static sizes where they are known (the types then match the static
-    // lowering), dynamic otherwise.
-    const int64_t batch = p.queries.getShape()[0];
-    const int64_t numQueries = p.queries.getShape()[2];
-    const std::optional<PyramidLayout> &fixed = sizes.layout.fixed();
-    const int64_t leaves = fixed ? fixed->numLeaves() : ShapedType::kDynamic;
-    const int64_t pairs = staticProduct(numQueries, gk);
-    const int64_t maxTileCount =
-        ShapedType::isDynamic(pairs) || !fixed ? ShapedType::kDynamic
-                                               : ceilDiv(pairs, qTile) + leaves;
-
-    MemRefType contendersType =
-        globalType({batch, p.kvHeads, numQueries, gk}, i32);
-    MemRefType countType = globalType({batch, p.kvHeads, numQueries}, i32);
-    MemRefType scoresType = globalType({batch, p.kvHeads, numQueries, gk}, f32);
-    SortBuffers sortTypes{globalType({batch, p.kvHeads, leaves}, i32),
-                          globalType({batch, p.kvHeads, leaves}, i32),
-                          globalType({batch, p.kvHeads, leaves}, i32),
-                          globalType({batch, p.kvHeads, maxTileCount}, i32),
-                          globalType({batch, p.kvHeads, maxTileCount}, i32),
-                          globalType({batch, p.kvHeads}, i32),
-                          globalType({batch, p.kvHeads, pairs}, i32),
-                          globalType({batch, p.kvHeads, leaves}, i32)};
-
-    // Stage 1: the walk down to the leaf contenders. On tensor cores it
-    // reads the pyramid as bf16 fragment planes written just before it.
-    const bool mmaWalk =
-        canWalkWithMma(p.queries.getElementType(), p.groupSize, p.headDim,
-                       p.fanout, p.candidates());
-    MemRefType walkPyramid =
-        mmaWalk ? fragmentPlanesType(p.pyramid) : p.pyramid;
-    Kernel walkKernel, finalKernel, planesKernel;
-    if (mmaWalk)
-      planesKernel = buildFragmentPlanesKernel(rewriter, op, p.pyramid);
+    Kernel walkKernel;
     {
       OpBuilder::InsertionGuard guard(rewriter);
-      SmallVector<KernelParam> walkParams{{"queries", p.queries},
-                                          {"pyramid", walkPyramid},
-                                          {"offset", index},
-                                          {"contenders", contendersType},
-                                          {"counts", countType}};
+      SmallVector<KernelParam> walkParams{
+          {"queries", p.queries},
+          {"pyramid", bufferType(op.getPyramid())},
+          {"offset", index},
+          {"contenders", bufferType(op.getContenders())},
+          {"counts", bufferType(op.getCounts())}};
       walkParams.append(keyCountParam(p, index));
       walkKernel = createKernel(
           rewriter, op, "select_stage1_walk", walkParams, {},
-          mmaWalk ? SmallVector<Type>{} : scratchTypes(ctx, p));
+          mmaWalk ? SmallVector<Type>{}
+                  : scratchTypes(rewriter.getContext(), p));
       if (mmaWalk) {
         // The tensor-core walk is latency-bound (ncu: L1 scoreboard stalls
         // at 5 blocks per SM with 106 registers); ptxas fits 8 blocks (64
@@ -494,7 +397,7 @@ private:
       LevelLayout walkLayout(b, keyCount(b, walkKernel, p), p.blockSize,
                              p.fanout);
       forEachQueryWarp(b, walkKernel, p, walkLayout, walkKernel.arg("queries"),
-                       walkKernel.arg("offset"), /*mmaLevels=*/true,
+                       walkKernel.arg("offset"), mmaWalk,
                        [&](ImplicitLocOpBuilder &gb, const WarpSite &w) {
         const QuerySite &site = w.site;
         Value bt = w.bt;
@@ -537,23 +440,119 @@ private:
               walkKernel.arg("counts"), ValueRange{site.batch, site.kvHead, site.query});
         });
       });
+    }
+    SmallVector<KernelOperand> operands{{"queries", op.getQueries()},
+                                        {"pyramid", op.getPyramid()},
+                                        {"offset", op.getQueryOffset()},
+                                        {"contenders", op.getContenders()},
+                                        {"counts", op.getCounts()}};
+    operands.append(keyCountOperand(p, op.getNumKeys()));
+    launch(host, walkKernel,
+           host.createOrFold<arith::CeilDivUIOp>(
+               dimOf(host, op.getQueries(), 2), indexConst(host, kWarpQueries)),
+           groupsOf(host, op.getContenders(), p.kvHeads), kQueryThreads,
+           operands);
+  }
+};
 
-      // Stage 4: forced blocks + best scored contenders.
-      SmallVector<KernelParam> finalParams{{"offset", index},
-                                           {"contenders", contendersType},
-                                           {"counts", countType},
-                                           {"scores", scoresType},
-                                           {"selection", p.selection}};
+/// The stage-2 problem of a bucket or score_tiles op (`queries`, `keys` and
+/// `scores` are null for the bucket kernels, which do not read them).
+TileProblem tileProblem(Value queries, Value keys, Value scores,
+                        Value contenders, Value counts, ValueRange sort,
+                        int64_t topK, int64_t candidates, int64_t qTile,
+                        int64_t blockSize, float scale) {
+  auto type = [](Value v) { return v ? bufferType(v) : MemRefType(); };
+  ArrayRef<int64_t> perKv = bufferType(sort[0]).getShape();
+  int64_t groupSize = 0, headDim = 0;
+  if (queries) {
+    groupSize = bufferType(queries).getShape()[1] / perKv[1];
+    headDim = bufferType(queries).getShape()[3];
+  }
+  SortBuffers s{type(sort[0]), type(sort[1]), type(sort[2]), type(sort[3]),
+                type(sort[4]), type(sort[5]), type(sort[6]), type(sort[7])};
+  return TileProblem{perKv[1], groupSize,  headDim,      topK,
+                     candidates, qTile,    blockSize,    scale,
+                     type(queries), type(keys), type(contenders),
+                     type(counts), type(scores), s};
+}
+
+struct BucketToGPU : KernelOpPattern<BucketKernelOp> {
+  using KernelOpPattern::KernelOpPattern;
+  void lower(BucketKernelOp op, PatternRewriter &rewriter,
+             ImplicitLocOpBuilder &host) const override {
+    SmallVector<Value> sort(op.getDpsInits());
+    int64_t candidates = bufferType(op.getContenders()).getShape()[3];
+    TileProblem p = tileProblem(Value(), Value(), Value(), op.getContenders(),
+                                op.getCounts(), sort, op.getTopk(), candidates,
+                                op.getQTile(), op.getBlockSize(), 0.0f);
+    BucketKernels kernels = buildBucketKernels(rewriter, op, p);
+    launchBucketKernels(host, kernels, p,
+                        groupsOf(host, op.getCounts(), p.kvHeads),
+                        dimOf(host, op.getCounts(), 2), op.getQueryOffset(),
+                        op.getContenders(), op.getCounts(), sort);
+  }
+};
+
+struct ScoreTilesToGPU : KernelOpPattern<ScoreTilesKernelOp> {
+  using KernelOpPattern::KernelOpPattern;
+  void lower(ScoreTilesKernelOp op, PatternRewriter &rewriter,
+             ImplicitLocOpBuilder &host) const override {
+    // Only the types of the buffers the scoring kernel reads matter here.
+    SmallVector<Value> sort{op.getLeafCount(), op.getLeafStart(),
+                            op.getLeafStart(), op.getTileLeaf(),
+                            op.getTileFirst(), op.getNumTiles(),
+                            op.getSortedPairs(), op.getLeafStart()};
+    int64_t candidates = bufferType(op.getScores()).getShape()[3];
+    TileProblem p = tileProblem(op.getQueries(), op.getKeys(), op.getScores(),
+                                Value(), Value(), sort, op.getTopk(),
+                                candidates, op.getQTile(), op.getBlockSize(),
+                                op.getScale().convertToFloat());
+    ScoreKernel kernel = buildScoreKernel(rewriter, op, p);
+    launchScoreKernel(host, kernel, groupsOf(host, op.getScores(), p.kvHeads),
+                      dimOf(host, op.getTileLeaf(), 2),
+                      {{"queries", op.getQueries()},
+                       {"keys", op.getKeys()},
+                       {"offset", op.getQueryOffset()},
+                       {"leafCount", op.getLeafCount()},
+                       {"leafStart", op.getLeafStart()},
+                       {"tileLeaf", op.getTileLeaf()},
+                       {"tileFirst", op.getTileFirst()},
+                       {"numTiles", op.getNumTiles()},
+                       {"sortedPairs", op.getSortedPairs()},
+                       {"scores", op.getScores()}});
+  }
+};
+
+/// Stage 3: forced blocks + best scored contenders.
+struct SelectFinalToGPU : KernelOpPattern<SelectFinalKernelOp> {
+  using KernelOpPattern::KernelOpPattern;
+  void lower(SelectFinalKernelOp op, PatternRewriter &rewriter,
+             ImplicitLocOpBuilder &host) const override {
+    int64_t kvHeads = bufferType(op.getCounts()).getShape()[1];
+    Problem p{kvHeads, 0, 0, int64_t(op.getTopk()), 0,
+              int64_t(op.getBlockSize()), 0.0f, MemRefType(),
+              getConstantIntValue(op.getNumKeys())};
+    Type index = rewriter.getIndexType(), i32 = rewriter.getI32Type();
+    Kernel finalKernel;
+    {
+      OpBuilder::InsertionGuard guard(rewriter);
+      SmallVector<KernelParam> finalParams{
+          {"offset", index},
+          {"contenders", bufferType(op.getContenders())},
+          {"counts", bufferType(op.getCounts())},
+          {"scores", bufferType(op.getScores())},
+          {"selection", bufferType(op.getSelection())}};
       finalParams.append(keyCountParam(p, index));
-      finalKernel = createKernel(rewriter, op, "select_final", finalParams, {},
-                                 {privateType(ctx, {p.topK}, i32)});
+      finalKernel =
+          createKernel(rewriter, op, "select_final", finalParams, {},
+                       {privateType(rewriter.getContext(), {p.topK}, i32)});
       ImplicitLocOpBuilder fb(op.getLoc(), rewriter);
       // Only b_t is needed here: M_1, not the whole layout.
       Value finalLeaves =
           p.dynamicKeys()
               ? fb.createOrFold<arith::CeilDivUIOp>(
                     finalKernel.arg("numKeys"), indexConst(fb, p.blockSize))
-              : indexConst(fb, ceilDiv(p.staticKeys(), p.blockSize));
+              : indexConst(fb, ceilDiv(*p.numKeys, p.blockSize));
       SmallVector<Value> fat =
           queryThread(fb, p, dimOf(fb, finalKernel.arg("counts"), 2));
       guarded(fb, fat[3], [&](ImplicitLocOpBuilder &gb) {
@@ -583,73 +582,24 @@ private:
             });
       });
     }
-
-    TileKernels tiles = buildTileKernels(
-        rewriter, op,
-        TileProblem{p.kvHeads, p.groupSize, p.headDim, p.topK, gk, qTile,
-                    p.blockSize, p.scale, p.queries, p.keys, contendersType,
-                    countType, scoresType, sortTypes});
-
-    Value queries = args.queries, keys = args.keys, pyramid = args.pyramid;
-    Value offset = args.offset, selection = args.selection;
-    Value heads = indexConst(host, p.kvHeads), cGk = indexConst(host, gk);
-    Value numPairs = host.createOrFold<arith::MulIOp>(sizes.numQueries, cGk);
-    Value numLeaves = sizes.layout.numLeaves();
-    Value tileBound = maxTiles(host, sizes.numQueries, numLeaves, gk, qTile);
-    auto perQuery = [&](MemRefType type) {
-      return allocDevice(host, type,
-                         {sizes.batch, heads, sizes.numQueries, cGk});
-    };
-    Value contenders = perQuery(contendersType);
-    Value counts = perQuery(countType);
-    Value scores = perQuery(scoresType);
-    SmallVector<Value> sort;
-    SmallVector<Value> lastDims{numLeaves, numLeaves, numLeaves, tileBound,
-                                tileBound, Value(),   numPairs,  numLeaves};
-    for (auto [t, last] : llvm::zip(sortTypes.all(), lastDims))
-      sort.push_back(allocDevice(host, t, {sizes.batch, heads, last}));
-    Value groups = sizes.groups(host, p);
-    Value queryBlocks = host.createOrFold<arith::CeilDivUIOp>(sizes.numQueries, indexConst(host, kQueryThreads));
-    Value warpBlocks = host.createOrFold<arith::CeilDivUIOp>(sizes.numQueries, indexConst(host, kWarpQueries));
-    Value walkPyramidBuffer = pyramid;
-    if (mmaWalk) {
-      walkPyramidBuffer = allocDevice(
-          host, walkPyramid,
-          {sizes.batch, heads, sizes.layout.totalRows(),
-           indexConst(host, 2 * p.headDim)});
-      launch(host, planesKernel, fragmentPlanesBlocks(host, pyramid), groups,
-             kFragmentPlanesThreads,
-             {{"pyramid", pyramid}, {"planes", walkPyramidBuffer}});
-    }
-    SmallVector<KernelOperand> walkOperands{{"queries", queries},
-                                            {"pyramid", walkPyramidBuffer},
-                                            {"offset", offset},
-                                            {"contenders", contenders},
-                                            {"counts", counts}};
-    walkOperands.append(keyCountOperand(p, sizes.layout.numKeys()));
-    launch(host, walkKernel, warpBlocks, groups, kQueryThreads, walkOperands);
-    launchTileKernels(host, tiles, groups, sizes.numQueries, tileBound,
-                      queries, keys, offset, contenders, counts, scores, sort);
-    SmallVector<KernelOperand> finalOperands{{"offset", offset},
-                                             {"contenders", contenders},
-                                             {"counts", counts},
-                                             {"scores", scores},
-                                             {"selection", selection}};
-    finalOperands.append(keyCountOperand(p, sizes.layout.numKeys()));
-    launch(host, finalKernel, queryBlocks, groups, kQueryThreads,
-           finalOperands);
-    SmallVector<Value> scratch{contenders, counts, scores};
-    scratch.append(sort.begin(), sort.end());
-    if (mmaWalk)
-      scratch.push_back(walkPyramidBuffer);
-    for (Value v : scratch)
-      gpu::DeallocOp::create(host, Type(), ValueRange{}, v);
-    return success();
+    SmallVector<KernelOperand> operands{{"offset", op.getQueryOffset()},
+                                        {"contenders", op.getContenders()},
+                                        {"counts", op.getCounts()},
+                                        {"scores", op.getScores()},
+                                        {"selection", op.getSelection()}};
+    operands.append(keyCountOperand(p, op.getNumKeys()));
+    launch(host, finalKernel,
+           host.createOrFold<arith::CeilDivUIOp>(
+               dimOf(host, op.getCounts(), 2), indexConst(host, kQueryThreads)),
+           groupsOf(host, op.getCounts(), p.kvHeads), kQueryThreads, operands);
   }
 };
 
 } // namespace
 
-void mlir::pisa::populateHierTopKToGPUPatterns(RewritePatternSet &patterns) {
-  patterns.add<HierTopKToGPU>(patterns.getContext());
+void mlir::pisa::populateSelectionKernelsToGPUPatterns(
+    RewritePatternSet &patterns) {
+  patterns.add<SelectSingleStageToGPU, FragmentPlanesToGPU, WalkToGPU,
+               BucketToGPU, ScoreTilesToGPU, SelectFinalToGPU>(
+      patterns.getContext());
 }

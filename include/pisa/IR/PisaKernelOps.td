@@ -1,0 +1,255 @@
+//===- PisaKernelOps.td - Kernel-level PISA ops ------------*- tablegen -*-===//
+//
+// The GPU lowering's middle level: one op per kernel (or per fixed group of
+// kernels) of a schedule, destination-passing on tensors or buffers, as
+// --pisa-decompose-to-kernels writes them. One-shot bufferization turns the
+// tensor form into the buffer form, which --convert-pisa-to-gpu lowers to
+// gpu.func kernels and launches. Every operand but the two head counts is
+// [B, Hkv, ...]; B, N, Nq and the pyramid's rows may be dynamic.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PISA_IR_PISAKERNELOPS_TD
+#define PISA_IR_PISAKERNELOPS_TD
+
+include "pisa/IR/PisaDialect.td"
+include "mlir/Interfaces/DestinationStyleOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+/// A ranked tensor or a memref of `rank` with elements of `types`.
+class Pisa_ShapedOf<list<Type> types, int rank>
+    : AnyTypeOf<[TensorRankOf<types, [rank]>, MemRefRankOf<types, [rank]>]>;
+
+def Pisa_Keys4D : Pisa_ShapedOf<[F32, F16, BF16], 4>;
+def Pisa_F32_4D : Pisa_ShapedOf<[F32], 4>;
+def Pisa_WalkPyramid : Pisa_ShapedOf<[F32, BF16], 4>;
+def Pisa_I32_2D : Pisa_ShapedOf<[I32], 2>;
+def Pisa_I32_3D : Pisa_ShapedOf<[I32], 3>;
+def Pisa_I32_4D : Pisa_ShapedOf<[I32], 4>;
+
+/// A kernel-level op: its last `numInits` operands are the destinations
+/// (written, never read), tied in order to the results in tensor form; in
+/// buffer form it has no results and writes its destination buffers.
+class Pisa_KernelOp<string mnemonic, int numInits, list<Trait> traits = []>
+    : Pisa_Op<"kernel." # mnemonic, !listconcat(traits, [
+        DeclareOpInterfaceMethods<MemoryEffectsOpInterface>,
+        DestinationStyleOpInterface])> {
+  let results = (outs Variadic<AnyRankedTensor>:$results);
+  let hasVerifier = 1;
+  code kernelClassDeclaration = [{
+    static constexpr unsigned kNumInits = }] # numInits # [{;
+    ::mlir::MutableOperandRange getDpsInitsMutable() {
+      unsigned n = getOperation()->getNumOperands();
+      return ::mlir::MutableOperandRange(getOperation(), n - kNumInits,
+                                         kNumInits);
+    }
+  }];
+  let extraClassDeclaration = kernelClassDeclaration;
+}
+
+def Pisa_PyramidKernelOp : Pisa_KernelOp<"pyramid", 1> {
+  let summary = "the pyramid of the keys into a destination (two kernels)";
+  let description = [{
+    Writes `pisa.pyramid_build` of `keys` into `pyramid`: a leaf kernel
+    (one block per leaf, one thread per feature), then one launch of the
+    level kernel per upper level.
+
+    ```mlir
+    %p = pisa.kernel.pyramid %k outs(%init) block_size = 64 branching = 2
+        : tensor<1x2x200x64xf16>, tensor<1x2x7x64xf32> -> tensor<1x2x7x64xf32>
+    ```
+  }];
+  let arguments = (ins Pisa_Keys4D:$keys, Pisa_F32_4D:$pyramid,
+                       I64Attr:$block_size, I64Attr:$branching);
+  let assemblyFormat = [{
+    $keys `outs` `(` $pyramid `)` `block_size` `=` $block_size
+    `branching` `=` $branching attr-dict `:` type($keys) `,` type($pyramid)
+    (`->` type($results)^)?
+  }];
+}
+
+def Pisa_FragmentPlanesKernelOp : Pisa_KernelOp<"fragment_planes", 1> {
+  let summary = "the pyramid as bf16 hi/lo planes for the tensor-core walk";
+  let description = [{
+    Writes each f32 pyramid row as 2 d bf16 values, `[B, Hkv, P, 2 d]`:
+    per k-step of 16 features, the high halves (rounded values) in the
+    order mma.sync's B fragment reads them, then the low halves (the
+    rounded remainders), so that one 16-byte load gives a lane both.
+
+    ```mlir
+    %planes = pisa.kernel.fragment_planes %p outs(%init)
+        : tensor<1x1x127x128xf32>, tensor<1x1x127x256xbf16>
+        -> tensor<1x1x127x256xbf16>
+    ```
+  }];
+  let arguments = (ins Pisa_F32_4D:$pyramid,
+                       Pisa_ShapedOf<[BF16], 4>:$planes);
+  let assemblyFormat = [{
+    $pyramid `outs` `(` $planes `)` attr-dict `:` type($pyramid) `,`
+    type($planes) (`->` type($results)^)?
+  }];
+}
+
+def Pisa_WalkKernelOp : Pisa_KernelOp<"walk", 2> {
+  let summary = "stage 1: walk levels L..2 down to each query's leaf contenders";
+  let description = [{
+    One warp per (query, KV head) walks `pisa.hier_topk`'s levels L..2
+    (semantics.md section 3, step 2) and writes the leaf contenders (at
+    most g * K, `contenders[b, kv, i, :]`) and their number (`counts`).
+    `num_keys` is N; a constant N unrolls the levels. With `tensor_cores`
+    the levels score on mma.sync from `pyramid` given as fragment planes
+    (`pisa.kernel.fragment_planes`), else on f32 rows.
+
+    ```mlir
+    %c, %n = pisa.kernel.walk %q, %p, %off, %nk outs(%c0, %n0) topk = 8
+        block_size = 64 branching = 2 scale = 0.0883883461 {tensor_cores}
+        : tensor<1x16x4096x128xbf16>, tensor<1x1x127x256xbf16>,
+          tensor<1x1x4096x16xi32>, tensor<1x1x4096xi32>
+        -> tensor<1x1x4096x16xi32>, tensor<1x1x4096xi32>
+    ```
+  }];
+  let arguments = (ins Pisa_Keys4D:$queries, Pisa_WalkPyramid:$pyramid,
+                       Index:$query_offset, Index:$num_keys,
+                       Pisa_I32_4D:$contenders, Pisa_I32_3D:$counts,
+                       I64Attr:$topk, I64Attr:$block_size, I64Attr:$branching,
+                       F32Attr:$scale, UnitAttr:$tensor_cores);
+  let assemblyFormat = [{
+    $queries `,` $pyramid `,` $query_offset `,` $num_keys
+    `outs` `(` $contenders `,` $counts `)` `topk` `=` $topk
+    `block_size` `=` $block_size `branching` `=` $branching
+    `scale` `=` $scale attr-dict `:` type($queries) `,` type($pyramid) `,`
+    type($contenders) `,` type($counts) (`->` type($results)^)?
+  }];
+}
+
+def Pisa_BucketKernelOp : Pisa_KernelOp<"bucket", 8> {
+  let summary = "stage 2a: group the pairs to score by leaf, cut into tiles";
+  let description = [{
+    A counting sort of the (query, contender) pairs that must be scored
+    (those a query cannot keep unscored) by leaf: a histogram
+    (`leaf_count`), a scan giving each leaf's first pair (`leaf_start`),
+    its first tile (`tile_base`) and the number of tiles (`num_tiles`,
+    groups cut into tiles of at most `q_tile` queries), and a scatter of
+    the pairs (`sorted_pairs`, query * g*K + slot) with each tile's leaf
+    and first pair (`tile_leaf`, `tile_first`). `cursor` is scratch.
+    Three kernels; the histogram is zeroed first.
+
+    ```mlir
+    %r:8 = pisa.kernel.bucket %off, %c, %n outs(%lc, %ls, %cur, %tl, %tf,
+        %nt, %sp, %tb) topk = 8 block_size = 64 q_tile = 4
+        : tensor<1x1x4096x16xi32>, tensor<1x1x4096xi32>, tensor<1x1x64xi32>,
+          tensor<1x1x64xi32>, tensor<1x1x64xi32>, tensor<1x1x16448xi32>,
+          tensor<1x1x16448xi32>, tensor<1x1xi32>, tensor<1x1x65536xi32>,
+          tensor<1x1x64xi32> -> ...
+    ```
+  }];
+  let arguments = (ins Index:$query_offset, Pisa_I32_4D:$contenders,
+                       Pisa_I32_3D:$counts, Pisa_I32_3D:$leaf_count,
+                       Pisa_I32_3D:$leaf_start, Pisa_I32_3D:$cursor,
+                       Pisa_I32_3D:$tile_leaf, Pisa_I32_3D:$tile_first,
+                       Pisa_I32_2D:$num_tiles, Pisa_I32_3D:$sorted_pairs,
+                       Pisa_I32_3D:$tile_base, I64Attr:$topk,
+                       I64Attr:$block_size, I64Attr:$q_tile);
+  let assemblyFormat = [{
+    $query_offset `,` $contenders `,` $counts `outs` `(` $leaf_count `,`
+    $leaf_start `,` $cursor `,` $tile_leaf `,` $tile_first `,` $num_tiles
+    `,` $sorted_pairs `,` $tile_base `)` `topk` `=` $topk
+    `block_size` `=` $block_size `q_tile` `=` $q_tile attr-dict
+    `:` type($contenders) `,` type($counts) `,` type($leaf_count) `,`
+    type($leaf_start) `,` type($cursor) `,` type($tile_leaf) `,`
+    type($tile_first) `,` type($num_tiles) `,` type($sorted_pairs) `,`
+    type($tile_base) (`->` type($results)^)?
+  }];
+}
+
+def Pisa_ScoreTilesKernelOp : Pisa_KernelOp<"score_tiles", 1> {
+  let summary = "stage 2b: score every tile's queries against its leaf's keys";
+  let description = [{
+    One block per tile (of `pisa.kernel.bucket`) stages the leaf's C keys
+    once and writes the group score u of each of the tile's pairs to
+    `scores[b, kv, query, slot]` (other entries are left as they are). On
+    tensor cores (mma.sync) for f16 and bf16 when the shapes allow
+    (docs/gpu.md), else SIMT.
+
+    ```mlir
+    %u = pisa.kernel.score_tiles %q, %k, %off, %lc, %ls, %tl, %tf, %nt, %sp
+        outs(%u0) block_size = 64 q_tile = 4 scale = 0.0883883461
+        : tensor<1x16x4096x128xbf16>, tensor<1x1x4096x128xbf16>, ...
+        -> tensor<1x1x4096x16xf32>
+    ```
+  }];
+  let arguments = (ins Pisa_Keys4D:$queries, Pisa_Keys4D:$keys,
+                       Index:$query_offset, Pisa_I32_3D:$leaf_count,
+                       Pisa_I32_3D:$leaf_start, Pisa_I32_3D:$tile_leaf,
+                       Pisa_I32_3D:$tile_first, Pisa_I32_2D:$num_tiles,
+                       Pisa_I32_3D:$sorted_pairs, Pisa_F32_4D:$scores,
+                       I64Attr:$topk, I64Attr:$block_size, I64Attr:$q_tile,
+                       F32Attr:$scale);
+  let assemblyFormat = [{
+    $queries `,` $keys `,` $query_offset `,` $leaf_count `,` $leaf_start `,`
+    $tile_leaf `,` $tile_first `,` $num_tiles `,` $sorted_pairs
+    `outs` `(` $scores `)` `topk` `=` $topk `block_size` `=` $block_size
+    `q_tile` `=` $q_tile `scale` `=` $scale attr-dict
+    `:` type($queries) `,` type($keys) `,` type($leaf_count) `,`
+    type($leaf_start) `,` type($tile_leaf) `,` type($tile_first) `,`
+    type($num_tiles) `,` type($sorted_pairs) `,` type($scores)
+    (`->` type($results)^)?
+  }];
+}
+
+def Pisa_SelectFinalKernelOp : Pisa_KernelOp<"select_final", 1> {
+  let summary = "stage 3: the forced blocks and the best scored contenders";
+  let description = [{
+    One thread per (query, KV head) applies step 3 of semantics.md
+    section 3 to its contenders (scored by `pisa.kernel.score_tiles` when
+    they compete) and writes the selection, ascending, -1 padded.
+
+    ```mlir
+    %sel = pisa.kernel.select_final %off, %nk, %c, %n, %u outs(%s0)
+        topk = 8 block_size = 64 : tensor<1x1x4096x16xi32>,
+        tensor<1x1x4096xi32>, tensor<1x1x4096x16xf32>, tensor<1x1x4096x8xi32>
+        -> tensor<1x1x4096x8xi32>
+    ```
+  }];
+  let arguments = (ins Index:$query_offset, Index:$num_keys,
+                       Pisa_I32_4D:$contenders, Pisa_I32_3D:$counts,
+                       Pisa_F32_4D:$scores, Pisa_I32_4D:$selection,
+                       I64Attr:$topk, I64Attr:$block_size);
+  let assemblyFormat = [{
+    $query_offset `,` $num_keys `,` $contenders `,` $counts `,` $scores
+    `outs` `(` $selection `)` `topk` `=` $topk `block_size` `=` $block_size
+    attr-dict `:` type($contenders) `,` type($counts) `,` type($scores) `,`
+    type($selection) (`->` type($results)^)?
+  }];
+}
+
+def Pisa_SelectSingleStageKernelOp : Pisa_KernelOp<"select_single_stage", 1> {
+  let summary = "the whole selection, one warp per (query, KV head)";
+  let description = [{
+    The single-stage schedule: one kernel walks the levels, scores the leaf
+    contenders from the raw keys when they compete and writes the
+    selection.
+
+    ```mlir
+    %sel = pisa.kernel.select_single_stage %q, %k, %p, %off outs(%s0)
+        topk = 8 block_size = 64 branching = 2 scale = 0.0883883461
+        : tensor<1x16x1x128xbf16>, tensor<1x1x4096x128xbf16>,
+          tensor<1x1x127x128xf32>, tensor<1x1x1x8xi32>
+        -> tensor<1x1x1x8xi32>
+    ```
+  }];
+  let arguments = (ins Pisa_Keys4D:$queries, Pisa_Keys4D:$keys,
+                       Pisa_F32_4D:$pyramid, Index:$query_offset,
+                       Pisa_I32_4D:$selection, I64Attr:$topk,
+                       I64Attr:$block_size, I64Attr:$branching,
+                       F32Attr:$scale);
+  let assemblyFormat = [{
+    $queries `,` $keys `,` $pyramid `,` $query_offset `outs` `(` $selection
+    `)` `topk` `=` $topk `block_size` `=` $block_size
+    `branching` `=` $branching `scale` `=` $scale attr-dict
+    `:` type($queries) `,` type($keys) `,` type($pyramid) `,`
+    type($selection) (`->` type($results)^)?
+  }];
+}
+
+#endif // PISA_IR_PISAKERNELOPS_TD

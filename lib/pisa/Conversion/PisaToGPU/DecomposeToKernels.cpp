@@ -1,0 +1,318 @@
+//===- DecomposeToKernels.cpp - pisa ops to kernel-level ops --------------===//
+//
+// --pisa-decompose-to-kernels: the first step of the GPU lowering. Each
+// pisa.pyramid_build and scheduled pisa.hier_topk becomes the kernel-level
+// ops of its schedule (PisaKernelOps.td), destination-passing on tensors,
+// with tensor.empty for every intermediate: one-shot bufferization then
+// places the buffers and --convert-pisa-to-gpu builds one kernel per op.
+// Everything is planned and checked (schedule, GPU limits, the kernel
+// variants) before any IR is created; preconditions on dynamic sizes
+// become host cf.assert here, in tensor form.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelBuilder.h"
+#include "TileScoring.h"
+#include "WarpWalkMMA.h"
+
+#include "../Common/LevelLayout.h"
+#include "../Common/LoopBuilders.h"
+
+#include "pisa/Conversion/Passes.h"
+#include "pisa/Conversion/PisaToGPU/PisaToGPU.h"
+#include "pisa/IR/PisaDialect.h"
+#include "pisa/IR/PisaOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/PatternMatch.h"
+
+namespace mlir::pisa {
+#define GEN_PASS_DEF_PISADECOMPOSETOKERNELS
+#include "pisa/Conversion/Passes.h.inc"
+} // namespace mlir::pisa
+
+using namespace mlir;
+using namespace mlir::pisa;
+using namespace mlir::pisa::detail;
+
+namespace {
+
+/// What the kernels of one hier_topk are built for, decided up front.
+struct SelectionPlan {
+  ScheduleKind kind;
+  int64_t qTile;
+  int64_t kvHeads, groupSize, headDim, topK, fanout, blockSize;
+  float scale;
+  /// The walk scores its levels on tensor cores from fragment planes.
+  bool tensorCoreWalk;
+  int64_t candidates() const { return fanout * topK; }
+};
+
+FailureOr<SelectionPlan> planSelection(HierTopKOp op) {
+  ScheduleAttr schedule = op.getScheduleAttr();
+  if (!schedule)
+    return op.emitOpError("has no #pisa.schedule: run --pisa-select-schedule "
+                          "before --pisa-decompose-to-kernels");
+  if (std::optional<std::string> why = gpuLimitViolation(op))
+    return op.emitOpError() << *why;
+  ArrayRef<int64_t> q = op.getQueries().getType().getShape();
+  ArrayRef<int64_t> k = op.getKeys().getType().getShape();
+  SelectionPlan plan{schedule.getKind(),
+                     schedule.getQTile(),
+                     k[1],
+                     q[1] / k[1],
+                     q[3],
+                     int64_t(op.getTopk()),
+                     int64_t(op.getBranching()),
+                     int64_t(op.getBlockSize()),
+                     op.getScaleOrDefault(),
+                     false};
+  plan.tensorCoreWalk =
+      plan.kind == ScheduleKind::TwoStage &&
+      canWalkWithMma(op.getQueries().getType().getElementType(),
+                     plan.groupSize, plan.headDim, plan.fanout,
+                     plan.candidates());
+  return plan;
+}
+
+/// a * b, dynamic when either is.
+int64_t staticProduct(int64_t a, int64_t b) {
+  return ShapedType::isDynamic(a) || ShapedType::isDynamic(b)
+             ? ShapedType::kDynamic
+             : a * b;
+}
+
+/// Sizes of one hier_topk on the host, constants where static.
+struct Sizes {
+  Value batch, heads, numQueries;
+  LevelLayout layout; ///< of N
+};
+
+/// tensor.empty of `shape` (static extents, kDynamic where `sizes` gives the
+/// value) and `elem`.
+Value empty(ImplicitLocOpBuilder &b, ArrayRef<int64_t> shape, Type elem,
+            ArrayRef<Value> sizes) {
+  return emptyLike(b, RankedTensorType::get(shape, elem), sizes);
+}
+
+/// What the verifier could not check because a size is dynamic, and the GPU
+/// limits on those sizes (gpuLimitViolation checks the static ones): host
+/// assertions that pisa-compile turns into a call's error.
+void requireSizes(ImplicitLocOpBuilder &b, HierTopKOp op,
+                  const SelectionPlan &p, const Sizes &sizes) {
+  Value queries = op.getQueries(), keys = op.getKeys();
+  Value pyramid = op.getPyramid(), offset = op.getQueryOffset();
+  auto dynamic = [](Value v, int64_t dim) {
+    return cast<ShapedType>(v.getType()).isDynamicDim(dim);
+  };
+  auto require = [&](arith::CmpIPredicate pred, Value lhs, Value rhs,
+                     const Twine &what) {
+    requireAtRuntime(b, cmp(b, pred, lhs, rhs), "pisa.hier_topk: " + what);
+  };
+  using P = arith::CmpIPredicate;
+  if (dynamic(queries, 0) || dynamic(keys, 0))
+    require(P::eq, dimOf(b, keys, 0), sizes.batch,
+            "the keys' batch differs from the queries'");
+  if (dynamic(pyramid, 0) || dynamic(queries, 0))
+    require(P::eq, dimOf(b, pyramid, 0), sizes.batch,
+            "the pyramid's batch differs from the queries'");
+  if (dynamic(pyramid, 2) || dynamic(keys, 2))
+    require(P::eq, dimOf(b, pyramid, 2), sizes.layout.totalRows(),
+            "the pyramid's rows are not the layout of the keys' N");
+  if (!dynamic(queries, 2) && !dynamic(keys, 2) && !dynamic(queries, 0))
+    return;
+  // The query offset is bounded by the manifest for static shapes.
+  Value numKeys = sizes.layout.numKeys();
+  require(P::ule, sizes.numQueries, numKeys, "more queries than keys (Nq > N)");
+  require(P::ule, offset,
+          arith::SubIOp::create(
+              b, numKeys, arith::MinUIOp::create(b, sizes.numQueries, numKeys)),
+          "query_offset + Nq exceeds N");
+  require(P::ule, b.createOrFold<arith::MulIOp>(sizes.batch, sizes.heads),
+          indexConst(b, kMaxGPUGroups),
+          "B * Hkv is above the GPU limit of " + std::to_string(kMaxGPUGroups) +
+              " (grid y)");
+  require(P::ule,
+          arith::MulIOp::create(b, sizes.numQueries,
+                                indexConst(b, p.candidates())),
+          indexConst(b, kMaxGPUPairs),
+          "Nq * g * K is above the GPU limit of " +
+              std::to_string(kMaxGPUPairs) + " (32-bit stage-2 pair indices)");
+  require(P::ule, numKeys, indexConst(b, kMaxGPUKeys),
+          "N is above the GPU limit of " + std::to_string(kMaxGPUKeys) +
+              " (32-bit leaf indices)");
+}
+
+/// The two-stage kernels: [fragment planes], walk, bucket, score tiles,
+/// final selection. Returns the selection.
+Value decomposeTwoStage(ImplicitLocOpBuilder &b, HierTopKOp op,
+                        const SelectionPlan &p, const Sizes &sizes,
+                        Value selectionInit) {
+  Type i32 = b.getI32Type(), f32 = b.getF32Type();
+  ArrayRef<int64_t> qShape = op.getQueries().getType().getShape();
+  const int64_t gk = p.candidates();
+  const int64_t batch = qShape[0], numQueries = qShape[2];
+  const std::optional<PyramidLayout> &fixed = sizes.layout.fixed();
+  const int64_t leaves = fixed ? fixed->numLeaves() : ShapedType::kDynamic;
+  const int64_t pairs = staticProduct(numQueries, gk);
+  const int64_t tileCount = ShapedType::isDynamic(pairs) || !fixed
+                                ? ShapedType::kDynamic
+                                : ceilDiv(pairs, p.qTile) + leaves;
+  Value cGk = indexConst(b, gk);
+  Value numLeaves = sizes.layout.numLeaves();
+  Value numPairs = b.createOrFold<arith::MulIOp>(sizes.numQueries, cGk);
+  Value tileBound = maxTiles(b, sizes.numQueries, numLeaves, gk, p.qTile);
+  auto perQuery = [&](Type elem, bool slots) {
+    if (slots)
+      return empty(b, {batch, p.kvHeads, numQueries, gk}, elem,
+                   {sizes.batch, sizes.heads, sizes.numQueries, cGk});
+    return empty(b, {batch, p.kvHeads, numQueries}, elem,
+                 {sizes.batch, sizes.heads, sizes.numQueries});
+  };
+  auto perGroup = [&](int64_t last, Value lastSize) {
+    return empty(b, {batch, p.kvHeads, last}, i32,
+                 {sizes.batch, sizes.heads, lastSize});
+  };
+
+  Value pyramid = op.getPyramid();
+  if (p.tensorCoreWalk) {
+    auto rows = cast<ShapedType>(pyramid.getType()).getShape()[2];
+    Value planes = empty(b, {batch, p.kvHeads, rows, 2 * p.headDim},
+                         b.getBF16Type(),
+                         {sizes.batch, sizes.heads, dimOf(b, pyramid, 2),
+                          indexConst(b, 2 * p.headDim)});
+    pyramid = FragmentPlanesKernelOp::create(b, TypeRange{planes.getType()},
+                                             pyramid, planes)
+                  .getResult(0);
+  }
+  Value offset = op.getQueryOffset(), numKeys = sizes.layout.numKeys();
+  Value contendersInit = perQuery(i32, true), countsInit = perQuery(i32, false);
+  auto walk = WalkKernelOp::create(
+      b, TypeRange{contendersInit.getType(), countsInit.getType()},
+      op.getQueries(), pyramid, offset, numKeys, contendersInit, countsInit,
+      p.topK, p.blockSize, p.fanout, llvm::APFloat(p.scale),
+      p.tensorCoreWalk);
+  Value contenders = walk.getResult(0), counts = walk.getResult(1);
+
+  SmallVector<Value> sortInits{
+      perGroup(leaves, numLeaves),       perGroup(leaves, numLeaves),
+      perGroup(leaves, numLeaves),       perGroup(tileCount, tileBound),
+      perGroup(tileCount, tileBound),    empty(b, {batch, p.kvHeads}, i32,
+                                               {sizes.batch, sizes.heads}),
+      perGroup(pairs, numPairs),         perGroup(leaves, numLeaves)};
+  SmallVector<Type> sortTypes;
+  for (Value v : sortInits)
+    sortTypes.push_back(v.getType());
+  auto bucket = BucketKernelOp::create(
+      b, sortTypes, offset, contenders, counts, sortInits[0], sortInits[1],
+      sortInits[2], sortInits[3], sortInits[4], sortInits[5], sortInits[6],
+      sortInits[7], p.topK, p.blockSize, p.qTile);
+  ValueRange sorted = bucket.getResults();
+
+  Value scoresInit = perQuery(f32, true);
+  auto score = ScoreTilesKernelOp::create(
+      b, TypeRange{scoresInit.getType()}, op.getQueries(), op.getKeys(),
+      offset, /*leaf_count=*/sorted[0], /*leaf_start=*/sorted[1],
+      /*tile_leaf=*/sorted[3], /*tile_first=*/sorted[4],
+      /*num_tiles=*/sorted[5], /*sorted_pairs=*/sorted[6], scoresInit, p.topK,
+      p.blockSize, p.qTile, llvm::APFloat(p.scale));
+
+  return SelectFinalKernelOp::create(b, TypeRange{selectionInit.getType()},
+                                     offset, numKeys, contenders, counts,
+                                     score.getResult(0), selectionInit,
+                                     p.topK, p.blockSize)
+      .getResult(0);
+}
+
+/// Replaces `op` by the kernels of its (checked) plan.
+void decompose(RewriterBase &rewriter, HierTopKOp op, const SelectionPlan &p) {
+    rewriter.setInsertionPoint(op);
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    Value queries = op.getQueries();
+    Sizes sizes{dimOf(b, queries, 0), indexConst(b, p.kvHeads),
+                dimOf(b, queries, 2),
+                LevelLayout(b, dimOf(b, op.getKeys(), 2), p.blockSize,
+                            p.fanout)};
+    requireSizes(b, op, p, sizes);
+    RankedTensorType selType = op.getSelection().getType();
+    Value selectionInit =
+        emptyLike(b, selType,
+                  {sizes.batch, sizes.heads, sizes.numQueries,
+                   indexConst(b, p.topK)});
+    Value selection;
+    if (p.kind == ScheduleKind::SingleStage)
+      selection = SelectSingleStageKernelOp::create(
+                      b, TypeRange{selType}, queries, op.getKeys(),
+                      op.getPyramid(), op.getQueryOffset(), selectionInit,
+                      p.topK, p.blockSize, p.fanout,
+                      llvm::APFloat(p.scale))
+                      .getResult(0);
+    else
+      selection = decomposeTwoStage(b, op, p, sizes, selectionInit);
+    rewriter.replaceOp(op, selection);
+}
+
+void decompose(RewriterBase &rewriter, PyramidBuildOp op) {
+    rewriter.setInsertionPoint(op);
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    Value keys = op.getKeys();
+    RankedTensorType type = op.getPyramid().getType();
+    LevelLayout layout(b, dimOf(b, keys, 2), op.getBlockSize(),
+                       op.getBranching());
+    // A static row count with a dynamic N must be N's: checked at run time.
+    int64_t rows = type.getShape()[2];
+    if (!layout.fixed() && !ShapedType::isDynamic(rows))
+      requireAtRuntime(b,
+                       cmp(b, arith::CmpIPredicate::eq, layout.totalRows(),
+                           indexConst(b, rows)),
+                       "pisa.pyramid_build: the pyramid's " +
+                           std::to_string(rows) +
+                           " rows are not the layout of the keys' N");
+    SmallVector<Value> sizes{dimOf(b, keys, 0), dimOf(b, keys, 1),
+                             layout.totalRows(), dimOf(b, keys, 3)};
+    Value init = emptyLike(b, type, sizes);
+    rewriter.replaceOp(op, PyramidKernelOp::create(b, TypeRange{type}, keys,
+                                                   init, op.getBlockSize(),
+                                                   op.getBranching())
+                               .getResult(0));
+}
+
+struct PisaDecomposeToKernelsPass
+    : public pisa::impl::PisaDecomposeToKernelsBase<
+          PisaDecomposeToKernelsPass> {
+  using Base::Base;
+  void runOnOperation() override {
+    // Every plan is made (and every limit reported) before IR changes.
+    bool ok = true;
+    SmallVector<std::pair<HierTopKOp, SelectionPlan>> selections;
+    SmallVector<PyramidBuildOp> pyramids;
+    getOperation()->walk([&](Operation *op) {
+      if (!isa_and_nonnull<PisaDialect>(op->getDialect()) ||
+          isa<DestinationStyleOpInterface>(op))
+        return; // not pisa, or already kernel-level
+      if (auto topk = dyn_cast<HierTopKOp>(op)) {
+        FailureOr<SelectionPlan> plan = planSelection(topk);
+        if (succeeded(plan))
+          selections.push_back({topk, *plan});
+        ok &= succeeded(plan);
+      } else if (std::optional<std::string> why = gpuLimitViolation(op)) {
+        op->emitOpError() << *why;
+        ok = false;
+      } else if (auto build = dyn_cast<PyramidBuildOp>(op)) {
+        pyramids.push_back(build);
+      }
+    });
+    if (!ok)
+      return signalPassFailure();
+    IRRewriter rewriter(&getContext());
+    for (auto &[op, plan] : selections)
+      decompose(rewriter, op, plan);
+    for (PyramidBuildOp op : pyramids)
+      decompose(rewriter, op);
+  }
+};
+
+} // namespace

@@ -1,0 +1,165 @@
+//===- PisaKernelOps.cpp - Kernel-level op verifiers and effects ----------===//
+//
+// The kernel-level ops are written by --pisa-decompose-to-kernels, whose
+// plan already checked the contract; their verifiers check what keeps a
+// hand-written or transformed op lowerable: one form (tensors or buffers),
+// one batch, and the sizes the kernels are built from.
+//
+//===----------------------------------------------------------------------===//
+
+#include "pisa/IR/PisaOps.h"
+
+using namespace mlir;
+using namespace mlir::pisa;
+
+static ArrayRef<int64_t> shapeOf(Value v) {
+  return cast<ShapedType>(v.getType()).getShape();
+}
+
+/// Emits "expected <what> of <a> (x) to match <b> (y)" when both are static
+/// and differ.
+static LogicalResult sameDim(Operation *op, StringRef what, StringRef aName,
+                             int64_t a, StringRef bName, int64_t b) {
+  if (!ShapedType::isDynamic(a) && !ShapedType::isDynamic(b) && a != b)
+    return op->emitOpError() << "expected " << what << " of " << aName << " ("
+                             << a << ") to match " << bName << " (" << b
+                             << ")";
+  return success();
+}
+
+/// One form (all tensors or all buffers; the interface checks the results
+/// of the tensor form) and one batch size B (dim 0) across the operands.
+static LogicalResult verifyKernelOp(Operation *op) {
+  bool tensors = false, buffers = false;
+  int64_t batch = ShapedType::kDynamic;
+  for (Value v : op->getOperands()) {
+    auto type = dyn_cast<ShapedType>(v.getType());
+    if (!type)
+      continue;
+    (isa<RankedTensorType>(type) ? tensors : buffers) = true;
+    if (failed(sameDim(op, "batch B (dim 0)", "an operand", type.getDimSize(0),
+                       "the first operand's", batch)))
+      return failure();
+    if (ShapedType::isDynamic(batch))
+      batch = type.getDimSize(0);
+  }
+  if (tensors && buffers)
+    return op->emitOpError("expected all operands to be tensors or all to be "
+                           "buffers but got both");
+  return success();
+}
+
+/// Reads of the inputs and writes of the destinations, in buffer form.
+static void kernelEffects(
+    Operation *op,
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  auto dps = cast<DestinationStyleOpInterface>(op);
+  for (OpOperand &operand : op->getOpOperands()) {
+    if (!isa<MemRefType>(operand.get().getType()))
+      continue;
+    if (dps.isDpsInit(&operand))
+      effects.emplace_back(MemoryEffects::Write::get(), &operand,
+                           SideEffects::DefaultResource::get());
+    else
+      effects.emplace_back(MemoryEffects::Read::get(), &operand,
+                           SideEffects::DefaultResource::get());
+  }
+}
+
+#define PISA_KERNEL_EFFECTS(Op)                                                \
+  void Op::getEffects(                                                         \
+      SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>      \
+          &effects) {                                                          \
+    kernelEffects(*this, effects);                                             \
+  }
+PISA_KERNEL_EFFECTS(PyramidKernelOp)
+PISA_KERNEL_EFFECTS(FragmentPlanesKernelOp)
+PISA_KERNEL_EFFECTS(WalkKernelOp)
+PISA_KERNEL_EFFECTS(BucketKernelOp)
+PISA_KERNEL_EFFECTS(ScoreTilesKernelOp)
+PISA_KERNEL_EFFECTS(SelectFinalKernelOp)
+PISA_KERNEL_EFFECTS(SelectSingleStageKernelOp)
+#undef PISA_KERNEL_EFFECTS
+
+LogicalResult PyramidKernelOp::verify() {
+  if (failed(verifyKernelOp(*this)))
+    return failure();
+  return sameDim(*this, "d", "pyramid", shapeOf(getPyramid())[3], "keys",
+                 shapeOf(getKeys())[3]);
+}
+
+LogicalResult FragmentPlanesKernelOp::verify() {
+  if (failed(verifyKernelOp(*this)))
+    return failure();
+  ArrayRef<int64_t> p = shapeOf(getPyramid()), planes = shapeOf(getPlanes());
+  if (failed(sameDim(*this, "rows", "planes", planes[2], "pyramid", p[2])))
+    return failure();
+  if (!ShapedType::isDynamic(planes[3]) && planes[3] != 2 * p[3])
+    return emitOpError() << "expected 2 d = " << 2 * p[3]
+                         << " values per plane row but got " << planes[3];
+  return success();
+}
+
+LogicalResult WalkKernelOp::verify() {
+  if (failed(verifyKernelOp(*this)))
+    return failure();
+  ArrayRef<int64_t> q = shapeOf(getQueries()), c = shapeOf(getContenders());
+  ArrayRef<int64_t> n = shapeOf(getCounts()), p = shapeOf(getPyramid());
+  int64_t candidates = getBranching() * getTopk();
+  int64_t rowWidth = getTensorCores() ? 2 * q[3] : q[3];
+  bool planes =
+      cast<ShapedType>(getPyramid().getType()).getElementType().isBF16();
+  if (planes != getTensorCores())
+    return emitOpError(getTensorCores()
+                           ? "expected bf16 fragment planes with tensor_cores"
+                           : "expected an f32 pyramid without tensor_cores");
+  return failure(
+      failed(sameDim(*this, "g * K", "contenders", c[3], "the attributes",
+                     candidates)) ||
+      failed(sameDim(*this, "Nq", "contenders", c[2], "queries", q[2])) ||
+      failed(sameDim(*this, "Nq", "counts", n[2], "queries", q[2])) ||
+      failed(sameDim(*this, "row width", "pyramid", p[3], "queries' d",
+                     rowWidth)));
+}
+
+LogicalResult BucketKernelOp::verify() {
+  if (failed(verifyKernelOp(*this)))
+    return failure();
+  return sameDim(*this, "Nq", "counts", shapeOf(getCounts())[2], "contenders",
+                 shapeOf(getContenders())[2]);
+}
+
+LogicalResult ScoreTilesKernelOp::verify() {
+  if (failed(verifyKernelOp(*this)))
+    return failure();
+  ArrayRef<int64_t> q = shapeOf(getQueries()), k = shapeOf(getKeys());
+  ArrayRef<int64_t> s = shapeOf(getScores());
+  return failure(
+      failed(sameDim(*this, "d", "keys", k[3], "queries", q[3])) ||
+      failed(sameDim(*this, "Nq", "scores", s[2], "queries", q[2])));
+}
+
+LogicalResult SelectFinalKernelOp::verify() {
+  if (failed(verifyKernelOp(*this)))
+    return failure();
+  ArrayRef<int64_t> c = shapeOf(getContenders()), s = shapeOf(getScores());
+  ArrayRef<int64_t> sel = shapeOf(getSelection());
+  return failure(
+      failed(sameDim(*this, "K", "selection", sel[3], "the attributes",
+                     getTopk())) ||
+      failed(sameDim(*this, "g * K", "scores", s[3], "contenders", c[3])) ||
+      failed(sameDim(*this, "Nq", "selection", sel[2], "contenders", c[2])));
+}
+
+LogicalResult SelectSingleStageKernelOp::verify() {
+  if (failed(verifyKernelOp(*this)))
+    return failure();
+  ArrayRef<int64_t> q = shapeOf(getQueries()), k = shapeOf(getKeys());
+  ArrayRef<int64_t> sel = shapeOf(getSelection());
+  return failure(
+      failed(sameDim(*this, "K", "selection", sel[3], "the attributes",
+                     getTopk())) ||
+      failed(sameDim(*this, "d", "keys", k[3], "queries", q[3])) ||
+      failed(sameDim(*this, "Nq", "selection", sel[2], "queries", q[2])));
+}

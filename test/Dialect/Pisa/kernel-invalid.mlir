@@ -1,0 +1,121 @@
+// RUN: pisa-opt %s -split-input-file -verify-diagnostics
+
+// One case per verifier branch of the kernel-level ops.
+
+func.func @f(%k: tensor<1x1x8x4xf32>, %p: memref<1x1x3x4xf32>) {
+  // expected-error @+1 {{expected all operands to be tensors or all to be buffers but got both}}
+  pisa.kernel.pyramid %k outs(%p) block_size = 4 branching = 2 : tensor<1x1x8x4xf32>, memref<1x1x3x4xf32>
+  return
+}
+
+// -----
+
+func.func @f(%k: memref<2x1x8x4xf32>, %p: memref<3x1x3x4xf32>) {
+  // expected-error @+1 {{expected batch B (dim 0) of an operand (3) to match the first operand's (2)}}
+  pisa.kernel.pyramid %k outs(%p) block_size = 4 branching = 2 : memref<2x1x8x4xf32>, memref<3x1x3x4xf32>
+  return
+}
+
+// -----
+
+func.func @f(%k: memref<1x1x8x4xf32>, %p: memref<1x1x3x8xf32>) {
+  // expected-error @+1 {{expected d of pyramid (8) to match keys (4)}}
+  pisa.kernel.pyramid %k outs(%p) block_size = 4 branching = 2 : memref<1x1x8x4xf32>, memref<1x1x3x8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%k: tensor<1x1x8x4xf32>, %p: tensor<1x1x3x4xf32>) {
+  // expected-error @+1 {{expected the number of tensor results (0) to be equal to the number of output tensors (1)}}
+  pisa.kernel.pyramid %k outs(%p) block_size = 4 branching = 2 : tensor<1x1x8x4xf32>, tensor<1x1x3x4xf32>
+  return
+}
+
+// -----
+
+func.func @f(%p: memref<1x1x3x4xf32>, %planes: memref<1x1x3x4xbf16>) {
+  // expected-error @+1 {{expected 2 d = 8 values per plane row but got 4}}
+  pisa.kernel.fragment_planes %p outs(%planes) : memref<1x1x3x4xf32>, memref<1x1x3x4xbf16>
+  return
+}
+
+// -----
+
+func.func @f(%p: memref<1x1x3x4xf32>, %planes: memref<1x1x5x8xbf16>) {
+  // expected-error @+1 {{expected rows of planes (5) to match pyramid (3)}}
+  pisa.kernel.fragment_planes %p outs(%planes) : memref<1x1x3x4xf32>, memref<1x1x5x8xbf16>
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<1x2x8x4xbf16>, %p: memref<1x1x3x4xf32>, %c: memref<1x1x8x4xi32>, %n: memref<1x1x8xi32>, %i: index) {
+  // expected-error @+1 {{expected bf16 fragment planes with tensor_cores}}
+  pisa.kernel.walk %q, %p, %i, %i outs(%c, %n) topk = 2 block_size = 4 branching = 2 scale = 0.5 {tensor_cores}
+      : memref<1x2x8x4xbf16>, memref<1x1x3x4xf32>, memref<1x1x8x4xi32>, memref<1x1x8xi32>
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<1x2x8x4xf32>, %p: memref<1x1x3x8xbf16>, %c: memref<1x1x8x4xi32>, %n: memref<1x1x8xi32>, %i: index) {
+  // expected-error @+1 {{expected an f32 pyramid without tensor_cores}}
+  pisa.kernel.walk %q, %p, %i, %i outs(%c, %n) topk = 2 block_size = 4 branching = 2 scale = 0.5
+      : memref<1x2x8x4xf32>, memref<1x1x3x8xbf16>, memref<1x1x8x4xi32>, memref<1x1x8xi32>
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<1x2x8x4xf32>, %p: memref<1x1x3x4xf32>, %c: memref<1x1x8x6xi32>, %n: memref<1x1x8xi32>, %i: index) {
+  // expected-error @+1 {{expected g * K of contenders (6) to match the attributes (4)}}
+  pisa.kernel.walk %q, %p, %i, %i outs(%c, %n) topk = 2 block_size = 4 branching = 2 scale = 0.5
+      : memref<1x2x8x4xf32>, memref<1x1x3x4xf32>, memref<1x1x8x6xi32>, memref<1x1x8xi32>
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<1x2x8x4xf32>, %p: memref<1x1x3x4xf32>, %c: memref<1x1x8x4xi32>, %n: memref<1x1x9xi32>, %i: index) {
+  // expected-error @+1 {{expected Nq of counts (9) to match queries (8)}}
+  pisa.kernel.walk %q, %p, %i, %i outs(%c, %n) topk = 2 block_size = 4 branching = 2 scale = 0.5
+      : memref<1x2x8x4xf32>, memref<1x1x3x4xf32>, memref<1x1x8x4xi32>, memref<1x1x9xi32>
+  return
+}
+
+// -----
+
+func.func @f(%c: memref<1x1x8x4xi32>, %n: memref<1x1x7xi32>, %l: memref<1x1x2xi32>, %t: memref<1x1x20xi32>, %nt: memref<1x1xi32>, %sp: memref<1x1x32xi32>, %i: index) {
+  // expected-error @+1 {{expected Nq of counts (7) to match contenders (8)}}
+  pisa.kernel.bucket %i, %c, %n outs(%l, %l, %l, %t, %t, %nt, %sp, %l) topk = 2 block_size = 4 q_tile = 2
+      : memref<1x1x8x4xi32>, memref<1x1x7xi32>, memref<1x1x2xi32>, memref<1x1x2xi32>, memref<1x1x2xi32>, memref<1x1x20xi32>, memref<1x1x20xi32>, memref<1x1xi32>, memref<1x1x32xi32>, memref<1x1x2xi32>
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<1x2x8x4xf32>, %k: memref<1x1x8x8xf32>, %l: memref<1x1x2xi32>, %t: memref<1x1x20xi32>, %nt: memref<1x1xi32>, %sp: memref<1x1x32xi32>, %u: memref<1x1x8x4xf32>, %i: index) {
+  // expected-error @+1 {{expected d of keys (8) to match queries (4)}}
+  pisa.kernel.score_tiles %q, %k, %i, %l, %l, %t, %t, %nt, %sp outs(%u) topk = 2 block_size = 4 q_tile = 2 scale = 0.5
+      : memref<1x2x8x4xf32>, memref<1x1x8x8xf32>, memref<1x1x2xi32>, memref<1x1x2xi32>, memref<1x1x20xi32>, memref<1x1x20xi32>, memref<1x1xi32>, memref<1x1x32xi32>, memref<1x1x8x4xf32>
+  return
+}
+
+// -----
+
+func.func @f(%c: memref<1x1x8x4xi32>, %n: memref<1x1x8xi32>, %u: memref<1x1x8x4xf32>, %s: memref<1x1x8x3xi32>, %i: index) {
+  // expected-error @+1 {{expected K of selection (3) to match the attributes (2)}}
+  pisa.kernel.select_final %i, %i, %c, %n, %u outs(%s) topk = 2 block_size = 4
+      : memref<1x1x8x4xi32>, memref<1x1x8xi32>, memref<1x1x8x4xf32>, memref<1x1x8x3xi32>
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<1x2x1x4xf32>, %k: memref<1x1x8x4xf32>, %p: memref<1x1x3x4xf32>, %s: memref<1x1x2x2xi32>, %i: index) {
+  // expected-error @+1 {{expected Nq of selection (2) to match queries (1)}}
+  pisa.kernel.select_single_stage %q, %k, %p, %i outs(%s) topk = 2 block_size = 4 branching = 2 scale = 0.5
+      : memref<1x2x1x4xf32>, memref<1x1x8x4xf32>, memref<1x1x3x4xf32>, memref<1x1x2x2xi32>
+  return
+}

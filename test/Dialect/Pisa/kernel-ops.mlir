@@ -1,0 +1,51 @@
+// RUN: pisa-opt %s | pisa-opt | FileCheck %s --enable-var-scope
+// RUN: pisa-opt %s --mlir-print-op-generic | pisa-opt | FileCheck %s --enable-var-scope
+
+// Every kernel-level op round-trips in both forms: on tensors (results tied
+// to the destinations) and on buffers (no results).
+
+// CHECK-LABEL: func.func @tensor_form
+// CHECK: %[[P:.*]] = pisa.kernel.pyramid %{{.*}} outs(%{{.*}}) block_size = 64 branching = 2 : tensor<1x1x4096x128xbf16>, tensor<1x1x127x128xf32> -> tensor<1x1x127x128xf32>
+// CHECK: %[[PL:.*]] = pisa.kernel.fragment_planes %[[P]] outs(%{{.*}}) : tensor<1x1x127x128xf32>, tensor<1x1x127x256xbf16> -> tensor<1x1x127x256xbf16>
+// CHECK: %[[W:.*]]:2 = pisa.kernel.walk %{{.*}}, %[[PL]], %{{.*}}, %{{.*}} outs(%{{.*}}, %{{.*}}) topk = 8 block_size = 64 branching = 2 scale = 0.0883883461 {tensor_cores}
+// CHECK: %[[S:.*]]:8 = pisa.kernel.bucket %{{.*}}, %[[W]]#0, %[[W]]#1 outs({{.*}}) topk = 8 block_size = 64 q_tile = 4
+// CHECK: %[[U:.*]] = pisa.kernel.score_tiles {{.*}}, %[[S]]#6 outs(%{{.*}}) topk = 8 block_size = 64 q_tile = 4 scale = 0.0883883461
+// CHECK: pisa.kernel.select_final %{{.*}}, %{{.*}}, %[[W]]#0, %[[W]]#1, %[[U]] outs(%{{.*}}) topk = 8 block_size = 64
+// CHECK: pisa.kernel.select_single_stage {{.*}} topk = 8 block_size = 64 branching = 2 scale = 1.250000e-01
+func.func @tensor_form(%q: tensor<1x16x4096x128xbf16>, %k: tensor<1x1x4096x128xbf16>, %off: index) -> (tensor<1x1x4096x8xi32>, tensor<1x1x4096x8xi32>) {
+  %n = arith.constant 4096 : index
+  %p0 = tensor.empty() : tensor<1x1x127x128xf32>
+  %p = pisa.kernel.pyramid %k outs(%p0) block_size = 64 branching = 2 : tensor<1x1x4096x128xbf16>, tensor<1x1x127x128xf32> -> tensor<1x1x127x128xf32>
+  %pl0 = tensor.empty() : tensor<1x1x127x256xbf16>
+  %pl = pisa.kernel.fragment_planes %p outs(%pl0) : tensor<1x1x127x128xf32>, tensor<1x1x127x256xbf16> -> tensor<1x1x127x256xbf16>
+  %c0 = tensor.empty() : tensor<1x1x4096x16xi32>
+  %n0 = tensor.empty() : tensor<1x1x4096xi32>
+  %w:2 = pisa.kernel.walk %q, %pl, %off, %n outs(%c0, %n0) topk = 8 block_size = 64 branching = 2 scale = 0.0883883461 {tensor_cores}
+      : tensor<1x16x4096x128xbf16>, tensor<1x1x127x256xbf16>, tensor<1x1x4096x16xi32>, tensor<1x1x4096xi32> -> tensor<1x1x4096x16xi32>, tensor<1x1x4096xi32>
+  %l = tensor.empty() : tensor<1x1x64xi32>
+  %t = tensor.empty() : tensor<1x1x16448xi32>
+  %nt = tensor.empty() : tensor<1x1xi32>
+  %sp = tensor.empty() : tensor<1x1x65536xi32>
+  %s:8 = pisa.kernel.bucket %off, %w#0, %w#1 outs(%l, %l, %l, %t, %t, %nt, %sp, %l) topk = 8 block_size = 64 q_tile = 4
+      : tensor<1x1x4096x16xi32>, tensor<1x1x4096xi32>, tensor<1x1x64xi32>, tensor<1x1x64xi32>, tensor<1x1x64xi32>, tensor<1x1x16448xi32>, tensor<1x1x16448xi32>, tensor<1x1xi32>, tensor<1x1x65536xi32>, tensor<1x1x64xi32>
+      -> tensor<1x1x64xi32>, tensor<1x1x64xi32>, tensor<1x1x64xi32>, tensor<1x1x16448xi32>, tensor<1x1x16448xi32>, tensor<1x1xi32>, tensor<1x1x65536xi32>, tensor<1x1x64xi32>
+  %u0 = tensor.empty() : tensor<1x1x4096x16xf32>
+  %u = pisa.kernel.score_tiles %q, %k, %off, %s#0, %s#1, %s#3, %s#4, %s#5, %s#6 outs(%u0) topk = 8 block_size = 64 q_tile = 4 scale = 0.0883883461
+      : tensor<1x16x4096x128xbf16>, tensor<1x1x4096x128xbf16>, tensor<1x1x64xi32>, tensor<1x1x64xi32>, tensor<1x1x16448xi32>, tensor<1x1x16448xi32>, tensor<1x1xi32>, tensor<1x1x65536xi32>, tensor<1x1x4096x16xf32> -> tensor<1x1x4096x16xf32>
+  %sel0 = tensor.empty() : tensor<1x1x4096x8xi32>
+  %sel = pisa.kernel.select_final %off, %n, %w#0, %w#1, %u outs(%sel0) topk = 8 block_size = 64
+      : tensor<1x1x4096x16xi32>, tensor<1x1x4096xi32>, tensor<1x1x4096x16xf32>, tensor<1x1x4096x8xi32> -> tensor<1x1x4096x8xi32>
+  %one = pisa.kernel.select_single_stage %q, %k, %p, %off outs(%sel0) topk = 8 block_size = 64 branching = 2 scale = 0.125
+      : tensor<1x16x4096x128xbf16>, tensor<1x1x4096x128xbf16>, tensor<1x1x127x128xf32>, tensor<1x1x4096x8xi32> -> tensor<1x1x4096x8xi32>
+  return %sel, %one : tensor<1x1x4096x8xi32>, tensor<1x1x4096x8xi32>
+}
+
+// CHECK-LABEL: func.func @buffer_form
+// CHECK: pisa.kernel.pyramid %{{.*}} outs(%{{.*}}) block_size = 16 branching = 4 : memref<?x2x?x32xf16>, memref<?x2x?x32xf32>{{$}}
+// CHECK: pisa.kernel.select_single_stage {{.*}} : memref<?x4x1x32xf16>, memref<?x2x?x32xf16>, memref<?x2x?x32xf32>, memref<?x2x1x4xi32>{{$}}
+func.func @buffer_form(%q: memref<?x4x1x32xf16>, %k: memref<?x2x?x32xf16>, %p: memref<?x2x?x32xf32>, %sel: memref<?x2x1x4xi32>, %off: index) {
+  pisa.kernel.pyramid %k outs(%p) block_size = 16 branching = 4 : memref<?x2x?x32xf16>, memref<?x2x?x32xf32>
+  pisa.kernel.select_single_stage %q, %k, %p, %off outs(%sel) topk = 4 block_size = 16 branching = 4 scale = 0.25
+      : memref<?x4x1x32xf16>, memref<?x2x?x32xf16>, memref<?x2x?x32xf32>, memref<?x2x1x4xi32>
+  return
+}

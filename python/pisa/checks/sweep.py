@@ -187,6 +187,10 @@ def verdict(got, want, gaps):
     summary = {"rows": int(rows), "differ": int(differs.sum()),
                "unexplained": int(wrong.sum()), "agreement": float(agree),
                "exact_tie_rows": int((gaps == 0).sum())}
+    if differs.any():
+        # How near the ties that flipped were (f32 rounding of the group
+        # sums is ~1e-5 of |u|): the evidence when agreement is low.
+        summary["max_differing_gap"] = float(gaps[differs].max())
     if wrong.any():
         at = tuple(int(i) for i in np.argwhere(wrong)[0])
         summary["first_unexplained"] = {"at": at, "got": got[at].tolist(),

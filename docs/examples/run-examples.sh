@@ -33,6 +33,20 @@ for t in (0, 100, 511, 1023):
     print(f"  query {t:4d} (block {t // 64:2d}) attends leaf blocks {sel[0, 0, t].tolist()}")
 PY
 
+echo "== pisa-run select on a packed varlen batch (keys 1024, 300, 65, 1; queries 1024, 100, 1, 1)"
+/usr/bin/python3 "$here/make-inputs.py" "$work" --varlen
+"$bin/pisa-run" select --q "$work/q_varlen.npy" --k "$work/k_varlen.npy" \
+    --cu-seqlens-q "$work/cu_seqlens_q.npy" --cu-seqlens-k "$work/cu_seqlens_k.npy" \
+    --block-size 64 --topk 8 --out "$work/selection_varlen.npy"
+/usr/bin/python3 - "$work/selection_varlen.npy" "$work/cu_seqlens_q.npy" <<'PY'
+import sys
+import numpy as np
+sel, cu = np.load(sys.argv[1]), np.load(sys.argv[2])
+print(f"  selection {sel.dtype}{list(sel.shape)} [Tq, Hkv, K], leaf indices local to each sequence")
+for b in range(len(cu) - 1):
+    print(f"  sequence {b}: last query (row {cu[b + 1] - 1}) attends {sel[cu[b + 1] - 1, 0].tolist()}")
+PY
+
 echo "== pisa-run attend: the whole sparse prefill (pyramid, selection, attention) on the CPU"
 "$bin/pisa-run" attend --q "$work/q.npy" --k "$work/k.npy" --v "$work/v.npy" \
     --block-size 64 --topk 8 --out "$work/attention.npy" --lse-out "$work/lse.npy"

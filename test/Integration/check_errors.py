@@ -58,7 +58,34 @@ def main():
         lse_out = os.path.join(tmp, "lse.npy")
         attend = ["attend", "--q", q, "--k", k, "--block-size", "8", "--topk", "4",
                   "--out", out, "--lse-out", lse_out]
+        # Packed varlen batches: Q [Tq, Hq, d], K [Tk, Hkv, d].
+        qv = save("qv.npy", rng.standard_normal((30, 4, 16)).astype(np.float32))
+        kv = save("kv.npy", rng.standard_normal((50, 2, 16)).astype(np.float32))
+        cu = lambda name, x: save(name, np.array(x, dtype=np.int32))
+        cuq, cuk = cu("cuq.npy", [0, 10, 30]), cu("cuk.npy", [0, 20, 50])
+        varlen = ["select", "--q", qv, "--k", kv, "--block-size", "8", "--topk", "4", "--out", out]
+        with_cu = lambda q_cu, k_cu: varlen + ["--cu-seqlens-q", q_cu, "--cu-seqlens-k", k_cu]
         cases = [
+            ("varlen one cu", varlen + ["--cu-seqlens-q", cuq], "expected both --cu-seqlens-q and --cu-seqlens-k"),
+            ("varlen rank", ["select", "--q", q, "--k", k, "--block-size", "8", "--topk", "4", "--out", out,
+                             "--cu-seqlens-q", cuq, "--cu-seqlens-k", cuk],
+             "expected Q to have rank 3 [Tq, Hq, d] with --cu-seqlens-q/k but got rank 4"),
+            ("varlen start", with_cu(cu("c1.npy", [1, 10, 30]), cuk), "expected --cu-seqlens-q to start at 0 but got 1"),
+            ("varlen decreasing", with_cu(cuq, cu("c2.npy", [0, 30, 20, 50])),
+             "expected --cu-seqlens-k to be non-decreasing but entry 2 (20) < entry 1 (30)"),
+            ("varlen end", with_cu(cuq, cu("c3.npy", [0, 20, 49])),
+             "expected --cu-seqlens-k to end at 50 (the rows packed) but got 49"),
+            ("varlen B", with_cu(cuq, cu("c4.npy", [0, 20, 40, 50])),
+             "expected --cu-seqlens-q and --cu-seqlens-k to give the same B but got 2 and 3"),
+            ("varlen Nq > N", with_cu(cu("c5.npy", [0, 25, 30]), cuk),
+             "expected every sequence to have no more queries than keys but sequence 0 has 25 > 20"),
+            ("varlen dtype", with_cu(save("c6.npy", np.array([0, 10, 30], dtype=np.int64)), cuk),
+             "has dtype '<i8'; expected float32, float16 or int32"),
+            ("varlen offset", with_cu(cuq, cuk) + ["--query-offset", "3"],
+             "expected no --query-offset with --cu-seqlens-q/k"),
+            ("varlen attend", ["attend", "--q", qv, "--k", kv, "--v", v, "--block-size", "8", "--topk", "4",
+                               "--out", out, "--cu-seqlens-q", cuq, "--cu-seqlens-k", cuk],
+             "unknown option '--cu-seqlens-q'"),
             ("attend without V", attend, "missing required option '--v'"),
             ("decode offset", ["decode", "--q", q, "--k", k, "--block-size", "8", "--topk", "4",
                                "--query-offset", "1", "--out", out],

@@ -102,8 +102,8 @@ llvm::Expected<Array> pisatool::npy::read(StringRef path) {
     array.dtype = DType::I32;
   else
     return createStringError(std::errc::invalid_argument,
-                             "'%s' has dtype '%s'; expected float32 or float16 "
-                             "(little-endian)",
+                             "'%s' has dtype '%s'; expected float32, float16 or "
+                             "int32 (little-endian)",
                              path.str().c_str(), d.str().c_str());
 
   std::optional<StringRef> fortran = dictValue(header, "fortran_order");

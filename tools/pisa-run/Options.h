@@ -51,6 +51,16 @@ int runDecode(const Options &options);
 int runSelectOrAttend(const Options &options, bool attend,
                       bool decode = false);
 
+struct SelectConfig;
+namespace npy {
+struct Array;
+}
+/// `pisa-run select --cu-seqlens-q ... --cu-seqlens-k ...`: a packed batch
+/// of variable lengths (docs/semantics.md, section 7), after runSelect has
+/// read the common options into `cfg` and the arrays Q and K.
+int runSelectVarlen(const Options &options, SelectConfig cfg,
+                    const npy::Array &q, const npy::Array &k);
+
 /// Prints "pisa-run: error: <message>" and returns exit code 2.
 int fail(const llvm::Twine &message);
 int fail(llvm::Error error);

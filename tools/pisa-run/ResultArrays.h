@@ -27,14 +27,14 @@ float halfToFloat(uint16_t h);
 /// removes what was written, so that no partial output is left.
 llvm::Error writeAll(llvm::ArrayRef<std::pair<std::string, npy::Array *>> arrays);
 
-template <typename T>
-StridedMemRefType<T, 4> describe(const npy::Array &a) {
-  StridedMemRefType<T, 4> desc;
+template <typename T, int Rank = 4>
+StridedMemRefType<T, Rank> describe(const npy::Array &a) {
+  StridedMemRefType<T, Rank> desc;
   desc.basePtr = desc.data =
       reinterpret_cast<T *>(const_cast<uint8_t *>(a.data.data()));
   desc.offset = 0;
   int64_t stride = 1;
-  for (int i = 3; i >= 0; --i) {
+  for (int i = Rank - 1; i >= 0; --i) {
     desc.sizes[i] = a.shape[i];
     desc.strides[i] = stride;
     stride *= a.shape[i];

@@ -8,6 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Inputs.h"
+#include "Jit.h"
 #include "Npy.h"
 #include "Options.h"
 #include "Program.h"
@@ -15,24 +17,14 @@
 
 #include "pisa/Analysis/PyramidLayout.h"
 #include "pisa/InitAllDialects.h"
-#include "pisa/Pipelines/Pipelines.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/ExecutionEngine/CRunnerUtils.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
-#include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
-#include "mlir/Pass/PassManager.h"
-#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
-#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
-#include "mlir/Target/LLVMIR/Export.h"
-#include "llvm/IR/Module.h"
-#include "llvm/Target/TargetMachine.h"
-#include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
-#include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <chrono>
@@ -45,27 +37,6 @@ using namespace pisatool;
 namespace npy = pisatool::npy;
 
 namespace {
-
-/// The first non-finite element, if any.
-std::optional<int64_t> firstNonFinite(const npy::Array &a) {
-  int64_t n = a.numElements();
-  if (a.dtype == npy::DType::F16) {
-    const uint8_t *p = a.data.data();
-    for (int64_t i = 0; i < n; ++i) {
-      uint16_t bits = uint16_t(p[2 * i]) | uint16_t(p[2 * i + 1]) << 8;
-      if ((bits & 0x7c00) == 0x7c00)
-        return i;
-    }
-    return std::nullopt;
-  }
-  for (int64_t i = 0; i < n; ++i) {
-    float v;
-    std::memcpy(&v, a.data.data() + 4 * i, 4);
-    if (!std::isfinite(v))
-      return i;
-  }
-  return std::nullopt;
-}
 
 llvm::Expected<Problem> validate(const npy::Array &q, const npy::Array &k,
                                  const npy::Array *v,
@@ -101,19 +72,8 @@ llvm::Expected<Problem> validate(const npy::Array &q, const npy::Array &k,
   if (p.queryHeads % p.kvHeads != 0)
     return error("expected Hq (" + llvm::Twine(p.queryHeads) +
                  ") to be a multiple of Hkv (" + llvm::Twine(p.kvHeads) + ")");
-  if (cfg.blockSize < 1 || cfg.blockSize > mlir::pisa::kMaxBlockSize)
-    return error("expected --block-size C in [1, " +
-                 llvm::Twine(mlir::pisa::kMaxBlockSize) + "] but got " +
-                 llvm::Twine(cfg.blockSize));
-  if (cfg.branching < 2 || cfg.branching > mlir::pisa::kMaxBranching)
-    return error("expected --branching g in [2, " +
-                 llvm::Twine(mlir::pisa::kMaxBranching) + "] but got " +
-                 llvm::Twine(cfg.branching));
-  if (cfg.topK < 3 || cfg.topK > mlir::pisa::kMaxTopK)
-    return error("expected --topk K in [3, " +
-                 llvm::Twine(mlir::pisa::kMaxTopK) +
-                 "] (room for the forced blocks) but got " +
-                 llvm::Twine(cfg.topK));
+  if (llvm::Error err = checkParams(cfg))
+    return std::move(err);
   if (cfg.queryOffset < 0)
     return error("expected --query-offset >= 0 but got " +
                  llvm::Twine(cfg.queryOffset));
@@ -121,9 +81,6 @@ llvm::Expected<Problem> validate(const npy::Array &q, const npy::Array &k,
     return error("expected query offset (" + llvm::Twine(cfg.queryOffset) +
                  ") + queries in Q (" + llvm::Twine(p.numQueries) +
                  ") <= keys in K (" + llvm::Twine(p.numKeys) + ")");
-  if (!(std::isfinite(cfg.scale) && cfg.scale > 0.0f))
-    return error("expected a finite positive --scale but got " +
-                 std::to_string(cfg.scale));
   if (v) {
     if (v->shape.size() != 4)
       return error("expected V to have rank 4 [B, Hkv, N, dv] but got rank " +
@@ -248,6 +205,12 @@ int pisatool::runSelectOrAttend(const Options &options, bool attend,
                      : (q->shape.size() == 4
                             ? 1.0f / std::sqrt(float(q->shape[3]))
                             : 1.0f);
+  if (options.has("cu-seqlens-q") || options.has("cu-seqlens-k")) {
+    if (attend || decode)
+      return fail("expected --cu-seqlens-q/k with select only (packed "
+                  "batches are not yet supported by attend and decode)");
+    return runSelectVarlen(options, cfg, *q, *k);
+  }
   auto problem = validate(*q, *k, v ? &*v : nullptr, cfg);
   if (problem && givenSelection) {
     const npy::Array &sel = *givenSelection;
@@ -283,58 +246,9 @@ int pisatool::runSelectOrAttend(const Options &options, bool attend,
     module->print(llvm::outs());
 
   auto compileStart = std::chrono::steady_clock::now();
-  PassManager pm(&ctx);
-  mlir::pisa::buildPisaCPUPipeline(pm);
-  if (failed(pm.run(*module)))
-    return fail("lowering failed: " + diagnostic);
-
-  llvm::InitializeNativeTarget();
-  llvm::InitializeNativeTargetAsmPrinter();
-  registerBuiltinDialectTranslation(ctx);
-  registerLLVMDialectTranslation(ctx);
-  // Optimise for this CPU, with the host triple and data layout set before
-  // the optimiser runs: without them its cost model sees no vector
-  // registers and leaves the dot products scalar.
-  auto hostBuilder = llvm::orc::JITTargetMachineBuilder::detectHost();
-  if (!hostBuilder)
-    return fail(hostBuilder.takeError());
-  auto hostMachine = hostBuilder->createTargetMachine();
-  if (!hostMachine)
-    return fail(hostMachine.takeError());
-  llvm::TargetMachine *machine = hostMachine->get();
-  std::string optError;
-  auto buildLLVMModule =
-      [machine, &optError](Operation *op, llvm::LLVMContext &llvmCtx) {
-        std::unique_ptr<llvm::Module> llvmModule =
-            translateModuleToLLVMIR(op, llvmCtx);
-        if (!llvmModule)
-          return llvmModule;
-        llvmModule->setTargetTriple(machine->getTargetTriple());
-        llvmModule->setDataLayout(machine->createDataLayout());
-        if (llvm::Error err =
-                makeOptimizingTransformer(3, 0, machine)(llvmModule.get()))
-          optError = llvm::toString(std::move(err));
-        return llvmModule;
-      };
-  ExecutionEngineOptions engineOptions;
-  engineOptions.llvmModuleBuilder = buildLLVMModule; // a function_ref
-  auto engine =
-      ExecutionEngine::create(*module, engineOptions, std::move(*hostMachine));
+  auto engine = compileForHost(*module, "select", diagnostic);
   if (!engine)
     return fail(engine.takeError());
-  if (!optError.empty())
-    return fail("LLVM optimisation failed: " + optError);
-  // Strided memref.copy lowers to a call of the C runner utilities.
-  (*engine)->registerSymbols([](llvm::orc::MangleAndInterner interner) {
-    llvm::orc::SymbolMap map;
-    map[interner("memrefCopy")] = {llvm::orc::ExecutorAddr::fromPtr(&memrefCopy),
-                                   llvm::JITSymbolFlags::Exported};
-    return map;
-  });
-  // The JIT compiles on first lookup: do it here so that the run time
-  // measures the selection alone.
-  if (auto entry = (*engine)->lookupPacked("_mlir_ciface_select"); !entry)
-    return fail(entry.takeError());
   double compileSeconds = secondsSince(compileStart);
 
   int64_t offset = cfg.queryOffset;

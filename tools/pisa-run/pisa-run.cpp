@@ -112,6 +112,11 @@ static void usage(llvm::raw_ostream &os) {
         "           [--static-shapes]  (compile for these exact sizes; the\n"
         "           default program takes any B, N and Nq)\n"
         "           --out OUT.npy\n"
+        "       pisa-run select --q Q.npy --k K.npy --cu-seqlens-q CQ.npy\n"
+        "           --cu-seqlens-k CK.npy --block-size C --topk K [--branching g]\n"
+        "           [--scale S] --out OUT.npy  (a packed batch of B sequences:\n"
+        "           Q [Tq, Hq, d], K [Tk, Hkv, d], int32 [B + 1] offsets; each\n"
+        "           sequence's queries are its last positions; OUT [Tq, Hkv, K])\n"
         "       pisa-run decode --q Q.npy --k K.npy --block-size C --topk K\n"
         "           [--branching g] [--scale S] [--query-offset T] --out OUT.npy\n"
         "           (query i selects over keys 0..T+i and a pyramid cache that\n"
@@ -164,7 +169,8 @@ int main(int argc, char **argv) {
     return base;
   };
   const Command commands[] = {
-      {"select", selection, {"dump-ir", "static-shapes"}, runSelect},
+      {"select", with(selection, {"cu-seqlens-q", "cu-seqlens-k"}),
+       {"dump-ir", "static-shapes"}, runSelect},
       {"decode", selection, {"dump-ir"}, runDecode},
       {"attend",
        with(selection, {"v", "lse-out", "selection-out", "selection-in"}),

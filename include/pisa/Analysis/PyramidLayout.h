@@ -50,6 +50,14 @@ constexpr int64_t kMaxBranching = 64;
 /// M_1) far from int64 overflow for any tensor size.
 constexpr int64_t kMaxBlockSize = int64_t(1) << 20;
 
+/// The varlen pyramid layout (docs/semantics.md, section 7): sequence b's
+/// pyramid at rows 2 floor(cu_k[b] / C) + 32 b, since P(N) <= 2 ceil(N / C)
+/// + L - 2 and L <= 32 for N < 2^31 (i32 cu_seqlens).
+constexpr int64_t kVarlenRowsPerSequence = 32;
+/// R = 2 floor(Tk / C) + 32 B rows for Tk packed keys of B sequences.
+int64_t varlenPyramidRows(int64_t numKeys, int64_t numSequences,
+                          int64_t blockSize);
+
 /// ceil(a / b) for a >= 0, b > 0.
 /// No overflow for any such a (a + b - 1 would for a near INT64_MAX).
 inline int64_t ceilDiv(int64_t a, int64_t b) { return a / b + (a % b != 0); }

@@ -202,6 +202,74 @@ def Pisa_SparseAttentionOp : Pisa_Op<"sparse_attention", [Pure]> {
   }];
 }
 
+def Pisa_FloatTensor3D : 3DTensorOf<[F32, F16, BF16]>;
+
+def Pisa_PyramidBuildVarlenOp : Pisa_Op<"pyramid_build_varlen", [Pure]> {
+  let summary = "the key pyramids of a packed batch of variable lengths";
+  let description = [{
+    `keys` packs B sequences token-major, `[Tk, Hkv, d]`: sequence b's keys
+    are rows `cu_seqlens[b] .. cu_seqlens[b+1] - 1` (`cu_seqlens` is
+    `[B + 1]`, from 0, non-decreasing, ending at Tk). The result holds each
+    sequence's `pisa.pyramid_build` (levels packed leaves first), token-major
+    `[R, Hkv, d]`, sequence b at rows R_b = 2 floor(cu_seqlens[b] / C) + 32 b,
+    R = 2 floor(Tk / C) + 32 B; rows between sequences are unspecified
+    (docs/semantics.md, section 7).
+
+    ```mlir
+    %p = pisa.pyramid_build_varlen %k cu_seqlens(%cu) block_size = 64
+        branching = 2 : tensor<1000x2x64xf16>, tensor<4xi32> -> tensor<126x2x64xf32>
+    ```
+  }];
+  let arguments = (ins Pisa_FloatTensor3D:$keys, 1DTensorOf<[I32]>:$cu_seqlens,
+                       I64Attr:$block_size, I64Attr:$branching);
+  let results = (outs 3DTensorOf<[F32]>:$pyramid);
+  let assemblyFormat = [{
+    $keys `cu_seqlens` `(` $cu_seqlens `)` `block_size` `=` $block_size
+    `branching` `=` $branching attr-dict
+    `:` type($keys) `,` type($cu_seqlens) `->` type($pyramid)
+  }];
+  let hasVerifier = 1;
+}
+
+def Pisa_HierTopKVarlenOp : Pisa_Op<"hier_topk_varlen", [Pure]> {
+  let summary = "coarse-to-fine top-K over a packed batch of variable lengths";
+  let description = [{
+    `pisa.hier_topk` for each sequence of a packed batch (docs/semantics.md,
+    section 7): queries `[Tq, Hq, d]` and keys `[Tk, Hkv, d]` token-major,
+    sequence b's rows given by `cu_seqlens_q` and `cu_seqlens_k` (`[B + 1]`
+    each); its Nq_b queries are its last positions, query i at
+    t = N_b - Nq_b + i (prefill, chunked prefill and decode mix in one
+    batch); `pyramid` is `pisa.pyramid_build_varlen` of the keys. The result
+    `[Tq, Hkv, K]` lists, per query row, the kept leaf blocks of its own
+    sequence, ascending, padded with -1.
+
+    ```mlir
+    %sel = pisa.hier_topk_varlen %q, %k, %p cu_seqlens(%cuq, %cuk) topk = 8
+        block_size = 64 branching = 2 : tensor<1010x8x64xf16>,
+        tensor<1000x2x64xf16>, tensor<126x2x64xf32>, tensor<4xi32>,
+        tensor<4xi32> -> tensor<1010x2x8xi32>
+    ```
+  }];
+  let arguments = (ins Pisa_FloatTensor3D:$queries, Pisa_FloatTensor3D:$keys,
+                       3DTensorOf<[F32]>:$pyramid,
+                       1DTensorOf<[I32]>:$cu_seqlens_q,
+                       1DTensorOf<[I32]>:$cu_seqlens_k,
+                       I64Attr:$topk, I64Attr:$block_size, I64Attr:$branching,
+                       OptionalAttr<F32Attr>:$scale);
+  let results = (outs 3DTensorOf<[I32]>:$selection);
+  let assemblyFormat = [{
+    $queries `,` $keys `,` $pyramid `cu_seqlens` `(` $cu_seqlens_q `,`
+    $cu_seqlens_k `)` `topk` `=` $topk `block_size` `=` $block_size
+    `branching` `=` $branching (`scale` `=` $scale^)? attr-dict
+    `:` type($queries) `,` type($keys) `,` type($pyramid) `,`
+    type($cu_seqlens_q) `,` type($cu_seqlens_k) `->` type($selection)
+  }];
+  let hasVerifier = 1;  let extraClassDeclaration = [{
+    /// The logit scale: the attribute, else 1/sqrt(d).
+    float getScaleOrDefault();
+  }];
+}
+
 include "pisa/IR/PisaKernelOps.td"
 
 #endif // PISA_IR_PISAOPS_TD

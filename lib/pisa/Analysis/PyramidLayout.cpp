@@ -24,3 +24,8 @@ PyramidLayout::PyramidLayout(int64_t numKeys, int64_t blockSize,
     span *= branching;
   }
 }
+
+int64_t mlir::pisa::varlenPyramidRows(int64_t numKeys, int64_t numSequences,
+                                      int64_t blockSize) {
+  return 2 * (numKeys / blockSize) + kVarlenRowsPerSequence * numSequences;
+}

@@ -340,3 +340,106 @@ LogicalResult SparseAttentionOp::verify() {
     return failure();
   return checkQueryOffset(*this, getQueryOffset(), q[2], k[2]);
 }
+
+//===----------------------------------------------------------------------===//
+// Varlen ops (docs/semantics.md, section 7)
+//===----------------------------------------------------------------------===//
+
+/// cu_seqlens of B + 1 entries: B = size - 1 when static.
+static int64_t sequencesOf(RankedTensorType cuSeqlens) {
+  int64_t n = cuSeqlens.getDimSize(0);
+  return isStatic(n) ? n - 1 : ShapedType::kDynamic;
+}
+
+static LogicalResult checkCuSeqlens(Operation *op, StringRef name,
+                                    RankedTensorType type) {
+  if (isStatic(type.getDimSize(0)) && type.getDimSize(0) < 1)
+    return op->emitOpError() << "expected " << name
+                             << " to have B + 1 >= 1 entries but got 0";
+  return success();
+}
+
+/// R = 2 floor(Tk / C) + 32 B rows when Tk and B are static.
+static LogicalResult checkVarlenRows(Operation *op, int64_t rows,
+                                     int64_t numKeys, int64_t sequences,
+                                     int64_t blockSize) {
+  if (!isStatic(rows) || !isStatic(numKeys) || !isStatic(sequences))
+    return success();
+  int64_t want = varlenPyramidRows(numKeys, sequences, blockSize);
+  if (rows != want)
+    return op->emitOpError()
+           << "expected the varlen pyramid to have 2 floor(Tk / C) + "
+           << kVarlenRowsPerSequence << " B = " << want << " rows for Tk = "
+           << numKeys << ", B = " << sequences << ", C = " << blockSize
+           << " but got " << rows;
+  return success();
+}
+
+LogicalResult PyramidBuildVarlenOp::verify() {
+  if (failed(checkPyramidParams(*this, getBlockSize(), getBranching())) ||
+      failed(checkCuSeqlens(*this, "cu_seqlens", getCuSeqlens().getType())) ||
+      failed(checkStaticDims(*this, "keys", getKeys().getType(),
+                             {{1, "Hkv"}, {2, "d"}})))
+    return failure();
+  ArrayRef<int64_t> k = getKeys().getType().getShape();
+  ArrayRef<int64_t> p = getPyramid().getType().getShape();
+  if (failed(checkSameDim(*this, "Hkv", "pyramid", p[1], "keys", k[1])) ||
+      failed(checkSameDim(*this, "d", "pyramid", p[2], "keys", k[2])))
+    return failure();
+  return checkVarlenRows(*this, p[0], k[0],
+                         sequencesOf(getCuSeqlens().getType()),
+                         getBlockSize());
+}
+
+float HierTopKVarlenOp::getScaleOrDefault() {
+  if (FloatAttr scale = getScaleAttr())
+    return static_cast<float>(scale.getValueAsDouble());
+  return 1.0f /
+         std::sqrt(static_cast<float>(getQueries().getType().getDimSize(2)));
+}
+
+LogicalResult HierTopKVarlenOp::verify() {
+  if (failed(checkPyramidParams(*this, getBlockSize(), getBranching())) ||
+      failed(checkScale(*this, getScaleAttr())) ||
+      failed(checkCuSeqlens(*this, "cu_seqlens_q",
+                            getCuSeqlensQ().getType())) ||
+      failed(checkCuSeqlens(*this, "cu_seqlens_k",
+                            getCuSeqlensK().getType())))
+    return failure();
+  if (getTopk() < 3 || getTopk() > kMaxTopK)
+    return emitOpError() << "expected topk K in [3, " << kMaxTopK
+                         << "] (room for the forced blocks) but got "
+                         << getTopk();
+  RankedTensorType qType = getQueries().getType();
+  RankedTensorType kType = getKeys().getType();
+  if (qType.getElementType() != kType.getElementType())
+    return emitOpError() << "expected queries and keys to have the same "
+                            "element type but got "
+                         << qType.getElementType() << " and "
+                         << kType.getElementType();
+  if (failed(checkStaticDims(*this, "queries", qType,
+                             {{1, "Hq"}, {2, "d"}})) ||
+      failed(checkStaticDims(*this, "keys", kType, {{1, "Hkv"}})) ||
+      failed(checkStaticDims(*this, "selection", getSelection().getType(),
+                             {{2, "K"}})))
+    return failure();
+  ArrayRef<int64_t> q = qType.getShape(), k = kType.getShape();
+  ArrayRef<int64_t> p = getPyramid().getType().getShape();
+  ArrayRef<int64_t> r = getSelection().getType().getShape();
+  int64_t sequences = sequencesOf(getCuSeqlensK().getType());
+  if (failed(checkSameDim(*this, "d", "keys", k[2], "queries", q[2])) ||
+      failed(checkGroups(*this, q[1], k[1])) ||
+      failed(checkSameDim(*this, "B + 1", "cu_seqlens_q",
+                          getCuSeqlensQ().getType().getDimSize(0),
+                          "cu_seqlens_k",
+                          getCuSeqlensK().getType().getDimSize(0))) ||
+      failed(checkSameDim(*this, "Hkv", "pyramid", p[1], "keys", k[1])) ||
+      failed(checkSameDim(*this, "d", "pyramid", p[2], "keys", k[2])) ||
+      failed(checkVarlenRows(*this, p[0], k[0], sequences, getBlockSize())) ||
+      failed(checkSameDim(*this, "Tq", "selection", r[0], "queries", q[0])) ||
+      failed(checkSameDim(*this, "Hkv", "selection", r[1], "keys", k[1])) ||
+      failed(checkSameDim(*this, "K", "selection", r[2], "topk",
+                          getTopk())))
+    return failure();
+  return success();
+}

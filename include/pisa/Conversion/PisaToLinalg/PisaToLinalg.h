@@ -18,6 +18,10 @@ void populateSelectionToLoopsPatterns(RewritePatternSet &patterns);
 void populateAttentionToLoopsPatterns(RewritePatternSet &patterns);
 
 /// Everything --convert-pisa-to-linalg applies.
+/// The varlen ops (section 7) as a loop over the sequences of the batched
+/// ops, which the patterns above then lower.
+void populateVarlenToLoopsPatterns(RewritePatternSet &patterns);
+
 void populatePisaToLinalgConversionPatterns(RewritePatternSet &patterns);
 
 } // namespace pisa

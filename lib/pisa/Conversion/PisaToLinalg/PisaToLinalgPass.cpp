@@ -5,6 +5,7 @@
 #include "pisa/IR/PisaDialect.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -24,6 +25,7 @@ void mlir::pisa::populatePisaToLinalgConversionPatterns(
   populatePyramidBuildToLinalgPatterns(patterns);
   populateSelectionToLoopsPatterns(patterns);
   populateAttentionToLoopsPatterns(patterns);
+  populateVarlenToLoopsPatterns(patterns);
 }
 
 namespace {

@@ -1,0 +1,267 @@
+//===- VarlenToLoops.cpp - varlen ops as a loop of batched ops ------------===//
+//
+// The CPU reference of docs/semantics.md, section 7, written as the
+// contract states it: for each sequence b, the batched op (B = 1) on that
+// sequence's rows, head-major, with query_offset = N_b - Nq_b; the result
+// rows go back token-major. The batched ops created here are lowered by
+// the other patterns of the same conversion. The rules on cu_seqlens are
+// checked for every sequence before any is computed.
+//
+//===----------------------------------------------------------------------===//
+
+#include "../Common/LevelLayout.h"
+#include "../Common/LoopBuilders.h"
+
+#include "pisa/Analysis/PyramidLayout.h"
+#include "pisa/Conversion/PisaToLinalg/PisaToLinalg.h"
+#include "pisa/IR/PisaOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+using namespace mlir;
+using namespace mlir::pisa;
+using namespace mlir::pisa::detail;
+
+namespace {
+
+constexpr int64_t kAny = ShapedType::kDynamic;
+
+/// cu[at] as an index.
+Value entry(ImplicitLocOpBuilder &b, Value cuSeqlens, Value at) {
+  return arith::IndexCastOp::create(
+      b, b.getIndexType(), tensor::ExtractOp::create(b, cuSeqlens, at));
+}
+
+/// Rows first .. first + count - 1 of a token-major [T, H, X] tensor.
+Value rows(ImplicitLocOpBuilder &b, Value packed, Value first, Value count) {
+  auto type = cast<RankedTensorType>(packed.getType());
+  ArrayRef<int64_t> s = type.getShape();
+  auto sliceType = RankedTensorType::get({kAny, s[1], s[2]},
+                                         type.getElementType());
+  SmallVector<OpFoldResult> offsets{first, b.getIndexAttr(0),
+                                    b.getIndexAttr(0)};
+  SmallVector<OpFoldResult> sizes{count, b.getIndexAttr(s[1]),
+                                  b.getIndexAttr(s[2])};
+  SmallVector<OpFoldResult> strides(3, b.getIndexAttr(1));
+  return tensor::ExtractSliceOp::create(b, sliceType, packed, offsets, sizes,
+                                        strides);
+}
+
+/// [n, H, X] token-major -> [1, H, n, X] head-major (a batch of one).
+Value toHeadMajor(ImplicitLocOpBuilder &b, Value tokens) {
+  auto type = cast<RankedTensorType>(tokens.getType());
+  ArrayRef<int64_t> s = type.getShape();
+  Value n = dimOf(b, tokens, 0);
+  auto expandedType = RankedTensorType::get({1, kAny, s[1], s[2]},
+                                            type.getElementType());
+  Value expanded = tensor::ExpandShapeOp::create(
+      b, expandedType, tokens, {{0, 1}, {2}, {3}},
+      {b.getIndexAttr(1), n, b.getIndexAttr(s[1]), b.getIndexAttr(s[2])});
+  auto headType = RankedTensorType::get({1, s[1], kAny, s[2]},
+                                        type.getElementType());
+  Value init = emptyLike(b, headType, {Value(), Value(), n, Value()});
+  return linalg::TransposeOp::create(b, expanded, init,
+                                     ArrayRef<int64_t>{0, 2, 1, 3})
+      .getResult()[0];
+}
+
+/// [1, H, n, X] head-major -> [n, H, X] token-major.
+Value toTokenMajor(ImplicitLocOpBuilder &b, Value heads) {
+  auto type = cast<RankedTensorType>(heads.getType());
+  ArrayRef<int64_t> s = type.getShape();
+  Value n = dimOf(b, heads, 2);
+  auto tokenType = RankedTensorType::get({1, kAny, s[1], s[3]},
+                                         type.getElementType());
+  Value init = emptyLike(b, tokenType, {Value(), n, Value(), Value()});
+  Value transposed = linalg::TransposeOp::create(b, heads, init,
+                                                 ArrayRef<int64_t>{0, 2, 1, 3})
+                         .getResult()[0];
+  return tensor::CollapseShapeOp::create(b, transposed, {{0, 1}, {2}, {3}});
+}
+
+/// Writes `part` [n, H, X] into rows first .. first + n - 1 of `into`.
+Value insertRows(ImplicitLocOpBuilder &b, Value part, Value into,
+                 Value first) {
+  ArrayRef<int64_t> s = cast<RankedTensorType>(part.getType()).getShape();
+  SmallVector<OpFoldResult> offsets{first, b.getIndexAttr(0),
+                                    b.getIndexAttr(0)};
+  SmallVector<OpFoldResult> sizes{dimOf(b, part, 0), b.getIndexAttr(s[1]),
+                                  b.getIndexAttr(s[2])};
+  SmallVector<OpFoldResult> strides(3, b.getIndexAttr(1));
+  return tensor::InsertSliceOp::create(b, part, into, offsets, sizes, strides);
+}
+
+/// R_b = 2 floor(cu_k[b] / C) + 32 b: sequence b's first pyramid row.
+Value firstPyramidRow(ImplicitLocOpBuilder &b, Value firstKey, Value seq,
+                      int64_t blockSize) {
+  Value leaves =
+      arith::DivUIOp::create(b, firstKey, indexConst(b, blockSize));
+  return arith::AddIOp::create(
+      b, arith::MulIOp::create(b, leaves, indexConst(b, 2)),
+      arith::MulIOp::create(b, seq, indexConst(b, kVarlenRowsPerSequence)));
+}
+
+/// The rules of section 7 on one cu_seqlens (B + 1 entries for T rows):
+/// starts at 0, never decreases, ends at T. With `queries`, also
+/// Nq_b <= N_b against `keys`' cu_seqlens. One cf.assert per rule.
+void requireCuSeqlens(ImplicitLocOpBuilder &b, StringRef op, Value cuKeys,
+                      Value numKeys, Value cuQueries = Value(),
+                      Value numQueries = Value()) {
+  Value zero = indexConst(b, 0), one = indexConst(b, 1);
+  Value numSeqs = arith::SubIOp::create(b, dimOf(b, cuKeys, 0), one);
+  auto require = [&](Value ok, const Twine &what) {
+    cf::AssertOp::create(b, ok, (op + ": " + what).str());
+  };
+  using P = arith::CmpIPredicate;
+  require(cmp(b, P::eq, entry(b, cuKeys, zero), zero),
+          "cu_seqlens_k[0] is not 0");
+  require(cmp(b, P::eq, entry(b, cuKeys, numSeqs), numKeys),
+          "cu_seqlens_k[B] is not the number of key rows");
+  if (cuQueries) {
+    require(cmp(b, P::eq, dimOf(b, cuQueries, 0), dimOf(b, cuKeys, 0)),
+            "cu_seqlens_q and cu_seqlens_k give different B");
+    require(cmp(b, P::eq, entry(b, cuQueries, zero), zero),
+            "cu_seqlens_q[0] is not 0");
+    require(cmp(b, P::eq, entry(b, cuQueries, numSeqs), numQueries),
+            "cu_seqlens_q[B] is not the number of query rows");
+  }
+  Value trueV = arith::ConstantIntOp::create(b, 1, 1);
+  SmallVector<Value> ok = buildLoop(
+      b, zero, numSeqs, {trueV, trueV},
+      [&](ImplicitLocOpBuilder &lb, Value seq, ValueRange acc) {
+        Value next = arith::AddIOp::create(lb, seq, one);
+        Value k0 = entry(lb, cuKeys, seq), k1 = entry(lb, cuKeys, next);
+        Value monotone = arith::AndIOp::create(
+            lb, acc[0],
+            cmp(lb, P::sle, arith::IndexCastOp::create(lb, lb.getI64Type(), k0),
+                arith::IndexCastOp::create(lb, lb.getI64Type(), k1)));
+        Value fits = acc[1];
+        if (cuQueries) {
+          Value q0 = entry(lb, cuQueries, seq), q1 = entry(lb, cuQueries, next);
+          auto i64 = [&](Value v) {
+            return arith::IndexCastOp::create(lb, lb.getI64Type(), v);
+          };
+          monotone = arith::AndIOp::create(
+              lb, monotone, cmp(lb, P::sle, i64(q0), i64(q1)));
+          fits = arith::AndIOp::create(
+              lb, fits,
+              cmp(lb, P::sle,
+                  arith::SubIOp::create(lb, i64(q1), i64(q0)),
+                  arith::SubIOp::create(lb, i64(k1), i64(k0))));
+        }
+        return SmallVector<Value>{monotone, fits};
+      });
+  require(ok[0], "cu_seqlens decrease");
+  if (cuQueries)
+    require(ok[1], "a sequence has more queries than keys (Nq_b > N_b)");
+}
+
+struct PyramidBuildVarlenToLoops
+    : OpConversionPattern<PyramidBuildVarlenOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(PyramidBuildVarlenOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    Value keys = adaptor.getKeys(), cu = adaptor.getCuSeqlens();
+    const int64_t blockSize = op.getBlockSize();
+    Value numKeys = dimOf(b, keys, 0);
+    requireCuSeqlens(b, "pisa.pyramid_build_varlen", cu, numKeys);
+    Value zero = indexConst(b, 0), one = indexConst(b, 1);
+    Value numSeqs = arith::SubIOp::create(b, dimOf(b, cu, 0), one);
+    RankedTensorType type = op.getPyramid().getType();
+    // Rows between sequences are unspecified; zeros keep runs reproducible.
+    Value totalRows = arith::AddIOp::create(
+        b,
+        arith::MulIOp::create(
+            b, arith::DivUIOp::create(b, numKeys, indexConst(b, blockSize)),
+            indexConst(b, 2)),
+        arith::MulIOp::create(b, numSeqs,
+                              indexConst(b, kVarlenRowsPerSequence)));
+    Value init = emptyLike(b, type, {totalRows, Value(), Value()});
+    init = linalg::FillOp::create(
+               b, ValueRange{arith::ConstantOp::create(
+                      b, b.getF32FloatAttr(0.0f))},
+               ValueRange{init})
+               .getResult(0);
+    ArrayRef<int64_t> k = op.getKeys().getType().getShape();
+    auto pyramidType =
+        RankedTensorType::get({1, k[1], kAny, k[2]}, b.getF32Type());
+    SmallVector<Value> result = buildLoop(
+        b, zero, numSeqs, {init},
+        [&](ImplicitLocOpBuilder &lb, Value seq, ValueRange acc) {
+          Value k0 = entry(lb, cu, seq);
+          Value k1 = entry(lb, cu, arith::AddIOp::create(lb, seq, one));
+          Value seqKeys = toHeadMajor(
+              lb, rows(lb, keys, k0, arith::SubIOp::create(lb, k1, k0)));
+          Value pyramid = PyramidBuildOp::create(
+              lb, pyramidType, seqKeys, op.getBlockSize(), op.getBranching());
+          return SmallVector<Value>{insertRows(
+              lb, toTokenMajor(lb, pyramid), acc[0],
+              firstPyramidRow(lb, k0, seq, blockSize))};
+        });
+    Value out = result[0];
+    if (out.getType() != type)
+      out = tensor::CastOp::create(b, type, out);
+    rewriter.replaceOp(op, out);
+    return success();
+  }
+};
+
+struct HierTopKVarlenToLoops : OpConversionPattern<HierTopKVarlenOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(HierTopKVarlenOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    Value queries = adaptor.getQueries(), keys = adaptor.getKeys();
+    Value pyramid = adaptor.getPyramid();
+    Value cuQ = adaptor.getCuSeqlensQ(), cuK = adaptor.getCuSeqlensK();
+    const int64_t blockSize = op.getBlockSize(), fanout = op.getBranching();
+    const int64_t topK = op.getTopk();
+    requireCuSeqlens(b, "pisa.hier_topk_varlen", cuK, dimOf(b, keys, 0), cuQ,
+                     dimOf(b, queries, 0));
+    Value zero = indexConst(b, 0), one = indexConst(b, 1);
+    Value numSeqs = arith::SubIOp::create(b, dimOf(b, cuK, 0), one);
+    RankedTensorType type = op.getSelection().getType();
+    Value init = emptyLike(b, type, {dimOf(b, queries, 0), Value(), Value()});
+    ArrayRef<int64_t> k = op.getKeys().getType().getShape();
+    auto selType = RankedTensorType::get({1, k[1], kAny, topK},
+                                         b.getI32Type());
+    SmallVector<Value> result = buildLoop(
+        b, zero, numSeqs, {init},
+        [&](ImplicitLocOpBuilder &lb, Value seq, ValueRange acc) {
+          Value next = arith::AddIOp::create(lb, seq, one);
+          Value q0 = entry(lb, cuQ, seq), q1 = entry(lb, cuQ, next);
+          Value k0 = entry(lb, cuK, seq), k1 = entry(lb, cuK, next);
+          Value numQueries = arith::SubIOp::create(lb, q1, q0);
+          Value numKeys = arith::SubIOp::create(lb, k1, k0);
+          LevelLayout layout(lb, numKeys, blockSize, fanout);
+          Value seqPyramid = toHeadMajor(
+              lb, rows(lb, pyramid, firstPyramidRow(lb, k0, seq, blockSize),
+                       layout.totalRows()));
+          auto select = HierTopKOp::create(
+              lb, selType, toHeadMajor(lb, rows(lb, queries, q0, numQueries)),
+              toHeadMajor(lb, rows(lb, keys, k0, numKeys)), seqPyramid,
+              arith::SubIOp::create(lb, numKeys, numQueries), topK, blockSize,
+              fanout, op.getScaleAttr(), /*schedule=*/nullptr,
+              /*capacity=*/nullptr);
+          return SmallVector<Value>{
+              insertRows(lb, toTokenMajor(lb, select), acc[0], q0)};
+        });
+    rewriter.replaceOp(op, result[0]);
+    return success();
+  }
+};
+
+} // namespace
+
+void mlir::pisa::populateVarlenToLoopsPatterns(RewritePatternSet &patterns) {
+  patterns.add<PyramidBuildVarlenToLoops, HierTopKVarlenToLoops>(
+      patterns.getContext());
+}

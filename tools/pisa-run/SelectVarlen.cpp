@@ -1,0 +1,253 @@
+//===- SelectVarlen.cpp - pisa-run select on a packed varlen batch --------===//
+//
+// `pisa-run select --cu-seqlens-q CQ.npy --cu-seqlens-k CK.npy ...`: Q
+// [Tq, Hq, d] and K [Tk, Hkv, d] pack B sequences token-major
+// (docs/semantics.md, section 7); the program is pyramid_build_varlen +
+// hier_topk_varlen with Tq, Tk and B dynamic, and the result is int32
+// [Tq, Hkv, K]. Every rule on the inputs is checked before anything is
+// compiled or written.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Inputs.h"
+#include "Jit.h"
+#include "Npy.h"
+#include "Options.h"
+#include "ResultArrays.h"
+
+#include "pisa/InitAllDialects.h"
+#include "pisa/IR/PisaOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Verifier.h"
+#include "llvm/Support/Format.h"
+
+#include <chrono>
+#include <cstring>
+
+using namespace mlir;
+using namespace pisatool;
+namespace npy = pisatool::npy;
+
+namespace {
+
+llvm::Error error(const llvm::Twine &msg) {
+  return llvm::createStringError(std::errc::invalid_argument,
+                                 msg.str().c_str());
+}
+
+struct VarlenProblem {
+  int64_t sequences, queryRows, keyRows, queryHeads, kvHeads, headDim;
+};
+
+int32_t at(const npy::Array &a, int64_t i) {
+  int32_t v;
+  std::memcpy(&v, a.data.data() + 4 * i, 4);
+  return v;
+}
+
+/// cu_seqlens of `rows` packed rows: int32 [B + 1], 0 first, never
+/// decreasing, `rows` last.
+llvm::Error checkCuSeqlens(const char *name, const npy::Array &cu,
+                           int64_t rows) {
+  if (cu.dtype != npy::DType::I32 || cu.shape.size() != 1 || cu.shape[0] < 1)
+    return error(llvm::Twine("expected --") + name +
+                 " to be int32 [B + 1] with B >= 0");
+  int64_t n = cu.shape[0];
+  if (at(cu, 0) != 0)
+    return error(llvm::Twine("expected --") + name + " to start at 0 but got " +
+                 llvm::Twine(at(cu, 0)));
+  for (int64_t i = 1; i < n; ++i)
+    if (at(cu, i) < at(cu, i - 1))
+      return error(llvm::Twine("expected --") + name +
+                   " to be non-decreasing but entry " + llvm::Twine(i) + " (" +
+                   llvm::Twine(at(cu, i)) + ") < entry " + llvm::Twine(i - 1) +
+                   " (" + llvm::Twine(at(cu, i - 1)) + ")");
+  if (at(cu, n - 1) != rows)
+    return error(llvm::Twine("expected --") + name + " to end at " +
+                 llvm::Twine(rows) + " (the rows packed) but got " +
+                 llvm::Twine(at(cu, n - 1)));
+  return llvm::Error::success();
+}
+
+llvm::Expected<VarlenProblem> validate(const npy::Array &q, const npy::Array &k,
+                                       const npy::Array &cuQ,
+                                       const npy::Array &cuK,
+                                       const SelectConfig &cfg) {
+  for (auto [name, a, dims] : {std::tuple{"Q", &q, "[Tq, Hq, d]"},
+                               std::tuple{"K", &k, "[Tk, Hkv, d]"}}) {
+    if (a->shape.size() != 3)
+      return error(llvm::Twine("expected ") + name + " to have rank 3 " +
+                   dims + " with --cu-seqlens-q/k but got rank " +
+                   llvm::Twine(a->shape.size()));
+    if (a->dtype == npy::DType::I32)
+      return error(llvm::Twine("expected ") + name +
+                   " to be float32 or float16 but got int32");
+    if (a->shape[1] < 1 || a->shape[2] < 1)
+      return error(llvm::Twine("expected the heads and d of ") + name +
+                   " to be >= 1");
+  }
+  if (q.dtype != k.dtype)
+    return error(llvm::Twine("expected Q and K to have the same dtype but got ") +
+                 npy::dtypeName(q.dtype) + " and " + npy::dtypeName(k.dtype));
+  VarlenProblem p{0, q.shape[0], k.shape[0], q.shape[1], k.shape[1],
+                  q.shape[2]};
+  if (k.shape[2] != p.headDim)
+    return error("expected K to have d = " + llvm::Twine(p.headDim) +
+                 " like Q but got " + llvm::Twine(k.shape[2]));
+  if (p.queryHeads % p.kvHeads != 0)
+    return error("expected Hq (" + llvm::Twine(p.queryHeads) +
+                 ") to be a multiple of Hkv (" + llvm::Twine(p.kvHeads) + ")");
+  if (cfg.queryOffset != 0)
+    return error("expected no --query-offset with --cu-seqlens-q/k (a "
+                 "sequence's queries are its last positions)");
+  if (llvm::Error err = checkParams(cfg))
+    return std::move(err);
+  if (llvm::Error err = checkCuSeqlens("cu-seqlens-q", cuQ, p.queryRows))
+    return std::move(err);
+  if (llvm::Error err = checkCuSeqlens("cu-seqlens-k", cuK, p.keyRows))
+    return std::move(err);
+  if (cuQ.shape[0] != cuK.shape[0])
+    return error("expected --cu-seqlens-q and --cu-seqlens-k to give the same "
+                 "B but got " +
+                 llvm::Twine(cuQ.shape[0] - 1) + " and " +
+                 llvm::Twine(cuK.shape[0] - 1));
+  p.sequences = cuK.shape[0] - 1;
+  for (int64_t b = 0; b < p.sequences; ++b) {
+    int64_t nq = at(cuQ, b + 1) - at(cuQ, b), n = at(cuK, b + 1) - at(cuK, b);
+    if (nq > n)
+      return error("expected every sequence to have no more queries than "
+                   "keys but sequence " +
+                   llvm::Twine(b) + " has " + llvm::Twine(nq) + " > " +
+                   llvm::Twine(n));
+  }
+  for (auto [name, a] : {std::pair{"Q", &q}, std::pair{"K", &k}})
+    if (std::optional<int64_t> at = firstNonFinite(*a))
+      return error(llvm::Twine("expected finite values in ") + name +
+                   " but element " + llvm::Twine(*at) + " is inf or nan");
+  return p;
+}
+
+/// func.func @select(%q, %k, %cu_q, %cu_k) -> [Tq, Hkv, K], Tq, Tk and B
+/// dynamic: one program per head layout, d, C, K, g and dtype.
+OwningOpRef<ModuleOp> buildVarlenModule(MLIRContext &ctx,
+                                        const VarlenProblem &p,
+                                        const SelectConfig &cfg, Type elem) {
+  OpBuilder b(&ctx);
+  Location loc = b.getUnknownLoc();
+  OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
+  b.setInsertionPointToEnd(module->getBody());
+  const int64_t any = ShapedType::kDynamic;
+  auto qType = RankedTensorType::get({any, p.queryHeads, p.headDim}, elem);
+  auto kType = RankedTensorType::get({any, p.kvHeads, p.headDim}, elem);
+  auto cuType = RankedTensorType::get({any}, b.getI32Type());
+  auto pType = RankedTensorType::get({any, p.kvHeads, p.headDim},
+                                     b.getF32Type());
+  auto selType = RankedTensorType::get({any, p.kvHeads, cfg.topK},
+                                       b.getI32Type());
+  auto func = func::FuncOp::create(
+      b, loc, "select",
+      b.getFunctionType({qType, kType, cuType, cuType}, {selType}));
+  func->setAttr("llvm.emit_c_interface", b.getUnitAttr());
+  Block *body = func.addEntryBlock();
+  b.setInsertionPointToStart(body);
+  Value q = body->getArgument(0), k = body->getArgument(1);
+  Value cuQ = body->getArgument(2), cuK = body->getArgument(3);
+  Value pyramid = pisa::PyramidBuildVarlenOp::create(
+      b, loc, pType, k, cuK, cfg.blockSize, cfg.branching);
+  Value sel = pisa::HierTopKVarlenOp::create(
+      b, loc, selType, q, k, pyramid, cuQ, cuK, cfg.topK, cfg.blockSize,
+      cfg.branching, b.getF32FloatAttr(cfg.scale));
+  func::ReturnOp::create(b, loc, sel);
+  return module;
+}
+
+double secondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                       start)
+      .count();
+}
+
+} // namespace
+
+int pisatool::runSelectVarlen(const Options &options, SelectConfig cfg,
+                              const npy::Array &q, const npy::Array &k) {
+  if (!options.has("cu-seqlens-q") || !options.has("cu-seqlens-k"))
+    return fail("expected both --cu-seqlens-q and --cu-seqlens-k");
+  if (cfg.staticShapes)
+    return fail("expected no --static-shapes with --cu-seqlens-q/k (one "
+                "program serves every packed batch)");
+  llvm::Expected<npy::Array> cu[2] = {npy::read(*options.str("cu-seqlens-q")),
+                                      npy::read(*options.str("cu-seqlens-k"))};
+  for (auto &a : cu)
+    if (!a)
+      return fail(a.takeError());
+  const npy::Array &cuQ = *cu[0], &cuK = *cu[1];
+  if (!options.has("scale") && q.shape.size() == 3)
+    cfg.scale = 1.0f / std::sqrt(float(q.shape[2]));
+  auto problem = validate(q, k, cuQ, cuK, cfg);
+  if (!problem)
+    return fail(problem.takeError());
+
+  DialectRegistry registry;
+  mlir::pisa::registerAllDialects(registry);
+  MLIRContext ctx(registry);
+  ctx.loadAllAvailableDialects();
+  std::string diagnostic;
+  ScopedDiagnosticHandler handler(&ctx, [&](Diagnostic &diag) {
+    if (diagnostic.empty() && diag.getSeverity() == DiagnosticSeverity::Error)
+      diagnostic = diag.str();
+    return success();
+  });
+  Type elem = q.dtype == npy::DType::F16 ? Type(Float16Type::get(&ctx))
+                                         : Type(Float32Type::get(&ctx));
+  OwningOpRef<ModuleOp> module = buildVarlenModule(ctx, *problem, cfg, elem);
+  if (failed(verify(*module)))
+    return fail("internal error: generated IR does not verify: " + diagnostic);
+  if (cfg.dumpIR)
+    module->print(llvm::outs());
+  auto compileStart = std::chrono::steady_clock::now();
+  auto engine = compileForHost(*module, "select", diagnostic);
+  if (!engine)
+    return fail(engine.takeError());
+  double compileSeconds = secondsSince(compileStart);
+
+  auto runStart = std::chrono::steady_clock::now();
+  npy::Array selection;
+  auto run = [&](auto tag) -> llvm::Error {
+    using E = decltype(tag);
+    auto qDesc = describe<E, 3>(q), kDesc = describe<E, 3>(k);
+    auto cuQDesc = describe<int32_t, 1>(cuQ), cuKDesc = describe<int32_t, 1>(cuK);
+    auto *qPtr = &qDesc, *kPtr = &kDesc;
+    auto *cuQPtr = &cuQDesc, *cuKPtr = &cuKDesc;
+    StridedMemRefType<int32_t, 3> result;
+    std::memset(&result, 0, sizeof(result));
+    auto *resultPtr = &result;
+    if (llvm::Error e = (*engine)->invoke("select", resultPtr, qPtr, kPtr,
+                                          cuQPtr, cuKPtr))
+      return e;
+    selection = toNpy(result, npy::DType::I32, &same<int32_t>);
+    std::free(result.basePtr);
+    return llvm::Error::success();
+  };
+  llvm::Error err =
+      q.dtype == npy::DType::F16 ? run(uint16_t()) : run(float());
+  if (err)
+    return fail(std::move(err));
+  double runSeconds = secondsSince(runStart);
+  if (llvm::Error werr = writeAll({{cfg.outPath, &selection}}))
+    return fail(std::move(werr));
+  llvm::outs() << llvm::format(
+      "pisa-run: selected K=%lld leaf blocks (C=%lld, g=%lld) for %lld query "
+      "rows of B=%lld packed sequences (%lld key rows) x %lld KV heads, "
+      "G=%lld, d=%lld; compile %.2f s, run %.3f s; wrote %s\n",
+      (long long)cfg.topK, (long long)cfg.blockSize, (long long)cfg.branching,
+      (long long)problem->queryRows, (long long)problem->sequences,
+      (long long)problem->keyRows, (long long)problem->kvHeads,
+      (long long)(problem->queryHeads / problem->kvHeads),
+      (long long)problem->headDim, compileSeconds, runSeconds,
+      cfg.outPath.c_str());
+  return 0;
+}

@@ -38,7 +38,8 @@ config.substitutions.append(("%runner_shared_libs", ",".join(
     os.path.join(_llvm_lib, f"lib{n}.so") for n in ("mlir_c_runner_utils", "mlir_runner_utils"))))
 
 llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP",
-                                     "CUDA_HOME", "CUDA_ROOT", "CUDA_PATH"])
+                                     "CUDA_HOME", "CUDA_ROOT", "CUDA_PATH",
+                                     "ASAN_OPTIONS", "UBSAN_OPTIONS"])
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.pisa_tools_dir, append_path=True)

@@ -59,8 +59,11 @@ def run_case(name, pisa_run, workdir, seed, extra=()):
     rng = np.random.default_rng(seed)
     q, k, offset = make_inputs(rng, B, Hkv, G, N, d, C, dtype, window, ties)
     qp, kp, op = (os.path.join(workdir, f"{name}.{s}.npy") for s in ("q", "k", "out"))
-    np.save(qp, q)
-    np.save(kp, k)
+    # --token-major: the same problem passed as [B, T, H, d] (and read back).
+    token_major = "--token-major" in extra
+    swap = (lambda a: np.ascontiguousarray(a.transpose(0, 2, 1, 3))) if token_major else (lambda a: a)
+    np.save(qp, swap(q))
+    np.save(kp, swap(k))
     cmd = [pisa_run, "select", "--q", qp, "--k", kp, "--block-size", str(C),
            "--topk", str(K), "--branching", str(g), "--query-offset", str(offset),
            "--out", op, *extra]
@@ -68,7 +71,7 @@ def run_case(name, pisa_run, workdir, seed, extra=()):
     if proc.returncode != 0:
         print(f"FAIL {name}: pisa-run exited {proc.returncode}: {proc.stderr.strip()}")
         return False
-    got = np.load(op)
+    got = swap(np.load(op))
     want, gaps = pisa_reference.select(q, k, C, K, g, offset=offset)
     if got.shape != want.shape or got.dtype != np.int32:
         print(f"FAIL {name}: got {got.dtype}{got.shape}, want int32{want.shape}")
@@ -91,7 +94,8 @@ def run_case(name, pisa_run, workdir, seed, extra=()):
 
 
 def main():
-    return harness.run_cases(__doc__, CASES, run_case, static_shapes=True)
+    return harness.run_cases(__doc__, CASES, run_case, static_shapes=True,
+                             token_major=True)
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ import os
 import tempfile
 
 
-def run_cases(doc, cases, run_case, static_shapes=True):
+def run_cases(doc, cases, run_case, static_shapes=True, token_major=False):
     """run_case(name, pisa_run, workdir, seed, extra_args) -> bool."""
     parser = argparse.ArgumentParser(description=doc)
     parser.add_argument("--pisa-run", default="pisa-run")
@@ -15,11 +15,16 @@ def run_cases(doc, cases, run_case, static_shapes=True):
     if static_shapes:
         parser.add_argument("--static-shapes", action="store_true",
                             help="compile for the inputs' exact shapes")
+    if token_major:
+        parser.add_argument("--token-major", action="store_true",
+                            help="pass Q, K and the result as [B, T, H, X]")
     parser.add_argument("cases", nargs="*", default=sorted(cases))
     args = parser.parse_args()
     seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "little")
     print(f"seed {seed}")
     extra = ["--static-shapes"] if static_shapes and args.static_shapes else []
+    if token_major and args.token_major:
+        extra.append("--token-major")
     with tempfile.TemporaryDirectory() as workdir:
         results = [run_case(c, args.pisa_run, workdir, seed, extra) for c in args.cases]
     failed = results.count(False)

@@ -46,11 +46,13 @@ static std::optional<std::string> dtypeOf(Type type) {
 /// Narrows [lowest, highest] of an index argument by each op it feeds as
 /// a query offset: 0 <= offset <= N - Nq (docs/semantics.md, section 1).
 static void boundQueryOffset(Value arg, Argument &desc) {
-  auto narrow = [&](Value offset, Value queries, Value keys) {
+  auto narrow = [&](Value offset, Value queries, Value keys,
+                    bool tokenMajor = false) {
     if (offset != arg)
       return;
-    int64_t nq = cast<ShapedType>(queries.getType()).getDimSize(2);
-    int64_t n = cast<ShapedType>(keys.getType()).getDimSize(2);
+    unsigned tokens = mlir::pisa::tokenDimIndex(tokenMajor);
+    int64_t nq = cast<ShapedType>(queries.getType()).getDimSize(tokens);
+    int64_t n = cast<ShapedType>(keys.getType()).getDimSize(tokens);
     if (ShapedType::isDynamic(nq) || ShapedType::isDynamic(n))
       return;
     desc.lowest = std::max<int64_t>(desc.lowest, 0);
@@ -58,7 +60,8 @@ static void boundQueryOffset(Value arg, Argument &desc) {
   };
   for (Operation *user : arg.getUsers()) {
     if (auto op = dyn_cast<mlir::pisa::HierTopKOp>(user))
-      narrow(op.getQueryOffset(), op.getQueries(), op.getKeys());
+      narrow(op.getQueryOffset(), op.getQueries(), op.getKeys(),
+             op.getTokenMajor());
     else if (auto op = dyn_cast<mlir::pisa::SparseAttentionOp>(user))
       narrow(op.getQueryOffset(), op.getQueries(), op.getKeys());
   }

@@ -111,14 +111,18 @@ OwningOpRef<ModuleOp> pisatool::buildModule(MLIRContext &ctx, const Problem &p,
           ? mlir::pisa::PyramidLayout(p.numKeys, cfg.blockSize, cfg.branching)
                 .totalNodes()
           : any;
-  auto qType = RankedTensorType::get({batch, p.queryHeads, queries, p.headDim},
-                                     elemType);
-  auto kType =
-      RankedTensorType::get({batch, p.kvHeads, keys, p.headDim}, elemType);
+  // --token-major: [B, T, H, X] for Q, K and the selection.
+  auto tokenIndexed = [&](int64_t heads, int64_t tokens, int64_t width,
+                          Type elem) {
+    if (cfg.tokenMajor)
+      return RankedTensorType::get({batch, tokens, heads, width}, elem);
+    return RankedTensorType::get({batch, heads, tokens, width}, elem);
+  };
+  auto qType = tokenIndexed(p.queryHeads, queries, p.headDim, elemType);
+  auto kType = tokenIndexed(p.kvHeads, keys, p.headDim, elemType);
   auto pyrType = RankedTensorType::get({batch, p.kvHeads, rows, p.headDim},
                                        b.getF32Type());
-  auto selType = RankedTensorType::get({batch, p.kvHeads, queries, cfg.topK},
-                                       b.getI32Type());
+  auto selType = tokenIndexed(p.kvHeads, queries, cfg.topK, b.getI32Type());
 
   // attend: (q, k, v, offset) -> (output, lse, selection).
   auto vType = RankedTensorType::get({batch, p.kvHeads, keys, p.valueDim},
@@ -161,11 +165,13 @@ OwningOpRef<ModuleOp> pisatool::buildModule(MLIRContext &ctx, const Problem &p,
     return module;
   }
   Value pyramid = mlir::pisa::PyramidBuildOp::create(
-      b, loc, pyrType, entry->getArgument(1), cfg.blockSize, cfg.branching);
+      b, loc, pyrType, entry->getArgument(1), cfg.blockSize, cfg.branching,
+      cfg.tokenMajor);
   auto select = mlir::pisa::HierTopKOp::create(
       b, loc, selType, entry->getArgument(0), entry->getArgument(1), pyramid,
       offset, cfg.topK, cfg.blockSize, cfg.branching,
-      b.getF32FloatAttr(cfg.scale), /*schedule=*/nullptr, /*capacity=*/nullptr);
+      b.getF32FloatAttr(cfg.scale), /*schedule=*/nullptr, /*capacity=*/nullptr,
+      cfg.tokenMajor);
   if (!cfg.attend) {
     func::ReturnOp::create(b, loc, select.getResult());
     return module;

@@ -24,6 +24,8 @@ struct SelectConfig {
   float scale;
   bool dumpIR;
   bool staticShapes;
+  /// --token-major: Q, K and the selection are [B, T, H, X] (select only).
+  bool tokenMajor = false;
   bool attend;         ///< pisa-run attend: selection + sparse attention
   bool decode;         ///< pisa-run decode: token by token over a cache
   std::string outPath; ///< selection (select) or attention output (attend)

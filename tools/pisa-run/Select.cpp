@@ -164,6 +164,7 @@ int pisatool::runSelectOrAttend(const Options &options, bool attend,
   }
   cfg.dumpIR = options.has("dump-ir");
   cfg.staticShapes = options.has("static-shapes");
+  cfg.tokenMajor = options.has("token-major");
   for (auto [name, field] :
        {std::pair{"lse-out", &cfg.lseOutPath},
         std::pair{"selection-out", &cfg.selectionOutPath},
@@ -211,7 +212,20 @@ int pisatool::runSelectOrAttend(const Options &options, bool attend,
                   "batches are not yet supported by attend and decode)");
     return runSelectVarlen(options, cfg, *q, *k);
   }
+  // --token-major arrays are validated as [B, H, T, d] (dims 1 and 2
+  // swapped in their shapes only, for the check), then passed as they are.
+  auto swapHeadsAndTokens = [&] {
+    for (npy::Array *a : {&*q, &*k})
+      if (a->shape.size() == 4)
+        std::swap(a->shape[1], a->shape[2]);
+  };
+  if (cfg.tokenMajor && (attend || decode))
+    return fail("expected --token-major with select only");
+  if (cfg.tokenMajor)
+    swapHeadsAndTokens();
   auto problem = validate(*q, *k, v ? &*v : nullptr, cfg);
+  if (cfg.tokenMajor)
+    swapHeadsAndTokens();
   if (problem && givenSelection) {
     const npy::Array &sel = *givenSelection;
     std::vector<int64_t> want{problem->batch, problem->kvHeads,

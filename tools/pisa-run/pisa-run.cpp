@@ -111,6 +111,8 @@ static void usage(llvm::raw_ostream &os) {
         "           [--branching g] [--scale S] [--query-offset T] [--dump-ir]\n"
         "           [--static-shapes]  (compile for these exact sizes; the\n"
         "           default program takes any B, N and Nq)\n"
+        "           [--token-major]  (Q [B, Nq, Hq, d], K [B, N, Hkv, d] and\n"
+        "           OUT [B, Nq, Hkv, K], read and written in place)\n"
         "           --out OUT.npy\n"
         "       pisa-run select --q Q.npy --k K.npy --cu-seqlens-q CQ.npy\n"
         "           --cu-seqlens-k CK.npy --block-size C --topk K [--branching g]\n"
@@ -170,7 +172,7 @@ int main(int argc, char **argv) {
   };
   const Command commands[] = {
       {"select", with(selection, {"cu-seqlens-q", "cu-seqlens-k"}),
-       {"dump-ir", "static-shapes"}, runSelect},
+       {"dump-ir", "static-shapes", "token-major"}, runSelect},
       {"decode", selection, {"dump-ir"}, runDecode},
       {"attend",
        with(selection, {"v", "lse-out", "selection-out", "selection-in"}),

@@ -5,7 +5,10 @@
 // --pisa-decompose-to-kernels writes them. One-shot bufferization turns the
 // tensor form into the buffer form, which --convert-pisa-to-gpu lowers to
 // gpu.func kernels and launches. Every operand but the two head counts is
-// [B, Hkv, ...]; B, N, Nq and the pyramid's rows may be dynamic.
+// [B, Hkv, ...]; B, N, Nq and the pyramid's rows may be dynamic. With
+// `token_major`, the queries, keys and selection an op reads or writes are
+// [B, T, H, X] (docs/semantics.md, "Layouts"); the lowering reads them
+// through transposed views, without copies.
 //
 //===----------------------------------------------------------------------===//
 
@@ -60,7 +63,8 @@ def Pisa_PyramidKernelOp : Pisa_KernelOp<"pyramid", 1> {
     ```
   }];
   let arguments = (ins Pisa_Keys4D:$keys, Pisa_F32_4D:$pyramid,
-                       I64Attr:$block_size, I64Attr:$branching);
+                       I64Attr:$block_size, I64Attr:$branching,
+                       UnitAttr:$token_major);
   let assemblyFormat = [{
     $keys `outs` `(` $pyramid `)` `block_size` `=` $block_size
     `branching` `=` $branching attr-dict `:` type($keys) `,` type($pyramid)
@@ -112,7 +116,8 @@ def Pisa_WalkKernelOp : Pisa_KernelOp<"walk", 2> {
                        Index:$query_offset, Index:$num_keys,
                        Pisa_I32_4D:$contenders, Pisa_I32_3D:$counts,
                        I64Attr:$topk, I64Attr:$block_size, I64Attr:$branching,
-                       F32Attr:$scale, UnitAttr:$tensor_cores);
+                       F32Attr:$scale, UnitAttr:$tensor_cores,
+                       UnitAttr:$token_major);
   let assemblyFormat = [{
     $queries `,` $pyramid `,` $query_offset `,` $num_keys
     `outs` `(` $contenders `,` $counts `)` `topk` `=` $topk
@@ -184,7 +189,7 @@ def Pisa_ScoreTilesKernelOp : Pisa_KernelOp<"score_tiles", 1> {
                        Pisa_I32_3D:$tile_first, Pisa_I32_2D:$num_tiles,
                        Pisa_I32_3D:$sorted_pairs, Pisa_F32_4D:$scores,
                        I64Attr:$topk, I64Attr:$block_size, I64Attr:$q_tile,
-                       F32Attr:$scale);
+                       F32Attr:$scale, UnitAttr:$token_major);
   let assemblyFormat = [{
     $queries `,` $keys `,` $query_offset `,` $leaf_count `,` $leaf_start `,`
     $tile_leaf `,` $tile_first `,` $num_tiles `,` $sorted_pairs
@@ -214,7 +219,8 @@ def Pisa_SelectFinalKernelOp : Pisa_KernelOp<"select_final", 1> {
   let arguments = (ins Index:$query_offset, Index:$num_keys,
                        Pisa_I32_4D:$contenders, Pisa_I32_3D:$counts,
                        Pisa_F32_4D:$scores, Pisa_I32_4D:$selection,
-                       I64Attr:$topk, I64Attr:$block_size);
+                       I64Attr:$topk, I64Attr:$block_size,
+                       UnitAttr:$token_major);
   let assemblyFormat = [{
     $query_offset `,` $num_keys `,` $contenders `,` $counts `,` $scores
     `outs` `(` $selection `)` `topk` `=` $topk `block_size` `=` $block_size
@@ -242,7 +248,7 @@ def Pisa_SelectSingleStageKernelOp : Pisa_KernelOp<"select_single_stage", 1> {
                        Pisa_F32_4D:$pyramid, Index:$query_offset,
                        Pisa_I32_4D:$selection, I64Attr:$topk,
                        I64Attr:$block_size, I64Attr:$branching,
-                       F32Attr:$scale);
+                       F32Attr:$scale, UnitAttr:$token_major);
   let assemblyFormat = [{
     $queries `,` $keys `,` $pyramid `,` $query_offset `outs` `(` $selection
     `)` `topk` `=` $topk `block_size` `=` $block_size

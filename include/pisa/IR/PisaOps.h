@@ -13,6 +13,13 @@
 #include "pisa/IR/PisaAttrs.h"
 #include "pisa/IR/PisaDialect.h"
 
+namespace mlir::pisa {
+/// Where the head and token dimensions of a 4-D operand sit: [B, H, T, X]
+/// (head-major, the default) or [B, T, H, X] (`token_major`).
+inline unsigned headDimIndex(bool tokenMajor) { return tokenMajor ? 2 : 1; }
+inline unsigned tokenDimIndex(bool tokenMajor) { return tokenMajor ? 1 : 2; }
+} // namespace mlir::pisa
+
 #define GET_OP_CLASSES
 #include "pisa/IR/PisaOps.h.inc"
 

@@ -32,10 +32,12 @@ def Pisa_PyramidBuildOp : Pisa_Op<"pyramid_build", [Pure]> {
     %p = pisa.pyramid_build %k block_size = 64 branching = 2
         : tensor<1x2x200x64xf16> -> tensor<1x2x7x64xf32>
     ```
-    (200 keys, C = 64: 4 leaves, 2 nodes, 1 root.)
+    (200 keys, C = 64: 4 leaves, 2 nodes, 1 root.) With `token_major` the
+    keys are `[B, N, Hkv, d]` (FlashAttention's layout); the pyramid is
+    `[B, Hkv, P, d]` either way.
   }];
   let arguments = (ins Pisa_FloatTensor4D:$keys, I64Attr:$block_size,
-                       I64Attr:$branching);
+                       I64Attr:$branching, UnitAttr:$token_major);
   let results = (outs 4DTensorOf<[F32]>:$pyramid);
   let assemblyFormat = [{
     $keys `block_size` `=` $block_size `branching` `=` $branching attr-dict
@@ -97,6 +99,9 @@ def Pisa_HierTopKOp : Pisa_Op<"hier_topk", [Pure]> {
     lowerings. With `capacity`, the pyramid is a cache laid out for that
     many keys (as `pisa.pyramid_append` keeps it) and holds the pyramid of
     the N keys given; without it, the layout of N (`pisa.pyramid_build`).
+    With `token_major`, queries, keys and the selection are token-major,
+    `[B, Nq, Hq, d]`, `[B, N, Hkv, d]` and `[B, Nq, Hkv, K]`; the pyramid
+    stays `[B, Hkv, P, d]` (docs/semantics.md, "Layouts").
 
     ```mlir
     %sel = pisa.hier_topk %q, %k, %p, %off topk = 8 block_size = 64
@@ -109,7 +114,8 @@ def Pisa_HierTopKOp : Pisa_Op<"hier_topk", [Pure]> {
                        I64Attr:$topk, I64Attr:$block_size, I64Attr:$branching,
                        OptionalAttr<F32Attr>:$scale,
                        OptionalAttr<Pisa_ScheduleAttr>:$schedule,
-                       OptionalAttr<I64Attr>:$capacity);
+                       OptionalAttr<I64Attr>:$capacity,
+                       UnitAttr:$token_major);
   let results = (outs 4DTensorOf<[I32]>:$selection);
   let assemblyFormat = [{
     $queries `,` $keys `,` $pyramid `,` $query_offset

@@ -16,6 +16,13 @@ static ArrayRef<int64_t> shapeOf(Value v) {
   return cast<ShapedType>(v.getType()).getShape();
 }
 
+/// [B, H, T, X] of a token-indexed operand (queries, keys, selection).
+static SmallVector<int64_t, 4> tokenShapeOf(Value v, bool tokenMajor) {
+  ArrayRef<int64_t> s = shapeOf(v);
+  return {s[0], s[headDimIndex(tokenMajor)], s[tokenDimIndex(tokenMajor)],
+          s[3]};
+}
+
 /// Emits "expected <what> of <a> (x) to match <b> (y)" when both are static
 /// and differ.
 static LogicalResult sameDim(Operation *op, StringRef what, StringRef aName,
@@ -104,7 +111,8 @@ LogicalResult FragmentPlanesKernelOp::verify() {
 LogicalResult WalkKernelOp::verify() {
   if (failed(verifyKernelOp(*this)))
     return failure();
-  ArrayRef<int64_t> q = shapeOf(getQueries()), c = shapeOf(getContenders());
+  SmallVector<int64_t, 4> q = tokenShapeOf(getQueries(), getTokenMajor());
+  ArrayRef<int64_t> c = shapeOf(getContenders());
   ArrayRef<int64_t> n = shapeOf(getCounts()), p = shapeOf(getPyramid());
   int64_t candidates = getBranching() * getTopk();
   int64_t rowWidth = getTensorCores() ? 2 * q[3] : q[3];
@@ -133,7 +141,8 @@ LogicalResult BucketKernelOp::verify() {
 LogicalResult ScoreTilesKernelOp::verify() {
   if (failed(verifyKernelOp(*this)))
     return failure();
-  ArrayRef<int64_t> q = shapeOf(getQueries()), k = shapeOf(getKeys());
+  SmallVector<int64_t, 4> q = tokenShapeOf(getQueries(), getTokenMajor());
+  SmallVector<int64_t, 4> k = tokenShapeOf(getKeys(), getTokenMajor());
   ArrayRef<int64_t> s = shapeOf(getScores());
   return failure(
       failed(sameDim(*this, "d", "keys", k[3], "queries", q[3])) ||
@@ -144,7 +153,7 @@ LogicalResult SelectFinalKernelOp::verify() {
   if (failed(verifyKernelOp(*this)))
     return failure();
   ArrayRef<int64_t> c = shapeOf(getContenders()), s = shapeOf(getScores());
-  ArrayRef<int64_t> sel = shapeOf(getSelection());
+  SmallVector<int64_t, 4> sel = tokenShapeOf(getSelection(), getTokenMajor());
   return failure(
       failed(sameDim(*this, "K", "selection", sel[3], "the attributes",
                      getTopk())) ||
@@ -155,8 +164,9 @@ LogicalResult SelectFinalKernelOp::verify() {
 LogicalResult SelectSingleStageKernelOp::verify() {
   if (failed(verifyKernelOp(*this)))
     return failure();
-  ArrayRef<int64_t> q = shapeOf(getQueries()), k = shapeOf(getKeys());
-  ArrayRef<int64_t> sel = shapeOf(getSelection());
+  SmallVector<int64_t, 4> q = tokenShapeOf(getQueries(), getTokenMajor());
+  SmallVector<int64_t, 4> k = tokenShapeOf(getKeys(), getTokenMajor());
+  SmallVector<int64_t, 4> sel = tokenShapeOf(getSelection(), getTokenMajor());
   return failure(
       failed(sameDim(*this, "K", "selection", sel[3], "the attributes",
                      getTopk())) ||

@@ -120,13 +120,23 @@ static LogicalResult checkPyramidRows(Operation *op, StringRef name,
 // PyramidBuildOp
 //===----------------------------------------------------------------------===//
 
+/// [B, H, T, X] of a 4-D shape in either layout.
+static SmallVector<int64_t, 4> headMajorShape(ArrayRef<int64_t> shape,
+                                               bool tokenMajor) {
+  return {shape[0], shape[headDimIndex(tokenMajor)],
+          shape[tokenDimIndex(tokenMajor)], shape[3]};
+}
+
 LogicalResult PyramidBuildOp::verify() {
   if (failed(checkPyramidParams(*this, getBlockSize(), getBranching())))
     return failure();
+  const bool tokenMajor = getTokenMajor();
   if (failed(checkStaticDims(*this, "keys", getKeys().getType(),
-                             {{1, "Hkv"}, {3, "d"}})))
+                             {{int(headDimIndex(tokenMajor)), "Hkv"},
+                              {3, "d"}})))
     return failure();
-  ArrayRef<int64_t> k = getKeys().getType().getShape();
+  SmallVector<int64_t, 4> k =
+      headMajorShape(getKeys().getType().getShape(), tokenMajor);
   ArrayRef<int64_t> p = getPyramid().getType().getShape();
   if (failed(checkSameDim(*this, "B", "pyramid", p[0], "keys", k[0])) ||
       failed(checkSameDim(*this, "Hkv", "pyramid", p[1], "keys", k[1])) ||
@@ -238,7 +248,7 @@ LogicalResult HierTopKOp::verify() {
       failed(checkScale(*this, getScaleAttr())))
     return failure();
   if (std::optional<uint64_t> capacity = getCapacity()) {
-    int64_t n = getKeys().getType().getDimSize(2);
+    int64_t n = getKeys().getType().getDimSize(tokenDimIndex(getTokenMajor()));
     if (int64_t(*capacity) < 1 || (isStatic(n) && int64_t(*capacity) < n))
       return emitOpError() << "expected capacity >= N (" << n
                            << ") and >= 1 but got " << *capacity;
@@ -256,16 +266,19 @@ LogicalResult HierTopKOp::verify() {
                          << qType.getElementType() << " and "
                          << kType.getElementType();
 
+  const bool tokenMajor = getTokenMajor();
+  const int heads = headDimIndex(tokenMajor);
   if (failed(checkStaticDims(*this, "queries", qType,
-                             {{1, "Hq"}, {3, "d"}})) ||
-      failed(checkStaticDims(*this, "keys", kType, {{1, "Hkv"}})) ||
+                             {{heads, "Hq"}, {3, "d"}})) ||
+      failed(checkStaticDims(*this, "keys", kType, {{heads, "Hkv"}})) ||
       failed(checkStaticDims(*this, "selection", getSelection().getType(),
                              {{3, "K"}})))
     return failure();
-  ArrayRef<int64_t> q = qType.getShape();
-  ArrayRef<int64_t> k = kType.getShape();
+  SmallVector<int64_t, 4> q = headMajorShape(qType.getShape(), tokenMajor);
+  SmallVector<int64_t, 4> k = headMajorShape(kType.getShape(), tokenMajor);
   ArrayRef<int64_t> p = getPyramid().getType().getShape();
-  ArrayRef<int64_t> r = getSelection().getType().getShape();
+  SmallVector<int64_t, 4> r =
+      headMajorShape(getSelection().getType().getShape(), tokenMajor);
   if (failed(checkSameDim(*this, "B", "keys", k[0], "queries", q[0])) ||
       failed(checkSameDim(*this, "d", "keys", k[3], "queries", q[3])) ||
       failed(checkGroups(*this, q[1], k[1])) ||

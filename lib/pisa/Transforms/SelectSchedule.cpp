@@ -44,7 +44,8 @@ struct PisaSelectSchedulePass
       return success();
     RankedTensorType qType = op.getQueries().getType();
     RankedTensorType kType = op.getKeys().getType();
-    int64_t hq = qType.getDimSize(1), hkv = kType.getDimSize(1);
+    const unsigned heads = headDimIndex(op.getTokenMajor());
+    int64_t hq = qType.getDimSize(heads), hkv = kType.getDimSize(heads);
     int64_t d = qType.getDimSize(3);
     if (ShapedType::isDynamic(hq) || ShapedType::isDynamic(hkv) ||
         ShapedType::isDynamic(d))
@@ -58,7 +59,7 @@ struct PisaSelectSchedulePass
     in.headDim = d;
     in.queryBytes = ceilBytes(qType.getElementType());
     in.keyBytes = ceilBytes(kType.getElementType());
-    int64_t nq = qType.getDimSize(2);
+    int64_t nq = qType.getDimSize(tokenDimIndex(op.getTokenMajor()));
     if (!ShapedType::isDynamic(nq))
       in.numQueries = nq;
     if (std::optional<std::string> error = validateIOCostInputs(in))

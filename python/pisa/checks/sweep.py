@@ -111,18 +111,25 @@ def program(cfg, schedule=None):
     else:
         N, Nq = cfg["N"], cfg["Nq"]
         rows = pyramid_rows(N, cfg["C"], cfg["g"])
-    q = f"tensor<{B}x{Hkv * G}x{Nq}x{d}x{t}>"
-    k = f"tensor<{B}x{Hkv}x{N}x{d}x{t}>"
+    tm = bool(cfg.get("token_major"))
+    # token_major: Q, K and the selection [B, T, H, X] (read in place).
+    order = (lambda h, n, x: f"{B}x{n}x{h}x{x}") if tm else (lambda h, n, x: f"{B}x{h}x{n}x{x}")
+    q = f"tensor<{order(Hkv * G, Nq, d)}x{t}>"
+    k = f"tensor<{order(Hkv, N, d)}x{t}>"
     p = f"tensor<{B}x{Hkv}x{rows}x{d}xf32>"
-    r = f"tensor<{B}x{Hkv}x{Nq}x{cfg['K']}xi32>"
-    attr = ""
+    r = f"tensor<{order(Hkv, Nq, cfg['K'])}xi32>"
+    attrs = []
     if schedule:
-        attr = (f" {{schedule = #pisa.schedule<{schedule}, q_tile = 4, "
-                "io_two_stage = 0, io_single_stage = 0>}")
+        attrs.append(f"schedule = #pisa.schedule<{schedule}, q_tile = 4, "
+                     "io_two_stage = 0, io_single_stage = 0>")
+    if tm:
+        attrs.append("token_major")
+    attr = f" {{{', '.join(attrs)}}}" if attrs else ""
+    pattr = " {token_major}" if tm else ""
     if cfg.get("dynamic"):
         return f"""func.func @sweep_select(%q: {q}, %k: {k}, %off: index) -> {r}
     attributes {{llvm.emit_c_interface}} {{
-  %p = pisa.pyramid_build %k block_size = {cfg['C']} branching = {cfg['g']} : {k} -> {p}
+  %p = pisa.pyramid_build %k block_size = {cfg['C']} branching = {cfg['g']}{pattr} : {k} -> {p}
   %s = pisa.hier_topk %q, %k, %p, %off topk = {cfg['K']} block_size = {cfg['C']} branching = {cfg['g']}{attr}
       : {q}, {k}, {p} -> {r}
   return %s : {r}
@@ -131,7 +138,7 @@ def program(cfg, schedule=None):
     return f"""func.func @sweep_select(%q: {q}, %k: {k}) -> {r}
     attributes {{llvm.emit_c_interface}} {{
   %off = arith.constant {cfg['offset']} : index
-  %p = pisa.pyramid_build %k block_size = {cfg['C']} branching = {cfg['g']} : {k} -> {p}
+  %p = pisa.pyramid_build %k block_size = {cfg['C']} branching = {cfg['g']}{pattr} : {k} -> {p}
   %s = pisa.hier_topk %q, %k, %p, %off topk = {cfg['K']} block_size = {cfg['C']} branching = {cfg['g']}{attr}
       : {q}, {k}, {p} -> {r}
   return %s : {r}
@@ -234,8 +241,15 @@ def extra_args(cfg):
 
 
 def call(lib, cfg, q, k, **kwargs):
-    """The configuration's library on (q, k)."""
-    return lib("sweep_select", q, k, *extra_args(cfg), **kwargs)
+    """The configuration's library on (q, k), both [B, H, T, d]; the
+    selection comes back [B, Hkv, Nq, K]. A token-major library is given
+    [B, T, H, d] copies and its [B, Nq, Hkv, K] result is read through a
+    transposed view."""
+    if not cfg.get("token_major"):
+        return lib("sweep_select", q, k, *extra_args(cfg), **kwargs)
+    swap = lambda x: x.transpose(1, 2).contiguous()
+    out = lib("sweep_select", swap(q), swap(k), *extra_args(cfg), **kwargs)
+    return out.transpose(1, 2)
 
 
 def build(args):
@@ -243,8 +257,11 @@ def build(args):
     if args.extra:
         with open(args.extra) as f:
             cfgs += json.load(f)
+    layout_rng = random.Random(f"{args.seed}-layout")
     for cfg in cfgs:
         cfg["dynamic"] = cfg.get("dynamic", args.dynamic)
+        if "token_major" not in cfg:
+            cfg["token_major"] = layout_rng.random() < args.token_major_share
     os.makedirs(args.out, exist_ok=True)
     print(f"seed {args.seed}: {len(cfgs)} configurations", flush=True)
     built, rejected = [], []
@@ -371,6 +388,8 @@ def check_shape(args, lib, cfg, seed, tgen):
     torch.cuda.empty_cache()
     summary.update(name=cfg["name"], ok=bool(ok), seconds=round(time.time() - t0, 2))
     shape = " ".join(f"{x}={cfg[x]}" for x in ("B", "Hkv", "G", "d", "C", "K", "g", "N", "Nq", "offset", "dtype", "inputs"))
+    if cfg.get("token_major"):
+        shape += " token_major"
     print(f"{'ok  ' if ok else 'FAIL'} {cfg['name']} {shape}: {summary['rows']} rows, "
           f"{summary['differ']} differ ({summary['unexplained']} unexplained)"
           + (f" {summary.get('first_unexplained') or summary.get('error') or summary}"
@@ -516,6 +535,9 @@ def main(argv=None):
     b.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     b.add_argument("--extra", help="JSON list of further configurations (regressions)")
     b.add_argument("--pisa-compile", default="build/bin/pisa-compile")
+    b.add_argument("--token-major-share", type=float, default=0.0,
+                   help="share of configurations built token-major ([B, T, H, X] "
+                        "queries, keys and selection; drawn apart from the shapes)")
     b.add_argument("--dynamic", action="store_true",
                    help="libraries of dynamic B, N and Nq (one per configuration; "
                         "check calls each on further shapes)")

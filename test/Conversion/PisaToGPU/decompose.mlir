@@ -81,3 +81,15 @@ func.func @pyramid_rows(%k: tensor<1x2x?x16xf16>) -> tensor<1x2x7x16xf32> {
   %p = pisa.pyramid_build %k block_size = 64 branching = 2 : tensor<1x2x?x16xf16> -> tensor<1x2x7x16xf32>
   return %p : tensor<1x2x7x16xf32>
 }
+
+// Token-major: sizes read from dims 1 (tokens) and 2 (heads); the kernel
+// ops that touch queries, keys or the selection carry token_major, and the
+// selection's destination is [B, Nq, Hkv, K].
+// CHECK-LABEL: func.func @token_major
+// CHECK: pisa.kernel.select_single_stage {{.*}} {token_major} : tensor<2x1x4x32xf32>, tensor<2x100x2x32xf32>, tensor<2x2x14x32xf32>, tensor<2x1x2x4xi32> -> tensor<2x1x2x4xi32>
+func.func @token_major(%q: tensor<2x1x4x32xf32>, %k: tensor<2x100x2x32xf32>, %p: tensor<2x2x14x32xf32>, %off: index) -> tensor<2x1x2x4xi32> {
+  %s = pisa.hier_topk %q, %k, %p, %off topk = 4 block_size = 16 branching = 2
+      {schedule = #pisa.schedule<single_stage, q_tile = 1, io_two_stage = 0, io_single_stage = 0>, token_major}
+      : tensor<2x1x4x32xf32>, tensor<2x100x2x32xf32>, tensor<2x2x14x32xf32> -> tensor<2x1x2x4xi32>
+  return %s : tensor<2x1x2x4xi32>
+}

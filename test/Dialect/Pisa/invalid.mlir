@@ -551,3 +551,30 @@ func.func @f(%q: tensor<1x4x200x32xf16>, %k: tensor<1x2x200x32xf16>, %p: tensor<
   %s = pisa.hier_topk %q, %k, %p, %off topk = 4 block_size = 64 branching = 2 capacity = 4096 : tensor<1x4x200x32xf16>, tensor<1x2x200x32xf16>, tensor<1x2x7x32xf32> -> tensor<1x2x200x4xi32>
   return
 }
+
+// -----
+
+// Token-major: heads are dim 2, tokens dim 1.
+func.func @f(%k: tensor<1x200x?x64xf16>) {
+  // expected-error @+1 {{expected a static Hkv (dim 2) in keys}}
+  %p = pisa.pyramid_build %k block_size = 64 branching = 2 {token_major} : tensor<1x200x?x64xf16> -> tensor<1x2x7x64xf32>
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<1x200x4x64xf16>, %k: tensor<1x200x3x64xf16>, %p: tensor<1x3x7x64xf32>, %off: index) {
+  // expected-error @+1 {{expected Hq (4) to be a multiple of Hkv (3)}}
+  %s = pisa.hier_topk %q, %k, %p, %off topk = 4 block_size = 64 branching = 2 {token_major}
+      : tensor<1x200x4x64xf16>, tensor<1x200x3x64xf16>, tensor<1x3x7x64xf32> -> tensor<1x200x3x4xi32>
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<1x200x6x64xf16>, %k: tensor<1x200x3x64xf16>, %p: tensor<1x3x7x64xf32>, %off: index) {
+  // expected-error @+1 {{expected Hkv of selection (200) to match keys (3)}}
+  %s = pisa.hier_topk %q, %k, %p, %off topk = 4 block_size = 64 branching = 2 {token_major}
+      : tensor<1x200x6x64xf16>, tensor<1x200x3x64xf16>, tensor<1x3x7x64xf32> -> tensor<1x3x200x4xi32>
+  return
+}

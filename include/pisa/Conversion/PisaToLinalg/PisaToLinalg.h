@@ -17,11 +17,12 @@ void populateSelectionToLoopsPatterns(RewritePatternSet &patterns);
 /// pisa.sparse_attention to scf loops with an online softmax.
 void populateAttentionToLoopsPatterns(RewritePatternSet &patterns);
 
-/// Everything --convert-pisa-to-linalg applies.
 /// The varlen ops (section 7) as a loop over the sequences of the batched
-/// ops, which the patterns above then lower.
+/// ops, and token-major batched ops as head-major ones between transposes;
+/// the patterns above then lower what these create.
 void populateVarlenToLoopsPatterns(RewritePatternSet &patterns);
 
+/// Everything --convert-pisa-to-linalg applies.
 void populatePisaToLinalgConversionPatterns(RewritePatternSet &patterns);
 
 } // namespace pisa

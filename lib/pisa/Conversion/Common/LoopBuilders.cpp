@@ -2,6 +2,8 @@
 
 #include "LoopBuilders.h"
 
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -118,4 +120,18 @@ Value mlir::pisa::detail::emptyLike(ImplicitLocOpBuilder &b,
       dynamic.push_back(sizes[i]);
   return tensor::EmptyOp::create(b, type.getShape(), type.getElementType(),
                                  dynamic);
+}
+
+Value mlir::pisa::detail::swapHeadsAndTokens(ImplicitLocOpBuilder &b,
+                                             Value tensor) {
+  auto type = cast<RankedTensorType>(tensor.getType());
+  ArrayRef<int64_t> s = type.getShape();
+  auto swappedType =
+      RankedTensorType::get({s[0], s[2], s[1], s[3]}, type.getElementType());
+  Value init = emptyLike(b, swappedType,
+                         {dimOf(b, tensor, 0), dimOf(b, tensor, 2),
+                          dimOf(b, tensor, 1), dimOf(b, tensor, 3)});
+  return linalg::TransposeOp::create(b, tensor, init,
+                                     ArrayRef<int64_t>{0, 2, 1, 3})
+      .getResult()[0];
 }

@@ -63,6 +63,10 @@ Value dimOf(ImplicitLocOpBuilder &b, Value tensor, int64_t dim);
 Value emptyLike(ImplicitLocOpBuilder &b, RankedTensorType type,
                 ArrayRef<Value> sizes);
 
+/// A 4-D tensor with dimensions 1 and 2 swapped ([B, T, H, X] <-> [B, H, T,
+/// X]): a linalg.transpose into a fresh tensor.
+Value swapHeadsAndTokens(ImplicitLocOpBuilder &b, Value tensor);
+
 } // namespace mlir::pisa::detail
 
 #endif // PISA_LIB_CONVERSION_COMMON_LOOPBUILDERS_H

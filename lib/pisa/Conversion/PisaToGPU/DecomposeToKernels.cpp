@@ -48,6 +48,8 @@ struct SelectionPlan {
   float scale;
   /// The walk scores its levels on tensor cores from fragment planes.
   bool tensorCoreWalk;
+  /// Queries, keys and selection are [B, T, H, X].
+  bool tokenMajor;
   int64_t candidates() const { return fanout * topK; }
 };
 
@@ -58,18 +60,20 @@ FailureOr<SelectionPlan> planSelection(HierTopKOp op) {
                           "before --pisa-decompose-to-kernels");
   if (std::optional<std::string> why = gpuLimitViolation(op))
     return op.emitOpError() << *why;
+  const unsigned heads = headDimIndex(op.getTokenMajor());
   ArrayRef<int64_t> q = op.getQueries().getType().getShape();
   ArrayRef<int64_t> k = op.getKeys().getType().getShape();
   SelectionPlan plan{schedule.getKind(),
                      schedule.getQTile(),
-                     k[1],
-                     q[1] / k[1],
+                     k[heads],
+                     q[heads] / k[heads],
                      q[3],
                      int64_t(op.getTopk()),
                      int64_t(op.getBranching()),
                      int64_t(op.getBlockSize()),
                      op.getScaleOrDefault(),
-                     false};
+                     false,
+                     op.getTokenMajor()};
   plan.tensorCoreWalk =
       plan.kind == ScheduleKind::TwoStage &&
       canWalkWithMma(op.getQueries().getType().getElementType(),
@@ -119,10 +123,12 @@ void requireSizes(ImplicitLocOpBuilder &b, HierTopKOp op,
   if (dynamic(pyramid, 0) || dynamic(queries, 0))
     require(P::eq, dimOf(b, pyramid, 0), sizes.batch,
             "the pyramid's batch differs from the queries'");
-  if (dynamic(pyramid, 2) || dynamic(keys, 2))
+  const unsigned tokens = tokenDimIndex(p.tokenMajor);
+  if (dynamic(pyramid, 2) || dynamic(keys, tokens))
     require(P::eq, dimOf(b, pyramid, 2), sizes.layout.totalRows(),
             "the pyramid's rows are not the layout of the keys' N");
-  if (!dynamic(queries, 2) && !dynamic(keys, 2) && !dynamic(queries, 0))
+  if (!dynamic(queries, tokens) && !dynamic(keys, tokens) &&
+      !dynamic(queries, 0))
     return;
   // The query offset is bounded by the manifest for static shapes.
   Value numKeys = sizes.layout.numKeys();
@@ -154,7 +160,8 @@ Value decomposeTwoStage(ImplicitLocOpBuilder &b, HierTopKOp op,
   Type i32 = b.getI32Type(), f32 = b.getF32Type();
   ArrayRef<int64_t> qShape = op.getQueries().getType().getShape();
   const int64_t gk = p.candidates();
-  const int64_t batch = qShape[0], numQueries = qShape[2];
+  const int64_t batch = qShape[0];
+  const int64_t numQueries = qShape[tokenDimIndex(p.tokenMajor)];
   const std::optional<PyramidLayout> &fixed = sizes.layout.fixed();
   const int64_t leaves = fixed ? fixed->numLeaves() : ShapedType::kDynamic;
   const int64_t pairs = staticProduct(numQueries, gk);
@@ -194,7 +201,7 @@ Value decomposeTwoStage(ImplicitLocOpBuilder &b, HierTopKOp op,
       b, TypeRange{contendersInit.getType(), countsInit.getType()},
       op.getQueries(), pyramid, offset, numKeys, contendersInit, countsInit,
       p.topK, p.blockSize, p.fanout, llvm::APFloat(p.scale),
-      p.tensorCoreWalk);
+      p.tensorCoreWalk, p.tokenMajor);
   Value contenders = walk.getResult(0), counts = walk.getResult(1);
 
   SmallVector<Value> sortInits{
@@ -218,12 +225,12 @@ Value decomposeTwoStage(ImplicitLocOpBuilder &b, HierTopKOp op,
       offset, /*leaf_count=*/sorted[0], /*leaf_start=*/sorted[1],
       /*tile_leaf=*/sorted[3], /*tile_first=*/sorted[4],
       /*num_tiles=*/sorted[5], /*sorted_pairs=*/sorted[6], scoresInit, p.topK,
-      p.blockSize, p.qTile, llvm::APFloat(p.scale));
+      p.blockSize, p.qTile, llvm::APFloat(p.scale), p.tokenMajor);
 
   return SelectFinalKernelOp::create(b, TypeRange{selectionInit.getType()},
                                      offset, numKeys, contenders, counts,
                                      score.getResult(0), selectionInit,
-                                     p.topK, p.blockSize)
+                                     p.topK, p.blockSize, p.tokenMajor)
       .getResult(0);
 }
 
@@ -232,23 +239,25 @@ void decompose(RewriterBase &rewriter, HierTopKOp op, const SelectionPlan &p) {
     rewriter.setInsertionPoint(op);
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     Value queries = op.getQueries();
+    const unsigned tokens = tokenDimIndex(p.tokenMajor);
     Sizes sizes{dimOf(b, queries, 0), indexConst(b, p.kvHeads),
-                dimOf(b, queries, 2),
-                LevelLayout(b, dimOf(b, op.getKeys(), 2), p.blockSize,
+                dimOf(b, queries, tokens),
+                LevelLayout(b, dimOf(b, op.getKeys(), tokens), p.blockSize,
                             p.fanout)};
     requireSizes(b, op, p, sizes);
     RankedTensorType selType = op.getSelection().getType();
-    Value selectionInit =
-        emptyLike(b, selType,
-                  {sizes.batch, sizes.heads, sizes.numQueries,
-                   indexConst(b, p.topK)});
+    SmallVector<Value> selSizes{sizes.batch, sizes.heads, sizes.numQueries,
+                                indexConst(b, p.topK)};
+    if (p.tokenMajor)
+      std::swap(selSizes[1], selSizes[2]);
+    Value selectionInit = emptyLike(b, selType, selSizes);
     Value selection;
     if (p.kind == ScheduleKind::SingleStage)
       selection = SelectSingleStageKernelOp::create(
                       b, TypeRange{selType}, queries, op.getKeys(),
                       op.getPyramid(), op.getQueryOffset(), selectionInit,
                       p.topK, p.blockSize, p.fanout,
-                      llvm::APFloat(p.scale))
+                      llvm::APFloat(p.scale), p.tokenMajor)
                       .getResult(0);
     else
       selection = decomposeTwoStage(b, op, p, sizes, selectionInit);
@@ -259,9 +268,10 @@ void decompose(RewriterBase &rewriter, PyramidBuildOp op) {
     rewriter.setInsertionPoint(op);
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     Value keys = op.getKeys();
+    const bool tokenMajor = op.getTokenMajor();
     RankedTensorType type = op.getPyramid().getType();
-    LevelLayout layout(b, dimOf(b, keys, 2), op.getBlockSize(),
-                       op.getBranching());
+    LevelLayout layout(b, dimOf(b, keys, tokenDimIndex(tokenMajor)),
+                       op.getBlockSize(), op.getBranching());
     // A static row count with a dynamic N must be N's: checked at run time.
     int64_t rows = type.getShape()[2];
     if (!layout.fixed() && !ShapedType::isDynamic(rows))
@@ -271,12 +281,13 @@ void decompose(RewriterBase &rewriter, PyramidBuildOp op) {
                        "pisa.pyramid_build: the pyramid's " +
                            std::to_string(rows) +
                            " rows are not the layout of the keys' N");
-    SmallVector<Value> sizes{dimOf(b, keys, 0), dimOf(b, keys, 1),
+    SmallVector<Value> sizes{dimOf(b, keys, 0),
+                             dimOf(b, keys, headDimIndex(tokenMajor)),
                              layout.totalRows(), dimOf(b, keys, 3)};
     Value init = emptyLike(b, type, sizes);
     rewriter.replaceOp(op, PyramidKernelOp::create(b, TypeRange{type}, keys,
                                                    init, op.getBlockSize(),
-                                                   op.getBranching())
+                                                   op.getBranching(), tokenMajor)
                                .getResult(0));
 }
 

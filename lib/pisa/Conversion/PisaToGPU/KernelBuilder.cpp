@@ -2,15 +2,19 @@
 
 #include "KernelBuilder.h"
 
+#include "pisa/IR/PisaOps.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
 using namespace mlir::pisa::detail;
@@ -80,6 +84,38 @@ Kernel mlir::pisa::detail::createKernel(PatternRewriter &rewriter,
   SymbolTable(kernels).insert(func); // uniques the name
   rewriter.setInsertionPointToStart(&func.getBody().front());
   return Kernel(func, params);
+}
+
+void mlir::pisa::detail::viewTokenMajorOperands(RewriterBase &rewriter,
+                                                 Operation *op) {
+  if (!op->hasAttr("token_major"))
+    return;
+  using Operands = SmallVector<OpOperand *>;
+  Operands tokenIndexed =
+      llvm::TypeSwitch<Operation *, Operands>(op)
+          .Case([](PyramidKernelOp o) { return Operands{&o.getKeysMutable()}; })
+          .Case([](WalkKernelOp o) { return Operands{&o.getQueriesMutable()}; })
+          .Case([](ScoreTilesKernelOp o) {
+            return Operands{&o.getQueriesMutable(), &o.getKeysMutable()};
+          })
+          .Case([](SelectFinalKernelOp o) {
+            return Operands{&o.getSelectionMutable()};
+          })
+          .Case([](SelectSingleStageKernelOp o) {
+            return Operands{&o.getQueriesMutable(), &o.getKeysMutable(),
+                            &o.getSelectionMutable()};
+          })
+          .Default([](Operation *) { return Operands{}; });
+  OpBuilder::InsertionGuard guard(rewriter);
+  rewriter.setInsertionPoint(op);
+  auto swap = AffineMapAttr::get(AffineMap::getPermutationMap(
+      ArrayRef<unsigned>{0, 2, 1, 3}, op->getContext()));
+  rewriter.modifyOpInPlace(op, [&] {
+    for (OpOperand *operand : tokenIndexed)
+      operand->set(memref::TransposeOp::create(rewriter, op->getLoc(),
+                                               operand->get(), swap));
+    op->removeAttr("token_major");
+  });
 }
 
 void mlir::pisa::detail::launch(ImplicitLocOpBuilder &b, const Kernel &kernel,

@@ -62,6 +62,12 @@ Kernel createKernel(PatternRewriter &rewriter, Operation *anchor,
                     StringRef name, ArrayRef<KernelParam> params,
                     TypeRange workgroup = {}, TypeRange privates = {});
 
+/// For a kernel-level op marked `token_major`: its queries, keys and
+/// selection operands become [B, H, T, X] views (memref.transpose) of the
+/// [B, T, H, X] buffers and the mark is dropped, so that its kernels are
+/// built for the views' strided types and read the buffers in place.
+void viewTokenMajorOperands(RewriterBase &rewriter, Operation *op);
+
 /// Launches `kernel` over grid (gx, gy) x block (bx), its parameters
 /// given by name; a grid sized at run time is skipped when empty.
 void launch(ImplicitLocOpBuilder &b, const Kernel &kernel, Value gx, Value gy,

@@ -73,8 +73,15 @@ std::optional<std::string> mlir::pisa::gpuLimitViolation(Operation *op) {
     return why;
   }
   if (auto topk = dyn_cast<HierTopKOp>(op)) {
-    ArrayRef<int64_t> q = topk.getQueries().getType().getShape();
-    ArrayRef<int64_t> k = topk.getKeys().getType().getShape();
+    // [B, H, T, X] whatever the layout.
+    auto headMajor = [&](ArrayRef<int64_t> s) {
+      bool t = topk.getTokenMajor();
+      return SmallVector<int64_t, 4>{s[0], s[headDimIndex(t)],
+                                     s[tokenDimIndex(t)], s[3]};
+    };
+    SmallVector<int64_t, 4> q =
+        headMajor(topk.getQueries().getType().getShape());
+    SmallVector<int64_t, 4> k = headMajor(topk.getKeys().getType().getShape());
     const int64_t groupSize = q[1] / k[1], candidates =
         int64_t(topk.getBranching()) * int64_t(topk.getTopk());
     auto known = [](int64_t size) { return !ShapedType::isDynamic(size); };

@@ -52,6 +52,7 @@ struct PyramidKernelToGPU : OpRewritePattern<PyramidKernelOp> {
                                 PatternRewriter &rewriter) const override {
     if (!op.hasPureBufferSemantics())
       return rewriter.notifyMatchFailure(op, "expected the buffer form");
+    viewTokenMajorOperands(rewriter, op);
     auto keysMem = cast<MemRefType>(op.getKeys().getType());
     auto pyrMem = cast<MemRefType>(op.getPyramid().getType());
     ArrayRef<int64_t> shape = keysMem.getShape();

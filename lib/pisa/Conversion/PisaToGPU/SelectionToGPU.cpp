@@ -246,6 +246,7 @@ template <typename OpTy> struct KernelOpPattern : OpRewritePattern<OpTy> {
                                 PatternRewriter &rewriter) const final {
     if (!op.hasPureBufferSemantics())
       return rewriter.notifyMatchFailure(op, "expected the buffer form");
+    viewTokenMajorOperands(rewriter, op);
     rewriter.setInsertionPoint(op);
     ImplicitLocOpBuilder host(op.getLoc(), rewriter);
     lower(op, rewriter, host);

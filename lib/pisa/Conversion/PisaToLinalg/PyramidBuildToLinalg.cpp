@@ -235,6 +235,8 @@ struct PyramidBuildToLinalg : OpRewritePattern<PyramidBuildOp> {
 
   LogicalResult matchAndRewrite(PyramidBuildOp op,
                                 PatternRewriter &rewriter) const override {
+    if (op.getTokenMajor())
+      return rewriter.notifyMatchFailure(op, "token-major: transposed first");
     RankedTensorType keysType = op.getKeys().getType();
     RankedTensorType resultType = op.getPyramid().getType();
     if (!keysType.hasStaticShape() || !resultType.hasStaticShape()) {

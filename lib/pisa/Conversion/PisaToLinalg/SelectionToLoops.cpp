@@ -184,6 +184,8 @@ struct HierTopKToLoops : OpRewritePattern<HierTopKOp> {
 
   LogicalResult matchAndRewrite(HierTopKOp op,
                                 PatternRewriter &rewriter) const override {
+    if (op.getTokenMajor())
+      return rewriter.notifyMatchFailure(op, "token-major: transposed first");
     // Heads, d and K are static (the verifier checks); B, N and Nq may not
     // be, and the pyramid layout then comes from N at run time.
     ArrayRef<int64_t> q = op.getQueries().getType().getShape();

@@ -1,5 +1,6 @@
-//===- VarlenToLoops.cpp - varlen ops as a loop of batched ops ------------===//
+//===- VarlenToLoops.cpp - packed and token-major layouts on the CPU ------===//
 //
+// Token-major batched ops become the head-major op between transposes.
 // The CPU reference of docs/semantics.md, section 7, written as the
 // contract states it: for each sequence b, the batched op (B = 1) on that
 // sequence's rows, head-major, with query_offset = N_b - Nq_b; the result
@@ -62,26 +63,13 @@ Value toHeadMajor(ImplicitLocOpBuilder &b, Value tokens) {
   Value expanded = tensor::ExpandShapeOp::create(
       b, expandedType, tokens, {{0, 1}, {2}, {3}},
       {b.getIndexAttr(1), n, b.getIndexAttr(s[1]), b.getIndexAttr(s[2])});
-  auto headType = RankedTensorType::get({1, s[1], kAny, s[2]},
-                                        type.getElementType());
-  Value init = emptyLike(b, headType, {Value(), Value(), n, Value()});
-  return linalg::TransposeOp::create(b, expanded, init,
-                                     ArrayRef<int64_t>{0, 2, 1, 3})
-      .getResult()[0];
+  return swapHeadsAndTokens(b, expanded);
 }
 
 /// [1, H, n, X] head-major -> [n, H, X] token-major.
 Value toTokenMajor(ImplicitLocOpBuilder &b, Value heads) {
-  auto type = cast<RankedTensorType>(heads.getType());
-  ArrayRef<int64_t> s = type.getShape();
-  Value n = dimOf(b, heads, 2);
-  auto tokenType = RankedTensorType::get({1, kAny, s[1], s[3]},
-                                         type.getElementType());
-  Value init = emptyLike(b, tokenType, {Value(), n, Value(), Value()});
-  Value transposed = linalg::TransposeOp::create(b, heads, init,
-                                                 ArrayRef<int64_t>{0, 2, 1, 3})
-                         .getResult()[0];
-  return tensor::CollapseShapeOp::create(b, transposed, {{0, 1}, {2}, {3}});
+  return tensor::CollapseShapeOp::create(b, swapHeadsAndTokens(b, heads),
+                                         {{0, 1}, {2}, {3}});
 }
 
 /// Writes `part` [n, H, X] into rows first .. first + n - 1 of `into`.
@@ -259,9 +247,47 @@ struct HierTopKVarlenToLoops : OpConversionPattern<HierTopKVarlenOp> {
   }
 };
 
+/// Token-major batched ops: the same op head-major between transposes.
+struct TokenMajorPyramidBuild : OpRewritePattern<PyramidBuildOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(PyramidBuildOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!op.getTokenMajor())
+      return failure();
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    rewriter.replaceOp(op, PyramidBuildOp::create(
+                               b, op.getPyramid().getType(),
+                               swapHeadsAndTokens(b, op.getKeys()),
+                               op.getBlockSize(), op.getBranching()));
+    return success();
+  }
+};
+
+struct TokenMajorHierTopK : OpRewritePattern<HierTopKOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(HierTopKOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!op.getTokenMajor())
+      return failure();
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    ArrayRef<int64_t> s = op.getSelection().getType().getShape();
+    auto selType = RankedTensorType::get({s[0], s[2], s[1], s[3]},
+                                         b.getI32Type());
+    Value sel = HierTopKOp::create(
+        b, selType, swapHeadsAndTokens(b, op.getQueries()),
+        swapHeadsAndTokens(b, op.getKeys()), op.getPyramid(),
+        op.getQueryOffset(), op.getTopk(), op.getBlockSize(),
+        op.getBranching(), op.getScaleAttr(), op.getScheduleAttr(),
+        op.getCapacityAttr());
+    rewriter.replaceOp(op, swapHeadsAndTokens(b, sel));
+    return success();
+  }
+};
+
 } // namespace
 
 void mlir::pisa::populateVarlenToLoopsPatterns(RewritePatternSet &patterns) {
-  patterns.add<PyramidBuildVarlenToLoops, HierTopKVarlenToLoops>(
+  patterns.add<PyramidBuildVarlenToLoops, HierTopKVarlenToLoops,
+               TokenMajorPyramidBuild, TokenMajorHierTopK>(
       patterns.getContext());
 }

@@ -15,6 +15,7 @@ COMMANDS = {
     "check-gpu": ("pisa.checks.check_gpu", "check the fixed cases on the GPU against the reference"),
     "check-stream-order": ("pisa.checks.check_stream_order", "check that calls order after their inputs' producers"),
     "check-abi": ("pisa.checks.check_abi", "check the call contract on the GPU: graphs, threads, bad calls"),
+    "check-layouts": ("pisa.checks.check_layouts", "token-major libraries against head-major ones on the GPU"),
     "check-torch": ("pisa.checks.check_torch", "check the PyTorch custom ops: eager, torch.compile, graphs"),
     "bench-call": ("pisa.checks.bench_call", "the host part of a call against its kernels"),
     "bench-gpu": ("pisa.checks.bench_gpu", "time the benchmark libraries on the GPU"),

@@ -10,8 +10,10 @@ fake (meta) implementation, so it runs eagerly, under
 `torch.compile(fullgraph=True)` without graph breaks, and inside CUDA
 graphs (the call allocates through PyTorch and runs on its current
 stream). `layout` picks the selection's index layout: "bhtk" (default,
-[B, Hkv, Nq, K], the op's own) or "bthk" ([B, Nq, Hkv, K], token-major, the
-block-index layout fla's NSA kernels read).
+[B, Hkv, Nq, K]) or "bthk" ([B, Nq, Hkv, K], token-major, the block-index
+layout fla's NSA kernels read). A library compiled token-major (the ops'
+`token_major`, manifest result "layout": "bthk") writes "bthk" itself; the
+other layout costs one transposing copy.
 """
 
 import torch
@@ -31,8 +33,8 @@ def _schema(entry):
     return "(" + ", ".join(params) + ") -> Tensor"
 
 
-def _result_shape(shape, layout):
-    if layout == "bthk" and len(shape) == 4:
+def _result_shape(shape, layout, native):
+    if layout != native and len(shape) == 4:
         return [shape[0], shape[2], shape[1], shape[3]]
     return list(shape)
 
@@ -59,6 +61,8 @@ def load_library(path, namespace="pisa"):
             continue
         result = entry["result"]
         dtype = aot._DTYPES[result["dtype"]]
+        # The library's own index layout: "bthk" when compiled token-major.
+        native = result.get("layout", "bhtk")
 
         arity = len(entry["arguments"])
 
@@ -69,14 +73,15 @@ def load_library(path, namespace="pisa"):
             _check_layout(layout)
             return args[:arity], layout
 
-        def impl(*args, _function=function, _split=split, **kwargs):
+        def impl(*args, _function=function, _split=split, _native=native, **kwargs):
             args, layout = _split(args, kwargs)
             out = lib(_function, *args)
-            if layout == "bthk":
+            if layout != _native:
                 out = out.permute(0, 2, 1, 3).contiguous()
             return out
 
-        def fake(*args, _entry=entry, _dtype=dtype, _split=split, **kwargs):
+        def fake(*args, _entry=entry, _dtype=dtype, _split=split, _native=native,
+                 **kwargs):
             args, layout = _split(args, kwargs)
             device = next((a.device for a in args if isinstance(a, torch.Tensor)),
                           torch.device("cuda"))
@@ -84,7 +89,7 @@ def load_library(path, namespace="pisa"):
             if shape is None:
                 raise RuntimeError(f"{_entry['function']}: the result's sizes "
                                    "are not an input's; no fake implementation")
-            return torch.empty(_result_shape(shape, layout), dtype=_dtype,
+            return torch.empty(_result_shape(shape, layout, _native), dtype=_dtype,
                                device=device)
 
         op = torch.library.custom_op(qualified, impl, mutates_args=(),

@@ -100,11 +100,15 @@ class VerdictTest(unittest.TestCase):
 @unittest.skipUnless(shutil.which(os.environ.get("PISA_OPT", "pisa-opt")), "pisa-opt not on PATH")
 class ProgramTest(unittest.TestCase):
     def test_programs_verify(self):
-        # The generated programs are valid pisa for drawn configurations.
-        for cfg in sweep.draw(3, 25):
+        # The generated programs are valid pisa for drawn configurations,
+        # static and dynamic, head-major and token-major.
+        for i, cfg in enumerate(sweep.draw(3, 25)):
+            cfg = dict(cfg, dynamic=i % 2 == 1, token_major=i % 3 == 0)
             r = subprocess.run([os.environ.get("PISA_OPT", "pisa-opt"), "-"],
                                input=sweep.program(cfg), capture_output=True, text=True)
             self.assertEqual(r.returncode, 0, f"{cfg}: {r.stderr}")
+            if cfg["token_major"]:
+                self.assertIn("token_major", r.stdout)
 
 
 if __name__ == "__main__":

@@ -117,6 +117,11 @@ llvm::Expected<Manifest> pisatool::describeEntryPoints(ModuleOp module) {
     if (result->kind != "memref")
       return error("entry point @" + entry.function + " must return a tensor");
     entry.result = *result;
+    // A selection says its index layout, so that callers need not infer it.
+    func.walk([&](func::ReturnOp ret) {
+      if (auto topk = ret.getOperand(0).getDefiningOp<mlir::pisa::HierTopKOp>())
+        entry.result.layout = topk.getTokenMajor() ? "bthk" : "bhtk";
+    });
     func->setAttr("llvm.emit_c_interface", UnitAttr::get(func.getContext()));
     manifest.entryPoints.push_back(std::move(entry));
   }
@@ -219,6 +224,8 @@ static llvm::json::Object toJson(const Argument &arg) {
         from.push_back(a < 0 ? llvm::json::Value(nullptr)
                              : llvm::json::Value(llvm::json::Array{a, d}));
       o["size_from"] = std::move(from);
+      if (!arg.layout.empty())
+        o["layout"] = arg.layout;
     }
   } else {
     if (arg.lowest != INT64_MIN)

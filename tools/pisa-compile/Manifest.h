@@ -25,6 +25,9 @@ struct Argument {
   /// Index arguments: the values a call may pass (a query offset must keep
   /// offset + queries <= keys for every op it feeds).
   int64_t lowest = INT64_MIN, highest = INT64_MAX;
+  /// The result of a selection: "bhtk" ([B, Hkv, Nq, K]) or "bthk"
+  /// ([B, Nq, Hkv, K], from a token_major hier_topk); empty otherwise.
+  std::string layout;
 };
 
 struct EntryPoint {

@@ -139,7 +139,7 @@ BucketKernels mlir::pisa::detail::buildBucketKernels(PatternRewriter &rewriter,
   OpBuilder::InsertionGuard guard(rewriter);
   MLIRContext *ctx = rewriter.getContext();
   Location loc = anchor->getLoc();
-  Type index = rewriter.getIndexType(), f32 = rewriter.getF32Type();
+  Type index = rewriter.getIndexType();
   Type i32 = rewriter.getI32Type();
   const SortBuffers &s = p.sort;
   auto addOne = [&](ImplicitLocOpBuilder &b, Value mem, ValueRange idx) {

@@ -4,6 +4,7 @@
 
 #include "KernelBuilder.h"
 
+#include "../Common/ForcedBlocks.h"
 #include "../Common/LoopBuilders.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -87,12 +88,8 @@ Value mlir::pisa::detail::leafOfPosition(ImplicitLocOpBuilder &b,
 
 Value mlir::pisa::detail::contenderSlots(ImplicitLocOpBuilder &b, int64_t topK,
                                          Value bt) {
-  Value one = indexConst(b, 1), two = indexConst(b, 2);
-  Value numForced = arith::SelectOp::create(
-      b, cmp(b, arith::CmpIPredicate::uge, bt, two), indexConst(b, 3),
-      arith::SelectOp::create(b, cmp(b, arith::CmpIPredicate::uge, bt, one),
-                              two, one));
-  return arith::SubIOp::create(b, indexConst(b, topK), numForced);
+  return arith::SubIOp::create(b, indexConst(b, topK),
+                               forcedBlockCount(b, bt));
 }
 
 std::optional<WarpQuery> mlir::pisa::detail::loadWarpQuery(
@@ -268,21 +265,10 @@ Value mlir::pisa::detail::buildWalk(ImplicitLocOpBuilder &b,
   };
   Value numCand = layout.walkDown(b, {one}, step)[0];
   // Leaves: the causal ones outside the forced set {0, b_t - 1, b_t}.
-  Value btMinus1 =
-      arith::SubIOp::create(b, arith::MaxUIOp::create(b, bt, one), one);
+  Value previous = previousBlock(b, bt);
   return compact(b, scratch.cand, numCand,
                  [&](ImplicitLocOpBuilder &cb, Value node) {
-                   Value forced = arith::OrIOp::create(
-                       cb,
-                       arith::OrIOp::create(
-                           cb, cmp(cb, arith::CmpIPredicate::eq, node, zero),
-                           cmp(cb, arith::CmpIPredicate::eq, node, bt)),
-                       cmp(cb, arith::CmpIPredicate::eq, node, btMinus1));
-                   Value causal = cmp(cb, arith::CmpIPredicate::ule, node, bt);
-                   return arith::AndIOp::create(
-                       cb, causal,
-                       arith::XOrIOp::create(
-                           cb, forced, arith::ConstantIntOp::create(cb, 1, 1)));
+                   return isLeafContender(cb, node, bt, previous);
                  });
 }
 
@@ -298,8 +284,7 @@ void mlir::pisa::detail::buildFinalSelection(
 
   Value hasBt = cmp(b, arith::CmpIPredicate::uge, bt, one);
   Value hasBtMinus1 = cmp(b, arith::CmpIPredicate::uge, bt, two);
-  Value btMinus1 =
-      arith::SubIOp::create(b, arith::MaxUIOp::create(b, bt, one), one);
+  Value btMinus1 = previousBlock(b, bt);
   auto asIndex = [&](ImplicitLocOpBuilder &lb, Value flag) -> Value {
     return arith::SelectOp::create(lb, flag, one, zero);
   };

@@ -14,6 +14,7 @@
 
 #include "KernelBuilder.h"
 
+#include "../Common/ForcedBlocks.h"
 #include "../Common/LoopBuilders.h"
 #include "../Common/NodeScore.h"
 
@@ -388,18 +389,9 @@ Value mlir::pisa::detail::buildMmaWarpWalk(
   Value cand = walked[0], numCand = walked[1];
   // Leaves: the causal ones outside the forced set {0, b_t - 1, b_t}.
   Value leaf = toIndex(b, cand);
-  Value btMinus1 =
-      arith::SubIOp::create(b, arith::MaxUIOp::create(b, bt, one), one);
-  Value forced = arith::OrIOp::create(
-      b,
-      arith::OrIOp::create(b, cmp(b, arith::CmpIPredicate::eq, leaf, zero),
-                           cmp(b, arith::CmpIPredicate::eq, leaf, bt)),
-      cmp(b, arith::CmpIPredicate::eq, leaf, btMinus1));
   Value contender = arith::AndIOp::create(
-      b,
-      arith::AndIOp::create(b, cmp(b, arith::CmpIPredicate::ult, lane, numCand),
-                            cmp(b, arith::CmpIPredicate::ule, leaf, bt)),
-      arith::XOrIOp::create(b, forced, arith::ConstantIntOp::create(b, 1, 1)));
+      b, cmp(b, arith::CmpIPredicate::ult, lane, numCand),
+      isLeafContender(b, leaf, bt, previousBlock(b, bt)));
   Value mask = ballot(b, contender);
   buildIfThen(b, contender, [&](ImplicitLocOpBuilder &wb) {
     Value pos =

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "../Common/LayoutTables.h"
+#include "../Common/ForcedBlocks.h"
 #include "../Common/LoopBuilders.h"
 #include "../Common/NodeScore.h"
 
@@ -279,33 +280,14 @@ struct HierTopKToLoops : OpRewritePattern<HierTopKOp> {
 
       // Leaves: forced F = {0, b_t - 1, b_t} within 0..b_t; the others of V
       // compete for the remaining K - |F| slots.
-      Value btMinus1 = arith::SubIOp::create(
-          qb, arith::MaxUIOp::create(qb, bt, one), one);
+      Value btMinus1 = previousBlock(qb, bt);
       auto others = compact(qb, walked[0], walked[1],
                             [&](ImplicitLocOpBuilder &cb, Value node) {
-                              Value causal =
-                                  cmp(cb, arith::CmpIPredicate::ule, node, bt);
-                              Value forced = arith::OrIOp::create(
-                                  cb,
-                                  arith::OrIOp::create(
-                                      cb,
-                                      cmp(cb, arith::CmpIPredicate::eq, node,
-                                          zero),
-                                      cmp(cb, arith::CmpIPredicate::eq, node,
-                                          bt)),
-                                  cmp(cb, arith::CmpIPredicate::eq, node,
-                                      btMinus1));
-                              Value notForced = arith::XOrIOp::create(
-                                  cb, forced,
-                                  arith::ConstantIntOp::create(cb, 1, 1));
-                              return arith::AndIOp::create(cb, causal,
-                                                           notForced);
+                              return isLeafContender(cb, node, bt, btMinus1);
                             });
       Value hasBt = cmp(qb, arith::CmpIPredicate::uge, bt, one);
       Value hasBtMinus1 = cmp(qb, arith::CmpIPredicate::uge, bt, two);
-      Value numForced = arith::SelectOp::create(
-          qb, hasBtMinus1, indexConst(qb, 3),
-          arith::SelectOp::create(qb, hasBt, two, one));
+      Value numForced = forcedBlockCount(qb, bt);
       Value slots = arith::SubIOp::create(qb, cK, numForced);
       ChildLevel keyLevel{zero, numKeys, cBlock, one};
       Value ranked = cmp(qb, arith::CmpIPredicate::ugt, others[1], slots);

@@ -2,6 +2,7 @@
 
 #include "Jit.h"
 
+#include "pisa/InitAllDialects.h"
 #include "pisa/Pipelines/Pipelines.h"
 
 #include "mlir/ExecutionEngine/CRunnerUtils.h"
@@ -20,6 +21,22 @@ using namespace mlir;
 static llvm::Error error(const llvm::Twine &message) {
   return llvm::createStringError(std::errc::invalid_argument,
                                  message.str().c_str());
+}
+
+static DialectRegistry pisaRegistry() {
+  DialectRegistry registry;
+  mlir::pisa::registerAllDialects(registry);
+  return registry;
+}
+
+pisatool::CompileContext::CompileContext()
+    : ctx(pisaRegistry()), handler(&ctx, [this](Diagnostic &diag) {
+        if (diagnostic.empty() &&
+            diag.getSeverity() == DiagnosticSeverity::Error)
+          diagnostic = diag.str();
+        return success();
+      }) {
+  ctx.loadAllAvailableDialects();
 }
 
 llvm::Expected<std::unique_ptr<ExecutionEngine>>

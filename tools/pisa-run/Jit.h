@@ -10,12 +10,27 @@
 
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
 #include "llvm/Support/Error.h"
 
 #include <memory>
 #include <string>
 
 namespace pisatool {
+
+/// A context with every dialect pisa's programs use, whose first compiler
+/// error is kept in `diagnostic` (the tool's one-line message).
+class CompileContext {
+public:
+  CompileContext();
+  mlir::MLIRContext &get() { return ctx; }
+  std::string diagnostic;
+
+private:
+  mlir::MLIRContext ctx;
+  mlir::ScopedDiagnosticHandler handler;
+};
 
 /// Runs pisa-cpu-pipeline on `module`, JIT-compiles it optimised for this
 /// CPU and looks up `_mlir_ciface_<entry>` (so that a later call runs only

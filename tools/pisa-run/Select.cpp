@@ -239,17 +239,9 @@ int pisatool::runSelectOrAttend(const Options &options, bool attend,
   if (!problem)
     return fail(problem.takeError());
 
-  DialectRegistry registry;
-  mlir::pisa::registerAllDialects(registry);
-  MLIRContext ctx(registry);
-  ctx.loadAllAvailableDialects();
-  // Compiler diagnostics become the one-line error of the tool.
-  std::string diagnostic;
-  ScopedDiagnosticHandler handler(&ctx, [&](Diagnostic &diag) {
-    if (diagnostic.empty() && diag.getSeverity() == DiagnosticSeverity::Error)
-      diagnostic = diag.str();
-    return success();
-  });
+  CompileContext compile;
+  MLIRContext &ctx = compile.get();
+  std::string &diagnostic = compile.diagnostic;
 
   Type elemType = q->dtype == npy::DType::F16 ? Type(Float16Type::get(&ctx))
                                               : Type(Float32Type::get(&ctx));

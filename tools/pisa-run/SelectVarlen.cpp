@@ -191,16 +191,9 @@ int pisatool::runSelectVarlen(const Options &options, SelectConfig cfg,
   if (!problem)
     return fail(problem.takeError());
 
-  DialectRegistry registry;
-  mlir::pisa::registerAllDialects(registry);
-  MLIRContext ctx(registry);
-  ctx.loadAllAvailableDialects();
-  std::string diagnostic;
-  ScopedDiagnosticHandler handler(&ctx, [&](Diagnostic &diag) {
-    if (diagnostic.empty() && diag.getSeverity() == DiagnosticSeverity::Error)
-      diagnostic = diag.str();
-    return success();
-  });
+  CompileContext compile;
+  MLIRContext &ctx = compile.get();
+  std::string &diagnostic = compile.diagnostic;
   Type elem = q.dtype == npy::DType::F16 ? Type(Float16Type::get(&ctx))
                                          : Type(Float32Type::get(&ctx));
   OwningOpRef<ModuleOp> module = buildVarlenModule(ctx, *problem, cfg, elem);

@@ -243,6 +243,23 @@ float HierTopKOp::getScaleOrDefault() {
   return scaleOrDefault(getScaleAttr(), getQueries().getType());
 }
 
+/// K in [3, kMaxTopK] and one element type for queries and keys: the
+/// checks both forms of hier_topk share.
+static LogicalResult checkTopKAndTypes(Operation *op, int64_t topK,
+                                       Type queries, Type keys) {
+  if (topK < 3 || topK > kMaxTopK)
+    return op->emitOpError() << "expected topk K in [3, " << kMaxTopK
+                             << "] (room for the forced blocks) but got "
+                             << topK;
+  Type q = cast<ShapedType>(queries).getElementType();
+  Type k = cast<ShapedType>(keys).getElementType();
+  if (q != k)
+    return op->emitOpError() << "expected queries and keys to have the same "
+                                "element type but got "
+                             << q << " and " << k;
+  return success();
+}
+
 LogicalResult HierTopKOp::verify() {
   if (failed(checkPyramidParams(*this, getBlockSize(), getBranching())) ||
       failed(checkScale(*this, getScaleAttr())))
@@ -253,18 +270,10 @@ LogicalResult HierTopKOp::verify() {
       return emitOpError() << "expected capacity >= N (" << n
                            << ") and >= 1 but got " << *capacity;
   }
-  if (getTopk() < 3 || getTopk() > kMaxTopK)
-    return emitOpError() << "expected topk K in [3, " << kMaxTopK
-                         << "] (room for the forced blocks) but got "
-                         << getTopk();
-
   RankedTensorType qType = getQueries().getType();
   RankedTensorType kType = getKeys().getType();
-  if (qType.getElementType() != kType.getElementType())
-    return emitOpError() << "expected queries and keys to have the same "
-                            "element type but got "
-                         << qType.getElementType() << " and "
-                         << kType.getElementType();
+  if (failed(checkTopKAndTypes(*this, getTopk(), qType, kType)))
+    return failure();
 
   const bool tokenMajor = getTokenMajor();
   const int heads = headDimIndex(tokenMajor);
@@ -419,17 +428,10 @@ LogicalResult HierTopKVarlenOp::verify() {
       failed(checkCuSeqlens(*this, "cu_seqlens_k",
                             getCuSeqlensK().getType())))
     return failure();
-  if (getTopk() < 3 || getTopk() > kMaxTopK)
-    return emitOpError() << "expected topk K in [3, " << kMaxTopK
-                         << "] (room for the forced blocks) but got "
-                         << getTopk();
   RankedTensorType qType = getQueries().getType();
   RankedTensorType kType = getKeys().getType();
-  if (qType.getElementType() != kType.getElementType())
-    return emitOpError() << "expected queries and keys to have the same "
-                            "element type but got "
-                         << qType.getElementType() << " and "
-                         << kType.getElementType();
+  if (failed(checkTopKAndTypes(*this, getTopk(), qType, kType)))
+    return failure();
   if (failed(checkStaticDims(*this, "queries", qType,
                              {{1, "Hq"}, {2, "d"}})) ||
       failed(checkStaticDims(*this, "keys", kType, {{1, "Hkv"}})) ||

@@ -88,6 +88,15 @@ class VerdictTest(unittest.TestCase):
         ok, _ = sweep.verdict(got, self.want, gaps)
         self.assertFalse(ok)
 
+    def test_many_flips_at_rounding_gaps_pass(self):
+        # A burst of true near ties: every flip within f32 rounding.
+        got = self.want.copy()
+        got[:10] = [0, 1, 2, 9]
+        gaps = np.full(2000, 1e-6)
+        ok, s = sweep.verdict(got, self.want, gaps)
+        self.assertTrue(ok)
+        self.assertEqual(s["max_differing_gap"], 1e-6)
+
     def test_too_many_excused_rows_fail(self):
         got = self.want.copy()
         got[:10] = [0, 1, 2, 9]

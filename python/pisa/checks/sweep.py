@@ -46,6 +46,12 @@ INTEGRATION_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)),
 
 TOL = 1e-2
 MIN_AGREEMENT = 0.999
+# Flips at gaps this small are f32 rounding of the group sums: on the H200
+# the largest gap of any flipped row was 2.7e-5 over 75 shapes with flips
+# (sweeps of seeds 14-16, docs/testing.md). A shape whose flips all sit
+# below it passes whatever its agreement (a burst of true near ties), one
+# with flips up to TOL must still agree on 99.9% of its rows.
+ROUNDING_GAP = 5e-5
 DTYPES = ("f32", "f16", "bf16")
 HEAD_DIMS = (32, 64, 96, 128, 256)
 BLOCK_SIZES = (16, 32, 64, 128)
@@ -190,7 +196,9 @@ def verdict(got, want, gaps):
     excused = differs & (gaps > 0) & (gaps < TOL)
     wrong = differs & ~excused
     agree = 1.0 - differs.mean() if rows else 1.0
-    ok = not wrong.any() and (agree >= MIN_AGREEMENT or differs.sum() <= 1)
+    rounding = differs.any() and float(gaps[differs].max()) < ROUNDING_GAP
+    ok = not wrong.any() and (agree >= MIN_AGREEMENT or differs.sum() <= 1
+                              or rounding)
     summary = {"rows": int(rows), "differ": int(differs.sum()),
                "unexplained": int(wrong.sum()), "agreement": float(agree),
                "exact_tie_rows": int((gaps == 0).sum())}

@@ -16,6 +16,7 @@ COMMANDS = {
     "check-stream-order": ("pisa.checks.check_stream_order", "check that calls order after their inputs' producers"),
     "check-abi": ("pisa.checks.check_abi", "check the call contract on the GPU: graphs, threads, bad calls"),
     "check-layouts": ("pisa.checks.check_layouts", "token-major libraries against head-major ones on the GPU"),
+    "compare-ptx": ("pisa.checks.compare_ptx", "the PTX of two pisa-opt builds, kernel by kernel (no GPU)"),
     "check-torch": ("pisa.checks.check_torch", "check the PyTorch custom ops: eager, torch.compile, graphs"),
     "bench-call": ("pisa.checks.bench_call", "the host part of a call against its kernels"),
     "bench-gpu": ("pisa.checks.bench_gpu", "time the benchmark libraries on the GPU"),

@@ -7,6 +7,16 @@ import os
 import tempfile
 
 
+def near_tie_rule(got, want, gaps, tol):
+    """The pass rule of the selection checks, per row of [..., K]
+    selections: a differing row is excused only where the reference saw a
+    near tie (0 < gap < tol); exact ties (gap 0) never are. Returns the
+    masks (differs, excused, wrong)."""
+    differs = (got != want).any(-1)
+    excused = differs & (gaps > 0) & (gaps < tol)
+    return differs, excused, differs & ~excused
+
+
 def run_cases(doc, cases, run_case, static_shapes=True, token_major=False):
     """run_case(name, pisa_run, workdir, seed, extra_args) -> bool."""
     parser = argparse.ArgumentParser(description=doc)

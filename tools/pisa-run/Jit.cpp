@@ -7,6 +7,7 @@
 
 #include "mlir/ExecutionEngine/CRunnerUtils.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/IR/Verifier.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
@@ -41,7 +42,12 @@ pisatool::CompileContext::CompileContext()
 
 llvm::Expected<std::unique_ptr<ExecutionEngine>>
 pisatool::compileForHost(ModuleOp module, llvm::StringRef entry,
-                         const std::string &diagnostic) {
+                         const std::string &diagnostic, bool dumpIR) {
+  if (failed(verify(module)))
+    return error("internal error: generated IR does not verify: " +
+                 diagnostic);
+  if (dumpIR)
+    module.print(llvm::outs());
   MLIRContext &ctx = *module.getContext();
   PassManager pm(&ctx);
   mlir::pisa::buildPisaCPUPipeline(pm);

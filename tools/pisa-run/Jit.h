@@ -32,13 +32,14 @@ private:
   mlir::ScopedDiagnosticHandler handler;
 };
 
-/// Runs pisa-cpu-pipeline on `module`, JIT-compiles it optimised for this
-/// CPU and looks up `_mlir_ciface_<entry>` (so that a later call runs only
-/// the program). `diagnostic` holds the first compiler error seen by the
+/// Verifies the program pisa-run built (printing it with `dumpIR`), runs
+/// pisa-cpu-pipeline on it, JIT-compiles it optimised for this CPU and
+/// looks up `_mlir_ciface_<entry>` (so that a later call runs only the
+/// program). `diagnostic` holds the first compiler error seen by the
 /// caller's diagnostic handler, for the message.
 llvm::Expected<std::unique_ptr<mlir::ExecutionEngine>>
 compileForHost(mlir::ModuleOp module, llvm::StringRef entry,
-               const std::string &diagnostic);
+               const std::string &diagnostic, bool dumpIR);
 
 } // namespace pisatool
 

@@ -24,7 +24,6 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
-#include "mlir/IR/Verifier.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <chrono>
@@ -246,13 +245,8 @@ int pisatool::runSelectOrAttend(const Options &options, bool attend,
   Type elemType = q->dtype == npy::DType::F16 ? Type(Float16Type::get(&ctx))
                                               : Type(Float32Type::get(&ctx));
   OwningOpRef<ModuleOp> module = buildModule(ctx, *problem, cfg, elemType);
-  if (failed(verify(*module)))
-    return fail("internal error: generated IR does not verify: " + diagnostic);
-  if (cfg.dumpIR)
-    module->print(llvm::outs());
-
   auto compileStart = std::chrono::steady_clock::now();
-  auto engine = compileForHost(*module, "select", diagnostic);
+  auto engine = compileForHost(*module, "select", diagnostic, cfg.dumpIR);
   if (!engine)
     return fail(engine.takeError());
   double compileSeconds = secondsSince(compileStart);

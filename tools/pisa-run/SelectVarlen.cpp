@@ -21,7 +21,6 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Diagnostics.h"
-#include "mlir/IR/Verifier.h"
 #include "llvm/Support/Format.h"
 
 #include <chrono>
@@ -197,12 +196,8 @@ int pisatool::runSelectVarlen(const Options &options, SelectConfig cfg,
   Type elem = q.dtype == npy::DType::F16 ? Type(Float16Type::get(&ctx))
                                          : Type(Float32Type::get(&ctx));
   OwningOpRef<ModuleOp> module = buildVarlenModule(ctx, *problem, cfg, elem);
-  if (failed(verify(*module)))
-    return fail("internal error: generated IR does not verify: " + diagnostic);
-  if (cfg.dumpIR)
-    module->print(llvm::outs());
   auto compileStart = std::chrono::steady_clock::now();
-  auto engine = compileForHost(*module, "select", diagnostic);
+  auto engine = compileForHost(*module, "select", diagnostic, cfg.dumpIR);
   if (!engine)
     return fail(engine.takeError());
   double compileSeconds = secondsSince(compileStart);

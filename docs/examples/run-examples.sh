@@ -63,7 +63,7 @@ if [ ! -x "$bin/pisa-compile" ]; then
   exit 0
 fi
 echo "== pisa-compile: AOT libraries for sm_90 (run them with python/pisa/aot.py)"
-for name in prefill decode; do
+for name in prefill decode varlen; do
   "$bin/pisa-compile" "$here/$name-select.mlir" -o "$work/lib$name.so"
   echo "  $work/lib$name.so ($(wc -c < "$work/lib$name.so") bytes): $(
     /usr/bin/python3 -c 'import json,sys; m=json.load(open(sys.argv[1]))

@@ -8,7 +8,9 @@
 // [B, Hkv, ...]; B, N, Nq and the pyramid's rows may be dynamic. With
 // `token_major`, the queries, keys and selection an op reads or writes are
 // [B, T, H, X] (docs/semantics.md, "Layouts"); the lowering reads them
-// through transposed views, without copies.
+// through transposed views, without copies. The `*_varlen` ops take the
+// packed operands of docs/semantics.md section 7 ([T, H, X] and
+// cu_seqlens) instead.
 //
 //===----------------------------------------------------------------------===//
 
@@ -255,6 +257,69 @@ def Pisa_SelectSingleStageKernelOp : Pisa_KernelOp<"select_single_stage", 1> {
     `branching` `=` $branching `scale` `=` $scale attr-dict
     `:` type($queries) `,` type($keys) `,` type($pyramid) `,`
     type($selection) (`->` type($results)^)?
+  }];
+}
+
+def Pisa_F32_3D : Pisa_ShapedOf<[F32], 3>;
+def Pisa_Keys3D : Pisa_ShapedOf<[F32, F16, BF16], 3>;
+def Pisa_I32_1D : Pisa_ShapedOf<[I32], 1>;
+
+def Pisa_PyramidVarlenKernelOp : Pisa_KernelOp<"pyramid_varlen", 1> {
+  let summary = "the pyramids of a packed varlen batch (two kernels)";
+  let description = [{
+    Writes `pisa.pyramid_build_varlen` of `keys` (`[Tk, Hkv, d]`, sequences
+    by `cu_seqlens`) into `pyramid` (`[R, Hkv, d]`, sequence b at row
+    R_b, docs/semantics.md section 7). Blocks are numbered over the whole
+    batch and each finds its sequence on the device, so nothing is read
+    back to the host: a leaf kernel, then one level kernel per level of
+    the longest possible sequence (N = Tk).
+
+    ```mlir
+    %p = pisa.kernel.pyramid_varlen %k, %cu outs(%init) block_size = 64
+        branching = 2 : tensor<?x2x64xf16>, tensor<?xi32>, tensor<?x2x64xf32>
+        -> tensor<?x2x64xf32>
+    ```
+  }];
+  let arguments = (ins Pisa_Keys3D:$keys, Pisa_I32_1D:$cu_seqlens,
+                       Pisa_F32_3D:$pyramid, I64Attr:$block_size,
+                       I64Attr:$branching);
+  let assemblyFormat = [{
+    $keys `,` $cu_seqlens `outs` `(` $pyramid `)` `block_size` `=`
+    $block_size `branching` `=` $branching attr-dict `:` type($keys) `,`
+    type($cu_seqlens) `,` type($pyramid) (`->` type($results)^)?
+  }];
+}
+
+def Pisa_SelectSingleStageVarlenKernelOp
+    : Pisa_KernelOp<"select_single_stage_varlen", 1> {
+  let summary = "the whole varlen selection, one warp per (query row, KV head)";
+  let description = [{
+    `pisa.hier_topk_varlen` in the single-stage schedule: one warp per
+    packed query row and KV head finds its sequence (a binary search of
+    `cu_seqlens_q`), takes N_b, its position N_b - Nq_b + i and the
+    sequence's pyramid rows from the two cu_seqlens, and runs the
+    selection of `pisa.kernel.select_single_stage` on that sequence.
+
+    ```mlir
+    %sel = pisa.kernel.select_single_stage_varlen %q, %k, %p, %cuq, %cuk
+        outs(%s0) topk = 8 block_size = 64 branching = 2
+        scale = 0.0883883461 : tensor<?x16x128xbf16>, tensor<?x1x128xbf16>,
+        tensor<?x1x128xf32>, tensor<?xi32>, tensor<?xi32>,
+        tensor<?x1x8xi32> -> tensor<?x1x8xi32>
+    ```
+  }];
+  let arguments = (ins Pisa_Keys3D:$queries, Pisa_Keys3D:$keys,
+                       Pisa_F32_3D:$pyramid, Pisa_I32_1D:$cu_seqlens_q,
+                       Pisa_I32_1D:$cu_seqlens_k, Pisa_I32_3D:$selection,
+                       I64Attr:$topk, I64Attr:$block_size,
+                       I64Attr:$branching, F32Attr:$scale);
+  let assemblyFormat = [{
+    $queries `,` $keys `,` $pyramid `,` $cu_seqlens_q `,` $cu_seqlens_k
+    `outs` `(` $selection `)` `topk` `=` $topk `block_size` `=` $block_size
+    `branching` `=` $branching `scale` `=` $scale attr-dict
+    `:` type($queries) `,` type($keys) `,` type($pyramid) `,`
+    type($cu_seqlens_q) `,` type($cu_seqlens_k) `,` type($selection)
+    (`->` type($results)^)?
   }];
 }
 

@@ -36,7 +36,7 @@ static LogicalResult sameDim(Operation *op, StringRef what, StringRef aName,
 
 /// One form (all tensors or all buffers; the interface checks the results
 /// of the tensor form) and one batch size B (dim 0) across the operands.
-static LogicalResult verifyKernelOp(Operation *op) {
+static LogicalResult verifyKernelOp(Operation *op, bool packed = false) {
   bool tensors = false, buffers = false;
   int64_t batch = ShapedType::kDynamic;
   for (Value v : op->getOperands()) {
@@ -44,6 +44,8 @@ static LogicalResult verifyKernelOp(Operation *op) {
     if (!type)
       continue;
     (isa<RankedTensorType>(type) ? tensors : buffers) = true;
+    if (packed)
+      continue; // dim 0 is a token count, different per operand
     if (failed(sameDim(op, "batch B (dim 0)", "an operand", type.getDimSize(0),
                        "the first operand's", batch)))
       return failure();
@@ -87,6 +89,8 @@ PISA_KERNEL_EFFECTS(BucketKernelOp)
 PISA_KERNEL_EFFECTS(ScoreTilesKernelOp)
 PISA_KERNEL_EFFECTS(SelectFinalKernelOp)
 PISA_KERNEL_EFFECTS(SelectSingleStageKernelOp)
+PISA_KERNEL_EFFECTS(PyramidVarlenKernelOp)
+PISA_KERNEL_EFFECTS(SelectSingleStageVarlenKernelOp)
 #undef PISA_KERNEL_EFFECTS
 
 LogicalResult PyramidKernelOp::verify() {
@@ -172,4 +176,30 @@ LogicalResult SelectSingleStageKernelOp::verify() {
                      getTopk())) ||
       failed(sameDim(*this, "d", "keys", k[3], "queries", q[3])) ||
       failed(sameDim(*this, "Nq", "selection", sel[2], "queries", q[2])));
+}
+
+LogicalResult PyramidVarlenKernelOp::verify() {
+  if (failed(verifyKernelOp(*this, /*packed=*/true)))
+    return failure();
+  ArrayRef<int64_t> k = shapeOf(getKeys()), p = shapeOf(getPyramid());
+  return failure(failed(sameDim(*this, "Hkv", "pyramid", p[1], "keys", k[1])) ||
+                 failed(sameDim(*this, "d", "pyramid", p[2], "keys", k[2])));
+}
+
+LogicalResult SelectSingleStageVarlenKernelOp::verify() {
+  if (failed(verifyKernelOp(*this, /*packed=*/true)))
+    return failure();
+  ArrayRef<int64_t> q = shapeOf(getQueries()), k = shapeOf(getKeys());
+  ArrayRef<int64_t> p = shapeOf(getPyramid()), sel = shapeOf(getSelection());
+  return failure(
+      failed(sameDim(*this, "K", "selection", sel[2], "the attributes",
+                     getTopk())) ||
+      failed(sameDim(*this, "d", "keys", k[2], "queries", q[2])) ||
+      failed(sameDim(*this, "d", "pyramid", p[2], "keys", k[2])) ||
+      failed(sameDim(*this, "Hkv", "pyramid", p[1], "keys", k[1])) ||
+      failed(sameDim(*this, "Hkv", "selection", sel[1], "keys", k[1])) ||
+      failed(sameDim(*this, "Tq", "selection", sel[0], "queries", q[0])) ||
+      failed(sameDim(*this, "B + 1", "cu_seqlens_q",
+                     shapeOf(getCuSeqlensQ())[0], "cu_seqlens_k",
+                     shapeOf(getCuSeqlensK())[0])));
 }

@@ -66,6 +66,7 @@ void mlir::pisa::registerBufferizableOpInterfaceExternalModels(
   registry.addExtension(+[](MLIRContext *ctx, PisaDialect *) {
     attachAll<PyramidKernelOp, FragmentPlanesKernelOp, WalkKernelOp,
               BucketKernelOp, ScoreTilesKernelOp, SelectFinalKernelOp,
-              SelectSingleStageKernelOp>(ctx);
+              SelectSingleStageKernelOp, PyramidVarlenKernelOp,
+              SelectSingleStageVarlenKernelOp>(ctx);
   });
 }

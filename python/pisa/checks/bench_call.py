@@ -4,7 +4,10 @@ For a library and its inputs (Gaussian, on the GPU): GPU time per call from
 CUDA events around R back-to-back calls (after W warm-up calls), and host
 time per call, the wall time of enqueuing one call (perf_counter around the
 C entry point called through ctypes, with a preallocated result and
-workspace, so it includes ctypes' own cost). Medians of S samples.
+workspace, so it includes ctypes' own cost), and the latency of an
+isolated call (perf_counter around the call and a stream synchronisation,
+GPU idle before it): what the call costs beyond its kernels is that
+latency minus the back-to-back GPU time. Medians of S samples.
 
 usage: python3 -m pisa.checks.bench_call LIB.so [--samples 15] [--repeat 100]
          [--shapes 1x16x4096x128,1x1x4096x128] [--index-args 0]
@@ -73,7 +76,7 @@ def main():
     for _ in range(args.warmup):
         once()
     torch.cuda.synchronize()
-    gpu, host = [], []
+    gpu, host, latency = [], [], []
     for _ in range(args.samples):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
@@ -90,9 +93,20 @@ def main():
             t.append(time.perf_counter() - t0)
             torch.cuda.synchronize()
         host.append(statistics.median(t) * 1e6)
+        t = []
+        stream = torch.cuda.current_stream()
+        for _ in range(args.repeat):
+            t0 = time.perf_counter()
+            once()
+            stream.synchronize()
+            t.append(time.perf_counter() - t0)
+        latency.append(statistics.median(t) * 1e6)
+    over = statistics.median(latency) - statistics.median(gpu)
     print(f"{function}: GPU time per call (back to back) median {statistics.median(gpu):.1f} us "
           f"[{min(gpu):.1f}, {max(gpu):.1f}]; host time per call (enqueue) median "
-          f"{statistics.median(host):.1f} us [{min(host):.1f}, {max(host):.1f}]; "
+          f"{statistics.median(host):.1f} us [{min(host):.1f}, {max(host):.1f}]; isolated call "
+          f"latency (call + synchronize) median {statistics.median(latency):.1f} us "
+          f"[{min(latency):.1f}, {max(latency):.1f}], {over:.1f} us more than the GPU time; "
           f"{args.samples} samples x {args.repeat} calls")
     return 0
 

@@ -216,14 +216,34 @@ def verdict(got, want, gaps):
 
 # ------------------------------------------------------------------ build
 
-def compile_one(cfg, out, pisa_compile):
+def compile_one(cfg, out, pisa_compile, text):
     src = os.path.join(out, cfg["name"] + ".mlir")
     with open(src, "w") as f:
-        f.write(program(cfg, cfg.get("schedule")))
+        f.write(text)
     lib = os.path.join(out, "lib" + cfg["name"] + ".so")
     r = subprocess.run([pisa_compile, src, "-o", lib], capture_output=True,
                        text=True)
     return cfg, r.returncode, r.stderr.strip()
+
+
+def compile_all(cfgs, out, pisa_compile, jobs, program_of):
+    """Compiles program_of(cfg) for every configuration into out/ on `jobs`
+    threads: (built, rejected), each configuration given its "lib" or its
+    "error" (a shape the kernels cannot take must be a compile-time error
+    naming the limit; it is recorded)."""
+    os.makedirs(out, exist_ok=True)
+    built, rejected = [], []
+    with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
+        for cfg, rc, err in pool.map(
+                lambda c: compile_one(c, out, pisa_compile, program_of(c)), cfgs):
+            if rc == 0:
+                cfg["lib"] = "lib" + cfg["name"] + ".so"
+                built.append(cfg)
+            else:
+                cfg["error"] = err.splitlines()[-1] if err else f"exit {rc}"
+                rejected.append(cfg)
+                print(f"rejected {cfg['name']}: {cfg['error']}", flush=True)
+    return built, rejected
 
 
 def reshape(cfg, j, seed, max_n):
@@ -270,21 +290,10 @@ def build(args):
         cfg["dynamic"] = cfg.get("dynamic", args.dynamic)
         if "token_major" not in cfg:
             cfg["token_major"] = layout_rng.random() < args.token_major_share
-    os.makedirs(args.out, exist_ok=True)
     print(f"seed {args.seed}: {len(cfgs)} configurations", flush=True)
-    built, rejected = [], []
     t0 = time.time()
-    with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
-        for cfg, rc, err in pool.map(lambda c: compile_one(c, args.out, args.pisa_compile), cfgs):
-            if rc == 0:
-                cfg["lib"] = "lib" + cfg["name"] + ".so"
-                built.append(cfg)
-            else:
-                # A shape the kernels cannot take must be a compile-time
-                # error naming the limit; record it.
-                cfg["error"] = err.splitlines()[-1] if err else f"exit {rc}"
-                rejected.append(cfg)
-                print(f"rejected {cfg['name']}: {cfg['error']}", flush=True)
+    built, rejected = compile_all(cfgs, args.out, args.pisa_compile, args.jobs,
+                                  lambda c: program(c, c.get("schedule")))
     print(f"built {len(built)}, rejected {len(rejected)} in {time.time() - t0:.0f} s")
     with open(os.path.join(args.out, "sweep.json"), "w") as f:
         json.dump({"seed": args.seed, "max_n": args.max_n, "cases": built,
@@ -406,10 +415,9 @@ def check_shape(args, lib, cfg, seed, tgen):
     return summary
 
 
-def check(args):
-    import torch
-    from pisa import aot
-
+def load_cases(args):
+    """(DIR/sweep.json, the cases --only and --part pick, the input seed:
+    --seed or a fresh one)."""
     with open(os.path.join(args.dir, "sweep.json")) as f:
         sweep = json.load(f)
     cases = sweep["cases"]
@@ -419,6 +427,14 @@ def check(args):
         i, n = map(int, args.part.split("/"))
         cases = cases[i::n]
     seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "little")
+    return sweep, cases, seed
+
+
+def check(args):
+    import torch
+    from pisa import aot
+
+    sweep, cases, seed = load_cases(args)
     print(f"sweep seed {sweep['seed']}, input seed {seed}, {len(cases)} cases", flush=True)
     results, deadline = [], time.time() + args.budget
     # Several libraries in one process, as a user's program may hold them.

@@ -61,9 +61,9 @@ func.func @cache(%q: tensor<1x16x1x64xbf16>, %k: tensor<1x1x200x64xbf16>, %p: te
 
 // -----
 
-func.func @varlen(%q: tensor<?x4x16xf16>, %k: tensor<?x2x16xf16>, %p: tensor<?x2x16xf32>, %cuq: tensor<?xi32>, %cuk: tensor<?xi32>) -> tensor<?x2x4xi32> {
-  // expected-error @+1 {{has no GPU lowering (the CPU pipeline, pisa-cpu-pipeline, lowers it)}}
-  %s = pisa.hier_topk_varlen %q, %k, %p cu_seqlens(%cuq, %cuk) topk = 4 block_size = 8 branching = 2
-      : tensor<?x4x16xf16>, tensor<?x2x16xf16>, tensor<?x2x16xf32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x2x4xi32>
-  return %s : tensor<?x2x4xi32>
+func.func @varlen(%q: tensor<?x4x16xf16>, %k: tensor<?x2x16xf16>, %p: tensor<?x2x16xf32>, %cuq: tensor<?xi32>, %cuk: tensor<?xi32>) -> tensor<?x2x300xi32> {
+  // expected-error @+1 {{keeps g * K = 600 candidates per query, above the GPU limit of 512 (per-thread candidate lists)}}
+  %s = pisa.hier_topk_varlen %q, %k, %p cu_seqlens(%cuq, %cuk) topk = 300 block_size = 8 branching = 2
+      : tensor<?x4x16xf16>, tensor<?x2x16xf16>, tensor<?x2x16xf32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x2x300xi32>
+  return %s : tensor<?x2x300xi32>
 }

@@ -119,3 +119,29 @@ func.func @f(%q: memref<1x2x1x4xf32>, %k: memref<1x1x8x4xf32>, %p: memref<1x1x3x
       : memref<1x2x1x4xf32>, memref<1x1x8x4xf32>, memref<1x1x3x4xf32>, memref<1x1x2x2xi32>
   return
 }
+
+// -----
+
+func.func @f(%k: memref<?x2x4xf32>, %cu: memref<?xi32>, %p: memref<?x1x4xf32>) {
+  // expected-error @+1 {{expected Hkv of pyramid (1) to match keys (2)}}
+  pisa.kernel.pyramid_varlen %k, %cu outs(%p) block_size = 4 branching = 2 : memref<?x2x4xf32>, memref<?xi32>, memref<?x1x4xf32>
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<?x4x4xf32>, %k: memref<?x2x4xf32>, %p: memref<?x2x4xf32>, %cuq: memref<3xi32>, %cuk: memref<4xi32>, %s: memref<?x2x8xi32>) {
+  // expected-error @+1 {{expected B + 1 of cu_seqlens_q (3) to match cu_seqlens_k (4)}}
+  pisa.kernel.select_single_stage_varlen %q, %k, %p, %cuq, %cuk outs(%s) topk = 8 block_size = 4 branching = 2 scale = 0.5
+      : memref<?x4x4xf32>, memref<?x2x4xf32>, memref<?x2x4xf32>, memref<3xi32>, memref<4xi32>, memref<?x2x8xi32>
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<5x4x4xf32>, %k: memref<?x2x4xf32>, %p: memref<?x2x4xf32>, %cuq: memref<?xi32>, %cuk: memref<?xi32>, %s: memref<6x2x8xi32>) {
+  // expected-error @+1 {{expected Tq of selection (6) to match queries (5)}}
+  pisa.kernel.select_single_stage_varlen %q, %k, %p, %cuq, %cuk outs(%s) topk = 8 block_size = 4 branching = 2 scale = 0.5
+      : memref<5x4x4xf32>, memref<?x2x4xf32>, memref<?x2x4xf32>, memref<?xi32>, memref<?xi32>, memref<6x2x8xi32>
+  return
+}

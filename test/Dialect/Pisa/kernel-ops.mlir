@@ -49,3 +49,23 @@ func.func @buffer_form(%q: memref<?x4x1x32xf16>, %k: memref<?x2x?x32xf16>, %p: m
       : memref<?x4x1x32xf16>, memref<?x2x?x32xf16>, memref<?x2x?x32xf32>, memref<?x2x1x4xi32>
   return
 }
+
+// The varlen kernel ops: packed [T, H, X] operands and cu_seqlens.
+// CHECK-LABEL: func.func @varlen_forms
+// CHECK: %[[VP:.*]] = pisa.kernel.pyramid_varlen %{{.*}}, %{{.*}} outs(%{{.*}}) block_size = 64 branching = 2 : tensor<?x2x64xf16>, tensor<?xi32>, tensor<?x2x64xf32> -> tensor<?x2x64xf32>
+// CHECK: pisa.kernel.select_single_stage_varlen %{{.*}}, %{{.*}}, %[[VP]], %{{.*}}, %{{.*}} outs(%{{.*}}) topk = 8 block_size = 64 branching = 2 scale = 1.250000e-01 : tensor<?x8x64xf16>, tensor<?x2x64xf16>, tensor<?x2x64xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?x2x8xi32> -> tensor<?x2x8xi32>
+// CHECK: pisa.kernel.pyramid_varlen %{{.*}}, %{{.*}} outs(%{{.*}}) block_size = 64 branching = 2 : memref<?x2x64xf16>, memref<?xi32>, memref<?x2x64xf32>
+// CHECK-NOT: ->
+// CHECK: pisa.kernel.select_single_stage_varlen {{.*}} : memref<?x8x64xf16>, memref<?x2x64xf16>, memref<?x2x64xf32>, memref<?xi32>, memref<?xi32>, memref<?x2x8xi32>
+func.func @varlen_forms(%q: tensor<?x8x64xf16>, %k: tensor<?x2x64xf16>, %cuq: tensor<?xi32>, %cuk: tensor<?xi32>,
+                        %p0: tensor<?x2x64xf32>, %s0: tensor<?x2x8xi32>,
+                        %mq: memref<?x8x64xf16>, %mk: memref<?x2x64xf16>, %mcuq: memref<?xi32>, %mcuk: memref<?xi32>,
+                        %mp: memref<?x2x64xf32>, %ms: memref<?x2x8xi32>) -> tensor<?x2x8xi32> {
+  %p = pisa.kernel.pyramid_varlen %k, %cuk outs(%p0) block_size = 64 branching = 2 : tensor<?x2x64xf16>, tensor<?xi32>, tensor<?x2x64xf32> -> tensor<?x2x64xf32>
+  %s = pisa.kernel.select_single_stage_varlen %q, %k, %p, %cuq, %cuk outs(%s0) topk = 8 block_size = 64 branching = 2 scale = 0.125
+      : tensor<?x8x64xf16>, tensor<?x2x64xf16>, tensor<?x2x64xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?x2x8xi32> -> tensor<?x2x8xi32>
+  pisa.kernel.pyramid_varlen %mk, %mcuk outs(%mp) block_size = 64 branching = 2 : memref<?x2x64xf16>, memref<?xi32>, memref<?x2x64xf32>
+  pisa.kernel.select_single_stage_varlen %mq, %mk, %mp, %mcuq, %mcuk outs(%ms) topk = 8 block_size = 64 branching = 2 scale = 0.125
+      : memref<?x8x64xf16>, memref<?x2x64xf16>, memref<?x2x64xf32>, memref<?xi32>, memref<?xi32>, memref<?x2x8xi32>
+  return %s : tensor<?x2x8xi32>
+}

@@ -11,8 +11,9 @@ using namespace mlir;
 using namespace mlir::pisa::detail;
 
 LevelLayout::LevelLayout(ImplicitLocOpBuilder &b, Value numKeys,
-                         int64_t blockSize, int64_t branching)
-    : block(blockSize), fan(branching), keys(numKeys) {
+                         int64_t blockSize, int64_t branching,
+                         Value firstRow)
+    : block(blockSize), fan(branching), keys(numKeys), firstRow(firstRow) {
   if (std::optional<int64_t> n = getConstantIntValue(numKeys); n && *n >= 1) {
     layout.emplace(*n, blockSize, branching);
     leaves = indexConst(b, layout->numLeaves());
@@ -59,10 +60,14 @@ SmallVector<Value> LevelLayout::walkDown(ImplicitLocOpBuilder &b,
                                          ValueRange state,
                                          StepBody body) const {
   SmallVector<Value> st(state.begin(), state.end());
+  auto inBuffer = [&](Value row) {
+    return firstRow ? arith::AddIOp::create(b, firstRow, row).getResult()
+                    : row;
+  };
   if (layout) {
     for (int64_t level = layout->numLevels(); level >= 2; --level) {
       Step step{indexConst(b, layout->leavesPerNode(level)),
-                {indexConst(b, layout->offset(level - 1)),
+                {inBuffer(indexConst(b, layout->offset(level - 1))),
                  indexConst(b, layout->size(level - 1)), indexConst(b, fan),
                  indexConst(b, layout->leavesPerNode(level - 1) * block)}};
       st = body(b, step, st);
@@ -73,7 +78,7 @@ SmallVector<Value> LevelLayout::walkDown(ImplicitLocOpBuilder &b,
   // ceil(M_1 / (span / g)) nodes and ends where level l starts.
   Value one = indexConst(b, 1), g = indexConst(b, fan);
   SmallVector<Value> init{rootSpan,
-                          arith::SubIOp::create(b, rows, one)};
+                          inBuffer(arith::SubIOp::create(b, rows, one))};
   init.append(st);
   SmallVector<Value> out = buildLoop(
       b, one, levels, init,

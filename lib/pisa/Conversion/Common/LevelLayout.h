@@ -24,8 +24,10 @@ namespace mlir::pisa::detail {
 class LevelLayout {
 public:
   /// The layout of `numKeys` keys (index); N = 0 has no leaves and no rows.
+  /// The pyramid's rows start at `firstRow` of its buffer when given (a
+  /// sequence of a packed varlen pyramid), else at row 0.
   LevelLayout(ImplicitLocOpBuilder &b, Value numKeys, int64_t blockSize,
-              int64_t branching);
+              int64_t branching, Value firstRow = Value());
 
   int64_t blockSize() const { return block; }
   int64_t branching() const { return fan; }
@@ -38,7 +40,8 @@ public:
   Value numLevels() const { return levels; }
 
   /// One step of a walk from level `level` (>= 2) to its children: `span`
-  /// is the leaves per node of the level, `children` its child level.
+  /// is the leaves per node of the level, `children` its child level (its
+  /// rowBase a row of the buffer, firstRow included).
   struct Step {
     Value span;
     ChildLevel children;
@@ -56,7 +59,7 @@ public:
 private:
   int64_t block, fan;
   std::optional<PyramidLayout> layout;
-  Value keys, leaves, rows, levels, rootSpan;
+  Value keys, leaves, rows, levels, rootSpan, firstRow;
 };
 
 } // namespace mlir::pisa::detail

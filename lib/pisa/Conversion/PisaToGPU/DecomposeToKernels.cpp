@@ -17,6 +17,7 @@
 
 #include "../Common/LevelLayout.h"
 #include "../Common/LoopBuilders.h"
+#include "../Common/VarlenRows.h"
 
 #include "pisa/Conversion/Passes.h"
 #include "pisa/Conversion/PisaToGPU/PisaToGPU.h"
@@ -291,6 +292,90 @@ void decompose(RewriterBase &rewriter, PyramidBuildOp op) {
                                .getResult(0));
 }
 
+/// The size rules of a packed varlen batch the host can check (its
+/// cu_seqlens' contents stay on the device: kernels leave the rows of a
+/// sequence that breaks a rule unwritten). Returns R for the pyramid.
+Value requireVarlenSizes(ImplicitLocOpBuilder &b, StringRef opName,
+                         Value cuKeys, Value keys, Value pyramid,
+                         int64_t blockSize, Value cuQueries = Value(),
+                         Value queries = Value()) {
+  using P = arith::CmpIPredicate;
+  auto require = [&](Value ok, const Twine &what) {
+    requireAtRuntime(b, ok, opName + ": " + what);
+  };
+  Value zero = indexConst(b, 0);
+  Value numSeqs = arith::SubIOp::create(b, dimOf(b, cuKeys, 0),
+                                        indexConst(b, 1));
+  Value numKeyRows = dimOf(b, keys, 0);
+  auto noneOr = [&](Value rows) {
+    return arith::OrIOp::create(b, cmp(b, P::ne, numSeqs, zero),
+                                cmp(b, P::eq, rows, zero));
+  };
+  require(noneOr(numKeyRows),
+          "cu_seqlens_k has no sequence but there are key rows");
+  if (cuQueries) {
+    require(cmp(b, P::eq, dimOf(b, cuQueries, 0), dimOf(b, cuKeys, 0)),
+            "cu_seqlens_q and cu_seqlens_k give different B");
+    require(noneOr(dimOf(b, queries, 0)),
+            "cu_seqlens_q has no sequence but there are query rows");
+  }
+  Value rows = firstPyramidRow(b, numKeyRows, numSeqs, blockSize);
+  require(cmp(b, P::eq, dimOf(b, pyramid, 0), rows),
+          "the pyramid's rows are not 2 floor(Tk / C) + 32 B");
+  return rows;
+}
+
+void decompose(RewriterBase &rewriter, PyramidBuildVarlenOp op) {
+  rewriter.setInsertionPoint(op);
+  ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+  Value keys = op.getKeys();
+  RankedTensorType type = op.getPyramid().getType();
+  // The result is sized from the inputs; the rule only checks a static R.
+  Value numSeqs = arith::SubIOp::create(b, dimOf(b, op.getCuSeqlens(), 0),
+                                        indexConst(b, 1));
+  Value rows = firstPyramidRow(b, dimOf(b, keys, 0), numSeqs,
+                               op.getBlockSize());
+  if (!type.isDynamicDim(0))
+    requireAtRuntime(b,
+                     cmp(b, arith::CmpIPredicate::eq, rows,
+                         indexConst(b, type.getDimSize(0))),
+                     "pisa.pyramid_build_varlen: the pyramid's " +
+                         std::to_string(type.getDimSize(0)) +
+                         " rows are not 2 floor(Tk / C) + 32 B");
+  requireAtRuntime(
+      b,
+      arith::OrIOp::create(
+          b, cmp(b, arith::CmpIPredicate::ne, numSeqs, indexConst(b, 0)),
+          cmp(b, arith::CmpIPredicate::eq, dimOf(b, keys, 0),
+              indexConst(b, 0))),
+      "pisa.pyramid_build_varlen: cu_seqlens has no sequence but there are "
+      "key rows");
+  Value init = emptyLike(b, type, {rows, Value(), Value()});
+  rewriter.replaceOp(op, PyramidVarlenKernelOp::create(
+                             b, TypeRange{type}, keys, op.getCuSeqlens(), init,
+                             op.getBlockSize(), op.getBranching())
+                             .getResult(0));
+}
+
+/// hier_topk_varlen runs the single-stage kernel (docs/gpu.md, "Varlen").
+void decompose(RewriterBase &rewriter, HierTopKVarlenOp op) {
+  rewriter.setInsertionPoint(op);
+  ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+  requireVarlenSizes(b, "pisa.hier_topk_varlen", op.getCuSeqlensK(),
+                     op.getKeys(), op.getPyramid(), op.getBlockSize(),
+                     op.getCuSeqlensQ(), op.getQueries());
+  RankedTensorType type = op.getSelection().getType();
+  Value init = emptyLike(b, type, {dimOf(b, op.getQueries(), 0), Value(),
+                                   Value()});
+  rewriter.replaceOp(
+      op, SelectSingleStageVarlenKernelOp::create(
+              b, TypeRange{type}, op.getQueries(), op.getKeys(),
+              op.getPyramid(), op.getCuSeqlensQ(), op.getCuSeqlensK(), init,
+              op.getTopk(), op.getBlockSize(), op.getBranching(),
+              llvm::APFloat(op.getScaleOrDefault()))
+              .getResult(0));
+}
+
 struct PisaDecomposeToKernelsPass
     : public pisa::impl::PisaDecomposeToKernelsBase<
           PisaDecomposeToKernelsPass> {
@@ -300,6 +385,7 @@ struct PisaDecomposeToKernelsPass
     bool ok = true;
     SmallVector<std::pair<HierTopKOp, SelectionPlan>> selections;
     SmallVector<PyramidBuildOp> pyramids;
+    SmallVector<Operation *> varlen;
     getOperation()->walk([&](Operation *op) {
       if (!isa_and_nonnull<PisaDialect>(op->getDialect()) ||
           isa<DestinationStyleOpInterface>(op))
@@ -314,6 +400,8 @@ struct PisaDecomposeToKernelsPass
         ok = false;
       } else if (auto build = dyn_cast<PyramidBuildOp>(op)) {
         pyramids.push_back(build);
+      } else if (isa<PyramidBuildVarlenOp, HierTopKVarlenOp>(op)) {
+        varlen.push_back(op);
       }
     });
     if (!ok)
@@ -323,6 +411,12 @@ struct PisaDecomposeToKernelsPass
       decompose(rewriter, op, plan);
     for (PyramidBuildOp op : pyramids)
       decompose(rewriter, op);
+    for (Operation *op : varlen) {
+      if (auto build = dyn_cast<PyramidBuildVarlenOp>(op))
+        decompose(rewriter, build);
+      else
+        decompose(rewriter, cast<HierTopKVarlenOp>(op));
+    }
   }
 };
 

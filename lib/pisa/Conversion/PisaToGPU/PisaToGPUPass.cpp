@@ -64,14 +64,18 @@ void mlir::pisa::placeBuffersOnDevice(ModuleOp module) {
 std::optional<std::string> mlir::pisa::gpuLimitViolation(Operation *op) {
   std::string why;
   llvm::raw_string_ostream os(why);
-  if (auto build = dyn_cast<PyramidBuildOp>(op)) {
-    int64_t d = build.getKeys().getType().getShape()[3];
+  // The pyramid kernels: one thread per feature.
+  auto headDimLimit = [&](int64_t d) -> std::optional<std::string> {
     if (d <= kMaxGPUHeadDim)
       return std::nullopt;
     os << "has head dim d = " << d << " above the GPU limit of "
        << kMaxGPUHeadDim << " (one thread per feature)";
     return why;
-  }
+  };
+  if (auto build = dyn_cast<PyramidBuildOp>(op))
+    return headDimLimit(build.getKeys().getType().getShape()[3]);
+  if (auto build = dyn_cast<PyramidBuildVarlenOp>(op))
+    return headDimLimit(build.getKeys().getType().getShape()[2]);
   if (auto topk = dyn_cast<HierTopKOp>(op)) {
     // [B, H, T, X] whatever the layout.
     auto headMajor = [&](ArrayRef<int64_t> s) {
@@ -108,6 +112,21 @@ std::optional<std::string> mlir::pisa::gpuLimitViolation(Operation *op) {
       os << "has q_tile * G = " << schedule.getQTile() * groupSize
          << " above the GPU limit of " << kMaxGPUThreads
          << " threads per stage-2 block";
+    else
+      return std::nullopt;
+    return why;
+  }
+  if (auto topk = dyn_cast<HierTopKVarlenOp>(op)) {
+    const int64_t candidates =
+        int64_t(topk.getBranching()) * int64_t(topk.getTopk());
+    const int64_t kvHeads = topk.getKeys().getType().getShape()[1];
+    if (candidates > kMaxGPUCandidates)
+      os << "keeps g * K = " << candidates
+         << " candidates per query, above the GPU limit of "
+         << kMaxGPUCandidates << " (per-thread candidate lists)";
+    else if (kvHeads > kMaxGPUGroups)
+      os << "has Hkv = " << kvHeads << " above the GPU limit of "
+         << kMaxGPUGroups << " (grid y)";
     else
       return std::nullopt;
     return why;

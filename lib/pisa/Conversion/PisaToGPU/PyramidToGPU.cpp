@@ -4,14 +4,20 @@
 // kernel averages a block of raw keys, the level kernel (launched once per
 // upper level, with the level's offsets as arguments) averages g children
 // of the packed pyramid. Both accumulate in f32; reads are coalesced across
-// the feature dimension.
+// the feature dimension. The varlen form numbers the leaves (and each
+// level's nodes) over the whole batch and lets every block find its
+// sequence (PackedSequences.h); it launches a level kernel per level of
+// the longest possible sequence, and a block past its sequence's levels
+// returns at once.
 //
 //===----------------------------------------------------------------------===//
 
 #include "KernelBuilder.h"
+#include "PackedSequences.h"
 
 #include "../Common/LevelLayout.h"
 #include "../Common/LoopBuilders.h"
+#include "../Common/VarlenRows.h"
 
 #include "pisa/Analysis/PyramidLayout.h"
 #include "pisa/Conversion/PisaToGPU/PisaToGPU.h"
@@ -143,6 +149,171 @@ struct PyramidKernelToGPU : OpRewritePattern<PyramidKernelOp> {
 };
 } // namespace
 
+/// A varlen pyramid block's sequence and node: slot blockIdx.x of a level
+/// whose nodes span `span` leaves, for KV head blockIdx.y and feature
+/// threadIdx.x.
+struct VarlenSlot {
+  Value seq, node, head, feature;
+  PackedKeys keys;
+  Value leaves, firstRow;
+};
+
+static VarlenSlot varlenSlot(ImplicitLocOpBuilder &b, Value cu,
+                             Value numKeyRows, int64_t blockSize, Value span) {
+  Value slot = blockIdX(b);
+  Value numSeqs = arith::SubIOp::create(b, dimOf(b, cu, 0), indexConst(b, 1));
+  auto firstSlot = [&](ImplicitLocOpBuilder &lb, Value s) {
+    return firstNodeSlot(lb, cuEntry(lb, cu, s), s, blockSize, span);
+  };
+  Value seq = findSequence(b, numSeqs, slot, firstSlot);
+  PackedKeys keys = packedKeys(b, cu, numKeyRows, seq);
+  return {seq,
+          arith::SubIOp::create(b, slot, firstSlot(b, seq)),
+          blockIdY(b),
+          threadIdX(b),
+          keys,
+          arith::CeilDivUIOp::create(b, keys.count, indexConst(b, blockSize)),
+          firstPyramidRow(b, keys.first, seq, blockSize)};
+}
+
+/// The leaf kernel of pisa.kernel.pyramid_varlen.
+static Kernel buildVarlenLeafKernel(PatternRewriter &rewriter, Operation *op,
+                                    MemRefType keys, MemRefType cu,
+                                    MemRefType pyramid, int64_t blockSize) {
+  Kernel kernel = createKernel(rewriter, op, "pyramid_varlen_leaves",
+                               {{"keys", keys}, {"cuSeqlens", cu},
+                                {"pyramid", pyramid}});
+  ImplicitLocOpBuilder b(op->getLoc(), rewriter);
+  VarlenSlot s = varlenSlot(b, kernel.arg("cuSeqlens"),
+                            dimOf(b, kernel.arg("keys"), 2), blockSize,
+                            indexConst(b, 1));
+  Value cBlock = indexConst(b, blockSize);
+  Value exists = arith::AndIOp::create(
+      b, s.keys.valid, cmp(b, arith::CmpIPredicate::ult, s.node, s.leaves));
+  buildIfThen(b, exists, [&](ImplicitLocOpBuilder &tb) {
+    Value first = arith::MulIOp::create(tb, s.node, cBlock);
+    Value count = arith::MinUIOp::create(
+        tb, cBlock, arith::SubIOp::create(tb, s.keys.count, first));
+    emitMean(tb, kernel.arg("keys"), kernel.arg("pyramid"), indexConst(tb, 0),
+             s.head, arith::AddIOp::create(tb, s.keys.first, first), count,
+             arith::AddIOp::create(tb, s.firstRow, s.node), s.feature);
+  });
+  gpu::ReturnOp::create(b);
+  return kernel;
+}
+
+/// The level kernel of pisa.kernel.pyramid_varlen: level `level` (>= 2)
+/// of every sequence that has it, its nodes spanning `span` leaves.
+static Kernel buildVarlenLevelKernel(PatternRewriter &rewriter, Operation *op,
+                                     MemRefType cu, MemRefType pyramid,
+                                     int64_t blockSize, int64_t fan) {
+  Type index = rewriter.getIndexType();
+  Kernel kernel = createKernel(rewriter, op, "pyramid_varlen_level",
+                               {{"pyramid", pyramid},
+                                {"cuSeqlens", cu},
+                                {"numKeyRows", index},
+                                {"level", index},
+                                {"span", index}});
+  ImplicitLocOpBuilder b(op->getLoc(), rewriter);
+  // The keys are not read here; their row count bounds cu_k.
+  VarlenSlot s = varlenSlot(b, kernel.arg("cuSeqlens"),
+                            kernel.arg("numKeyRows"), blockSize,
+                            kernel.arg("span"));
+  Value cFan = indexConst(b, fan);
+  // Levels 1 .. level - 1 of this sequence: where the child level starts
+  // and how many nodes it has.
+  SmallVector<Value> child = buildLoop(
+      b, indexConst(b, 2), kernel.arg("level"), {indexConst(b, 0), s.leaves},
+      [&](ImplicitLocOpBuilder &lb, Value, ValueRange st) {
+        return SmallVector<Value>{arith::AddIOp::create(lb, st[0], st[1]),
+                                  arith::CeilDivUIOp::create(lb, st[1], cFan)};
+      });
+  Value childOffset = child[0], childCount = child[1];
+  Value size = arith::CeilDivUIOp::create(b, childCount, cFan);
+  // The level exists when its child level has more than one node.
+  Value exists = arith::AndIOp::create(
+      b, s.keys.valid,
+      arith::AndIOp::create(
+          b, cmp(b, arith::CmpIPredicate::ugt, childCount, indexConst(b, 1)),
+          cmp(b, arith::CmpIPredicate::ult, s.node, size)));
+  buildIfThen(b, exists, [&](ImplicitLocOpBuilder &tb) {
+    Value firstChild = arith::MulIOp::create(tb, s.node, cFan);
+    Value children = arith::MinUIOp::create(
+        tb, cFan, arith::SubIOp::create(tb, childCount, firstChild));
+    Value childRow = arith::AddIOp::create(tb, s.firstRow, childOffset);
+    Value levelRow = arith::AddIOp::create(tb, childRow, childCount);
+    emitMean(tb, kernel.arg("pyramid"), kernel.arg("pyramid"),
+             indexConst(tb, 0), s.head,
+             arith::AddIOp::create(tb, childRow, firstChild), children,
+             arith::AddIOp::create(tb, levelRow, s.node), s.feature);
+  });
+  gpu::ReturnOp::create(b);
+  return kernel;
+}
+
+namespace {
+/// pisa.kernel.pyramid_varlen: the leaf kernel over floor(Tk / C) + B
+/// slots, then one level kernel per level of N = Tk.
+struct PyramidVarlenKernelToGPU : OpRewritePattern<PyramidVarlenKernelOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(PyramidVarlenKernelOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!op.hasPureBufferSemantics())
+      return rewriter.notifyMatchFailure(op, "expected the buffer form");
+    rewriter.setInsertionPoint(op);
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    Value keys = viewAsBatchOfOne(b, op.getKeys());
+    Value pyramid = viewAsBatchOfOne(b, op.getPyramid());
+    Value cu = op.getCuSeqlens();
+    auto keysMem = cast<MemRefType>(keys.getType());
+    auto pyrMem = cast<MemRefType>(pyramid.getType());
+    auto cuMem = cast<MemRefType>(cu.getType());
+    const int64_t blockSize = op.getBlockSize(), fan = op.getBranching();
+    Kernel leafKernel, levelKernel;
+    {
+      OpBuilder::InsertionGuard guard(rewriter);
+      leafKernel =
+          buildVarlenLeafKernel(rewriter, op, keysMem, cuMem, pyrMem, blockSize);
+      levelKernel =
+          buildVarlenLevelKernel(rewriter, op, cuMem, pyrMem, blockSize, fan);
+    }
+    const int64_t d = keysMem.getShape()[3];
+    Value heads = indexConst(b, keysMem.getShape()[1]);
+    Value numKeyRows = dimOf(b, op.getKeys(), 0);
+    Value numSeqs = arith::SubIOp::create(b, dimOf(b, cu, 0), indexConst(b, 1));
+    // Slots of a level: floor(floor(Tk / C) / span) + B.
+    auto slots = [&](ImplicitLocOpBuilder &sb, Value span) -> Value {
+      Value leaves =
+          arith::DivUIOp::create(sb, numKeyRows, indexConst(sb, blockSize));
+      return arith::AddIOp::create(sb, arith::DivUIOp::create(sb, leaves, span),
+                                   numSeqs);
+    };
+    launch(b, leafKernel, slots(b, indexConst(b, 1)), heads, d,
+           {{"keys", keys}, {"cuSeqlens", cu}, {"pyramid", pyramid}});
+    // Levels 2 .. L(Tk): no sequence has more levels than N = Tk gives.
+    LevelLayout longest(b, numKeyRows, blockSize, fan);
+    buildLoop(
+        b, indexConst(b, 2),
+        arith::AddIOp::create(b, longest.numLevels(), indexConst(b, 1)),
+        {indexConst(b, 1)},
+        [&](ImplicitLocOpBuilder &lb, Value level, ValueRange st) {
+          Value span = arith::MulIOp::create(lb, st[0], indexConst(lb, fan));
+          launch(lb, levelKernel, slots(lb, span), heads, d,
+                 {{"pyramid", pyramid},
+                  {"cuSeqlens", cu},
+                  {"numKeyRows", numKeyRows},
+                  {"level", level},
+                  {"span", span}});
+          return SmallVector<Value>{span};
+        });
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+} // namespace
+
 void mlir::pisa::populatePyramidKernelToGPUPatterns(RewritePatternSet &patterns) {
-  patterns.add<PyramidKernelToGPU>(patterns.getContext());
+  patterns.add<PyramidKernelToGPU, PyramidVarlenKernelToGPU>(
+      patterns.getContext());
 }

@@ -20,10 +20,12 @@
 
 #include "DeviceSelection.h"
 #include "KernelBuilder.h"
+#include "PackedSequences.h"
 #include "TileScoring.h"
 #include "WarpWalkMMA.h"
 
 #include "../Common/LoopBuilders.h"
+#include "../Common/VarlenRows.h"
 
 #include "pisa/Analysis/PyramidLayout.h"
 #include "pisa/Conversion/PisaToGPU/PisaToGPU.h"
@@ -195,40 +197,80 @@ void guarded(ImplicitLocOpBuilder &b, Value cond,
   gpu::ReturnOp::create(b);
 }
 
+/// The sequence of a query warp: its row of the [B, H, T, X] buffers (or
+/// views), its position, N and where its keys and pyramid rows start. A
+/// batch index is one sequence; a packed varlen batch finds its own.
+struct WarpSequence {
+  Value batch, query, position, numKeys;
+  Value firstKey;        ///< first key row (0 for a batch)
+  Value firstPyramidRow; ///< null: row 0
+  Value valid;           ///< null: always; else the row is left unwritten
+};
+using WarpSequenceOf = llvm::function_ref<WarpSequence(
+    ImplicitLocOpBuilder &, Value batch, Value row)>;
+
 /// One query's warp inside a walk kernel: where it is, its private scratch
 /// and its query rows (in registers when they fit).
 struct WarpSite {
   QuerySite site;
   Value lane, bt;
+  Value numKeys, firstKey;
   std::optional<QueryScratch> scratch;
   std::optional<WarpQuery> query;
   /// A fragments when the walk's levels score on tensor cores.
   std::optional<MmaWalkQuery> mmaQuery;
 };
 
+using QueryWarpBody = llvm::function_ref<void(
+    ImplicitLocOpBuilder &, const WarpSite &, const LevelLayout &)>;
+
 /// Emits the prologue shared by the walk kernels (warp coordinates, the
-/// in-range guard, position, b_t, the query: A fragments when `mmaLevels`
-/// (the levels score on tensor cores), else f32 rows in registers when
-/// they fit) and `body` under the guard.
+/// in-range guard, the warp's sequence and its layout, b_t, the query: A
+/// fragments when `mmaLevels` (the levels score on tensor cores), else f32
+/// rows in registers when they fit) and `body` under the guard. A batch
+/// gives its one `batchLayout` (built before the guard); a packed batch
+/// builds each warp's from its sequence.
 void forEachQueryWarp(ImplicitLocOpBuilder &b, const Kernel &kernel,
-                      const Problem &p, const LevelLayout &layout,
-                      Value queries, Value offset, bool mmaLevels,
-                      llvm::function_ref<void(ImplicitLocOpBuilder &,
-                                              const WarpSite &)>
-                          body) {
+                      const Problem &p, Value queries, bool mmaLevels,
+                      const LevelLayout *batchLayout,
+                      WarpSequenceOf sequenceOf, QueryWarpBody body) {
   SmallVector<Value> at = queryWarp(b, p, dimOf(b, queries, 2));
   guarded(b, at[3], [&](ImplicitLocOpBuilder &gb) {
-    Value t = arith::AddIOp::create(gb, offset, at[2]);
-    WarpSite w{{at[0], at[1], at[2], t}, at[4],
-               leafOfPosition(gb, layout, t), scratchOf(kernel),
-               std::nullopt, std::nullopt};
-    if (mmaLevels)
-      w.mmaQuery = loadMmaWalkQuery(gb, queries, w.site, p.headDim, w.lane);
+    WarpSequence seq = sequenceOf(gb, at[0], at[2]);
+    auto run = [&](ImplicitLocOpBuilder &rb) {
+      std::optional<LevelLayout> own;
+      if (!batchLayout)
+        own.emplace(rb, seq.numKeys, p.blockSize, p.fanout,
+                    seq.firstPyramidRow);
+      const LevelLayout &layout = batchLayout ? *batchLayout : *own;
+      WarpSite w{{seq.batch, at[1], seq.query, seq.position},
+                 at[4],
+                 leafOfPosition(rb, layout, seq.position),
+                 seq.numKeys,
+                 seq.firstKey,
+                 scratchOf(kernel),
+                 std::nullopt,
+                 std::nullopt};
+      if (mmaLevels)
+        w.mmaQuery = loadMmaWalkQuery(rb, queries, w.site, p.headDim, w.lane);
+      else
+        w.query = loadWarpQuery(rb, queries, w.site, p.groupSize, p.headDim,
+                                w.lane);
+      body(rb, w, layout);
+    };
+    if (seq.valid)
+      buildIfThen(gb, seq.valid, run);
     else
-      w.query = loadWarpQuery(gb, queries, w.site, p.groupSize, p.headDim,
-                              w.lane);
-    body(gb, w);
+      run(gb);
   });
+}
+
+/// The sequence of a batched kernel's warp: batch `batch`, N = `numKeys`,
+/// position offset + row.
+WarpSequence batchedSequence(ImplicitLocOpBuilder &b, Value batch, Value row,
+                             Value offset, Value numKeys) {
+  return {batch, row, arith::AddIOp::create(b, offset, row), numKeys,
+          indexConst(b, 0), Value(), Value()};
 }
 
 /// B * Hkv on the host, for grid y.
@@ -257,6 +299,62 @@ template <typename OpTy> struct KernelOpPattern : OpRewritePattern<OpTy> {
                      ImplicitLocOpBuilder &host) const = 0;
 };
 
+/// The body of the single-stage kernel for one query warp: the walk, the
+/// leaf scoring from raw keys when the contenders compete, and the final
+/// selection written to `selection` (lane 0 writes).
+void buildSingleStageWarp(ImplicitLocOpBuilder &gb, const Kernel &kernel,
+                          const Problem &p, const WarpSite &w,
+                          const LevelLayout &layout) {
+  const QuerySite &site = w.site;
+  const QueryScratch &scratch = *w.scratch;
+  Value bt = w.bt;
+  WarpScorer summaries = warpScorer(w.query, kernel.arg("queries"),
+                                    kernel.arg("pyramid"), p, w.lane, site);
+  WarpScorer rawKeys = warpScorer(w.query, kernel.arg("queries"),
+                                  kernel.arg("keys"), p, w.lane, site);
+  // The SIMT walk here: with the tensor-core level scorer this kernel also
+  // keeps the f32 query rows for the leaves, and measured 12% slower at
+  // 256K (docs/performance.md, v9).
+  Value numContenders = buildWalk(gb, {layout, p.topK}, summaries, bt, scratch);
+  // Score the contenders from the raw keys when they must compete.
+  Value zero = indexConst(gb, 0);
+  Value ranked = arith::CmpIOp::create(gb, arith::CmpIPredicate::ugt,
+                                       numContenders,
+                                       contenderSlots(gb, p.topK, bt));
+  ChildLevel keyLevel{w.firstKey, w.numKeys, indexConst(gb, p.blockSize),
+                      indexConst(gb, 1)};
+  buildIfThen(gb, ranked, [&](ImplicitLocOpBuilder &rb) {
+    buildLoop(rb, zero, numContenders, {},
+              [&](ImplicitLocOpBuilder &lb, Value a, ValueRange) {
+                Value node = arith::IndexCastOp::create(
+                    lb, lb.getIndexType(),
+                    memref::LoadOp::create(lb, scratch.cand, ValueRange{a}));
+                Value u = rawKeys(lb, keyLevel, node);
+                memref::StoreOp::create(lb, u, scratch.scores, ValueRange{a});
+                return SmallVector<Value>{};
+              });
+  });
+  buildFinalSelection(
+      gb, p.topK, bt, numContenders,
+      [&](ImplicitLocOpBuilder &lb, Value a) -> Value {
+        return arith::IndexCastOp::create(
+            lb, lb.getIndexType(),
+            memref::LoadOp::create(lb, scratch.cand, ValueRange{a}));
+      },
+      [&](ImplicitLocOpBuilder &lb, Value a) -> Value {
+        return memref::LoadOp::create(lb, scratch.scores, ValueRange{a});
+      },
+      scratch.kept,
+      [&](ImplicitLocOpBuilder &lb, Value pos, Value value) {
+        buildIfThen(lb, isLaneZero(lb, w.lane), [&](ImplicitLocOpBuilder &sb) {
+          memref::StoreOp::create(
+              sb, arith::IndexCastOp::create(sb, sb.getI32Type(), value),
+              kernel.arg("selection"),
+              ValueRange{site.batch, site.kvHead, site.query, pos});
+        });
+      });
+}
+
 /// The walk, the leaf scoring from raw keys and the final selection, in one
 /// kernel.
 struct SelectSingleStageToGPU : KernelOpPattern<SelectSingleStageKernelOp> {
@@ -279,63 +377,16 @@ struct SelectSingleStageToGPU : KernelOpPattern<SelectSingleStageKernelOp> {
       ImplicitLocOpBuilder b(op.getLoc(), rewriter);
       Value numKeys = dimOf(b, kernel.arg("keys"), 2);
       LevelLayout layout(b, numKeys, p.blockSize, p.fanout);
-      forEachQueryWarp(b, kernel, p, layout, kernel.arg("queries"),
-                       kernel.arg("offset"), /*mmaLevels=*/false,
-                       [&](ImplicitLocOpBuilder &gb, const WarpSite &w) {
-        const QuerySite &site = w.site;
-        const QueryScratch &scratch = *w.scratch;
-        Value bt = w.bt;
-        const std::optional<WarpQuery> &query = w.query;
-        WarpScorer summaries = warpScorer(query, kernel.arg("queries"),
-                                          kernel.arg("pyramid"), p, w.lane, site);
-        WarpScorer rawKeys = warpScorer(query, kernel.arg("queries"),
-                                        kernel.arg("keys"), p, w.lane, site);
-        // The SIMT walk here: with the tensor-core level scorer this kernel
-        // also keeps the f32 query rows for the leaves, and measured 12%
-        // slower at 256K (docs/performance.md, v9).
-        Value numContenders =
-            buildWalk(gb, {layout, p.topK}, summaries, bt, scratch);
-        // Score the contenders from the raw keys when they must compete.
-        Value zero = indexConst(gb, 0);
-        Value ranked = arith::CmpIOp::create(
-            gb, arith::CmpIPredicate::ugt, numContenders,
-            contenderSlots(gb, p.topK, bt));
-        ChildLevel keyLevel{zero, numKeys, indexConst(gb, p.blockSize),
-                            indexConst(gb, 1)};
-        auto ifOp = scf::IfOp::create(gb, ranked, false);
-        {
-          OpBuilder::InsertionGuard g(gb);
-          gb.setInsertionPointToStart(ifOp.thenBlock());
-          buildLoop(gb, zero, numContenders, {},
-                    [&](ImplicitLocOpBuilder &lb, Value a, ValueRange) {
-                      Value node = arith::IndexCastOp::create(
-                          lb, lb.getIndexType(),
-                          memref::LoadOp::create(lb, scratch.cand, ValueRange{a}));
-                      Value u = rawKeys(lb, keyLevel, node);
-                      memref::StoreOp::create(lb, u, scratch.scores, ValueRange{a});
-                      return SmallVector<Value>{};
-                    });
-        }
-        buildFinalSelection(
-            gb, p.topK, bt, numContenders,
-            [&](ImplicitLocOpBuilder &lb, Value a) -> Value {
-              return arith::IndexCastOp::create(
-                  lb, lb.getIndexType(),
-                  memref::LoadOp::create(lb, scratch.cand, ValueRange{a}));
-            },
-            [&](ImplicitLocOpBuilder &lb, Value a) -> Value {
-              return memref::LoadOp::create(lb, scratch.scores, ValueRange{a});
-            },
-            scratch.kept,
-            [&](ImplicitLocOpBuilder &lb, Value pos, Value value) {
-              buildIfThen(lb, isLaneZero(lb, w.lane),
-                          [&](ImplicitLocOpBuilder &sb) {
-                memref::StoreOp::create(
-                    sb, arith::IndexCastOp::create(sb, sb.getI32Type(), value),
-                    kernel.arg("selection"), ValueRange{site.batch, site.kvHead, site.query, pos});
-              });
-            });
-      });
+      forEachQueryWarp(
+          b, kernel, p, kernel.arg("queries"), /*mmaLevels=*/false, &layout,
+          [&](ImplicitLocOpBuilder &sb, Value batch, Value row) {
+            return batchedSequence(sb, batch, row, kernel.arg("offset"),
+                                   numKeys);
+          },
+          [&](ImplicitLocOpBuilder &gb, const WarpSite &w,
+              const LevelLayout &layout) {
+            buildSingleStageWarp(gb, kernel, p, w, layout);
+          });
     }
     launch(host, kernel,
            host.createOrFold<arith::CeilDivUIOp>(
@@ -346,6 +397,62 @@ struct SelectSingleStageToGPU : KernelOpPattern<SelectSingleStageKernelOp> {
             {"pyramid", op.getPyramid()},
             {"offset", op.getQueryOffset()},
             {"selection", op.getSelection()}});
+  }
+};
+
+/// The single-stage kernel over a packed varlen batch: each warp finds its
+/// sequence from its query row (PackedSequences.h).
+struct SelectSingleStageVarlenToGPU
+    : KernelOpPattern<SelectSingleStageVarlenKernelOp> {
+  using KernelOpPattern::KernelOpPattern;
+  void lower(SelectSingleStageVarlenKernelOp op, PatternRewriter &rewriter,
+             ImplicitLocOpBuilder &host) const override {
+    Value queries = viewAsBatchOfOne(host, op.getQueries());
+    Value keys = viewAsBatchOfOne(host, op.getKeys());
+    Value pyramid = viewAsBatchOfOne(host, op.getPyramid());
+    Value selection = viewAsBatchOfOne(host, op.getSelection());
+    Problem p = problemOf(queries, keys, op.getTopk(), op.getBranching(),
+                          op.getBlockSize(), op.getScale().convertToFloat(),
+                          Value());
+    Kernel kernel;
+    {
+      OpBuilder::InsertionGuard guard(rewriter);
+      kernel = createKernel(rewriter, op, "select_single_stage_varlen",
+                            {{"queries", p.queries},
+                             {"keys", bufferType(keys)},
+                             {"pyramid", bufferType(pyramid)},
+                             {"cuSeqlensQ", bufferType(op.getCuSeqlensQ())},
+                             {"cuSeqlensK", bufferType(op.getCuSeqlensK())},
+                             {"selection", bufferType(selection)}},
+                            {}, scratchTypes(rewriter.getContext(), p));
+      ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+      forEachQueryWarp(
+          b, kernel, p, kernel.arg("queries"), /*mmaLevels=*/false,
+          /*batchLayout=*/nullptr,
+          [&](ImplicitLocOpBuilder &sb, Value batch, Value row) {
+            QueryRowSequence seq = sequenceOfQueryRow(
+                sb, kernel.arg("cuSeqlensQ"), kernel.arg("cuSeqlensK"),
+                dimOf(sb, kernel.arg("keys"), 2), row);
+            return WarpSequence{
+                batch, row, seq.position, seq.keys.count, seq.keys.first,
+                firstPyramidRow(sb, seq.keys.first, seq.seq, p.blockSize),
+                seq.valid};
+          },
+          [&](ImplicitLocOpBuilder &gb, const WarpSite &w,
+              const LevelLayout &layout) {
+            buildSingleStageWarp(gb, kernel, p, w, layout);
+          });
+    }
+    launch(host, kernel,
+           host.createOrFold<arith::CeilDivUIOp>(dimOf(host, queries, 2),
+                                                 indexConst(host, kWarpQueries)),
+           indexConst(host, p.kvHeads), kQueryThreads,
+           {{"queries", queries},
+            {"keys", keys},
+            {"pyramid", pyramid},
+            {"cuSeqlensQ", op.getCuSeqlensQ()},
+            {"cuSeqlensK", op.getCuSeqlensK()},
+            {"selection", selection}});
   }
 };
 
@@ -395,11 +502,17 @@ struct WalkToGPU : KernelOpPattern<WalkKernelOp> {
                          p.candidates() <= 16 ? 8 : 6);
       }
       ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-      LevelLayout walkLayout(b, keyCount(b, walkKernel, p), p.blockSize,
-                             p.fanout);
-      forEachQueryWarp(b, walkKernel, p, walkLayout, walkKernel.arg("queries"),
-                       walkKernel.arg("offset"), mmaWalk,
-                       [&](ImplicitLocOpBuilder &gb, const WarpSite &w) {
+      Value numKeys = keyCount(b, walkKernel, p);
+      LevelLayout batchLayout(b, numKeys, p.blockSize, p.fanout);
+      forEachQueryWarp(b, walkKernel, p, walkKernel.arg("queries"), mmaWalk,
+                       &batchLayout,
+                       [&](ImplicitLocOpBuilder &sb, Value batch, Value row) {
+                         return batchedSequence(sb, batch, row,
+                                                walkKernel.arg("offset"),
+                                                numKeys);
+                       },
+                       [&](ImplicitLocOpBuilder &gb, const WarpSite &w,
+                           const LevelLayout &walkLayout) {
         const QuerySite &site = w.site;
         Value bt = w.bt;
         const std::optional<WarpQuery> &query = w.query;
@@ -600,7 +713,8 @@ struct SelectFinalToGPU : KernelOpPattern<SelectFinalKernelOp> {
 
 void mlir::pisa::populateSelectionKernelsToGPUPatterns(
     RewritePatternSet &patterns) {
-  patterns.add<SelectSingleStageToGPU, FragmentPlanesToGPU, WalkToGPU,
+  patterns.add<SelectSingleStageToGPU, SelectSingleStageVarlenToGPU,
+               FragmentPlanesToGPU, WalkToGPU,
                BucketToGPU, ScoreTilesToGPU, SelectFinalToGPU>(
       patterns.getContext());
 }

@@ -12,6 +12,7 @@
 
 #include "../Common/LevelLayout.h"
 #include "../Common/LoopBuilders.h"
+#include "../Common/VarlenRows.h"
 
 #include "pisa/Analysis/PyramidLayout.h"
 #include "pisa/Conversion/PisaToLinalg/PisaToLinalg.h"
@@ -84,16 +85,6 @@ Value insertRows(ImplicitLocOpBuilder &b, Value part, Value into,
   return tensor::InsertSliceOp::create(b, part, into, offsets, sizes, strides);
 }
 
-/// R_b = 2 floor(cu_k[b] / C) + 32 b: sequence b's first pyramid row.
-Value firstPyramidRow(ImplicitLocOpBuilder &b, Value firstKey, Value seq,
-                      int64_t blockSize) {
-  Value leaves =
-      arith::DivUIOp::create(b, firstKey, indexConst(b, blockSize));
-  return arith::AddIOp::create(
-      b, arith::MulIOp::create(b, leaves, indexConst(b, 2)),
-      arith::MulIOp::create(b, seq, indexConst(b, kVarlenRowsPerSequence)));
-}
-
 /// The rules of section 7 on one cu_seqlens (B + 1 entries for T rows):
 /// starts at 0, never decreases, ends at T. With `queries`, also
 /// Nq_b <= N_b against `keys`' cu_seqlens. One cf.assert per rule.
@@ -164,13 +155,7 @@ struct PyramidBuildVarlenToLoops
     Value numSeqs = arith::SubIOp::create(b, dimOf(b, cu, 0), one);
     RankedTensorType type = op.getPyramid().getType();
     // Rows between sequences are unspecified; zeros keep runs reproducible.
-    Value totalRows = arith::AddIOp::create(
-        b,
-        arith::MulIOp::create(
-            b, arith::DivUIOp::create(b, numKeys, indexConst(b, blockSize)),
-            indexConst(b, 2)),
-        arith::MulIOp::create(b, numSeqs,
-                              indexConst(b, kVarlenRowsPerSequence)));
+    Value totalRows = firstPyramidRow(b, numKeys, numSeqs, blockSize);
     Value init = emptyLike(b, type, {totalRows, Value(), Value()});
     init = linalg::FillOp::create(
                b, ValueRange{arith::ConstantOp::create(

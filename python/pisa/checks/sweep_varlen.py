@@ -1,0 +1,325 @@
+"""The generated varlen sweep: packed batches of different lengths
+(docs/semantics.md, section 7) through one AOT library per configuration,
+against the float64 reference of the batched contract, sequence by sequence.
+
+  python3 -m pisa.checks.sweep_varlen build DIR --seed S --count N   # here
+  python3 -m pisa.checks.sweep_varlen check DIR [--graph]            # GPU
+
+Configurations (G, Hkv, d, C, K, g, dtype, inputs) are drawn as in
+pisa.checks.sweep; every library has dynamic Tq, Tk and B and two entry
+points, the selection and the pyramid. `check` calls each on --batches
+packed batches drawn from the seed: B in 0..8 with lengths mixing 0, 1,
+C - 1, C, C + 1 and long ones (up to --max-n), each sequence prefill, a
+chunk, decode (one query) or no query. It compares every sequence's
+selection with pisa.reference.select at query_offset = N_b - Nq_b (the
+sweep's verdict: differing rows only at near ties) and its pyramid rows
+R_b .. R_b + P_b - 1 with pisa.reference.pyramid. With --graph, each
+library's call is also captured in a CUDA graph and replayed on a second
+batch of other lengths written into the same buffers (same Tq, Tk and B):
+the replay must equal a direct call on that batch.
+"""
+
+import argparse
+import json
+import os
+import random
+import sys
+import time
+import zlib
+
+import numpy as np
+
+from pisa.checks import sweep
+
+ROWS_PER_SEQUENCE = 32  # kVarlenRowsPerSequence
+
+
+def varlen_rows(total_keys, num_seqs, C):
+    """R = 2 floor(Tk / C) + 32 B (docs/semantics.md, section 7)."""
+    return 2 * (total_keys // C) + ROWS_PER_SEQUENCE * num_seqs
+
+
+def program(cfg):
+    t, Hkv, G, d = cfg["dtype"], cfg["Hkv"], cfg["G"], cfg["d"]
+    C, K, g = cfg["C"], cfg["K"], cfg["g"]
+    q = f"tensor<?x{Hkv * G}x{d}x{t}>"
+    k = f"tensor<?x{Hkv}x{d}x{t}>"
+    p = f"tensor<?x{Hkv}x{d}xf32>"
+    r = f"tensor<?x{Hkv}x{K}xi32>"
+    cu = "tensor<?xi32>"
+    attrs = f"block_size = {C} branching = {g}"
+    return f"""func.func @varlen_select(%q: {q}, %k: {k}, %cuq: {cu}, %cuk: {cu}) -> {r} {{
+  %p = pisa.pyramid_build_varlen %k cu_seqlens(%cuk) {attrs} : {k}, {cu} -> {p}
+  %s = pisa.hier_topk_varlen %q, %k, %p cu_seqlens(%cuq, %cuk) topk = {K} {attrs}
+      : {q}, {k}, {p}, {cu}, {cu} -> {r}
+  return %s : {r}
+}}
+func.func @varlen_pyramid(%k: {k}, %cuk: {cu}) -> {p} {{
+  %p = pisa.pyramid_build_varlen %k cu_seqlens(%cuk) {attrs} : {k}, {cu} -> {p}
+  return %p : {p}
+}}
+"""
+
+
+def build(args):
+    rng = random.Random(args.seed)
+    cfgs = []
+    for i in range(args.count):
+        cfg = sweep.draw_config(rng, i)
+        cfgs.append({x: cfg[x] for x in ("name", "Hkv", "G", "d", "C", "K", "g",
+                                         "dtype", "inputs")})
+    t0 = time.time()
+    built, rejected = sweep.compile_all(cfgs, args.out, args.pisa_compile, args.jobs, program)
+    print(f"seed {args.seed}: built {len(built)}, rejected {len(rejected)} "
+          f"in {time.time() - t0:.0f} s")
+    with open(os.path.join(args.out, "sweep.json"), "w") as f:
+        json.dump({"seed": args.seed, "cases": built, "rejected": rejected}, f, indent=1)
+    return 0
+
+
+def draw_batch(rng, C, max_n, j):
+    """(lengths N_b, query counts Nq_b) of batch j: the first an edges
+    batch, the others drawn (sometimes empty)."""
+    if j == 0:
+        lengths = [0, 1, max(C - 1, 1), C, C + 1, sweep.draw_length(rng, C, max_n)]
+        rng.shuffle(lengths)
+    else:
+        B = 0 if rng.random() < 0.05 else rng.randint(1, 8)
+        lengths = [0 if rng.random() < 0.1 else sweep.draw_length(rng, C, max_n // 2)
+                   for _ in range(B)]
+    queries = []
+    for n in lengths:
+        kind = rng.choices(("prefill", "decode", "chunk", "none"), (0.35, 0.35, 0.2, 0.1))[0]
+        queries.append(n if kind == "prefill" else min(n, 1) if kind == "decode"
+                       else rng.randint(0, n) if kind == "chunk" else 0)
+    return lengths, queries
+
+
+def cu_of(counts):
+    return np.concatenate([[0], np.cumsum(counts, dtype=np.int64)]).astype(np.int32)
+
+
+def packed_inputs(nrng, cfg, lengths, queries, tgen):
+    """(q [Tq, Hq, d], k [Tk, Hkv, d]) on the GPU, keys per sequence as the
+    configuration's inputs say (hot keys and ties drawn by NumPy's nrng)."""
+    import torch
+    dt = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}[cfg["dtype"]]
+    Hkv, G, d = cfg["Hkv"], cfg["G"], cfg["d"]
+    if cfg["inputs"] == "gaussian":
+        k = torch.randn((sum(lengths), Hkv, d), generator=tgen, device="cuda")
+    else:
+        parts = [sweep.make_keys(nrng, cfg, (1, Hkv, n, d))[0].transpose(1, 0, 2)
+                 for n in lengths if n]
+        k = torch.from_numpy(np.concatenate(parts) if parts else
+                             np.zeros((0, Hkv, d))).float().cuda()
+    q = torch.randn((sum(queries), Hkv * G, d), generator=tgen, device="cuda")
+    return q.to(dt).contiguous(), k.to(dt).contiguous()
+
+
+def compare(cfg, q, k, cuq, cuk, sel, pyr, rng, max_rows, mutate=False):
+    """Per sequence: the selection against reference.select (sampled rows)
+    and the pyramid rows against reference.pyramid. Returns the summaries
+    of sweep.verdict merged, plus the pyramid's largest relative error."""
+    import torch
+    from pisa import reference
+
+    C, K, g = cfg["C"], cfg["K"], cfg["g"]
+    got_all, want_all, gap_all = [], [], []
+    pyr_err = 0.0
+    for b in range(len(cuk) - 1):
+        k0, k1, q0, q1 = int(cuk[b]), int(cuk[b + 1]), int(cuq[b]), int(cuq[b + 1])
+        n, nq = k1 - k0, q1 - q0
+        if n == 0:
+            continue
+        kb = k[k0:k1].transpose(0, 1)[None]
+        if pyr is not None:
+            levels = reference.pyramid(kb, C, g)
+            want_p = torch.cat([lv[0] for lv in levels], dim=1)  # [Hkv, P, d]
+            r0 = 2 * (k0 // C) + ROWS_PER_SEQUENCE * b
+            got_p = pyr[r0:r0 + want_p.shape[1]].transpose(0, 1).double()
+            err = ((got_p - want_p).abs() / (1 + want_p.abs())).max().item()
+            pyr_err = max(pyr_err, err)
+        if nq == 0:
+            continue
+        qb = q[q0:q1].transpose(0, 1)[None]
+        rows = torch.from_numpy(sweep.sample_rows(rng, {"Nq": nq, "C": C}, max_rows)).cuda()
+        # --mutate: the reference one position early, which a sound
+        # check must catch.
+        offset = max(0, n - nq - 1) if mutate else n - nq
+        want, gaps = reference.select(qb, kb, C, K, g, offset=offset, rows=rows)
+        got_all.append(sel[q0:q1][rows].transpose(0, 1).cpu().numpy())
+        want_all.append(want[0].cpu().numpy())
+        gap_all.append(gaps[0].cpu().numpy())
+    if got_all:
+        ok, summary = sweep.verdict(np.concatenate(got_all, 1), np.concatenate(want_all, 1),
+                                    np.concatenate(gap_all, 1))
+    else:
+        ok, summary = True, {"rows": 0, "differ": 0, "unexplained": 0}
+    summary["pyramid_max_rel_error"] = pyr_err
+    # Means of f32 sums in a fixed order: within a few ulps of float64.
+    ok = ok and pyr_err <= 1e-5
+    return ok, summary
+
+
+def redistribute(rng, lengths, queries):
+    """Other lengths N_b and query counts Nq_b <= N_b with the same B, Tk
+    and Tq: a random composition of Tk, then Tq spread where it fits."""
+    B, Tk, Tq = len(lengths), sum(lengths), sum(queries)
+    if B < 2:
+        return list(lengths), list(queries)
+    cuts = sorted(rng.randint(0, Tk) for _ in range(B - 1))
+    new_lengths = [b - a for a, b in zip([0] + cuts, cuts + [Tk])]
+    new_queries = [0] * B
+    left = Tq
+    for b in rng.sample(range(B), B):
+        new_queries[b] = rng.randint(0, min(new_lengths[b], left))
+        left -= new_queries[b]
+    for b in range(B):  # the rest where there is room
+        add = min(left, new_lengths[b] - new_queries[b])
+        new_queries[b] += add
+        left -= add
+    return new_lengths, new_queries
+
+
+def check_graph(lib, cfg, rng, tgen, args):
+    """Captures the selection call in a CUDA graph on batch A, writes batch
+    B (other lengths, same Tq, Tk and B) into the captured buffers, replays,
+    and compares with a direct call on B. Returns (ok, note)."""
+    import torch
+
+    C = cfg["C"]
+    lengths, queries = draw_batch(rng, C, args.max_n, 1)
+    if sum(queries) == 0:
+        lengths, queries = [C + 1, 2 * C], [C + 1, 1]
+    nrng = np.random.default_rng(rng.getrandbits(32))
+    q, k = packed_inputs(nrng, cfg, lengths, queries, tgen)
+    cuq = torch.from_numpy(cu_of(queries)).cuda()
+    cuk = torch.from_numpy(cu_of(lengths)).cuda()
+    out = torch.empty((q.shape[0], cfg["Hkv"], cfg["K"]), dtype=torch.int32, device="cuda")
+    ws = torch.empty(lib.workspace_size("varlen_select", q, k, cuq, cuk) + 256,
+                     dtype=torch.uint8, device="cuda")
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):  # warm-up (module load) outside capture
+        lib("varlen_select", q, k, cuq, cuk, out=out, workspace=ws)
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        lib("varlen_select", q, k, cuq, cuk, out=out, workspace=ws)
+    # Batch B: the same totals split differently, fresh values.
+    lengths_b, queries_b = redistribute(rng, lengths, queries)
+    q2, k2 = packed_inputs(nrng, cfg, lengths_b, queries_b, tgen)
+    q.copy_(q2)
+    k.copy_(k2)
+    cuq.copy_(torch.from_numpy(cu_of(queries_b)).cuda())
+    cuk.copy_(torch.from_numpy(cu_of(lengths_b)).cuda())
+    out.fill_(-7)
+    graph.replay()
+    torch.cuda.synchronize()
+    direct = lib("varlen_select", q2, k2, cuq.clone(), cuk.clone())
+    same = torch.equal(out, direct)
+    ok, summary = compare(cfg, q2, k2, cu_of(queries_b), cu_of(lengths_b), out, None,
+                          nrng, args.rows)
+    return same and ok, (f"captured on N={lengths} Nq={queries}, replayed on N={lengths_b} "
+                         f"Nq={queries_b}: " + ("equal to a direct call" if same else
+                                                "DIFFERS from a direct call")
+                         + f", {summary['rows']} rows against the reference "
+                         f"({summary['unexplained']} unexplained)")
+
+
+def check(args):
+    import torch
+    from pisa import aot
+
+    _, cases, seed = sweep.load_cases(args)
+    print(f"varlen sweep: input seed {seed}, {len(cases)} libraries", flush=True)
+    tgen = torch.Generator(device="cuda").manual_seed(seed)
+    deadline = time.time() + args.budget
+    results = []
+    for case in cases:
+        if time.time() > deadline:
+            print(f"budget of {args.budget} s spent")
+            break
+        lib = aot.Library(os.path.join(args.dir, case["lib"]))
+        for j in range(args.batches):
+            rng = random.Random(f"{seed}/{case['name']}/{j}")
+            lengths, queries = draw_batch(rng, case["C"], args.max_n, j)
+            nrng = np.random.default_rng([seed, zlib.crc32(case["name"].encode()), j])
+            q, k = packed_inputs(nrng, case, lengths, queries, tgen)
+            cuq, cuk = cu_of(queries), cu_of(lengths)
+            cuq_d, cuk_d = torch.from_numpy(cuq).cuda(), torch.from_numpy(cuk).cuda()
+            try:
+                sel = lib("varlen_select", q, k, cuq_d, cuk_d)
+                rows = varlen_rows(k.shape[0], len(lengths), case["C"])
+                pyr = lib("varlen_pyramid", k, cuk_d,
+                          out=torch.empty((rows, case["Hkv"], case["d"]),
+                                          dtype=torch.float32, device="cuda"))
+                ok, summary = compare(case, q, k, cuq, cuk, sel, pyr, nrng, args.rows,
+                                      mutate=args.mutate)
+            except (RuntimeError, torch.OutOfMemoryError) as e:
+                ok, summary = False, {"rows": 0, "differ": 0, "unexplained": 0,
+                                      "error": str(e).splitlines()[0]}
+            summary.update(name=f"{case['name']}#{j}", ok=bool(ok), lengths=lengths,
+                           queries=queries)
+            results.append(summary)
+            shape = " ".join(f"{x}={case[x]}" for x in ("Hkv", "G", "d", "C", "K", "g",
+                                                          "dtype", "inputs"))
+            print(f"{'ok  ' if ok else 'FAIL'} {case['name']}#{j} {shape} B={len(lengths)} "
+                  f"N={lengths} Nq={queries}: {summary['rows']} rows, {summary['differ']} "
+                  f"differ ({summary['unexplained']} unexplained), pyramid error "
+                  f"{summary.get('pyramid_max_rel_error', float('nan')):.1e}"
+                  + ("" if ok else f" {summary.get('first_unexplained') or summary.get('error')}"),
+                  flush=True)
+            torch.cuda.empty_cache()
+        if args.graph:
+            rng = random.Random(f"{seed}/{case['name']}/graph")
+            try:
+                ok, note = check_graph(lib, case, rng, tgen, args)
+            except RuntimeError as e:
+                ok, note = False, str(e).splitlines()[0]
+            results.append({"name": f"{case['name']}#graph", "ok": bool(ok), "note": note,
+                            "rows": 0})
+            print(f"{'ok  ' if ok else 'FAIL'} {case['name']}#graph {note}", flush=True)
+        del lib
+    failed = sum(not r["ok"] for r in results)
+    print(f"varlen sweep: {len(results) - failed} passed, {failed} failed, "
+          f"{sum(r['rows'] for r in results)} rows checked ({len(cases)} libraries)")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"input_seed": seed, "results": results}, f)
+    return 1 if failed or not results else 0
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python3 -m pisa.checks.sweep_varlen",
+                                     description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    b = sub.add_parser("build", help="draw configurations and compile their libraries")
+    b.add_argument("out")
+    b.add_argument("--seed", type=int, required=True)
+    b.add_argument("--count", type=int, default=60)
+    b.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    b.add_argument("--pisa-compile", default="build/bin/pisa-compile")
+    c = sub.add_parser("check", help="check built libraries on the GPU")
+    c.add_argument("dir")
+    c.add_argument("--seed", type=int)
+    c.add_argument("--batches", type=int, default=3, help="packed batches per library")
+    c.add_argument("--max-n", type=int, default=200000, help="longest sequence drawn")
+    c.add_argument("--rows", type=int, default=512,
+                   help="query rows checked per sequence and KV head (sampled above)")
+    c.add_argument("--graph", action="store_true",
+                   help="also capture each library's call in a CUDA graph and replay it")
+    c.add_argument("--mutate", action="store_true",
+                   help="compare with the reference one position early (the check "
+                        "must then fail)")
+    c.add_argument("--only", nargs="*")
+    c.add_argument("--part", help="I/N: every N-th library from the I-th")
+    c.add_argument("--budget", type=float, default=420, help="seconds")
+    c.add_argument("--json")
+    args = parser.parse_args(argv)
+    return {"build": build, "check": check}[args.cmd](args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -54,6 +54,10 @@ constexpr int64_t kMaxBlockSize = int64_t(1) << 20;
 /// pyramid at rows 2 floor(cu_k[b] / C) + 32 b, since P(N) <= 2 ceil(N / C)
 /// + L - 2 and L <= 32 for N < 2^31 (i32 cu_seqlens).
 constexpr int64_t kVarlenRowsPerSequence = 32;
+/// The selection entry of every row of a packed sequence whose cu_seqlens
+/// break a rule, where the rule can only be checked on the device (GPU
+/// kernels: docs/semantics.md, section 7). Not a leaf and not padding.
+constexpr int32_t kInvalidInput = -2;
 /// R = 2 floor(Tk / C) + 32 B rows for Tk packed keys of B sequences.
 int64_t varlenPyramidRows(int64_t numKeys, int64_t numSequences,
                           int64_t blockSize);

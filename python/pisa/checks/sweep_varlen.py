@@ -227,6 +227,62 @@ def check_graph(lib, cfg, rng, tgen, args):
                          f"({summary['unexplained']} unexplained)")
 
 
+def broken_batches(lengths, queries):
+    """(what, cu_q, cu_k, cu_k broken) whose cu_seqlens break one rule
+    each, for a batch of B >= 2 with Tk >= 2: the arrays keep their sizes
+    (B + 1 each)."""
+    cuq, cuk = cu_of(queries), cu_of(lengths)
+    B = len(lengths)
+    out = []
+
+    def case(what, q=None, k=None):
+        out.append((what, cuq if q is None else q, cuk if k is None else k,
+                    k is not None))
+    k = cuk.copy(); k[0] = 1
+    case("cu_seqlens_k[0] = 1", k=k)
+    q = cuq.copy(); q[0] = 1
+    case("cu_seqlens_q[0] = 1", q=q)
+    k = cuk.copy(); k[B] = k[B] - 1
+    case("cu_seqlens_k[B] = Tk - 1", k=k)
+    k = cuk.copy(); k[1] = k[B]
+    if k[1] > k[2]:
+        case("cu_seqlens_k decreases", k=k)
+    k = cuk.copy(); k[1] = 2 ** 31 - 1
+    case("cu_seqlens_k[1] = 2^31 - 1", k=k)
+    k = cuk.copy(); k[1] = -5
+    case("cu_seqlens_k[1] = -5", k=k)
+    q = cuq.copy(); q[1] = min(int(cuq[B]), int(cuk[1]) + 1)
+    if q[1] > cuk[1] and q[1] <= q[2]:
+        case("Nq_0 > N_0", q=q)
+    return out
+
+
+def check_broken(lib, cfg, tgen):
+    """Calls the library on cu_seqlens that break each rule: every query
+    row must be K entries of -2 and no pyramid row written. Returns
+    (ok, note)."""
+    import torch
+
+    C = cfg["C"]
+    lengths, queries = [C + 1, 3 * C, 2], [C + 1, 5, 1]
+    nrng = np.random.default_rng(0)
+    q, k = packed_inputs(nrng, cfg, lengths, queries, tgen)
+    bad = []
+    for what, cuq, cuk, keys_broken in broken_batches(lengths, queries):
+        cuq_d, cuk_d = torch.from_numpy(cuq).cuda(), torch.from_numpy(cuk).cuda()
+        sel = lib("varlen_select", q, k, cuq_d, cuk_d)
+        rows = varlen_rows(k.shape[0], len(lengths), C)
+        pyr = torch.full((rows, cfg["Hkv"], cfg["d"]), 1234.5, device="cuda")
+        lib("varlen_pyramid", k, cuk_d, out=pyr)
+        torch.cuda.synchronize()
+        if keys_broken and not bool((pyr == 1234.5).all()):
+            bad.append(f"{what}: pyramid rows written")
+        if not bool((sel == -2).all()):
+            bad.append(f"{what}: {int((sel != -2).any(-1).sum())} rows not -2")
+    return not bad, "broken cu_seqlens refused (-2 rows, no pyramid row): " + (
+        "all" if not bad else "; ".join(bad))
+
+
 def check(args):
     import torch
     from pisa import aot
@@ -271,6 +327,14 @@ def check(args):
                   + ("" if ok else f" {summary.get('first_unexplained') or summary.get('error')}"),
                   flush=True)
             torch.cuda.empty_cache()
+        if args.broken:
+            try:
+                ok, note = check_broken(lib, case, tgen)
+            except RuntimeError as e:
+                ok, note = False, str(e).splitlines()[0]
+            results.append({"name": f"{case['name']}#broken", "ok": bool(ok),
+                            "note": note, "rows": 0})
+            print(f"{'ok  ' if ok else 'FAIL'} {case['name']}#broken {note}", flush=True)
         if args.graph:
             rng = random.Random(f"{seed}/{case['name']}/graph")
             try:
@@ -310,6 +374,9 @@ def main(argv=None):
                    help="query rows checked per sequence and KV head (sampled above)")
     c.add_argument("--graph", action="store_true",
                    help="also capture each library's call in a CUDA graph and replay it")
+    c.add_argument("--broken", action="store_true",
+                   help="also call each library on cu_seqlens that break each rule "
+                        "(every row must be -2, no pyramid row written)")
     c.add_argument("--mutate", action="store_true",
                    help="compare with the reference one position early (the check "
                         "must then fail)")

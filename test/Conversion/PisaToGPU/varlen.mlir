@@ -25,12 +25,14 @@
 // CHECK: gpu.launch_func @pisa_kernels::@select_single_stage_varlen blocks in (%{{.*}}, %c2, %c1) threads in (%c128, %c1, %c1) args({{.*}}, %arg2 : memref<?xi32>, %arg3 : memref<?xi32>, %{{.*}} : memref<1x2x?x8xi32, strided<[?, 8, 16, 1]>>)
 
 // A leaf block finds its sequence by a binary search of the first slots
-// floor(cu_k[s] / C) + s, and writes only a leaf that exists.
+// floor(cu_k[s] / C) + s, and writes only a leaf that exists in a batch
+// whose cu_seqlens keep the rules.
 // CHECK-LABEL: gpu.func @pyramid_varlen_leaves(
 // CHECK: scf.while
 // CHECK: memref.load %{{.*}} : memref<?xi32>
 // CHECK: arith.divui %{{.*}}, %c64
 // CHECK: arith.cmpi sle
+// CHECK: scf.for {{.*}} -> (i1)
 // CHECK: scf.if
 // CHECK: memref.store
 
@@ -42,17 +44,21 @@
 // CHECK: arith.cmpi ugt, %{{.*}}, %c1
 // CHECK: scf.if
 
-// A query warp: binary search of cu_q, then its sequence's rules (rows of a
-// broken sequence are left unwritten), then the walk over that sequence's
-// layout computed on the device.
+// A query warp: binary search of cu_q, then the batch's rules (one pass
+// over cu_seqlens) and its sequence's bounds, then the walk over that
+// sequence's layout computed on the device; when a rule breaks, the row is
+// K entries of -2.
 // CHECK-LABEL: gpu.func @select_single_stage_varlen(
+// CHECK-DAG: %[[INVALID:.*]] = arith.constant -2 : i32
 // CHECK: scf.while
 // CHECK: memref.load %arg3
 // CHECK: memref.load %arg4
-// CHECK: arith.cmpi sle, %{{.*}}, %{{.*}} : index
-// CHECK: scf.if
+// CHECK: scf.for {{.*}} iter_args({{.*}}) -> (i1)
+// CHECK: scf.if %{{.*}} {
 // CHECK: scf.while
 // CHECK: gpu.shuffle xor
+// CHECK: } else {
+// CHECK: memref.store %[[INVALID]], %arg5
 func.func @select(%q: tensor<?x8x64xf16>, %k: tensor<?x2x64xf16>, %cuq: tensor<?xi32>, %cuk: tensor<?xi32>) -> tensor<?x2x8xi32> {
   %p = pisa.pyramid_build_varlen %k cu_seqlens(%cuk) block_size = 64 branching = 2 : tensor<?x2x64xf16>, tensor<?xi32> -> tensor<?x2x64xf32>
   %sel = pisa.hier_topk_varlen %q, %k, %p cu_seqlens(%cuq, %cuk) topk = 8 block_size = 64 branching = 2 : tensor<?x8x64xf16>, tensor<?x2x64xf16>, tensor<?x2x64xf32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x2x8xi32>

@@ -55,6 +55,39 @@ Value mlir::pisa::detail::findSequence(
   return loop.getResult(0);
 }
 
+Value mlir::pisa::detail::batchRulesHold(ImplicitLocOpBuilder &b,
+                                         Value cuKeys, Value numKeyRows,
+                                         Value cuQueries, Value numQueryRows) {
+  using P = arith::CmpIPredicate;
+  Value zero = indexConst(b, 0), one = indexConst(b, 1);
+  Value numSeqs = arith::SubIOp::create(b, dimOf(b, cuKeys, 0), one);
+  auto ends = [&](ImplicitLocOpBuilder &eb, Value cu, Value rows) {
+    return arith::AndIOp::create(
+        eb, cmp(eb, P::eq, cuEntry(eb, cu, zero), zero),
+        cmp(eb, P::eq, cuEntry(eb, cu, numSeqs), rows));
+  };
+  Value ok = ends(b, cuKeys, numKeyRows);
+  if (cuQueries)
+    ok = arith::AndIOp::create(b, ok, ends(b, cuQueries, numQueryRows));
+  return buildLoop(
+      b, zero, numSeqs, {ok},
+      [&](ImplicitLocOpBuilder &lb, Value s, ValueRange acc) {
+        Value next = arith::AddIOp::create(lb, s, one);
+        Value k0 = cuEntry(lb, cuKeys, s), k1 = cuEntry(lb, cuKeys, next);
+        Value holds = arith::AndIOp::create(lb, acc[0], cmp(lb, P::sle, k0, k1));
+        if (cuQueries) {
+          Value q0 = cuEntry(lb, cuQueries, s), q1 = cuEntry(lb, cuQueries, next);
+          holds = arith::AndIOp::create(
+              lb, holds,
+              arith::AndIOp::create(
+                  lb, cmp(lb, P::sle, q0, q1),
+                  cmp(lb, P::sle, arith::SubIOp::create(lb, q1, q0),
+                      arith::SubIOp::create(lb, k1, k0))));
+        }
+        return SmallVector<Value>{holds};
+      })[0];
+}
+
 PackedKeys mlir::pisa::detail::packedKeys(ImplicitLocOpBuilder &b,
                                           Value cuKeys, Value numKeyRows,
                                           Value seq) {
@@ -71,6 +104,7 @@ PackedKeys mlir::pisa::detail::packedKeys(ImplicitLocOpBuilder &b,
 QueryRowSequence mlir::pisa::detail::sequenceOfQueryRow(ImplicitLocOpBuilder &b,
                                                         Value cuQueries,
                                                         Value cuKeys,
+                                                        Value numQueryRows,
                                                         Value numKeyRows,
                                                         Value row) {
   using P = arith::CmpIPredicate;
@@ -85,9 +119,12 @@ QueryRowSequence mlir::pisa::detail::sequenceOfQueryRow(ImplicitLocOpBuilder &b,
   Value q1 =
       cuEntry(b, cuQueries, arith::AddIOp::create(b, seq, indexConst(b, 1)));
   Value numQueries = arith::SubIOp::create(b, q1, q0);
-  // row in [q0, q1) and Nq_b <= N_b put t in [0, N_b).
+  // The batch's rules put the row in [q0, q1) and t in [0, N_b); the
+  // sequence's own checks keep every access in bounds on their own.
+  Value rules =
+      batchRulesHold(b, cuKeys, numKeyRows, cuQueries, numQueryRows);
   Value valid = arith::AndIOp::create(
-      b, keys.valid,
+      b, arith::AndIOp::create(b, rules, keys.valid),
       arith::AndIOp::create(
           b,
           arith::AndIOp::create(b, cmp(b, P::sle, q0, row),

@@ -29,6 +29,14 @@ Value findSequence(ImplicitLocOpBuilder &b, Value numSeqs, Value slot,
                    llvm::function_ref<Value(ImplicitLocOpBuilder &, Value)>
                        firstSlot);
 
+/// Whether cu_seqlens keep every rule of docs/semantics.md section 7:
+/// cu_k[0] = 0, non-decreasing, cu_k[B] = Tk, and with `cuQueries` the same
+/// for cu_q and Tq plus Nq_b <= N_b. One pass over the B + 1 entries (each
+/// warp or block checks the whole batch, so that a broken batch is refused
+/// whole, as on the CPU).
+Value batchRulesHold(ImplicitLocOpBuilder &b, Value cuKeys, Value numKeyRows,
+                     Value cuQueries = Value(), Value numQueryRows = Value());
+
 /// Sequence `seq`'s keys: rows first .. first + count - 1, and whether
 /// cu_k keeps them inside the Tk rows (0 <= cu_k[s] <= cu_k[s+1] <= Tk).
 struct PackedKeys {
@@ -39,14 +47,15 @@ PackedKeys packedKeys(ImplicitLocOpBuilder &b, Value cuKeys, Value numKeyRows,
 
 /// The sequence of packed query row `row` (< Tq): its keys, the row's
 /// position t = N_b - Nq_b + (row - cu_q[b]), and whether the rules of
-/// section 7 hold for it (else the row is left unwritten).
+/// section 7 hold (the whole batch's, batchRulesHold, and the sequence's).
 struct QueryRowSequence {
   Value seq;
   PackedKeys keys;
   Value position, valid;
 };
 QueryRowSequence sequenceOfQueryRow(ImplicitLocOpBuilder &b, Value cuQueries,
-                                    Value cuKeys, Value numKeyRows, Value row);
+                                    Value cuKeys, Value numQueryRows,
+                                    Value numKeyRows, Value row);
 
 /// Pyramid kernels number the nodes of one level over the whole batch:
 /// sequence s's nodes of a level whose nodes span `span` leaves start at

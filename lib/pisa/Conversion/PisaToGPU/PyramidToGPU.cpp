@@ -167,6 +167,9 @@ static VarlenSlot varlenSlot(ImplicitLocOpBuilder &b, Value cu,
   };
   Value seq = findSequence(b, numSeqs, slot, firstSlot);
   PackedKeys keys = packedKeys(b, cu, numKeyRows, seq);
+  // A batch whose cu_seqlens break a rule writes no pyramid row.
+  keys.valid = arith::AndIOp::create(b, keys.valid,
+                                     batchRulesHold(b, cu, numKeyRows));
   return {seq,
           arith::SubIOp::create(b, slot, firstSlot(b, seq)),
           blockIdY(b),

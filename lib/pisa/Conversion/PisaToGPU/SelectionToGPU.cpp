@@ -204,7 +204,7 @@ struct WarpSequence {
   Value batch, query, position, numKeys;
   Value firstKey;        ///< first key row (0 for a batch)
   Value firstPyramidRow; ///< null: row 0
-  Value valid;           ///< null: always; else the row is left unwritten
+  Value valid;           ///< null: always; else the body runs only if it holds
 };
 using WarpSequenceOf = llvm::function_ref<WarpSequence(
     ImplicitLocOpBuilder &, Value batch, Value row)>;
@@ -223,6 +223,9 @@ struct WarpSite {
 
 using QueryWarpBody = llvm::function_ref<void(
     ImplicitLocOpBuilder &, const WarpSite &, const LevelLayout &)>;
+/// What a warp whose sequence breaks a rule does instead (site and lane).
+using InvalidQueryBody = llvm::function_ref<void(
+    ImplicitLocOpBuilder &, const QuerySite &, Value lane)>;
 
 /// Emits the prologue shared by the walk kernels (warp coordinates, the
 /// in-range guard, the warp's sequence and its layout, b_t, the query: A
@@ -233,7 +236,8 @@ using QueryWarpBody = llvm::function_ref<void(
 void forEachQueryWarp(ImplicitLocOpBuilder &b, const Kernel &kernel,
                       const Problem &p, Value queries, bool mmaLevels,
                       const LevelLayout *batchLayout,
-                      WarpSequenceOf sequenceOf, QueryWarpBody body) {
+                      WarpSequenceOf sequenceOf, QueryWarpBody body,
+                      InvalidQueryBody invalid = nullptr) {
   SmallVector<Value> at = queryWarp(b, p, dimOf(b, queries, 2));
   guarded(b, at[3], [&](ImplicitLocOpBuilder &gb) {
     WarpSequence seq = sequenceOf(gb, at[0], at[2]);
@@ -258,10 +262,15 @@ void forEachQueryWarp(ImplicitLocOpBuilder &b, const Kernel &kernel,
                                 w.lane);
       body(rb, w, layout);
     };
-    if (seq.valid)
-      buildIfThen(gb, seq.valid, run);
-    else
-      run(gb);
+    if (!seq.valid)
+      return run(gb);
+    auto ifOp = scf::IfOp::create(gb, seq.valid, /*withElseRegion=*/true);
+    OpBuilder::InsertionGuard guard(gb);
+    gb.setInsertionPointToStart(ifOp.thenBlock());
+    run(gb);
+    gb.setInsertionPointToStart(ifOp.elseBlock());
+    if (invalid)
+      invalid(gb, {seq.batch, at[1], seq.query, seq.position}, at[4]);
   });
 }
 
@@ -432,6 +441,7 @@ struct SelectSingleStageVarlenToGPU
           [&](ImplicitLocOpBuilder &sb, Value batch, Value row) {
             QueryRowSequence seq = sequenceOfQueryRow(
                 sb, kernel.arg("cuSeqlensQ"), kernel.arg("cuSeqlensK"),
+                dimOf(sb, kernel.arg("queries"), 2),
                 dimOf(sb, kernel.arg("keys"), 2), row);
             return WarpSequence{
                 batch, row, seq.position, seq.keys.count, seq.keys.first,
@@ -441,6 +451,20 @@ struct SelectSingleStageVarlenToGPU
           [&](ImplicitLocOpBuilder &gb, const WarpSite &w,
               const LevelLayout &layout) {
             buildSingleStageWarp(gb, kernel, p, w, layout);
+          },
+          // A row of a sequence whose cu_seqlens break a rule: all
+          // kInvalidInput (docs/semantics.md, section 7).
+          [&](ImplicitLocOpBuilder &ib, const QuerySite &site, Value lane) {
+            buildIfThen(ib, isLaneZero(ib, lane), [&](ImplicitLocOpBuilder &lb) {
+              Value marker = arith::ConstantIntOp::create(lb, kInvalidInput, 32);
+              buildLoop(lb, indexConst(lb, 0), indexConst(lb, p.topK), {},
+                        [&](ImplicitLocOpBuilder &sb, Value pos, ValueRange) {
+                          memref::StoreOp::create(
+                              sb, marker, kernel.arg("selection"),
+                              ValueRange{site.batch, site.kvHead, site.query, pos});
+                          return SmallVector<Value>{};
+                        });
+            });
           });
     }
     launch(host, kernel,

@@ -158,7 +158,7 @@ OwningOpRef<ModuleOp> buildVarlenModule(MLIRContext &ctx,
       b, loc, pType, k, cuK, cfg.blockSize, cfg.branching);
   Value sel = pisa::HierTopKVarlenOp::create(
       b, loc, selType, q, k, pyramid, cuQ, cuK, cfg.topK, cfg.blockSize,
-      cfg.branching, b.getF32FloatAttr(cfg.scale));
+      cfg.branching, b.getF32FloatAttr(cfg.scale), /*schedule=*/nullptr);
   func::ReturnOp::create(b, loc, sel);
   return module;
 }

@@ -10,7 +10,11 @@
 // [B, T, H, X] (docs/semantics.md, "Layouts"); the lowering reads them
 // through transposed views, without copies. The `*_varlen` ops take the
 // packed operands of docs/semantics.md section 7 ([T, H, X] and
-// cu_seqlens) instead.
+// cu_seqlens) instead. The two-stage ops given `cu_seqlens(q, k)` run on a
+// packed batch as a batch of one (B = 1, token-major views of the packed
+// queries, keys and selection, an f32 pyramid the packed [1, R, Hkv, d]):
+// each query row finds its sequence, contenders stay local to it and the
+// leaf arrays number leaves over the batch (docs/gpu.md, "Varlen").
 //
 //===----------------------------------------------------------------------===//
 
@@ -28,6 +32,7 @@ class Pisa_ShapedOf<list<Type> types, int rank>
 def Pisa_Keys4D : Pisa_ShapedOf<[F32, F16, BF16], 4>;
 def Pisa_F32_4D : Pisa_ShapedOf<[F32], 4>;
 def Pisa_WalkPyramid : Pisa_ShapedOf<[F32, BF16], 4>;
+def Pisa_I32_1D : Pisa_ShapedOf<[I32], 1>;
 def Pisa_I32_2D : Pisa_ShapedOf<[I32], 2>;
 def Pisa_I32_3D : Pisa_ShapedOf<[I32], 3>;
 def Pisa_I32_4D : Pisa_ShapedOf<[I32], 4>;
@@ -77,7 +82,9 @@ def Pisa_PyramidKernelOp : Pisa_KernelOp<"pyramid", 1> {
 def Pisa_FragmentPlanesKernelOp : Pisa_KernelOp<"fragment_planes", 1> {
   let summary = "the pyramid as bf16 hi/lo planes for the tensor-core walk";
   let description = [{
-    Writes each f32 pyramid row as 2 d bf16 values, `[B, Hkv, P, 2 d]`:
+    Writes each f32 pyramid row as 2 d bf16 values, `[B, Hkv, P, 2 d]`
+    (with `token_major` the pyramid is `[B, P, Hkv, d]`, a packed varlen
+    pyramid seen as a batch of one; the planes stay head-major):
     per k-step of 16 features, the high halves (rounded values) in the
     order mma.sync's B fragment reads them, then the low halves (the
     rounded remainders), so that one 16-byte load gives a lane both.
@@ -89,14 +96,15 @@ def Pisa_FragmentPlanesKernelOp : Pisa_KernelOp<"fragment_planes", 1> {
     ```
   }];
   let arguments = (ins Pisa_F32_4D:$pyramid,
-                       Pisa_ShapedOf<[BF16], 4>:$planes);
+                       Pisa_ShapedOf<[BF16], 4>:$planes,
+                       UnitAttr:$token_major);
   let assemblyFormat = [{
     $pyramid `outs` `(` $planes `)` attr-dict `:` type($pyramid) `,`
     type($planes) (`->` type($results)^)?
   }];
 }
 
-def Pisa_WalkKernelOp : Pisa_KernelOp<"walk", 2> {
+def Pisa_WalkKernelOp : Pisa_KernelOp<"walk", 2, [AttrSizedOperandSegments]> {
   let summary = "stage 1: walk levels L..2 down to each query's leaf contenders";
   let description = [{
     One warp per (query, KV head) walks `pisa.hier_topk`'s levels L..2
@@ -116,12 +124,16 @@ def Pisa_WalkKernelOp : Pisa_KernelOp<"walk", 2> {
   }];
   let arguments = (ins Pisa_Keys4D:$queries, Pisa_WalkPyramid:$pyramid,
                        Index:$query_offset, Index:$num_keys,
+                       Optional<Pisa_I32_1D>:$cu_seqlens_q,
+                       Optional<Pisa_I32_1D>:$cu_seqlens_k,
                        Pisa_I32_4D:$contenders, Pisa_I32_3D:$counts,
                        I64Attr:$topk, I64Attr:$block_size, I64Attr:$branching,
                        F32Attr:$scale, UnitAttr:$tensor_cores,
                        UnitAttr:$token_major);
   let assemblyFormat = [{
     $queries `,` $pyramid `,` $query_offset `,` $num_keys
+    (`cu_seqlens` `(` $cu_seqlens_q^ `,` $cu_seqlens_k `:`
+     type($cu_seqlens_q) `,` type($cu_seqlens_k) `)`)?
     `outs` `(` $contenders `,` $counts `)` `topk` `=` $topk
     `block_size` `=` $block_size `branching` `=` $branching
     `scale` `=` $scale attr-dict `:` type($queries) `,` type($pyramid) `,`
@@ -129,7 +141,7 @@ def Pisa_WalkKernelOp : Pisa_KernelOp<"walk", 2> {
   }];
 }
 
-def Pisa_BucketKernelOp : Pisa_KernelOp<"bucket", 8> {
+def Pisa_BucketKernelOp : Pisa_KernelOp<"bucket", 8, [AttrSizedOperandSegments]> {
   let summary = "stage 2a: group the pairs to score by leaf, cut into tiles";
   let description = [{
     A counting sort of the (query, contender) pairs that must be scored
@@ -151,14 +163,20 @@ def Pisa_BucketKernelOp : Pisa_KernelOp<"bucket", 8> {
     ```
   }];
   let arguments = (ins Index:$query_offset, Pisa_I32_4D:$contenders,
-                       Pisa_I32_3D:$counts, Pisa_I32_3D:$leaf_count,
+                       Pisa_I32_3D:$counts,
+                       Optional<Pisa_I32_1D>:$cu_seqlens_q,
+                       Optional<Pisa_I32_1D>:$cu_seqlens_k,
+                       Pisa_I32_3D:$leaf_count,
                        Pisa_I32_3D:$leaf_start, Pisa_I32_3D:$cursor,
                        Pisa_I32_3D:$tile_leaf, Pisa_I32_3D:$tile_first,
                        Pisa_I32_2D:$num_tiles, Pisa_I32_3D:$sorted_pairs,
                        Pisa_I32_3D:$tile_base, I64Attr:$topk,
                        I64Attr:$block_size, I64Attr:$q_tile);
   let assemblyFormat = [{
-    $query_offset `,` $contenders `,` $counts `outs` `(` $leaf_count `,`
+    $query_offset `,` $contenders `,` $counts
+    (`cu_seqlens` `(` $cu_seqlens_q^ `,` $cu_seqlens_k `:`
+     type($cu_seqlens_q) `,` type($cu_seqlens_k) `)`)?
+    `outs` `(` $leaf_count `,`
     $leaf_start `,` $cursor `,` $tile_leaf `,` $tile_first `,` $num_tiles
     `,` $sorted_pairs `,` $tile_base `)` `topk` `=` $topk
     `block_size` `=` $block_size `q_tile` `=` $q_tile attr-dict
@@ -169,7 +187,7 @@ def Pisa_BucketKernelOp : Pisa_KernelOp<"bucket", 8> {
   }];
 }
 
-def Pisa_ScoreTilesKernelOp : Pisa_KernelOp<"score_tiles", 1> {
+def Pisa_ScoreTilesKernelOp : Pisa_KernelOp<"score_tiles", 1, [AttrSizedOperandSegments]> {
   let summary = "stage 2b: score every tile's queries against its leaf's keys";
   let description = [{
     One block per tile (of `pisa.kernel.bucket`) stages the leaf's C keys
@@ -189,12 +207,17 @@ def Pisa_ScoreTilesKernelOp : Pisa_KernelOp<"score_tiles", 1> {
                        Index:$query_offset, Pisa_I32_3D:$leaf_count,
                        Pisa_I32_3D:$leaf_start, Pisa_I32_3D:$tile_leaf,
                        Pisa_I32_3D:$tile_first, Pisa_I32_2D:$num_tiles,
-                       Pisa_I32_3D:$sorted_pairs, Pisa_F32_4D:$scores,
+                       Pisa_I32_3D:$sorted_pairs,
+                       Optional<Pisa_I32_1D>:$cu_seqlens_q,
+                       Optional<Pisa_I32_1D>:$cu_seqlens_k,
+                       Pisa_F32_4D:$scores,
                        I64Attr:$topk, I64Attr:$block_size, I64Attr:$q_tile,
                        F32Attr:$scale, UnitAttr:$token_major);
   let assemblyFormat = [{
     $queries `,` $keys `,` $query_offset `,` $leaf_count `,` $leaf_start `,`
     $tile_leaf `,` $tile_first `,` $num_tiles `,` $sorted_pairs
+    (`cu_seqlens` `(` $cu_seqlens_q^ `,` $cu_seqlens_k `:`
+     type($cu_seqlens_q) `,` type($cu_seqlens_k) `)`)?
     `outs` `(` $scores `)` `topk` `=` $topk `block_size` `=` $block_size
     `q_tile` `=` $q_tile `scale` `=` $scale attr-dict
     `:` type($queries) `,` type($keys) `,` type($leaf_count) `,`
@@ -204,7 +227,7 @@ def Pisa_ScoreTilesKernelOp : Pisa_KernelOp<"score_tiles", 1> {
   }];
 }
 
-def Pisa_SelectFinalKernelOp : Pisa_KernelOp<"select_final", 1> {
+def Pisa_SelectFinalKernelOp : Pisa_KernelOp<"select_final", 1, [AttrSizedOperandSegments]> {
   let summary = "stage 3: the forced blocks and the best scored contenders";
   let description = [{
     One thread per (query, KV head) applies step 3 of semantics.md
@@ -220,11 +243,16 @@ def Pisa_SelectFinalKernelOp : Pisa_KernelOp<"select_final", 1> {
   }];
   let arguments = (ins Index:$query_offset, Index:$num_keys,
                        Pisa_I32_4D:$contenders, Pisa_I32_3D:$counts,
-                       Pisa_F32_4D:$scores, Pisa_I32_4D:$selection,
+                       Pisa_F32_4D:$scores,
+                       Optional<Pisa_I32_1D>:$cu_seqlens_q,
+                       Optional<Pisa_I32_1D>:$cu_seqlens_k,
+                       Pisa_I32_4D:$selection,
                        I64Attr:$topk, I64Attr:$block_size,
                        UnitAttr:$token_major);
   let assemblyFormat = [{
     $query_offset `,` $num_keys `,` $contenders `,` $counts `,` $scores
+    (`cu_seqlens` `(` $cu_seqlens_q^ `,` $cu_seqlens_k `:`
+     type($cu_seqlens_q) `,` type($cu_seqlens_k) `)`)?
     `outs` `(` $selection `)` `topk` `=` $topk `block_size` `=` $block_size
     attr-dict `:` type($contenders) `,` type($counts) `,` type($scores) `,`
     type($selection) (`->` type($results)^)?
@@ -262,7 +290,6 @@ def Pisa_SelectSingleStageKernelOp : Pisa_KernelOp<"select_single_stage", 1> {
 
 def Pisa_F32_3D : Pisa_ShapedOf<[F32], 3>;
 def Pisa_Keys3D : Pisa_ShapedOf<[F32, F16, BF16], 3>;
-def Pisa_I32_1D : Pisa_ShapedOf<[I32], 1>;
 
 def Pisa_PyramidVarlenKernelOp : Pisa_KernelOp<"pyramid_varlen", 1> {
   let summary = "the pyramids of a packed varlen batch (two kernels)";

@@ -247,7 +247,9 @@ def Pisa_HierTopKVarlenOp : Pisa_Op<"hier_topk_varlen", [Pure]> {
     t = N_b - Nq_b + i (prefill, chunked prefill and decode mix in one
     batch); `pyramid` is `pisa.pyramid_build_varlen` of the keys. The result
     `[Tq, Hkv, K]` lists, per query row, the kept leaf blocks of its own
-    sequence, ascending, padded with -1.
+    sequence, ascending, padded with -1. `schedule`, as on
+    `pisa.hier_topk`, is set by --pisa-select-schedule for the GPU
+    lowering.
 
     ```mlir
     %sel = pisa.hier_topk_varlen %q, %k, %p cu_seqlens(%cuq, %cuk) topk = 8
@@ -261,7 +263,8 @@ def Pisa_HierTopKVarlenOp : Pisa_Op<"hier_topk_varlen", [Pure]> {
                        1DTensorOf<[I32]>:$cu_seqlens_q,
                        1DTensorOf<[I32]>:$cu_seqlens_k,
                        I64Attr:$topk, I64Attr:$block_size, I64Attr:$branching,
-                       OptionalAttr<F32Attr>:$scale);
+                       OptionalAttr<F32Attr>:$scale,
+                       OptionalAttr<Pisa_ScheduleAttr>:$schedule);
   let results = (outs 3DTensorOf<[I32]>:$selection);
   let assemblyFormat = [{
     $queries `,` $keys `,` $pyramid `cu_seqlens` `(` $cu_seqlens_q `,`

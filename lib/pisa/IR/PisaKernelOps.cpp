@@ -35,7 +35,8 @@ static LogicalResult sameDim(Operation *op, StringRef what, StringRef aName,
 }
 
 /// One form (all tensors or all buffers; the interface checks the results
-/// of the tensor form) and one batch size B (dim 0) across the operands.
+/// of the tensor form) and one batch size B (dim 0) across the operands of
+/// rank >= 2 (B = 1 with cu_seqlens: a packed batch).
 static LogicalResult verifyKernelOp(Operation *op, bool packed = false) {
   bool tensors = false, buffers = false;
   int64_t batch = ShapedType::kDynamic;
@@ -44,8 +45,8 @@ static LogicalResult verifyKernelOp(Operation *op, bool packed = false) {
     if (!type)
       continue;
     (isa<RankedTensorType>(type) ? tensors : buffers) = true;
-    if (packed)
-      continue; // dim 0 is a token count, different per operand
+    if (packed || type.getRank() == 1)
+      continue; // token counts or cu_seqlens (B + 1), not a batch
     if (failed(sameDim(op, "batch B (dim 0)", "an operand", type.getDimSize(0),
                        "the first operand's", batch)))
       return failure();
@@ -103,7 +104,8 @@ LogicalResult PyramidKernelOp::verify() {
 LogicalResult FragmentPlanesKernelOp::verify() {
   if (failed(verifyKernelOp(*this)))
     return failure();
-  ArrayRef<int64_t> p = shapeOf(getPyramid()), planes = shapeOf(getPlanes());
+  SmallVector<int64_t, 4> p = tokenShapeOf(getPyramid(), getTokenMajor());
+  ArrayRef<int64_t> planes = shapeOf(getPlanes());
   if (failed(sameDim(*this, "rows", "planes", planes[2], "pyramid", p[2])))
     return failure();
   if (!ShapedType::isDynamic(planes[3]) && planes[3] != 2 * p[3])

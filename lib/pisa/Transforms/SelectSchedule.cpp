@@ -31,12 +31,31 @@ struct PisaSelectSchedulePass
           << "expected q-tile >= 1 but got " << int64_t(qTile);
       return signalPassFailure();
     }
-    WalkResult result = getOperation()->walk([&](HierTopKOp op) {
-      return failed(annotate(op)) ? WalkResult::interrupt()
-                                  : WalkResult::advance();
+    WalkResult result = getOperation()->walk([&](Operation *op) {
+      LogicalResult done = success();
+      if (auto topk = dyn_cast<HierTopKOp>(op))
+        done = annotate(topk);
+      else if (auto varlen = dyn_cast<HierTopKVarlenOp>(op))
+        done = annotate(varlen);
+      return failed(done) ? WalkResult::interrupt() : WalkResult::advance();
     });
     if (result.wasInterrupted())
       signalPassFailure();
+  }
+
+  /// A packed varlen batch: the rule with Nq unknown (the queries per
+  /// sequence vary per call), as for a batched op with dynamic Nq.
+  LogicalResult annotate(HierTopKVarlenOp op) {
+    if (keepExisting && op.getScheduleAttr())
+      return success();
+    RankedTensorType qType = op.getQueries().getType();
+    RankedTensorType kType = op.getKeys().getType();
+    return annotateOp(op, qType.getDimSize(1), kType.getDimSize(1),
+                      qType.getDimSize(2), qType.getElementType(),
+                      kType.getElementType(), op.getBlockSize(),
+                      ShapedType::kDynamic, ShapedType::kDynamic,
+                      op.getBranching(), op.getTopk(),
+                      [&](ScheduleAttr a) { op.setScheduleAttr(a); });
   }
 
   LogicalResult annotate(HierTopKOp op) {
@@ -45,25 +64,38 @@ struct PisaSelectSchedulePass
     RankedTensorType qType = op.getQueries().getType();
     RankedTensorType kType = op.getKeys().getType();
     const unsigned heads = headDimIndex(op.getTokenMajor());
-    int64_t hq = qType.getDimSize(heads), hkv = kType.getDimSize(heads);
-    int64_t d = qType.getDimSize(3);
+    const unsigned tokens = tokenDimIndex(op.getTokenMajor());
+    return annotateOp(op, qType.getDimSize(heads), kType.getDimSize(heads),
+                      qType.getDimSize(3), qType.getElementType(),
+                      kType.getElementType(), op.getBlockSize(),
+                      qType.getDimSize(tokens), kType.getDimSize(2),
+                      op.getBranching(), op.getTopk(),
+                      [&](ScheduleAttr a) { op.setScheduleAttr(a); });
+  }
+
+  /// Applies the IO-cost rule to a selection of these sizes (Nq, N:
+  /// kDynamic when unknown) and records the schedule with `set`.
+  LogicalResult annotateOp(Operation *op, int64_t hq, int64_t hkv, int64_t d,
+                           Type qElem, Type kElem, int64_t blockSize,
+                           int64_t nq, int64_t numKeys, int64_t branching,
+                           int64_t topk,
+                           llvm::function_ref<void(ScheduleAttr)> set) {
     if (ShapedType::isDynamic(hq) || ShapedType::isDynamic(hkv) ||
         ShapedType::isDynamic(d))
-      return op.emitOpError()
+      return op->emitOpError()
              << "needs static Hq, Hkv and d to choose a schedule";
 
     IOCostInputs in;
     in.groupSize = hq / hkv;
-    in.blockSize = op.getBlockSize();
+    in.blockSize = blockSize;
     in.qTile = qTile;
     in.headDim = d;
-    in.queryBytes = ceilBytes(qType.getElementType());
-    in.keyBytes = ceilBytes(kType.getElementType());
-    int64_t nq = qType.getDimSize(tokenDimIndex(op.getTokenMajor()));
+    in.queryBytes = ceilBytes(qElem);
+    in.keyBytes = ceilBytes(kElem);
     if (!ShapedType::isDynamic(nq))
       in.numQueries = nq;
     if (std::optional<std::string> error = validateIOCostInputs(in))
-      return op.emitOpError() << *error;
+      return op->emitOpError() << *error;
 
     IOCostEstimate est = estimateScheduleIO(in, policy);
     bool twoStage = est.twoStage;
@@ -78,12 +110,12 @@ struct PisaSelectSchedulePass
 
     auto kind = twoStage ? ScheduleKind::TwoStage : ScheduleKind::SingleStage;
     auto attr = ScheduleAttr::get(
-        op.getContext(), kind, qTile,
+        op->getContext(), kind, qTile,
         static_cast<int64_t>(std::ceil(est.twoStageElems)),
         static_cast<int64_t>(std::ceil(est.singleStageElems)));
-    op.setScheduleAttr(attr);
+    set(attr);
     if (emitRemarks)
-      op.emitRemark() << stringifyScheduleKind(kind)
+      op->emitRemark() << stringifyScheduleKind(kind)
                       << ": io_two_stage = " << plain(est.twoStageElems)
                       << " elements (" << plain(est.twoStageBytes)
                       << " B), io_single_stage = "
@@ -91,12 +123,11 @@ struct PisaSelectSchedulePass
                       << plain(est.singleStageBytes)
                       << " B) per query-candidate pair; " << reason;
     // Short sequences: say when flat block selection would do less work.
-    int64_t numKeys = kType.getDimSize(2);
     if (emitRemarks && !ShapedType::isDynamic(numKeys)) {
-      SelectionWork work = estimateSelectionWork(
-          numKeys, op.getBlockSize(), op.getBranching(), op.getTopk());
+      SelectionWork work =
+          estimateSelectionWork(numKeys, blockSize, branching, topk);
       if (work.flatCheaper)
-        op.emitRemark() << "flat block selection would be cheaper: "
+        op->emitRemark() << "flat block selection would be cheaper: "
                         << work.reason;
     }
     return success();

@@ -6,7 +6,8 @@ configuration on the same work, in one run (docs/performance.md, "Varlen").
   python3 -m pisa.checks.bench_varlen run DIR           # on the GPU
 
 Paper setting (G = 16, d = 128, C = 64, K = 8, g = 2, bf16, Hkv = 1).
-Libraries: `varlen` (pyramid_build_varlen + hier_topk_varlen), `anylen`
+Libraries: `varlen` (pyramid_build_varlen + hier_topk_varlen, the
+compiler's schedule: two-stage here), `varlen1` (the same, single-stage), `anylen`
 (batched, B, N and Nq dynamic: the compiler's schedule for unknown Nq,
 two-stage) and `decode` (batched, B and N dynamic, Nq = 1: single-stage).
 Each scenario is a batch both forms can express (equal lengths) or one
@@ -26,10 +27,13 @@ CFG = dict(G=16, d=128, C=64, K=8, g=2)
 def programs():
     G, d, C, K, g = (CFG[x] for x in ("G", "d", "C", "K", "g"))
     a = f"block_size = {C} branching = {g}"
-    varlen = f"""func.func @varlen(%q: tensor<?x{G}x{d}xbf16>, %k: tensor<?x1x{d}xbf16>,
+    def varlen(name, schedule=""):
+        attr = (f" {{schedule = #pisa.schedule<{schedule}, q_tile = 4, io_two_stage = 0, "
+                "io_single_stage = 0>}") if schedule else ""
+        return f"""func.func @{name}(%q: tensor<?x{G}x{d}xbf16>, %k: tensor<?x1x{d}xbf16>,
     %cuq: tensor<?xi32>, %cuk: tensor<?xi32>) -> tensor<?x1x{K}xi32> {{
   %p = pisa.pyramid_build_varlen %k cu_seqlens(%cuk) {a} : tensor<?x1x{d}xbf16>, tensor<?xi32> -> tensor<?x1x{d}xf32>
-  %s = pisa.hier_topk_varlen %q, %k, %p cu_seqlens(%cuq, %cuk) topk = {K} {a}
+  %s = pisa.hier_topk_varlen %q, %k, %p cu_seqlens(%cuq, %cuk) topk = {K} {a}{attr}
       : tensor<?x{G}x{d}xbf16>, tensor<?x1x{d}xbf16>, tensor<?x1x{d}xf32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x1x{K}xi32>
   return %s : tensor<?x1x{K}xi32>
 }}
@@ -44,7 +48,8 @@ def programs():
   return %s : {r}
 }}
 """
-    return {"varlen": varlen, "anylen": batched("anylen", "?"), "decode": batched("decode", 1)}
+    return {"varlen": varlen("varlen"), "varlen1": varlen("varlen1", "single_stage"),
+            "anylen": batched("anylen", "?"), "decode": batched("decode", 1)}
 
 
 def write(args):
@@ -89,8 +94,10 @@ def run(args):
         return [(randn(sum(queries), G, d), randn(sum(lengths), 1, d), cuq, cuk, out)
                 for _ in range(3)]
 
-    def run_varlen(q, k, cuq, cuk, out):
-        libs["varlen"]("varlen", q, k, cuq, cuk, out=out)
+    def varlen_runner(name):
+        def call(q, k, cuq, cuk, out):
+            libs[name](name, q, k, cuq, cuk, out=out)
+        return call
 
     def batched_sets(B, N, Nq):
         out = torch.empty((B, 1, Nq, K), dtype=torch.int32, device="cuda")
@@ -109,10 +116,14 @@ def run(args):
         scenarios.append((f"decode B={B} N={N}", [N] * B, [1] * B, ("decode", B, N, 1)))
     scenarios.append(("mixed: 4 chunks of 2048 at N=8192 + 60 decodes at N=32768",
                       [8192] * 4 + [32768] * 60, [2048] * 4 + [1] * 60, None))
-    print(f"{'scenario':58s} {'varlen us':>22s} {'batched us':>22s} {'varlen/batched':>14s}")
+    print(f"{'scenario':58s} {'varlen us':>22s} {'varlen single-stage us':>24s} "
+          f"{'batched us':>22s} {'varlen/batched':>14s}")
     for title, lengths, queries, peer in scenarios:
-        v = time_calls(run_varlen, varlen_sets(lengths, queries), args.warmup, args.reps)
-        line = f"{title:58s} {v[0]:9.1f} [{v[1]:.1f}, {v[2]:.1f}]"
+        sets = varlen_sets(lengths, queries)
+        v = time_calls(varlen_runner("varlen"), sets, args.warmup, args.reps)
+        v1 = time_calls(varlen_runner("varlen1"), sets, args.warmup, args.reps)
+        line = (f"{title:58s} {v[0]:9.1f} [{v[1]:.1f}, {v[2]:.1f}] "
+                f"{v1[0]:9.1f} [{v1[1]:.1f}, {v1[2]:.1f}]")
         if peer:
             name, B, N, Nq = peer
             p = time_calls(runner(name), batched_sets(B, N, Nq), args.warmup, args.reps)

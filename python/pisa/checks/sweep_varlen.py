@@ -6,8 +6,9 @@ against the float64 reference of the batched contract, sequence by sequence.
   python3 -m pisa.checks.sweep_varlen check DIR [--graph]            # GPU
 
 Configurations (G, Hkv, d, C, K, g, dtype, inputs) are drawn as in
-pisa.checks.sweep; every library has dynamic Tq, Tk and B and two entry
-points, the selection and the pyramid. `check` calls each on --batches
+pisa.checks.sweep, each with a schedule (single-stage, two-stage, or the
+compiler's choice, a third each); every library has dynamic Tq, Tk and B
+and two entry points, the selection and the pyramid. `check` calls each on --batches
 packed batches drawn from the seed: B in 0..8 with lengths mixing 0, 1,
 C - 1, C, C + 1 and long ones (up to --max-n), each sequence prefill, a
 chunk, decode (one query) or no query. It compares every sequence's
@@ -48,9 +49,14 @@ def program(cfg):
     r = f"tensor<?x{Hkv}x{K}xi32>"
     cu = "tensor<?xi32>"
     attrs = f"block_size = {C} branching = {g}"
+    # A schedule given (both kinds are drawn), else the compiler's choice.
+    sched = ""
+    if cfg.get("schedule"):
+        sched = (f" {{schedule = #pisa.schedule<{cfg['schedule']}, q_tile = 4, "
+                 "io_two_stage = 0, io_single_stage = 0>}")
     return f"""func.func @varlen_select(%q: {q}, %k: {k}, %cuq: {cu}, %cuk: {cu}) -> {r} {{
   %p = pisa.pyramid_build_varlen %k cu_seqlens(%cuk) {attrs} : {k}, {cu} -> {p}
-  %s = pisa.hier_topk_varlen %q, %k, %p cu_seqlens(%cuq, %cuk) topk = {K} {attrs}
+  %s = pisa.hier_topk_varlen %q, %k, %p cu_seqlens(%cuq, %cuk) topk = {K} {attrs}{sched}
       : {q}, {k}, {p}, {cu}, {cu} -> {r}
   return %s : {r}
 }}
@@ -66,8 +72,18 @@ def build(args):
     cfgs = []
     for i in range(args.count):
         cfg = sweep.draw_config(rng, i)
-        cfgs.append({x: cfg[x] for x in ("name", "Hkv", "G", "d", "C", "K", "g",
-                                         "dtype", "inputs")})
+        cfg = {x: cfg[x] for x in ("name", "Hkv", "G", "d", "C", "K", "g", "dtype",
+                                   "inputs")}
+        cfg["schedule"] = rng.choice((None, "single_stage", "two_stage"))
+        cfgs.append(cfg)
+    # The paper's family, where the walk scores on tensor cores (bf16,
+    # G = 16, g = 2, 4K % 8 == 0): rare among drawn configurations.
+    for i in range(args.tensor_core_walks):
+        cfgs.append({"name": f"t{i:04d}", "Hkv": rng.randint(1, 4), "G": 16,
+                     "d": rng.choice((64, 128, 256)), "C": rng.choice(sweep.BLOCK_SIZES),
+                     "K": rng.choice((4, 6, 8, 12, 16)), "g": 2, "dtype": "bf16",
+                     "inputs": rng.choices(sweep.INPUTS, (0.6, 0.25, 0.15))[0],
+                     "schedule": rng.choice((None, "two_stage"))})
     t0 = time.time()
     built, rejected = sweep.compile_all(cfgs, args.out, args.pisa_compile, args.jobs, program)
     print(f"seed {args.seed}: built {len(built)}, rejected {len(rejected)} "
@@ -318,8 +334,8 @@ def check(args):
             summary.update(name=f"{case['name']}#{j}", ok=bool(ok), lengths=lengths,
                            queries=queries)
             results.append(summary)
-            shape = " ".join(f"{x}={case[x]}" for x in ("Hkv", "G", "d", "C", "K", "g",
-                                                          "dtype", "inputs"))
+            shape = " ".join(f"{x}={case.get(x)}" for x in ("Hkv", "G", "d", "C", "K", "g",
+                                                              "dtype", "inputs", "schedule"))
             print(f"{'ok  ' if ok else 'FAIL'} {case['name']}#{j} {shape} B={len(lengths)} "
                   f"N={lengths} Nq={queries}: {summary['rows']} rows, {summary['differ']} "
                   f"differ ({summary['unexplained']} unexplained), pyramid error "
@@ -363,6 +379,9 @@ def main(argv=None):
     b.add_argument("out")
     b.add_argument("--seed", type=int, required=True)
     b.add_argument("--count", type=int, default=60)
+    b.add_argument("--tensor-core-walks", type=int, default=12,
+                   help="further configurations of the paper's family (the "
+                        "tensor-core walk)")
     b.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     b.add_argument("--pisa-compile", default="build/bin/pisa-compile")
     c = sub.add_parser("check", help="check built libraries on the GPU")

@@ -64,3 +64,27 @@ func.func @select(%q: tensor<?x8x64xf16>, %k: tensor<?x2x64xf16>, %cuq: tensor<?
   %sel = pisa.hier_topk_varlen %q, %k, %p cu_seqlens(%cuq, %cuk) topk = 8 block_size = 64 branching = 2 : tensor<?x8x64xf16>, tensor<?x2x64xf16>, tensor<?x2x64xf32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x2x8xi32>
   return %sel : tensor<?x2x8xi32>
 }
+
+// -----
+
+// Two-stage (the schedule the crossover rule picks for this setting): the
+// batched two-stage kernel ops on the packed batch seen as a batch of one,
+// token-major, with cu_seqlens; the pyramid's fragment planes are made from
+// the packed [1, R, Hkv, d] pyramid, and the selection is the caller's
+// [Tq, Hkv, K] buffer seen as [1, Tq, Hkv, K].
+// KERNELS-LABEL: func.func @two_stage(
+// KERNELS: pisa.kernel.pyramid_varlen
+// KERNELS: cf.assert %{{.*}}, "pisa.hier_topk_varlen: Tq * g * K is above the GPU limit of 2147483647 (32-bit stage-2 pair indices)"
+// KERNELS: %[[SEL:.*]] = tensor.empty(%{{.*}}) : tensor<?x1x8xi32>
+// KERNELS: tensor.expand_shape %[[SEL]] {{\[}}[0, 1], [2], [3]] output_shape [1, %{{.*}}, 1, 8] : tensor<?x1x8xi32> into tensor<1x?x1x8xi32>
+// KERNELS: pisa.kernel.fragment_planes %{{.*}} outs(%{{.*}}) {token_major} : tensor<1x?x1x128xf32>, tensor<1x1x?x256xbf16>
+// KERNELS: pisa.kernel.walk {{.*}} cu_seqlens(%arg2, %arg3 : tensor<?xi32>, tensor<?xi32>) {{.*}} {tensor_cores, token_major}
+// KERNELS: pisa.kernel.bucket {{.*}} cu_seqlens(%arg2, %arg3 : tensor<?xi32>, tensor<?xi32>)
+// KERNELS: pisa.kernel.score_tiles {{.*}} cu_seqlens(%arg2, %arg3 : tensor<?xi32>, tensor<?xi32>) {{.*}} {token_major}
+// KERNELS: %[[FINAL:.*]] = pisa.kernel.select_final {{.*}} cu_seqlens(%arg2, %arg3 : tensor<?xi32>, tensor<?xi32>) {{.*}} {token_major}
+// KERNELS: tensor.collapse_shape %[[FINAL]] {{\[}}[0, 1], [2], [3]] : tensor<1x?x1x8xi32> into tensor<?x1x8xi32>
+func.func @two_stage(%q: tensor<?x16x128xbf16>, %k: tensor<?x1x128xbf16>, %cuq: tensor<?xi32>, %cuk: tensor<?xi32>) -> tensor<?x1x8xi32> {
+  %p = pisa.pyramid_build_varlen %k cu_seqlens(%cuk) block_size = 64 branching = 2 : tensor<?x1x128xbf16>, tensor<?xi32> -> tensor<?x1x128xf32>
+  %sel = pisa.hier_topk_varlen %q, %k, %p cu_seqlens(%cuq, %cuk) topk = 8 block_size = 64 branching = 2 {schedule = #pisa.schedule<two_stage, q_tile = 4, io_two_stage = 0, io_single_stage = 0>} : tensor<?x16x128xbf16>, tensor<?x1x128xbf16>, tensor<?x1x128xf32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x1x8xi32>
+  return %sel : tensor<?x1x8xi32>
+}

@@ -69,3 +69,17 @@ func.func @varlen_forms(%q: tensor<?x8x64xf16>, %k: tensor<?x2x64xf16>, %cuq: te
       : memref<?x8x64xf16>, memref<?x2x64xf16>, memref<?x2x64xf32>, memref<?xi32>, memref<?xi32>, memref<?x2x8xi32>
   return %s : tensor<?x2x8xi32>
 }
+
+// The two-stage ops on a packed batch (B = 1, cu_seqlens given).
+// CHECK-LABEL: func.func @packed_two_stage
+// CHECK: pisa.kernel.walk %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} cu_seqlens(%{{.*}}, %{{.*}} : memref<?xi32>, memref<?xi32>) outs(%{{.*}}, %{{.*}}) topk = 8 block_size = 64 branching = 2 scale = 1.250000e-01 {token_major}
+// CHECK: pisa.kernel.select_final %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} cu_seqlens(%{{.*}}, %{{.*}} : memref<?xi32>, memref<?xi32>) outs(%{{.*}}) topk = 8 block_size = 64 {token_major}
+func.func @packed_two_stage(%q: memref<1x?x8x64xf16>, %p: memref<1x?x2x64xf32>, %cuq: memref<?xi32>, %cuk: memref<?xi32>,
+                            %c: memref<1x2x?x16xi32>, %n: memref<1x2x?xi32>, %u: memref<1x2x?x16xf32>,
+                            %s: memref<1x?x2x8xi32>, %off: index, %nk: index) {
+  pisa.kernel.walk %q, %p, %off, %nk cu_seqlens(%cuq, %cuk : memref<?xi32>, memref<?xi32>) outs(%c, %n) topk = 8 block_size = 64 branching = 2 scale = 0.125 {token_major}
+      : memref<1x?x8x64xf16>, memref<1x?x2x64xf32>, memref<1x2x?x16xi32>, memref<1x2x?xi32>
+  pisa.kernel.select_final %off, %nk, %c, %n, %u cu_seqlens(%cuq, %cuk : memref<?xi32>, memref<?xi32>) outs(%s) topk = 8 block_size = 64 {token_major}
+      : memref<1x2x?x16xi32>, memref<1x2x?xi32>, memref<1x2x?x16xf32>, memref<1x?x2x8xi32>
+  return
+}

@@ -153,55 +153,69 @@ void requireSizes(ImplicitLocOpBuilder &b, HierTopKOp op,
               " (32-bit leaf indices)");
 }
 
+/// What the two-stage kernels read: a batch, or a packed varlen batch as a
+/// batch of one (token-major [1, T, H, X] tensors, the packed pyramid
+/// [1, R, Hkv, d], cu_seqlens given, leaves numbered over the batch).
+struct TwoStageInputs {
+  Value queries, keys, pyramid, pyramidRows, offset, numKeys;
+  Value cuQueries, cuKeys; ///< null for a batch
+  Value batch, numQueries, numLeaves;
+  int64_t staticLeaves; ///< M_1 (or the batch's leaves), kDynamic if unknown
+};
+
 /// The two-stage kernels: [fragment planes], walk, bucket, score tiles,
 /// final selection. Returns the selection.
-Value decomposeTwoStage(ImplicitLocOpBuilder &b, HierTopKOp op,
-                        const SelectionPlan &p, const Sizes &sizes,
-                        Value selectionInit) {
+Value decomposeTwoStage(ImplicitLocOpBuilder &b, const SelectionPlan &p,
+                        const TwoStageInputs &in, Value selectionInit) {
   Type i32 = b.getI32Type(), f32 = b.getF32Type();
-  ArrayRef<int64_t> qShape = op.getQueries().getType().getShape();
+  ArrayRef<int64_t> qShape =
+      cast<ShapedType>(in.queries.getType()).getShape();
   const int64_t gk = p.candidates();
   const int64_t batch = qShape[0];
   const int64_t numQueries = qShape[tokenDimIndex(p.tokenMajor)];
-  const std::optional<PyramidLayout> &fixed = sizes.layout.fixed();
-  const int64_t leaves = fixed ? fixed->numLeaves() : ShapedType::kDynamic;
+  const int64_t leaves = in.staticLeaves;
   const int64_t pairs = staticProduct(numQueries, gk);
-  const int64_t tileCount = ShapedType::isDynamic(pairs) || !fixed
-                                ? ShapedType::kDynamic
-                                : ceilDiv(pairs, p.qTile) + leaves;
-  Value cGk = indexConst(b, gk);
-  Value numLeaves = sizes.layout.numLeaves();
-  Value numPairs = b.createOrFold<arith::MulIOp>(sizes.numQueries, cGk);
-  Value tileBound = maxTiles(b, sizes.numQueries, numLeaves, gk, p.qTile);
+  const int64_t tileCount =
+      ShapedType::isDynamic(pairs) || ShapedType::isDynamic(leaves)
+          ? ShapedType::kDynamic
+          : ceilDiv(pairs, p.qTile) + leaves;
+  Value cGk = indexConst(b, gk), heads = indexConst(b, p.kvHeads);
+  Value numLeaves = in.numLeaves;
+  Value numPairs = b.createOrFold<arith::MulIOp>(in.numQueries, cGk);
+  Value tileBound = maxTiles(b, in.numQueries, numLeaves, gk, p.qTile);
   auto perQuery = [&](Type elem, bool slots) {
     if (slots)
       return empty(b, {batch, p.kvHeads, numQueries, gk}, elem,
-                   {sizes.batch, sizes.heads, sizes.numQueries, cGk});
+                   {in.batch, heads, in.numQueries, cGk});
     return empty(b, {batch, p.kvHeads, numQueries}, elem,
-                 {sizes.batch, sizes.heads, sizes.numQueries});
+                 {in.batch, heads, in.numQueries});
   };
   auto perGroup = [&](int64_t last, Value lastSize) {
-    return empty(b, {batch, p.kvHeads, last}, i32,
-                 {sizes.batch, sizes.heads, lastSize});
+    return empty(b, {batch, p.kvHeads, last}, i32, {in.batch, heads, lastSize});
   };
 
-  Value pyramid = op.getPyramid();
+  Value pyramid = in.pyramid;
   if (p.tensorCoreWalk) {
-    auto rows = cast<ShapedType>(pyramid.getType()).getShape()[2];
+    // A packed batch's pyramid is [1, R, Hkv, d]; the planes are
+    // head-major either way.
+    const bool packedPyramid = bool(in.cuQueries);
+    auto rows =
+        cast<ShapedType>(pyramid.getType()).getShape()[packedPyramid ? 1 : 2];
     Value planes = empty(b, {batch, p.kvHeads, rows, 2 * p.headDim},
                          b.getBF16Type(),
-                         {sizes.batch, sizes.heads, dimOf(b, pyramid, 2),
+                         {in.batch, heads, in.pyramidRows,
                           indexConst(b, 2 * p.headDim)});
     pyramid = FragmentPlanesKernelOp::create(b, TypeRange{planes.getType()},
-                                             pyramid, planes)
+                                             pyramid, planes, packedPyramid)
                   .getResult(0);
   }
-  Value offset = op.getQueryOffset(), numKeys = sizes.layout.numKeys();
+  Value offset = in.offset, numKeys = in.numKeys;
+  Value cuQ = in.cuQueries, cuK = in.cuKeys;
   Value contendersInit = perQuery(i32, true), countsInit = perQuery(i32, false);
   auto walk = WalkKernelOp::create(
       b, TypeRange{contendersInit.getType(), countsInit.getType()},
-      op.getQueries(), pyramid, offset, numKeys, contendersInit, countsInit,
-      p.topK, p.blockSize, p.fanout, llvm::APFloat(p.scale),
+      in.queries, pyramid, offset, numKeys, cuQ, cuK, contendersInit,
+      countsInit, p.topK, p.blockSize, p.fanout, llvm::APFloat(p.scale),
       p.tensorCoreWalk, p.tokenMajor);
   Value contenders = walk.getResult(0), counts = walk.getResult(1);
 
@@ -209,29 +223,31 @@ Value decomposeTwoStage(ImplicitLocOpBuilder &b, HierTopKOp op,
       perGroup(leaves, numLeaves),       perGroup(leaves, numLeaves),
       perGroup(leaves, numLeaves),       perGroup(tileCount, tileBound),
       perGroup(tileCount, tileBound),    empty(b, {batch, p.kvHeads}, i32,
-                                               {sizes.batch, sizes.heads}),
+                                               {in.batch, heads}),
       perGroup(pairs, numPairs),         perGroup(leaves, numLeaves)};
   SmallVector<Type> sortTypes;
   for (Value v : sortInits)
     sortTypes.push_back(v.getType());
   auto bucket = BucketKernelOp::create(
-      b, sortTypes, offset, contenders, counts, sortInits[0], sortInits[1],
-      sortInits[2], sortInits[3], sortInits[4], sortInits[5], sortInits[6],
-      sortInits[7], p.topK, p.blockSize, p.qTile);
+      b, sortTypes, offset, contenders, counts, cuQ, cuK, sortInits[0],
+      sortInits[1], sortInits[2], sortInits[3], sortInits[4], sortInits[5],
+      sortInits[6], sortInits[7], p.topK, p.blockSize, p.qTile);
   ValueRange sorted = bucket.getResults();
 
   Value scoresInit = perQuery(f32, true);
   auto score = ScoreTilesKernelOp::create(
-      b, TypeRange{scoresInit.getType()}, op.getQueries(), op.getKeys(),
-      offset, /*leaf_count=*/sorted[0], /*leaf_start=*/sorted[1],
+      b, TypeRange{scoresInit.getType()}, in.queries, in.keys, offset,
+      /*leaf_count=*/sorted[0], /*leaf_start=*/sorted[1],
       /*tile_leaf=*/sorted[3], /*tile_first=*/sorted[4],
-      /*num_tiles=*/sorted[5], /*sorted_pairs=*/sorted[6], scoresInit, p.topK,
-      p.blockSize, p.qTile, llvm::APFloat(p.scale), p.tokenMajor);
+      /*num_tiles=*/sorted[5], /*sorted_pairs=*/sorted[6], cuQ, cuK,
+      scoresInit, p.topK, p.blockSize, p.qTile, llvm::APFloat(p.scale),
+      p.tokenMajor);
 
   return SelectFinalKernelOp::create(b, TypeRange{selectionInit.getType()},
                                      offset, numKeys, contenders, counts,
-                                     score.getResult(0), selectionInit,
-                                     p.topK, p.blockSize, p.tokenMajor)
+                                     score.getResult(0), cuQ, cuK,
+                                     selectionInit, p.topK, p.blockSize,
+                                     p.tokenMajor)
       .getResult(0);
 }
 
@@ -260,8 +276,22 @@ void decompose(RewriterBase &rewriter, HierTopKOp op, const SelectionPlan &p) {
                       p.topK, p.blockSize, p.fanout,
                       llvm::APFloat(p.scale), p.tokenMajor)
                       .getResult(0);
-    else
-      selection = decomposeTwoStage(b, op, p, sizes, selectionInit);
+    else {
+      const std::optional<PyramidLayout> &fixed = sizes.layout.fixed();
+      TwoStageInputs in{queries,
+                        op.getKeys(),
+                        op.getPyramid(),
+                        dimOf(b, op.getPyramid(), 2),
+                        op.getQueryOffset(),
+                        sizes.layout.numKeys(),
+                        Value(),
+                        Value(),
+                        sizes.batch,
+                        sizes.numQueries,
+                        sizes.layout.numLeaves(),
+                        fixed ? fixed->numLeaves() : ShapedType::kDynamic};
+      selection = decomposeTwoStage(b, p, in, selectionInit);
+    }
     rewriter.replaceOp(op, selection);
 }
 
@@ -357,13 +387,100 @@ void decompose(RewriterBase &rewriter, PyramidBuildVarlenOp op) {
                              .getResult(0));
 }
 
-/// hier_topk_varlen runs the single-stage kernel (docs/gpu.md, "Varlen").
+/// A packed [T, H, X] tensor as [1, T, H, X] (a reshape, no copy).
+Value asBatchOfOne(ImplicitLocOpBuilder &b, Value packed) {
+  auto type = cast<RankedTensorType>(packed.getType());
+  ArrayRef<int64_t> s = type.getShape();
+  auto expanded =
+      RankedTensorType::get({1, s[0], s[1], s[2]}, type.getElementType());
+  return tensor::ExpandShapeOp::create(
+      b, expanded, packed, {{0, 1}, {2}, {3}},
+      {b.getIndexAttr(1), dimOf(b, packed, 0), b.getIndexAttr(s[1]),
+       b.getIndexAttr(s[2])});
+}
+
+/// Two-stage hier_topk_varlen: the batched two-stage kernel ops on the
+/// packed batch seen as a batch of one, token-major, with cu_seqlens
+/// (docs/gpu.md, "Varlen").
+Value decomposeTwoStageVarlen(ImplicitLocOpBuilder &b, HierTopKVarlenOp op) {
+  ArrayRef<int64_t> q = op.getQueries().getType().getShape();
+  ArrayRef<int64_t> k = op.getKeys().getType().getShape();
+  ScheduleAttr schedule = op.getScheduleAttr();
+  SelectionPlan plan{ScheduleKind::TwoStage,
+                     schedule.getQTile(),
+                     k[1],
+                     q[1] / k[1],
+                     q[2],
+                     int64_t(op.getTopk()),
+                     int64_t(op.getBranching()),
+                     int64_t(op.getBlockSize()),
+                     op.getScaleOrDefault(),
+                     /*tensorCoreWalk=*/false,
+                     /*tokenMajor=*/true};
+  plan.tensorCoreWalk =
+      canWalkWithMma(op.getQueries().getType().getElementType(),
+                     plan.groupSize, plan.headDim, plan.fanout,
+                     plan.candidates());
+  Value numKeyRows = dimOf(b, op.getKeys(), 0);
+  Value numQueryRows = dimOf(b, op.getQueries(), 0);
+  Value numSeqs = arith::SubIOp::create(b, dimOf(b, op.getCuSeqlensK(), 0),
+                                        indexConst(b, 1));
+  // Leaves over the batch: sequence s's from floor(cu_k[s] / C) + s.
+  Value numLeaves = arith::AddIOp::create(
+      b, arith::DivUIOp::create(b, numKeyRows, indexConst(b, plan.blockSize)),
+      numSeqs);
+  requireAtRuntime(
+      b,
+      cmp(b, arith::CmpIPredicate::ule,
+          arith::MulIOp::create(b, numQueryRows,
+                                indexConst(b, plan.candidates())),
+          indexConst(b, kMaxGPUPairs)),
+      "pisa.hier_topk_varlen: Tq * g * K is above the GPU limit of " +
+          std::to_string(kMaxGPUPairs) + " (32-bit stage-2 pair indices)");
+  int64_t staticLeaves = ShapedType::kDynamic;
+  int64_t cuSize = op.getCuSeqlensK().getType().getDimSize(0);
+  if (!ShapedType::isDynamic(k[0]) && !ShapedType::isDynamic(cuSize))
+    staticLeaves = k[0] / plan.blockSize + cuSize - 1;
+  // R = 2 floor(Tk / C) + 32 B, which the host rules checked.
+  Value pyramidRows =
+      firstPyramidRow(b, numKeyRows, numSeqs, plan.blockSize);
+  TwoStageInputs in{asBatchOfOne(b, op.getQueries()),
+                    asBatchOfOne(b, op.getKeys()),
+                    asBatchOfOne(b, op.getPyramid()),
+                    pyramidRows,
+                    indexConst(b, 0),
+                    numKeyRows,
+                    op.getCuSeqlensQ(),
+                    op.getCuSeqlensK(),
+                    indexConst(b, 1),
+                    numQueryRows,
+                    numLeaves,
+                    staticLeaves};
+  // The destination is the packed [Tq, Hkv, K] seen as a batch of one, so
+  // that the result is the caller's buffer itself (the reshapes fold).
+  Value init = asBatchOfOne(
+      b, emptyLike(b, op.getSelection().getType(),
+                   {numQueryRows, Value(), Value()}));
+  Value selection = decomposeTwoStage(b, plan, in, init);
+  return tensor::CollapseShapeOp::create(b, op.getSelection().getType(),
+                                         selection,
+                                         ArrayRef<ReassociationIndices>{
+                                             {0, 1}, {2}, {3}});
+}
+
+/// hier_topk_varlen: the two-stage kernels when its schedule says so, else
+/// the single-stage kernel (docs/gpu.md, "Varlen").
 void decompose(RewriterBase &rewriter, HierTopKVarlenOp op) {
   rewriter.setInsertionPoint(op);
   ImplicitLocOpBuilder b(op.getLoc(), rewriter);
   requireVarlenSizes(b, "pisa.hier_topk_varlen", op.getCuSeqlensK(),
                      op.getKeys(), op.getPyramid(), op.getBlockSize(),
                      op.getCuSeqlensQ(), op.getQueries());
+  ScheduleAttr schedule = op.getScheduleAttr();
+  if (schedule && schedule.getKind() == ScheduleKind::TwoStage) {
+    rewriter.replaceOp(op, decomposeTwoStageVarlen(b, op));
+    return;
+  }
   RankedTensorType type = op.getSelection().getType();
   Value init = emptyLike(b, type, {dimOf(b, op.getQueries(), 0), Value(),
                                    Value()});

@@ -94,7 +94,15 @@ void mlir::pisa::detail::viewTokenMajorOperands(RewriterBase &rewriter,
   Operands tokenIndexed =
       llvm::TypeSwitch<Operation *, Operands>(op)
           .Case([](PyramidKernelOp o) { return Operands{&o.getKeysMutable()}; })
-          .Case([](WalkKernelOp o) { return Operands{&o.getQueriesMutable()}; })
+          .Case([](FragmentPlanesKernelOp o) {
+            return Operands{&o.getPyramidMutable()};
+          })
+          .Case([](WalkKernelOp o) {
+            // A packed batch's f32 pyramid is [1, R, Hkv, d] too.
+            if (o.getCuSeqlensQ() && !o.getTensorCores())
+              return Operands{&o.getQueriesMutable(), &o.getPyramidMutable()};
+            return Operands{&o.getQueriesMutable()};
+          })
           .Case([](ScoreTilesKernelOp o) {
             return Operands{&o.getQueriesMutable(), &o.getKeysMutable()};
           })

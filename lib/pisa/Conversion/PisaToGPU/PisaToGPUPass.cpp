@@ -127,6 +127,16 @@ std::optional<std::string> mlir::pisa::gpuLimitViolation(Operation *op) {
     else if (kvHeads > kMaxGPUGroups)
       os << "has Hkv = " << kvHeads << " above the GPU limit of "
          << kMaxGPUGroups << " (grid y)";
+    else if (ScheduleAttr schedule = topk.getScheduleAttr();
+             schedule && schedule.getKind() == ScheduleKind::TwoStage &&
+             schedule.getQTile() *
+                     (topk.getQueries().getType().getShape()[1] / kvHeads) >
+                 kMaxGPUThreads)
+      os << "has q_tile * G = "
+         << schedule.getQTile() *
+                (topk.getQueries().getType().getShape()[1] / kvHeads)
+         << " above the GPU limit of " << kMaxGPUThreads
+         << " threads per stage-2 block";
     else
       return std::nullopt;
     return why;

@@ -308,6 +308,35 @@ template <typename OpTy> struct KernelOpPattern : OpRewritePattern<OpTy> {
                      ImplicitLocOpBuilder &host) const = 0;
 };
 
+/// Writes the K entries kInvalidInput of a row of `selection`.
+void storeInvalidRow(ImplicitLocOpBuilder &b, Value selection, int64_t topK,
+                     ValueRange row) {
+  Value marker = arith::ConstantIntOp::create(b, kInvalidInput, 32);
+  buildLoop(b, indexConst(b, 0), indexConst(b, topK), {},
+            [&](ImplicitLocOpBuilder &sb, Value pos, ValueRange) {
+              SmallVector<Value> at(row.begin(), row.end());
+              at.push_back(pos);
+              memref::StoreOp::create(sb, marker, selection, at);
+              return SmallVector<Value>{};
+            });
+}
+
+/// The sequence of packed query row `row` for a walk kernel (keys or
+/// numKeyRows give Tk).
+WarpSequence packedSequence(ImplicitLocOpBuilder &b, Value cuQ, Value cuK,
+                            Value numQueryRows, Value numKeyRows, Value batch,
+                            Value row, int64_t blockSize) {
+  QueryRowSequence seq =
+      sequenceOfQueryRow(b, cuQ, cuK, numQueryRows, numKeyRows, row);
+  return WarpSequence{batch,
+                      row,
+                      seq.position,
+                      seq.keys.count,
+                      seq.keys.first,
+                      firstPyramidRow(b, seq.keys.first, seq.seq, blockSize),
+                      seq.valid};
+}
+
 /// The body of the single-stage kernel for one query warp: the walk, the
 /// leaf scoring from raw keys when the contenders compete, and the final
 /// selection written to `selection` (lane 0 writes).
@@ -439,14 +468,11 @@ struct SelectSingleStageVarlenToGPU
           b, kernel, p, kernel.arg("queries"), /*mmaLevels=*/false,
           /*batchLayout=*/nullptr,
           [&](ImplicitLocOpBuilder &sb, Value batch, Value row) {
-            QueryRowSequence seq = sequenceOfQueryRow(
-                sb, kernel.arg("cuSeqlensQ"), kernel.arg("cuSeqlensK"),
-                dimOf(sb, kernel.arg("queries"), 2),
-                dimOf(sb, kernel.arg("keys"), 2), row);
-            return WarpSequence{
-                batch, row, seq.position, seq.keys.count, seq.keys.first,
-                firstPyramidRow(sb, seq.keys.first, seq.seq, p.blockSize),
-                seq.valid};
+            return packedSequence(sb, kernel.arg("cuSeqlensQ"),
+                                  kernel.arg("cuSeqlensK"),
+                                  dimOf(sb, kernel.arg("queries"), 2),
+                                  dimOf(sb, kernel.arg("keys"), 2), batch, row,
+                                  p.blockSize);
           },
           [&](ImplicitLocOpBuilder &gb, const WarpSite &w,
               const LevelLayout &layout) {
@@ -456,14 +482,8 @@ struct SelectSingleStageVarlenToGPU
           // kInvalidInput (docs/semantics.md, section 7).
           [&](ImplicitLocOpBuilder &ib, const QuerySite &site, Value lane) {
             buildIfThen(ib, isLaneZero(ib, lane), [&](ImplicitLocOpBuilder &lb) {
-              Value marker = arith::ConstantIntOp::create(lb, kInvalidInput, 32);
-              buildLoop(lb, indexConst(lb, 0), indexConst(lb, p.topK), {},
-                        [&](ImplicitLocOpBuilder &sb, Value pos, ValueRange) {
-                          memref::StoreOp::create(
-                              sb, marker, kernel.arg("selection"),
-                              ValueRange{site.batch, site.kvHead, site.query, pos});
-                          return SmallVector<Value>{};
-                        });
+              storeInvalidRow(lb, kernel.arg("selection"), p.topK,
+                              {site.batch, site.kvHead, site.query});
             });
           });
     }
@@ -503,6 +523,7 @@ struct WalkToGPU : KernelOpPattern<WalkKernelOp> {
                           op.getBranching(), op.getBlockSize(),
                           op.getScale().convertToFloat(), op.getNumKeys());
     const bool mmaWalk = op.getTensorCores();
+    const bool packed = bool(op.getCuSeqlensQ());
     Type index = rewriter.getIndexType();
     Kernel walkKernel;
     {
@@ -513,7 +534,12 @@ struct WalkToGPU : KernelOpPattern<WalkKernelOp> {
           {"offset", index},
           {"contenders", bufferType(op.getContenders())},
           {"counts", bufferType(op.getCounts())}};
-      walkParams.append(keyCountParam(p, index));
+      if (packed)
+        walkParams.append({{"cuSeqlensQ", bufferType(op.getCuSeqlensQ())},
+                           {"cuSeqlensK", bufferType(op.getCuSeqlensK())},
+                           {"numKeyRows", index}});
+      else
+        walkParams.append(keyCountParam(p, index));
       walkKernel = createKernel(
           rewriter, op, "select_stage1_walk", walkParams, {},
           mmaWalk ? SmallVector<Type>{}
@@ -526,15 +552,34 @@ struct WalkToGPU : KernelOpPattern<WalkKernelOp> {
                          p.candidates() <= 16 ? 8 : 6);
       }
       ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-      Value numKeys = keyCount(b, walkKernel, p);
-      LevelLayout batchLayout(b, numKeys, p.blockSize, p.fanout);
+      Value numKeys = packed ? Value() : keyCount(b, walkKernel, p);
+      std::optional<LevelLayout> batchLayout;
+      if (!packed)
+        batchLayout.emplace(b, numKeys, p.blockSize, p.fanout);
+      auto sequenceOf = [&](ImplicitLocOpBuilder &sb, Value batch,
+                            Value row) {
+        if (!packed)
+          return batchedSequence(sb, batch, row, walkKernel.arg("offset"),
+                                 numKeys);
+        return packedSequence(sb, walkKernel.arg("cuSeqlensQ"),
+                              walkKernel.arg("cuSeqlensK"),
+                              dimOf(sb, walkKernel.arg("queries"), 2),
+                              walkKernel.arg("numKeyRows"), batch, row,
+                              p.blockSize);
+      };
+      // A row of a batch that breaks a rule: no contender (the final
+      // kernel writes its kInvalidInput row).
+      auto noContenders = [&](ImplicitLocOpBuilder &ib, const QuerySite &site,
+                              Value lane) {
+        buildIfThen(ib, isLaneZero(ib, lane), [&](ImplicitLocOpBuilder &lb) {
+          memref::StoreOp::create(
+              lb, arith::ConstantIntOp::create(lb, 0, 32),
+              walkKernel.arg("counts"),
+              ValueRange{site.batch, site.kvHead, site.query});
+        });
+      };
       forEachQueryWarp(b, walkKernel, p, walkKernel.arg("queries"), mmaWalk,
-                       &batchLayout,
-                       [&](ImplicitLocOpBuilder &sb, Value batch, Value row) {
-                         return batchedSequence(sb, batch, row,
-                                                walkKernel.arg("offset"),
-                                                numKeys);
-                       },
+                       batchLayout ? &*batchLayout : nullptr, sequenceOf,
                        [&](ImplicitLocOpBuilder &gb, const WarpSite &w,
                            const LevelLayout &walkLayout) {
         const QuerySite &site = w.site;
@@ -577,14 +622,19 @@ struct WalkToGPU : KernelOpPattern<WalkKernelOp> {
               sb, arith::IndexCastOp::create(sb, sb.getI32Type(), n),
               walkKernel.arg("counts"), ValueRange{site.batch, site.kvHead, site.query});
         });
-      });
+      }, noContenders);
     }
     SmallVector<KernelOperand> operands{{"queries", op.getQueries()},
                                         {"pyramid", op.getPyramid()},
                                         {"offset", op.getQueryOffset()},
                                         {"contenders", op.getContenders()},
                                         {"counts", op.getCounts()}};
-    operands.append(keyCountOperand(p, op.getNumKeys()));
+    if (packed)
+      operands.append({{"cuSeqlensQ", op.getCuSeqlensQ()},
+                       {"cuSeqlensK", op.getCuSeqlensK()},
+                       {"numKeyRows", op.getNumKeys()}});
+    else
+      operands.append(keyCountOperand(p, op.getNumKeys()));
     launch(host, walkKernel,
            host.createOrFold<arith::CeilDivUIOp>(
                dimOf(host, op.getQueries(), 2), indexConst(host, kWarpQueries)),
@@ -598,7 +648,8 @@ struct WalkToGPU : KernelOpPattern<WalkKernelOp> {
 TileProblem tileProblem(Value queries, Value keys, Value scores,
                         Value contenders, Value counts, ValueRange sort,
                         int64_t topK, int64_t candidates, int64_t qTile,
-                        int64_t blockSize, float scale) {
+                        int64_t blockSize, float scale, Value cuQueries,
+                        Value cuKeys) {
   auto type = [](Value v) { return v ? bufferType(v) : MemRefType(); };
   ArrayRef<int64_t> perKv = bufferType(sort[0]).getShape();
   int64_t groupSize = 0, headDim = 0;
@@ -608,10 +659,19 @@ TileProblem tileProblem(Value queries, Value keys, Value scores,
   }
   SortBuffers s{type(sort[0]), type(sort[1]), type(sort[2]), type(sort[3]),
                 type(sort[4]), type(sort[5]), type(sort[6]), type(sort[7])};
-  return TileProblem{perKv[1], groupSize,  headDim,      topK,
-                     candidates, qTile,    blockSize,    scale,
-                     type(queries), type(keys), type(contenders),
-                     type(counts), type(scores), s};
+  return TileProblem{perKv[1],      groupSize,        headDim,
+                     topK,          candidates,       qTile,
+                     blockSize,     scale,            type(queries),
+                     type(keys),    type(contenders), type(counts),
+                     type(scores),  s,                type(cuQueries),
+                     type(cuKeys)};
+}
+
+/// The cu_seqlens launch operands of a packed stage-2 op (none otherwise).
+SmallVector<KernelOperand> cuSeqlensOperands(Value cuQueries, Value cuKeys) {
+  if (!cuQueries)
+    return {};
+  return {{"cuSeqlensQ", cuQueries}, {"cuSeqlensK", cuKeys}};
 }
 
 struct BucketToGPU : KernelOpPattern<BucketKernelOp> {
@@ -622,12 +682,15 @@ struct BucketToGPU : KernelOpPattern<BucketKernelOp> {
     int64_t candidates = bufferType(op.getContenders()).getShape()[3];
     TileProblem p = tileProblem(Value(), Value(), Value(), op.getContenders(),
                                 op.getCounts(), sort, op.getTopk(), candidates,
-                                op.getQTile(), op.getBlockSize(), 0.0f);
+                                op.getQTile(), op.getBlockSize(), 0.0f,
+                                op.getCuSeqlensQ(), op.getCuSeqlensK());
     BucketKernels kernels = buildBucketKernels(rewriter, op, p);
     launchBucketKernels(host, kernels, p,
                         groupsOf(host, op.getCounts(), p.kvHeads),
                         dimOf(host, op.getCounts(), 2), op.getQueryOffset(),
-                        op.getContenders(), op.getCounts(), sort);
+                        op.getContenders(), op.getCounts(), sort,
+                        cuSeqlensOperands(op.getCuSeqlensQ(),
+                                          op.getCuSeqlensK()));
   }
 };
 
@@ -644,20 +707,23 @@ struct ScoreTilesToGPU : KernelOpPattern<ScoreTilesKernelOp> {
     TileProblem p = tileProblem(op.getQueries(), op.getKeys(), op.getScores(),
                                 Value(), Value(), sort, op.getTopk(),
                                 candidates, op.getQTile(), op.getBlockSize(),
-                                op.getScale().convertToFloat());
+                                op.getScale().convertToFloat(),
+                                op.getCuSeqlensQ(), op.getCuSeqlensK());
     ScoreKernel kernel = buildScoreKernel(rewriter, op, p);
+    SmallVector<KernelOperand> operands{
+        {"queries", op.getQueries()},
+        {"keys", op.getKeys()},
+        {"offset", op.getQueryOffset()},
+        {"leafCount", op.getLeafCount()},
+        {"leafStart", op.getLeafStart()},
+        {"tileLeaf", op.getTileLeaf()},
+        {"tileFirst", op.getTileFirst()},
+        {"numTiles", op.getNumTiles()},
+        {"sortedPairs", op.getSortedPairs()},
+        {"scores", op.getScores()}};
+    operands.append(cuSeqlensOperands(op.getCuSeqlensQ(), op.getCuSeqlensK()));
     launchScoreKernel(host, kernel, groupsOf(host, op.getScores(), p.kvHeads),
-                      dimOf(host, op.getTileLeaf(), 2),
-                      {{"queries", op.getQueries()},
-                       {"keys", op.getKeys()},
-                       {"offset", op.getQueryOffset()},
-                       {"leafCount", op.getLeafCount()},
-                       {"leafStart", op.getLeafStart()},
-                       {"tileLeaf", op.getTileLeaf()},
-                       {"tileFirst", op.getTileFirst()},
-                       {"numTiles", op.getNumTiles()},
-                       {"sortedPairs", op.getSortedPairs()},
-                       {"scores", op.getScores()}});
+                      dimOf(host, op.getTileLeaf(), 2), operands);
   }
 };
 
@@ -680,22 +746,21 @@ struct SelectFinalToGPU : KernelOpPattern<SelectFinalKernelOp> {
           {"counts", bufferType(op.getCounts())},
           {"scores", bufferType(op.getScores())},
           {"selection", bufferType(op.getSelection())}};
-      finalParams.append(keyCountParam(p, index));
+      const bool packed = bool(op.getCuSeqlensQ());
+      if (packed)
+        finalParams.append({{"cuSeqlensQ", bufferType(op.getCuSeqlensQ())},
+                            {"cuSeqlensK", bufferType(op.getCuSeqlensK())},
+                            {"numKeyRows", index}});
+      else
+        finalParams.append(keyCountParam(p, index));
       finalKernel =
           createKernel(rewriter, op, "select_final", finalParams, {},
                        {privateType(rewriter.getContext(), {p.topK}, i32)});
       ImplicitLocOpBuilder fb(op.getLoc(), rewriter);
-      // Only b_t is needed here: M_1, not the whole layout.
-      Value finalLeaves =
-          p.dynamicKeys()
-              ? fb.createOrFold<arith::CeilDivUIOp>(
-                    finalKernel.arg("numKeys"), indexConst(fb, p.blockSize))
-              : indexConst(fb, ceilDiv(*p.numKeys, p.blockSize));
       SmallVector<Value> fat =
           queryThread(fb, p, dimOf(fb, finalKernel.arg("counts"), 2));
-      guarded(fb, fat[3], [&](ImplicitLocOpBuilder &gb) {
-        Value t = arith::AddIOp::create(gb, finalKernel.arg("offset"), fat[2]);
-        Value bt = leafOfPosition(gb, p.blockSize, finalLeaves, t);
+      Value selection = finalKernel.arg("selection");
+      auto select = [&](ImplicitLocOpBuilder &gb, Value bt) {
         Value n = arith::IndexCastOp::create(
             gb, gb.getIndexType(),
             memref::LoadOp::create(gb, finalKernel.arg("counts"),
@@ -716,16 +781,48 @@ struct SelectFinalToGPU : KernelOpPattern<SelectFinalKernelOp> {
             [&](ImplicitLocOpBuilder &lb, Value pos, Value value) {
               memref::StoreOp::create(
                   lb, arith::IndexCastOp::create(lb, lb.getI32Type(), value),
-                  finalKernel.arg("selection"), ValueRange{fat[0], fat[1], fat[2], pos});
+                  selection, ValueRange{fat[0], fat[1], fat[2], pos});
             });
-      });
+      };
+      if (!packed) {
+        // Only b_t is needed here: M_1, not the whole layout.
+        Value finalLeaves =
+            p.dynamicKeys()
+                ? fb.createOrFold<arith::CeilDivUIOp>(
+                      finalKernel.arg("numKeys"), indexConst(fb, p.blockSize))
+                : indexConst(fb, ceilDiv(*p.numKeys, p.blockSize));
+        guarded(fb, fat[3], [&](ImplicitLocOpBuilder &gb) {
+          Value t = arith::AddIOp::create(gb, finalKernel.arg("offset"), fat[2]);
+          select(gb, leafOfPosition(gb, p.blockSize, finalLeaves, t));
+        });
+      } else {
+        guarded(fb, fat[3], [&](ImplicitLocOpBuilder &gb) {
+          QueryRowSequence seq = sequenceOfQueryRow(
+              gb, finalKernel.arg("cuSeqlensQ"), finalKernel.arg("cuSeqlensK"),
+              dimOf(gb, finalKernel.arg("counts"), 2),
+              finalKernel.arg("numKeyRows"), fat[2]);
+          auto ifOp = scf::IfOp::create(gb, seq.valid, /*withElseRegion=*/true);
+          OpBuilder::InsertionGuard g(gb);
+          gb.setInsertionPointToStart(ifOp.thenBlock());
+          Value leaves = arith::CeilDivUIOp::create(
+              gb, seq.keys.count, indexConst(gb, p.blockSize));
+          select(gb, leafOfPosition(gb, p.blockSize, leaves, seq.position));
+          gb.setInsertionPointToStart(ifOp.elseBlock());
+          storeInvalidRow(gb, selection, p.topK, {fat[0], fat[1], fat[2]});
+        });
+      }
     }
     SmallVector<KernelOperand> operands{{"offset", op.getQueryOffset()},
                                         {"contenders", op.getContenders()},
                                         {"counts", op.getCounts()},
                                         {"scores", op.getScores()},
                                         {"selection", op.getSelection()}};
-    operands.append(keyCountOperand(p, op.getNumKeys()));
+    if (op.getCuSeqlensQ())
+      operands.append({{"cuSeqlensQ", op.getCuSeqlensQ()},
+                       {"cuSeqlensK", op.getCuSeqlensK()},
+                       {"numKeyRows", op.getNumKeys()}});
+    else
+      operands.append(keyCountOperand(p, op.getNumKeys()));
     launch(host, finalKernel,
            host.createOrFold<arith::CeilDivUIOp>(
                dimOf(host, op.getCounts(), 2), indexConst(host, kQueryThreads)),

@@ -18,6 +18,7 @@
 #include "TileScoring.h"
 #include "DeviceSelection.h"
 #include "KernelBuilder.h"
+#include "PackedSequences.h"
 
 #include "../Common/LoopBuilders.h"
 #include "../Common/NodeScore.h"
@@ -75,8 +76,30 @@ static void forEachScoredPair(
       arith::SubIOp::create(b, numQueries, indexConst(b, 1)));
   Value slot = arith::RemUIOp::create(b, pair, gk);
   Value n = toIndex(b, load(b, counts, {batch, kv, i}));
-  Value bt = leafOfPosition(b, p.blockSize, numLeaves,
-                            arith::AddIOp::create(b, offset, i));
+  Value bt, firstLeaf;
+  if (p.packed()) {
+    // The walk wrote no contender for the rows of a batch that breaks a
+    // rule, so no pair of them is scored; this kernel reads no key, and
+    // cu_k[B] stands for Tk.
+    QueryRowSequence seq = sequenceOfQueryRow(
+        b, kernel.arg("cuSeqlensQ"), kernel.arg("cuSeqlensK"), numQueries,
+        arith::IndexCastOp::create(
+            b, b.getIndexType(),
+            memref::LoadOp::create(
+                b, kernel.arg("cuSeqlensK"),
+                ValueRange{arith::SubIOp::create(
+                    b, dimOf(b, kernel.arg("cuSeqlensK"), 0),
+                    indexConst(b, 1))})),
+        i);
+    Value leaves = arith::CeilDivUIOp::create(b, seq.keys.count,
+                                              indexConst(b, p.blockSize));
+    bt = leafOfPosition(b, p.blockSize, leaves, seq.position);
+    firstLeaf = firstNodeSlot(b, seq.keys.first, seq.seq, p.blockSize,
+                              indexConst(b, 1));
+  } else {
+    bt = leafOfPosition(b, p.blockSize, numLeaves,
+                        arith::AddIOp::create(b, offset, i));
+  }
   Value slots = contenderSlots(b, p.topK, bt);
   Value needs = arith::AndIOp::create(
       b, inRange,
@@ -84,51 +107,91 @@ static void forEachScoredPair(
                             cmp(b, arith::CmpIPredicate::ult, slot, n)));
   buildIfThen(b, needs, [&](ImplicitLocOpBuilder &tb) {
     Value leaf = toIndex(tb, load(tb, contenders, {batch, kv, i, slot}));
+    // A packed batch's leaf arrays number leaves over the batch.
+    if (firstLeaf)
+      leaf = arith::AddIOp::create(tb, leaf, firstLeaf);
     body(tb, ScoredPair{batch, kv, i, slot, leaf});
   });
+}
+
+SmallVector<KernelParam>
+mlir::pisa::detail::cuSeqlensParams(const TileProblem &p) {
+  if (!p.packed())
+    return {};
+  return {{"cuSeqlensQ", p.cuSeqlensQ}, {"cuSeqlensK", p.cuSeqlensK}};
 }
 
 SmallVector<KernelParam>
 mlir::pisa::detail::scoreKernelParams(const TileProblem &p) {
   Type index = IndexType::get(p.queries.getContext());
   const SortBuffers &s = p.sort;
-  return {{"queries", p.queries},       {"keys", p.keys},
-          {"offset", index},            {"leafCount", s.leafCount},
-          {"leafStart", s.leafStart},   {"tileLeaf", s.tileLeaf},
-          {"tileFirst", s.tileFirst},   {"numTiles", s.numTiles},
-          {"sortedPairs", s.sortedPairs}, {"scores", p.scores}};
+  SmallVector<KernelParam> params{
+      {"queries", p.queries},         {"keys", p.keys},
+      {"offset", index},              {"leafCount", s.leafCount},
+      {"leafStart", s.leafStart},     {"tileLeaf", s.tileLeaf},
+      {"tileFirst", s.tileFirst},     {"numTiles", s.numTiles},
+      {"sortedPairs", s.sortedPairs}, {"scores", p.scores}};
+  params.append(cuSeqlensParams(p));
+  return params;
 }
 
 TileSpan mlir::pisa::detail::loadTileSpan(ImplicitLocOpBuilder &b,
-                                          const Kernel &score, Value batch,
-                                          Value kv, Value tile, int64_t qTile) {
+                                          const Kernel &score,
+                                          const TileProblem &p, Value batch,
+                                          Value kv, Value tile) {
   Value leaf = toIndex(b, load(b, score.arg("tileLeaf"), {batch, kv, tile}));
   Value first = toIndex(b, load(b, score.arg("tileFirst"), {batch, kv, tile}));
   Value end = arith::AddIOp::create(
       b, toIndex(b, load(b, score.arg("leafStart"), {batch, kv, leaf})),
       toIndex(b, load(b, score.arg("leafCount"), {batch, kv, leaf})));
-  Value size = arith::MinUIOp::create(b, indexConst(b, qTile),
+  Value size = arith::MinUIOp::create(b, indexConst(b, p.qTile),
                                       arith::SubIOp::create(b, end, first));
-  return {leaf, first, size};
+  Value cBlock = indexConst(b, p.blockSize);
+  if (!p.packed())
+    return {leaf, first, size, arith::MulIOp::create(b, leaf, cBlock),
+            indexConst(b, 0), dimOf(b, score.arg("keys"), 2),
+            score.arg("offset")};
+  // The leaf's sequence: the last whose first leaf slot is <= leaf.
+  Value cuQ = score.arg("cuSeqlensQ"), cuK = score.arg("cuSeqlensK");
+  Value one = indexConst(b, 1);
+  Value numSeqs = arith::SubIOp::create(b, dimOf(b, cuK, 0), one);
+  auto firstLeaf = [&](ImplicitLocOpBuilder &lb, Value s) {
+    return firstNodeSlot(lb, cuEntry(lb, cuK, s), s, p.blockSize,
+                         indexConst(lb, 1));
+  };
+  Value seq = findSequence(b, numSeqs, leaf, firstLeaf);
+  Value local = arith::SubIOp::create(b, leaf, firstLeaf(b, seq));
+  Value k0 = cuEntry(b, cuK, seq);
+  Value n = arith::SubIOp::create(
+      b, cuEntry(b, cuK, arith::AddIOp::create(b, seq, one)), k0);
+  Value q0 = cuEntry(b, cuQ, seq);
+  Value nq = arith::SubIOp::create(
+      b, cuEntry(b, cuQ, arith::AddIOp::create(b, seq, one)), q0);
+  // t = N_b - Nq_b + (row - cu_q[b]).
+  Value queryShift = arith::SubIOp::create(
+      b, arith::SubIOp::create(b, n, nq), q0);
+  return {leaf, first, size, arith::MulIOp::create(b, local, cBlock), k0, n,
+          queryShift};
 }
 
 TileMember mlir::pisa::detail::loadTileMember(ImplicitLocOpBuilder &b,
                                               const Kernel &score,
                                               const TileProblem &p,
                                               Value batch, Value kv,
-                                              Value first, Value member) {
+                                              const TileSpan &span,
+                                              Value member) {
   Value one = indexConst(b, 1);
   Value sortedPairs = score.arg("sortedPairs");
   Value at = arith::MinUIOp::create(
-      b, arith::AddIOp::create(b, first, member),
+      b, arith::AddIOp::create(b, span.first, member),
       arith::SubIOp::create(b, dimOf(b, sortedPairs, 2), one));
   Value pair = toIndex(b, load(b, sortedPairs, {batch, kv, at}));
   Value gk = indexConst(b, p.candidates);
   Value query = arith::MinUIOp::create(
       b, arith::DivUIOp::create(b, pair, gk),
       arith::SubIOp::create(b, dimOf(b, score.arg("scores"), 2), one));
-  Value t = arith::AddIOp::create(b, score.arg("offset"), query);
-  Value limit = arith::MinUIOp::create(b, dimOf(b, score.arg("keys"), 2),
+  Value t = arith::AddIOp::create(b, span.queryShift, query);
+  Value limit = arith::MinUIOp::create(b, span.numKeys,
                                        arith::AddIOp::create(b, t, one));
   return {query, arith::RemUIOp::create(b, pair, gk), limit};
 }
@@ -150,11 +213,13 @@ BucketKernels mlir::pisa::detail::buildBucketKernels(PatternRewriter &rewriter,
   };
 
   BucketKernels k;
+  SmallVector<KernelParam> histogramParams{{"offset", index},
+                                           {"contenders", p.contenders},
+                                           {"counts", p.counts},
+                                           {"leafCount", s.leafCount}};
+  histogramParams.append(cuSeqlensParams(p));
   k.histogram = createKernel(rewriter, anchor, "select_stage2_histogram",
-                             {{"offset", index},
-                              {"contenders", p.contenders},
-                              {"counts", p.counts},
-                              {"leafCount", s.leafCount}});
+                             histogramParams);
   {
     ImplicitLocOpBuilder b(loc, rewriter);
     const Kernel &e = k.histogram;
@@ -239,16 +304,18 @@ BucketKernels mlir::pisa::detail::buildBucketKernels(PatternRewriter &rewriter,
     gpu::ReturnOp::create(b);
   }
 
+  SmallVector<KernelParam> scatterParams{{"offset", index},
+                                         {"contenders", p.contenders},
+                                         {"counts", p.counts},
+                                         {"cursor", s.cursor},
+                                         {"sortedPairs", s.sortedPairs},
+                                         {"leafStart", s.leafStart},
+                                         {"tileBase", s.tileBase},
+                                         {"tileLeaf", s.tileLeaf},
+                                         {"tileFirst", s.tileFirst}};
+  scatterParams.append(cuSeqlensParams(p));
   k.scatter = createKernel(rewriter, anchor, "select_stage2_scatter",
-                           {{"offset", index},
-                            {"contenders", p.contenders},
-                            {"counts", p.counts},
-                            {"cursor", s.cursor},
-                            {"sortedPairs", s.sortedPairs},
-                            {"leafStart", s.leafStart},
-                            {"tileBase", s.tileBase},
-                            {"tileLeaf", s.tileLeaf},
-                            {"tileFirst", s.tileFirst}});
+                           scatterParams);
   {
     ImplicitLocOpBuilder b(loc, rewriter);
     const Kernel &e = k.scatter;
@@ -328,20 +395,21 @@ ScoreKernel mlir::pisa::detail::buildScoreKernel(PatternRewriter &rewriter,
     // Uniform per block, so the barriers inside are reached by all threads.
     buildIfThen(b, arith::CmpIOp::create(b, arith::CmpIPredicate::ult, tile, numTiles),
            [&](ImplicitLocOpBuilder &tb) {
-      TileSpan span = loadTileSpan(tb, e, batch, kv, tile, p.qTile);
-      Value leaf = span.leaf, first = span.first, n = span.size;
+      TileSpan span = loadTileSpan(tb, e, p, batch, kv, tile);
+      Value n = span.size;
       Value g = indexConst(tb, p.groupSize);
       Value member = arith::DivUIOp::create(tb, tid, g);
       Value head = arith::RemUIOp::create(tb, tid, g);
       Value active =
           arith::CmpIOp::create(tb, arith::CmpIPredicate::ult, member, n);
-      TileMember mine = loadTileMember(tb, e, p, batch, kv, first, member);
+      TileMember mine = loadTileMember(tb, e, p, batch, kv, span, member);
       Value query = mine.query, slot = mine.slot;
       Value qHead = arith::AddIOp::create(tb, arith::MulIOp::create(tb, kv, g),
                                           head);
-      Value keyBase = arith::MulIOp::create(tb, leaf, indexConst(tb, blockSize));
+      // Key positions (of the leaf's sequence); rows add span.keyShift.
+      Value keyBase = span.firstKey;
       Value limit = mine.limit;
-      Value numKeys = dimOf(tb, e.arg("keys"), 2);
+      Value numKeys = span.numKeys;
       Value cRows = indexConst(tb, rows), cD = indexConst(tb, d);
       Value negInf = f32Const(tb, -std::numeric_limits<float>::infinity());
       Value zeroF = f32Const(tb, 0.0f), scale = f32Const(tb, p.scale);
@@ -367,8 +435,9 @@ ScoreKernel mlir::pisa::detail::buildScoreKernel(PatternRewriter &rewriter,
               Value v = buildIf(
                   lb, inKeys, {lb.getF32Type()},
                   [&](ImplicitLocOpBuilder &ib) {
+                    Value row = arith::AddIOp::create(ib, span.keyShift, j);
                     return SmallVector<Value>{
-                        extractF32(ib, e.arg("keys"), {batch, kv, j, c})};
+                        extractF32(ib, e.arg("keys"), {batch, kv, row, c})};
                   },
                   [&](ImplicitLocOpBuilder &) {
                     return SmallVector<Value>{zeroF};
@@ -477,7 +546,7 @@ Value mlir::pisa::detail::maxTiles(ImplicitLocOpBuilder &b, Value numQueries,
 void mlir::pisa::detail::launchBucketKernels(
     ImplicitLocOpBuilder &b, const BucketKernels &k, const TileProblem &p,
     Value groups, Value numQueries, Value offset, Value contenders,
-    Value counts, ArrayRef<Value> sort) {
+    Value counts, ArrayRef<Value> sort, ArrayRef<KernelOperand> cuSeqlens) {
   Value leafCount = sort[0], leafStart = sort[1], cursor = sort[2];
   Value tileLeaf = sort[3], tileFirst = sort[4], tileCount = sort[5];
   Value sortedPairs = sort[6], tileBase = sort[7];
@@ -486,27 +555,29 @@ void mlir::pisa::detail::launchBucketKernels(
   Value pairBlocks = b.createOrFold<arith::CeilDivUIOp>(
       b.createOrFold<arith::MulIOp>(numQueries, indexConst(b, p.candidates)),
       indexConst(b, kPairThreads));
-  launch(b, k.histogram, pairBlocks, groups, kPairThreads,
-         {{"offset", offset},
-          {"contenders", contenders},
-          {"counts", counts},
-          {"leafCount", leafCount}});
+  SmallVector<KernelOperand> histogram{{"offset", offset},
+                                       {"contenders", contenders},
+                                       {"counts", counts},
+                                       {"leafCount", leafCount}};
+  histogram.append(cuSeqlens.begin(), cuSeqlens.end());
+  launch(b, k.histogram, pairBlocks, groups, kPairThreads, histogram);
   launch(b, k.scan, indexConst(b, 1), groups, kScanLanes,
          {{"leafCount", leafCount},
           {"leafStart", leafStart},
           {"cursor", cursor},
           {"tileBase", tileBase},
           {"numTiles", tileCount}});
-  launch(b, k.scatter, pairBlocks, groups, kPairThreads,
-         {{"offset", offset},
-          {"contenders", contenders},
-          {"counts", counts},
-          {"cursor", cursor},
-          {"sortedPairs", sortedPairs},
-          {"leafStart", leafStart},
-          {"tileBase", tileBase},
-          {"tileLeaf", tileLeaf},
-          {"tileFirst", tileFirst}});
+  SmallVector<KernelOperand> scatter{{"offset", offset},
+                                     {"contenders", contenders},
+                                     {"counts", counts},
+                                     {"cursor", cursor},
+                                     {"sortedPairs", sortedPairs},
+                                     {"leafStart", leafStart},
+                                     {"tileBase", tileBase},
+                                     {"tileLeaf", tileLeaf},
+                                     {"tileFirst", tileFirst}};
+  scatter.append(cuSeqlens.begin(), cuSeqlens.end());
+  launch(b, k.scatter, pairBlocks, groups, kPairThreads, scatter);
 }
 
 void mlir::pisa::detail::launchScoreKernel(

@@ -40,7 +40,15 @@ struct TileProblem {
   float scale;
   MemRefType queries, keys, contenders, counts, scores;
   SortBuffers sort;
+  /// A packed varlen batch seen as B = 1 (docs/gpu.md, "Varlen"): the
+  /// kernels take both cu_seqlens, each query row finds its sequence and
+  /// the leaf arrays number leaves over the batch (PackedSequences.h).
+  MemRefType cuSeqlensQ, cuSeqlensK;
+  bool packed() const { return bool(cuSeqlensQ); }
 };
+
+/// The cu_seqlens kernel parameters of a packed problem (none for a batch).
+SmallVector<KernelParam> cuSeqlensParams(const TileProblem &problem);
 
 /// The counting sort's kernels (histogram, scan, scatter).
 struct BucketKernels {
@@ -66,24 +74,28 @@ Value maxTiles(ImplicitLocOpBuilder &b, Value numQueries, Value numLeaves,
 SmallVector<KernelParam> scoreKernelParams(const TileProblem &problem);
 
 /// The tile a scoring block owns: its leaf, the position of its first pair
-/// in the leaf's group, and how many queries it scores (<= Q_tile). Reads
-/// the scoring kernel's leafCount, leafStart, tileLeaf and tileFirst.
+/// in the leaf's group, and how many queries it scores (<= Q_tile); and
+/// where its sequence is: the position of the leaf's first key, the
+/// storage row of key position 0 (keyShift), N, and queryShift, which
+/// takes a query row to its position. Reads the scoring kernel's
+/// leafCount, leafStart, tileLeaf, tileFirst and offset (or cu_seqlens).
 struct TileSpan {
   Value leaf, first, size;
+  Value firstKey, keyShift, numKeys, queryShift;
 };
 TileSpan loadTileSpan(ImplicitLocOpBuilder &b, const Kernel &score,
-                      Value batch, Value kv, Value tile, int64_t qTile);
+                      const TileProblem &p, Value batch, Value kv, Value tile);
 
 /// What member `member` (< Q_tile) of a tile scores: its query, the
-/// contender slot of the pair, and `limit`, the first key it may not see
-/// (min(N, t + 1)). Loads are clamped so that idle members stay in bounds.
-/// Reads the scoring kernel's sortedPairs and offset.
+/// contender slot of the pair, and `limit`, the first key position it may
+/// not see (min(N, t + 1)). Loads are clamped so that idle members stay in
+/// bounds. Reads the scoring kernel's sortedPairs.
 struct TileMember {
   Value query, slot, limit;
 };
 TileMember loadTileMember(ImplicitLocOpBuilder &b, const Kernel &score,
                           const TileProblem &p, Value batch, Value kv,
-                          Value first, Value member);
+                          const TileSpan &span, Value member);
 
 /// Tensor-core scoring applies to f16 and bf16 inputs with Q_tile * G a
 /// multiple of 16 (one warp per 16 rows), C a multiple of 8, d of 16, and
@@ -109,7 +121,8 @@ ScoreKernel buildScoreKernel(PatternRewriter &rewriter, Operation *anchor,
 void launchBucketKernels(ImplicitLocOpBuilder &b, const BucketKernels &kernels,
                          const TileProblem &problem, Value groups,
                          Value numQueries, Value offset, Value contenders,
-                         Value counts, ArrayRef<Value> sort);
+                         Value counts, ArrayRef<Value> sort,
+                         ArrayRef<KernelOperand> cuSeqlens);
 /// Launches the scoring kernel over `groups` x the tiles (at most
 /// `tileBound`, maxTiles).
 void launchScoreKernel(ImplicitLocOpBuilder &b, const ScoreKernel &kernel,

@@ -191,7 +191,7 @@ static std::pair<Value, Value> rotatedRowLoad(ImplicitLocOpBuilder &b,
 static void buildRegisterEpilogue(ImplicitLocOpBuilder &b, const Kernel &e,
                                   const TileProblem &p, Value product,
                                   Value warp, Value lane, Value batch,
-                                  Value kv, Value first, Value n,
+                                  Value kv, const TileSpan &span, Value n,
                                   int64_t warpRows) {
   Type f32 = b.getF32Type();
   auto tileType = cast<VectorType>(product.getType());
@@ -229,7 +229,7 @@ static void buildRegisterEpilogue(ImplicitLocOpBuilder &b, const Kernel &e,
         b, cmp(b, arith::CmpIPredicate::eq, lane, indexConst(b, 0)),
         cmp(b, arith::CmpIPredicate::ult, member, n));
     buildIfThen(b, writes, [&](ImplicitLocOpBuilder &wb) {
-      TileMember scored = loadTileMember(wb, e, p, batch, kv, first, member);
+      TileMember scored = loadTileMember(wb, e, p, batch, kv, span, member);
       memref::StoreOp::create(wb, total, e.arg("scores"),
                               ValueRange{batch, kv, scored.query, scored.slot});
     });
@@ -307,10 +307,11 @@ Kernel mlir::pisa::detail::buildMmaScoreKernel(
     // The previous tile's reads of the query tile (ldmatrix, and the score
     // tile and row LSEs overlaying it) are done before it is restaged.
     gpu::BarrierOp::create(tb);
-    TileSpan span = loadTileSpan(tb, e, batch, kv, tile, p.qTile);
-    Value first = span.first, n = span.size;
+    TileSpan span = loadTileSpan(tb, e, p, batch, kv, tile);
+    Value n = span.size;
     Value g = indexConst(tb, G);
-    Value keyBase = arith::MulIOp::create(tb, span.leaf, indexConst(tb, c));
+    // Key positions (of the leaf's sequence); rows add span.keyShift.
+    Value keyBase = span.firstKey;
     auto chunk = VectorType::get({kChunk}, elem);
 
     // Stage the tile's query rows (row = member * G + head) and the leaf's
@@ -332,7 +333,7 @@ Kernel mlir::pisa::detail::buildMmaScoreKernel(
           Value head = arith::AddIOp::create(
               lb, arith::MulIOp::create(lb, kv, g),
               arith::RemUIOp::create(lb, r, g));
-          TileMember m = loadTileMember(lb, e, p, batch, kv, first,
+          TileMember m = loadTileMember(lb, e, p, batch, kv, span,
                                         arith::DivUIOp::create(lb, r, g));
           return vector::LoadOp::create(lb, chunk, e.arg("queries"),
                                         ValueRange{batch, head, m.query, col},
@@ -343,8 +344,7 @@ Kernel mlir::pisa::detail::buildMmaScoreKernel(
           vector::StoreOp::create(lb, v, queryTile, ValueRange{r, col}, false,
                                   llvm::MaybeAlign(16));
         });
-    Value lastKey = arith::SubIOp::create(tb, dimOf(tb, e.arg("keys"), 2),
-                                          indexConst(tb, 1));
+    Value lastKey = arith::SubIOp::create(tb, span.numKeys, indexConst(tb, 1));
     Value zeroChunk = arith::ConstantOp::create(
         tb, chunk, DenseElementsAttr::get(chunk, tb.getZeroAttr(elem)));
     Value newLeaf =
@@ -355,10 +355,10 @@ Kernel mlir::pisa::detail::buildMmaScoreKernel(
           [&](ImplicitLocOpBuilder &lb, Value i) -> Value {
             auto [r, col] = chunkAt(lb, i);
             Value key = arith::AddIOp::create(lb, keyBase, r);
+            Value row = arith::AddIOp::create(
+                lb, span.keyShift, arith::MinUIOp::create(lb, key, lastKey));
             Value v = vector::LoadOp::create(
-                lb, chunk, e.arg("keys"),
-                ValueRange{batch, kv, arith::MinUIOp::create(lb, key, lastKey),
-                           col},
+                lb, chunk, e.arg("keys"), ValueRange{batch, kv, row, col},
                 false, llvm::MaybeAlign(16));
             return arith::SelectOp::create(
                 lb, cmp(lb, arith::CmpIPredicate::ule, key, lastKey), v,
@@ -397,7 +397,7 @@ Kernel mlir::pisa::detail::buildMmaScoreKernel(
                                        vector::IteratorType::parallel,
                                        vector::IteratorType::reduction});
     if (l.registerEpilogue) {
-      buildRegisterEpilogue(tb, e, p, product, warp, lane, batch, kv, first,
+      buildRegisterEpilogue(tb, e, p, product, warp, lane, batch, kv, span,
                             n, warpRows);
       return {span.leaf};
     }
@@ -413,7 +413,7 @@ Kernel mlir::pisa::detail::buildMmaScoreKernel(
     Value part = arith::DivUIOp::create(tb, lane, indexConst(tb, warpRows));
     Value partStart = arith::MulIOp::create(tb, part, indexConst(tb, keysPerLane));
     Value member = arith::DivUIOp::create(tb, r, g);
-    TileMember row = loadTileMember(tb, e, p, batch, kv, first, member);
+    TileMember row = loadTileMember(tb, e, p, batch, kv, span, member);
     // Idle rows see no key: their LSE is -inf and never read.
     Value limit = arith::SelectOp::create(
         tb, cmp(tb, arith::CmpIPredicate::ult, member, n), row.limit, zero);
@@ -476,7 +476,7 @@ Kernel mlir::pisa::detail::buildMmaScoreKernel(
     // Thread t < n sums the G head LSEs of member t.
     buildIfThen(tb, cmp(tb, arith::CmpIPredicate::ult, tid, n),
                 [&](ImplicitLocOpBuilder &wb) {
-      TileMember scored = loadTileMember(wb, e, p, batch, kv, first, tid);
+      TileMember scored = loadTileMember(wb, e, p, batch, kv, span, tid);
       Value heads = vector::LoadOp::create(
           wb, VectorType::get({G}, f32), rowLse,
           ValueRange{arith::MulIOp::create(wb, tid, g)});

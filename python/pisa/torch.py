@@ -13,7 +13,9 @@ stream). `layout` picks the selection's index layout: "bhtk" (default,
 [B, Hkv, Nq, K]) or "bthk" ([B, Nq, Hkv, K], token-major, the block-index
 layout fla's NSA kernels read). A library compiled token-major (the ops'
 `token_major`, manifest result "layout": "bthk") writes "bthk" itself; the
-other layout costs one transposing copy.
+other layout costs one transposing copy. A packed varlen library's
+selection is [Tq, Hkv, K] (docs/semantics.md, section 7); `layout` does not
+apply to it.
 """
 
 import torch
@@ -73,14 +75,24 @@ def load_library(path, namespace="pisa"):
             _check_layout(layout)
             return args[:arity], layout
 
-        def impl(*args, _function=function, _split=split, _native=native, **kwargs):
+        packed = len(result["shape"]) == 3  # a varlen selection [Tq, Hkv, K]
+
+        def split_checked(args, kwargs, _split=split, _packed=packed, _name=qualified):
+            args, layout = _split(args, kwargs)
+            if _packed and layout != "bhtk":
+                raise ValueError(f"{_name}: a packed varlen selection is [Tq, Hkv, K]; "
+                                 "layout does not apply")
+            return args, layout
+
+        def impl(*args, _function=function, _split=split_checked, _native=native,
+                 **kwargs):
             args, layout = _split(args, kwargs)
             out = lib(_function, *args)
             if layout != _native:
                 out = out.permute(0, 2, 1, 3).contiguous()
             return out
 
-        def fake(*args, _entry=entry, _dtype=dtype, _split=split, _native=native,
+        def fake(*args, _entry=entry, _dtype=dtype, _split=split_checked, _native=native,
                  **kwargs):
             args, layout = _split(args, kwargs)
             device = next((a.device for a in args if isinstance(a, torch.Tensor)),

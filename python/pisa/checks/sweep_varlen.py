@@ -299,6 +299,37 @@ def check_broken(lib, cfg, tgen):
         "all" if not bad else "; ".join(bad))
 
 
+def check_torch(path, case, tgen):
+    """The library's selection as a PyTorch custom op (pisa.torch): equal to
+    a direct call eagerly and under torch.compile(fullgraph=True), and
+    torch.library.opcheck passes. Returns (ok, note)."""
+    import torch
+    import pisa.torch as pisa_torch
+    from pisa import aot
+
+    namespace = "pisa_" + case["name"]
+    pisa_torch.load_library(path, namespace=namespace)
+    op = getattr(getattr(torch.ops, namespace), "varlen_select")
+    lib = aot.Library(path)
+    C = case["C"]
+    lengths, queries = [C + 1, 3 * C, 2, 0], [C + 1, 1, 2, 0]
+    q, k = packed_inputs(np.random.default_rng(1), case, lengths, queries, tgen)
+    cuq = torch.from_numpy(cu_of(queries)).cuda()
+    cuk = torch.from_numpy(cu_of(lengths)).cuda()
+    want = lib("varlen_select", q, k, cuq, cuk)
+    results = {"eager": torch.equal(op(q, k, cuq, cuk), want)}
+    compiled = torch.compile(lambda *a: op(*a).to(torch.int64) + 1, fullgraph=True)
+    results["compile"] = torch.equal(compiled(q, k, cuq, cuk), want.to(torch.int64) + 1)
+    try:
+        report = torch.library.opcheck(op.default, (q, k, cuq, cuk))
+        results["opcheck"] = all(v == "SUCCESS" for v in report.values())
+    except Exception as e:
+        results["opcheck: " + str(e).splitlines()[0]] = False
+    bad = [w for w, ok in results.items() if not ok]
+    return not bad, "torch op " + ("eager, torch.compile fullgraph, opcheck: ok"
+                                   if not bad else "failed: " + "; ".join(bad))
+
+
 def check(args):
     import torch
     from pisa import aot
@@ -351,6 +382,14 @@ def check(args):
             results.append({"name": f"{case['name']}#broken", "ok": bool(ok),
                             "note": note, "rows": 0})
             print(f"{'ok  ' if ok else 'FAIL'} {case['name']}#broken {note}", flush=True)
+        if args.torch:
+            try:
+                ok, note = check_torch(os.path.join(args.dir, case["lib"]), case, tgen)
+            except Exception as e:  # a failure of the op's registration too
+                ok, note = False, f"{type(e).__name__}: {str(e).splitlines()[0]}"
+            results.append({"name": f"{case['name']}#torch", "ok": bool(ok),
+                            "note": note, "rows": 0})
+            print(f"{'ok  ' if ok else 'FAIL'} {case['name']}#torch {note}", flush=True)
         if args.graph:
             rng = random.Random(f"{seed}/{case['name']}/graph")
             try:
@@ -396,6 +435,8 @@ def main(argv=None):
     c.add_argument("--broken", action="store_true",
                    help="also call each library on cu_seqlens that break each rule "
                         "(every row must be -2, no pyramid row written)")
+    c.add_argument("--torch", action="store_true",
+                   help="also check each library's selection as a pisa.torch op")
     c.add_argument("--mutate", action="store_true",
                    help="compare with the reference one position early (the check "
                         "must then fail)")

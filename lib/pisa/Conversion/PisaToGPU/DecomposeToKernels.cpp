@@ -334,6 +334,8 @@ Value requireVarlenSizes(ImplicitLocOpBuilder &b, StringRef opName,
     requireAtRuntime(b, ok, opName + ": " + what);
   };
   Value zero = indexConst(b, 0);
+  require(cmp(b, P::sge, dimOf(b, cuKeys, 0), indexConst(b, 1)),
+          "cu_seqlens_k is empty (it holds B + 1 >= 1 entries)");
   Value numSeqs = arith::SubIOp::create(b, dimOf(b, cuKeys, 0),
                                         indexConst(b, 1));
   Value numKeyRows = dimOf(b, keys, 0);
@@ -360,6 +362,11 @@ void decompose(RewriterBase &rewriter, PyramidBuildVarlenOp op) {
   ImplicitLocOpBuilder b(op.getLoc(), rewriter);
   Value keys = op.getKeys();
   RankedTensorType type = op.getPyramid().getType();
+  requireAtRuntime(b,
+                   cmp(b, arith::CmpIPredicate::sge,
+                       dimOf(b, op.getCuSeqlens(), 0), indexConst(b, 1)),
+                   "pisa.pyramid_build_varlen: cu_seqlens is empty (it holds "
+                   "B + 1 >= 1 entries)");
   // The result is sized from the inputs; the rule only checks a static R.
   Value numSeqs = arith::SubIOp::create(b, dimOf(b, op.getCuSeqlens(), 0),
                                         indexConst(b, 1));

@@ -40,6 +40,9 @@ config.substitutions.append(("%runner_shared_libs", ",".join(
 llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP",
                                      "CUDA_HOME", "CUDA_ROOT", "CUDA_PATH",
                                      "ASAN_OPTIONS", "UBSAN_OPTIONS"])
+# pisa-run keeps compiled programs in a cache by default; tests compile
+# unless they ask for one (Tools/pisa-run-cache.test).
+config.environment["PISA_CACHE_DIR"] = ""
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.pisa_tools_dir, append_path=True)

@@ -24,6 +24,9 @@ struct SelectConfig {
   float scale;
   bool dumpIR;
   bool staticShapes;
+  /// Where compiled programs are kept (--cache-dir, else defaultCacheDir);
+  /// empty with --no-cache.
+  std::string cacheDir;
   /// --token-major: Q, K and the selection are [B, T, H, X] (select only).
   bool tokenMajor = false;
   bool attend;         ///< pisa-run attend: selection + sparse attention

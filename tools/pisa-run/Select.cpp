@@ -162,6 +162,14 @@ int pisatool::runSelectOrAttend(const Options &options, bool attend,
     *field = *value;
   }
   cfg.dumpIR = options.has("dump-ir");
+  if (!options.has("no-cache")) {
+    auto dir = options.has("cache-dir") ? options.str("cache-dir")
+                                         : llvm::Expected<std::string>(
+                                               defaultCacheDir());
+    if (!dir)
+      return fail(dir.takeError());
+    cfg.cacheDir = *dir;
+  }
   cfg.staticShapes = options.has("static-shapes");
   cfg.tokenMajor = options.has("token-major");
   for (auto [name, field] :
@@ -246,7 +254,8 @@ int pisatool::runSelectOrAttend(const Options &options, bool attend,
                                               : Type(Float32Type::get(&ctx));
   OwningOpRef<ModuleOp> module = buildModule(ctx, *problem, cfg, elemType);
   auto compileStart = std::chrono::steady_clock::now();
-  auto engine = compileForHost(*module, "select", diagnostic, cfg.dumpIR);
+  auto engine =
+      compileForHost(*module, "select", diagnostic, cfg.dumpIR, cfg.cacheDir);
   if (!engine)
     return fail(engine.takeError());
   double compileSeconds = secondsSince(compileStart);
@@ -324,14 +333,15 @@ int pisatool::runSelectOrAttend(const Options &options, bool attend,
   llvm::outs() << llvm::format(
       "pisa-run: %s K=%lld of %lld leaf blocks (C=%lld, g=%lld, %lld "
       "levels) for %lld queries x %lld KV heads x B=%lld, G=%lld, d=%lld; "
-      "compile %.2f s, run %.3f s; wrote %s\n",
+      "compile %.2f s%s, run %.3f s; wrote %s\n",
       cfg.attend ? "attended over" : "selected", (long long)cfg.topK,
       (long long)layout.numLeaves(),
       (long long)cfg.blockSize, (long long)cfg.branching,
       (long long)layout.numLevels(), (long long)problem->numQueries,
       (long long)problem->kvHeads, (long long)problem->batch,
       (long long)(problem->queryHeads / problem->kvHeads),
-      (long long)problem->headDim, compileSeconds, runSeconds,
+      (long long)problem->headDim, compileSeconds,
+      (*engine)->fromCache() ? " (cached)" : "", runSeconds,
       cfg.outPath.c_str());
   return 0;
 }

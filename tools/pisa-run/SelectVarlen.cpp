@@ -197,7 +197,8 @@ int pisatool::runSelectVarlen(const Options &options, SelectConfig cfg,
                                          : Type(Float32Type::get(&ctx));
   OwningOpRef<ModuleOp> module = buildVarlenModule(ctx, *problem, cfg, elem);
   auto compileStart = std::chrono::steady_clock::now();
-  auto engine = compileForHost(*module, "select", diagnostic, cfg.dumpIR);
+  auto engine =
+      compileForHost(*module, "select", diagnostic, cfg.dumpIR, cfg.cacheDir);
   if (!engine)
     return fail(engine.takeError());
   double compileSeconds = secondsSince(compileStart);
@@ -230,12 +231,13 @@ int pisatool::runSelectVarlen(const Options &options, SelectConfig cfg,
   llvm::outs() << llvm::format(
       "pisa-run: selected K=%lld leaf blocks (C=%lld, g=%lld) for %lld query "
       "rows of B=%lld packed sequences (%lld key rows) x %lld KV heads, "
-      "G=%lld, d=%lld; compile %.2f s, run %.3f s; wrote %s\n",
+      "G=%lld, d=%lld; compile %.2f s%s, run %.3f s; wrote %s\n",
       (long long)cfg.topK, (long long)cfg.blockSize, (long long)cfg.branching,
       (long long)problem->queryRows, (long long)problem->sequences,
       (long long)problem->keyRows, (long long)problem->kvHeads,
       (long long)(problem->queryHeads / problem->kvHeads),
-      (long long)problem->headDim, compileSeconds, runSeconds,
+      (long long)problem->headDim, compileSeconds,
+      (*engine)->fromCache() ? " (cached)" : "", runSeconds,
       cfg.outPath.c_str());
   return 0;
 }

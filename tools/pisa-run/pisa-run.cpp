@@ -128,6 +128,11 @@ static void usage(llvm::raw_ostream &os) {
         "           --out O.npy [--lse-out L.npy] [--selection-out S.npy]\n"
         "           [--selection-in S.npy]  (attend over a given selection)\n"
         "           [--dump-ir] [--static-shapes]\n"
+        "       select, decode and attend keep each compiled program in\n"
+        "           --cache-dir DIR (default $PISA_CACHE_DIR, else\n"
+        "           $XDG_CACHE_HOME/pisa or ~/.cache/pisa) and load it on the\n"
+        "           next run of the same program on this CPU; --no-cache\n"
+        "           compiles every time\n"
         "       pisa-run plan --group-size G --block-size C --q-tile T\n"
         "           --queries N [--head-dim d] [--dtype bf16|f16|f32]\n"
         "           [--policy paper|refined]\n"
@@ -164,7 +169,7 @@ int main(int argc, char **argv) {
   };
   const std::vector<StringRef> selection{
       "q", "k", "block-size", "topk", "branching", "scale", "query-offset",
-      "out"};
+      "out", "cache-dir"};
   auto with = [](std::vector<StringRef> base,
                  std::initializer_list<StringRef> more) {
     base.insert(base.end(), more);
@@ -172,11 +177,11 @@ int main(int argc, char **argv) {
   };
   const Command commands[] = {
       {"select", with(selection, {"cu-seqlens-q", "cu-seqlens-k"}),
-       {"dump-ir", "static-shapes", "token-major"}, runSelect},
-      {"decode", selection, {"dump-ir"}, runDecode},
+       {"dump-ir", "static-shapes", "token-major", "no-cache"}, runSelect},
+      {"decode", selection, {"dump-ir", "no-cache"}, runDecode},
       {"attend",
        with(selection, {"v", "lse-out", "selection-out", "selection-in"}),
-       {"dump-ir", "static-shapes"},
+       {"dump-ir", "static-shapes", "no-cache"},
        runAttend},
       {"plan",
        {"group-size", "block-size", "q-tile", "queries", "head-dim", "dtype",

@@ -1,0 +1,201 @@
+//===- QueryKernels.cpp - What the selection kernels share ----------------===//
+
+#include "QueryKernels.h"
+#include "PackedSequences.h"
+
+#include "../Common/LoopBuilders.h"
+#include "../Common/VarlenRows.h"
+
+#include "pisa/Analysis/PyramidLayout.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+using namespace mlir;
+using namespace mlir::pisa;
+
+namespace mlir::pisa::detail {
+
+MemRefType bufferType(Value v) { return cast<MemRefType>(v.getType()); }
+
+Problem problemOf(Value queries, Value perKvHead, int64_t topK, int64_t fanout,
+                  int64_t blockSize, float scale, Value numKeys) {
+  ArrayRef<int64_t> q = bufferType(queries).getShape();
+  int64_t kvHeads = bufferType(perKvHead).getShape()[1];
+  return {kvHeads, q[1] / kvHeads, q[3], topK, fanout, blockSize, scale,
+          bufferType(queries), getConstantIntValue(numKeys)};
+}
+
+SmallVector<KernelParam> keyCountParam(const Problem &p, Type index) {
+  if (!p.dynamicKeys())
+    return {};
+  return {{"numKeys", index}};
+}
+
+Value keyCount(ImplicitLocOpBuilder &b, const Kernel &kernel, const Problem &p) {
+  return p.dynamicKeys() ? kernel.arg("numKeys") : indexConst(b, *p.numKeys);
+}
+
+SmallVector<KernelOperand> keyCountOperand(const Problem &p, Value numKeys) {
+  if (!p.dynamicKeys())
+    return {};
+  return {{"numKeys", numKeys}};
+}
+
+SmallVector<Value> queryThread(ImplicitLocOpBuilder &b, const Problem &p,
+                               Value numQueries) {
+  Value i = arith::AddIOp::create(
+      b, arith::MulIOp::create(b, blockIdX(b), indexConst(b, kQueryThreads)),
+      threadIdX(b));
+  Value bk = blockIdY(b);
+  Value heads = indexConst(b, p.kvHeads);
+  Value inRange = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, i,
+                                        numQueries);
+  return {arith::DivUIOp::create(b, bk, heads),
+          arith::RemUIOp::create(b, bk, heads), i, inRange};
+}
+
+SmallVector<Value> queryWarp(ImplicitLocOpBuilder &b, const Problem &p,
+                             Value numQueries) {
+  Value tid = threadIdX(b);
+  Value lanes = indexConst(b, kLanes);
+  Value i = arith::AddIOp::create(
+      b, arith::MulIOp::create(b, blockIdX(b), indexConst(b, kWarpQueries)),
+      arith::DivUIOp::create(b, tid, lanes));
+  Value bk = blockIdY(b);
+  Value heads = indexConst(b, p.kvHeads);
+  Value inRange = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, i,
+                                        numQueries);
+  return {arith::DivUIOp::create(b, bk, heads),
+          arith::RemUIOp::create(b, bk, heads), i, inRange,
+          arith::RemUIOp::create(b, tid, lanes)};
+}
+
+ScoreOperands warpOperands(Value queries, Value children, const Problem &p,
+                           Value lane) {
+  ScoreOperands operands{queries, children, p.groupSize, p.headDim, p.scale};
+  operands.lanes = kLanes;
+  operands.lane = lane;
+  operands.laneSum = [](ImplicitLocOpBuilder &b, Value v) {
+    return laneGroupSum(b, v, kLanes);
+  };
+  return operands;
+}
+
+WarpScorer warpScorer(const std::optional<WarpQuery> &query, Value queries,
+                      Value children, const Problem &p, Value lane,
+                      const QuerySite &site) {
+  return WarpScorer{query, warpOperands(queries, children, p, lane), site,
+                    children, p.scale};
+}
+
+Value isLaneZero(ImplicitLocOpBuilder &b, Value lane) {
+  return arith::CmpIOp::create(b, arith::CmpIPredicate::eq, lane,
+                               indexConst(b, 0));
+}
+
+std::optional<QueryScratch> scratchOf(const Kernel &kernel) {
+  auto privates = kernel.func().getPrivateAttributions();
+  if (privates.empty())
+    return std::nullopt;
+  return QueryScratch{privates[0], privates[1], privates[2]};
+}
+
+SmallVector<Type> scratchTypes(MLIRContext *ctx, const Problem &p) {
+  IntegerType i32 = IntegerType::get(ctx, 32);
+  return {privateType(ctx, {p.candidates()}, i32),
+          privateType(ctx, {p.topK}, i32),
+          privateType(ctx, {p.candidates()}, Float32Type::get(ctx))};
+}
+
+void guarded(ImplicitLocOpBuilder &b, Value cond,
+             llvm::function_ref<void(ImplicitLocOpBuilder &)> body) {
+  auto ifOp = scf::IfOp::create(b, cond, /*withElseRegion=*/false);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    body(b);
+  }
+  gpu::ReturnOp::create(b);
+}
+
+void forEachQueryWarp(ImplicitLocOpBuilder &b, const Kernel &kernel,
+                      const Problem &p, Value queries, bool mmaLevels,
+                      const LevelLayout *batchLayout,
+                      WarpSequenceOf sequenceOf, QueryWarpBody body,
+                      InvalidQueryBody invalid) {
+  SmallVector<Value> at = queryWarp(b, p, dimOf(b, queries, 2));
+  guarded(b, at[3], [&](ImplicitLocOpBuilder &gb) {
+    WarpSequence seq = sequenceOf(gb, at[0], at[2]);
+    auto run = [&](ImplicitLocOpBuilder &rb) {
+      std::optional<LevelLayout> own;
+      if (!batchLayout)
+        own.emplace(rb, seq.numKeys, p.blockSize, p.fanout,
+                    seq.firstPyramidRow);
+      const LevelLayout &layout = batchLayout ? *batchLayout : *own;
+      WarpSite w{{seq.batch, at[1], seq.query, seq.position},
+                 at[4],
+                 leafOfPosition(rb, layout, seq.position),
+                 seq.numKeys,
+                 seq.firstKey,
+                 scratchOf(kernel),
+                 std::nullopt,
+                 std::nullopt};
+      if (mmaLevels)
+        w.mmaQuery = loadMmaWalkQuery(rb, queries, w.site, p.headDim, w.lane);
+      else
+        w.query = loadWarpQuery(rb, queries, w.site, p.groupSize, p.headDim,
+                                w.lane);
+      body(rb, w, layout);
+    };
+    if (!seq.valid)
+      return run(gb);
+    auto ifOp = scf::IfOp::create(gb, seq.valid, /*withElseRegion=*/true);
+    OpBuilder::InsertionGuard guard(gb);
+    gb.setInsertionPointToStart(ifOp.thenBlock());
+    run(gb);
+    gb.setInsertionPointToStart(ifOp.elseBlock());
+    if (invalid)
+      invalid(gb, {seq.batch, at[1], seq.query, seq.position}, at[4]);
+  });
+}
+
+WarpSequence batchedSequence(ImplicitLocOpBuilder &b, Value batch, Value row,
+                             Value offset, Value numKeys) {
+  return {batch, row, arith::AddIOp::create(b, offset, row), numKeys,
+          indexConst(b, 0), Value(), Value()};
+}
+
+Value groupsOf(ImplicitLocOpBuilder &b, Value perKvHead, int64_t kvHeads) {
+  return b.createOrFold<arith::MulIOp>(dimOf(b, perKvHead, 0),
+                                       indexConst(b, kvHeads));
+}
+
+void storeInvalidRow(ImplicitLocOpBuilder &b, Value selection, int64_t topK,
+                     ValueRange row) {
+  Value marker = arith::ConstantIntOp::create(b, kInvalidInput, 32);
+  buildLoop(b, indexConst(b, 0), indexConst(b, topK), {},
+            [&](ImplicitLocOpBuilder &sb, Value pos, ValueRange) {
+              SmallVector<Value> at(row.begin(), row.end());
+              at.push_back(pos);
+              memref::StoreOp::create(sb, marker, selection, at);
+              return SmallVector<Value>{};
+            });
+}
+
+WarpSequence packedSequence(ImplicitLocOpBuilder &b, Value cuQ, Value cuK,
+                            Value numQueryRows, Value numKeyRows, Value batch,
+                            Value row, int64_t blockSize) {
+  QueryRowSequence seq =
+      sequenceOfQueryRow(b, cuQ, cuK, numQueryRows, numKeyRows, row);
+  return WarpSequence{batch,
+                      row,
+                      seq.position,
+                      seq.keys.count,
+                      seq.keys.first,
+                      firstPyramidRow(b, seq.keys.first, seq.seq, blockSize),
+                      seq.valid};
+}
+
+} // namespace mlir::pisa::detail

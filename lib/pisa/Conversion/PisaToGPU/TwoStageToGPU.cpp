@@ -1,0 +1,375 @@
+//===- TwoStageToGPU.cpp - the two-stage selection kernels ----------------===//
+//
+// One pattern per kernel-level op of the two-stage schedule, each building
+// its gpu.func(s) and launching them where the op was: (fragment_planes)
+// the pyramid as bf16 mma fragments; (walk) one warp per (query, KV head)
+// walks levels L..2 and writes its leaf contenders (at most g*K);
+// (bucket) a counting sort by leaf groups the (query, contender) pairs
+// that need scoring: histogram, scan (which also cuts every leaf's group
+// into tiles of at most Q_tile queries), scatter; (score_tiles) one block
+// per tile loads the leaf's d x C key tile into shared memory once and
+// scores the tile's Q_tile x G heads against it; (select_final) one
+// thread per (query, KV head) keeps the forced blocks and the best
+// contenders. With cu_seqlens, on a packed batch (docs/gpu.md, "Varlen").
+//
+//===----------------------------------------------------------------------===//
+
+#include "QueryKernels.h"
+#include "TileScoring.h"
+#include "PackedSequences.h"
+
+#include "../Common/LoopBuilders.h"
+
+#include "pisa/Analysis/PyramidLayout.h"
+#include "pisa/Conversion/PisaToGPU/PisaToGPU.h"
+#include "pisa/IR/PisaOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+using namespace mlir;
+using namespace mlir::pisa;
+using namespace mlir::pisa::detail;
+
+namespace {
+
+struct FragmentPlanesToGPU : KernelOpPattern<FragmentPlanesKernelOp> {
+  using KernelOpPattern::KernelOpPattern;
+  void lower(FragmentPlanesKernelOp op, PatternRewriter &rewriter,
+             ImplicitLocOpBuilder &host) const override {
+    Kernel kernel =
+        buildFragmentPlanesKernel(rewriter, op, bufferType(op.getPyramid()));
+    int64_t kvHeads = bufferType(op.getPyramid()).getShape()[1];
+    launch(host, kernel, fragmentPlanesBlocks(host, op.getPyramid()),
+           groupsOf(host, op.getPyramid(), kvHeads), kFragmentPlanesThreads,
+           {{"pyramid", op.getPyramid()}, {"planes", op.getPlanes()}});
+  }
+};
+
+/// Stage 1: the walk down to the leaf contenders. On tensor cores it reads
+/// the pyramid as bf16 fragment planes.
+struct WalkToGPU : KernelOpPattern<WalkKernelOp> {
+  using KernelOpPattern::KernelOpPattern;
+  void lower(WalkKernelOp op, PatternRewriter &rewriter,
+             ImplicitLocOpBuilder &host) const override {
+    Problem p = problemOf(op.getQueries(), op.getContenders(), op.getTopk(),
+                          op.getBranching(), op.getBlockSize(),
+                          op.getScale().convertToFloat(), op.getNumKeys());
+    const bool mmaWalk = op.getTensorCores();
+    const bool packed = bool(op.getCuSeqlensQ());
+    Type index = rewriter.getIndexType();
+    Kernel walkKernel;
+    {
+      OpBuilder::InsertionGuard guard(rewriter);
+      SmallVector<KernelParam> walkParams{
+          {"queries", p.queries},
+          {"pyramid", bufferType(op.getPyramid())},
+          {"offset", index},
+          {"contenders", bufferType(op.getContenders())},
+          {"counts", bufferType(op.getCounts())}};
+      if (packed)
+        walkParams.append({{"cuSeqlensQ", bufferType(op.getCuSeqlensQ())},
+                           {"cuSeqlensK", bufferType(op.getCuSeqlensK())},
+                           {"numKeyRows", index}});
+      else
+        walkParams.append(keyCountParam(p, index));
+      walkKernel = createKernel(
+          rewriter, op, "select_stage1_walk", walkParams, {},
+          mmaWalk ? SmallVector<Type>{}
+                  : scratchTypes(rewriter.getContext(), p));
+      if (mmaWalk) {
+        // The tensor-core walk is latency-bound (ncu: L1 scoreboard stalls
+        // at 5 blocks per SM with 106 registers); ptxas fits 8 blocks (64
+        // registers) without spills for g*K <= 16, 6 (80) for 32.
+        setOccupancyHint(walkKernel.func(), kQueryThreads,
+                         p.candidates() <= 16 ? 8 : 6);
+      }
+      ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+      Value numKeys = packed ? Value() : keyCount(b, walkKernel, p);
+      std::optional<LevelLayout> batchLayout;
+      if (!packed)
+        batchLayout.emplace(b, numKeys, p.blockSize, p.fanout);
+      auto sequenceOf = [&](ImplicitLocOpBuilder &sb, Value batch,
+                            Value row) {
+        if (!packed)
+          return batchedSequence(sb, batch, row, walkKernel.arg("offset"),
+                                 numKeys);
+        return packedSequence(sb, walkKernel.arg("cuSeqlensQ"),
+                              walkKernel.arg("cuSeqlensK"),
+                              dimOf(sb, walkKernel.arg("queries"), 2),
+                              walkKernel.arg("numKeyRows"), batch, row,
+                              p.blockSize);
+      };
+      // A row of a batch that breaks a rule: no contender (the final
+      // kernel writes its kInvalidInput row).
+      auto noContenders = [&](ImplicitLocOpBuilder &ib, const QuerySite &site,
+                              Value lane) {
+        buildIfThen(ib, isLaneZero(ib, lane), [&](ImplicitLocOpBuilder &lb) {
+          memref::StoreOp::create(
+              lb, arith::ConstantIntOp::create(lb, 0, 32),
+              walkKernel.arg("counts"),
+              ValueRange{site.batch, site.kvHead, site.query});
+        });
+      };
+      forEachQueryWarp(b, walkKernel, p, walkKernel.arg("queries"), mmaWalk,
+                       batchLayout ? &*batchLayout : nullptr, sequenceOf,
+                       [&](ImplicitLocOpBuilder &gb, const WarpSite &w,
+                           const LevelLayout &walkLayout) {
+        const QuerySite &site = w.site;
+        Value bt = w.bt;
+        const std::optional<WarpQuery> &query = w.query;
+        Value n;
+        if (w.mmaQuery) {
+          // Lane a holds contender a: each lane writes its own.
+          n = buildMmaWarpWalk(
+              gb, *w.mmaQuery, walkKernel.arg("pyramid"), site, walkLayout, p.topK,
+              bt, p.headDim, p.scale,
+              [&](ImplicitLocOpBuilder &lb, Value pos, Value leaf) {
+                memref::StoreOp::create(
+                    lb, arith::IndexCastOp::create(lb, lb.getI32Type(), leaf),
+                    walkKernel.arg("contenders"),
+                    ValueRange{site.batch, site.kvHead, site.query, pos});
+              });
+        } else {
+          const QueryScratch &scratch = *w.scratch;
+          WarpScorer summaries = warpScorer(query, walkKernel.arg("queries"),
+                                            walkKernel.arg("pyramid"), p, w.lane,
+                                            site);
+          n = buildWalk(gb, {walkLayout, p.topK}, summaries, bt, scratch);
+          // Lanes hold identical results: lane 0 writes them.
+          Value zero = indexConst(gb, 0);
+          Value writes =
+              arith::SelectOp::create(gb, isLaneZero(gb, w.lane), n, zero);
+          buildLoop(gb, zero, writes, {},
+                    [&](ImplicitLocOpBuilder &lb, Value a, ValueRange) {
+                      Value leaf = memref::LoadOp::create(lb, scratch.cand,
+                                                          ValueRange{a});
+                      memref::StoreOp::create(
+                          lb, leaf, walkKernel.arg("contenders"),
+                          ValueRange{site.batch, site.kvHead, site.query, a});
+                      return SmallVector<Value>{};
+                    });
+        }
+        buildIfThen(gb, isLaneZero(gb, w.lane), [&](ImplicitLocOpBuilder &sb) {
+          memref::StoreOp::create(
+              sb, arith::IndexCastOp::create(sb, sb.getI32Type(), n),
+              walkKernel.arg("counts"), ValueRange{site.batch, site.kvHead, site.query});
+        });
+      }, noContenders);
+    }
+    SmallVector<KernelOperand> operands{{"queries", op.getQueries()},
+                                        {"pyramid", op.getPyramid()},
+                                        {"offset", op.getQueryOffset()},
+                                        {"contenders", op.getContenders()},
+                                        {"counts", op.getCounts()}};
+    if (packed)
+      operands.append({{"cuSeqlensQ", op.getCuSeqlensQ()},
+                       {"cuSeqlensK", op.getCuSeqlensK()},
+                       {"numKeyRows", op.getNumKeys()}});
+    else
+      operands.append(keyCountOperand(p, op.getNumKeys()));
+    launch(host, walkKernel,
+           host.createOrFold<arith::CeilDivUIOp>(
+               dimOf(host, op.getQueries(), 2), indexConst(host, kWarpQueries)),
+           groupsOf(host, op.getContenders(), p.kvHeads), kQueryThreads,
+           operands);
+  }
+};
+
+/// The stage-2 problem of a bucket or score_tiles op (`queries`, `keys` and
+/// `scores` are null for the bucket kernels, which do not read them).
+TileProblem tileProblem(Value queries, Value keys, Value scores,
+                        Value contenders, Value counts, ValueRange sort,
+                        int64_t topK, int64_t candidates, int64_t qTile,
+                        int64_t blockSize, float scale, Value cuQueries,
+                        Value cuKeys) {
+  auto type = [](Value v) { return v ? bufferType(v) : MemRefType(); };
+  ArrayRef<int64_t> perKv = bufferType(sort[0]).getShape();
+  int64_t groupSize = 0, headDim = 0;
+  if (queries) {
+    groupSize = bufferType(queries).getShape()[1] / perKv[1];
+    headDim = bufferType(queries).getShape()[3];
+  }
+  SortBuffers s{type(sort[0]), type(sort[1]), type(sort[2]), type(sort[3]),
+                type(sort[4]), type(sort[5]), type(sort[6]), type(sort[7])};
+  return TileProblem{perKv[1],      groupSize,        headDim,
+                     topK,          candidates,       qTile,
+                     blockSize,     scale,            type(queries),
+                     type(keys),    type(contenders), type(counts),
+                     type(scores),  s,                type(cuQueries),
+                     type(cuKeys)};
+}
+
+/// The cu_seqlens launch operands of a packed stage-2 op (none otherwise).
+SmallVector<KernelOperand> cuSeqlensOperands(Value cuQueries, Value cuKeys) {
+  if (!cuQueries)
+    return {};
+  return {{"cuSeqlensQ", cuQueries}, {"cuSeqlensK", cuKeys}};
+}
+
+struct BucketToGPU : KernelOpPattern<BucketKernelOp> {
+  using KernelOpPattern::KernelOpPattern;
+  void lower(BucketKernelOp op, PatternRewriter &rewriter,
+             ImplicitLocOpBuilder &host) const override {
+    SmallVector<Value> sort(op.getDpsInits());
+    int64_t candidates = bufferType(op.getContenders()).getShape()[3];
+    TileProblem p = tileProblem(Value(), Value(), Value(), op.getContenders(),
+                                op.getCounts(), sort, op.getTopk(), candidates,
+                                op.getQTile(), op.getBlockSize(), 0.0f,
+                                op.getCuSeqlensQ(), op.getCuSeqlensK());
+    BucketKernels kernels = buildBucketKernels(rewriter, op, p);
+    launchBucketKernels(host, kernels, p,
+                        groupsOf(host, op.getCounts(), p.kvHeads),
+                        dimOf(host, op.getCounts(), 2), op.getQueryOffset(),
+                        op.getContenders(), op.getCounts(), sort,
+                        cuSeqlensOperands(op.getCuSeqlensQ(),
+                                          op.getCuSeqlensK()));
+  }
+};
+
+struct ScoreTilesToGPU : KernelOpPattern<ScoreTilesKernelOp> {
+  using KernelOpPattern::KernelOpPattern;
+  void lower(ScoreTilesKernelOp op, PatternRewriter &rewriter,
+             ImplicitLocOpBuilder &host) const override {
+    // Only the types of the buffers the scoring kernel reads matter here.
+    SmallVector<Value> sort{op.getLeafCount(), op.getLeafStart(),
+                            op.getLeafStart(), op.getTileLeaf(),
+                            op.getTileFirst(), op.getNumTiles(),
+                            op.getSortedPairs(), op.getLeafStart()};
+    int64_t candidates = bufferType(op.getScores()).getShape()[3];
+    TileProblem p = tileProblem(op.getQueries(), op.getKeys(), op.getScores(),
+                                Value(), Value(), sort, op.getTopk(),
+                                candidates, op.getQTile(), op.getBlockSize(),
+                                op.getScale().convertToFloat(),
+                                op.getCuSeqlensQ(), op.getCuSeqlensK());
+    ScoreKernel kernel = buildScoreKernel(rewriter, op, p);
+    SmallVector<KernelOperand> operands{
+        {"queries", op.getQueries()},
+        {"keys", op.getKeys()},
+        {"offset", op.getQueryOffset()},
+        {"leafCount", op.getLeafCount()},
+        {"leafStart", op.getLeafStart()},
+        {"tileLeaf", op.getTileLeaf()},
+        {"tileFirst", op.getTileFirst()},
+        {"numTiles", op.getNumTiles()},
+        {"sortedPairs", op.getSortedPairs()},
+        {"scores", op.getScores()}};
+    operands.append(cuSeqlensOperands(op.getCuSeqlensQ(), op.getCuSeqlensK()));
+    launchScoreKernel(host, kernel, groupsOf(host, op.getScores(), p.kvHeads),
+                      dimOf(host, op.getTileLeaf(), 2), operands);
+  }
+};
+
+/// Stage 3: forced blocks + best scored contenders.
+struct SelectFinalToGPU : KernelOpPattern<SelectFinalKernelOp> {
+  using KernelOpPattern::KernelOpPattern;
+  void lower(SelectFinalKernelOp op, PatternRewriter &rewriter,
+             ImplicitLocOpBuilder &host) const override {
+    int64_t kvHeads = bufferType(op.getCounts()).getShape()[1];
+    Problem p{kvHeads, 0, 0, int64_t(op.getTopk()), 0,
+              int64_t(op.getBlockSize()), 0.0f, MemRefType(),
+              getConstantIntValue(op.getNumKeys())};
+    Type index = rewriter.getIndexType(), i32 = rewriter.getI32Type();
+    Kernel finalKernel;
+    {
+      OpBuilder::InsertionGuard guard(rewriter);
+      SmallVector<KernelParam> finalParams{
+          {"offset", index},
+          {"contenders", bufferType(op.getContenders())},
+          {"counts", bufferType(op.getCounts())},
+          {"scores", bufferType(op.getScores())},
+          {"selection", bufferType(op.getSelection())}};
+      const bool packed = bool(op.getCuSeqlensQ());
+      if (packed)
+        finalParams.append({{"cuSeqlensQ", bufferType(op.getCuSeqlensQ())},
+                            {"cuSeqlensK", bufferType(op.getCuSeqlensK())},
+                            {"numKeyRows", index}});
+      else
+        finalParams.append(keyCountParam(p, index));
+      finalKernel =
+          createKernel(rewriter, op, "select_final", finalParams, {},
+                       {privateType(rewriter.getContext(), {p.topK}, i32)});
+      ImplicitLocOpBuilder fb(op.getLoc(), rewriter);
+      SmallVector<Value> fat =
+          queryThread(fb, p, dimOf(fb, finalKernel.arg("counts"), 2));
+      Value selection = finalKernel.arg("selection");
+      auto select = [&](ImplicitLocOpBuilder &gb, Value bt) {
+        Value n = arith::IndexCastOp::create(
+            gb, gb.getIndexType(),
+            memref::LoadOp::create(gb, finalKernel.arg("counts"),
+                                   ValueRange{fat[0], fat[1], fat[2]}));
+        buildFinalSelection(
+            gb, p.topK, bt, n,
+            [&](ImplicitLocOpBuilder &lb, Value a) -> Value {
+              return arith::IndexCastOp::create(
+                  lb, lb.getIndexType(),
+                  memref::LoadOp::create(lb, finalKernel.arg("contenders"),
+                                         ValueRange{fat[0], fat[1], fat[2], a}));
+            },
+            [&](ImplicitLocOpBuilder &lb, Value a) -> Value {
+              return memref::LoadOp::create(lb, finalKernel.arg("scores"),
+                                            ValueRange{fat[0], fat[1], fat[2], a});
+            },
+            finalKernel.func().getPrivateAttributions()[0],
+            [&](ImplicitLocOpBuilder &lb, Value pos, Value value) {
+              memref::StoreOp::create(
+                  lb, arith::IndexCastOp::create(lb, lb.getI32Type(), value),
+                  selection, ValueRange{fat[0], fat[1], fat[2], pos});
+            });
+      };
+      if (!packed) {
+        // Only b_t is needed here: M_1, not the whole layout.
+        Value finalLeaves =
+            p.dynamicKeys()
+                ? fb.createOrFold<arith::CeilDivUIOp>(
+                      finalKernel.arg("numKeys"), indexConst(fb, p.blockSize))
+                : indexConst(fb, ceilDiv(*p.numKeys, p.blockSize));
+        guarded(fb, fat[3], [&](ImplicitLocOpBuilder &gb) {
+          Value t = arith::AddIOp::create(gb, finalKernel.arg("offset"), fat[2]);
+          select(gb, leafOfPosition(gb, p.blockSize, finalLeaves, t));
+        });
+      } else {
+        guarded(fb, fat[3], [&](ImplicitLocOpBuilder &gb) {
+          QueryRowSequence seq = sequenceOfQueryRow(
+              gb, finalKernel.arg("cuSeqlensQ"), finalKernel.arg("cuSeqlensK"),
+              dimOf(gb, finalKernel.arg("counts"), 2),
+              finalKernel.arg("numKeyRows"), fat[2]);
+          auto ifOp = scf::IfOp::create(gb, seq.valid, /*withElseRegion=*/true);
+          OpBuilder::InsertionGuard g(gb);
+          gb.setInsertionPointToStart(ifOp.thenBlock());
+          Value leaves = arith::CeilDivUIOp::create(
+              gb, seq.keys.count, indexConst(gb, p.blockSize));
+          select(gb, leafOfPosition(gb, p.blockSize, leaves, seq.position));
+          gb.setInsertionPointToStart(ifOp.elseBlock());
+          storeInvalidRow(gb, selection, p.topK, {fat[0], fat[1], fat[2]});
+        });
+      }
+    }
+    SmallVector<KernelOperand> operands{{"offset", op.getQueryOffset()},
+                                        {"contenders", op.getContenders()},
+                                        {"counts", op.getCounts()},
+                                        {"scores", op.getScores()},
+                                        {"selection", op.getSelection()}};
+    if (op.getCuSeqlensQ())
+      operands.append({{"cuSeqlensQ", op.getCuSeqlensQ()},
+                       {"cuSeqlensK", op.getCuSeqlensK()},
+                       {"numKeyRows", op.getNumKeys()}});
+    else
+      operands.append(keyCountOperand(p, op.getNumKeys()));
+    launch(host, finalKernel,
+           host.createOrFold<arith::CeilDivUIOp>(
+               dimOf(host, op.getCounts(), 2), indexConst(host, kQueryThreads)),
+           groupsOf(host, op.getCounts(), p.kvHeads), kQueryThreads, operands);
+  }
+};
+
+} // namespace
+
+void mlir::pisa::populateSelectionKernelsToGPUPatterns(
+    RewritePatternSet &patterns) {
+  addSingleStagePatterns(patterns);
+  patterns.add<FragmentPlanesToGPU, WalkToGPU,
+               BucketToGPU, ScoreTilesToGPU, SelectFinalToGPU>(
+      patterns.getContext());
+}

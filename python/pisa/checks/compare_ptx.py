@@ -5,9 +5,18 @@ format=isa; each kernel's PTX is compared after normalising what depends
 only on the kernels' order in the module (label and local-depot numbers).
 Runs without a GPU.
 
-usage: python3 -m pisa.checks.compare_ptx OLD_PISA_OPT NEW_PISA_OPT PROGRAM.mlir...
+A kernel that differs is also reported as "reordered" when its
+instructions are the same multiset with registers and labels renamed (the
+same code in another order). --drawn N adds N programs of the shape sweep
+(pisa.checks.sweep, seed 12: every other one dynamic, every third one
+token-major).
+
+usage: python3 -m pisa.checks.compare_ptx OLD_PISA_OPT NEW_PISA_OPT
+           [--drawn N] PROGRAM.mlir...
 """
 
+import collections
+import os
 import re
 import subprocess
 import sys
@@ -34,25 +43,57 @@ def kernels(pisa_opt, program):
     return result
 
 
+def instructions(ptx):
+    """The kernel's instructions as a multiset, registers and labels renamed."""
+    lines = ptx.replace("\\0A", "\n").split("\n")
+    lines = (re.sub(r"%[a-z]+\d+", "%r", l.strip()) for l in lines)
+    lines = (re.sub(r"\$L__BB_\d+", "L", l) for l in lines)
+    return collections.Counter(l for l in lines if l and not l.startswith("//"))
+
+
+def drawn_programs(count, directory):
+    """`count` sweep programs written into `directory`."""
+    from pisa.checks import sweep
+    paths = []
+    for i, cfg in enumerate(sweep.draw(12, count)):
+        cfg["dynamic"], cfg["token_major"] = i % 2 == 0, i % 3 == 0
+        path = os.path.join(directory, f"drawn{i:03d}.mlir")
+        with open(path, "w") as f:
+            f.write(sweep.program(cfg, cfg.get("schedule")))
+        paths.append(path)
+    return paths
+
+
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
-    if len(argv) < 3:
+    drawn = 0
+    if "--drawn" in argv:
+        at = argv.index("--drawn")
+        drawn = int(argv[at + 1])
+        argv = argv[:at] + argv[at + 2:]
+    if len(argv) < 2 or (len(argv) < 3 and not drawn):
         print(__doc__.strip(), file=sys.stderr)
         return 2
     old, new, programs = argv[0], argv[1], argv[2:]
     same = differ = failed = 0
-    for program in programs:
-        a, b = kernels(old, program), kernels(new, program)
-        if a is None and b is None:
-            failed += 1  # both refuse it (e.g. a limits test): not a change
-            continue
-        if a == b:
-            same += 1
-        else:
+    with tempfile.TemporaryDirectory() as tmp:
+        for program in programs + drawn_programs(drawn, tmp):
+            a, b = kernels(old, program), kernels(new, program)
+            if a is None and b is None:
+                failed += 1  # both refuse it (e.g. a limits test): not a change
+                continue
+            if a == b:
+                same += 1
+                continue
             differ += 1
-            changed = sorted(k for k in set(a or {}) | set(b or {})
-                             if (a or {}).get(k) != (b or {}).get(k))
-            print(f"differs: {program}: {', '.join(changed)}")
+            changed = []
+            for k in sorted(set(a or {}) | set(b or {})):
+                x, y = (a or {}).get(k), (b or {}).get(k)
+                if x != y:
+                    reordered = x and y and instructions(x) == instructions(y)
+                    changed.append(k + (" (reordered)" if reordered else ""))
+            print(f"differs: {os.path.basename(program) if program.startswith(tmp) else program}: "
+                  f"{', '.join(changed)}")
     print(f"{same} identical, {differ} differ, {failed} refused by both")
     return 1 if differ else 0
 

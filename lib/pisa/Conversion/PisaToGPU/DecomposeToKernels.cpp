@@ -323,10 +323,11 @@ void decompose(RewriterBase &rewriter, PyramidBuildOp op) {
 }
 
 /// The size rules of a packed varlen batch the host can check (its
-/// cu_seqlens' contents stay on the device: kernels leave the rows of a
-/// sequence that breaks a rule unwritten). Returns R for the pyramid.
+/// cu_seqlens' contents stay on the device, where the kernels check them).
+/// `cuKeysName` names cu_k in the messages. Returns R = 2 floor(Tk / C) +
+/// 32 B, the pyramid's rows.
 Value requireVarlenSizes(ImplicitLocOpBuilder &b, StringRef opName,
-                         Value cuKeys, Value keys, Value pyramid,
+                         StringRef cuKeysName, Value cuKeys, Value keys,
                          int64_t blockSize, Value cuQueries = Value(),
                          Value queries = Value()) {
   using P = arith::CmpIPredicate;
@@ -335,7 +336,7 @@ Value requireVarlenSizes(ImplicitLocOpBuilder &b, StringRef opName,
   };
   Value zero = indexConst(b, 0);
   require(cmp(b, P::sge, dimOf(b, cuKeys, 0), indexConst(b, 1)),
-          "cu_seqlens_k is empty (it holds B + 1 >= 1 entries)");
+          cuKeysName + " is empty (it holds B + 1 >= 1 entries)");
   Value numSeqs = arith::SubIOp::create(b, dimOf(b, cuKeys, 0),
                                         indexConst(b, 1));
   Value numKeyRows = dimOf(b, keys, 0);
@@ -344,17 +345,14 @@ Value requireVarlenSizes(ImplicitLocOpBuilder &b, StringRef opName,
                                 cmp(b, P::eq, rows, zero));
   };
   require(noneOr(numKeyRows),
-          "cu_seqlens_k has no sequence but there are key rows");
+          cuKeysName + " has no sequence but there are key rows");
   if (cuQueries) {
     require(cmp(b, P::eq, dimOf(b, cuQueries, 0), dimOf(b, cuKeys, 0)),
             "cu_seqlens_q and cu_seqlens_k give different B");
     require(noneOr(dimOf(b, queries, 0)),
             "cu_seqlens_q has no sequence but there are query rows");
   }
-  Value rows = firstPyramidRow(b, numKeyRows, numSeqs, blockSize);
-  require(cmp(b, P::eq, dimOf(b, pyramid, 0), rows),
-          "the pyramid's rows are not 2 floor(Tk / C) + 32 B");
-  return rows;
+  return firstPyramidRow(b, numKeyRows, numSeqs, blockSize);
 }
 
 void decompose(RewriterBase &rewriter, PyramidBuildVarlenOp op) {
@@ -362,16 +360,10 @@ void decompose(RewriterBase &rewriter, PyramidBuildVarlenOp op) {
   ImplicitLocOpBuilder b(op.getLoc(), rewriter);
   Value keys = op.getKeys();
   RankedTensorType type = op.getPyramid().getType();
-  requireAtRuntime(b,
-                   cmp(b, arith::CmpIPredicate::sge,
-                       dimOf(b, op.getCuSeqlens(), 0), indexConst(b, 1)),
-                   "pisa.pyramid_build_varlen: cu_seqlens is empty (it holds "
-                   "B + 1 >= 1 entries)");
+  Value rows = requireVarlenSizes(b, "pisa.pyramid_build_varlen",
+                                  "cu_seqlens", op.getCuSeqlens(), keys,
+                                  op.getBlockSize());
   // The result is sized from the inputs; the rule only checks a static R.
-  Value numSeqs = arith::SubIOp::create(b, dimOf(b, op.getCuSeqlens(), 0),
-                                        indexConst(b, 1));
-  Value rows = firstPyramidRow(b, dimOf(b, keys, 0), numSeqs,
-                               op.getBlockSize());
   if (!type.isDynamicDim(0))
     requireAtRuntime(b,
                      cmp(b, arith::CmpIPredicate::eq, rows,
@@ -379,14 +371,6 @@ void decompose(RewriterBase &rewriter, PyramidBuildVarlenOp op) {
                      "pisa.pyramid_build_varlen: the pyramid's " +
                          std::to_string(type.getDimSize(0)) +
                          " rows are not 2 floor(Tk / C) + 32 B");
-  requireAtRuntime(
-      b,
-      arith::OrIOp::create(
-          b, cmp(b, arith::CmpIPredicate::ne, numSeqs, indexConst(b, 0)),
-          cmp(b, arith::CmpIPredicate::eq, dimOf(b, keys, 0),
-              indexConst(b, 0))),
-      "pisa.pyramid_build_varlen: cu_seqlens has no sequence but there are "
-      "key rows");
   Value init = emptyLike(b, type, {rows, Value(), Value()});
   rewriter.replaceOp(op, PyramidVarlenKernelOp::create(
                              b, TypeRange{type}, keys, op.getCuSeqlens(), init,
@@ -409,7 +393,8 @@ Value asBatchOfOne(ImplicitLocOpBuilder &b, Value packed) {
 /// Two-stage hier_topk_varlen: the batched two-stage kernel ops on the
 /// packed batch seen as a batch of one, token-major, with cu_seqlens
 /// (docs/gpu.md, "Varlen").
-Value decomposeTwoStageVarlen(ImplicitLocOpBuilder &b, HierTopKVarlenOp op) {
+Value decomposeTwoStageVarlen(ImplicitLocOpBuilder &b, HierTopKVarlenOp op,
+                              Value pyramidRows) {
   ArrayRef<int64_t> q = op.getQueries().getType().getShape();
   ArrayRef<int64_t> k = op.getKeys().getType().getShape();
   ScheduleAttr schedule = op.getScheduleAttr();
@@ -448,9 +433,6 @@ Value decomposeTwoStageVarlen(ImplicitLocOpBuilder &b, HierTopKVarlenOp op) {
   int64_t cuSize = op.getCuSeqlensK().getType().getDimSize(0);
   if (!ShapedType::isDynamic(k[0]) && !ShapedType::isDynamic(cuSize))
     staticLeaves = k[0] / plan.blockSize + cuSize - 1;
-  // R = 2 floor(Tk / C) + 32 B, which the host rules checked.
-  Value pyramidRows =
-      firstPyramidRow(b, numKeyRows, numSeqs, plan.blockSize);
   TwoStageInputs in{asBatchOfOne(b, op.getQueries()),
                     asBatchOfOne(b, op.getKeys()),
                     asBatchOfOne(b, op.getPyramid()),
@@ -480,12 +462,18 @@ Value decomposeTwoStageVarlen(ImplicitLocOpBuilder &b, HierTopKVarlenOp op) {
 void decompose(RewriterBase &rewriter, HierTopKVarlenOp op) {
   rewriter.setInsertionPoint(op);
   ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-  requireVarlenSizes(b, "pisa.hier_topk_varlen", op.getCuSeqlensK(),
-                     op.getKeys(), op.getPyramid(), op.getBlockSize(),
-                     op.getCuSeqlensQ(), op.getQueries());
+  Value rows = requireVarlenSizes(b, "pisa.hier_topk_varlen", "cu_seqlens_k",
+                                  op.getCuSeqlensK(), op.getKeys(),
+                                  op.getBlockSize(), op.getCuSeqlensQ(),
+                                  op.getQueries());
+  requireAtRuntime(b,
+                   cmp(b, arith::CmpIPredicate::eq, dimOf(b, op.getPyramid(), 0),
+                       rows),
+                   "pisa.hier_topk_varlen: the pyramid's rows are not "
+                   "2 floor(Tk / C) + 32 B");
   ScheduleAttr schedule = op.getScheduleAttr();
   if (schedule && schedule.getKind() == ScheduleKind::TwoStage) {
-    rewriter.replaceOp(op, decomposeTwoStageVarlen(b, op));
+    rewriter.replaceOp(op, decomposeTwoStageVarlen(b, op, rows));
     return;
   }
   RankedTensorType type = op.getSelection().getType();

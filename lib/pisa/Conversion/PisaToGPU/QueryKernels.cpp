@@ -43,6 +43,24 @@ SmallVector<KernelOperand> keyCountOperand(const Problem &p, Value numKeys) {
   return {{"numKeys", numKeys}};
 }
 
+SmallVector<KernelParam> keyParams(const Problem &p, Type index,
+                                   Value cuQueries, Value cuKeys) {
+  if (!cuQueries)
+    return keyCountParam(p, index);
+  return {{"cuSeqlensQ", bufferType(cuQueries)},
+          {"cuSeqlensK", bufferType(cuKeys)},
+          {"numKeyRows", index}};
+}
+
+SmallVector<KernelOperand> keyOperands(const Problem &p, Value numKeys,
+                                       Value cuQueries, Value cuKeys) {
+  if (!cuQueries)
+    return keyCountOperand(p, numKeys);
+  return {{"cuSeqlensQ", cuQueries},
+          {"cuSeqlensK", cuKeys},
+          {"numKeyRows", numKeys}};
+}
+
 SmallVector<Value> queryThread(ImplicitLocOpBuilder &b, const Problem &p,
                                Value numQueries) {
   Value i = arith::AddIOp::create(

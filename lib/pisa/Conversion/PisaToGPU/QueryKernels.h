@@ -64,6 +64,15 @@ Value keyCount(ImplicitLocOpBuilder &b, const Kernel &kernel, const Problem &p);
 /// Launch operands for keyCountParam.
 SmallVector<KernelOperand> keyCountOperand(const Problem &p, Value numKeys);
 
+/// What a per-query kernel without a keys buffer is told about the keys:
+/// on a packed batch (cuQueries given) both cu_seqlens and Tk
+/// ("numKeyRows"), else keyCountParam. `numKeys` is the op's num_keys (N,
+/// or Tk for a packed batch).
+SmallVector<KernelParam> keyParams(const Problem &p, Type index,
+                                   Value cuQueries, Value cuKeys);
+SmallVector<KernelOperand> keyOperands(const Problem &p, Value numKeys,
+                                       Value cuQueries, Value cuKeys);
+
 /// Thread coordinates of a per-(query, KV head) kernel, and a guard that
 /// the query exists. Returns {batch, kvHead, query, inRange}.
 SmallVector<Value> queryThread(ImplicitLocOpBuilder &b, const Problem &p,

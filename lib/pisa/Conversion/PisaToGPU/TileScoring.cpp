@@ -81,16 +81,11 @@ static void forEachScoredPair(
     // The walk wrote no contender for the rows of a batch that breaks a
     // rule, so no pair of them is scored; this kernel reads no key, and
     // cu_k[B] stands for Tk.
+    Value cuK = kernel.arg("cuSeqlensK");
+    Value lastKey = cuEntry(
+        b, cuK, arith::SubIOp::create(b, dimOf(b, cuK, 0), indexConst(b, 1)));
     QueryRowSequence seq = sequenceOfQueryRow(
-        b, kernel.arg("cuSeqlensQ"), kernel.arg("cuSeqlensK"), numQueries,
-        arith::IndexCastOp::create(
-            b, b.getIndexType(),
-            memref::LoadOp::create(
-                b, kernel.arg("cuSeqlensK"),
-                ValueRange{arith::SubIOp::create(
-                    b, dimOf(b, kernel.arg("cuSeqlensK"), 0),
-                    indexConst(b, 1))})),
-        i);
+        b, kernel.arg("cuSeqlensQ"), cuK, numQueries, lastKey, i);
     Value leaves = arith::CeilDivUIOp::create(b, seq.keys.count,
                                               indexConst(b, p.blockSize));
     bt = leafOfPosition(b, p.blockSize, leaves, seq.position);

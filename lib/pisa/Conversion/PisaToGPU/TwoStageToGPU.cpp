@@ -68,12 +68,8 @@ struct WalkToGPU : KernelOpPattern<WalkKernelOp> {
           {"offset", index},
           {"contenders", bufferType(op.getContenders())},
           {"counts", bufferType(op.getCounts())}};
-      if (packed)
-        walkParams.append({{"cuSeqlensQ", bufferType(op.getCuSeqlensQ())},
-                           {"cuSeqlensK", bufferType(op.getCuSeqlensK())},
-                           {"numKeyRows", index}});
-      else
-        walkParams.append(keyCountParam(p, index));
+      walkParams.append(
+          keyParams(p, index, op.getCuSeqlensQ(), op.getCuSeqlensK()));
       walkKernel = createKernel(
           rewriter, op, "select_stage1_walk", walkParams, {},
           mmaWalk ? SmallVector<Type>{}
@@ -163,12 +159,8 @@ struct WalkToGPU : KernelOpPattern<WalkKernelOp> {
                                         {"offset", op.getQueryOffset()},
                                         {"contenders", op.getContenders()},
                                         {"counts", op.getCounts()}};
-    if (packed)
-      operands.append({{"cuSeqlensQ", op.getCuSeqlensQ()},
-                       {"cuSeqlensK", op.getCuSeqlensK()},
-                       {"numKeyRows", op.getNumKeys()}});
-    else
-      operands.append(keyCountOperand(p, op.getNumKeys()));
+    operands.append(keyOperands(p, op.getNumKeys(), op.getCuSeqlensQ(),
+                                op.getCuSeqlensK()));
     launch(host, walkKernel,
            host.createOrFold<arith::CeilDivUIOp>(
                dimOf(host, op.getQueries(), 2), indexConst(host, kWarpQueries)),
@@ -281,12 +273,8 @@ struct SelectFinalToGPU : KernelOpPattern<SelectFinalKernelOp> {
           {"scores", bufferType(op.getScores())},
           {"selection", bufferType(op.getSelection())}};
       const bool packed = bool(op.getCuSeqlensQ());
-      if (packed)
-        finalParams.append({{"cuSeqlensQ", bufferType(op.getCuSeqlensQ())},
-                            {"cuSeqlensK", bufferType(op.getCuSeqlensK())},
-                            {"numKeyRows", index}});
-      else
-        finalParams.append(keyCountParam(p, index));
+      finalParams.append(
+          keyParams(p, index, op.getCuSeqlensQ(), op.getCuSeqlensK()));
       finalKernel =
           createKernel(rewriter, op, "select_final", finalParams, {},
                        {privateType(rewriter.getContext(), {p.topK}, i32)});
@@ -351,12 +339,8 @@ struct SelectFinalToGPU : KernelOpPattern<SelectFinalKernelOp> {
                                         {"counts", op.getCounts()},
                                         {"scores", op.getScores()},
                                         {"selection", op.getSelection()}};
-    if (op.getCuSeqlensQ())
-      operands.append({{"cuSeqlensQ", op.getCuSeqlensQ()},
-                       {"cuSeqlensK", op.getCuSeqlensK()},
-                       {"numKeyRows", op.getNumKeys()}});
-    else
-      operands.append(keyCountOperand(p, op.getNumKeys()));
+    operands.append(keyOperands(p, op.getNumKeys(), op.getCuSeqlensQ(),
+                                op.getCuSeqlensK()));
     launch(host, finalKernel,
            host.createOrFold<arith::CeilDivUIOp>(
                dimOf(host, op.getCounts(), 2), indexConst(host, kQueryThreads)),

@@ -104,6 +104,15 @@ bool currentContext(CUcontext *context, const char *function = nullptr) {
 //===----------------------------------------------------------------------===//
 
 constexpr int kMaxContexts = 64;
+/// Kernels whose handles are kept per context; more are looked up per call.
+constexpr int kMaxCachedFunctions = 32;
+
+/// A kernel handle found by name. The name is the host code's constant
+/// string, so its address identifies it.
+struct CachedFunction {
+  const char *name;
+  CUfunction function;
+};
 
 struct LazyModule {
   const void *image;
@@ -111,28 +120,85 @@ struct LazyModule {
   int count;
   CUcontext contexts[kMaxContexts];
   CUmodule modules[kMaxContexts];
+  int numFunctions[kMaxContexts];
+  CachedFunction functions[kMaxContexts][kMaxCachedFunctions];
 };
 
-/// The module of `lazy` in the current context, loaded on first use.
-CUmodule moduleForCurrentContext(LazyModule *lazy) {
+/// The index of `lazy`'s module in the current context, loaded on first
+/// use; -1 on failure. Called with the lock held.
+int moduleSlot(LazyModule *lazy, CUcontext context) {
+  for (int i = 0; i < lazy->count; ++i)
+    if (lazy->contexts[i] == context)
+      return i;
+  if (lazy->count == kMaxContexts) {
+    fail("the kernels are loaded in %d CUDA contexts already", kMaxContexts);
+    return -1;
+  }
+  CUmodule module = nullptr;
+  if (!CHECK(cuModuleLoadData(&module, lazy->image)))
+    return -1;
+  lazy->contexts[lazy->count] = context;
+  lazy->modules[lazy->count] = module;
+  lazy->numFunctions[lazy->count] = 0;
+  return lazy->count++;
+}
+
+/// Kernel `name` of `lazy` in the current context. A launch asks for its
+/// kernel every time: the handle is looked up in the module once and kept,
+/// since cuModuleGetFunction on every launch is host time a short call
+/// cannot hide (issue 12, item 7).
+CUfunction functionForCurrentContext(LazyModule *lazy, const char *name) {
   CUcontext context;
   if (!lazy || !currentContext(&context))
     return nullptr;
-  CUmodule module = nullptr;
+  CUfunction function = nullptr;
   pthread_mutex_lock(&lazy->lock);
-  for (int i = 0; i < lazy->count && !module; ++i)
-    if (lazy->contexts[i] == context)
-      module = lazy->modules[i];
-  if (!module) {
-    if (lazy->count == kMaxContexts)
-      fail("the kernels are loaded in %d CUDA contexts already", kMaxContexts);
-    else if (CHECK(cuModuleLoadData(&module, lazy->image))) {
-      lazy->contexts[lazy->count] = context;
-      lazy->modules[lazy->count++] = module;
-    }
+  int slot = moduleSlot(lazy, context);
+  if (slot >= 0) {
+    CachedFunction *cached = lazy->functions[slot];
+    int &count = lazy->numFunctions[slot];
+    for (int i = 0; i < count && !function; ++i)
+      if (cached[i].name == name)
+        function = cached[i].function;
+    if (!function &&
+        CHECK(cuModuleGetFunction(&function, lazy->modules[slot], name)) &&
+        count < kMaxCachedFunctions)
+      cached[count++] = {name, function};
   }
   pthread_mutex_unlock(&lazy->lock);
-  return module;
+  return function;
+}
+
+/// Bumped when a module is unloaded, so that no thread trusts a kernel
+/// handle it saw before (a new module's kernel may reuse the address).
+unsigned unloads = 0;
+
+/// Whether `function` may use `bytes` of dynamic shared memory: the limit
+/// is raised once per kernel and thread (cuFuncSetAttribute is a driver
+/// call per launch otherwise; raising it again is harmless).
+bool allowDynamicShared(CUfunction function, int32_t bytes) {
+  constexpr int kSlots = 64;
+  struct Allowed {
+    CUfunction function;
+    int32_t bytes;
+  };
+  thread_local Allowed allowed[kSlots];
+  thread_local int next = 0;
+  thread_local unsigned seenUnloads = 0;
+  unsigned now = __atomic_load_n(&unloads, __ATOMIC_ACQUIRE);
+  if (now != seenUnloads) {
+    memset(allowed, 0, sizeof(allowed));
+    seenUnloads = now;
+  }
+  for (const Allowed &a : allowed)
+    if (a.function == function && a.bytes >= bytes)
+      return true;
+  if (!CHECK(cuFuncSetAttribute(
+          function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes)))
+    return false;
+  allowed[next] = {function, bytes};
+  next = (next + 1) % kSlots;
+  return true;
 }
 
 //===----------------------------------------------------------------------===//
@@ -340,6 +406,7 @@ void mgpuModuleUnload(void *handle) {
   LazyModule *lazy = static_cast<LazyModule *>(handle);
   if (!lazy)
     return;
+  __atomic_add_fetch(&unloads, 1, __ATOMIC_RELEASE);
   for (int i = 0; i < lazy->count; ++i)
     (void)cuModuleUnload(lazy->modules[i]);
   pthread_mutex_destroy(&lazy->lock);
@@ -347,11 +414,7 @@ void mgpuModuleUnload(void *handle) {
 }
 
 CUfunction mgpuModuleGetFunction(void *handle, const char *name) {
-  CUfunction function = nullptr;
-  CUmodule module = moduleForCurrentContext(static_cast<LazyModule *>(handle));
-  if (module)
-    CHECK(cuModuleGetFunction(&function, module, name));
-  return function;
+  return functionForCurrentContext(static_cast<LazyModule *>(handle), name);
 }
 
 void mgpuLaunchKernel(CUfunction function, intptr_t gridX, intptr_t gridY,
@@ -360,9 +423,7 @@ void mgpuLaunchKernel(CUfunction function, intptr_t gridX, intptr_t gridY,
                       void **params, void ** /*extra*/, size_t /*count*/) {
   if (!function || call.failed)
     return;
-  if (smem > 0 && !CHECK(cuFuncSetAttribute(
-                      function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                      smem)))
+  if (smem > 0 && !allowDynamicShared(function, smem))
     return;
   CHECK(cuLaunchKernel(function, gridX, gridY, gridZ, blockX, blockY, blockZ,
                        smem, stream, params, nullptr));

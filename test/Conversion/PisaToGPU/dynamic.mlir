@@ -7,14 +7,21 @@
 
 // CHECK-LABEL: func.func @select(
 // The pyramid: its rows computed from N (a loop over the levels), one
-// launch per level in a host loop, each skipped when empty.
+// launch per level wider than 32 nodes (1024 threads / d = 128, four
+// passes) in a host loop, each skipped when empty; then one launch for the
+// levels above, from the last level built (skipped when N <= C).
 // CHECK: %[[LAYOUT:.*]]:3 = scf.while
 // CHECK: gpu.alloc (%{{.*}}, %[[LAYOUT]]#2) : memref<?x1x?x128xf32>
 // CHECK: scf.if
 // CHECK-NEXT: gpu.launch_func @pisa_kernels::@pyramid_leaves
-// CHECK: scf.for
+// CHECK: %[[TOP:.*]]:2 = scf.for
+// CHECK: %[[WIDE:.*]] = arith.cmpi ugt, %{{.*}}, %c32 : index
 // CHECK: scf.if
 // CHECK-NEXT: gpu.launch_func @pisa_kernels::@pyramid_level
+// CHECK: arith.select %[[WIDE]]
+// CHECK: arith.cmpi ugt, %[[TOP]]#1, %c1 : index
+// CHECK: scf.if
+// CHECK-NEXT: gpu.launch_func @pisa_kernels::@pyramid_top_levels blocks in (%{{.*}}, %{{.*}}, %c1) threads in (%c1024, %c1, %c1) args(%{{.*}} : memref<?x1x?x128xf32>, %[[TOP]]#0 : index, %[[TOP]]#1 : index)
 // Rules on sizes, then the selection sized [B, Hkv, Nq, K].
 //   The pyramid comes from pyramid_build of the same keys: its rows rule
 //   folds away (the same layout value after CSE).

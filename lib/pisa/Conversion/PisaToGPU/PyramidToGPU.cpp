@@ -3,8 +3,12 @@
 // One block per (node, batch x KV head), one thread per feature: the leaf
 // kernel averages a block of raw keys, the level kernel (launched once per
 // upper level, with the level's offsets as arguments) averages g children
-// of the packed pyramid. Both accumulate in f32; reads are coalesced across
-// the feature dimension. The varlen form numbers the leaves (and each
+// of the packed pyramid. The small levels at the top (at most
+// kTopLevelsPerPass(d) nodes x 4 on their widest) are built by one launch,
+// one block per (batch, KV head) looping up the levels with a barrier
+// between them: their level kernels would run faster than they can be
+// enqueued (issue 12's 4K call). All accumulate in f32 in the contract's
+// order; reads are coalesced across the feature dimension. The varlen form numbers the leaves (and each
 // level's nodes) over the whole batch and lets every block find its
 // sequence (PackedSequences.h); it launches a level kernel per level of
 // the longest possible sequence, and a block past its sequence's levels
@@ -50,6 +54,70 @@ static void emitMean(ImplicitLocOpBuilder &b, Value src, Value dst,
                           ValueRange{batch, head, row, feature});
 }
 
+/// Threads of the top-levels kernel: `rows` x d, one row of d per node.
+static int64_t topLevelRows(int64_t d) {
+  return std::max<int64_t>(1, kMaxGPUThreads / d);
+}
+/// The widest level the top-levels kernel builds: four passes of its rows.
+static int64_t topLevelMaxNodes(int64_t d) { return 4 * topLevelRows(d); }
+
+/// The kernel that builds every level above a child level of `childCount`
+/// nodes at row `childOffset` (childCount <= g x topLevelMaxNodes(d)), for
+/// batch x head blockIdx.y. Every thread reads only rows written before the
+/// barrier that ends the previous level.
+static Kernel buildTopLevelsKernel(PatternRewriter &rewriter, Operation *op,
+                                   MemRefType pyrMem, int64_t numHeads,
+                                   int64_t d, int64_t fan) {
+  Type index = rewriter.getIndexType();
+  Kernel kernel = createKernel(rewriter, op, "pyramid_top_levels",
+                               {{"pyramid", pyrMem},
+                                {"childOffset", index},
+                                {"childCount", index}});
+  ImplicitLocOpBuilder b(op->getLoc(), rewriter);
+  const int64_t rows = topLevelRows(d);
+  Value bh = blockIdY(b), heads = indexConst(b, numHeads);
+  Value batch = arith::DivUIOp::create(b, bh, heads);
+  Value head = arith::RemUIOp::create(b, bh, heads);
+  Value tid = threadIdX(b), cD = indexConst(b, d), cFan = indexConst(b, fan);
+  Value feature = arith::RemUIOp::create(b, tid, cD);
+  Value row = arith::DivUIOp::create(b, tid, cD);
+  Value one = indexConst(b, 1);
+  // Levels above a child level of at most g x maxNodes nodes.
+  int64_t levels = 0;
+  for (int64_t n = fan * topLevelMaxNodes(d); n > 1; n = ceilDiv(n, fan))
+    ++levels;
+  buildLoop(
+      b, indexConst(b, 0), indexConst(b, levels),
+      {kernel.arg("childOffset"), kernel.arg("childCount")},
+      [&](ImplicitLocOpBuilder &lb, Value, ValueRange st) {
+        Value childOffset = st[0], childCount = st[1];
+        Value levelOffset = arith::AddIOp::create(lb, childOffset, childCount);
+        Value size = arith::CeilDivUIOp::create(lb, childCount, cFan);
+        // The level exists while its child level has more than one node.
+        Value nodes = arith::SelectOp::create(
+            lb, cmp(lb, arith::CmpIPredicate::ugt, childCount, one), size,
+            indexConst(lb, 0));
+        buildLoop(lb, row, nodes, indexConst(lb, rows), {},
+                  [&](ImplicitLocOpBuilder &nb, Value node, ValueRange) {
+                    Value firstChild = arith::MulIOp::create(nb, node, cFan);
+                    Value children = arith::MinUIOp::create(
+                        nb, cFan,
+                        arith::SubIOp::create(nb, childCount, firstChild));
+                    emitMean(nb, kernel.arg("pyramid"), kernel.arg("pyramid"),
+                             batch, head,
+                             arith::AddIOp::create(nb, childOffset, firstChild),
+                             children,
+                             arith::AddIOp::create(nb, levelOffset, node),
+                             feature);
+                    return SmallVector<Value>{};
+                  });
+        gpu::BarrierOp::create(lb);
+        return SmallVector<Value>{levelOffset, size};
+      });
+  gpu::ReturnOp::create(b);
+  return kernel;
+}
+
 namespace {
 struct PyramidKernelToGPU : OpRewritePattern<PyramidKernelOp> {
   using OpRewritePattern::OpRewritePattern;
@@ -67,7 +135,7 @@ struct PyramidKernelToGPU : OpRewritePattern<PyramidKernelOp> {
     Location loc = op.getLoc();
     Type index = rewriter.getIndexType();
 
-    Kernel leafKernel, levelKernel;
+    Kernel leafKernel, levelKernel, topKernel;
     {
       OpBuilder::InsertionGuard guard(rewriter);
       leafKernel = createKernel(rewriter, op, "pyramid_leaves",
@@ -108,6 +176,8 @@ struct PyramidKernelToGPU : OpRewritePattern<PyramidKernelOp> {
                arith::AddIOp::create(lb, srcOffset, firstChild), children,
                arith::AddIOp::create(lb, dstOffset, node), le);
       gpu::ReturnOp::create(lb);
+      topKernel =
+          buildTopLevelsKernel(rewriter, op, pyrMem, numHeads, d, fan);
     }
 
     rewriter.setInsertionPoint(op);
@@ -118,30 +188,54 @@ struct PyramidKernelToGPU : OpRewritePattern<PyramidKernelOp> {
     Value groups = b.createOrFold<arith::MulIOp>(batch, indexConst(b, numHeads));
     launch(b, leafKernel, layout.numLeaves(), groups, d,
            {{"keys", keys}, {"pyramid", pyramid}});
+    const int64_t maxTopNodes = topLevelMaxNodes(d);
+    const int64_t topThreads = topLevelRows(d) * d;
+    auto launchTop = [&](Value childOffset, Value childCount, Value grid) {
+      launch(b, topKernel, grid, groups, topThreads,
+             {{"pyramid", pyramid},
+              {"childOffset", childOffset},
+              {"childCount", childCount}});
+    };
     if (const std::optional<PyramidLayout> &fixed = layout.fixed()) {
-      for (int64_t l = 2; l <= fixed->numLevels(); ++l)
+      int64_t l = 2;
+      for (; l <= fixed->numLevels() && fixed->size(l) > maxTopNodes; ++l)
         launch(b, levelKernel, indexConst(b, fixed->size(l)), groups, d,
                {{"pyramid", pyramid},
                 {"childOffset", indexConst(b, fixed->offset(l - 1))},
                 {"levelOffset", indexConst(b, fixed->offset(l))},
                 {"childCount", indexConst(b, fixed->size(l - 1))}});
+      if (l <= fixed->numLevels())
+        launchTop(indexConst(b, fixed->offset(l - 1)),
+                  indexConst(b, fixed->size(l - 1)), indexConst(b, 1));
     } else {
-      // Level by level upwards: level l has ceil(M_{l-1} / g) nodes and
-      // starts where level l - 1 ends.
-      buildLoop(
+      // Level by level upwards while a level is too wide for the
+      // top-levels kernel: level l has ceil(M_{l-1} / g) nodes and starts
+      // where level l - 1 ends. The state is the child level of the next
+      // level (its offset and size), where the top-levels kernel starts.
+      Value cMax = indexConst(b, maxTopNodes), one = indexConst(b, 1);
+      SmallVector<Value> top = buildLoop(
           b, indexConst(b, 1), layout.numLevels(),
           {indexConst(b, 0), layout.numLeaves()},
           [&](ImplicitLocOpBuilder &lb, Value, ValueRange st) {
             Value levelOffset = arith::AddIOp::create(lb, st[0], st[1]);
             Value size =
                 arith::CeilDivUIOp::create(lb, st[1], indexConst(lb, fan));
-            launch(lb, levelKernel, size, groups, d,
+            Value wide = cmp(lb, arith::CmpIPredicate::ugt, size, cMax);
+            launch(lb, levelKernel,
+                   arith::SelectOp::create(lb, wide, size, indexConst(lb, 0)),
+                   groups, d,
                    {{"pyramid", pyramid},
                     {"childOffset", st[0]},
                     {"levelOffset", levelOffset},
                     {"childCount", st[1]}});
-            return SmallVector<Value>{levelOffset, size};
+            return SmallVector<Value>{
+                arith::SelectOp::create(lb, wide, levelOffset, st[0]),
+                arith::SelectOp::create(lb, wide, size, st[1])};
           });
+      // No level above a single node (N <= C, or N = 0).
+      Value any = cmp(b, arith::CmpIPredicate::ugt, top[1], one);
+      launchTop(top[0], top[1],
+                arith::SelectOp::create(b, any, one, indexConst(b, 0)));
     }
     rewriter.eraseOp(op);
     return success();

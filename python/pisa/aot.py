@@ -51,7 +51,7 @@ class Library:
             raise RuntimeError(f"{path}: ABI {self.manifest.get('abi')!r}, "
                                "expected 'pisa-call-v2' (rebuild it with this pisa-compile)")
         self.lib = ctypes.CDLL(self.path)
-        self.entries = {}
+        self.entries, self.validators = {}, {}
         for e in self.manifest["entry_points"]:
             fn = getattr(self.lib, e["symbol"])
             fn.restype = ctypes.c_int
@@ -65,6 +65,10 @@ class Library:
             size.argtypes = [ctypes.c_int64] * sum(
                 len(a.get("size_params", [])) for a in e["arguments"])
             self.entries[e["function"]] = (e, fn, size)
+            if "validate_symbol" in e:
+                check = getattr(self.lib, e["validate_symbol"])
+                check.restype, check.argtypes = ctypes.c_int, params
+                self.validators[e["function"]] = check
 
     def workspace_size(self, function, *tensors):
         """Bytes of workspace a call with these input tensors (or shapes)
@@ -95,8 +99,25 @@ class Library:
                 shape[r] = args[source[0]].shape[source[1]]
         return shape
 
-    def __call__(self, function, *args, out=None, workspace=None):
+    def validate(self, function, *args, out=None, workspace=None):
+        """Every check a call of `function` makes, cu_seqlens' values
+        included, and no kernel: raises RuntimeError with the library's
+        message where the call would be refused (a varlen call is otherwise
+        refused on the device, with -2 rows). Reading cu_seqlens back waits
+        for the current stream, so this is not for CUDA graphs."""
+        if function not in self.validators:
+            raise TypeError(f"{function} reads no cu_seqlens: nothing to validate "
+                            "beyond what a call checks")
+        self(function, *args, out=out, workspace=workspace, _fn=self.validators[function])
+
+    def __call__(self, function, *args, out=None, workspace=None, validate=False,
+                 _fn=None):
+        """Runs `function`; validate=True first checks the call with
+        validate() (a synchronising read of cu_seqlens)."""
+        if validate and function in self.validators:
+            self.validate(function, *args, out=out, workspace=workspace)
         entry, fn, _ = self.entries[function]
+        fn = _fn or fn
         if len(args) != len(entry["arguments"]):
             raise TypeError(f"{function} takes {len(entry['arguments'])} arguments")
         values, keep, device = [], [], None

@@ -119,6 +119,15 @@ CUresult CUDAAPI cuMemsetD16Async(CUdeviceptr, unsigned short, size_t,
 CUresult CUDAAPI cuMemsetD32Async(CUdeviceptr, unsigned, size_t, CUstream s) {
   return record("cuMemsetD32Async", s, true);
 }
+// Device pointers of these tests are host memory: a read back is a copy.
+CUresult CUDAAPI cuMemcpyDtoHAsync(void *dst, CUdeviceptr src, size_t bytes,
+                                   CUstream s) {
+  std::memcpy(dst, reinterpret_cast<const void *>(src), bytes);
+  return record("cuMemcpyDtoHAsync", s, true);
+}
+CUresult CUDAAPI cuStreamSynchronize(CUstream s) {
+  return record("cuStreamSynchronize", s, true);
+}
 
 // The mgpu* ABI the generated host code calls (lib/pisa/Runtime).
 CUstream mgpuStreamCreate();
@@ -147,6 +156,7 @@ std::vector<int64_t> exampleTable() {
     t.insert(t.end(), {kind, rank, lo, hi});
     sizes.resize(kMaxRank, 0);
     t.insert(t.end(), sizes.begin(), sizes.end());
+    t.insert(t.end(), {kNoRole, -1});
   };
   arg(kInput, 2, 0, 0, {2, 8});
   arg(kIndex, 0, 0, 4, {});
@@ -439,3 +449,151 @@ TEST_F(CudaRuntimeTest, ThreadsKeepTheirOwnCalls) {
 }
 
 } // namespace
+
+TEST_F(CudaRuntimeTest, KernelHandlesAreLookedUpOnce) {
+  // A launch asks for its kernel every time (gpu-to-llvm's host code); the
+  // driver is asked once per kernel and context, and a kernel's shared
+  // memory limit is raised once, not per launch (issue 12, item 7).
+  void *module = mgpuModuleLoad(reinterpret_cast<void *>(0x3), 0);
+  static const char kName[] = "k", kOther[] = "k2";
+  for (int i = 0; i < 5; ++i) {
+    Call c;
+    ASSERT_EQ(c.begin(), PISA_OK);
+    for (const char *name : {kName, kOther}) {
+      CUfunction f = mgpuModuleGetFunction(module, name);
+      mgpuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 4096, nullptr, nullptr, nullptr,
+                       0);
+    }
+    EXPECT_EQ(pisaCallEnd(), PISA_OK);
+  }
+  EXPECT_EQ(driver.count("cuModuleGetFunction"), 2);
+  EXPECT_EQ(driver.count("cuLaunchKernel"), 10);
+  // The fake gives both kernels one handle: one raise serves both.
+  EXPECT_EQ(driver.count("cuFuncSetAttribute"), 1);
+  {
+    Call c;
+    ASSERT_EQ(c.begin(), PISA_OK);
+    mgpuLaunchKernel(mgpuModuleGetFunction(module, kName), 1, 1, 1, 32, 1, 1,
+                     8192, nullptr, nullptr, nullptr, 0);
+    EXPECT_EQ(pisaCallEnd(), PISA_OK);
+  }
+  EXPECT_EQ(driver.count("cuFuncSetAttribute"), 2) << "a larger request";
+  // Another context loads the module again and looks its kernels up again.
+  currentFakeContext = reinterpret_cast<CUcontext>(0x1200);
+  {
+    Call c;
+    ASSERT_EQ(c.begin(), PISA_OK);
+    EXPECT_NE(mgpuModuleGetFunction(module, kName), nullptr);
+    EXPECT_EQ(pisaCallEnd(), PISA_OK);
+  }
+  EXPECT_EQ(driver.count("cuModuleGetFunction"), 3);
+  // After an unload no handle seen before is trusted with shared memory.
+  mgpuModuleUnload(module);
+  module = mgpuModuleLoad(reinterpret_cast<void *>(0x3), 0);
+  {
+    Call c;
+    ASSERT_EQ(c.begin(), PISA_OK);
+    mgpuLaunchKernel(mgpuModuleGetFunction(module, kName), 1, 1, 1, 32, 1, 1,
+                     4096, nullptr, nullptr, nullptr, 0);
+    EXPECT_EQ(pisaCallEnd(), PISA_OK);
+  }
+  EXPECT_EQ(driver.count("cuFuncSetAttribute"), 3);
+  mgpuModuleUnload(module);
+}
+
+/// f(q: f16 [?, 2, 8], k: f16 [?, 1, 8], cu_q: i32 [?], cu_k: i32 [?])
+/// -> i32 [?, 1, 4], as pisa-compile describes a varlen selection: the
+/// cu_seqlens have roles and name the tensors whose rows they pack.
+struct VarlenCall {
+  std::vector<int64_t> table;
+  int32_t cuQ[4] = {0, 3, 3, 5}, cuK[4] = {0, 10, 10, 14};
+  int64_t tq = 5, tk = 14;
+  char error[256] = "untouched";
+  PisaCall call{reinterpret_cast<void *>(0x8000), nullptr, 0, error,
+                sizeof(error)};
+  int64_t descriptors[128];
+  VarlenCall() {
+    table = {kEntryTableVersion, 5, 0};
+    auto arg = [&](int64_t kind, std::vector<int64_t> sizes, int64_t role,
+                   int64_t rowsArg) {
+      int64_t rank = int64_t(sizes.size());
+      table.insert(table.end(), {kind, rank, 0, 0});
+      sizes.resize(kMaxRank, 0);
+      table.insert(table.end(), sizes.begin(), sizes.end());
+      table.insert(table.end(), {role, rowsArg});
+    };
+    arg(kInput, {kDynamicSize, 2, 8}, kNoRole, -1);
+    arg(kInput, {kDynamicSize, 1, 8}, kNoRole, -1);
+    arg(kInput, {kDynamicSize}, kCuSeqlensQ, 0);
+    arg(kInput, {kDynamicSize}, kCuSeqlensK, 1);
+    arg(kResult, {kDynamicSize, 1, 4}, kNoRole, -1);
+  }
+  /// What pisa_F_validate does: describe, begin, validate, end.
+  int validate() {
+    void *values[] = {reinterpret_cast<void *>(0x10000),
+                      reinterpret_cast<void *>(tq),
+                      reinterpret_cast<void *>(0x20000),
+                      reinterpret_cast<void *>(tk),
+                      cuQ,
+                      reinterpret_cast<void *>(4),
+                      cuK,
+                      reinterpret_cast<void *>(4),
+                      reinterpret_cast<void *>(0x30000),
+                      reinterpret_cast<void *>(tq)};
+    int status =
+        pisaCallDescribe(table.data(), "f", &call, values, descriptors);
+    if (status == PISA_OK)
+      status = pisaCallBegin("f", &call, 0);
+    if (status == PISA_OK)
+      status = pisaCallValidate(table.data(), "f", descriptors);
+    if (status == PISA_OK)
+      status = pisaCallEnd();
+    return status;
+  }
+};
+
+TEST_F(CudaRuntimeTest, ValidateReadsCuSeqlensBackOnTheCallersStream) {
+  VarlenCall c;
+  ASSERT_EQ(c.validate(), PISA_OK) << c.error;
+  EXPECT_EQ(std::string(c.error), "");
+  EXPECT_EQ(driver.count("cuMemcpyDtoHAsync"), 2);
+  EXPECT_EQ(driver.count("cuLaunchKernel"), 0);
+  for (CUstream s : driver.streams)
+    EXPECT_EQ(s, c.call.stream);
+}
+
+TEST_F(CudaRuntimeTest, ValidateNamesTheBrokenRule) {
+  struct Broken {
+    const char *what;
+    void (*spoil)(VarlenCall &);
+    const char *message;
+  };
+  const Broken kBroken[] = {
+      {"cu_q not from 0", [](VarlenCall &c) { c.cuQ[0] = 1; },
+       "argument 2: cu_seqlens_q[0] is 1, expected 0"},
+      {"cu_k decreasing", [](VarlenCall &c) { c.cuK[2] = 9; },
+       "argument 3: cu_seqlens_k[2] = 9 is below cu_seqlens_k[1] = 10: "
+       "cu_seqlens must be non-decreasing"},
+      {"cu_k past the keys", [](VarlenCall &c) { c.cuK[3] = 15; },
+       "argument 3: cu_seqlens_k[3] = 15, expected 14 (the rows its tensor "
+       "packs)"},
+      {"cu_q short of the queries", [](VarlenCall &c) { c.tq = 6; },
+       "cu_seqlens_q[3] = 5, expected 6"},
+      {"more queries than keys",
+       [](VarlenCall &c) {
+         c.cuK[1] = 2;
+         c.cuK[2] = 2;
+       },
+       "sequence 0 has 3 queries but 2 keys"},
+  };
+  for (const Broken &bad : kBroken) {
+    SetUp();
+    VarlenCall c;
+    bad.spoil(c);
+    EXPECT_EQ(c.validate(), PISA_ERROR_INVALID_ARGUMENT) << bad.what;
+    EXPECT_NE(std::string(c.error).find(bad.message), std::string::npos)
+        << bad.what << ": " << c.error;
+    EXPECT_EQ(std::string(c.error).rfind("pisa_f: ", 0), 0u) << c.error;
+    EXPECT_EQ(driver.count("cuLaunchKernel"), 0) << bad.what;
+  }
+}

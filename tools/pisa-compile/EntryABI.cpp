@@ -283,6 +283,10 @@ static llvm::Expected<SmallVector<int64_t>> entryTable(const EntryPoint &e) {
       int64_t size = r < int64_t(a.shape.size()) ? a.shape[r] : 0;
       table.push_back(ShapedType::isDynamic(size) ? rt::kDynamicSize : size);
     }
+    table.push_back(a.role == "cu_seqlens_q"   ? rt::kCuSeqlensQ
+                    : a.role == "cu_seqlens_k" ? rt::kCuSeqlensK
+                                               : rt::kNoRole);
+    table.push_back(a.rowsArg);
     return llvm::Error::success();
   };
   for (const Argument &a : e.arguments)
@@ -473,12 +477,30 @@ struct WrapperBuilder {
       }
     }
 
-    // int pisa_F(call, args (each followed by its sizes)..., result, sizes)
+    LLVM::LLVMFuncOp validate =
+        declare("pisaCallValidate", i32, {ptr, ptr, ptr});
+    buildCall(e, e.symbol, callee, check, workspace, describe, refuse, begin,
+              end, nullptr);
+    if (e.validates())
+      buildCall(e, e.symbol + "_validate", callee, check, workspace, describe,
+                refuse, begin, end, validate);
+    return llvm::Error::success();
+  }
+
+  /// int pisa_F(call, args (each followed by its sizes)..., result, sizes):
+  /// the checks, then the lowered function; with `validate`, the checks,
+  /// then `validate` on the descriptors instead of the lowered function.
+  void buildCall(const EntryPoint &e, StringRef symbol,
+                 LLVM::LLVMFuncOp callee, LLVM::LLVMFuncOp check,
+                 LLVM::LLVMFuncOp workspace, LLVM::LLVMFuncOp describe,
+                 LLVM::LLVMFuncOp refuse, LLVM::LLVMFuncOp begin,
+                 LLVM::LLVMFuncOp end, LLVM::LLVMFuncOp validate) {
+    const bool fixedWorkspace = e.workspaceBytes != rt::kDynamicSize;
     SmallVector<Type> params = {ptr};
     for (const Argument &a : e.arguments)
       appendParams(a, params);
     appendParams(e.result, params);
-    auto f = LLVM::LLVMFuncOp::create(b, loc, e.symbol,
+    auto f = LLVM::LLVMFuncOp::create(b, loc, symbol,
                                       LLVM::LLVMFunctionType::get(i32, params));
     Block *entry = f.addEntryBlock(b);
     Block *checked = new Block(), *run = new Block(), *done = new Block();
@@ -491,7 +513,11 @@ struct WrapperBuilder {
     CallFrame fr = frame(fb, e, f.getArguments().drop_front());
     Value tableAddr =
         LLVM::AddressOfOp::create(fb, loc, ptr, "__pisa_table_" + e.function);
-    Value nameAddr = global(fb, "__pisa_name_" + e.function, e.function + '\0');
+    Value nameAddr =
+        module.lookupSymbol("__pisa_name_" + e.function)
+            ? Value(LLVM::AddressOfOp::create(fb, loc, ptr,
+                                              "__pisa_name_" + e.function))
+            : global(fb, "__pisa_name_" + e.function, e.function + '\0');
     Value zero32 = constant(fb, i32, 0);
     auto orDone = [&](OpBuilder &ob, Value status, Block *next) {
       Value ok = LLVM::ICmpOp::create(ob, loc, LLVM::ICmpPredicate::eq, status,
@@ -517,7 +543,11 @@ struct WrapperBuilder {
       for (const std::string &rule : e.rules)
         text += rule + '\0';
       text += '\0';
-      Value rules = global(cb, "__pisa_rules_" + e.function, text);
+      Value rules =
+          module.lookupSymbol("__pisa_rules_" + e.function)
+              ? Value(LLVM::AddressOfOp::create(cb, loc, ptr,
+                                                "__pisa_rules_" + e.function))
+              : global(cb, "__pisa_rules_" + e.function, text);
       Value failed =
           LLVM::CallOp::create(cb, loc, check, fr.operands).getResult();
       Block *refused = new Block();
@@ -545,13 +575,25 @@ struct WrapperBuilder {
            run);
 
     OpBuilder rb(run, run->begin());
-    LLVM::CallOp::create(rb, loc, callee, fr.operands);
+    if (validate) {
+      // A failed check ends the call itself (its message recorded).
+      Block *valid = new Block();
+      f.getBody().getBlocks().insert(done->getIterator(), valid);
+      orDone(rb,
+             LLVM::CallOp::create(rb, loc, validate,
+                                  ValueRange{tableAddr, nameAddr,
+                                             fr.descriptors})
+                 .getResult(),
+             valid);
+      rb.setInsertionPointToStart(valid);
+    } else {
+      LLVM::CallOp::create(rb, loc, callee, fr.operands);
+    }
     Value ended = LLVM::CallOp::create(rb, loc, end, ValueRange{}).getResult();
     LLVM::BrOp::create(rb, loc, ValueRange{ended}, done);
 
     OpBuilder db(done, done->begin());
     LLVM::ReturnOp::create(db, loc, done->getArgument(0));
-    return llvm::Error::success();
   }
 };
 } // namespace

@@ -67,6 +67,37 @@ static void boundQueryOffset(Value arg, Argument &desc) {
   }
 }
 
+/// Marks the entry's arguments that a varlen op reads as cu_seqlens, and
+/// which argument's rows each one packs.
+static void markCuSeqlens(func::FuncOp func, EntryPoint &entry) {
+  auto argIndex = [&](Value v) -> int64_t {
+    auto arg = dyn_cast<BlockArgument>(v);
+    return arg && arg.getOwner() == &func.getBody().front()
+               ? int64_t(arg.getArgNumber())
+               : -1;
+  };
+  auto mark = [&](Value cu, Value packed, const char *role) {
+    int64_t i = argIndex(cu);
+    if (i < 0 || !entry.arguments[i].role.empty())
+      return;
+    entry.arguments[i].role = role;
+    entry.arguments[i].rowsArg = argIndex(packed);
+  };
+  func.walk([&](Operation *op) {
+    if (auto p = dyn_cast<mlir::pisa::PyramidBuildVarlenOp>(op)) {
+      mark(p.getCuSeqlens(), p.getKeys(), "cu_seqlens_k");
+    } else if (auto s = dyn_cast<mlir::pisa::HierTopKVarlenOp>(op)) {
+      mark(s.getCuSeqlensQ(), s.getQueries(), "cu_seqlens_q");
+      mark(s.getCuSeqlensK(), s.getKeys(), "cu_seqlens_k");
+    }
+  });
+}
+
+bool EntryPoint::validates() const {
+  return llvm::any_of(arguments,
+                      [](const Argument &a) { return !a.role.empty(); });
+}
+
 static llvm::Expected<Argument> describe(Type type, std::string name,
                                          StringRef function) {
   Argument arg;
@@ -122,6 +153,8 @@ llvm::Expected<Manifest> pisatool::describeEntryPoints(ModuleOp module) {
       if (auto topk = ret.getOperand(0).getDefiningOp<mlir::pisa::HierTopKOp>())
         entry.result.layout = topk.getTokenMajor() ? "bthk" : "bhtk";
     });
+    if (!func.isExternal())
+      markCuSeqlens(func, entry);
     func->setAttr("llvm.emit_c_interface", UnitAttr::get(func.getContext()));
     manifest.entryPoints.push_back(std::move(entry));
   }
@@ -152,8 +185,11 @@ llvm::Error pisatool::linkSharedLibrary(StringRef object, StringRef output,
   {
     llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
     os << "{ global: pisa_runtime_*;";
-    for (const EntryPoint &e : manifest.entryPoints)
+    for (const EntryPoint &e : manifest.entryPoints) {
       os << " " << e.symbol << "; " << e.symbol << "_workspace_size;";
+      if (e.validates())
+        os << " " << e.symbol << "_validate;";
+    }
     os << " local: *; };\n";
   }
   std::string versionScript = ("-Wl,--version-script=" + exportsPath).str();
@@ -218,6 +254,11 @@ static llvm::json::Object toJson(const Argument &arg) {
                                                   : llvm::json::Value(size));
     o["shape"] = std::move(shape);
     o["size_params"] = llvm::json::Array(arg.sizeParams());
+    if (!arg.role.empty()) {
+      o["role"] = arg.role;
+      o["rows_of"] = arg.rowsArg < 0 ? llvm::json::Value(nullptr)
+                                     : llvm::json::Value(arg.rowsArg);
+    }
     if (arg.name == "result") {
       llvm::json::Array from;
       for (auto [a, d] : arg.sizeFrom)
@@ -279,10 +320,18 @@ static std::string declare(const EntryPoint &e) {
       fixed ? "#define PISA_" + upper + "_WORKSPACE_BYTES " +
                   std::to_string(e.workspaceBytes) + "\n"
             : "";
+  std::string validate =
+      e.validates()
+          ? "/* The checks of a call, cu_seqlens' values included (read back\n"
+            " * after call->stream's earlier work: it synchronises), and no\n"
+            " * kernel: PISA_OK when the same call would run. */\nint " +
+                e.symbol + "_validate(const PisaCall *call" + params +
+                resultParams + ");\n"
+          : std::string();
   return doc + macro + "size_t " + e.symbol + "_workspace_size(" +
          (sizeParams.empty() ? "void" : sizeParams) + ");\n" + "int " +
          e.symbol + "(const PisaCall *call" + params + resultParams +
-         ");\n\n";
+         ");\n" + validate + "\n";
 }
 
 llvm::Error pisatool::writeManifest(const Manifest &manifest,
@@ -306,7 +355,7 @@ llvm::Error pisatool::writeManifest(const Manifest &manifest,
     llvm::json::Array args;
     for (const Argument &a : e.arguments)
       args.push_back(toJson(a));
-    entries.push_back(llvm::json::Object{
+    llvm::json::Object entry{
         {"function", e.function},
         {"symbol", e.symbol},
         {"workspace_symbol", e.symbol + "_workspace_size"},
@@ -316,7 +365,10 @@ llvm::Error pisatool::writeManifest(const Manifest &manifest,
              : llvm::json::Value(e.workspaceBytes)},
         {"rules", llvm::json::Array(e.rules)},
         {"arguments", std::move(args)},
-        {"result", toJson(e.result)}});
+        {"result", toJson(e.result)}};
+    if (e.validates())
+      entry["validate_symbol"] = e.symbol + "_validate";
+    entries.push_back(std::move(entry));
     header += declare(e);
   }
   header += "#ifdef __cplusplus\n}\n#endif\n\n#endif\n";

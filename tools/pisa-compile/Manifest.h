@@ -28,6 +28,11 @@ struct Argument {
   /// The result of a selection: "bhtk" ([B, Hkv, Nq, K]) or "bthk"
   /// ([B, Nq, Hkv, K], from a token_major hier_topk); empty otherwise.
   std::string layout;
+  /// "cu_seqlens_q" / "cu_seqlens_k" when a varlen op reads it as such
+  /// (pisa_F_validate checks its values), with the argument whose first
+  /// dimension is the rows it packs (-1: not an argument).
+  std::string role;
+  int64_t rowsArg = -1;
 };
 
 struct EntryPoint {
@@ -39,6 +44,8 @@ struct EntryPoint {
   /// the sizes) and the rules on sizes checked before a call.
   int64_t workspaceBytes = 0;
   std::vector<std::string> rules;
+  /// Whether pisa_F_validate is exported: an argument has a role.
+  bool validates() const;
 };
 
 struct Manifest {

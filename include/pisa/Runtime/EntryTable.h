@@ -9,7 +9,9 @@
 //   result last), table[2] = workspace bytes (kDynamicSize: computed per
 //   call from the sizes), then kArgFields per argument: kind, rank, lowest
 //   and highest value (index arguments), sizes[kMaxRank] (memrefs;
-//   kDynamicSize for a size given at the call, unused sizes 0).
+//   kDynamicSize for a size given at the call, unused sizes 0), role (what
+//   a validating call reads back: ArgRole) and the argument whose first
+//   dimension counts the rows a cu_seqlens packs (-1: none).
 //
 // The wrapper passes the C parameters in `values`, in order: each
 // argument's value (a pointer, or an index as an integer) followed by the
@@ -32,18 +34,23 @@
 
 namespace pisa::runtime {
 
-constexpr int64_t kEntryTableVersion = 2;
+constexpr int64_t kEntryTableVersion = 3;
 constexpr int64_t kDynamicSize = -1;
 constexpr int64_t kHeaderFields = 3;
 constexpr int64_t kMaxRank = 4;
-constexpr int64_t kArgFields = 4 + kMaxRank;
+constexpr int64_t kArgFields = 6 + kMaxRank;
 enum ArgKind : int64_t { kInput = 0, kIndex = 1, kResult = 2 };
+/// Inputs whose values (not only sizes) a validating call checks on the
+/// host: the cu_seqlens of a varlen op (docs/semantics.md, section 7).
+enum ArgRole : int64_t { kNoRole = 0, kCuSeqlensQ = 1, kCuSeqlensK = 2 };
 enum ArgField : int64_t {
   kKind = 0,
   kRank = 1,
   kLowest = 2,
   kHighest = 3,
-  kSizes = 4
+  kSizes = 4,
+  kRole = 4 + kMaxRank,
+  kRowsArg = 5 + kMaxRank
 };
 /// Workspace allocations are carved at this alignment.
 constexpr int64_t kWorkspaceAlignment = 256;
@@ -80,6 +87,12 @@ int pisaCallRefuse(const char *function, const void *call, const char *rules,
 int pisaCallBegin(const char *function, const void *call, int64_t bytes);
 /// Ends the current call: PISA_OK, or the first driver failure since begin.
 int pisaCallEnd(void);
+/// For pisa_F_validate, after begin: reads the call's cu_seqlens arguments
+/// back (waiting for the call's stream) and checks the rules that only
+/// their values decide. Returns a PisaStatus; enqueues no kernel and
+/// writes no argument.
+int pisaCallValidate(const int64_t *table, const char *function,
+                     const void *descriptors);
 }
 
 #endif // PISA_RUNTIME_ENTRYTABLE_H

@@ -18,6 +18,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "CuSeqlensRules.h"
+
 #include "pisa/Runtime/EntryTable.h"
 #include "pisa/Runtime/PisaRuntime.h"
 
@@ -380,6 +382,84 @@ int pisaCallBegin(const char *function, const void *callArg, int64_t need) {
 int pisaCallEnd(void) {
   call.active = false;
   return call.failed ? PISA_ERROR_CUDA : PISA_OK;
+}
+
+/// The descriptor of argument `index` among those describe() wrote (index
+/// arguments have none).
+static const int64_t *descriptorOf(const int64_t *table,
+                                   const void *descriptors, int64_t index) {
+  const char *d = static_cast<const char *>(descriptors);
+  const int64_t *arg = table + kHeaderFields;
+  for (int64_t i = 0; i < index; ++i, arg += kArgFields)
+    if (arg[kKind] != kIndex)
+      d += descriptorBytes(arg[kRank]);
+  return reinterpret_cast<const int64_t *>(d);
+}
+
+/// A host copy of the int32 vector described at `d`, read on the call's
+/// stream once the work before it is done; nullptr on failure (recorded).
+static int32_t *readBack(const int64_t *d) {
+  const size_t bytes = size_t(d[3]) * sizeof(int32_t);
+  int32_t *host = static_cast<int32_t *>(malloc(bytes ? bytes : 1));
+  if (!host) {
+    fail("out of host memory reading cu_seqlens back");
+    return nullptr;
+  }
+  if (!CHECK(cuMemcpyDtoHAsync(host, CUdeviceptr(d[1]), bytes, call.stream)) ||
+      !CHECK(cuStreamSynchronize(call.stream))) {
+    free(host);
+    return nullptr;
+  }
+  return host;
+}
+
+int pisaCallValidate(const int64_t *table, const char *function,
+                     const void *descriptors) {
+  const int64_t numArgs = table[1];
+  const int64_t *arg = table + kHeaderFields;
+  int32_t *cu[2] = {nullptr, nullptr}; // the first cu_seqlens_q and _k
+  int64_t entries[2] = {0, 0};
+  int status = PISA_OK;
+  char message[300];
+  for (int64_t i = 0; i < numArgs && status == PISA_OK; ++i, arg += kArgFields) {
+    const int64_t role = arg[kRole];
+    if (role != kCuSeqlensQ && role != kCuSeqlensK)
+      continue;
+    const char *name = role == kCuSeqlensQ ? "cu_seqlens_q" : "cu_seqlens_k";
+    const int64_t *d = descriptorOf(table, descriptors, i);
+    if (d[3] < 1) {
+      status = reject(PISA_ERROR_INVALID_ARGUMENT, function,
+                      "%s (argument %lld) is empty: it holds B + 1 entries",
+                      name, (long long)i);
+      break;
+    }
+    int32_t *host = readBack(d);
+    if (!host) {
+      status = PISA_ERROR_CUDA;
+      break;
+    }
+    int64_t rows = arg[kRowsArg] >= 0
+                       ? descriptorOf(table, descriptors, arg[kRowsArg])[3]
+                       : host[d[3] - 1];
+    if (!checkCuSeqlens(name, host, d[3], rows, message, sizeof(message)))
+      status = reject(PISA_ERROR_INVALID_ARGUMENT, function,
+                      "argument %lld: %s", (long long)i, message);
+    int slot = role == kCuSeqlensQ ? 0 : 1;
+    if (!cu[slot]) {
+      cu[slot] = host;
+      entries[slot] = d[3];
+    } else {
+      free(host);
+    }
+  }
+  if (status == PISA_OK && cu[0] && cu[1] && entries[0] == entries[1] &&
+      !checkQueriesFitKeys(cu[0], cu[1], entries[0], message, sizeof(message)))
+    status = reject(PISA_ERROR_INVALID_ARGUMENT, function, "%s", message);
+  free(cu[0]);
+  free(cu[1]);
+  if (status == PISA_OK && call.failed)
+    status = PISA_ERROR_CUDA;
+  return status;
 }
 
 //===----------------------------------------------------------------------===//

@@ -283,9 +283,44 @@ def check_broken(lib, cfg, tgen):
     lengths, queries = [C + 1, 3 * C, 2], [C + 1, 5, 1]
     nrng = np.random.default_rng(0)
     q, k = packed_inputs(nrng, cfg, lengths, queries, tgen)
-    bad = []
+    bad, messages = [], []
+
+    def refused(function, *args, out=None):
+        """The message of validate()'s refusal, or None when it passes."""
+        try:
+            lib.validate(function, *args, out=out)
+        except RuntimeError as e:
+            return str(e)
+        return None
+
+    cuq_ok, cuk_ok = (torch.from_numpy(cu_of(x)).cuda() for x in (queries, lengths))
+    for function, args in (("varlen_select", (q, k, cuq_ok, cuk_ok)),
+                           ("varlen_pyramid", (k, cuk_ok))):
+        if refused(function, *args, out=None if function == "varlen_select" else
+                   torch.empty((varlen_rows(k.shape[0], len(lengths), C), cfg["Hkv"],
+                                cfg["d"]), device="cuda")):
+            bad.append(f"validate refused a valid batch ({function})")
     for what, cuq, cuk, keys_broken in broken_batches(lengths, queries):
         cuq_d, cuk_d = torch.from_numpy(cuq).cuda(), torch.from_numpy(cuk).cuda()
+        # The validating call: a message, no kernel, nothing written.
+        poisoned = torch.full((q.shape[0], cfg["Hkv"], cfg["K"]), 77, dtype=torch.int32,
+                              device="cuda")
+        message = refused("varlen_select", q, k, cuq_d, cuk_d, out=poisoned)
+        torch.cuda.synchronize()
+        if not message or "cu_seqlens" not in message and "queries but" not in message:
+            bad.append(f"{what}: validate gave {message!r}")
+        else:
+            messages.append(message)
+        if not bool((poisoned == 77).all()):
+            bad.append(f"{what}: validate wrote the result")
+        if keys_broken:
+            rows = varlen_rows(k.shape[0], len(lengths), C)
+            pyr = torch.full((rows, cfg["Hkv"], cfg["d"]), 1234.5, device="cuda")
+            if not refused("varlen_pyramid", k, cuk_d, out=pyr):
+                bad.append(f"{what}: validate passed the pyramid's cu_seqlens")
+            torch.cuda.synchronize()
+            if not bool((pyr == 1234.5).all()):
+                bad.append(f"{what}: validate wrote pyramid rows")
         sel = lib("varlen_select", q, k, cuq_d, cuk_d)
         rows = varlen_rows(k.shape[0], len(lengths), C)
         pyr = torch.full((rows, cfg["Hkv"], cfg["d"]), 1234.5, device="cuda")
@@ -295,7 +330,8 @@ def check_broken(lib, cfg, tgen):
             bad.append(f"{what}: pyramid rows written")
         if not bool((sel == -2).all()):
             bad.append(f"{what}: {int((sel != -2).any(-1).sum())} rows not -2")
-    return not bad, "broken cu_seqlens refused (-2 rows, no pyramid row): " + (
+    return not bad, ("broken cu_seqlens refused (-2 rows, no pyramid row; "
+                     "validate names the rule, e.g. " + repr(messages[:1]) + "): ") + (
         "all" if not bad else "; ".join(bad))
 
 

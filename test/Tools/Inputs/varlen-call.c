@@ -41,5 +41,12 @@ int main(void) {
   /* Valid sizes: refused only for the missing workspace. */
   show("no workspace",
        pisa_select_varlen(&call, q, 10, k, 100, cuq, 3, cuk, 3, out, 10));
+  /* The validating call refuses the same sizes before reading anything. */
+  show("validate, different B",
+       pisa_select_varlen_validate(&call, q, 10, k, 100, cuq, 3, cuk, 4, out,
+                                   10));
+  show("validate, no workspace",
+       pisa_select_varlen_validate(&call, q, 10, k, 100, cuq, 3, cuk, 3, out,
+                                   10));
   return 0;
 }

@@ -36,11 +36,21 @@ struct DriverLog {
   std::vector<std::string> calls;
   std::vector<CUstream> streams; ///< the stream of each stream-taking call
   CUresult failLaunch = CUDA_SUCCESS;
+  /// cuFuncGetParamInfo: each parameter 8 bytes at 8 i (a driver without
+  /// it answers CUDA_ERROR_NOT_SUPPORTED).
+  bool paramInfo = true;
+  /// The last launch's parameters as the driver got them: one buffer
+  /// (packed) or one pointer per parameter.
+  bool lastPacked = false;
+  std::vector<char> lastBuffer;
   void clear() {
     std::lock_guard<std::mutex> g(lock);
     calls.clear();
     streams.clear();
     failLaunch = CUDA_SUCCESS;
+    paramInfo = true;
+    lastPacked = false;
+    lastBuffer.clear();
   }
   int count(const std::string &name) {
     std::lock_guard<std::mutex> g(lock);
@@ -89,10 +99,28 @@ CUresult CUDAAPI cuModuleGetFunction(CUfunction *f, CUmodule, const char *) {
 CUresult CUDAAPI cuFuncSetAttribute(CUfunction, CUfunction_attribute, int) {
   return record("cuFuncSetAttribute");
 }
+CUresult CUDAAPI cuFuncGetParamInfo(CUfunction, size_t index, size_t *offset,
+                                    size_t *size) {
+  record("cuFuncGetParamInfo");
+  if (!driver.paramInfo)
+    return CUDA_ERROR_NOT_SUPPORTED;
+  *offset = 8 * index;
+  *size = 8;
+  return CUDA_SUCCESS;
+}
 CUresult CUDAAPI cuLaunchKernel(CUfunction, unsigned, unsigned, unsigned,
                                 unsigned, unsigned, unsigned, unsigned,
-                                CUstream s, void **, void **) {
+                                CUstream s, void **params, void **extra) {
   record("cuLaunchKernel", s, true);
+  std::lock_guard<std::mutex> g(driver.lock);
+  driver.lastPacked = extra != nullptr;
+  driver.lastBuffer.clear();
+  if (extra && extra[0] == CU_LAUNCH_PARAM_BUFFER_POINTER &&
+      extra[2] == CU_LAUNCH_PARAM_BUFFER_SIZE &&
+      extra[4] == CU_LAUNCH_PARAM_END && !params) {
+    const char *buffer = static_cast<const char *>(extra[1]);
+    driver.lastBuffer.assign(buffer, buffer + *static_cast<size_t *>(extra[3]));
+  }
   return driver.failLaunch;
 }
 CUresult CUDAAPI cuStreamWaitEvent(CUstream s, CUevent, unsigned) {
@@ -468,8 +496,7 @@ TEST_F(CudaRuntimeTest, KernelHandlesAreLookedUpOnce) {
   }
   EXPECT_EQ(driver.count("cuModuleGetFunction"), 2);
   EXPECT_EQ(driver.count("cuLaunchKernel"), 10);
-  // The fake gives both kernels one handle: one raise serves both.
-  EXPECT_EQ(driver.count("cuFuncSetAttribute"), 1);
+  EXPECT_EQ(driver.count("cuFuncSetAttribute"), 2);
   {
     Call c;
     ASSERT_EQ(c.begin(), PISA_OK);
@@ -477,7 +504,7 @@ TEST_F(CudaRuntimeTest, KernelHandlesAreLookedUpOnce) {
                      8192, nullptr, nullptr, nullptr, 0);
     EXPECT_EQ(pisaCallEnd(), PISA_OK);
   }
-  EXPECT_EQ(driver.count("cuFuncSetAttribute"), 2) << "a larger request";
+  EXPECT_EQ(driver.count("cuFuncSetAttribute"), 3) << "a larger request";
   // Another context loads the module again and looks its kernels up again.
   currentFakeContext = reinterpret_cast<CUcontext>(0x1200);
   {
@@ -497,7 +524,47 @@ TEST_F(CudaRuntimeTest, KernelHandlesAreLookedUpOnce) {
                      4096, nullptr, nullptr, nullptr, 0);
     EXPECT_EQ(pisaCallEnd(), PISA_OK);
   }
-  EXPECT_EQ(driver.count("cuFuncSetAttribute"), 3);
+  EXPECT_EQ(driver.count("cuFuncSetAttribute"), 4);
+  mgpuModuleUnload(module);
+}
+
+TEST_F(CudaRuntimeTest, LaunchParametersArePackedInOneBuffer) {
+  // The driver gets one buffer laid out as cuFuncGetParamInfo says (asked
+  // once per kernel), or, from a driver without it, one pointer each.
+  void *module = mgpuModuleLoad(reinterpret_cast<void *>(0x4), 0);
+  static const char kName[] = "k";
+  int64_t a = 0x1122334455667788, b = -3;
+  void *c = reinterpret_cast<void *>(0xabcdef0);
+  void *params[] = {&a, &b, &c};
+  for (int i = 0; i < 3; ++i) {
+    Call call;
+    ASSERT_EQ(call.begin(), PISA_OK);
+    mgpuLaunchKernel(mgpuModuleGetFunction(module, kName), 1, 1, 1, 32, 1, 1,
+                     0, nullptr, params, nullptr, 3);
+    EXPECT_EQ(pisaCallEnd(), PISA_OK);
+    ASSERT_TRUE(driver.lastPacked);
+    ASSERT_EQ(driver.lastBuffer.size(), 24u);
+    int64_t got[3];
+    std::memcpy(got, driver.lastBuffer.data(), 24);
+    EXPECT_EQ(got[0], a);
+    EXPECT_EQ(got[1], b);
+    EXPECT_EQ(got[2], reinterpret_cast<int64_t>(c));
+  }
+  EXPECT_EQ(driver.count("cuFuncGetParamInfo"), 3) << "once per parameter";
+  mgpuModuleUnload(module);
+
+  driver.clear();
+  driver.paramInfo = false;
+  module = mgpuModuleLoad(reinterpret_cast<void *>(0x4), 0);
+  {
+    Call call;
+    ASSERT_EQ(call.begin(), PISA_OK);
+    mgpuLaunchKernel(mgpuModuleGetFunction(module, kName), 1, 1, 1, 32, 1, 1,
+                     0, nullptr, params, nullptr, 3);
+    EXPECT_EQ(pisaCallEnd(), PISA_OK) << call.error;
+    EXPECT_FALSE(driver.lastPacked);
+    EXPECT_EQ(driver.count("cuLaunchKernel"), 1);
+  }
   mgpuModuleUnload(module);
 }
 

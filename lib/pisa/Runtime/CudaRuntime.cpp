@@ -106,15 +106,35 @@ bool currentContext(CUcontext *context, const char *function = nullptr) {
 //===----------------------------------------------------------------------===//
 
 constexpr int kMaxContexts = 64;
-/// Kernels whose handles are kept per context; more are looked up per call.
-constexpr int kMaxCachedFunctions = 32;
+/// Kernels of one module; pisa's programs have about a dozen.
+constexpr int kMaxKernels = 64;
+/// Launches with at most this many parameters, of at most kMaxParamBytes
+/// together, are packed into one buffer.
+constexpr int kMaxPackedParams = 160;
+constexpr size_t kMaxParamBytes = 4096;
 
-/// A kernel handle found by name. The name is the host code's constant
-/// string, so its address identifies it.
-struct CachedFunction {
+struct LazyModule;
+
+/// What mgpuModuleGetFunction hands the host code, which passes it on to
+/// mgpuLaunchKernel untouched: a kernel of a module in one context, found
+/// by name once (the host code's constant string, so its address names
+/// it). The host code asks for its kernel before every launch, and a
+/// driver lookup, a shared memory attribute and a per-parameter launch
+/// each time were host work a short call could not hide (issue 12, item 7).
+struct KernelRecord {
   const char *name;
   CUfunction function;
+  LazyModule *owner;
+  /// The dynamic shared memory limit the kernel was raised to.
+  int32_t sharedAllowed;
+  /// kUnknownLayout until the first launch; then the parameter count whose
+  /// offsets and sizes are below, or kUnpacked (too many, too large, or a
+  /// driver without cuFuncGetParamInfo: the parameters go one by one).
+  int numParams;
+  uint16_t offsets[kMaxPackedParams], sizes[kMaxPackedParams];
+  size_t paramBytes;
 };
+constexpr int kUnknownLayout = -1, kUnpacked = -2;
 
 struct LazyModule {
   const void *image;
@@ -122,8 +142,8 @@ struct LazyModule {
   int count;
   CUcontext contexts[kMaxContexts];
   CUmodule modules[kMaxContexts];
-  int numFunctions[kMaxContexts];
-  CachedFunction functions[kMaxContexts][kMaxCachedFunctions];
+  int numKernels[kMaxContexts];
+  KernelRecord *kernels[kMaxContexts]; ///< kMaxKernels each
 };
 
 /// The index of `lazy`'s module in the current context, loaded on first
@@ -136,71 +156,102 @@ int moduleSlot(LazyModule *lazy, CUcontext context) {
     fail("the kernels are loaded in %d CUDA contexts already", kMaxContexts);
     return -1;
   }
-  CUmodule module = nullptr;
-  if (!CHECK(cuModuleLoadData(&module, lazy->image)))
+  KernelRecord *kernels =
+      static_cast<KernelRecord *>(calloc(kMaxKernels, sizeof(KernelRecord)));
+  if (!kernels) {
+    fail("out of host memory loading the kernels");
     return -1;
+  }
+  CUmodule module = nullptr;
+  if (!CHECK(cuModuleLoadData(&module, lazy->image))) {
+    free(kernels);
+    return -1;
+  }
   lazy->contexts[lazy->count] = context;
   lazy->modules[lazy->count] = module;
-  lazy->numFunctions[lazy->count] = 0;
+  lazy->numKernels[lazy->count] = 0;
+  lazy->kernels[lazy->count] = kernels;
   return lazy->count++;
 }
 
-/// Kernel `name` of `lazy` in the current context. A launch asks for its
-/// kernel every time: the handle is looked up in the module once and kept,
-/// since cuModuleGetFunction on every launch is host time a short call
-/// cannot hide (issue 12, item 7).
-CUfunction functionForCurrentContext(LazyModule *lazy, const char *name) {
+/// Kernel `name` of `lazy` in the current context, looked up once.
+KernelRecord *kernelForCurrentContext(LazyModule *lazy, const char *name) {
   CUcontext context;
   if (!lazy || !currentContext(&context))
     return nullptr;
-  CUfunction function = nullptr;
+  KernelRecord *kernel = nullptr;
   pthread_mutex_lock(&lazy->lock);
   int slot = moduleSlot(lazy, context);
   if (slot >= 0) {
-    CachedFunction *cached = lazy->functions[slot];
-    int &count = lazy->numFunctions[slot];
-    for (int i = 0; i < count && !function; ++i)
-      if (cached[i].name == name)
-        function = cached[i].function;
-    if (!function &&
-        CHECK(cuModuleGetFunction(&function, lazy->modules[slot], name)) &&
-        count < kMaxCachedFunctions)
-      cached[count++] = {name, function};
+    KernelRecord *kernels = lazy->kernels[slot];
+    int &count = lazy->numKernels[slot];
+    for (int i = 0; i < count && !kernel; ++i)
+      if (kernels[i].name == name)
+        kernel = &kernels[i];
+    CUfunction function = nullptr;
+    if (!kernel && count == kMaxKernels)
+      fail("the module has more than %d kernels", kMaxKernels);
+    else if (!kernel &&
+             CHECK(cuModuleGetFunction(&function, lazy->modules[slot], name))) {
+      kernel = &kernels[count++];
+      *kernel = KernelRecord();
+      kernel->name = name;
+      kernel->function = function;
+      kernel->owner = lazy;
+      kernel->numParams = kUnknownLayout;
+    }
   }
   pthread_mutex_unlock(&lazy->lock);
-  return function;
+  return kernel;
 }
 
-/// Bumped when a module is unloaded, so that no thread trusts a kernel
-/// handle it saw before (a new module's kernel may reuse the address).
-unsigned unloads = 0;
-
-/// Whether `function` may use `bytes` of dynamic shared memory: the limit
-/// is raised once per kernel and thread (cuFuncSetAttribute is a driver
-/// call per launch otherwise; raising it again is harmless).
-bool allowDynamicShared(CUfunction function, int32_t bytes) {
-  constexpr int kSlots = 64;
-  struct Allowed {
-    CUfunction function;
-    int32_t bytes;
-  };
-  thread_local Allowed allowed[kSlots];
-  thread_local int next = 0;
-  thread_local unsigned seenUnloads = 0;
-  unsigned now = __atomic_load_n(&unloads, __ATOMIC_ACQUIRE);
-  if (now != seenUnloads) {
-    memset(allowed, 0, sizeof(allowed));
-    seenUnloads = now;
+/// Raises `kernel`'s dynamic shared memory limit to `bytes` unless it is
+/// there already.
+bool allowDynamicShared(KernelRecord *kernel, int32_t bytes) {
+  if (__atomic_load_n(&kernel->sharedAllowed, __ATOMIC_ACQUIRE) >= bytes)
+    return true;
+  bool ok = true;
+  pthread_mutex_lock(&kernel->owner->lock);
+  if (kernel->sharedAllowed < bytes) {
+    ok = CHECK(cuFuncSetAttribute(
+        kernel->function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+        bytes));
+    if (ok)
+      __atomic_store_n(&kernel->sharedAllowed, bytes, __ATOMIC_RELEASE);
   }
-  for (const Allowed &a : allowed)
-    if (a.function == function && a.bytes >= bytes)
-      return true;
-  if (!CHECK(cuFuncSetAttribute(
-          function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes)))
-    return false;
-  allowed[next] = {function, bytes};
-  next = (next + 1) % kSlots;
-  return true;
+  pthread_mutex_unlock(&kernel->owner->lock);
+  return ok;
+}
+
+/// The kernel's parameter layout for a launch of `count` parameters, asked
+/// of the driver on the first launch: `count` when known, else kUnpacked.
+int parameterLayout(KernelRecord *kernel, int count) {
+  int known = __atomic_load_n(&kernel->numParams, __ATOMIC_ACQUIRE);
+  if (known != kUnknownLayout)
+    return known;
+  pthread_mutex_lock(&kernel->owner->lock);
+  if (kernel->numParams == kUnknownLayout) {
+    int layout = count <= kMaxPackedParams ? count : kUnpacked;
+    size_t end = 0;
+    for (int i = 0; i < count && layout != kUnpacked; ++i) {
+      size_t offset = 0, size = 0;
+      // Not CHECK: a driver without it is no failure, only unpacked.
+      if (cuFuncGetParamInfo(kernel->function, i, &offset, &size) !=
+              CUDA_SUCCESS ||
+          offset + size > kMaxParamBytes) {
+        layout = kUnpacked;
+        break;
+      }
+      kernel->offsets[i] = uint16_t(offset);
+      kernel->sizes[i] = uint16_t(size);
+      end = offset + size > end ? offset + size : end;
+    }
+    kernel->paramBytes = end;
+    __atomic_store_n(&kernel->numParams, layout, __ATOMIC_RELEASE);
+  }
+  int layout = kernel->numParams;
+  pthread_mutex_unlock(&kernel->owner->lock);
+  return layout;
 }
 
 //===----------------------------------------------------------------------===//
@@ -486,27 +537,45 @@ void mgpuModuleUnload(void *handle) {
   LazyModule *lazy = static_cast<LazyModule *>(handle);
   if (!lazy)
     return;
-  __atomic_add_fetch(&unloads, 1, __ATOMIC_RELEASE);
-  for (int i = 0; i < lazy->count; ++i)
+  for (int i = 0; i < lazy->count; ++i) {
     (void)cuModuleUnload(lazy->modules[i]);
+    free(lazy->kernels[i]);
+  }
   pthread_mutex_destroy(&lazy->lock);
   free(lazy);
 }
 
+// A KernelRecord in place of the CUfunction: the host code only passes it
+// to mgpuLaunchKernel.
 CUfunction mgpuModuleGetFunction(void *handle, const char *name) {
-  return functionForCurrentContext(static_cast<LazyModule *>(handle), name);
+  return reinterpret_cast<CUfunction>(
+      kernelForCurrentContext(static_cast<LazyModule *>(handle), name));
 }
 
-void mgpuLaunchKernel(CUfunction function, intptr_t gridX, intptr_t gridY,
+void mgpuLaunchKernel(CUfunction handle, intptr_t gridX, intptr_t gridY,
                       intptr_t gridZ, intptr_t blockX, intptr_t blockY,
                       intptr_t blockZ, int32_t smem, CUstream stream,
-                      void **params, void ** /*extra*/, size_t /*count*/) {
-  if (!function || call.failed)
+                      void **params, void ** /*extra*/, size_t count) {
+  KernelRecord *kernel = reinterpret_cast<KernelRecord *>(handle);
+  if (!kernel || call.failed)
     return;
-  if (smem > 0 && !allowDynamicShared(function, smem))
+  if (smem > 0 && !allowDynamicShared(kernel, smem))
     return;
-  CHECK(cuLaunchKernel(function, gridX, gridY, gridZ, blockX, blockY, blockZ,
-                       smem, stream, params, nullptr));
+  // One buffer of the parameters, laid out as the kernel expects: the
+  // driver copies it whole instead of walking the parameters.
+  if (count > 0 && parameterLayout(kernel, int(count)) == int(count)) {
+    alignas(16) char buffer[kMaxParamBytes];
+    for (size_t i = 0; i < count; ++i)
+      memcpy(buffer + kernel->offsets[i], params[i], kernel->sizes[i]);
+    size_t bytes = kernel->paramBytes;
+    void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, buffer,
+                     CU_LAUNCH_PARAM_BUFFER_SIZE, &bytes, CU_LAUNCH_PARAM_END};
+    CHECK(cuLaunchKernel(kernel->function, gridX, gridY, gridZ, blockX, blockY,
+                         blockZ, smem, stream, nullptr, extra));
+    return;
+  }
+  CHECK(cuLaunchKernel(kernel->function, gridX, gridY, gridZ, blockX, blockY,
+                       blockZ, smem, stream, params, nullptr));
 }
 
 //===----------------------------------------------------------------------===//

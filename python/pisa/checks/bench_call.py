@@ -33,22 +33,17 @@ def tensors_by_position(entry, tensors):
     return [next(it) if a["kind"] == "memref" else None for a in entry["arguments"]]
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("lib")
-    parser.add_argument("--samples", type=int, default=15)
-    parser.add_argument("--repeat", type=int, default=100)
-    parser.add_argument("--warmup", type=int, default=20)
-    parser.add_argument("--shapes", help="comma-separated AxBxC shapes of the tensor arguments")
-    parser.add_argument("--index-args", default="", help="comma-separated index argument values")
-    args = parser.parse_args()
-    lib = aot.Library(args.lib)
+def prepared_call(path, shapes_arg=None, index_args=""):
+    """A function that calls the library's one entry on Gaussian inputs of
+    these shapes (the manifest's when static), its result and workspace
+    allocated once."""
+    lib = aot.Library(path)
     (function, (entry, fn, _)), = lib.entries.items()
     dt = aot._DTYPES
     memrefs = [a for a in entry["arguments"] if a["kind"] == "memref"]
-    shapes = ([[int(x) for x in s.split("x")] for s in args.shapes.split(",")]
-              if args.shapes else [a["shape"] for a in memrefs])
-    indices = iter(int(v) for v in args.index_args.split(",") if v)
+    shapes = ([[int(x) for x in s.split("x")] for s in shapes_arg.split(",")]
+              if shapes_arg else [a["shape"] for a in memrefs])
+    indices = iter(int(v) for v in index_args.split(",") if v)
     tensors = [torch.randn(shape, device="cuda").to(dt[a["dtype"]])
                for a, shape in zip(memrefs, shapes)]
     values, it = [], iter(tensors)
@@ -67,11 +62,27 @@ def main():
     error = ctypes.create_string_buffer(256)
     call = aot.PisaCall(torch.cuda.current_stream().cuda_stream, base, ws_bytes,
                         ctypes.cast(error, ctypes.c_char_p), len(error))
+    keep = (tensors, out, ws, error, call)
 
-    def once():
+    def once(_keep=keep):
         status = fn(ctypes.byref(call), *values)
         if status:
             raise RuntimeError(error.value.decode())
+    once.function = function
+    return once
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("lib")
+    parser.add_argument("--samples", type=int, default=15)
+    parser.add_argument("--repeat", type=int, default=100)
+    parser.add_argument("--warmup", type=int, default=20)
+    parser.add_argument("--shapes", help="comma-separated AxBxC shapes of the tensor arguments")
+    parser.add_argument("--index-args", default="", help="comma-separated index argument values")
+    args = parser.parse_args()
+    once = prepared_call(args.lib, args.shapes, args.index_args)
+    function = once.function
 
     for _ in range(args.warmup):
         once()

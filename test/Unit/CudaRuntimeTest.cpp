@@ -573,7 +573,9 @@ TEST_F(CudaRuntimeTest, LaunchParametersArePackedInOneBuffer) {
 /// cu_seqlens have roles and name the tensors whose rows they pack.
 struct VarlenCall {
   std::vector<int64_t> table;
-  int32_t cuQ[4] = {0, 3, 3, 5}, cuK[4] = {0, 10, 10, 14};
+  // Device pointers are 16-byte aligned (describe checks it).
+  alignas(16) int32_t cuQ[4] = {0, 3, 3, 5};
+  alignas(16) int32_t cuK[4] = {0, 10, 10, 14};
   int64_t tq = 5, tk = 14;
   char error[256] = "untouched";
   PisaCall call{reinterpret_cast<void *>(0x8000), nullptr, 0, error,

@@ -63,8 +63,10 @@ if [ ! -x "$bin/pisa-compile" ]; then
   exit 0
 fi
 echo "== pisa-compile: AOT libraries for sm_90 (run them with python/pisa/aot.py)"
-for name in prefill decode varlen; do
-  "$bin/pisa-compile" "$here/$name-select.mlir" -o "$work/lib$name.so"
+for spec in prefill-select:prefill decode-select:decode varlen-select:varlen \
+            decode-step:decode-step; do
+  src=${spec%%:*} name=${spec##*:}
+  "$bin/pisa-compile" "$here/$src.mlir" -o "$work/lib$name.so"
   echo "  $work/lib$name.so ($(wc -c < "$work/lib$name.so") bytes): $(
     /usr/bin/python3 -c 'import json,sys; m=json.load(open(sys.argv[1]))
 for e in m["entry_points"]:

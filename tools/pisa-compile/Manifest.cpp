@@ -67,9 +67,10 @@ static void boundQueryOffset(Value arg, Argument &desc) {
   }
 }
 
-/// Marks the entry's arguments that a varlen op reads as cu_seqlens, and
-/// which argument's rows each one packs.
-static void markCuSeqlens(func::FuncOp func, EntryPoint &entry) {
+/// Marks the entry's arguments that a varlen op reads as cu_seqlens (and
+/// which argument's rows each one packs) and the pyramid caches that
+/// pisa.pyramid_append updates in place.
+static void markArgumentRoles(func::FuncOp func, EntryPoint &entry) {
   auto argIndex = [&](Value v) -> int64_t {
     auto arg = dyn_cast<BlockArgument>(v);
     return arg && arg.getOwner() == &func.getBody().front()
@@ -89,6 +90,9 @@ static void markCuSeqlens(func::FuncOp func, EntryPoint &entry) {
     } else if (auto s = dyn_cast<mlir::pisa::HierTopKVarlenOp>(op)) {
       mark(s.getCuSeqlensQ(), s.getQueries(), "cu_seqlens_q");
       mark(s.getCuSeqlensK(), s.getKeys(), "cu_seqlens_k");
+    } else if (auto a = dyn_cast<mlir::pisa::PyramidAppendOp>(op)) {
+      if (int64_t i = argIndex(a.getPyramid()); i >= 0)
+        entry.arguments[i].updatedInPlace = true;
     }
   });
 }
@@ -154,7 +158,7 @@ llvm::Expected<Manifest> pisatool::describeEntryPoints(ModuleOp module) {
         entry.result.layout = topk.getTokenMajor() ? "bthk" : "bhtk";
     });
     if (!func.isExternal())
-      markCuSeqlens(func, entry);
+      markArgumentRoles(func, entry);
     func->setAttr("llvm.emit_c_interface", UnitAttr::get(func.getContext()));
     manifest.entryPoints.push_back(std::move(entry));
   }
@@ -254,6 +258,8 @@ static llvm::json::Object toJson(const Argument &arg) {
                                                   : llvm::json::Value(size));
     o["shape"] = std::move(shape);
     o["size_params"] = llvm::json::Array(arg.sizeParams());
+    if (arg.updatedInPlace)
+      o["updated_in_place"] = true;
     if (!arg.role.empty()) {
       o["role"] = arg.role;
       o["rows_of"] = arg.rowsArg < 0 ? llvm::json::Value(nullptr)
@@ -298,7 +304,8 @@ static std::string declare(const EntryPoint &e) {
                std::to_string(a.highest) + "]";
       params += ", int64_t " + a.name;
     } else {
-      doc += a.name + " " + shapeText(a);
+      doc += a.name + " " + shapeText(a) +
+             (a.updatedInPlace ? " (a pyramid cache, updated in place)" : "");
       params += ", const void *" + a.name;
       for (const std::string &size : a.sizeParams()) {
         params += ", int64_t " + size;

@@ -33,6 +33,8 @@ struct Argument {
   /// dimension is the rows it packs (-1: not an argument).
   std::string role;
   int64_t rowsArg = -1;
+  /// A pyramid cache that pisa.pyramid_append updates: the call writes it.
+  bool updatedInPlace = false;
 };
 
 struct EntryPoint {

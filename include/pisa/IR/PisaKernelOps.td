@@ -259,12 +259,41 @@ def Pisa_SelectFinalKernelOp : Pisa_KernelOp<"select_final", 1, [AttrSizedOperan
   }];
 }
 
+def Pisa_PyramidAppendKernelOp : Pisa_KernelOp<"pyramid_append", 1> {
+  let summary = "appended keys into a pyramid cache, in place (one kernel)";
+  let description = [{
+    `pisa.pyramid_append` in destination-passing form: `pyramid` is the
+    cache (the capacity layout of docs/semantics.md section 4, Ncap the
+    keys' dimension 2), read and updated in place; unlike the other
+    kernel-level ops this one reads its destination (the children of the
+    nodes it recomputes). One block per (batch, KV head) recomputes the
+    leaves from from[b] / C to M_1(to[b]) - 1 and their ancestors, level
+    by level with a barrier between levels, in the contract's summation
+    order; a sequence whose from/to break the rules is left unchanged.
+
+    ```mlir
+    %p1 = pisa.kernel.pyramid_append %k, %from, %to outs(%p0) block_size = 64
+        branching = 2 : tensor<1x1x4096x128xbf16>, tensor<1xi32>,
+        tensor<1xi32>, tensor<1x1x127x128xf32> -> tensor<1x1x127x128xf32>
+    ```
+  }];
+  let arguments = (ins Pisa_Keys4D:$keys, Pisa_I32_1D:$from, Pisa_I32_1D:$to,
+                       Pisa_F32_4D:$pyramid, I64Attr:$block_size,
+                       I64Attr:$branching);
+  let assemblyFormat = [{
+    $keys `,` $from `,` $to `outs` `(` $pyramid `)` `block_size` `=`
+    $block_size `branching` `=` $branching attr-dict `:` type($keys) `,`
+    type($from) `,` type($to) `,` type($pyramid) (`->` type($results)^)?
+  }];
+}
+
 def Pisa_SelectSingleStageKernelOp : Pisa_KernelOp<"select_single_stage", 1> {
   let summary = "the whole selection, one warp per (query, KV head)";
   let description = [{
     The single-stage schedule: one kernel walks the levels, scores the leaf
     contenders from the raw keys when they compete and writes the
-    selection.
+    selection. With `capacity`, the pyramid is a cache in that capacity's
+    layout (`pisa.hier_topk ... capacity`, docs/semantics.md section 4).
 
     ```mlir
     %sel = pisa.kernel.select_single_stage %q, %k, %p, %off outs(%s0)
@@ -278,11 +307,13 @@ def Pisa_SelectSingleStageKernelOp : Pisa_KernelOp<"select_single_stage", 1> {
                        Pisa_F32_4D:$pyramid, Index:$query_offset,
                        Pisa_I32_4D:$selection, I64Attr:$topk,
                        I64Attr:$block_size, I64Attr:$branching,
-                       F32Attr:$scale, UnitAttr:$token_major);
+                       F32Attr:$scale, UnitAttr:$token_major,
+                       OptionalAttr<I64Attr>:$capacity);
   let assemblyFormat = [{
     $queries `,` $keys `,` $pyramid `,` $query_offset `outs` `(` $selection
     `)` `topk` `=` $topk `block_size` `=` $block_size
-    `branching` `=` $branching `scale` `=` $scale attr-dict
+    `branching` `=` $branching `scale` `=` $scale
+    (`capacity` `=` $capacity^)? attr-dict
     `:` type($queries) `,` type($keys) `,` type($pyramid) `,`
     type($selection) (`->` type($results)^)?
   }];

@@ -94,6 +94,28 @@ PISA_KERNEL_EFFECTS(PyramidVarlenKernelOp)
 PISA_KERNEL_EFFECTS(SelectSingleStageVarlenKernelOp)
 #undef PISA_KERNEL_EFFECTS
 
+// The append reads the cache it updates.
+void PyramidAppendKernelOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  kernelEffects(*this, effects);
+  if (isa<MemRefType>(getPyramid().getType()))
+    effects.emplace_back(MemoryEffects::Read::get(), &getPyramidMutable(),
+                         SideEffects::DefaultResource::get());
+}
+
+LogicalResult PyramidAppendKernelOp::verify() {
+  if (failed(verifyKernelOp(*this)))
+    return failure();
+  return failure(
+      failed(sameDim(*this, "d", "pyramid", shapeOf(getPyramid())[3], "keys",
+                     shapeOf(getKeys())[3])) ||
+      failed(sameDim(*this, "B", "from", shapeOf(getFrom())[0], "keys",
+                     shapeOf(getKeys())[0])) ||
+      failed(sameDim(*this, "B", "to", shapeOf(getTo())[0], "keys",
+                     shapeOf(getKeys())[0])));
+}
+
 LogicalResult PyramidKernelOp::verify() {
   if (failed(verifyKernelOp(*this)))
     return failure();

@@ -1,8 +1,9 @@
 //===- BufferizableOpInterfaceImpl.cpp - Bufferizing kernel ops -----------===//
 //
 // The kernel-level ops read their inputs and only write their destinations
-// (a kernel never reads what its destination held), so a destination of
-// tensor.empty needs no copy and every destination bufferizes in place.
+// (a kernel never reads what its destination held, but for the cache that
+// pisa.kernel.pyramid_append updates), so a destination of tensor.empty
+// needs no copy and every destination bufferizes in place.
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,7 +25,9 @@ struct KernelOpInterface
                                                      OpTy> {
   bool bufferizesToMemoryRead(Operation *op, OpOperand &operand,
                               const AnalysisState &) const {
-    return !cast<DestinationStyleOpInterface>(op).isDpsInit(&operand);
+    // pyramid_append updates the cache it is given.
+    return !cast<DestinationStyleOpInterface>(op).isDpsInit(&operand) ||
+           isa<pisa::PyramidAppendKernelOp>(op);
   }
 
   /// The same op on the operands' buffers, without results; its
@@ -67,6 +70,6 @@ void mlir::pisa::registerBufferizableOpInterfaceExternalModels(
     attachAll<PyramidKernelOp, FragmentPlanesKernelOp, WalkKernelOp,
               BucketKernelOp, ScoreTilesKernelOp, SelectFinalKernelOp,
               SelectSingleStageKernelOp, PyramidVarlenKernelOp,
-              SelectSingleStageVarlenKernelOp>(ctx);
+              SelectSingleStageVarlenKernelOp, PyramidAppendKernelOp>(ctx);
   });
 }

@@ -52,9 +52,9 @@ func.func @attention(%q: tensor<1x4x10x16xf16>, %k: tensor<1x2x10x16xf16>, %v: t
 // -----
 
 func.func @cache(%q: tensor<1x16x1x64xbf16>, %k: tensor<1x1x200x64xbf16>, %p: tensor<1x1x127x64xf32>, %off: index) -> tensor<1x1x1x8xi32> {
-  // expected-error @+1 {{reads a pyramid cache (capacity = 4096): the GPU lowering takes pyramid_build's layout only, for now}}
+  // expected-error @+1 {{reads a pyramid cache (capacity = 4096) with the two-stage schedule: the GPU reads caches with the single-stage kernel only, for now (give #pisa.schedule<single_stage, ...>)}}
   %s = pisa.hier_topk %q, %k, %p, %off topk = 8 block_size = 64 branching = 2 capacity = 4096
-      {schedule = #pisa.schedule<single_stage, q_tile = 4, io_two_stage = 0, io_single_stage = 0>}
+      {schedule = #pisa.schedule<two_stage, q_tile = 4, io_two_stage = 0, io_single_stage = 0>}
       : tensor<1x16x1x64xbf16>, tensor<1x1x200x64xbf16>, tensor<1x1x127x64xf32> -> tensor<1x1x1x8xi32>
   return %s : tensor<1x1x1x8xi32>
 }
@@ -66,4 +66,12 @@ func.func @varlen(%q: tensor<?x4x16xf16>, %k: tensor<?x2x16xf16>, %p: tensor<?x2
   %s = pisa.hier_topk_varlen %q, %k, %p cu_seqlens(%cuq, %cuk) topk = 300 block_size = 8 branching = 2
       : tensor<?x4x16xf16>, tensor<?x2x16xf16>, tensor<?x2x16xf32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x2x300xi32>
   return %s : tensor<?x2x300xi32>
+}
+
+// -----
+
+func.func @append(%k: tensor<1x1x200x2048xf32>, %p: tensor<1x1x7x2048xf32>, %from: tensor<1xi32>, %to: tensor<1xi32>) -> tensor<1x1x7x2048xf32> {
+  // expected-error @+1 {{has head dim d = 2048 above the GPU limit of 1024 (one thread per feature)}}
+  %r = pisa.pyramid_append %k, %p, %from, %to block_size = 64 branching = 2 : tensor<1x1x200x2048xf32>, tensor<1x1x7x2048xf32>, tensor<1xi32>, tensor<1xi32> -> tensor<1x1x7x2048xf32>
+  return %r : tensor<1x1x7x2048xf32>
 }

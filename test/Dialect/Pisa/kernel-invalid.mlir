@@ -145,3 +145,19 @@ func.func @f(%q: memref<5x4x4xf32>, %k: memref<?x2x4xf32>, %p: memref<?x2x4xf32>
       : memref<5x4x4xf32>, memref<?x2x4xf32>, memref<?x2x4xf32>, memref<?xi32>, memref<?xi32>, memref<6x2x8xi32>
   return
 }
+
+// -----
+
+func.func @f(%k: memref<1x1x8x4xf32>, %p: memref<1x1x3x8xf32>, %from: memref<1xi32>, %to: memref<1xi32>) {
+  // expected-error @+1 {{expected d of pyramid (8) to match keys (4)}}
+  pisa.kernel.pyramid_append %k, %from, %to outs(%p) block_size = 4 branching = 2 : memref<1x1x8x4xf32>, memref<1xi32>, memref<1xi32>, memref<1x1x3x8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%k: memref<2x1x8x4xf32>, %p: memref<2x1x3x4xf32>, %from: memref<1xi32>, %to: memref<2xi32>) {
+  // expected-error @+1 {{expected B of from (1) to match keys (2)}}
+  pisa.kernel.pyramid_append %k, %from, %to outs(%p) block_size = 4 branching = 2 : memref<2x1x8x4xf32>, memref<1xi32>, memref<2xi32>, memref<2x1x3x4xf32>
+  return
+}

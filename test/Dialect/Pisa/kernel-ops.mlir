@@ -83,3 +83,23 @@ func.func @packed_two_stage(%q: memref<1x?x8x64xf16>, %p: memref<1x?x2x64xf32>, 
       : memref<1x2x?x16xi32>, memref<1x2x?xi32>, memref<1x2x?x16xf32>, memref<1x?x2x8xi32>
   return
 }
+
+// The cache update reads and writes its destination; the single-stage
+// selection over a cache says its capacity.
+// CHECK-LABEL: func.func @decode_step
+// CHECK: %[[P:.*]] = pisa.kernel.pyramid_append %{{.*}}, %{{.*}}, %{{.*}} outs(%{{.*}}) block_size = 64 branching = 2 : tensor<2x1x4096x64xf16>, tensor<2xi32>, tensor<2xi32>, tensor<2x1x127x64xf32> -> tensor<2x1x127x64xf32>
+// CHECK: pisa.kernel.select_single_stage %{{.*}}, %{{.*}}, %[[P]], %{{.*}} outs(%{{.*}}) topk = 8 block_size = 64 branching = 2 scale = 1.250000e-01 capacity = 4096 :
+// CHECK-LABEL: func.func @decode_step_buffers
+// CHECK: pisa.kernel.pyramid_append %{{.*}}, %{{.*}}, %{{.*}} outs(%{{.*}}) block_size = 64 branching = 2 : memref<2x1x4096x64xf16>, memref<2xi32>, memref<2xi32>, memref<2x1x127x64xf32>
+// CHECK-NOT: ->
+func.func @decode_step(%q: tensor<2x8x1x64xf16>, %k: tensor<2x1x4096x64xf16>, %p: tensor<2x1x127x64xf32>, %from: tensor<2xi32>, %to: tensor<2xi32>, %off: index) -> tensor<2x1x1x8xi32> {
+  %p1 = pisa.kernel.pyramid_append %k, %from, %to outs(%p) block_size = 64 branching = 2 : tensor<2x1x4096x64xf16>, tensor<2xi32>, tensor<2xi32>, tensor<2x1x127x64xf32> -> tensor<2x1x127x64xf32>
+  %s0 = tensor.empty() : tensor<2x1x1x8xi32>
+  %s = pisa.kernel.select_single_stage %q, %k, %p1, %off outs(%s0) topk = 8 block_size = 64 branching = 2 scale = 0.125 capacity = 4096
+      : tensor<2x8x1x64xf16>, tensor<2x1x4096x64xf16>, tensor<2x1x127x64xf32>, tensor<2x1x1x8xi32> -> tensor<2x1x1x8xi32>
+  return %s : tensor<2x1x1x8xi32>
+}
+func.func @decode_step_buffers(%k: memref<2x1x4096x64xf16>, %p: memref<2x1x127x64xf32>, %from: memref<2xi32>, %to: memref<2xi32>) {
+  pisa.kernel.pyramid_append %k, %from, %to outs(%p) block_size = 64 branching = 2 : memref<2x1x4096x64xf16>, memref<2xi32>, memref<2xi32>, memref<2x1x127x64xf32>
+  return
+}

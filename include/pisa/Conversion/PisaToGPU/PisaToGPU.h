@@ -36,10 +36,10 @@ void populatePyramidKernelToGPUPatterns(RewritePatternSet &patterns);
 void populateSelectionKernelsToGPUPatterns(RewritePatternSet &patterns);
 void populatePisaToGPUConversionPatterns(RewritePatternSet &patterns);
 
-/// In every function that holds kernel-level ops, memref.alloc and
-/// memref.dealloc become gpu.alloc and gpu.dealloc: such host code only
-/// passes buffers between kernels, so each of its buffers lives on the
-/// device.
+/// In every function that holds kernel-level ops, memref.alloc,
+/// memref.dealloc and memref.copy become gpu.alloc, gpu.dealloc and
+/// gpu.memcpy: such host code only passes buffers between kernels, so each
+/// of its buffers lives on the device.
 void placeBuffersOnDevice(ModuleOp module);
 
 } // namespace pisa

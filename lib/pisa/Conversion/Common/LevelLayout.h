@@ -25,9 +25,13 @@ class LevelLayout {
 public:
   /// The layout of `numKeys` keys (index); N = 0 has no leaves and no rows.
   /// The pyramid's rows start at `firstRow` of its buffer when given (a
-  /// sequence of a packed varlen pyramid), else at row 0.
+  /// sequence of a packed varlen pyramid), else at row 0. With `capacity`
+  /// (a cache, docs/semantics.md section 4) the levels have N's node
+  /// counts but sit at the rows of a pyramid of `capacity` keys; the walk
+  /// is then never unrolled (fixed() is empty).
   LevelLayout(ImplicitLocOpBuilder &b, Value numKeys, int64_t blockSize,
-              int64_t branching, Value firstRow = Value());
+              int64_t branching, Value firstRow = Value(),
+              Value capacity = Value());
 
   int64_t blockSize() const { return block; }
   int64_t branching() const { return fan; }
@@ -35,7 +39,7 @@ public:
   const std::optional<PyramidLayout> &fixed() const { return layout; }
   Value numKeys() const { return keys; }
   Value numLeaves() const { return leaves; }
-  /// Rows of the packed pyramid (P).
+  /// Rows of the packed pyramid (P; of N, also with a capacity).
   Value totalRows() const { return rows; }
   Value numLevels() const { return levels; }
 
@@ -60,6 +64,8 @@ private:
   int64_t block, fan;
   std::optional<PyramidLayout> layout;
   Value keys, leaves, rows, levels, rootSpan, firstRow;
+  /// With a capacity: its leaves, and the first row of N's root level.
+  Value capacityLeaves, rootRow;
 };
 
 } // namespace mlir::pisa::detail

@@ -51,6 +51,8 @@ struct SelectionPlan {
   bool tensorCoreWalk;
   /// Queries, keys and selection are [B, T, H, X].
   bool tokenMajor;
+  /// The pyramid is a cache laid out for this many keys.
+  std::optional<int64_t> capacity;
   int64_t candidates() const { return fanout * topK; }
 };
 
@@ -74,7 +76,10 @@ FailureOr<SelectionPlan> planSelection(HierTopKOp op) {
                      int64_t(op.getBlockSize()),
                      op.getScaleOrDefault(),
                      false,
-                     op.getTokenMajor()};
+                     op.getTokenMajor(),
+                     std::nullopt};
+  if (std::optional<uint64_t> capacity = op.getCapacity())
+    plan.capacity = int64_t(*capacity);
   plan.tensorCoreWalk =
       plan.kind == ScheduleKind::TwoStage &&
       canWalkWithMma(op.getQueries().getType().getElementType(),
@@ -125,9 +130,23 @@ void requireSizes(ImplicitLocOpBuilder &b, HierTopKOp op,
     require(P::eq, dimOf(b, pyramid, 0), sizes.batch,
             "the pyramid's batch differs from the queries'");
   const unsigned tokens = tokenDimIndex(p.tokenMajor);
-  if (dynamic(pyramid, 2) || dynamic(keys, tokens))
+  if (p.capacity) {
+    // A cache: the capacity's rows (the verifier checks static ones) and
+    // N <= Ncap.
+    const int64_t cacheRows =
+        PyramidLayout(*p.capacity, p.blockSize, p.fanout).totalNodes();
+    if (dynamic(pyramid, 2))
+      require(P::eq, dimOf(b, pyramid, 2), indexConst(b, cacheRows),
+              "the pyramid's rows are not the layout of its capacity (" +
+                  std::to_string(*p.capacity) + " keys)");
+    if (dynamic(keys, tokens))
+      require(P::ule, sizes.layout.numKeys(), indexConst(b, *p.capacity),
+              "N exceeds the pyramid cache's capacity of " +
+                  std::to_string(*p.capacity) + " keys");
+  } else if (dynamic(pyramid, 2) || dynamic(keys, tokens)) {
     require(P::eq, dimOf(b, pyramid, 2), sizes.layout.totalRows(),
             "the pyramid's rows are not the layout of the keys' N");
+  }
   if (!dynamic(queries, tokens) && !dynamic(keys, tokens) &&
       !dynamic(queries, 0))
     return;
@@ -274,7 +293,9 @@ void decompose(RewriterBase &rewriter, HierTopKOp op, const SelectionPlan &p) {
                       b, TypeRange{selType}, queries, op.getKeys(),
                       op.getPyramid(), op.getQueryOffset(), selectionInit,
                       p.topK, p.blockSize, p.fanout,
-                      llvm::APFloat(p.scale), p.tokenMajor)
+                      llvm::APFloat(p.scale), p.tokenMajor,
+                      p.capacity ? b.getI64IntegerAttr(*p.capacity)
+                                 : IntegerAttr())
                       .getResult(0);
     else {
       const std::optional<PyramidLayout> &fixed = sizes.layout.fixed();
@@ -320,6 +341,19 @@ void decompose(RewriterBase &rewriter, PyramidBuildOp op) {
                                                    init, op.getBlockSize(),
                                                    op.getBranching(), tokenMajor)
                                .getResult(0));
+}
+
+/// pisa.pyramid_append: the cache is the kernel's destination, updated in
+/// place (bufferization copies it only where the old cache is still used).
+void decompose(RewriterBase &rewriter, PyramidAppendOp op) {
+    rewriter.setInsertionPoint(op);
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    rewriter.replaceOp(
+        op, PyramidAppendKernelOp::create(b, TypeRange{op.getType()},
+                                          op.getKeys(), op.getFrom(),
+                                          op.getTo(), op.getPyramid(),
+                                          op.getBlockSize(), op.getBranching())
+                .getResult(0));
 }
 
 /// The size rules of a packed varlen batch the host can check (its
@@ -408,7 +442,8 @@ Value decomposeTwoStageVarlen(ImplicitLocOpBuilder &b, HierTopKVarlenOp op,
                      int64_t(op.getBlockSize()),
                      op.getScaleOrDefault(),
                      /*tensorCoreWalk=*/false,
-                     /*tokenMajor=*/true};
+                     /*tokenMajor=*/true,
+                     /*capacity=*/std::nullopt};
   plan.tensorCoreWalk =
       canWalkWithMma(op.getQueries().getType().getElementType(),
                      plan.groupSize, plan.headDim, plan.fanout,
@@ -497,6 +532,7 @@ struct PisaDecomposeToKernelsPass
     bool ok = true;
     SmallVector<std::pair<HierTopKOp, SelectionPlan>> selections;
     SmallVector<PyramidBuildOp> pyramids;
+    SmallVector<PyramidAppendOp> appends;
     SmallVector<Operation *> varlen;
     getOperation()->walk([&](Operation *op) {
       if (!isa_and_nonnull<PisaDialect>(op->getDialect()) ||
@@ -512,6 +548,8 @@ struct PisaDecomposeToKernelsPass
         ok = false;
       } else if (auto build = dyn_cast<PyramidBuildOp>(op)) {
         pyramids.push_back(build);
+      } else if (auto append = dyn_cast<PyramidAppendOp>(op)) {
+        appends.push_back(append);
       } else if (isa<PyramidBuildVarlenOp, HierTopKVarlenOp>(op)) {
         varlen.push_back(op);
       }
@@ -522,6 +560,8 @@ struct PisaDecomposeToKernelsPass
     for (auto &[op, plan] : selections)
       decompose(rewriter, op, plan);
     for (PyramidBuildOp op : pyramids)
+      decompose(rewriter, op);
+    for (PyramidAppendOp op : appends)
       decompose(rewriter, op);
     for (Operation *op : varlen) {
       if (auto build = dyn_cast<PyramidBuildVarlenOp>(op))

@@ -56,6 +56,12 @@ void mlir::pisa::placeBuffersOnDevice(ModuleOp module) {
         gpu::DeallocOp::create(b, dealloc.getLoc(), Type(), ValueRange{},
                                dealloc.getMemref());
         dealloc.erase();
+      } else if (auto copy = dyn_cast<memref::CopyOp>(op)) {
+        // A copy bufferization made (a cache appended to while the old one
+        // is still used): device to device.
+        gpu::MemcpyOp::create(b, copy.getLoc(), Type(), ValueRange{},
+                              copy.getTarget(), copy.getSource());
+        copy.erase();
       }
     });
   });
@@ -76,6 +82,8 @@ std::optional<std::string> mlir::pisa::gpuLimitViolation(Operation *op) {
     return headDimLimit(build.getKeys().getType().getShape()[3]);
   if (auto build = dyn_cast<PyramidBuildVarlenOp>(op))
     return headDimLimit(build.getKeys().getType().getShape()[2]);
+  if (auto append = dyn_cast<PyramidAppendOp>(op))
+    return headDimLimit(append.getKeys().getType().getShape()[3]);
   if (auto topk = dyn_cast<HierTopKOp>(op)) {
     // [B, H, T, X] whatever the layout.
     auto headMajor = [&](ArrayRef<int64_t> s) {
@@ -104,9 +112,12 @@ std::optional<std::string> mlir::pisa::gpuLimitViolation(Operation *op) {
     else if (known(k[2]) && k[2] > kMaxGPUKeys)
       os << "has N = " << k[2] << " above the GPU limit of " << kMaxGPUKeys
          << " (32-bit leaf indices)";
-    else if (topk.getCapacity())
+    else if (topk.getCapacity() && schedule &&
+             schedule.getKind() == ScheduleKind::TwoStage)
       os << "reads a pyramid cache (capacity = " << *topk.getCapacity()
-         << "): the GPU lowering takes pyramid_build's layout only, for now";
+         << ") with the two-stage schedule: the GPU reads caches with the "
+            "single-stage kernel only, for now (give "
+            "#pisa.schedule<single_stage, ...>)";
     else if (schedule && schedule.getKind() == ScheduleKind::TwoStage &&
              schedule.getQTile() * groupSize > kMaxGPUThreads)
       os << "has q_tile * G = " << schedule.getQTile() * groupSize

@@ -61,6 +61,35 @@ static int64_t topLevelRows(int64_t d) {
 /// The widest level the top-levels kernel builds: four passes of its rows.
 static int64_t topLevelMaxNodes(int64_t d) { return 4 * topLevelRows(d); }
 
+/// A block of the top-levels and append kernels: rows of d threads, one
+/// node per row at a time, one feature per thread.
+struct BlockRows {
+  Value row, feature;
+  int64_t count;
+};
+
+/// Nodes first + row, first + row + rows, ... below `end` of the level at
+/// row `levelOffset`, each the mean of its (at most g) children in the
+/// level of `childCount` nodes at row `childOffset`.
+static void emitLevelNodes(ImplicitLocOpBuilder &b, Value pyramid, Value batch,
+                           Value head, Value childOffset, Value childCount,
+                           Value levelOffset, Value first, Value end,
+                           const BlockRows &rows, int64_t fan) {
+  Value cFan = indexConst(b, fan);
+  buildLoop(b, arith::AddIOp::create(b, first, rows.row), end,
+            indexConst(b, rows.count), {},
+            [&](ImplicitLocOpBuilder &nb, Value node, ValueRange) {
+              Value firstChild = arith::MulIOp::create(nb, node, cFan);
+              Value children = arith::MinUIOp::create(
+                  nb, cFan, arith::SubIOp::create(nb, childCount, firstChild));
+              emitMean(nb, pyramid, pyramid, batch, head,
+                       arith::AddIOp::create(nb, childOffset, firstChild),
+                       children, arith::AddIOp::create(nb, levelOffset, node),
+                       rows.feature);
+              return SmallVector<Value>{};
+            });
+}
+
 /// The kernel that builds every level above a child level of `childCount`
 /// nodes at row `childOffset` (childCount <= g x topLevelMaxNodes(d)), for
 /// batch x head blockIdx.y. Every thread reads only rows written before the
@@ -97,20 +126,9 @@ static Kernel buildTopLevelsKernel(PatternRewriter &rewriter, Operation *op,
         Value nodes = arith::SelectOp::create(
             lb, cmp(lb, arith::CmpIPredicate::ugt, childCount, one), size,
             indexConst(lb, 0));
-        buildLoop(lb, row, nodes, indexConst(lb, rows), {},
-                  [&](ImplicitLocOpBuilder &nb, Value node, ValueRange) {
-                    Value firstChild = arith::MulIOp::create(nb, node, cFan);
-                    Value children = arith::MinUIOp::create(
-                        nb, cFan,
-                        arith::SubIOp::create(nb, childCount, firstChild));
-                    emitMean(nb, kernel.arg("pyramid"), kernel.arg("pyramid"),
-                             batch, head,
-                             arith::AddIOp::create(nb, childOffset, firstChild),
-                             children,
-                             arith::AddIOp::create(nb, levelOffset, node),
-                             feature);
-                    return SmallVector<Value>{};
-                  });
+        emitLevelNodes(lb, kernel.arg("pyramid"), batch, head, childOffset,
+                       childCount, levelOffset, indexConst(lb, 0), nodes,
+                       {row, feature, rows}, fan);
         gpu::BarrierOp::create(lb);
         return SmallVector<Value>{levelOffset, size};
       });
@@ -118,7 +136,134 @@ static Kernel buildTopLevelsKernel(PatternRewriter &rewriter, Operation *op,
   return kernel;
 }
 
+/// Levels above the leaves of any pyramid of at most `maxKeys` keys.
+static int64_t maxUpperLevels(int64_t maxKeys, int64_t blockSize,
+                              int64_t fan) {
+  int64_t levels = 0;
+  for (int64_t n = ceilDiv(maxKeys, blockSize); n > 1; n = ceilDiv(n, fan))
+    ++levels;
+  return levels;
+}
+
+/// The kernel of pisa.kernel.pyramid_append: block (0, batch x head) brings
+/// the cache of sequence `batch` from from[b] to to[b] keys. Rows of the
+/// cache follow the capacity's layout (Ncap = the keys' dimension 2);
+/// node counts follow to[b]. Threads split the nodes of a level (rows of d
+/// features), a barrier between levels.
+static Kernel buildAppendKernel(PatternRewriter &rewriter, Operation *op,
+                                MemRefType keysMem, MemRefType boundMem,
+                                MemRefType pyrMem, int64_t blockSize,
+                                int64_t fan) {
+  Kernel kernel = createKernel(rewriter, op, "pyramid_append",
+                               {{"keys", keysMem},
+                                {"from", boundMem},
+                                {"to", boundMem},
+                                {"pyramid", pyrMem}});
+  ImplicitLocOpBuilder b(op->getLoc(), rewriter);
+  using P = arith::CmpIPredicate;
+  const int64_t numHeads = keysMem.getShape()[1], d = keysMem.getShape()[3];
+  const int64_t rows = topLevelRows(d);
+  Value keys = kernel.arg("keys"), pyramid = kernel.arg("pyramid");
+  Value bh = blockIdY(b), heads = indexConst(b, numHeads);
+  Value batch = arith::DivUIOp::create(b, bh, heads);
+  Value head = arith::RemUIOp::create(b, bh, heads);
+  Value tid = threadIdX(b), cD = indexConst(b, d);
+  Value feature = arith::RemUIOp::create(b, tid, cD);
+  Value row = arith::DivUIOp::create(b, tid, cD);
+  Value cRows = indexConst(b, rows), cFan = indexConst(b, fan);
+  Value cBlock = indexConst(b, blockSize), one = indexConst(b, 1);
+  Value capacity = dimOf(b, keys, 2);
+  Value from = memref::LoadOp::create(b, kernel.arg("from"), ValueRange{batch});
+  Value to = memref::LoadOp::create(b, kernel.arg("to"), ValueRange{batch});
+  // 0 <= from < to <= Ncap, else the sequence's cache is left as it is
+  // (uniform per block, so the barriers below are reached by all threads).
+  Value zero32 = arith::ConstantIntOp::create(b, 0, 32);
+  Value valid = arith::AndIOp::create(
+      b,
+      arith::AndIOp::create(b, cmp(b, P::sle, zero32, from),
+                            cmp(b, P::slt, from, to)),
+      cmp(b, P::ule, toIndex(b, to), capacity));
+  buildIfThen(b, valid, [&](ImplicitLocOpBuilder &tb) {
+    Value n = toIndex(tb, to);
+    Value firstLeaf = arith::DivUIOp::create(tb, toIndex(tb, from), cBlock);
+    Value leaves = arith::CeilDivUIOp::create(tb, n, cBlock);
+    buildLoop(tb, arith::AddIOp::create(tb, firstLeaf, row), leaves, cRows, {},
+              [&](ImplicitLocOpBuilder &lb, Value leaf, ValueRange) {
+                Value first = arith::MulIOp::create(lb, leaf, cBlock);
+                Value count = arith::MinUIOp::create(
+                    lb, cBlock, arith::SubIOp::create(lb, n, first));
+                emitMean(lb, keys, pyramid, batch, head, first, count, leaf,
+                         feature);
+                return SmallVector<Value>{};
+              });
+    gpu::BarrierOp::create(tb);
+    // Level by level: where the child level starts and how many nodes it
+    // has in the capacity's layout, how many it has for n keys, and the
+    // first one recomputed.
+    auto capShape = keysMem.getShape()[2];
+    const int64_t levels = maxUpperLevels(
+        ShapedType::isDynamic(capShape) ? kMaxGPUKeys : capShape, blockSize,
+        fan);
+    Value capLeaves = arith::CeilDivUIOp::create(tb, capacity, cBlock);
+    buildLoop(
+        tb, indexConst(tb, 0), indexConst(tb, levels),
+        {indexConst(tb, 0), capLeaves, leaves, firstLeaf},
+        [&](ImplicitLocOpBuilder &lb, Value, ValueRange st) {
+          Value capOffset = st[0], capCount = st[1];
+          Value childCount = st[2], firstChild = st[3];
+          Value levelOffset = arith::AddIOp::create(lb, capOffset, capCount);
+          Value size = arith::CeilDivUIOp::create(lb, childCount, cFan);
+          Value first = arith::DivUIOp::create(lb, firstChild, cFan);
+          // The level exists while its child level has more than one node.
+          Value end = arith::SelectOp::create(
+              lb, cmp(lb, P::ugt, childCount, one), size, indexConst(lb, 0));
+          emitLevelNodes(lb, pyramid, batch, head, capOffset, childCount,
+                         levelOffset, first, end, {row, feature, rows}, fan);
+          gpu::BarrierOp::create(lb);
+          return SmallVector<Value>{
+              levelOffset, arith::CeilDivUIOp::create(lb, capCount, cFan),
+              size, first};
+        });
+  });
+  gpu::ReturnOp::create(b);
+  return kernel;
+}
+
 namespace {
+/// pisa.kernel.pyramid_append: one launch, a block per (batch, KV head).
+struct PyramidAppendKernelToGPU : OpRewritePattern<PyramidAppendKernelOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(PyramidAppendKernelOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!op.hasPureBufferSemantics())
+      return rewriter.notifyMatchFailure(op, "expected the buffer form");
+    auto keysMem = cast<MemRefType>(op.getKeys().getType());
+    auto boundMem = cast<MemRefType>(op.getFrom().getType());
+    if (boundMem != op.getTo().getType())
+      return rewriter.notifyMatchFailure(op, "from and to of two types");
+    auto pyrMem = cast<MemRefType>(op.getPyramid().getType());
+    const int64_t d = keysMem.getShape()[3];
+    Kernel kernel;
+    {
+      OpBuilder::InsertionGuard guard(rewriter);
+      kernel = buildAppendKernel(rewriter, op, keysMem, boundMem, pyrMem,
+                                 op.getBlockSize(), op.getBranching());
+    }
+    rewriter.setInsertionPoint(op);
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    Value groups = b.createOrFold<arith::MulIOp>(
+        dimOf(b, op.getKeys(), 0), indexConst(b, keysMem.getShape()[1]));
+    launch(b, kernel, indexConst(b, 1), groups, topLevelRows(d) * d,
+           {{"keys", op.getKeys()},
+            {"from", op.getFrom()},
+            {"to", op.getTo()},
+            {"pyramid", op.getPyramid()}});
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
 struct PyramidKernelToGPU : OpRewritePattern<PyramidKernelOp> {
   using OpRewritePattern::OpRewritePattern;
 
@@ -411,6 +556,6 @@ struct PyramidVarlenKernelToGPU : OpRewritePattern<PyramidVarlenKernelOp> {
 } // namespace
 
 void mlir::pisa::populatePyramidKernelToGPUPatterns(RewritePatternSet &patterns) {
-  patterns.add<PyramidKernelToGPU, PyramidVarlenKernelToGPU>(
-      patterns.getContext());
+  patterns.add<PyramidKernelToGPU, PyramidVarlenKernelToGPU,
+               PyramidAppendKernelToGPU>(patterns.getContext());
 }

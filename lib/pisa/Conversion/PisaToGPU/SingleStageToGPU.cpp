@@ -101,7 +101,10 @@ struct SelectSingleStageToGPU : KernelOpPattern<SelectSingleStageKernelOp> {
                             {}, scratchTypes(rewriter.getContext(), p));
       ImplicitLocOpBuilder b(op.getLoc(), rewriter);
       Value numKeys = dimOf(b, kernel.arg("keys"), 2);
-      LevelLayout layout(b, numKeys, p.blockSize, p.fanout);
+      std::optional<uint64_t> capacity = op.getCapacity();
+      LevelLayout layout(b, numKeys, p.blockSize, p.fanout, Value(),
+                         capacity ? indexConst(b, int64_t(*capacity))
+                                  : Value());
       forEachQueryWarp(
           b, kernel, p, kernel.arg("queries"), /*mmaLevels=*/false, &layout,
           [&](ImplicitLocOpBuilder &sb, Value batch, Value row) {

@@ -1,0 +1,228 @@
+"""Decode over a pyramid cache on the GPU (issue 13): pisa.pyramid_append
+then pisa.hier_topk ... capacity = Ncap, token by token, against a rebuilt
+pyramid and a prefill selection, through one AOT library per configuration.
+
+  python3 -m pisa.checks.check_decode build DIR --seed S --count N   # here
+  python3 -m pisa.checks.check_decode check DIR [--steps 100]        # GPU
+
+Configurations (Hkv, G, d, C, K, g, dtype, key inputs, capacity Ncap) are
+drawn from the seed. Each library has three entries:
+  decode_step(q [1, Hq, 1, d], kcache [1, Hkv, Ncap, d], pcache (capacity
+      layout, updated in place), from [1], to [1], n) -> selection for the
+      query at t = n - 1 over keys 0 .. n - 1, read from the cache;
+  build(k [1, Hkv, ?, d]) -> pisa.pyramid_build of the keys;
+  select(q, k [1, Hkv, ?, d], pyramid, t) -> the single-stage selection
+      over pyramid_build's layout.
+`check` fills the cache with a random prefix in one append (a chunk),
+then appends one key per step for --steps steps, and at every step
+requires (docs/semantics.md, section 4): the cache's nodes bitwise equal
+to `build` over the same keys, the rows outside them untouched (a
+sentinel), the decode selection equal to `select` over the rebuilt
+pyramid, and, every --ref-every steps, the selection passing against
+the float64 reference (pisa.reference, the sweep's near-tie rule). Bad
+appends (from > to, to > Ncap, from < 0) must leave the cache unchanged.
+"""
+
+import argparse
+import json
+import os
+import random
+import sys
+import time
+
+import numpy as np
+
+from pisa.checks import sweep
+
+SENTINEL = 1234.5
+
+
+def layout(n, C, g):
+    """(offsets, sizes) of the pyramid of n keys (docs/semantics.md, 1)."""
+    sizes = [-(-n // C)]
+    while sizes[-1] > 1:
+        sizes.append(-(-sizes[-1] // g))
+    offsets = [0]
+    for s in sizes[:-1]:
+        offsets.append(offsets[-1] + s)
+    return offsets, sizes
+
+
+def program(cfg):
+    t, Hkv, G, d = cfg["dtype"], cfg["Hkv"], cfg["G"], cfg["d"]
+    C, K, g, cap = cfg["C"], cfg["K"], cfg["g"], cfg["Ncap"]
+    rows = sum(layout(cap, C, g)[1])
+    q = f"tensor<1x{Hkv * G}x1x{d}x{t}>"
+    kc = f"tensor<1x{Hkv}x{cap}x{d}x{t}>"
+    k = f"tensor<1x{Hkv}x?x{d}x{t}>"
+    pc = f"tensor<1x{Hkv}x{rows}x{d}xf32>"
+    p = f"tensor<1x{Hkv}x?x{d}xf32>"
+    s = f"tensor<1x{Hkv}x1x{K}xi32>"
+    attrs = f"block_size = {C} branching = {g}"
+    single = ("{schedule = #pisa.schedule<single_stage, q_tile = 4, "
+              "io_two_stage = 0, io_single_stage = 0>}")
+    return f"""func.func @decode_step(%q: {q}, %kc: {kc}, %p: {pc}, %from: tensor<1xi32>,
+                       %to: tensor<1xi32>, %n: index) -> {s} {{
+  %p1 = pisa.pyramid_append %kc, %p, %from, %to {attrs}
+      : {kc}, {pc}, tensor<1xi32>, tensor<1xi32> -> {pc}
+  %k = tensor.extract_slice %kc[0, 0, 0, 0] [1, {Hkv}, %n, {d}] [1, 1, 1, 1] : {kc} to {k}
+  %c1 = arith.constant 1 : index
+  %t = arith.subi %n, %c1 : index
+  %s = pisa.hier_topk %q, %k, %p1, %t topk = {K} {attrs} capacity = {cap}
+      : {q}, {k}, {pc} -> {s}
+  return %s : {s}
+}}
+func.func @build(%k: {k}) -> {p} {{
+  %p = pisa.pyramid_build %k {attrs} : {k} -> {p}
+  return %p : {p}
+}}
+func.func @select(%q: {q}, %k: {k}, %p: {p}, %t: index) -> {s} {{
+  %s = pisa.hier_topk %q, %k, %p, %t topk = {K} {attrs} {single}
+      : {q}, {k}, {p} -> {s}
+  return %s : {s}
+}}
+"""
+
+
+def build(args):
+    rng = random.Random(args.seed)
+    cfgs = []
+    for i in range(args.count):
+        c = sweep.draw_config(rng, i)
+        cfg = {x: c[x] for x in ("Hkv", "G", "d", "C", "K", "g", "dtype", "inputs")}
+        cfg["name"] = f"d{i:04d}"
+        cfg["Hkv"] = min(cfg["Hkv"], 4)
+        cfg["Ncap"] = rng.choice((cfg["C"] * rng.randint(1, 40), rng.randint(1, args.max_cap)))
+        cfgs.append(cfg)
+    t0 = time.time()
+    built, rejected = sweep.compile_all(cfgs, args.out, args.pisa_compile, args.jobs, program)
+    print(f"seed {args.seed}: built {len(built)}, rejected {len(rejected)} "
+          f"in {time.time() - t0:.0f} s")
+    with open(os.path.join(args.out, "decode.json"), "w") as f:
+        json.dump({"seed": args.seed, "cases": built, "rejected": rejected}, f, indent=1)
+    return 0
+
+
+def check_case(lib, cfg, rng, steps, ref_every):
+    """(ok, note) for one library: a prefix, then `steps` single appends."""
+    import torch
+    from pisa import reference
+
+    Hkv, G, d, C, K, g = (cfg[x] for x in ("Hkv", "G", "d", "C", "K", "g"))
+    cap = cfg["Ncap"]
+    dt = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}[cfg["dtype"]]
+    offsets, sizes = layout(cap, C, g)
+    keys = torch.from_numpy(sweep.make_keys(np.random.default_rng(rng.randrange(2**32)),
+                                            cfg, (1, Hkv, cap, d))).to(dt).cuda()
+    cache = torch.full((1, Hkv, sum(sizes), d), SENTINEL, device="cuda")
+    steps = min(steps, cap - 1)
+    n0 = rng.randint(1, cap - steps)
+    problems, ref_rows = [], 0
+
+    def bounds(a, b):
+        return (torch.tensor([a], dtype=torch.int32, device="cuda"),
+                torch.tensor([b], dtype=torch.int32, device="cuda"))
+
+    def step(frm, to, n):
+        q = torch.randn(1, Hkv * G, 1, d, device="cuda").to(dt)
+        sel = lib("decode_step", q, keys, cache, *bounds(frm, to), n)
+        return q, sel
+
+    # Bad appends first: nothing written to a sentinel-filled cache.
+    for frm, to in ((5, 3), (0, cap + 1), (-1, 2), (2, 2)):
+        step(frm, to, 1)
+        torch.cuda.synchronize()
+        if not bool((cache == SENTINEL).all()):
+            problems.append(f"append({frm}, {to}) wrote the cache")
+            cache.fill_(SENTINEL)
+    n, frm = n0, 0
+    for i in range(steps + 1):
+        q, sel = step(frm, n, n)
+        # The cache's nodes against pyramid_build of keys 0 .. n - 1.
+        k = keys[:, :, :n].contiguous()
+        rows = sum(layout(n, C, g)[1])
+        built = lib("build", k, out=torch.empty(1, Hkv, rows, d, device="cuda"))
+        noffsets, nsizes = layout(n, C, g)
+        torch.cuda.synchronize()
+        for l, (size, no) in enumerate(zip(nsizes, noffsets)):
+            co = offsets[l]
+            a, b = cache[:, :, co:co + size], built[:, :, no:no + size]
+            if not torch.equal(a.view(torch.int32), b.view(torch.int32)):
+                bad = int((a != b).any(-1).sum())
+                problems.append(f"n={n}: level {l + 1}: {bad} nodes differ from pyramid_build")
+                break
+            if co + size < co + sizes[l] and not bool(
+                    (cache[:, :, co + size:co + sizes[l]] == SENTINEL).all()):
+                problems.append(f"n={n}: level {l + 1}: rows past N's nodes written")
+                break
+        want = lib("select", q, k, built, n - 1)
+        if not torch.equal(sel, want):
+            problems.append(f"n={n}: decode selection {sel.flatten().tolist()} != prefill "
+                            f"{want.flatten().tolist()}")
+        if i % ref_every == 0 or i == steps:
+            ref, gaps = reference.select(q.double(), k.double(), C, K, g, offset=n - 1)
+            ok, summary = sweep.verdict(sel.cpu().numpy(), ref.cpu().numpy(),
+                                        gaps.cpu().numpy())
+            ref_rows += summary["rows"]
+            if not ok:
+                problems.append(f"n={n}: against the reference: {summary}")
+        if problems:
+            break
+        frm, n = n, n + 1
+    note = (f"{cfg['name']} Hkv={Hkv} G={G} d={d} C={C} K={K} g={g} {cfg['dtype']} "
+            f"{cfg['inputs']} Ncap={cap}: prefix {n0}, {steps} appends, "
+            f"{ref_rows} reference rows")
+    return not problems, note + ("" if not problems else ": " + "; ".join(problems[:3]))
+
+
+def check(args):
+    import torch
+    from pisa import aot
+
+    with open(os.path.join(args.dir, "decode.json")) as f:
+        data = json.load(f)
+    seed = args.seed if args.seed is not None else random.randrange(2**32)
+    print(f"decode check: input seed {seed}, {len(data['cases'])} libraries", flush=True)
+    torch.manual_seed(seed)
+    passed = failed = 0
+    t0 = time.time()
+    for cfg in data["cases"]:
+        if args.only and cfg["name"] not in args.only:
+            continue
+        if time.time() - t0 > args.budget:
+            print(f"budget of {args.budget} s spent: stopping", flush=True)
+            break
+        lib = aot.Library(os.path.join(args.dir, cfg["lib"]))
+        ok, note = check_case(lib, cfg, random.Random(f"{seed}/{cfg['name']}"),
+                              args.steps, args.ref_every)
+        passed += ok
+        failed += not ok
+        print(f"{'ok  ' if ok else 'FAIL'} {note}", flush=True)
+    print(f"decode check: {passed} passed, {failed} failed")
+    return 0 if failed == 0 and passed else 1
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    b = sub.add_parser("build")
+    b.add_argument("out")
+    b.add_argument("--seed", type=int, required=True)
+    b.add_argument("--count", type=int, default=20)
+    b.add_argument("--max-cap", type=int, default=20000)
+    b.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    b.add_argument("--pisa-compile", default="build/bin/pisa-compile")
+    c = sub.add_parser("check")
+    c.add_argument("dir")
+    c.add_argument("--seed", type=int)
+    c.add_argument("--steps", type=int, default=100)
+    c.add_argument("--ref-every", type=int, default=25)
+    c.add_argument("--only", nargs="*")
+    c.add_argument("--budget", type=float, default=400)
+    args = parser.parse_args(argv)
+    return build(args) if args.cmd == "build" else check(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,65 @@
+// RUN: pisa-opt %s --pisa-select-schedule --pisa-decompose-to-kernels | FileCheck %s --enable-var-scope --check-prefix=KERNELS
+// RUN: pisa-opt %s --pisa-select-schedule --pisa-decompose-to-kernels %bufferize --convert-pisa-to-gpu --canonicalize --cse | FileCheck %s --enable-var-scope
+
+// A decode step over a pyramid cache (docs/semantics.md, section 4):
+// pisa.pyramid_append updates the cache argument in place (no copy: the
+// old cache is not used again) and the single-stage selection reads the
+// cache's capacity layout.
+
+// KERNELS-LABEL: func.func @decode_step
+// KERNELS-SAME: %[[Q:[a-z0-9]+]]: tensor<1x16x1x128xbf16>, %[[KC:[a-z0-9]+]]: tensor<1x1x8192x128xbf16>, %[[PC:[a-z0-9]+]]: tensor<1x1x255x128xf32>, %[[FROM:[a-z0-9]+]]: tensor<1xi32>, %[[TO:[a-z0-9]+]]: tensor<1xi32>
+// KERNELS: %[[P:.*]] = pisa.kernel.pyramid_append %[[KC]], %[[FROM]], %[[TO]] outs(%[[PC]]) block_size = 64 branching = 2
+// KERNELS: pisa.kernel.select_single_stage %[[Q]], %{{.*}}, %[[P]], %{{.*}} outs(%{{.*}}) {{.*}} capacity = 8192
+
+// CHECK-LABEL: func.func @decode_step
+// CHECK-SAME: %[[KC:[a-z0-9]+]]: memref<1x1x8192x128xbf16>, %[[PC:[a-z0-9]+]]: memref<1x1x255x128xf32>, %[[FROM:[a-z0-9]+]]: memref<1xi32>, %[[TO:[a-z0-9]+]]: memref<1xi32>
+// CHECK-NOT: memref.copy
+// CHECK-NOT: gpu.memcpy
+// CHECK: gpu.launch_func @pisa_kernels::@pyramid_append blocks in (%c1, %c1, %c1) threads in (%c1024, %c1, %c1) args(%[[KC]] : memref<1x1x8192x128xbf16>, %[[FROM]] : memref<1xi32>, %[[TO]] : memref<1xi32>, %[[PC]] : memref<1x1x255x128xf32>)
+// CHECK: %[[K:.*]] = memref.subview %[[KC]]
+// CHECK: gpu.launch_func @pisa_kernels::@select_single_stage {{.*}} args(%{{.*}}, %[[K]] : {{.*}}, %[[PC]] : memref<1x1x255x128xf32>,
+func.func @decode_step(%q: tensor<1x16x1x128xbf16>, %kc: tensor<1x1x8192x128xbf16>,
+                       %p: tensor<1x1x255x128xf32>, %from: tensor<1xi32>,
+                       %to: tensor<1xi32>, %n: index) -> tensor<1x1x1x8xi32> {
+  %p1 = pisa.pyramid_append %kc, %p, %from, %to block_size = 64 branching = 2
+      : tensor<1x1x8192x128xbf16>, tensor<1x1x255x128xf32>, tensor<1xi32>,
+        tensor<1xi32> -> tensor<1x1x255x128xf32>
+  %k = tensor.extract_slice %kc[0, 0, 0, 0] [1, 1, %n, 128] [1, 1, 1, 1]
+      : tensor<1x1x8192x128xbf16> to tensor<1x1x?x128xbf16>
+  %c1 = arith.constant 1 : index
+  %t = arith.subi %n, %c1 : index
+  %s = pisa.hier_topk %q, %k, %p1, %t topk = 8 block_size = 64 branching = 2
+      capacity = 8192 : tensor<1x16x1x128xbf16>, tensor<1x1x?x128xbf16>,
+      tensor<1x1x255x128xf32> -> tensor<1x1x1x8xi32>
+  return %s : tensor<1x1x1x8xi32>
+}
+
+// The old cache is returned too: the append writes a copy.
+// CHECK-LABEL: func.func @keep_old
+// CHECK: %[[NEW:.*]] = gpu.alloc
+// CHECK: gpu.memcpy %[[NEW]]
+// CHECK: gpu.launch_func @pisa_kernels::@pyramid_append_0 {{.*}}, %[[NEW]] : memref<2x1x7x16xf32>)
+func.func @keep_old(%k: tensor<2x1x200x16xf16>, %p: tensor<2x1x7x16xf32>,
+                    %from: tensor<2xi32>, %to: tensor<2xi32>)
+    -> (tensor<2x1x7x16xf32>, tensor<2x1x7x16xf32>) {
+  %p1 = pisa.pyramid_append %k, %p, %from, %to block_size = 64 branching = 2
+      : tensor<2x1x200x16xf16>, tensor<2x1x7x16xf32>, tensor<2xi32>,
+        tensor<2xi32> -> tensor<2x1x7x16xf32>
+  return %p, %p1 : tensor<2x1x7x16xf32>, tensor<2x1x7x16xf32>
+}
+
+// The kernel: from and to read on the device, a sequence outside the
+// rules left as it is, the leaves from from / C (rows of 128 features, 8
+// at a time), then 7 levels (8192 keys: 128 leaves), a barrier after each.
+// CHECK: gpu.func @pyramid_append
+// CHECK: %[[F:.*]] = memref.load %{{.*}}[%{{.*}}] : memref<1xi32>
+// CHECK: %[[T:.*]] = memref.load %{{.*}}[%{{.*}}] : memref<1xi32>
+// CHECK: arith.cmpi slt, %[[F]], %[[T]] : i32
+// CHECK: scf.if
+// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c8
+// CHECK: arith.divf
+// CHECK: gpu.barrier
+// CHECK: scf.for %{{.*}} = %c0 to %c7 step %c1
+// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c8
+// CHECK: arith.divf
+// CHECK: gpu.barrier

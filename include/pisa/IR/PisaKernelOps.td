@@ -319,6 +319,36 @@ def Pisa_SelectSingleStageKernelOp : Pisa_KernelOp<"select_single_stage", 1> {
   }];
 }
 
+def Pisa_SelectDecodeKernelOp : Pisa_KernelOp<"select_decode", 1> {
+  let summary = "batched decode selection over caches, one warp per query";
+  let description = [{
+    `pisa.decode_select` in destination-passing form: the single-stage
+    kernel, one warp per (query, KV head), each reading its sequence's
+    length from `seq_lens` on the device (a length outside [Nq, Ncap]
+    gives K entries of -2) and walking the cache's capacity layout (Ncap,
+    the keys' dimension 2).
+
+    ```mlir
+    %sel = pisa.kernel.select_decode %q, %kc, %pc, %n outs(%s0) topk = 8
+        block_size = 64 branching = 2 scale = 0.0883883461
+        : tensor<64x16x1x128xbf16>, tensor<64x1x32768x128xbf16>,
+          tensor<64x1x1023x128xf32>, tensor<64xi32>, tensor<64x1x1x8xi32>
+        -> tensor<64x1x1x8xi32>
+    ```
+  }];
+  let arguments = (ins Pisa_Keys4D:$queries, Pisa_Keys4D:$keys,
+                       Pisa_F32_4D:$pyramid, Pisa_I32_1D:$seq_lens,
+                       Pisa_I32_4D:$selection, I64Attr:$topk,
+                       I64Attr:$block_size, I64Attr:$branching, F32Attr:$scale);
+  let assemblyFormat = [{
+    $queries `,` $keys `,` $pyramid `,` $seq_lens `outs` `(` $selection `)`
+    `topk` `=` $topk `block_size` `=` $block_size `branching` `=` $branching
+    `scale` `=` $scale attr-dict `:` type($queries) `,` type($keys) `,`
+    type($pyramid) `,` type($seq_lens) `,` type($selection)
+    (`->` type($results)^)?
+  }];
+}
+
 def Pisa_F32_3D : Pisa_ShapedOf<[F32], 3>;
 def Pisa_Keys3D : Pisa_ShapedOf<[F32, F16, BF16], 3>;
 

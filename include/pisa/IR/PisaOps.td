@@ -166,6 +166,48 @@ def Pisa_PyramidAppendOp : Pisa_Op<"pyramid_append", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Pisa_DecodeSelectOp : Pisa_Op<"decode_select", [Pure]> {
+  let summary = "selection for B sequences of their own lengths over caches";
+  let description = [{
+    Batched decode (docs/semantics.md, section 4): `keys` `[B, Hkv, Ncap, d]`
+    and `pyramid` (`pisa.pyramid_append`'s caches, the layout of Ncap
+    keys) hold sequence b's first N_b = seq_lens[b] keys and their
+    pyramid; its Nq queries are its last Nq positions, t = N_b - Nq + i.
+    Row b is exactly `pisa.hier_topk ... capacity = Ncap` of sequence b's
+    keys 0 .. N_b - 1 with query_offset N_b - Nq. A sequence with N_b < Nq
+    or N_b > Ncap gets every row as K entries of -2 (not a leaf, not
+    padding); tools refuse such lengths. The GPU lowering runs the
+    single-stage kernel, one warp per (query, KV head), each finding its
+    sequence's length on the device.
+
+    ```mlir
+    %sel = pisa.decode_select %q, %kc, %pc seq_lens(%n) topk = 8
+        block_size = 64 branching = 2 : tensor<64x16x1x128xbf16>,
+        tensor<64x1x32768x128xbf16>, tensor<64x1x1023x128xf32>,
+        tensor<64xi32> -> tensor<64x1x1x8xi32>
+    ```
+  }];
+  let arguments = (ins Pisa_FloatTensor4D:$queries, Pisa_FloatTensor4D:$keys,
+                       4DTensorOf<[F32]>:$pyramid, 1DTensorOf<[I32]>:$seq_lens,
+                       I64Attr:$topk, I64Attr:$block_size, I64Attr:$branching,
+                       OptionalAttr<F32Attr>:$scale);
+  let results = (outs 4DTensorOf<[I32]>:$selection);
+  let assemblyFormat = [{
+    $queries `,` $keys `,` $pyramid `seq_lens` `(` $seq_lens `)`
+    `topk` `=` $topk `block_size` `=` $block_size `branching` `=` $branching
+    (`scale` `=` $scale^)? attr-dict
+    `:` type($queries) `,` type($keys) `,` type($pyramid) `,`
+    type($seq_lens) `->` type($selection)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The logit scale: the attribute, else 1/sqrt(d).
+    float getScaleOrDefault();
+    /// Ncap, the keys cache's dimension 2 (static).
+    int64_t getCapacity() { return getKeys().getType().getDimSize(2); }
+  }];
+}
+
 def Pisa_SparseAttentionOp : Pisa_Op<"sparse_attention", [Pure]> {
   let summary = "causal attention over the selected key blocks";
   let description = [{

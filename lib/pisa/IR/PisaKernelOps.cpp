@@ -92,7 +92,21 @@ PISA_KERNEL_EFFECTS(SelectFinalKernelOp)
 PISA_KERNEL_EFFECTS(SelectSingleStageKernelOp)
 PISA_KERNEL_EFFECTS(PyramidVarlenKernelOp)
 PISA_KERNEL_EFFECTS(SelectSingleStageVarlenKernelOp)
+PISA_KERNEL_EFFECTS(SelectDecodeKernelOp)
 #undef PISA_KERNEL_EFFECTS
+
+LogicalResult SelectDecodeKernelOp::verify() {
+  if (failed(verifyKernelOp(*this)))
+    return failure();
+  ArrayRef<int64_t> q = shapeOf(getQueries()), k = shapeOf(getKeys());
+  ArrayRef<int64_t> r = shapeOf(getSelection());
+  return failure(
+      failed(sameDim(*this, "d", "keys", k[3], "queries", q[3])) ||
+      failed(sameDim(*this, "B", "seq_lens", shapeOf(getSeqLens())[0],
+                     "queries", q[0])) ||
+      failed(sameDim(*this, "Nq", "selection", r[2], "queries", q[2])) ||
+      failed(sameDim(*this, "K", "selection", r[3], "topk", getTopk())));
+}
 
 // The append reads the cache it updates.
 void PyramidAppendKernelOp::getEffects(

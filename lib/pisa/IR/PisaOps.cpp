@@ -307,6 +307,51 @@ LogicalResult HierTopKOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// DecodeSelectOp
+//===----------------------------------------------------------------------===//
+
+float DecodeSelectOp::getScaleOrDefault() {
+  return scaleOrDefault(getScaleAttr(), getQueries().getType());
+}
+
+LogicalResult DecodeSelectOp::verify() {
+  if (failed(checkPyramidParams(*this, getBlockSize(), getBranching())) ||
+      failed(checkScale(*this, getScaleAttr())))
+    return failure();
+  RankedTensorType qType = getQueries().getType();
+  RankedTensorType kType = getKeys().getType();
+  if (failed(checkTopKAndTypes(*this, getTopk(), qType, kType)))
+    return failure();
+  if (failed(checkStaticDims(*this, "queries", qType, {{1, "Hq"}, {3, "d"}})) ||
+      failed(checkStaticDims(*this, "keys", kType,
+                             {{1, "Hkv"}, {2, "capacity Ncap"}})) ||
+      failed(checkStaticDims(*this, "selection", getSelection().getType(),
+                             {{3, "K"}})))
+    return failure();
+  ArrayRef<int64_t> q = qType.getShape(), k = kType.getShape();
+  ArrayRef<int64_t> p = getPyramid().getType().getShape();
+  ArrayRef<int64_t> r = getSelection().getType().getShape();
+  if (k[2] < 1)
+    return emitOpError() << "expected a capacity Ncap >= 1 but got " << k[2];
+  return failure(
+      failed(checkSameDim(*this, "B", "keys", k[0], "queries", q[0])) ||
+      failed(checkSameDim(*this, "d", "keys", k[3], "queries", q[3])) ||
+      failed(checkGroups(*this, q[1], k[1])) ||
+      failed(checkSameDim(*this, "B", "seq_lens",
+                          getSeqLens().getType().getDimSize(0), "queries",
+                          q[0])) ||
+      failed(checkSameDim(*this, "B", "pyramid", p[0], "keys", k[0])) ||
+      failed(checkSameDim(*this, "Hkv", "pyramid", p[1], "keys", k[1])) ||
+      failed(checkSameDim(*this, "d", "pyramid", p[3], "keys", k[3])) ||
+      failed(checkPyramidRows(*this, "pyramid", p[2], k[2], getBlockSize(),
+                              getBranching())) ||
+      failed(checkSameDim(*this, "B", "selection", r[0], "queries", q[0])) ||
+      failed(checkSameDim(*this, "Hkv", "selection", r[1], "keys", k[1])) ||
+      failed(checkSameDim(*this, "Nq", "selection", r[2], "queries", q[2])) ||
+      failed(checkSameDim(*this, "K", "selection", r[3], "topk", getTopk())));
+}
+
+//===----------------------------------------------------------------------===//
 // SparseAttentionOp
 //===----------------------------------------------------------------------===//
 

@@ -70,6 +70,7 @@ void mlir::pisa::registerBufferizableOpInterfaceExternalModels(
     attachAll<PyramidKernelOp, FragmentPlanesKernelOp, WalkKernelOp,
               BucketKernelOp, ScoreTilesKernelOp, SelectFinalKernelOp,
               SelectSingleStageKernelOp, PyramidVarlenKernelOp,
-              SelectSingleStageVarlenKernelOp, PyramidAppendKernelOp>(ctx);
+              SelectSingleStageVarlenKernelOp, PyramidAppendKernelOp,
+              SelectDecodeKernelOp>(ctx);
   });
 }

@@ -4,12 +4,15 @@ pyramid and a prefill selection, through one AOT library per configuration.
 
   python3 -m pisa.checks.check_decode build DIR --seed S --count N   # here
   python3 -m pisa.checks.check_decode check DIR [--steps 100]        # GPU
+  python3 -m pisa.checks.check_decode bench DIR                      # GPU, timing
 
 Configurations (Hkv, G, d, C, K, g, dtype, key inputs, capacity Ncap) are
-drawn from the seed. Each library has three entries:
+drawn from the seed. Each library has four entries:
   decode_step(q [1, Hq, 1, d], kcache [1, Hkv, Ncap, d], pcache (capacity
       layout, updated in place), from [1], to [1], n) -> selection for the
       query at t = n - 1 over keys 0 .. n - 1, read from the cache;
+  decode_batch(q, kcache, pcache of 3 sequences, from [3], to [3]) ->
+      pisa.pyramid_append then pisa.decode_select with seq_lens = to;
   build(k [1, Hkv, ?, d]) -> pisa.pyramid_build of the keys;
   select(q, k [1, Hkv, ?, d], pyramid, t) -> the single-stage selection
       over pyramid_build's layout.
@@ -21,6 +24,9 @@ sentinel), the decode selection equal to `select` over the rebuilt
 pyramid, and, every --ref-every steps, the selection passing against
 the float64 reference (pisa.reference, the sweep's near-tie rule). Bad
 appends (from > to, to > Ncap, from < 0) must leave the cache unchanged.
+Then decode_batch runs three sequences of their own lengths (one empty)
+for --batch-steps single appends each: every row must equal `select` over
+that sequence's rebuilt pyramid, the empty sequence's rows K entries of -2.
 """
 
 import argparse
@@ -35,6 +41,7 @@ import numpy as np
 from pisa.checks import sweep
 
 SENTINEL = 1234.5
+BATCH = 3  # sequences of decode_batch, one of them empty
 
 
 def layout(n, C, g):
@@ -58,6 +65,10 @@ def program(cfg):
     pc = f"tensor<1x{Hkv}x{rows}x{d}xf32>"
     p = f"tensor<1x{Hkv}x?x{d}xf32>"
     s = f"tensor<1x{Hkv}x1x{K}xi32>"
+    qb = f"tensor<{BATCH}x{Hkv * G}x1x{d}x{t}>"
+    kcb = f"tensor<{BATCH}x{Hkv}x{cap}x{d}x{t}>"
+    pcb = f"tensor<{BATCH}x{Hkv}x{rows}x{d}xf32>"
+    sb = f"tensor<{BATCH}x{Hkv}x1x{K}xi32>"
     attrs = f"block_size = {C} branching = {g}"
     single = ("{schedule = #pisa.schedule<single_stage, q_tile = 4, "
               "io_two_stage = 0, io_single_stage = 0>}")
@@ -71,6 +82,14 @@ def program(cfg):
   %s = pisa.hier_topk %q, %k, %p1, %t topk = {K} {attrs} capacity = {cap}
       : {q}, {k}, {pc} -> {s}
   return %s : {s}
+}}
+func.func @decode_batch(%q: {qb}, %kc: {kcb}, %p: {pcb}, %from: tensor<{BATCH}xi32>,
+                        %to: tensor<{BATCH}xi32>) -> {sb} {{
+  %p1 = pisa.pyramid_append %kc, %p, %from, %to {attrs}
+      : {kcb}, {pcb}, tensor<{BATCH}xi32>, tensor<{BATCH}xi32> -> {pcb}
+  %s = pisa.decode_select %q, %kc, %p1 seq_lens(%to) topk = {K} {attrs}
+      : {qb}, {kcb}, {pcb}, tensor<{BATCH}xi32> -> {sb}
+  return %s : {sb}
 }}
 func.func @build(%k: {k}) -> {p} {{
   %p = pisa.pyramid_build %k {attrs} : {k} -> {p}
@@ -94,6 +113,8 @@ def build(args):
         cfg["Hkv"] = min(cfg["Hkv"], 4)
         cfg["Ncap"] = rng.choice((cfg["C"] * rng.randint(1, 40), rng.randint(1, args.max_cap)))
         cfgs.append(cfg)
+    if args.paper:
+        cfgs.append(dict(PAPER))
     t0 = time.time()
     built, rejected = sweep.compile_all(cfgs, args.out, args.pisa_compile, args.jobs, program)
     print(f"seed {args.seed}: built {len(built)}, rejected {len(rejected)} "
@@ -175,6 +196,52 @@ def check_case(lib, cfg, rng, steps, ref_every):
     return not problems, note + ("" if not problems else ": " + "; ".join(problems[:3]))
 
 
+def check_batch(lib, cfg, rng, steps):
+    """(ok, note): decode_batch (per-sequence append, then decode_select) on
+    BATCH sequences of their own lengths, one of them empty, for `steps`
+    single appends each, every valid row equal to `select` over its
+    sequence's rebuilt pyramid and the empty one K entries of -2."""
+    import torch
+
+    Hkv, G, d, C, K, g = (cfg[x] for x in ("Hkv", "G", "d", "C", "K", "g"))
+    cap = cfg["Ncap"]
+    dt = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}[cfg["dtype"]]
+    rows = sum(layout(cap, C, g)[1])
+    keys = torch.from_numpy(sweep.make_keys(np.random.default_rng(rng.randrange(2**32)),
+                                            cfg, (BATCH, Hkv, cap, d))).to(dt).cuda()
+    cache = torch.full((BATCH, Hkv, rows, d), SENTINEL, device="cuda")
+    steps = min(steps, cap - 1)
+    empty = rng.randrange(BATCH)
+    lens = [0 if b == empty else rng.randint(1, cap - steps) for b in range(BATCH)]
+    frm = [0] * BATCH
+    problems = []
+    for i in range(steps + 1):
+        q = torch.randn(BATCH, Hkv * G, 1, d, device="cuda").to(dt)
+        f = torch.tensor(frm, dtype=torch.int32, device="cuda")
+        t = torch.tensor(lens, dtype=torch.int32, device="cuda")
+        sel = lib("decode_batch", q, keys, cache, f, t)
+        for b in range(BATCH):
+            n = lens[b]
+            if n == 0:
+                if not bool((sel[b] == -2).all()):
+                    problems.append(f"step {i}: the empty sequence's rows are not -2")
+                continue
+            k = keys[b:b + 1, :, :n].contiguous()
+            built = lib("build", k, out=torch.empty(1, Hkv, sum(layout(n, C, g)[1]), d,
+                                                   device="cuda"))
+            want = lib("select", q[b:b + 1], k, built, n - 1)
+            if not torch.equal(sel[b:b + 1], want):
+                problems.append(f"step {i}: sequence {b} (N = {n}): "
+                                f"{sel[b].flatten().tolist()} != {want.flatten().tolist()}")
+        if problems:
+            break
+        frm = list(lens)
+        lens = [n + 1 if n else 0 for n in lens]
+    note = (f"{cfg['name']}#batch lengths {[n - steps if n else 0 for n in lens]} "
+            f"+ {steps} appends each")
+    return not problems, note + ("" if not problems else ": " + "; ".join(problems[:3]))
+
+
 def check(args):
     import torch
     from pisa import aot
@@ -198,8 +265,79 @@ def check(args):
         passed += ok
         failed += not ok
         print(f"{'ok  ' if ok else 'FAIL'} {note}", flush=True)
+        if args.batch_steps:
+            ok, note = check_batch(lib, cfg, random.Random(f"{seed}/{cfg['name']}/batch"),
+                                   args.batch_steps)
+            passed += ok
+            failed += not ok
+            print(f"{'ok  ' if ok else 'FAIL'} {note}", flush=True)
     print(f"decode check: {passed} passed, {failed} failed")
     return 0 if failed == 0 and passed else 1
+
+
+PAPER = {"name": "paper", "Hkv": 1, "G": 16, "d": 128, "C": 64, "K": 8, "g": 2,
+         "dtype": "bf16", "inputs": "gaussian", "Ncap": 131072}
+
+
+def bench(args):
+    """GPU time of one decode step (append one key + select) against
+    rebuilding the pyramid and selecting over it, paper setting, at
+    several lengths of a 128K cache: --steps steps (their from/to prepared
+    on the device) captured in a CUDA graph, CUDA events around its
+    replays, median of --samples after a warm-up replay."""
+    import statistics
+    import torch
+    from pisa import aot
+
+    lib = aot.Library(os.path.join(args.dir, "libpaper.so"))
+    c = PAPER
+    cap, d, C, g = c["Ncap"], c["d"], c["C"], c["g"]
+    offsets, sizes = layout(cap, C, g)
+    keys = torch.randn(1, 1, cap, d, device="cuda").to(torch.bfloat16)
+    q = torch.randn(1, 16, 1, d, device="cuda").to(torch.bfloat16)
+    out = torch.empty(1, 1, 1, c["K"], dtype=torch.int32, device="cuda")
+    print("| N | decode step (append + select) us | rebuild + select us | rebuild / step |")
+    print("|---|---|---|---|")
+    for n in args.lengths:
+        n = min(n, cap - args.steps - 1)
+        cache = torch.zeros(1, 1, sum(sizes), d, device="cuda")
+        one = lambda a: torch.tensor([a], dtype=torch.int32, device="cuda")
+        lib("decode_step", q, keys, cache, one(0), one(n), n, out=out)
+        bounds = [(one(n + i), one(n + i + 1)) for i in range(args.steps)]
+        k = keys[:, :, :n].contiguous()
+        prows = sum(layout(n, C, g)[1])
+        built = torch.empty(1, 1, prows, d, device="cuda")
+
+        def timed(fn):
+            # The steps captured in a CUDA graph, so that host time (ctypes,
+            # the wrapper) is out of the figure; replays repeat the same
+            # appends, which leave the cache as it is.
+            fn(0)
+            torch.cuda.synchronize()
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):
+                for i in range(args.steps):
+                    fn(i)
+            graph.replay()
+            times = []
+            for _ in range(args.samples):
+                torch.cuda.synchronize()
+                start, end = torch.cuda.Event(True), torch.cuda.Event(True)
+                start.record()
+                graph.replay()
+                end.record()
+                torch.cuda.synchronize()
+                times.append(start.elapsed_time(end) * 1e3 / args.steps)
+            return statistics.median(times)
+
+        ws = torch.empty(64 << 20, dtype=torch.uint8, device="cuda")
+        step = timed(lambda i: lib("decode_step", q, keys, cache, *bounds[i],
+                                   n + i + 1, out=out, workspace=ws))
+        rebuild = timed(lambda i: (lib("build", k, out=built, workspace=ws),
+                                   lib("select", q, k, built, n - 1, out=out,
+                                       workspace=ws)))
+        print(f"| {n} | {step:.1f} | {rebuild:.1f} | {rebuild / step:.1f} |", flush=True)
+    return 0
 
 
 def main(argv=None):
@@ -213,15 +351,25 @@ def main(argv=None):
     b.add_argument("--max-cap", type=int, default=20000)
     b.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     b.add_argument("--pisa-compile", default="build/bin/pisa-compile")
+    b.add_argument("--paper", action="store_true",
+                   help="also the paper setting with a 128K cache (libpaper.so, for bench)")
     c = sub.add_parser("check")
     c.add_argument("dir")
     c.add_argument("--seed", type=int)
     c.add_argument("--steps", type=int, default=100)
     c.add_argument("--ref-every", type=int, default=25)
+    c.add_argument("--batch-steps", type=int, default=20,
+                   help="steps of decode_batch per library (0: none)")
     c.add_argument("--only", nargs="*")
     c.add_argument("--budget", type=float, default=400)
+    m = sub.add_parser("bench")
+    m.add_argument("dir", help="holds libpaper.so (build --paper)")
+    m.add_argument("--lengths", type=int, nargs="+",
+                   default=[4096, 16384, 65536, 131000])
+    m.add_argument("--steps", type=int, default=50)
+    m.add_argument("--samples", type=int, default=9)
     args = parser.parse_args(argv)
-    return build(args) if args.cmd == "build" else check(args)
+    return {"build": build, "check": check, "bench": bench}[args.cmd](args)
 
 
 if __name__ == "__main__":

@@ -578,3 +578,30 @@ func.func @f(%q: tensor<1x200x6x64xf16>, %k: tensor<1x200x3x64xf16>, %p: tensor<
       : tensor<1x200x6x64xf16>, tensor<1x200x3x64xf16>, tensor<1x3x7x64xf32> -> tensor<1x3x200x4xi32>
   return
 }
+
+// -----
+
+// decode_select: the keys cache's capacity is static.
+func.func @decode_dynamic_capacity(%q: tensor<2x4x1x32xf16>, %k: tensor<2x2x?x32xf16>, %p: tensor<2x2x127x32xf32>, %n: tensor<2xi32>) -> tensor<2x2x1x4xi32> {
+  // expected-error @+1 {{expected a static capacity Ncap (dim 2) in keys but got 'tensor<2x2x?x32xf16>'}}
+  %s = pisa.decode_select %q, %k, %p seq_lens(%n) topk = 4 block_size = 64 branching = 2 : tensor<2x4x1x32xf16>, tensor<2x2x?x32xf16>, tensor<2x2x127x32xf32>, tensor<2xi32> -> tensor<2x2x1x4xi32>
+  return %s : tensor<2x2x1x4xi32>
+}
+
+// -----
+
+// decode_select: one length per sequence.
+func.func @decode_lengths(%q: tensor<2x4x1x32xf16>, %k: tensor<2x2x4096x32xf16>, %p: tensor<2x2x127x32xf32>, %n: tensor<3xi32>) -> tensor<2x2x1x4xi32> {
+  // expected-error @+1 {{expected B of seq_lens (3) to match queries (2)}}
+  %s = pisa.decode_select %q, %k, %p seq_lens(%n) topk = 4 block_size = 64 branching = 2 : tensor<2x4x1x32xf16>, tensor<2x2x4096x32xf16>, tensor<2x2x127x32xf32>, tensor<3xi32> -> tensor<2x2x1x4xi32>
+  return %s : tensor<2x2x1x4xi32>
+}
+
+// -----
+
+// decode_select: the pyramid is the capacity's layout (4096 keys: 127 rows).
+func.func @decode_rows(%q: tensor<2x4x1x32xf16>, %k: tensor<2x2x4096x32xf16>, %p: tensor<2x2x7x32xf32>, %n: tensor<2xi32>) -> tensor<2x2x1x4xi32> {
+  // expected-error @+1 {{127}}
+  %s = pisa.decode_select %q, %k, %p seq_lens(%n) topk = 4 block_size = 64 branching = 2 : tensor<2x4x1x32xf16>, tensor<2x2x4096x32xf16>, tensor<2x2x7x32xf32>, tensor<2xi32> -> tensor<2x2x1x4xi32>
+  return %s : tensor<2x2x1x4xi32>
+}

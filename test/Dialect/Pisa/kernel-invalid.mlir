@@ -161,3 +161,11 @@ func.func @f(%k: memref<2x1x8x4xf32>, %p: memref<2x1x3x4xf32>, %from: memref<1xi
   pisa.kernel.pyramid_append %k, %from, %to outs(%p) block_size = 4 branching = 2 : memref<2x1x8x4xf32>, memref<1xi32>, memref<2xi32>, memref<2x1x3x4xf32>
   return
 }
+
+// -----
+
+func.func @f(%q: memref<2x8x1x64xf16>, %k: memref<2x1x4096x64xf16>, %p: memref<2x1x127x64xf32>, %n: memref<3xi32>, %s: memref<2x1x1x8xi32>) {
+  // expected-error @+1 {{expected B of seq_lens (3) to match queries (2)}}
+  pisa.kernel.select_decode %q, %k, %p, %n outs(%s) topk = 8 block_size = 64 branching = 2 scale = 0.125 : memref<2x8x1x64xf16>, memref<2x1x4096x64xf16>, memref<2x1x127x64xf32>, memref<3xi32>, memref<2x1x1x8xi32>
+  return
+}

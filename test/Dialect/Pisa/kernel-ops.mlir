@@ -103,3 +103,11 @@ func.func @decode_step_buffers(%k: memref<2x1x4096x64xf16>, %p: memref<2x1x127x6
   pisa.kernel.pyramid_append %k, %from, %to outs(%p) block_size = 64 branching = 2 : memref<2x1x4096x64xf16>, memref<2xi32>, memref<2xi32>, memref<2x1x127x64xf32>
   return
 }
+
+// CHECK-LABEL: func.func @select_decode
+// CHECK: pisa.kernel.select_decode %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} outs(%{{.*}}) topk = 8 block_size = 64 branching = 2 scale = 1.250000e-01 : tensor<?x8x1x64xf16>, tensor<?x1x4096x64xf16>, tensor<?x1x127x64xf32>, tensor<?xi32>, tensor<?x1x1x8xi32> -> tensor<?x1x1x8xi32>
+func.func @select_decode(%q: tensor<?x8x1x64xf16>, %k: tensor<?x1x4096x64xf16>, %p: tensor<?x1x127x64xf32>, %n: tensor<?xi32>, %s0: tensor<?x1x1x8xi32>) -> tensor<?x1x1x8xi32> {
+  %s = pisa.kernel.select_decode %q, %k, %p, %n outs(%s0) topk = 8 block_size = 64 branching = 2 scale = 0.125
+      : tensor<?x8x1x64xf16>, tensor<?x1x4096x64xf16>, tensor<?x1x127x64xf32>, tensor<?xi32>, tensor<?x1x1x8xi32> -> tensor<?x1x1x8xi32>
+  return %s : tensor<?x1x1x8xi32>
+}

@@ -98,3 +98,13 @@ func.func @append(%k: tensor<4x2x4096x64xbf16>, %p: tensor<4x2x127x64xf32>,
       -> tensor<4x2x127x64xf32>
   return %r : tensor<4x2x127x64xf32>
 }
+
+// CHECK-LABEL: func.func @decode_select
+// CHECK: pisa.decode_select %{{.*}}, %{{.*}}, %{{.*}} seq_lens(%{{.*}}) topk = 8 block_size = 64 branching = 2 scale = 1.250000e-01 : tensor<?x16x2x64xbf16>, tensor<?x2x4096x64xbf16>, tensor<?x2x127x64xf32>, tensor<?xi32> -> tensor<?x2x2x8xi32>
+func.func @decode_select(%q: tensor<?x16x2x64xbf16>, %k: tensor<?x2x4096x64xbf16>,
+                         %p: tensor<?x2x127x64xf32>, %n: tensor<?xi32>) -> tensor<?x2x2x8xi32> {
+  %s = pisa.decode_select %q, %k, %p seq_lens(%n) topk = 8 block_size = 64 branching = 2 scale = 0.125
+      : tensor<?x16x2x64xbf16>, tensor<?x2x4096x64xbf16>, tensor<?x2x127x64xf32>, tensor<?xi32>
+      -> tensor<?x2x2x8xi32>
+  return %s : tensor<?x2x2x8xi32>
+}

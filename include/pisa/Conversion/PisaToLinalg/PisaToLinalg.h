@@ -22,6 +22,10 @@ void populateAttentionToLoopsPatterns(RewritePatternSet &patterns);
 /// the patterns above then lower what these create.
 void populateVarlenToLoopsPatterns(RewritePatternSet &patterns);
 
+/// pisa.decode_select as a loop over the sequences of the capacity form of
+/// pisa.hier_topk (lowered by the patterns above).
+void populateDecodeToLoopsPatterns(RewritePatternSet &patterns);
+
 /// Everything --convert-pisa-to-linalg applies.
 void populatePisaToLinalgConversionPatterns(RewritePatternSet &patterns);
 

@@ -356,6 +356,46 @@ void decompose(RewriterBase &rewriter, PyramidAppendOp op) {
                 .getResult(0));
 }
 
+/// pisa.decode_select: the single-stage decode kernel; B on the host (the
+/// lengths stay on the device, where the kernel checks them).
+void decompose(RewriterBase &rewriter, DecodeSelectOp op) {
+    rewriter.setInsertionPoint(op);
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    Value queries = op.getQueries();
+    Value batch = dimOf(b, queries, 0);
+    auto dynamic = [](Value v) {
+      return cast<ShapedType>(v.getType()).isDynamicDim(0);
+    };
+    auto require = [&](Value v, StringRef what) {
+      if (dynamic(v) || dynamic(queries))
+        requireAtRuntime(b, cmp(b, arith::CmpIPredicate::eq, dimOf(b, v, 0),
+                                batch),
+                         "pisa.decode_select: the " + what +
+                             " batch differs from the queries'");
+    };
+    require(op.getKeys(), "keys'");
+    require(op.getPyramid(), "pyramid's");
+    require(op.getSeqLens(), "seq_lens'");
+    ArrayRef<int64_t> k = op.getKeys().getType().getShape();
+    if (ShapedType::isDynamic(k[0]))
+      requireAtRuntime(
+          b,
+          cmp(b, arith::CmpIPredicate::ule,
+              arith::MulIOp::create(b, batch, indexConst(b, k[1])),
+              indexConst(b, kMaxGPUGroups)),
+          "pisa.decode_select: B * Hkv is above the GPU limit of " +
+              std::to_string(kMaxGPUGroups) + " (grid y)");
+    RankedTensorType type = op.getSelection().getType();
+    Value init =
+        emptyLike(b, type, {batch, Value(), dimOf(b, queries, 2), Value()});
+    rewriter.replaceOp(
+        op, SelectDecodeKernelOp::create(
+                b, TypeRange{type}, queries, op.getKeys(), op.getPyramid(),
+                op.getSeqLens(), init, op.getTopk(), op.getBlockSize(),
+                op.getBranching(), llvm::APFloat(op.getScaleOrDefault()))
+                .getResult(0));
+}
+
 /// The size rules of a packed varlen batch the host can check (its
 /// cu_seqlens' contents stay on the device, where the kernels check them).
 /// `cuKeysName` names cu_k in the messages. Returns R = 2 floor(Tk / C) +
@@ -533,6 +573,7 @@ struct PisaDecomposeToKernelsPass
     SmallVector<std::pair<HierTopKOp, SelectionPlan>> selections;
     SmallVector<PyramidBuildOp> pyramids;
     SmallVector<PyramidAppendOp> appends;
+    SmallVector<DecodeSelectOp> decodes;
     SmallVector<Operation *> varlen;
     getOperation()->walk([&](Operation *op) {
       if (!isa_and_nonnull<PisaDialect>(op->getDialect()) ||
@@ -550,6 +591,8 @@ struct PisaDecomposeToKernelsPass
         pyramids.push_back(build);
       } else if (auto append = dyn_cast<PyramidAppendOp>(op)) {
         appends.push_back(append);
+      } else if (auto decode = dyn_cast<DecodeSelectOp>(op)) {
+        decodes.push_back(decode);
       } else if (isa<PyramidBuildVarlenOp, HierTopKVarlenOp>(op)) {
         varlen.push_back(op);
       }
@@ -562,6 +605,8 @@ struct PisaDecomposeToKernelsPass
     for (PyramidBuildOp op : pyramids)
       decompose(rewriter, op);
     for (PyramidAppendOp op : appends)
+      decompose(rewriter, op);
+    for (DecodeSelectOp op : decodes)
       decompose(rewriter, op);
     for (Operation *op : varlen) {
       if (auto build = dyn_cast<PyramidBuildVarlenOp>(op))

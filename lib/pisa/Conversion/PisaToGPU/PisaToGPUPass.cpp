@@ -84,6 +84,25 @@ std::optional<std::string> mlir::pisa::gpuLimitViolation(Operation *op) {
     return headDimLimit(build.getKeys().getType().getShape()[2]);
   if (auto append = dyn_cast<PyramidAppendOp>(op))
     return headDimLimit(append.getKeys().getType().getShape()[3]);
+  if (auto decode = dyn_cast<DecodeSelectOp>(op)) {
+    const int64_t candidates =
+        int64_t(decode.getBranching()) * int64_t(decode.getTopk());
+    ArrayRef<int64_t> k = decode.getKeys().getType().getShape();
+    auto known = [](int64_t size) { return !ShapedType::isDynamic(size); };
+    if (candidates > kMaxGPUCandidates)
+      os << "keeps g * K = " << candidates
+         << " candidates per query, above the GPU limit of "
+         << kMaxGPUCandidates << " (per-thread candidate lists)";
+    else if (known(k[0]) && k[0] * k[1] > kMaxGPUGroups)
+      os << "has B * Hkv = " << k[0] * k[1] << " above the GPU limit of "
+         << kMaxGPUGroups << " (grid y)";
+    else if (k[2] > kMaxGPUKeys)
+      os << "has a capacity Ncap = " << k[2] << " above the GPU limit of "
+         << kMaxGPUKeys << " (32-bit leaf indices)";
+    else
+      return std::nullopt;
+    return why;
+  }
   if (auto topk = dyn_cast<HierTopKOp>(op)) {
     // [B, H, T, X] whatever the layout.
     auto headMajor = [&](ArrayRef<int64_t> s) {

@@ -150,7 +150,7 @@ void forEachQueryWarp(ImplicitLocOpBuilder &b, const Kernel &kernel,
       std::optional<LevelLayout> own;
       if (!batchLayout)
         own.emplace(rb, seq.numKeys, p.blockSize, p.fanout,
-                    seq.firstPyramidRow);
+                    seq.firstPyramidRow, seq.capacity);
       const LevelLayout &layout = batchLayout ? *batchLayout : *own;
       WarpSite w{{seq.batch, at[1], seq.query, seq.position},
                  at[4],
@@ -181,8 +181,9 @@ void forEachQueryWarp(ImplicitLocOpBuilder &b, const Kernel &kernel,
 
 WarpSequence batchedSequence(ImplicitLocOpBuilder &b, Value batch, Value row,
                              Value offset, Value numKeys) {
-  return {batch, row, arith::AddIOp::create(b, offset, row), numKeys,
-          indexConst(b, 0), Value(), Value()};
+  return {batch,          row,     arith::AddIOp::create(b, offset, row),
+          numKeys,        indexConst(b, 0), Value(),
+          Value(),        Value()};
 }
 
 Value groupsOf(ImplicitLocOpBuilder &b, Value perKvHead, int64_t kvHeads) {
@@ -213,7 +214,8 @@ WarpSequence packedSequence(ImplicitLocOpBuilder &b, Value cuQ, Value cuK,
                       seq.keys.count,
                       seq.keys.first,
                       firstPyramidRow(b, seq.keys.first, seq.seq, blockSize),
-                      seq.valid};
+                      seq.valid,
+                      Value()};
 }
 
 } // namespace mlir::pisa::detail

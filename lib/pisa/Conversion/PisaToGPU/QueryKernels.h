@@ -133,6 +133,9 @@ struct WarpSequence {
   Value firstKey;        ///< first key row (0 for a batch)
   Value firstPyramidRow; ///< null: row 0
   Value valid;           ///< null: always; else the body runs only if it holds
+  /// null: the pyramid has N's layout; else a cache laid out for this many
+  /// keys (a per-warp layout is built with it).
+  Value capacity;
 };
 
 using WarpSequenceOf = llvm::function_ref<WarpSequence(

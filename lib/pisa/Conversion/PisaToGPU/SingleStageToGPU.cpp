@@ -190,9 +190,75 @@ struct SelectSingleStageVarlenToGPU
   }
 };
 
+/// Batched decode over caches: the single-stage kernel, each warp reading
+/// its sequence's length N_b from seq_lens (its queries the last Nq
+/// positions) and walking the cache's capacity layout; a length outside
+/// [Nq, Ncap] gives its rows kInvalidInput.
+struct SelectDecodeToGPU : KernelOpPattern<SelectDecodeKernelOp> {
+  using KernelOpPattern::KernelOpPattern;
+  void lower(SelectDecodeKernelOp op, PatternRewriter &rewriter,
+             ImplicitLocOpBuilder &host) const override {
+    Problem p = problemOf(op.getQueries(), op.getKeys(), op.getTopk(),
+                          op.getBranching(), op.getBlockSize(),
+                          op.getScale().convertToFloat(), Value());
+    const int64_t capacity = bufferType(op.getKeys()).getShape()[2];
+    Kernel kernel;
+    {
+      OpBuilder::InsertionGuard guard(rewriter);
+      kernel = createKernel(rewriter, op, "select_decode",
+                            {{"queries", p.queries},
+                             {"keys", bufferType(op.getKeys())},
+                             {"pyramid", bufferType(op.getPyramid())},
+                             {"seqLens", bufferType(op.getSeqLens())},
+                             {"selection", bufferType(op.getSelection())}},
+                            {}, scratchTypes(rewriter.getContext(), p));
+      ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+      forEachQueryWarp(
+          b, kernel, p, kernel.arg("queries"), /*mmaLevels=*/false,
+          /*batchLayout=*/nullptr,
+          [&](ImplicitLocOpBuilder &sb, Value batch, Value row) {
+            using P = arith::CmpIPredicate;
+            Value numQueries = dimOf(sb, kernel.arg("queries"), 2);
+            // Signed: a negative length breaks the rule too.
+            Value n = toIndex(sb, memref::LoadOp::create(
+                                      sb, kernel.arg("seqLens"), batch));
+            Value cap = indexConst(sb, capacity);
+            Value valid =
+                arith::AndIOp::create(sb, cmp(sb, P::sle, numQueries, n),
+                                      cmp(sb, P::sle, n, cap));
+            WarpSequence seq = batchedSequence(
+                sb, batch, row, arith::SubIOp::create(sb, n, numQueries), n);
+            seq.valid = valid;
+            seq.capacity = cap;
+            return seq;
+          },
+          [&](ImplicitLocOpBuilder &gb, const WarpSite &w,
+              const LevelLayout &layout) {
+            buildSingleStageWarp(gb, kernel, p, w, layout);
+          },
+          [&](ImplicitLocOpBuilder &ib, const QuerySite &site, Value lane) {
+            buildIfThen(ib, isLaneZero(ib, lane), [&](ImplicitLocOpBuilder &lb) {
+              storeInvalidRow(lb, kernel.arg("selection"), p.topK,
+                              {site.batch, site.kvHead, site.query});
+            });
+          });
+    }
+    launch(host, kernel,
+           host.createOrFold<arith::CeilDivUIOp>(
+               dimOf(host, op.getQueries(), 2), indexConst(host, kWarpQueries)),
+           groupsOf(host, op.getSelection(), p.kvHeads), kQueryThreads,
+           {{"queries", op.getQueries()},
+            {"keys", op.getKeys()},
+            {"pyramid", op.getPyramid()},
+            {"seqLens", op.getSeqLens()},
+            {"selection", op.getSelection()}});
+  }
+};
+
 } // namespace
 
 void mlir::pisa::detail::addSingleStagePatterns(RewritePatternSet &patterns) {
-  patterns.add<SelectSingleStageToGPU, SelectSingleStageVarlenToGPU>(
+  patterns.add<SelectSingleStageToGPU, SelectSingleStageVarlenToGPU,
+               SelectDecodeToGPU>(
       patterns.getContext());
 }

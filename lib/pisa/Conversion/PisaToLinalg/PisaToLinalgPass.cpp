@@ -26,6 +26,7 @@ void mlir::pisa::populatePisaToLinalgConversionPatterns(
   populateSelectionToLoopsPatterns(patterns);
   populateAttentionToLoopsPatterns(patterns);
   populateVarlenToLoopsPatterns(patterns);
+  populateDecodeToLoopsPatterns(patterns);
 }
 
 namespace {

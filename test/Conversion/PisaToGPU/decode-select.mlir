@@ -1,0 +1,45 @@
+// RUN: pisa-opt %s --pisa-decompose-to-kernels | FileCheck %s --enable-var-scope --check-prefix=KERNELS
+// RUN: pisa-opt %s --pisa-decompose-to-kernels %bufferize --convert-pisa-to-gpu --canonicalize --cse | FileCheck %s --enable-var-scope
+
+// Batched decode over caches, every size dynamic but the capacity: the
+// append, then pisa.decode_select as the single-stage decode kernel whose
+// warps read their sequence's length on the device.
+
+// KERNELS-LABEL: func.func @decode_batch
+// KERNELS: %[[P:.*]] = pisa.kernel.pyramid_append
+// KERNELS: cf.assert %{{.*}}, "pisa.decode_select: the keys' batch differs from the queries'"
+// KERNELS: cf.assert %{{.*}}, "pisa.decode_select: the pyramid's batch differs from the queries'"
+// KERNELS: cf.assert %{{.*}}, "pisa.decode_select: the seq_lens' batch differs from the queries'"
+// KERNELS: cf.assert %{{.*}}, "pisa.decode_select: B * Hkv is above the GPU limit of 65535 (grid y)"
+// KERNELS: pisa.kernel.select_decode %{{.*}}, %{{.*}}, %[[P]], %{{.*}} outs(%{{.*}}) topk = 8 block_size = 64 branching = 2
+
+// CHECK-LABEL: func.func @decode_batch
+// CHECK-SAME: %[[Q:[a-z0-9]+]]: memref<?x16x1x128xbf16>, %[[KC:[a-z0-9]+]]: memref<?x2x8192x128xbf16>, %[[PC:[a-z0-9]+]]: memref<?x2x255x128xf32>, %[[FROM:[a-z0-9]+]]: memref<?xi32>, %[[TO:[a-z0-9]+]]: memref<?xi32>
+// CHECK: gpu.launch_func @pisa_kernels::@pyramid_append
+// CHECK: %[[SEL:.*]] = gpu.alloc
+// CHECK: gpu.launch_func @pisa_kernels::@select_decode {{.*}} args(%[[Q]] : memref<?x16x1x128xbf16>, %[[KC]] : memref<?x2x8192x128xbf16>, %[[PC]] : memref<?x2x255x128xf32>, %[[TO]] : memref<?xi32>, %[[SEL]] : memref<?x2x1x8xi32>)
+// CHECK: return %[[SEL]]
+// The kernel: N_b = seq_lens[b] (b = block y / Hkv), checked against Nq = 1
+// and the capacity; a broken length writes K entries of -2.
+// CHECK: gpu.func @select_decode
+// CHECK-DAG: %[[M2:.*]] = arith.constant -2 : i32
+// CHECK-DAG: %[[CAP:.*]] = arith.constant 8192 : index
+// CHECK: %[[B:.*]] = arith.divui %{{.*}}, %c2 : index
+// CHECK: %[[N32:.*]] = memref.load %{{.*}}[%[[B]]] : memref<?xi32>
+// CHECK: %[[N:.*]] = arith.index_cast %[[N32]] : i32 to index
+// CHECK: arith.cmpi sge, %[[N]], %c1 : index
+// CHECK: arith.cmpi sle, %[[N]], %[[CAP]] : index
+// CHECK: scf.if
+// CHECK: } else {
+// CHECK: memref.store %[[M2]]
+func.func @decode_batch(%q: tensor<?x16x1x128xbf16>, %kc: tensor<?x2x8192x128xbf16>,
+                        %p: tensor<?x2x255x128xf32>, %from: tensor<?xi32>,
+                        %to: tensor<?xi32>) -> tensor<?x2x1x8xi32> {
+  %p1 = pisa.pyramid_append %kc, %p, %from, %to block_size = 64 branching = 2
+      : tensor<?x2x8192x128xbf16>, tensor<?x2x255x128xf32>, tensor<?xi32>,
+        tensor<?xi32> -> tensor<?x2x255x128xf32>
+  %s = pisa.decode_select %q, %kc, %p1 seq_lens(%to) topk = 8 block_size = 64
+      branching = 2 : tensor<?x16x1x128xbf16>, tensor<?x2x8192x128xbf16>,
+      tensor<?x2x255x128xf32>, tensor<?xi32> -> tensor<?x2x1x8xi32>
+  return %s : tensor<?x2x1x8xi32>
+}

@@ -184,7 +184,7 @@ std::vector<int64_t> exampleTable() {
     t.insert(t.end(), {kind, rank, lo, hi});
     sizes.resize(kMaxRank, 0);
     t.insert(t.end(), sizes.begin(), sizes.end());
-    t.insert(t.end(), {kNoRole, -1});
+    t.insert(t.end(), {kNoRole, -1, 0});
   };
   arg(kInput, 2, 0, 0, {2, 8});
   arg(kIndex, 0, 0, 4, {});
@@ -589,7 +589,7 @@ struct VarlenCall {
       table.insert(table.end(), {kind, rank, 0, 0});
       sizes.resize(kMaxRank, 0);
       table.insert(table.end(), sizes.begin(), sizes.end());
-      table.insert(table.end(), {role, rowsArg});
+      table.insert(table.end(), {role, rowsArg, 0});
     };
     arg(kInput, {kDynamicSize, 2, 8}, kNoRole, -1);
     arg(kInput, {kDynamicSize, 1, 8}, kNoRole, -1);
@@ -663,6 +663,96 @@ TEST_F(CudaRuntimeTest, ValidateNamesTheBrokenRule) {
     EXPECT_NE(std::string(c.error).find(bad.message), std::string::npos)
         << bad.what << ": " << c.error;
     EXPECT_EQ(std::string(c.error).rfind("pisa_f: ", 0), 0u) << c.error;
+    EXPECT_EQ(driver.count("cuLaunchKernel"), 0) << bad.what;
+  }
+}
+
+/// f(q: f16 [2, 4, ?, 8], seq_lens: i32 [2], from: i32 [2], to: i32 [2])
+/// -> i32 [2, 2, ?, 4], as pisa-compile describes a decode step over caches
+/// of capacity 100 (pyramid_append, then decode_select).
+struct DecodeCall {
+  std::vector<int64_t> table;
+  alignas(16) int32_t lens[4] = {11, 37};
+  alignas(16) int32_t from[4] = {10, 36};
+  alignas(16) int32_t to[4] = {11, 37};
+  int64_t nq = 1;
+  char error[256] = "untouched";
+  PisaCall call{reinterpret_cast<void *>(0x8000), nullptr, 0, error,
+                sizeof(error)};
+  int64_t descriptors[128];
+  DecodeCall() {
+    table = {kEntryTableVersion, 5, 0};
+    auto arg = [&](int64_t kind, std::vector<int64_t> sizes, int64_t role,
+                   int64_t refersTo, int64_t capacity) {
+      int64_t rank = int64_t(sizes.size());
+      table.insert(table.end(), {kind, rank, 0, 0});
+      sizes.resize(kMaxRank, 0);
+      table.insert(table.end(), sizes.begin(), sizes.end());
+      table.insert(table.end(), {role, refersTo, capacity});
+    };
+    arg(kInput, {2, 4, kDynamicSize, 8}, kNoRole, -1, 0);
+    arg(kInput, {2}, kSeqLens, 0, 100);
+    arg(kInput, {2}, kAppendFrom, -1, 100);
+    arg(kInput, {2}, kAppendTo, -1, 100);
+    arg(kResult, {2, 2, kDynamicSize, 4}, kNoRole, -1, 0);
+  }
+  int validate() {
+    void *values[] = {reinterpret_cast<void *>(0x10000),
+                      reinterpret_cast<void *>(nq),
+                      lens,
+                      from,
+                      to,
+                      reinterpret_cast<void *>(0x30000),
+                      reinterpret_cast<void *>(nq)};
+    int status =
+        pisaCallDescribe(table.data(), "f", &call, values, descriptors);
+    if (status == PISA_OK)
+      status = pisaCallBegin("f", &call, 0);
+    if (status == PISA_OK)
+      status = pisaCallValidate(table.data(), "f", descriptors);
+    if (status == PISA_OK)
+      status = pisaCallEnd();
+    return status;
+  }
+};
+
+TEST_F(CudaRuntimeTest, ValidateChecksDecodeLengthsAndAppends) {
+  {
+    DecodeCall c;
+    ASSERT_EQ(c.validate(), PISA_OK) << c.error;
+    EXPECT_EQ(driver.count("cuMemcpyDtoHAsync"), 3);
+  }
+  struct Broken {
+    const char *what;
+    void (*spoil)(DecodeCall &);
+    const char *message;
+  };
+  const Broken kBroken[] = {
+      {"empty sequence", [](DecodeCall &c) { c.lens[1] = 0; },
+       "argument 1: seq_lens[1] = 0 is outside [1, 100] (Nq <= N_b <= the "
+       "cache's capacity)"},
+      {"fewer keys than queries",
+       [](DecodeCall &c) {
+         c.nq = 12;
+       },
+       "seq_lens[0] = 11 is outside [12, 100]"},
+      {"past the capacity", [](DecodeCall &c) { c.lens[0] = 101; },
+       "seq_lens[0] = 101 is outside [1, 100]"},
+      {"append past the capacity", [](DecodeCall &c) { c.to[0] = 101; },
+       "argument 3: to[0] = 101 is outside [0, 100] (positions of the "
+       "cache)"},
+      {"negative from", [](DecodeCall &c) { c.from[1] = -1; },
+       "argument 2: from[1] = -1 is outside [0, 100]"},
+      {"shrinking append", [](DecodeCall &c) { c.from[0] = 12; },
+       "from[0] = 12 is above to[0] = 11: an append adds keys from .. to - 1"},
+  };
+  for (const Broken &bad : kBroken) {
+    SetUp();
+    DecodeCall c;
+    bad.spoil(c);
+    EXPECT_EQ(c.validate(), PISA_ERROR_INVALID_ARGUMENT) << bad.what;
+    EXPECT_NE(std::string(c.error).find(bad.message), std::string::npos)
+        << bad.what << ": " << c.error;
     EXPECT_EQ(driver.count("cuLaunchKernel"), 0) << bad.what;
   }
 }

@@ -15,6 +15,7 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
+#include "llvm/ADT/StringSwitch.h"
 
 using namespace mlir;
 using namespace pisatool;
@@ -283,10 +284,15 @@ static llvm::Expected<SmallVector<int64_t>> entryTable(const EntryPoint &e) {
       int64_t size = r < int64_t(a.shape.size()) ? a.shape[r] : 0;
       table.push_back(ShapedType::isDynamic(size) ? rt::kDynamicSize : size);
     }
-    table.push_back(a.role == "cu_seqlens_q"   ? rt::kCuSeqlensQ
-                    : a.role == "cu_seqlens_k" ? rt::kCuSeqlensK
-                                               : rt::kNoRole);
+    table.push_back(llvm::StringSwitch<int64_t>(a.role)
+                        .Case("cu_seqlens_q", rt::kCuSeqlensQ)
+                        .Case("cu_seqlens_k", rt::kCuSeqlensK)
+                        .Case("seq_lens", rt::kSeqLens)
+                        .Case("from", rt::kAppendFrom)
+                        .Case("to", rt::kAppendTo)
+                        .Default(rt::kNoRole));
     table.push_back(a.rowsArg);
+    table.push_back(a.capacity);
     return llvm::Error::success();
   };
   for (const Argument &a : e.arguments)

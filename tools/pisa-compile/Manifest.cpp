@@ -77,12 +77,14 @@ static void markArgumentRoles(func::FuncOp func, EntryPoint &entry) {
                ? int64_t(arg.getArgNumber())
                : -1;
   };
-  auto mark = [&](Value cu, Value packed, const char *role) {
-    int64_t i = argIndex(cu);
+  auto mark = [&](Value values, Value refersTo, const char *role,
+                  int64_t capacity = 0) {
+    int64_t i = argIndex(values);
     if (i < 0 || !entry.arguments[i].role.empty())
       return;
     entry.arguments[i].role = role;
-    entry.arguments[i].rowsArg = argIndex(packed);
+    entry.arguments[i].rowsArg = refersTo ? argIndex(refersTo) : -1;
+    entry.arguments[i].capacity = capacity;
   };
   func.walk([&](Operation *op) {
     if (auto p = dyn_cast<mlir::pisa::PyramidBuildVarlenOp>(op)) {
@@ -93,6 +95,13 @@ static void markArgumentRoles(func::FuncOp func, EntryPoint &entry) {
     } else if (auto a = dyn_cast<mlir::pisa::PyramidAppendOp>(op)) {
       if (int64_t i = argIndex(a.getPyramid()); i >= 0)
         entry.arguments[i].updatedInPlace = true;
+      const int64_t capacity = a.getKeys().getType().getDimSize(2);
+      if (!ShapedType::isDynamic(capacity)) {
+        mark(a.getFrom(), Value(), "from", capacity);
+        mark(a.getTo(), Value(), "to", capacity);
+      }
+    } else if (auto d = dyn_cast<mlir::pisa::DecodeSelectOp>(op)) {
+      mark(d.getSeqLens(), d.getQueries(), "seq_lens", d.getCapacity());
     }
   });
 }
@@ -262,8 +271,12 @@ static llvm::json::Object toJson(const Argument &arg) {
       o["updated_in_place"] = true;
     if (!arg.role.empty()) {
       o["role"] = arg.role;
-      o["rows_of"] = arg.rowsArg < 0 ? llvm::json::Value(nullptr)
-                                     : llvm::json::Value(arg.rowsArg);
+      if (arg.role != "from" && arg.role != "to")
+        o[arg.role == "seq_lens" ? "queries" : "rows_of"] =
+            arg.rowsArg < 0 ? llvm::json::Value(nullptr)
+                            : llvm::json::Value(arg.rowsArg);
+      if (arg.capacity)
+        o["capacity"] = arg.capacity;
     }
     if (arg.name == "result") {
       llvm::json::Array from;

@@ -28,11 +28,15 @@ struct Argument {
   /// The result of a selection: "bhtk" ([B, Hkv, Nq, K]) or "bthk"
   /// ([B, Nq, Hkv, K], from a token_major hier_topk); empty otherwise.
   std::string layout;
-  /// "cu_seqlens_q" / "cu_seqlens_k" when a varlen op reads it as such
-  /// (pisa_F_validate checks its values), with the argument whose first
-  /// dimension is the rows it packs (-1: not an argument).
+  /// What pisa_F_validate checks the values of: "cu_seqlens_q" /
+  /// "cu_seqlens_k" of a varlen op (rowsArg: the argument whose first
+  /// dimension is the rows it packs), "seq_lens" of pisa.decode_select
+  /// (rowsArg: the queries, whose dimension 2 is Nq; capacity: Ncap), or
+  /// "from" / "to" of pisa.pyramid_append (capacity: Ncap). rowsArg is -1
+  /// when that tensor is not an argument.
   std::string role;
   int64_t rowsArg = -1;
+  int64_t capacity = 0;
   /// A pyramid cache that pisa.pyramid_append updates: the call writes it.
   bool updatedInPlace = false;
 };

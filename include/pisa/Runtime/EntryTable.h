@@ -10,8 +10,10 @@
 //   call from the sizes), then kArgFields per argument: kind, rank, lowest
 //   and highest value (index arguments), sizes[kMaxRank] (memrefs;
 //   kDynamicSize for a size given at the call, unused sizes 0), role (what
-//   a validating call reads back: ArgRole) and the argument whose first
-//   dimension counts the rows a cu_seqlens packs (-1: none).
+//   a validating call reads back: ArgRole), the argument it refers to (-1:
+//   none; for cu_seqlens, whose dimension 0 counts the rows it packs; for
+//   seq_lens, the queries, whose dimension 2 is Nq) and the capacity Ncap
+//   that bounds seq_lens and an append's from/to (0: none).
 //
 // The wrapper passes the C parameters in `values`, in order: each
 // argument's value (a pointer, or an index as an integer) followed by the
@@ -38,11 +40,20 @@ constexpr int64_t kEntryTableVersion = 3;
 constexpr int64_t kDynamicSize = -1;
 constexpr int64_t kHeaderFields = 3;
 constexpr int64_t kMaxRank = 4;
-constexpr int64_t kArgFields = 6 + kMaxRank;
+constexpr int64_t kArgFields = 7 + kMaxRank;
 enum ArgKind : int64_t { kInput = 0, kIndex = 1, kResult = 2 };
 /// Inputs whose values (not only sizes) a validating call checks on the
-/// host: the cu_seqlens of a varlen op (docs/semantics.md, section 7).
-enum ArgRole : int64_t { kNoRole = 0, kCuSeqlensQ = 1, kCuSeqlensK = 2 };
+/// host: the cu_seqlens of a varlen op (docs/semantics.md, section 7), the
+/// seq_lens of pisa.decode_select and the from/to of pisa.pyramid_append
+/// (section 4).
+enum ArgRole : int64_t {
+  kNoRole = 0,
+  kCuSeqlensQ = 1,
+  kCuSeqlensK = 2,
+  kSeqLens = 3,
+  kAppendFrom = 4,
+  kAppendTo = 5
+};
 enum ArgField : int64_t {
   kKind = 0,
   kRank = 1,
@@ -50,7 +61,8 @@ enum ArgField : int64_t {
   kHighest = 3,
   kSizes = 4,
   kRole = 4 + kMaxRank,
-  kRowsArg = 5 + kMaxRank
+  kRowsArg = 5 + kMaxRank,
+  kCapacity = 6 + kMaxRank
 };
 /// Workspace allocations are carved at this alignment.
 constexpr int64_t kWorkspaceAlignment = 256;
@@ -87,9 +99,9 @@ int pisaCallRefuse(const char *function, const void *call, const char *rules,
 int pisaCallBegin(const char *function, const void *call, int64_t bytes);
 /// Ends the current call: PISA_OK, or the first driver failure since begin.
 int pisaCallEnd(void);
-/// For pisa_F_validate, after begin: reads the call's cu_seqlens arguments
-/// back (waiting for the call's stream) and checks the rules that only
-/// their values decide. Returns a PisaStatus; enqueues no kernel and
+/// For pisa_F_validate, after begin: reads the call's cu_seqlens, seq_lens
+/// and from/to arguments back (waiting for the call's stream) and checks
+/// the rules that only their values decide. Returns a PisaStatus; enqueues no kernel and
 /// writes no argument.
 int pisaCallValidate(const int64_t *table, const char *function,
                      const void *descriptors);

@@ -18,7 +18,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "CuSeqlensRules.h"
+#include "InputRules.h"
 
 #include "pisa/Runtime/EntryTable.h"
 #include "pisa/Runtime/PisaRuntime.h"
@@ -468,17 +468,22 @@ int pisaCallValidate(const int64_t *table, const char *function,
                      const void *descriptors) {
   const int64_t numArgs = table[1];
   const int64_t *arg = table + kHeaderFields;
-  int32_t *cu[2] = {nullptr, nullptr}; // the first cu_seqlens_q and _k
-  int64_t entries[2] = {0, 0};
+  // The first argument of each role, kept for the rules across two.
+  constexpr int kRoles = kAppendTo + 1;
+  int32_t *kept[kRoles] = {};
+  int64_t entries[kRoles] = {};
   int status = PISA_OK;
   char message[300];
+  static const char *const kNames[kRoles] = {
+      "", "cu_seqlens_q", "cu_seqlens_k", "seq_lens", "from", "to"};
   for (int64_t i = 0; i < numArgs && status == PISA_OK; ++i, arg += kArgFields) {
     const int64_t role = arg[kRole];
-    if (role != kCuSeqlensQ && role != kCuSeqlensK)
+    if (role <= kNoRole || role >= kRoles)
       continue;
-    const char *name = role == kCuSeqlensQ ? "cu_seqlens_q" : "cu_seqlens_k";
+    const char *name = kNames[role];
     const int64_t *d = descriptorOf(table, descriptors, i);
-    if (d[3] < 1) {
+    const bool cuSeqlens = role == kCuSeqlensQ || role == kCuSeqlensK;
+    if (cuSeqlens && d[3] < 1) {
       status = reject(PISA_ERROR_INVALID_ARGUMENT, function,
                       "%s (argument %lld) is empty: it holds B + 1 entries",
                       name, (long long)i);
@@ -489,25 +494,47 @@ int pisaCallValidate(const int64_t *table, const char *function,
       status = PISA_ERROR_CUDA;
       break;
     }
-    int64_t rows = arg[kRowsArg] >= 0
-                       ? descriptorOf(table, descriptors, arg[kRowsArg])[3]
-                       : host[d[3] - 1];
-    if (!checkCuSeqlens(name, host, d[3], rows, message, sizeof(message)))
+    bool holds = true;
+    if (cuSeqlens) {
+      int64_t rows = arg[kRowsArg] >= 0
+                         ? descriptorOf(table, descriptors, arg[kRowsArg])[3]
+                         : host[d[3] - 1];
+      holds = checkCuSeqlens(name, host, d[3], rows, message, sizeof(message));
+    } else if (role == kSeqLens) {
+      // Nq: dimension 2 of the queries.
+      int64_t numQueries =
+          arg[kRowsArg] >= 0
+              ? descriptorOf(table, descriptors, arg[kRowsArg])[3 + 2]
+              : 1;
+      holds = checkRange(name, host, d[3], numQueries, arg[kCapacity],
+                         "Nq <= N_b <= the cache's capacity", message,
+                         sizeof(message));
+    } else {
+      holds = checkRange(name, host, d[3], 0, arg[kCapacity],
+                         "positions of the cache", message, sizeof(message));
+    }
+    if (!holds)
       status = reject(PISA_ERROR_INVALID_ARGUMENT, function,
                       "argument %lld: %s", (long long)i, message);
-    int slot = role == kCuSeqlensQ ? 0 : 1;
-    if (!cu[slot]) {
-      cu[slot] = host;
-      entries[slot] = d[3];
+    if (!kept[role]) {
+      kept[role] = host;
+      entries[role] = d[3];
     } else {
       free(host);
     }
   }
-  if (status == PISA_OK && cu[0] && cu[1] && entries[0] == entries[1] &&
-      !checkQueriesFitKeys(cu[0], cu[1], entries[0], message, sizeof(message)))
+  if (status == PISA_OK && kept[kCuSeqlensQ] && kept[kCuSeqlensK] &&
+      entries[kCuSeqlensQ] == entries[kCuSeqlensK] &&
+      !checkQueriesFitKeys(kept[kCuSeqlensQ], kept[kCuSeqlensK],
+                           entries[kCuSeqlensQ], message, sizeof(message)))
     status = reject(PISA_ERROR_INVALID_ARGUMENT, function, "%s", message);
-  free(cu[0]);
-  free(cu[1]);
+  if (status == PISA_OK && kept[kAppendFrom] && kept[kAppendTo] &&
+      entries[kAppendFrom] == entries[kAppendTo] &&
+      !checkAppendOrder(kept[kAppendFrom], kept[kAppendTo],
+                        entries[kAppendFrom], message, sizeof(message)))
+    status = reject(PISA_ERROR_INVALID_ARGUMENT, function, "%s", message);
+  for (int32_t *host : kept)
+    free(host);
   if (status == PISA_OK && call.failed)
     status = PISA_ERROR_CUDA;
   return status;

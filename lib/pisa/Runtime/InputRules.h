@@ -1,14 +1,15 @@
-//===- CuSeqlensRules.h - section 7's rules on cu_seqlens values -*- C++ -*-===//
+//===- InputRules.h - rules on integer inputs that live on the device -*- C++ -*-===//
 //
-// What only the values of a packed batch's cu_seqlens decide
-// (docs/semantics.md, section 7), checked on the host copy that a
+// What only the values of a call's integer inputs decide: a packed batch's
+// cu_seqlens (docs/semantics.md, section 7), a decode batch's seq_lens and
+// an append's from/to (section 4), checked on the host copies that a
 // validating call reads back. Plain C++ without the standard library, like
 // the rest of the runtime; the messages name the entry and the rule.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef PISA_LIB_RUNTIME_CUSEQLENSRULES_H
-#define PISA_LIB_RUNTIME_CUSEQLENSRULES_H
+#ifndef PISA_LIB_RUNTIME_INPUTRULES_H
+#define PISA_LIB_RUNTIME_INPUTRULES_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -26,6 +27,16 @@ bool checkCuSeqlens(const char *name, const int32_t *cu, int64_t entries,
 bool checkQueriesFitKeys(const int32_t *cuQ, const int32_t *cuK,
                          int64_t entries, char *message, size_t messageBytes);
 
+/// Every value of `values` ([count]) of argument `name` lies in [lowest,
+/// highest]; `why` says what the bounds are.
+bool checkRange(const char *name, const int32_t *values, int64_t count,
+                int64_t lowest, int64_t highest, const char *why,
+                char *message, size_t messageBytes);
+
+/// from[b] <= to[b] for every b < count (an append never shrinks a cache).
+bool checkAppendOrder(const int32_t *from, const int32_t *to, int64_t count,
+                      char *message, size_t messageBytes);
+
 } // namespace pisa::runtime
 
-#endif // PISA_LIB_RUNTIME_CUSEQLENSRULES_H
+#endif // PISA_LIB_RUNTIME_INPUTRULES_H

@@ -1,6 +1,6 @@
-//===- CuSeqlensRules.cpp - section 7's rules on cu_seqlens values --------===//
+//===- InputRules.cpp - rules on integer inputs that live on the device ---===//
 
-#include "CuSeqlensRules.h"
+#include "InputRules.h"
 
 #include <stdio.h>
 
@@ -42,5 +42,33 @@ bool pisa::runtime::checkQueriesFitKeys(const int32_t *cuQ, const int32_t *cuK,
       return false;
     }
   }
+  return true;
+}
+
+bool pisa::runtime::checkRange(const char *name, const int32_t *values,
+                               int64_t count, int64_t lowest, int64_t highest,
+                               const char *why, char *message,
+                               size_t messageBytes) {
+  for (int64_t i = 0; i < count; ++i)
+    if (values[i] < lowest || values[i] > highest) {
+      snprintf(message, messageBytes, "%s[%lld] = %d is outside [%lld, %lld] (%s)",
+               name, (long long)i, values[i], (long long)lowest,
+               (long long)highest, why);
+      return false;
+    }
+  return true;
+}
+
+bool pisa::runtime::checkAppendOrder(const int32_t *from, const int32_t *to,
+                                     int64_t count, char *message,
+                                     size_t messageBytes) {
+  for (int64_t b = 0; b < count; ++b)
+    if (from[b] > to[b]) {
+      snprintf(message, messageBytes,
+               "from[%lld] = %d is above to[%lld] = %d: an append adds keys "
+               "from .. to - 1",
+               (long long)b, from[b], (long long)b, to[b]);
+      return false;
+    }
   return true;
 }

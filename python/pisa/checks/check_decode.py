@@ -65,10 +65,11 @@ def program(cfg):
     pc = f"tensor<1x{Hkv}x{rows}x{d}xf32>"
     p = f"tensor<1x{Hkv}x?x{d}xf32>"
     s = f"tensor<1x{Hkv}x1x{K}xi32>"
-    qb = f"tensor<{BATCH}x{Hkv * G}x1x{d}x{t}>"
-    kcb = f"tensor<{BATCH}x{Hkv}x{cap}x{d}x{t}>"
-    pcb = f"tensor<{BATCH}x{Hkv}x{rows}x{d}xf32>"
-    sb = f"tensor<{BATCH}x{Hkv}x1x{K}xi32>"
+    nb = cfg.get("batch", BATCH)
+    qb = f"tensor<{nb}x{Hkv * G}x1x{d}x{t}>"
+    kcb = f"tensor<{nb}x{Hkv}x{cap}x{d}x{t}>"
+    pcb = f"tensor<{nb}x{Hkv}x{rows}x{d}xf32>"
+    sb = f"tensor<{nb}x{Hkv}x1x{K}xi32>"
     attrs = f"block_size = {C} branching = {g}"
     single = ("{schedule = #pisa.schedule<single_stage, q_tile = 4, "
               "io_two_stage = 0, io_single_stage = 0>}")
@@ -83,12 +84,12 @@ def program(cfg):
       : {q}, {k}, {pc} -> {s}
   return %s : {s}
 }}
-func.func @decode_batch(%q: {qb}, %kc: {kcb}, %p: {pcb}, %from: tensor<{BATCH}xi32>,
-                        %to: tensor<{BATCH}xi32>) -> {sb} {{
+func.func @decode_batch(%q: {qb}, %kc: {kcb}, %p: {pcb}, %from: tensor<{nb}xi32>,
+                        %to: tensor<{nb}xi32>) -> {sb} {{
   %p1 = pisa.pyramid_append %kc, %p, %from, %to {attrs}
-      : {kcb}, {pcb}, tensor<{BATCH}xi32>, tensor<{BATCH}xi32> -> {pcb}
+      : {kcb}, {pcb}, tensor<{nb}xi32>, tensor<{nb}xi32> -> {pcb}
   %s = pisa.decode_select %q, %kc, %p1 seq_lens(%to) topk = {K} {attrs}
-      : {qb}, {kcb}, {pcb}, tensor<{BATCH}xi32> -> {sb}
+      : {qb}, {kcb}, {pcb}, tensor<{nb}xi32> -> {sb}
   return %s : {sb}
 }}
 func.func @build(%k: {k}) -> {p} {{
@@ -115,6 +116,8 @@ def build(args):
         cfgs.append(cfg)
     if args.paper:
         cfgs.append(dict(PAPER))
+        # 64 sequences of 32K, the batched decode of issue 13's goals.
+        cfgs.append(dict(PAPER, name="paper64", Ncap=32768, batch=64))
     t0 = time.time()
     built, rejected = sweep.compile_all(cfgs, args.out, args.pisa_compile, args.jobs, program)
     print(f"seed {args.seed}: built {len(built)}, rejected {len(rejected)} "
@@ -205,22 +208,23 @@ def check_batch(lib, cfg, rng, steps):
 
     Hkv, G, d, C, K, g = (cfg[x] for x in ("Hkv", "G", "d", "C", "K", "g"))
     cap = cfg["Ncap"]
+    nb = cfg.get("batch", BATCH)
     dt = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}[cfg["dtype"]]
     rows = sum(layout(cap, C, g)[1])
     keys = torch.from_numpy(sweep.make_keys(np.random.default_rng(rng.randrange(2**32)),
-                                            cfg, (BATCH, Hkv, cap, d))).to(dt).cuda()
-    cache = torch.full((BATCH, Hkv, rows, d), SENTINEL, device="cuda")
+                                            cfg, (nb, Hkv, cap, d))).to(dt).cuda()
+    cache = torch.full((nb, Hkv, rows, d), SENTINEL, device="cuda")
     steps = min(steps, cap - 1)
-    empty = rng.randrange(BATCH)
-    lens = [0 if b == empty else rng.randint(1, cap - steps) for b in range(BATCH)]
-    frm = [0] * BATCH
+    empty = rng.randrange(nb)
+    lens = [0 if b == empty else rng.randint(1, cap - steps) for b in range(nb)]
+    frm = [0] * nb
     problems = []
     for i in range(steps + 1):
-        q = torch.randn(BATCH, Hkv * G, 1, d, device="cuda").to(dt)
+        q = torch.randn(nb, Hkv * G, 1, d, device="cuda").to(dt)
         f = torch.tensor(frm, dtype=torch.int32, device="cuda")
         t = torch.tensor(lens, dtype=torch.int32, device="cuda")
         sel = lib("decode_batch", q, keys, cache, f, t)
-        for b in range(BATCH):
+        for b in range(nb):
             n = lens[b]
             if n == 0:
                 if not bool((sel[b] == -2).all()):
@@ -337,6 +341,40 @@ def bench(args):
                                    lib("select", q, k, built, n - 1, out=out,
                                        workspace=ws)))
         print(f"| {n} | {step:.1f} | {rebuild:.1f} | {rebuild / step:.1f} |", flush=True)
+    batched = os.path.join(args.dir, "libpaper64.so")
+    if os.path.exists(batched):
+        # 64 sequences of about 32K keys each, one decode step each
+        # (decode_batch: append one key per sequence, then decode_select).
+        lib64 = aot.Library(batched)
+        cap64, B = 32768, 64
+        rows64 = sum(layout(cap64, C, g)[1])
+        keys64 = torch.randn(B, 1, cap64, d, device="cuda").to(torch.bfloat16)
+        cache64 = torch.zeros(B, 1, rows64, d, device="cuda")
+        q64 = torch.randn(B, 16, 1, d, device="cuda").to(torch.bfloat16)
+        out64 = torch.empty(B, 1, 1, c["K"], dtype=torch.int32, device="cuda")
+        start = [cap64 - args.steps - 1 - 7 * b for b in range(B)]
+        vec = lambda xs: torch.tensor(xs, dtype=torch.int32, device="cuda")
+        lib64("decode_batch", q64, keys64, cache64, vec([0] * B), vec(start), out=out64)
+        steps64 = [(vec([x + i for x in start]), vec([x + i + 1 for x in start]))
+                   for i in range(args.steps)]
+        ws = torch.empty(64 << 20, dtype=torch.uint8, device="cuda")
+        torch.cuda.synchronize()
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            for f, t in steps64:
+                lib64("decode_batch", q64, keys64, cache64, f, t, out=out64, workspace=ws)
+        graph.replay()
+        times = []
+        for _ in range(args.samples):
+            torch.cuda.synchronize()
+            e0, e1 = torch.cuda.Event(True), torch.cuda.Event(True)
+            e0.record()
+            graph.replay()
+            e1.record()
+            torch.cuda.synchronize()
+            times.append(e0.elapsed_time(e1) * 1e3 / args.steps)
+        print(f"B = 64 sequences of {start[-1]}..{start[0]} keys (32K cache): "
+              f"{statistics.median(times):.1f} us per step (append + decode_select)")
     return 0
 
 

@@ -1,0 +1,360 @@
+//===- CallChecks.cpp - the checks around an entry point call -------------===//
+//
+// The runtime's half of EntryTable.h: what pisa-compile's wrapper calls
+// around the lowered function (describe the arguments, refuse broken
+// rules, check the workspace and context, end the call, validate the
+// values that live on the device), and the recording of failures as
+// statuses and messages. No C++ standard library, like the rest of the
+// runtime.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CallState.h"
+#include "InputRules.h"
+
+#include "pisa/Runtime/EntryTable.h"
+#include "pisa/Runtime/PisaRuntime.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+using namespace pisa::runtime;
+
+thread_local CallState pisa::runtime::call;
+thread_local char pisa::runtime::lastError[512];
+thread_local bool pisa::runtime::haveError = false;
+
+namespace pisa::runtime {
+
+void fail(const char *format, ...) {
+  if (call.failed)
+    return;
+  va_list args;
+  va_start(args, format);
+  vsnprintf(lastError, sizeof(lastError), format, args);
+  va_end(args);
+  haveError = true;
+  call.failed = true;
+  if (call.error && call.errorBytes) {
+    strncpy(call.error, lastError, call.errorBytes - 1);
+    call.error[call.errorBytes - 1] = '\0';
+  }
+}
+
+bool check(CUresult result, const char *what) {
+  if (result == CUDA_SUCCESS)
+    return true;
+  const char *name = "?", *message = "?";
+  cuGetErrorName(result, &name);
+  cuGetErrorString(result, &message);
+  fail("%s: %s: %s", what, name, message);
+  return false;
+}
+
+
+bool currentContext(CUcontext *context, const char *function) {
+  *context = nullptr;
+  CUresult r = cuCtxGetCurrent(context);
+  if (r == CUDA_ERROR_NOT_INITIALIZED) {
+    if (!PISA_CHECK(cuInit(0)))
+      return false;
+    r = cuCtxGetCurrent(context);
+  }
+  if (!PISA_CHECK(r))
+    return false;
+  if (!*context) {
+    fail("%s%s%sno current CUDA context on this thread: make the device "
+         "current first (cudaSetDevice, torch.cuda.set_device or "
+         "cuCtxSetCurrent)",
+         function ? "pisa_" : "", function ? function : "",
+         function ? ": " : "");
+    return false;
+  }
+  return true;
+}
+
+int reject(int status, const char *function, const char *format, ...) {
+  char detail[400];
+  va_list args;
+  va_start(args, format);
+  vsnprintf(detail, sizeof(detail), format, args);
+  va_end(args);
+  fail("pisa_%s: %s", function, detail);
+  call.active = false;
+  return status;
+}
+
+} // namespace pisa::runtime
+
+extern "C" {
+
+const char *pisa_runtime_last_error(void) {
+  return haveError ? lastError : nullptr;
+}
+
+void pisa_runtime_clear_error(void) { haveError = false; }
+
+/// Starts reporting for a call: its message buffer, cleared.
+static bool openCall(const PisaCall *c, const char *function) {
+  call = CallState();
+  if (!c) {
+    reject(PISA_ERROR_INVALID_ARGUMENT, function, "call is NULL");
+    return false;
+  }
+  call.error = c->error;
+  call.errorBytes = c->error_bytes;
+  if (call.error && call.errorBytes)
+    call.error[0] = '\0';
+  return true;
+}
+
+/// Writes the descriptors of the memref arguments from the table and the
+/// values (sizes after each pointer). Returns the index of the first
+/// argument with a negative size, or -1.
+static int64_t writeDescriptors(const int64_t *table, void *const *values,
+                                void *descriptors) {
+  const int64_t numArgs = table[1];
+  const int64_t *arg = table + kHeaderFields;
+  char *out = static_cast<char *>(descriptors);
+  int64_t v = 0;
+  for (int64_t i = 0; i < numArgs; ++i, arg += kArgFields) {
+    void *value = values[v++];
+    if (arg[kKind] == kIndex)
+      continue;
+    const int64_t rank = arg[kRank];
+    int64_t *d = reinterpret_cast<int64_t *>(out);
+    d[0] = d[1] = static_cast<int64_t>(reinterpret_cast<uintptr_t>(value));
+    d[2] = 0;
+    for (int64_t r = 0; r < rank; ++r) {
+      int64_t size = arg[kSizes + r];
+      if (size == kDynamicSize)
+        size = static_cast<int64_t>(reinterpret_cast<intptr_t>(values[v++]));
+      if (size < 0)
+        return i;
+      d[3 + r] = size;
+    }
+    int64_t stride = 1;
+    for (int64_t r = rank - 1; r >= 0; --r) {
+      d[3 + rank + r] = stride;
+      stride *= d[3 + r];
+    }
+    out += descriptorBytes(rank);
+  }
+  return -1;
+}
+
+/// Elements of the tensor described at `d` (rank `rank`).
+static int64_t elementsOf(const int64_t *d, int64_t rank) {
+  int64_t n = 1;
+  for (int64_t r = 0; r < rank; ++r)
+    n *= d[3 + r];
+  return n;
+}
+
+int pisaCallDescribe(const int64_t *table, const char *function,
+                     const void *callArg, void *const *values,
+                     void *descriptors) {
+  const PisaCall *c = static_cast<const PisaCall *>(callArg);
+  if (!openCall(c, function))
+    return PISA_ERROR_INVALID_ARGUMENT;
+  if (table[0] != kEntryTableVersion)
+    return reject(PISA_ERROR_INVALID_ARGUMENT, function,
+                  "entry table version %lld, runtime expects %lld",
+                  (long long)table[0], (long long)kEntryTableVersion);
+  int64_t bad = writeDescriptors(table, values, descriptors);
+  if (bad >= 0)
+    return reject(PISA_ERROR_INVALID_ARGUMENT, function,
+                  "%s %lld has a negative size",
+                  table[kHeaderFields + bad * kArgFields + kKind] == kResult
+                      ? "result"
+                      : "argument",
+                  (long long)bad);
+  const int64_t numArgs = table[1];
+  const int64_t *arg = table + kHeaderFields;
+  const char *d = static_cast<const char *>(descriptors);
+  int64_t v = 0;
+  for (int64_t i = 0; i < numArgs; ++i, arg += kArgFields) {
+    const char *name = arg[kKind] == kResult ? "result" : "argument";
+    uintptr_t value = reinterpret_cast<uintptr_t>(values[v++]);
+    if (arg[kKind] == kIndex) {
+      int64_t x = static_cast<int64_t>(value);
+      if (x < arg[kLowest] || x > arg[kHighest])
+        return reject(PISA_ERROR_INVALID_ARGUMENT, function,
+                      "argument %lld is %lld, outside [%lld, %lld] (a query "
+                      "offset must keep offset + queries <= keys)",
+                      (long long)i, (long long)x, (long long)arg[kLowest],
+                      (long long)arg[kHighest]);
+      continue;
+    }
+    const int64_t rank = arg[kRank];
+    for (int64_t r = 0; r < rank; ++r)
+      v += arg[kSizes + r] == kDynamicSize;
+    // An empty tensor is never read or written: any pointer will do.
+    bool empty = elementsOf(reinterpret_cast<const int64_t *>(d), rank) == 0;
+    d += descriptorBytes(rank);
+    if (empty)
+      continue;
+    if (!value)
+      return reject(PISA_ERROR_INVALID_ARGUMENT, function,
+                    "%s %lld is NULL", name, (long long)i);
+    if (value % kTensorAlignment)
+      return reject(PISA_ERROR_INVALID_ARGUMENT, function,
+                    "%s %lld (%p) is not %lld-byte aligned", name,
+                    (long long)i, reinterpret_cast<void *>(value),
+                    (long long)kTensorAlignment);
+  }
+  return PISA_OK;
+}
+
+int pisaCallSizes(const int64_t *table, void *const *values,
+                  void *descriptors) {
+  return writeDescriptors(table, values, descriptors) < 0 ? 0 : 1;
+}
+
+int pisaCallRefuse(const char *function, const void *callArg,
+                   const char *rules, int64_t rule) {
+  (void)callArg; // the message buffer was opened by pisaCallDescribe
+  const char *text = rules;
+  for (int64_t i = 1; i < rule && *text; ++i)
+    text += strlen(text) + 1;
+  return reject(PISA_ERROR_INVALID_ARGUMENT, function, "%s",
+                *text ? text : "the sizes break one of the program's rules");
+}
+
+int pisaCallBegin(const char *function, const void *callArg, int64_t need) {
+  const PisaCall *c = static_cast<const PisaCall *>(callArg);
+  uintptr_t workspace = reinterpret_cast<uintptr_t>(c->workspace);
+  if (need > 0 && (!workspace || c->workspace_bytes < uint64_t(need)))
+    return reject(PISA_ERROR_WORKSPACE, function,
+                  "the workspace (%p, %zu bytes) is smaller than the %lld "
+                  "bytes pisa_%s_workspace_size() returns for these sizes",
+                  c->workspace, c->workspace_bytes, (long long)need, function);
+  if (need > 0 && workspace % kWorkspaceAlignment)
+    return reject(PISA_ERROR_WORKSPACE, function,
+                  "the workspace (%p) is not %lld-byte aligned", c->workspace,
+                  (long long)kWorkspaceAlignment);
+  CUcontext context;
+  if (!currentContext(&context, function)) {
+    call.active = false;
+    return PISA_ERROR_INVALID_ARGUMENT;
+  }
+  call.active = true;
+  call.stream = static_cast<CUstream>(c->stream);
+  call.cursor = workspace;
+  call.limit = workspace + (need > 0 ? c->workspace_bytes : 0);
+  return PISA_OK;
+}
+
+int pisaCallEnd(void) {
+  call.active = false;
+  return call.failed ? PISA_ERROR_CUDA : PISA_OK;
+}
+
+/// The descriptor of argument `index` among those describe() wrote (index
+/// arguments have none).
+static const int64_t *descriptorOf(const int64_t *table,
+                                   const void *descriptors, int64_t index) {
+  const char *d = static_cast<const char *>(descriptors);
+  const int64_t *arg = table + kHeaderFields;
+  for (int64_t i = 0; i < index; ++i, arg += kArgFields)
+    if (arg[kKind] != kIndex)
+      d += descriptorBytes(arg[kRank]);
+  return reinterpret_cast<const int64_t *>(d);
+}
+
+/// A host copy of the int32 vector described at `d`, read on the call's
+/// stream once the work before it is done; nullptr on failure (recorded).
+static int32_t *readBack(const int64_t *d) {
+  const size_t bytes = size_t(d[3]) * sizeof(int32_t);
+  int32_t *host = static_cast<int32_t *>(malloc(bytes ? bytes : 1));
+  if (!host) {
+    fail("out of host memory reading cu_seqlens back");
+    return nullptr;
+  }
+  if (!PISA_CHECK(cuMemcpyDtoHAsync(host, CUdeviceptr(d[1]), bytes, call.stream)) ||
+      !PISA_CHECK(cuStreamSynchronize(call.stream))) {
+    free(host);
+    return nullptr;
+  }
+  return host;
+}
+
+int pisaCallValidate(const int64_t *table, const char *function,
+                     const void *descriptors) {
+  const int64_t numArgs = table[1];
+  const int64_t *arg = table + kHeaderFields;
+  // The first argument of each role, kept for the rules across two.
+  constexpr int kRoles = kAppendTo + 1;
+  int32_t *kept[kRoles] = {};
+  int64_t entries[kRoles] = {};
+  int status = PISA_OK;
+  char message[300];
+  static const char *const kNames[kRoles] = {
+      "", "cu_seqlens_q", "cu_seqlens_k", "seq_lens", "from", "to"};
+  for (int64_t i = 0; i < numArgs && status == PISA_OK; ++i, arg += kArgFields) {
+    const int64_t role = arg[kRole];
+    if (role <= kNoRole || role >= kRoles)
+      continue;
+    const char *name = kNames[role];
+    const int64_t *d = descriptorOf(table, descriptors, i);
+    const bool cuSeqlens = role == kCuSeqlensQ || role == kCuSeqlensK;
+    if (cuSeqlens && d[3] < 1) {
+      status = reject(PISA_ERROR_INVALID_ARGUMENT, function,
+                      "%s (argument %lld) is empty: it holds B + 1 entries",
+                      name, (long long)i);
+      break;
+    }
+    int32_t *host = readBack(d);
+    if (!host) {
+      status = PISA_ERROR_CUDA;
+      break;
+    }
+    bool holds = true;
+    if (cuSeqlens) {
+      int64_t rows = arg[kRowsArg] >= 0
+                         ? descriptorOf(table, descriptors, arg[kRowsArg])[3]
+                         : host[d[3] - 1];
+      holds = checkCuSeqlens(name, host, d[3], rows, message, sizeof(message));
+    } else if (role == kSeqLens) {
+      // Nq: dimension 2 of the queries.
+      int64_t numQueries =
+          arg[kRowsArg] >= 0
+              ? descriptorOf(table, descriptors, arg[kRowsArg])[3 + 2]
+              : 1;
+      holds = checkRange(name, host, d[3], numQueries, arg[kCapacity],
+                         "Nq <= N_b <= the cache's capacity", message,
+                         sizeof(message));
+    } else {
+      holds = checkRange(name, host, d[3], 0, arg[kCapacity],
+                         "positions of the cache", message, sizeof(message));
+    }
+    if (!holds)
+      status = reject(PISA_ERROR_INVALID_ARGUMENT, function,
+                      "argument %lld: %s", (long long)i, message);
+    if (!kept[role]) {
+      kept[role] = host;
+      entries[role] = d[3];
+    } else {
+      free(host);
+    }
+  }
+  if (status == PISA_OK && kept[kCuSeqlensQ] && kept[kCuSeqlensK] &&
+      entries[kCuSeqlensQ] == entries[kCuSeqlensK] &&
+      !checkQueriesFitKeys(kept[kCuSeqlensQ], kept[kCuSeqlensK],
+                           entries[kCuSeqlensQ], message, sizeof(message)))
+    status = reject(PISA_ERROR_INVALID_ARGUMENT, function, "%s", message);
+  if (status == PISA_OK && kept[kAppendFrom] && kept[kAppendTo] &&
+      entries[kAppendFrom] == entries[kAppendTo] &&
+      !checkAppendOrder(kept[kAppendFrom], kept[kAppendTo],
+                        entries[kAppendFrom], message, sizeof(message)))
+    status = reject(PISA_ERROR_INVALID_ARGUMENT, function, "%s", message);
+  for (int32_t *host : kept)
+    free(host);
+  if (status == PISA_OK && call.failed)
+    status = PISA_ERROR_CUDA;
+  return status;
+}
+
+} // extern "C"

@@ -10,6 +10,9 @@ current stream and device, like a PyTorch op: it enqueues its kernels and
 returns. The result and the workspace are PyTorch tensors (pass `out=` to
 reuse one), so a call allocates nothing of its own and can be captured in
 a CUDA graph. Failures raise RuntimeError with the library's message.
+An argument the manifest marks `updated_in_place` (a pyramid cache that
+the program appends to) is written by the call: it must be contiguous and
+aligned, never copied.
 """
 
 import ctypes
@@ -133,6 +136,12 @@ class Library:
             device = device or value.device
             if value.device != device:
                 raise TypeError(f"{function}: all tensors must be on one device")
+            if spec.get("updated_in_place"):
+                # A cache the call writes: a copy would take the update.
+                if not value.is_contiguous() or value.data_ptr() % _TENSOR_ALIGNMENT:
+                    raise TypeError(f"{function}: {spec['name']} is updated in place, "
+                                    "so it must be contiguous and "
+                                    f"{_TENSOR_ALIGNMENT}-byte aligned")
             value = value.contiguous()
             if value.data_ptr() % _TENSOR_ALIGNMENT:
                 value = value.clone()

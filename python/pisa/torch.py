@@ -15,7 +15,10 @@ layout fla's NSA kernels read). A library compiled token-major (the ops'
 `token_major`, manifest result "layout": "bthk") writes "bthk" itself; the
 other layout costs one transposing copy. A packed varlen library's
 selection is [Tq, Hkv, K] (docs/semantics.md, section 7); `layout` does not
-apply to it.
+apply to it. A pyramid cache that the program appends to (manifest
+`updated_in_place`) is declared mutated (`Tensor(a!)`), so torch.compile
+orders the op with the cache's other uses. (Not yet run on the H200: the
+torch checks there predate decode libraries.)
 """
 
 import torch
@@ -28,11 +31,21 @@ _loaded = {}
 
 def _schema(entry):
     params = []
-    for a in entry["arguments"]:
-        params.append(f"SymInt {a['name']}" if a["kind"] == "index"
-                      else f"Tensor {a['name']}")
+    for i, a in enumerate(entry["arguments"]):
+        if a["kind"] == "index":
+            params.append(f"SymInt {a['name']}")
+        elif a.get("updated_in_place"):
+            # Written by the call (a pyramid cache): a mutable alias.
+            params.append(f"Tensor(a{i}!) {a['name']}")
+        else:
+            params.append(f"Tensor {a['name']}")
     params.append('str layout="bhtk"')
     return "(" + ", ".join(params) + ") -> Tensor"
+
+
+def _mutated(entry):
+    """The arguments the call writes, as custom_op's mutates_args."""
+    return tuple(a["name"] for a in entry["arguments"] if a.get("updated_in_place"))
 
 
 def _result_shape(shape, layout, native):
@@ -104,7 +117,7 @@ def load_library(path, namespace="pisa"):
             return torch.empty(_result_shape(shape, layout, _native), dtype=_dtype,
                                device=device)
 
-        op = torch.library.custom_op(qualified, impl, mutates_args=(),
+        op = torch.library.custom_op(qualified, impl, mutates_args=_mutated(entry),
                                      device_types="cuda", schema=_schema(entry))
         op.register_fake(fake)
         _loaded[qualified] = lib.path

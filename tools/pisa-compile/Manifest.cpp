@@ -95,7 +95,7 @@ static void markArgumentRoles(func::FuncOp func, EntryPoint &entry) {
     } else if (auto a = dyn_cast<mlir::pisa::PyramidAppendOp>(op)) {
       if (int64_t i = argIndex(a.getPyramid()); i >= 0)
         entry.arguments[i].updatedInPlace = true;
-      const int64_t capacity = a.getKeys().getType().getDimSize(2);
+      const int64_t capacity = a.getCapacity();
       if (!ShapedType::isDynamic(capacity)) {
         mark(a.getFrom(), Value(), "from", capacity);
         mark(a.getTo(), Value(), "to", capacity);

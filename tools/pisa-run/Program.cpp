@@ -47,9 +47,9 @@ Value buildDecodeLoop(OpBuilder &b, Location loc, Value q, Value k,
         ValueRange{batch});
   };
   auto append = [&](Value into, Value from, Value to) -> Value {
-    return mlir::pisa::PyramidAppendOp::create(b, loc, cacheType, k, into,
-                                               lengths(from), lengths(to),
-                                               cfg.blockSize, cfg.branching);
+    return mlir::pisa::PyramidAppendOp::create(
+        b, loc, cacheType, k, into, lengths(from), lengths(to),
+        /*block_table=*/Value(), cfg.blockSize, cfg.branching);
   };
   // The prompt before the first query.
   cache = append(cache, zero, offset);

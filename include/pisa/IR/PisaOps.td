@@ -146,6 +146,10 @@ def Pisa_PyramidAppendOp : Pisa_Op<"pyramid_append", [Pure]> {
     `pisa.pyramid_build` computes over the same keys (docs/semantics.md,
     section 4). Other rows are unchanged. A sequence with from[b] < 0,
     from[b] > to[b] or to[b] > Ncap is left unchanged (tools reject it).
+    With `block_table` (`[B, Mp]` i32) the keys are a paged cache, a pool
+    `[P, S, Hkv, d]` of pages of S keys: sequence b's key j is
+    keys[block_table[b, j / S], j % S], and Ncap = Mp * S; a sequence whose
+    pages below to[b] are outside [0, P) is left unchanged.
 
     ```mlir
     %p1 = pisa.pyramid_append %kcache, %p0, %from, %to block_size = 64
@@ -155,15 +159,21 @@ def Pisa_PyramidAppendOp : Pisa_Op<"pyramid_append", [Pure]> {
   }];
   let arguments = (ins Pisa_FloatTensor4D:$keys, 4DTensorOf<[F32]>:$pyramid,
                        1DTensorOf<[I32]>:$from, 1DTensorOf<[I32]>:$to,
+                       Optional<2DTensorOf<[I32]>>:$block_table,
                        I64Attr:$block_size, I64Attr:$branching);
   let results = (outs 4DTensorOf<[F32]>:$result);
   let assemblyFormat = [{
-    $keys `,` $pyramid `,` $from `,` $to `block_size` `=` $block_size
-    `branching` `=` $branching attr-dict
+    $keys `,` $pyramid `,` $from `,` $to
+    (`block_table` `(` $block_table^ `:` type($block_table) `)`)?
+    `block_size` `=` $block_size `branching` `=` $branching attr-dict
     `:` type($keys) `,` type($pyramid) `,` type($from) `,` type($to)
     `->` type($result)
   }];
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Ncap: the keys' dimension 2, or Mp * S for a paged cache.
+    int64_t getCapacity();
+  }];
 }
 
 def Pisa_DecodeSelectOp : Pisa_Op<"decode_select", [Pure]> {
@@ -178,7 +188,10 @@ def Pisa_DecodeSelectOp : Pisa_Op<"decode_select", [Pure]> {
     or N_b > Ncap gets every row as K entries of -2 (not a leaf, not
     padding); tools refuse such lengths. The GPU lowering runs the
     single-stage kernel, one warp per (query, KV head), each finding its
-    sequence's length on the device.
+    sequence's length on the device. With `block_table` (`[B, Mp]` i32) the
+    keys are a paged cache `[P, S, Hkv, d]` as for `pisa.pyramid_append`
+    (Ncap = Mp * S; a page below N_b outside [0, P) makes the sequence's
+    rows -2); CPU lowering only, for now.
 
     ```mlir
     %sel = pisa.decode_select %q, %kc, %pc seq_lens(%n) topk = 8
@@ -189,11 +202,13 @@ def Pisa_DecodeSelectOp : Pisa_Op<"decode_select", [Pure]> {
   }];
   let arguments = (ins Pisa_FloatTensor4D:$queries, Pisa_FloatTensor4D:$keys,
                        4DTensorOf<[F32]>:$pyramid, 1DTensorOf<[I32]>:$seq_lens,
+                       Optional<2DTensorOf<[I32]>>:$block_table,
                        I64Attr:$topk, I64Attr:$block_size, I64Attr:$branching,
                        OptionalAttr<F32Attr>:$scale);
   let results = (outs 4DTensorOf<[I32]>:$selection);
   let assemblyFormat = [{
     $queries `,` $keys `,` $pyramid `seq_lens` `(` $seq_lens `)`
+    (`block_table` `(` $block_table^ `:` type($block_table) `)`)?
     `topk` `=` $topk `block_size` `=` $block_size `branching` `=` $branching
     (`scale` `=` $scale^)? attr-dict
     `:` type($queries) `,` type($keys) `,` type($pyramid) `,`
@@ -203,8 +218,10 @@ def Pisa_DecodeSelectOp : Pisa_Op<"decode_select", [Pure]> {
   let extraClassDeclaration = [{
     /// The logit scale: the attribute, else 1/sqrt(d).
     float getScaleOrDefault();
-    /// Ncap, the keys cache's dimension 2 (static).
-    int64_t getCapacity() { return getKeys().getType().getDimSize(2); }
+    /// Ncap: the keys cache's dimension 2, or Mp * S for a paged cache.
+    int64_t getCapacity();
+    /// Hkv: the keys' dimension 1, or 2 for a paged cache.
+    int64_t getKvHeads();
   }];
 }
 

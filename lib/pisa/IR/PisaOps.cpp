@@ -13,6 +13,7 @@
 #include "mlir/IR/OpImplementation.h"
 
 #include <cmath>
+#include <limits>
 
 using namespace mlir;
 using namespace mlir::pisa;
@@ -150,12 +151,49 @@ LogicalResult PyramidBuildOp::verify() {
 // PyramidAppendOp
 //===----------------------------------------------------------------------===//
 
-LogicalResult PyramidAppendOp::verify() {
-  if (failed(checkPyramidParams(*this, getBlockSize(), getBranching())) ||
-      failed(checkStaticDims(*this, "keys", getKeys().getType(),
-                             {{1, "Hkv"}, {3, "d"}})))
+/// A key cache as [B, Hkv, Ncap, d]: the keys themselves, or a page pool
+/// [P, S, Hkv, d] with its block table [B, Mp] (Ncap = Mp * S; S, Hkv, d
+/// and Mp static).
+static FailureOr<SmallVector<int64_t, 4>>
+cacheShape(Operation *op, RankedTensorType keys, Value blockTable) {
+  ArrayRef<int64_t> k = keys.getShape();
+  if (!blockTable) {
+    if (failed(checkStaticDims(op, "keys", keys, {{1, "Hkv"}, {3, "d"}})))
+      return failure();
+    return SmallVector<int64_t, 4>{k[0], k[1], k[2], k[3]};
+  }
+  auto table = cast<RankedTensorType>(blockTable.getType());
+  if (failed(checkStaticDims(op, "keys", keys,
+                             {{1, "page size S"}, {2, "Hkv"}, {3, "d"}})) ||
+      failed(checkStaticDims(op, "block_table", table,
+                             {{1, "pages per sequence Mp"}})))
     return failure();
-  ArrayRef<int64_t> k = getKeys().getType().getShape();
+  const int64_t pageSize = k[1], pages = table.getDimSize(1);
+  if (pageSize < 1 || pages < 1 ||
+      pages * pageSize > std::numeric_limits<int32_t>::max())
+    return op->emitOpError()
+           << "expected a page size S >= 1 and Mp >= 1 pages per sequence "
+              "with Mp * S < 2^31 (i32 positions) but got S = "
+           << pageSize << ", Mp = " << pages;
+  return SmallVector<int64_t, 4>{table.getDimSize(0), k[2], pages * pageSize,
+                                 k[3]};
+}
+
+int64_t PyramidAppendOp::getCapacity() {
+  if (Value table = getBlockTable())
+    return cast<RankedTensorType>(table.getType()).getDimSize(1) *
+           getKeys().getType().getDimSize(1);
+  return getKeys().getType().getDimSize(2);
+}
+
+LogicalResult PyramidAppendOp::verify() {
+  if (failed(checkPyramidParams(*this, getBlockSize(), getBranching())))
+    return failure();
+  FailureOr<SmallVector<int64_t, 4>> cache =
+      cacheShape(*this, getKeys().getType(), getBlockTable());
+  if (failed(cache))
+    return failure();
+  ArrayRef<int64_t> k = *cache;
   ArrayRef<int64_t> p = getPyramid().getType().getShape();
   if (getPyramid().getType() != getResult().getType())
     return emitOpError() << "expected the result to have the pyramid's type "
@@ -163,11 +201,13 @@ LogicalResult PyramidAppendOp::verify() {
                          << getResult().getType();
   int64_t from = getFrom().getType().getDimSize(0);
   int64_t to = getTo().getType().getDimSize(0);
-  if (failed(checkSameDim(*this, "B", "pyramid", p[0], "keys", k[0])) ||
+  // A paged cache's B is its block table's.
+  StringRef batchOf = getBlockTable() ? "block_table" : "keys";
+  if (failed(checkSameDim(*this, "B", "pyramid", p[0], batchOf, k[0])) ||
       failed(checkSameDim(*this, "Hkv", "pyramid", p[1], "keys", k[1])) ||
       failed(checkSameDim(*this, "d", "pyramid", p[3], "keys", k[3])) ||
-      failed(checkSameDim(*this, "B", "from", from, "keys", k[0])) ||
-      failed(checkSameDim(*this, "B", "to", to, "keys", k[0])))
+      failed(checkSameDim(*this, "B", "from", from, batchOf, k[0])) ||
+      failed(checkSameDim(*this, "B", "to", to, batchOf, k[0])))
     return failure();
   // The cache is sized for the key cache's capacity.
   return checkPyramidRows(*this, "pyramid", p[2], k[2], getBlockSize(),
@@ -314,6 +354,17 @@ float DecodeSelectOp::getScaleOrDefault() {
   return scaleOrDefault(getScaleAttr(), getQueries().getType());
 }
 
+int64_t DecodeSelectOp::getCapacity() {
+  if (Value table = getBlockTable())
+    return cast<RankedTensorType>(table.getType()).getDimSize(1) *
+           getKeys().getType().getDimSize(1);
+  return getKeys().getType().getDimSize(2);
+}
+
+int64_t DecodeSelectOp::getKvHeads() {
+  return getKeys().getType().getDimSize(getBlockTable() ? 2 : 1);
+}
+
 LogicalResult DecodeSelectOp::verify() {
   if (failed(checkPyramidParams(*this, getBlockSize(), getBranching())) ||
       failed(checkScale(*this, getScaleAttr())))
@@ -322,19 +373,25 @@ LogicalResult DecodeSelectOp::verify() {
   RankedTensorType kType = getKeys().getType();
   if (failed(checkTopKAndTypes(*this, getTopk(), qType, kType)))
     return failure();
-  if (failed(checkStaticDims(*this, "queries", qType, {{1, "Hq"}, {3, "d"}})) ||
-      failed(checkStaticDims(*this, "keys", kType,
-                             {{1, "Hkv"}, {2, "capacity Ncap"}})) ||
+  if (!getBlockTable() &&
+      failed(checkStaticDims(*this, "keys", kType, {{2, "capacity Ncap"}})))
+    return failure();
+  FailureOr<SmallVector<int64_t, 4>> cache =
+      cacheShape(*this, kType, getBlockTable());
+  if (failed(cache) ||
+      failed(checkStaticDims(*this, "queries", qType, {{1, "Hq"}, {3, "d"}})) ||
       failed(checkStaticDims(*this, "selection", getSelection().getType(),
                              {{3, "K"}})))
     return failure();
-  ArrayRef<int64_t> q = qType.getShape(), k = kType.getShape();
+  ArrayRef<int64_t> q = qType.getShape(), k = *cache;
   ArrayRef<int64_t> p = getPyramid().getType().getShape();
   ArrayRef<int64_t> r = getSelection().getType().getShape();
   if (k[2] < 1)
     return emitOpError() << "expected a capacity Ncap >= 1 but got " << k[2];
+  // A paged cache's B is its block table's.
+  StringRef batchOf = getBlockTable() ? "block_table" : "keys";
   return failure(
-      failed(checkSameDim(*this, "B", "keys", k[0], "queries", q[0])) ||
+      failed(checkSameDim(*this, "B", batchOf, k[0], "queries", q[0])) ||
       failed(checkSameDim(*this, "d", "keys", k[3], "queries", q[3])) ||
       failed(checkGroups(*this, q[1], k[1])) ||
       failed(checkSameDim(*this, "B", "seq_lens",

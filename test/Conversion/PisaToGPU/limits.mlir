@@ -75,3 +75,11 @@ func.func @append(%k: tensor<1x1x200x2048xf32>, %p: tensor<1x1x7x2048xf32>, %fro
   %r = pisa.pyramid_append %k, %p, %from, %to block_size = 64 branching = 2 : tensor<1x1x200x2048xf32>, tensor<1x1x7x2048xf32>, tensor<1xi32>, tensor<1xi32> -> tensor<1x1x7x2048xf32>
   return %r : tensor<1x1x7x2048xf32>
 }
+
+// -----
+
+func.func @paged(%q: tensor<2x4x1x32xf16>, %pages: tensor<64x16x2x32xf16>, %p: tensor<2x2x63x32xf32>, %n: tensor<2xi32>, %bt: tensor<2x128xi32>) -> tensor<2x2x1x4xi32> {
+  // expected-error @+1 {{reads a paged key cache (block_table): the GPU lowering takes contiguous caches only, for now (pisa-cpu-pipeline lowers it)}}
+  %s = pisa.decode_select %q, %pages, %p seq_lens(%n) block_table(%bt : tensor<2x128xi32>) topk = 4 block_size = 64 branching = 2 : tensor<2x4x1x32xf16>, tensor<64x16x2x32xf16>, tensor<2x2x63x32xf32>, tensor<2xi32> -> tensor<2x2x1x4xi32>
+  return %s : tensor<2x2x1x4xi32>
+}

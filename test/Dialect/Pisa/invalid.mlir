@@ -605,3 +605,37 @@ func.func @decode_rows(%q: tensor<2x4x1x32xf16>, %k: tensor<2x2x4096x32xf16>, %p
   %s = pisa.decode_select %q, %k, %p seq_lens(%n) topk = 4 block_size = 64 branching = 2 : tensor<2x4x1x32xf16>, tensor<2x2x4096x32xf16>, tensor<2x2x7x32xf32>, tensor<2xi32> -> tensor<2x2x1x4xi32>
   return %s : tensor<2x2x1x4xi32>
 }
+
+// -----
+
+// A paged cache's pyramid has the layout of Mp * S keys (128 x 16 = 2048:
+// 63 rows).
+func.func @paged_rows(%pages: tensor<64x16x2x32xf16>, %p: tensor<2x2x127x32xf32>, %from: tensor<2xi32>, %to: tensor<2xi32>, %bt: tensor<2x128xi32>) -> tensor<2x2x127x32xf32> {
+  // expected-error @+1 {{63}}
+  %r = pisa.pyramid_append %pages, %p, %from, %to block_table(%bt : tensor<2x128xi32>) block_size = 64 branching = 2 : tensor<64x16x2x32xf16>, tensor<2x2x127x32xf32>, tensor<2xi32>, tensor<2xi32> -> tensor<2x2x127x32xf32>
+  return %r : tensor<2x2x127x32xf32>
+}
+
+// -----
+
+func.func @paged_dynamic_page(%pages: tensor<64x?x2x32xf16>, %p: tensor<2x2x63x32xf32>, %from: tensor<2xi32>, %to: tensor<2xi32>, %bt: tensor<2x128xi32>) -> tensor<2x2x63x32xf32> {
+  // expected-error @+1 {{expected a static page size S (dim 1) in keys but got 'tensor<64x?x2x32xf16>'}}
+  %r = pisa.pyramid_append %pages, %p, %from, %to block_table(%bt : tensor<2x128xi32>) block_size = 64 branching = 2 : tensor<64x?x2x32xf16>, tensor<2x2x63x32xf32>, tensor<2xi32>, tensor<2xi32> -> tensor<2x2x63x32xf32>
+  return %r : tensor<2x2x63x32xf32>
+}
+
+// -----
+
+func.func @paged_dynamic_table(%q: tensor<2x4x1x32xf16>, %pages: tensor<64x16x2x32xf16>, %p: tensor<2x2x63x32xf32>, %n: tensor<2xi32>, %bt: tensor<2x?xi32>) -> tensor<2x2x1x4xi32> {
+  // expected-error @+1 {{expected a static pages per sequence Mp (dim 1) in block_table but got 'tensor<2x?xi32>'}}
+  %s = pisa.decode_select %q, %pages, %p seq_lens(%n) block_table(%bt : tensor<2x?xi32>) topk = 4 block_size = 64 branching = 2 : tensor<2x4x1x32xf16>, tensor<64x16x2x32xf16>, tensor<2x2x63x32xf32>, tensor<2xi32> -> tensor<2x2x1x4xi32>
+  return %s : tensor<2x2x1x4xi32>
+}
+
+// -----
+
+func.func @paged_batch(%q: tensor<2x4x1x32xf16>, %pages: tensor<64x16x2x32xf16>, %p: tensor<2x2x63x32xf32>, %n: tensor<2xi32>, %bt: tensor<3x128xi32>) -> tensor<2x2x1x4xi32> {
+  // expected-error @+1 {{expected B of block_table (3) to match queries (2)}}
+  %s = pisa.decode_select %q, %pages, %p seq_lens(%n) block_table(%bt : tensor<3x128xi32>) topk = 4 block_size = 64 branching = 2 : tensor<2x4x1x32xf16>, tensor<64x16x2x32xf16>, tensor<2x2x63x32xf32>, tensor<2xi32> -> tensor<2x2x1x4xi32>
+  return %s : tensor<2x2x1x4xi32>
+}

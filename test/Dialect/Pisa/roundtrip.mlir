@@ -108,3 +108,16 @@ func.func @decode_select(%q: tensor<?x16x2x64xbf16>, %k: tensor<?x2x4096x64xbf16
       -> tensor<?x2x2x8xi32>
   return %s : tensor<?x2x2x8xi32>
 }
+
+// Paged key caches: a pool of pages [P, S, Hkv, d] and a block table.
+// CHECK-LABEL: func.func @paged
+// CHECK: pisa.pyramid_append %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} block_table(%{{.*}} : tensor<?x128xi32>) block_size = 64 branching = 2 : tensor<?x16x2x64xbf16>, tensor<?x2x63x64xf32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x2x63x64xf32>
+// CHECK: pisa.decode_select %{{.*}}, %{{.*}}, %{{.*}} seq_lens(%{{.*}}) block_table(%{{.*}} : tensor<?x128xi32>) topk = 8 block_size = 64 branching = 2 : tensor<?x16x1x64xbf16>, tensor<?x16x2x64xbf16>, tensor<?x2x63x64xf32>, tensor<?xi32> -> tensor<?x2x1x8xi32>
+func.func @paged(%q: tensor<?x16x1x64xbf16>, %pages: tensor<?x16x2x64xbf16>, %p: tensor<?x2x63x64xf32>,
+                 %from: tensor<?xi32>, %to: tensor<?xi32>, %bt: tensor<?x128xi32>) -> tensor<?x2x1x8xi32> {
+  %p1 = pisa.pyramid_append %pages, %p, %from, %to block_table(%bt : tensor<?x128xi32>) block_size = 64 branching = 2
+      : tensor<?x16x2x64xbf16>, tensor<?x2x63x64xf32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x2x63x64xf32>
+  %s = pisa.decode_select %q, %pages, %p1 seq_lens(%to) block_table(%bt : tensor<?x128xi32>) topk = 8 block_size = 64 branching = 2
+      : tensor<?x16x1x64xbf16>, tensor<?x16x2x64xbf16>, tensor<?x2x63x64xf32>, tensor<?xi32> -> tensor<?x2x1x8xi32>
+  return %s : tensor<?x2x1x8xi32>
+}

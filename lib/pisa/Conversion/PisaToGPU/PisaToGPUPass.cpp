@@ -82,9 +82,21 @@ std::optional<std::string> mlir::pisa::gpuLimitViolation(Operation *op) {
     return headDimLimit(build.getKeys().getType().getShape()[3]);
   if (auto build = dyn_cast<PyramidBuildVarlenOp>(op))
     return headDimLimit(build.getKeys().getType().getShape()[2]);
-  if (auto append = dyn_cast<PyramidAppendOp>(op))
+  auto paged = [&](Value blockTable) -> std::optional<std::string> {
+    if (!blockTable)
+      return std::nullopt;
+    os << "reads a paged key cache (block_table): the GPU lowering takes "
+          "contiguous caches only, for now (pisa-cpu-pipeline lowers it)";
+    return why;
+  };
+  if (auto append = dyn_cast<PyramidAppendOp>(op)) {
+    if (auto why = paged(append.getBlockTable()))
+      return why;
     return headDimLimit(append.getKeys().getType().getShape()[3]);
+  }
   if (auto decode = dyn_cast<DecodeSelectOp>(op)) {
+    if (auto why = paged(decode.getBlockTable()))
+      return why;
     const int64_t candidates =
         int64_t(decode.getBranching()) * int64_t(decode.getTopk());
     ArrayRef<int64_t> k = decode.getKeys().getType().getShape();

@@ -278,6 +278,8 @@ struct PyramidAppendToLoops : OpRewritePattern<PyramidAppendOp> {
 
   LogicalResult matchAndRewrite(PyramidAppendOp op,
                                 PatternRewriter &rewriter) const override {
+    if (op.getBlockTable())
+      return rewriter.notifyMatchFailure(op, "paged: DecodeToLoops");
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     rewriter.replaceOp(op, buildAppend(b, op));
     return success();

@@ -593,8 +593,8 @@ struct VarlenCall {
     };
     arg(kInput, {kDynamicSize, 2, 8}, kNoRole, -1);
     arg(kInput, {kDynamicSize, 1, 8}, kNoRole, -1);
-    arg(kInput, {kDynamicSize}, kCuSeqlensQ, 0);
-    arg(kInput, {kDynamicSize}, kCuSeqlensK, 1);
+    arg(kInput, {kDynamicSize}, roleBit(kCuSeqlensQ), 0);
+    arg(kInput, {kDynamicSize}, roleBit(kCuSeqlensK), 1);
     arg(kResult, {kDynamicSize, 1, 4}, kNoRole, -1);
   }
   /// What pisa_F_validate does: describe, begin, validate, end.
@@ -691,9 +691,9 @@ struct DecodeCall {
       table.insert(table.end(), {role, refersTo, capacity});
     };
     arg(kInput, {2, 4, kDynamicSize, 8}, kNoRole, -1, 0);
-    arg(kInput, {2}, kSeqLens, 0, 100);
-    arg(kInput, {2}, kAppendFrom, -1, 100);
-    arg(kInput, {2}, kAppendTo, -1, 100);
+    arg(kInput, {2}, roleBit(kSeqLens), 0, 100);
+    arg(kInput, {2}, roleBit(kAppendFrom), -1, 100);
+    arg(kInput, {2}, roleBit(kAppendTo), -1, 100);
     arg(kResult, {2, 2, kDynamicSize, 4}, kNoRole, -1, 0);
   }
   int validate() {
@@ -755,4 +755,39 @@ TEST_F(CudaRuntimeTest, ValidateChecksDecodeLengthsAndAppends) {
         << bad.what << ": " << c.error;
     EXPECT_EQ(driver.count("cuLaunchKernel"), 0) << bad.what;
   }
+}
+
+TEST_F(CudaRuntimeTest, AnArgumentWithTwoRolesIsCheckedForBoth) {
+  // decode_batch: `to` is the append's end and decode_select's seq_lens.
+  // An empty sequence passes as an append (from = to = 0) but not as
+  // seq_lens (N_b >= Nq = 1).
+  std::vector<int64_t> table = {kEntryTableVersion, 4, 0};
+  auto arg = [&](int64_t kind, std::vector<int64_t> sizes, int64_t roles,
+                 int64_t refersTo, int64_t capacity) {
+    int64_t rank = int64_t(sizes.size());
+    table.insert(table.end(), {kind, rank, 0, 0});
+    sizes.resize(kMaxRank, 0);
+    table.insert(table.end(), sizes.begin(), sizes.end());
+    table.insert(table.end(), {roles, refersTo, capacity});
+  };
+  arg(kInput, {2, 4, 1, 8}, 0, -1, 0);
+  arg(kInput, {2}, roleBit(kAppendFrom), -1, 100);
+  arg(kInput, {2}, roleBit(kAppendTo) | roleBit(kSeqLens), 0, 100);
+  arg(kResult, {2, 2, 1, 4}, 0, -1, 0);
+  alignas(16) int32_t from[4] = {10, 0}, to[4] = {11, 0};
+  char error[256] = "untouched";
+  PisaCall call{nullptr, nullptr, 0, error, sizeof(error)};
+  int64_t descriptors[64];
+  void *values[] = {reinterpret_cast<void *>(0x10000), from, to,
+                    reinterpret_cast<void *>(0x30000)};
+  ASSERT_EQ(pisaCallDescribe(table.data(), "f", &call, values, descriptors),
+            PISA_OK);
+  ASSERT_EQ(pisaCallBegin("f", &call, 0), PISA_OK);
+  EXPECT_EQ(pisaCallValidate(table.data(), "f", descriptors),
+            PISA_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(error).find("argument 2: seq_lens[1] = 0 is outside "
+                                    "[1, 100]"),
+            std::string::npos)
+      << error;
+  EXPECT_EQ(driver.count("cuMemcpyDtoHAsync"), 2) << "each argument read once";
 }

@@ -284,13 +284,16 @@ static llvm::Expected<SmallVector<int64_t>> entryTable(const EntryPoint &e) {
       int64_t size = r < int64_t(a.shape.size()) ? a.shape[r] : 0;
       table.push_back(ShapedType::isDynamic(size) ? rt::kDynamicSize : size);
     }
-    table.push_back(llvm::StringSwitch<int64_t>(a.role)
-                        .Case("cu_seqlens_q", rt::kCuSeqlensQ)
-                        .Case("cu_seqlens_k", rt::kCuSeqlensK)
-                        .Case("seq_lens", rt::kSeqLens)
-                        .Case("from", rt::kAppendFrom)
-                        .Case("to", rt::kAppendTo)
-                        .Default(rt::kNoRole));
+    int64_t roles = 0;
+    for (const std::string &role : a.roles)
+      roles |= rt::roleBit(llvm::StringSwitch<rt::ArgRole>(role)
+                               .Case("cu_seqlens_q", rt::kCuSeqlensQ)
+                               .Case("cu_seqlens_k", rt::kCuSeqlensK)
+                               .Case("seq_lens", rt::kSeqLens)
+                               .Case("from", rt::kAppendFrom)
+                               .Case("to", rt::kAppendTo)
+                               .Default(rt::kNoRole));
+    table.push_back(roles);
     table.push_back(a.rowsArg);
     table.push_back(a.capacity);
     return llvm::Error::success();

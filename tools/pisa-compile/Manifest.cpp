@@ -80,11 +80,14 @@ static void markArgumentRoles(func::FuncOp func, EntryPoint &entry) {
   auto mark = [&](Value values, Value refersTo, const char *role,
                   int64_t capacity = 0) {
     int64_t i = argIndex(values);
-    if (i < 0 || !entry.arguments[i].role.empty())
+    if (i < 0 || llvm::is_contained(entry.arguments[i].roles, role))
       return;
-    entry.arguments[i].role = role;
-    entry.arguments[i].rowsArg = refersTo ? argIndex(refersTo) : -1;
-    entry.arguments[i].capacity = capacity;
+    Argument &a = entry.arguments[i];
+    a.roles.push_back(role);
+    if (a.rowsArg < 0 && refersTo)
+      a.rowsArg = argIndex(refersTo);
+    if (capacity)
+      a.capacity = capacity;
   };
   func.walk([&](Operation *op) {
     if (auto p = dyn_cast<mlir::pisa::PyramidBuildVarlenOp>(op)) {
@@ -108,7 +111,7 @@ static void markArgumentRoles(func::FuncOp func, EntryPoint &entry) {
 
 bool EntryPoint::validates() const {
   return llvm::any_of(arguments,
-                      [](const Argument &a) { return !a.role.empty(); });
+                      [](const Argument &a) { return !a.roles.empty(); });
 }
 
 static llvm::Expected<Argument> describe(Type type, std::string name,
@@ -269,12 +272,16 @@ static llvm::json::Object toJson(const Argument &arg) {
     o["size_params"] = llvm::json::Array(arg.sizeParams());
     if (arg.updatedInPlace)
       o["updated_in_place"] = true;
-    if (!arg.role.empty()) {
-      o["role"] = arg.role;
-      if (arg.role != "from" && arg.role != "to")
-        o[arg.role == "seq_lens" ? "queries" : "rows_of"] =
-            arg.rowsArg < 0 ? llvm::json::Value(nullptr)
-                            : llvm::json::Value(arg.rowsArg);
+    if (!arg.roles.empty()) {
+      o["roles"] = llvm::json::Array(arg.roles);
+      auto has = [&](StringRef r) { return llvm::is_contained(arg.roles, r); };
+      llvm::json::Value refersTo = arg.rowsArg < 0
+                                       ? llvm::json::Value(nullptr)
+                                       : llvm::json::Value(arg.rowsArg);
+      if (has("seq_lens"))
+        o["queries"] = refersTo;
+      else if (has("cu_seqlens_q") || has("cu_seqlens_k"))
+        o["rows_of"] = refersTo;
       if (arg.capacity)
         o["capacity"] = arg.capacity;
     }

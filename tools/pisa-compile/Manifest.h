@@ -28,13 +28,15 @@ struct Argument {
   /// The result of a selection: "bhtk" ([B, Hkv, Nq, K]) or "bthk"
   /// ([B, Nq, Hkv, K], from a token_major hier_topk); empty otherwise.
   std::string layout;
-  /// What pisa_F_validate checks the values of: "cu_seqlens_q" /
-  /// "cu_seqlens_k" of a varlen op (rowsArg: the argument whose first
-  /// dimension is the rows it packs), "seq_lens" of pisa.decode_select
-  /// (rowsArg: the queries, whose dimension 2 is Nq; capacity: Ncap), or
-  /// "from" / "to" of pisa.pyramid_append (capacity: Ncap). rowsArg is -1
-  /// when that tensor is not an argument.
-  std::string role;
+  /// What pisa_F_validate checks the values of, in the order the program
+  /// uses them (one argument may have several: an append's `to` that is
+  /// also decode_select's seq_lens): "cu_seqlens_q" / "cu_seqlens_k" of a
+  /// varlen op (rowsArg: the argument whose first dimension is the rows it
+  /// packs), "seq_lens" of pisa.decode_select (rowsArg: the queries, whose
+  /// dimension 2 is Nq; capacity: Ncap), "from" / "to" of
+  /// pisa.pyramid_append (capacity: Ncap). rowsArg is -1 when that tensor
+  /// is not an argument; the first role that names one sets it.
+  std::vector<std::string> roles;
   int64_t rowsArg = -1;
   int64_t capacity = 0;
   /// A pyramid cache that pisa.pyramid_append updates: the call writes it.

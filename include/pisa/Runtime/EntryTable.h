@@ -9,8 +9,9 @@
 //   result last), table[2] = workspace bytes (kDynamicSize: computed per
 //   call from the sizes), then kArgFields per argument: kind, rank, lowest
 //   and highest value (index arguments), sizes[kMaxRank] (memrefs;
-//   kDynamicSize for a size given at the call, unused sizes 0), role (what
-//   a validating call reads back: ArgRole), the argument it refers to (-1:
+//   kDynamicSize for a size given at the call, unused sizes 0), roles (what
+//   a validating call reads back: a mask of roleBit(ArgRole)), the
+//   argument it refers to (-1:
 //   none; for cu_seqlens, whose dimension 0 counts the rows it packs; for
 //   seq_lens, the queries, whose dimension 2 is Nq) and the capacity Ncap
 //   that bounds seq_lens and an append's from/to (0: none).
@@ -54,13 +55,17 @@ enum ArgRole : int64_t {
   kAppendFrom = 4,
   kAppendTo = 5
 };
+/// The bit of `role` in an argument's kRoles mask (kNoRole: none).
+constexpr int64_t roleBit(ArgRole role) {
+  return role == kNoRole ? 0 : int64_t(1) << role;
+}
 enum ArgField : int64_t {
   kKind = 0,
   kRank = 1,
   kLowest = 2,
   kHighest = 3,
   kSizes = 4,
-  kRole = 4 + kMaxRank,
+  kRoles = 4 + kMaxRank,
   kRowsArg = 5 + kMaxRank,
   kCapacity = 6 + kMaxRank
 };

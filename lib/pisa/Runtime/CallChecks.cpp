@@ -286,59 +286,67 @@ int pisaCallValidate(const int64_t *table, const char *function,
   const int64_t numArgs = table[1];
   const int64_t *arg = table + kHeaderFields;
   // The first argument of each role, kept for the rules across two.
-  constexpr int kRoles = kAppendTo + 1;
-  int32_t *kept[kRoles] = {};
-  int64_t entries[kRoles] = {};
+  constexpr int kNumRoles = kAppendTo + 1; // roles 1 .. kAppendTo
+  int32_t *kept[kNumRoles] = {};
+  int64_t entries[kNumRoles] = {};
   int status = PISA_OK;
   char message[300];
-  static const char *const kNames[kRoles] = {
+  static const char *const kNames[kNumRoles] = {
       "", "cu_seqlens_q", "cu_seqlens_k", "seq_lens", "from", "to"};
   for (int64_t i = 0; i < numArgs && status == PISA_OK; ++i, arg += kArgFields) {
-    const int64_t role = arg[kRole];
-    if (role <= kNoRole || role >= kRoles)
+    const int64_t roles = arg[kRoles];
+    if (!roles)
       continue;
-    const char *name = kNames[role];
     const int64_t *d = descriptorOf(table, descriptors, i);
-    const bool cuSeqlens = role == kCuSeqlensQ || role == kCuSeqlensK;
-    if (cuSeqlens && d[3] < 1) {
-      status = reject(PISA_ERROR_INVALID_ARGUMENT, function,
-                      "%s (argument %lld) is empty: it holds B + 1 entries",
-                      name, (long long)i);
-      break;
+    int32_t *host = nullptr;
+    bool keptHost = false;
+    for (int role = 1; role < kNumRoles && status == PISA_OK; ++role) {
+      if (!(roles & roleBit(ArgRole(role))))
+        continue;
+      const char *name = kNames[role];
+      const bool cuSeqlens = role == kCuSeqlensQ || role == kCuSeqlensK;
+      if (cuSeqlens && d[3] < 1) {
+        status = reject(PISA_ERROR_INVALID_ARGUMENT, function,
+                        "%s (argument %lld) is empty: it holds B + 1 entries",
+                        name, (long long)i);
+        break;
+      }
+      if (!host && !(host = readBack(d))) {
+        status = PISA_ERROR_CUDA;
+        break;
+      }
+      bool holds = true;
+      if (cuSeqlens) {
+        int64_t rows = arg[kRowsArg] >= 0
+                           ? descriptorOf(table, descriptors, arg[kRowsArg])[3]
+                           : host[d[3] - 1];
+        holds =
+            checkCuSeqlens(name, host, d[3], rows, message, sizeof(message));
+      } else if (role == kSeqLens) {
+        // Nq: dimension 2 of the queries.
+        int64_t numQueries =
+            arg[kRowsArg] >= 0
+                ? descriptorOf(table, descriptors, arg[kRowsArg])[3 + 2]
+                : 1;
+        holds = checkRange(name, host, d[3], numQueries, arg[kCapacity],
+                           "Nq <= N_b <= the cache's capacity", message,
+                           sizeof(message));
+      } else {
+        holds = checkRange(name, host, d[3], 0, arg[kCapacity],
+                           "positions of the cache", message,
+                           sizeof(message));
+      }
+      if (!holds)
+        status = reject(PISA_ERROR_INVALID_ARGUMENT, function,
+                        "argument %lld: %s", (long long)i, message);
+      if (!kept[role]) {
+        kept[role] = host;
+        entries[role] = d[3];
+        keptHost = true;
+      }
     }
-    int32_t *host = readBack(d);
-    if (!host) {
-      status = PISA_ERROR_CUDA;
-      break;
-    }
-    bool holds = true;
-    if (cuSeqlens) {
-      int64_t rows = arg[kRowsArg] >= 0
-                         ? descriptorOf(table, descriptors, arg[kRowsArg])[3]
-                         : host[d[3] - 1];
-      holds = checkCuSeqlens(name, host, d[3], rows, message, sizeof(message));
-    } else if (role == kSeqLens) {
-      // Nq: dimension 2 of the queries.
-      int64_t numQueries =
-          arg[kRowsArg] >= 0
-              ? descriptorOf(table, descriptors, arg[kRowsArg])[3 + 2]
-              : 1;
-      holds = checkRange(name, host, d[3], numQueries, arg[kCapacity],
-                         "Nq <= N_b <= the cache's capacity", message,
-                         sizeof(message));
-    } else {
-      holds = checkRange(name, host, d[3], 0, arg[kCapacity],
-                         "positions of the cache", message, sizeof(message));
-    }
-    if (!holds)
-      status = reject(PISA_ERROR_INVALID_ARGUMENT, function,
-                      "argument %lld: %s", (long long)i, message);
-    if (!kept[role]) {
-      kept[role] = host;
-      entries[role] = d[3];
-    } else {
+    if (!keptHost)
       free(host);
-    }
   }
   if (status == PISA_OK && kept[kCuSeqlensQ] && kept[kCuSeqlensK] &&
       entries[kCuSeqlensQ] == entries[kCuSeqlensK] &&
@@ -350,8 +358,14 @@ int pisaCallValidate(const int64_t *table, const char *function,
       !checkAppendOrder(kept[kAppendFrom], kept[kAppendTo],
                         entries[kAppendFrom], message, sizeof(message)))
     status = reject(PISA_ERROR_INVALID_ARGUMENT, function, "%s", message);
-  for (int32_t *host : kept)
-    free(host);
+  // One argument may be kept for several roles: free each buffer once.
+  for (int role = 0; role < kNumRoles; ++role) {
+    bool earlier = false;
+    for (int r = 0; r < role; ++r)
+      earlier |= kept[r] == kept[role];
+    if (!earlier)
+      free(kept[role]);
+  }
   if (status == PISA_OK && call.failed)
     status = PISA_ERROR_CUDA;
   return status;

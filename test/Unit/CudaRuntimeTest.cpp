@@ -174,22 +174,50 @@ void mgpuLaunchKernel(CUfunction, intptr_t, intptr_t, intptr_t, intptr_t,
 
 namespace {
 
+/// One argument's fields of an entry table (EntryTable.h): its kind and
+/// sizes, and what a validating call checks of it (roles, the argument
+/// they refer to, the capacity) or, for an index, its range.
+struct TableArg {
+  int64_t kind;
+  std::vector<int64_t> sizes;
+  int64_t roles = 0, refersTo = -1, capacity = 0;
+  int64_t lowest = 0, highest = 0;
+};
+
+std::vector<int64_t> entryTable(int64_t workspaceBytes,
+                                std::vector<TableArg> args) {
+  std::vector<int64_t> t = {kEntryTableVersion, int64_t(args.size()),
+                            workspaceBytes};
+  for (TableArg &a : args) {
+    t.insert(t.end(),
+             {a.kind, int64_t(a.sizes.size()), a.lowest, a.highest});
+    a.sizes.resize(kMaxRank, 0);
+    t.insert(t.end(), a.sizes.begin(), a.sizes.end());
+    t.insert(t.end(), {a.roles, a.refersTo, a.capacity});
+  }
+  return t;
+}
+
+/// What pisa_F_validate does: describe, begin, validate, end.
+int validateCall(const std::vector<int64_t> &table, PisaCall &call,
+                 void *const *values, int64_t *descriptors) {
+  int status = pisaCallDescribe(table.data(), "f", &call, values, descriptors);
+  if (status == PISA_OK)
+    status = pisaCallBegin("f", &call, 0);
+  if (status == PISA_OK)
+    status = pisaCallValidate(table.data(), "f", descriptors);
+  if (status == PISA_OK)
+    status = pisaCallEnd();
+  return status;
+}
+
 /// An entry like pisa-compile's: f(q: f32 [2, 8], offset: index in [0, 4])
 /// -> i32 [8], needing 1280 bytes of workspace (allocations of 300 and 600
 /// bytes, each rounded up to 256).
 std::vector<int64_t> exampleTable() {
-  std::vector<int64_t> t = {kEntryTableVersion, 3, 1280};
-  auto arg = [&](int64_t kind, int64_t rank, int64_t lo, int64_t hi,
-                 std::vector<int64_t> sizes) {
-    t.insert(t.end(), {kind, rank, lo, hi});
-    sizes.resize(kMaxRank, 0);
-    t.insert(t.end(), sizes.begin(), sizes.end());
-    t.insert(t.end(), {kNoRole, -1, 0});
-  };
-  arg(kInput, 2, 0, 0, {2, 8});
-  arg(kIndex, 0, 0, 4, {});
-  arg(kResult, 1, 0, 0, {8});
-  return t;
+  TableArg offset{kIndex, {}};
+  offset.highest = 4;
+  return entryTable(1280, {{kInput, {2, 8}}, offset, {kResult, {8}}});
 }
 
 struct Call {
@@ -582,22 +610,12 @@ struct VarlenCall {
                 sizeof(error)};
   int64_t descriptors[128];
   VarlenCall() {
-    table = {kEntryTableVersion, 5, 0};
-    auto arg = [&](int64_t kind, std::vector<int64_t> sizes, int64_t role,
-                   int64_t rowsArg) {
-      int64_t rank = int64_t(sizes.size());
-      table.insert(table.end(), {kind, rank, 0, 0});
-      sizes.resize(kMaxRank, 0);
-      table.insert(table.end(), sizes.begin(), sizes.end());
-      table.insert(table.end(), {role, rowsArg, 0});
-    };
-    arg(kInput, {kDynamicSize, 2, 8}, kNoRole, -1);
-    arg(kInput, {kDynamicSize, 1, 8}, kNoRole, -1);
-    arg(kInput, {kDynamicSize}, roleBit(kCuSeqlensQ), 0);
-    arg(kInput, {kDynamicSize}, roleBit(kCuSeqlensK), 1);
-    arg(kResult, {kDynamicSize, 1, 4}, kNoRole, -1);
+    table = entryTable(0, {{kInput, {kDynamicSize, 2, 8}},
+                           {kInput, {kDynamicSize, 1, 8}},
+                           {kInput, {kDynamicSize}, roleBit(kCuSeqlensQ), 0},
+                           {kInput, {kDynamicSize}, roleBit(kCuSeqlensK), 1},
+                           {kResult, {kDynamicSize, 1, 4}}});
   }
-  /// What pisa_F_validate does: describe, begin, validate, end.
   int validate() {
     void *values[] = {reinterpret_cast<void *>(0x10000),
                       reinterpret_cast<void *>(tq),
@@ -609,15 +627,7 @@ struct VarlenCall {
                       reinterpret_cast<void *>(4),
                       reinterpret_cast<void *>(0x30000),
                       reinterpret_cast<void *>(tq)};
-    int status =
-        pisaCallDescribe(table.data(), "f", &call, values, descriptors);
-    if (status == PISA_OK)
-      status = pisaCallBegin("f", &call, 0);
-    if (status == PISA_OK)
-      status = pisaCallValidate(table.data(), "f", descriptors);
-    if (status == PISA_OK)
-      status = pisaCallEnd();
-    return status;
+    return validateCall(table, call, values, descriptors);
   }
 };
 
@@ -681,20 +691,11 @@ struct DecodeCall {
                 sizeof(error)};
   int64_t descriptors[128];
   DecodeCall() {
-    table = {kEntryTableVersion, 5, 0};
-    auto arg = [&](int64_t kind, std::vector<int64_t> sizes, int64_t role,
-                   int64_t refersTo, int64_t capacity) {
-      int64_t rank = int64_t(sizes.size());
-      table.insert(table.end(), {kind, rank, 0, 0});
-      sizes.resize(kMaxRank, 0);
-      table.insert(table.end(), sizes.begin(), sizes.end());
-      table.insert(table.end(), {role, refersTo, capacity});
-    };
-    arg(kInput, {2, 4, kDynamicSize, 8}, kNoRole, -1, 0);
-    arg(kInput, {2}, roleBit(kSeqLens), 0, 100);
-    arg(kInput, {2}, roleBit(kAppendFrom), -1, 100);
-    arg(kInput, {2}, roleBit(kAppendTo), -1, 100);
-    arg(kResult, {2, 2, kDynamicSize, 4}, kNoRole, -1, 0);
+    table = entryTable(0, {{kInput, {2, 4, kDynamicSize, 8}},
+                           {kInput, {2}, roleBit(kSeqLens), 0, 100},
+                           {kInput, {2}, roleBit(kAppendFrom), -1, 100},
+                           {kInput, {2}, roleBit(kAppendTo), -1, 100},
+                           {kResult, {2, 2, kDynamicSize, 4}}});
   }
   int validate() {
     void *values[] = {reinterpret_cast<void *>(0x10000),
@@ -704,15 +705,7 @@ struct DecodeCall {
                       to,
                       reinterpret_cast<void *>(0x30000),
                       reinterpret_cast<void *>(nq)};
-    int status =
-        pisaCallDescribe(table.data(), "f", &call, values, descriptors);
-    if (status == PISA_OK)
-      status = pisaCallBegin("f", &call, 0);
-    if (status == PISA_OK)
-      status = pisaCallValidate(table.data(), "f", descriptors);
-    if (status == PISA_OK)
-      status = pisaCallEnd();
-    return status;
+    return validateCall(table, call, values, descriptors);
   }
 };
 
@@ -761,29 +754,18 @@ TEST_F(CudaRuntimeTest, AnArgumentWithTwoRolesIsCheckedForBoth) {
   // decode_batch: `to` is the append's end and decode_select's seq_lens.
   // An empty sequence passes as an append (from = to = 0) but not as
   // seq_lens (N_b >= Nq = 1).
-  std::vector<int64_t> table = {kEntryTableVersion, 4, 0};
-  auto arg = [&](int64_t kind, std::vector<int64_t> sizes, int64_t roles,
-                 int64_t refersTo, int64_t capacity) {
-    int64_t rank = int64_t(sizes.size());
-    table.insert(table.end(), {kind, rank, 0, 0});
-    sizes.resize(kMaxRank, 0);
-    table.insert(table.end(), sizes.begin(), sizes.end());
-    table.insert(table.end(), {roles, refersTo, capacity});
-  };
-  arg(kInput, {2, 4, 1, 8}, 0, -1, 0);
-  arg(kInput, {2}, roleBit(kAppendFrom), -1, 100);
-  arg(kInput, {2}, roleBit(kAppendTo) | roleBit(kSeqLens), 0, 100);
-  arg(kResult, {2, 2, 1, 4}, 0, -1, 0);
+  std::vector<int64_t> table = entryTable(
+      0, {{kInput, {2, 4, 1, 8}},
+          {kInput, {2}, roleBit(kAppendFrom), -1, 100},
+          {kInput, {2}, roleBit(kAppendTo) | roleBit(kSeqLens), 0, 100},
+          {kResult, {2, 2, 1, 4}}});
   alignas(16) int32_t from[4] = {10, 0}, to[4] = {11, 0};
   char error[256] = "untouched";
   PisaCall call{nullptr, nullptr, 0, error, sizeof(error)};
   int64_t descriptors[64];
   void *values[] = {reinterpret_cast<void *>(0x10000), from, to,
                     reinterpret_cast<void *>(0x30000)};
-  ASSERT_EQ(pisaCallDescribe(table.data(), "f", &call, values, descriptors),
-            PISA_OK);
-  ASSERT_EQ(pisaCallBegin("f", &call, 0), PISA_OK);
-  EXPECT_EQ(pisaCallValidate(table.data(), "f", descriptors),
+  EXPECT_EQ(validateCall(table, call, values, descriptors),
             PISA_ERROR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(error).find("argument 2: seq_lens[1] = 0 is outside "
                                     "[1, 100]"),

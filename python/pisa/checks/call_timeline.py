@@ -18,7 +18,6 @@ import sys
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-from pisa import aot
 from pisa.checks import bench_call
 
 

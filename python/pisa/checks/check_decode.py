@@ -164,9 +164,8 @@ def check_case(lib, cfg, rng, steps, ref_every):
         q, sel = step(frm, n, n)
         # The cache's nodes against pyramid_build of keys 0 .. n - 1.
         k = keys[:, :, :n].contiguous()
-        rows = sum(layout(n, C, g)[1])
-        built = lib("build", k, out=torch.empty(1, Hkv, rows, d, device="cuda"))
         noffsets, nsizes = layout(n, C, g)
+        built = lib("build", k, out=torch.empty(1, Hkv, sum(nsizes), d, device="cuda"))
         torch.cuda.synchronize()
         for l, (size, no) in enumerate(zip(nsizes, noffsets)):
             co = offsets[l]
@@ -283,20 +282,47 @@ PAPER = {"name": "paper", "Hkv": 1, "G": 16, "d": 128, "C": 64, "K": 8, "g": 2,
          "dtype": "bf16", "inputs": "gaussian", "Ncap": 131072}
 
 
+def graph_time(fn, steps, samples):
+    """Median GPU microseconds per step of fn(0) .. fn(steps - 1), captured
+    in a CUDA graph so that host time (ctypes, the wrapper) is out of the
+    figure: CUDA events around each of `samples` replays, after a warm-up
+    call and replay. Replays repeat the same appends, which leave a cache
+    as it is."""
+    import statistics
+    import torch
+
+    fn(0)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for i in range(steps):
+            fn(i)
+    graph.replay()
+    times = []
+    for _ in range(samples):
+        torch.cuda.synchronize()
+        start, end = torch.cuda.Event(True), torch.cuda.Event(True)
+        start.record()
+        graph.replay()
+        end.record()
+        torch.cuda.synchronize()
+        times.append(start.elapsed_time(end) * 1e3 / steps)
+    return statistics.median(times)
+
+
 def bench(args):
     """GPU time of one decode step (append one key + select) against
     rebuilding the pyramid and selecting over it, paper setting, at
     several lengths of a 128K cache: --steps steps (their from/to prepared
     on the device) captured in a CUDA graph, CUDA events around its
-    replays, median of --samples after a warm-up replay."""
-    import statistics
+    replays, median of --samples after a warm-up replay (graph_time)."""
     import torch
     from pisa import aot
 
     lib = aot.Library(os.path.join(args.dir, "libpaper.so"))
     c = PAPER
     cap, d, C, g = c["Ncap"], c["d"], c["C"], c["g"]
-    offsets, sizes = layout(cap, C, g)
+    sizes = layout(cap, C, g)[1]
     keys = torch.randn(1, 1, cap, d, device="cuda").to(torch.bfloat16)
     q = torch.randn(1, 16, 1, d, device="cuda").to(torch.bfloat16)
     out = torch.empty(1, 1, 1, c["K"], dtype=torch.int32, device="cuda")
@@ -312,34 +338,14 @@ def bench(args):
         prows = sum(layout(n, C, g)[1])
         built = torch.empty(1, 1, prows, d, device="cuda")
 
-        def timed(fn):
-            # The steps captured in a CUDA graph, so that host time (ctypes,
-            # the wrapper) is out of the figure; replays repeat the same
-            # appends, which leave the cache as it is.
-            fn(0)
-            torch.cuda.synchronize()
-            graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph):
-                for i in range(args.steps):
-                    fn(i)
-            graph.replay()
-            times = []
-            for _ in range(args.samples):
-                torch.cuda.synchronize()
-                start, end = torch.cuda.Event(True), torch.cuda.Event(True)
-                start.record()
-                graph.replay()
-                end.record()
-                torch.cuda.synchronize()
-                times.append(start.elapsed_time(end) * 1e3 / args.steps)
-            return statistics.median(times)
-
         ws = torch.empty(64 << 20, dtype=torch.uint8, device="cuda")
-        step = timed(lambda i: lib("decode_step", q, keys, cache, *bounds[i],
-                                   n + i + 1, out=out, workspace=ws))
-        rebuild = timed(lambda i: (lib("build", k, out=built, workspace=ws),
-                                   lib("select", q, k, built, n - 1, out=out,
-                                       workspace=ws)))
+        step = graph_time(lambda i: lib("decode_step", q, keys, cache, *bounds[i],
+                                        n + i + 1, out=out, workspace=ws),
+                          args.steps, args.samples)
+        rebuild = graph_time(lambda i: (lib("build", k, out=built, workspace=ws),
+                                        lib("select", q, k, built, n - 1, out=out,
+                                            workspace=ws)),
+                             args.steps, args.samples)
         print(f"| {n} | {step:.1f} | {rebuild:.1f} | {rebuild / step:.1f} |", flush=True)
     batched = os.path.join(args.dir, "libpaper64.so")
     if os.path.exists(batched):
@@ -358,23 +364,11 @@ def bench(args):
         steps64 = [(vec([x + i for x in start]), vec([x + i + 1 for x in start]))
                    for i in range(args.steps)]
         ws = torch.empty(64 << 20, dtype=torch.uint8, device="cuda")
-        torch.cuda.synchronize()
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            for f, t in steps64:
-                lib64("decode_batch", q64, keys64, cache64, f, t, out=out64, workspace=ws)
-        graph.replay()
-        times = []
-        for _ in range(args.samples):
-            torch.cuda.synchronize()
-            e0, e1 = torch.cuda.Event(True), torch.cuda.Event(True)
-            e0.record()
-            graph.replay()
-            e1.record()
-            torch.cuda.synchronize()
-            times.append(e0.elapsed_time(e1) * 1e3 / args.steps)
+        per_step = graph_time(lambda i: lib64("decode_batch", q64, keys64, cache64,
+                                              *steps64[i], out=out64, workspace=ws),
+                              args.steps, args.samples)
         print(f"B = 64 sequences of {start[-1]}..{start[0]} keys (32K cache): "
-              f"{statistics.median(times):.1f} us per step (append + decode_select)")
+              f"{per_step:.1f} us per step (append + decode_select)")
     return 0
 
 

@@ -68,6 +68,24 @@ struct BlockRows {
   int64_t count;
 };
 
+/// Where a block of those kernels works: batch x KV head blockIdx.y, its
+/// threads as topLevelRows(d) rows of d features.
+struct RowBlock {
+  Value batch, head;
+  BlockRows rows;
+};
+
+static RowBlock rowBlock(ImplicitLocOpBuilder &b, int64_t numHeads,
+                         int64_t d) {
+  Value bh = blockIdY(b), heads = indexConst(b, numHeads);
+  Value batch = arith::DivUIOp::create(b, bh, heads);
+  Value head = arith::RemUIOp::create(b, bh, heads);
+  Value tid = threadIdX(b), cD = indexConst(b, d);
+  Value feature = arith::RemUIOp::create(b, tid, cD);
+  Value row = arith::DivUIOp::create(b, tid, cD);
+  return {batch, head, {row, feature, topLevelRows(d)}};
+}
+
 /// Nodes first + row, first + row + rows, ... below `end` of the level at
 /// row `levelOffset`, each the mean of its (at most g) children in the
 /// level of `childCount` nodes at row `childOffset`.
@@ -103,13 +121,8 @@ static Kernel buildTopLevelsKernel(PatternRewriter &rewriter, Operation *op,
                                 {"childOffset", index},
                                 {"childCount", index}});
   ImplicitLocOpBuilder b(op->getLoc(), rewriter);
-  const int64_t rows = topLevelRows(d);
-  Value bh = blockIdY(b), heads = indexConst(b, numHeads);
-  Value batch = arith::DivUIOp::create(b, bh, heads);
-  Value head = arith::RemUIOp::create(b, bh, heads);
-  Value tid = threadIdX(b), cD = indexConst(b, d), cFan = indexConst(b, fan);
-  Value feature = arith::RemUIOp::create(b, tid, cD);
-  Value row = arith::DivUIOp::create(b, tid, cD);
+  RowBlock at = rowBlock(b, numHeads, d);
+  Value cFan = indexConst(b, fan);
   Value one = indexConst(b, 1);
   // Levels above a child level of at most g x maxNodes nodes.
   int64_t levels = 0;
@@ -126,9 +139,9 @@ static Kernel buildTopLevelsKernel(PatternRewriter &rewriter, Operation *op,
         Value nodes = arith::SelectOp::create(
             lb, cmp(lb, arith::CmpIPredicate::ugt, childCount, one), size,
             indexConst(lb, 0));
-        emitLevelNodes(lb, kernel.arg("pyramid"), batch, head, childOffset,
-                       childCount, levelOffset, indexConst(lb, 0), nodes,
-                       {row, feature, rows}, fan);
+        emitLevelNodes(lb, kernel.arg("pyramid"), at.batch, at.head,
+                       childOffset, childCount, levelOffset, indexConst(lb, 0),
+                       nodes, at.rows, fan);
         gpu::BarrierOp::create(lb);
         return SmallVector<Value>{levelOffset, size};
       });
@@ -162,15 +175,11 @@ static Kernel buildAppendKernel(PatternRewriter &rewriter, Operation *op,
   ImplicitLocOpBuilder b(op->getLoc(), rewriter);
   using P = arith::CmpIPredicate;
   const int64_t numHeads = keysMem.getShape()[1], d = keysMem.getShape()[3];
-  const int64_t rows = topLevelRows(d);
   Value keys = kernel.arg("keys"), pyramid = kernel.arg("pyramid");
-  Value bh = blockIdY(b), heads = indexConst(b, numHeads);
-  Value batch = arith::DivUIOp::create(b, bh, heads);
-  Value head = arith::RemUIOp::create(b, bh, heads);
-  Value tid = threadIdX(b), cD = indexConst(b, d);
-  Value feature = arith::RemUIOp::create(b, tid, cD);
-  Value row = arith::DivUIOp::create(b, tid, cD);
-  Value cRows = indexConst(b, rows), cFan = indexConst(b, fan);
+  RowBlock at = rowBlock(b, numHeads, d);
+  Value batch = at.batch, head = at.head, row = at.rows.row;
+  Value feature = at.rows.feature;
+  Value cRows = indexConst(b, at.rows.count), cFan = indexConst(b, fan);
   Value cBlock = indexConst(b, blockSize), one = indexConst(b, 1);
   Value capacity = dimOf(b, keys, 2);
   Value from = memref::LoadOp::create(b, kernel.arg("from"), ValueRange{batch});
@@ -218,7 +227,7 @@ static Kernel buildAppendKernel(PatternRewriter &rewriter, Operation *op,
           Value end = arith::SelectOp::create(
               lb, cmp(lb, P::ugt, childCount, one), size, indexConst(lb, 0));
           emitLevelNodes(lb, pyramid, batch, head, capOffset, childCount,
-                         levelOffset, first, end, {row, feature, rows}, fan);
+                         levelOffset, first, end, at.rows, fan);
           gpu::BarrierOp::create(lb);
           return SmallVector<Value>{
               levelOffset, arith::CeilDivUIOp::create(lb, capCount, cFan),

@@ -80,6 +80,27 @@ void buildSingleStageWarp(ImplicitLocOpBuilder &gb, const Kernel &kernel,
       });
 }
 
+/// The single-stage body over warps that each find their own sequence
+/// (`sequenceOf`) and build its layout: a packed varlen batch or a decode
+/// batch of its own lengths. A warp whose sequence breaks a rule writes
+/// its row as kInvalidInput (docs/semantics.md, sections 4 and 7).
+void buildPerSequenceSingleStage(ImplicitLocOpBuilder &b, const Kernel &kernel,
+                                 const Problem &p, WarpSequenceOf sequenceOf) {
+  forEachQueryWarp(
+      b, kernel, p, kernel.arg("queries"), /*mmaLevels=*/false,
+      /*batchLayout=*/nullptr, sequenceOf,
+      [&](ImplicitLocOpBuilder &gb, const WarpSite &w,
+          const LevelLayout &layout) {
+        buildSingleStageWarp(gb, kernel, p, w, layout);
+      },
+      [&](ImplicitLocOpBuilder &ib, const QuerySite &site, Value lane) {
+        buildIfThen(ib, isLaneZero(ib, lane), [&](ImplicitLocOpBuilder &lb) {
+          storeInvalidRow(lb, kernel.arg("selection"), p.topK,
+                          {site.batch, site.kvHead, site.query});
+        });
+      });
+}
+
 /// The walk, the leaf scoring from raw keys and the final selection, in one
 /// kernel.
 struct SelectSingleStageToGPU : KernelOpPattern<SelectSingleStageKernelOp> {
@@ -154,27 +175,13 @@ struct SelectSingleStageVarlenToGPU
                              {"selection", bufferType(selection)}},
                             {}, scratchTypes(rewriter.getContext(), p));
       ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-      forEachQueryWarp(
-          b, kernel, p, kernel.arg("queries"), /*mmaLevels=*/false,
-          /*batchLayout=*/nullptr,
-          [&](ImplicitLocOpBuilder &sb, Value batch, Value row) {
+      buildPerSequenceSingleStage(
+          b, kernel, p, [&](ImplicitLocOpBuilder &sb, Value batch, Value row) {
             return packedSequence(sb, kernel.arg("cuSeqlensQ"),
                                   kernel.arg("cuSeqlensK"),
                                   dimOf(sb, kernel.arg("queries"), 2),
                                   dimOf(sb, kernel.arg("keys"), 2), batch, row,
                                   p.blockSize);
-          },
-          [&](ImplicitLocOpBuilder &gb, const WarpSite &w,
-              const LevelLayout &layout) {
-            buildSingleStageWarp(gb, kernel, p, w, layout);
-          },
-          // A row of a sequence whose cu_seqlens break a rule: all
-          // kInvalidInput (docs/semantics.md, section 7).
-          [&](ImplicitLocOpBuilder &ib, const QuerySite &site, Value lane) {
-            buildIfThen(ib, isLaneZero(ib, lane), [&](ImplicitLocOpBuilder &lb) {
-              storeInvalidRow(lb, kernel.arg("selection"), p.topK,
-                              {site.batch, site.kvHead, site.query});
-            });
           });
     }
     launch(host, kernel,
@@ -213,9 +220,8 @@ struct SelectDecodeToGPU : KernelOpPattern<SelectDecodeKernelOp> {
                              {"selection", bufferType(op.getSelection())}},
                             {}, scratchTypes(rewriter.getContext(), p));
       ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-      forEachQueryWarp(
-          b, kernel, p, kernel.arg("queries"), /*mmaLevels=*/false,
-          /*batchLayout=*/nullptr,
+      buildPerSequenceSingleStage(
+          b, kernel, p,
           [&](ImplicitLocOpBuilder &sb, Value batch, Value row) {
             using P = arith::CmpIPredicate;
             Value numQueries = dimOf(sb, kernel.arg("queries"), 2);
@@ -231,16 +237,6 @@ struct SelectDecodeToGPU : KernelOpPattern<SelectDecodeKernelOp> {
             seq.valid = valid;
             seq.capacity = cap;
             return seq;
-          },
-          [&](ImplicitLocOpBuilder &gb, const WarpSite &w,
-              const LevelLayout &layout) {
-            buildSingleStageWarp(gb, kernel, p, w, layout);
-          },
-          [&](ImplicitLocOpBuilder &ib, const QuerySite &site, Value lane) {
-            buildIfThen(ib, isLaneZero(ib, lane), [&](ImplicitLocOpBuilder &lb) {
-              storeInvalidRow(lb, kernel.arg("selection"), p.topK,
-                              {site.batch, site.kvHead, site.query});
-            });
           });
     }
     launch(host, kernel,

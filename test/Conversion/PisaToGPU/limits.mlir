@@ -83,3 +83,15 @@ func.func @paged(%q: tensor<2x4x1x32xf16>, %pages: tensor<64x16x2x32xf16>, %p: t
   %s = pisa.decode_select %q, %pages, %p seq_lens(%n) block_table(%bt : tensor<2x128xi32>) topk = 4 block_size = 64 branching = 2 : tensor<2x4x1x32xf16>, tensor<64x16x2x32xf16>, tensor<2x2x63x32xf32>, tensor<2xi32> -> tensor<2x2x1x4xi32>
   return %s : tensor<2x2x1x4xi32>
 }
+
+// -----
+
+// Products of limits saturate instead of overflowing (the fuzzer's
+// q_tile = 2^63 - 1 made q_tile * G overflow under UBSan).
+func.func @huge_q_tile(%q: tensor<1x16x4096x128xf32>, %k: tensor<1x1x4096x128xf32>, %p: tensor<1x1x127x128xf32>, %off: index) -> tensor<1x1x4096x8xi32> {
+  // expected-error @+1 {{has q_tile * G = 9223372036854775807 above the GPU limit of 1024 threads per stage-2 block}}
+  %s = pisa.hier_topk %q, %k, %p, %off topk = 8 block_size = 64 branching = 2
+      {schedule = #pisa.schedule<two_stage, q_tile = 9223372036854775807, io_two_stage = 4096, io_single_stage = 8192>}
+      : tensor<1x16x4096x128xf32>, tensor<1x1x4096x128xf32>, tensor<1x1x127x128xf32> -> tensor<1x1x4096x8xi32>
+  return %s : tensor<1x1x4096x8xi32>
+}

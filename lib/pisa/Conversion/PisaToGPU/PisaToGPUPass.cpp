@@ -7,6 +7,7 @@
 #include "pisa/IR/PisaDialect.h"
 #include "pisa/IR/PisaOps.h"
 
+#include "llvm/Support/MathExtras.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
@@ -67,6 +68,14 @@ void mlir::pisa::placeBuffersOnDevice(ModuleOp module) {
   });
 }
 
+/// a * b for sizes and tiles (>= 0), INT64_MAX when it overflows: the
+/// limits below compare products of attributes and static sizes that the
+/// verifiers leave unbounded (the fuzzer found q_tile = 2^63 - 1).
+static int64_t saturatingProduct(int64_t a, int64_t b) {
+  int64_t product;
+  return llvm::MulOverflow(a, b, product) ? INT64_MAX : product;
+}
+
 std::optional<std::string> mlir::pisa::gpuLimitViolation(Operation *op) {
   std::string why;
   llvm::raw_string_ostream os(why);
@@ -105,8 +114,9 @@ std::optional<std::string> mlir::pisa::gpuLimitViolation(Operation *op) {
       os << "keeps g * K = " << candidates
          << " candidates per query, above the GPU limit of "
          << kMaxGPUCandidates << " (per-thread candidate lists)";
-    else if (known(k[0]) && k[0] * k[1] > kMaxGPUGroups)
-      os << "has B * Hkv = " << k[0] * k[1] << " above the GPU limit of "
+    else if (known(k[0]) && saturatingProduct(k[0], k[1]) > kMaxGPUGroups)
+      os << "has B * Hkv = " << saturatingProduct(k[0], k[1])
+         << " above the GPU limit of "
          << kMaxGPUGroups << " (grid y)";
     else if (k[2] > kMaxGPUKeys)
       os << "has a capacity Ncap = " << k[2] << " above the GPU limit of "
@@ -133,11 +143,12 @@ std::optional<std::string> mlir::pisa::gpuLimitViolation(Operation *op) {
       os << "keeps g * K = " << candidates
          << " candidates per query, above the GPU limit of "
          << kMaxGPUCandidates << " (per-thread candidate lists)";
-    else if (known(q[0]) && q[0] * k[1] > kMaxGPUGroups)
-      os << "has B * Hkv = " << q[0] * k[1] << " above the GPU limit of "
+    else if (known(q[0]) && saturatingProduct(q[0], k[1]) > kMaxGPUGroups)
+      os << "has B * Hkv = " << saturatingProduct(q[0], k[1])
+         << " above the GPU limit of "
          << kMaxGPUGroups << " (grid y)";
-    else if (known(q[2]) && q[2] * candidates > kMaxGPUPairs)
-      os << "has queries * g * K = " << q[2] * candidates
+    else if (known(q[2]) && saturatingProduct(q[2], candidates) > kMaxGPUPairs)
+      os << "has queries * g * K = " << saturatingProduct(q[2], candidates)
          << " above the GPU limit of " << kMaxGPUPairs
          << " (32-bit stage-2 pair indices)";
     else if (known(k[2]) && k[2] > kMaxGPUKeys)
@@ -150,8 +161,10 @@ std::optional<std::string> mlir::pisa::gpuLimitViolation(Operation *op) {
             "single-stage kernel only, for now (give "
             "#pisa.schedule<single_stage, ...>)";
     else if (schedule && schedule.getKind() == ScheduleKind::TwoStage &&
-             schedule.getQTile() * groupSize > kMaxGPUThreads)
-      os << "has q_tile * G = " << schedule.getQTile() * groupSize
+             saturatingProduct(schedule.getQTile(), groupSize) >
+                 kMaxGPUThreads)
+      os << "has q_tile * G = "
+         << saturatingProduct(schedule.getQTile(), groupSize)
          << " above the GPU limit of " << kMaxGPUThreads
          << " threads per stage-2 block";
     else
@@ -171,12 +184,14 @@ std::optional<std::string> mlir::pisa::gpuLimitViolation(Operation *op) {
          << kMaxGPUGroups << " (grid y)";
     else if (ScheduleAttr schedule = topk.getScheduleAttr();
              schedule && schedule.getKind() == ScheduleKind::TwoStage &&
-             schedule.getQTile() *
-                     (topk.getQueries().getType().getShape()[1] / kvHeads) >
+             saturatingProduct(
+                 schedule.getQTile(),
+                 topk.getQueries().getType().getShape()[1] / kvHeads) >
                  kMaxGPUThreads)
       os << "has q_tile * G = "
-         << schedule.getQTile() *
-                (topk.getQueries().getType().getShape()[1] / kvHeads)
+         << saturatingProduct(
+                schedule.getQTile(),
+                topk.getQueries().getType().getShape()[1] / kvHeads)
          << " above the GPU limit of " << kMaxGPUThreads
          << " threads per stage-2 block";
     else

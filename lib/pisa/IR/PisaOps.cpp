@@ -169,8 +169,9 @@ cacheShape(Operation *op, RankedTensorType keys, Value blockTable) {
                              {{1, "pages per sequence Mp"}})))
     return failure();
   const int64_t pageSize = k[1], pages = table.getDimSize(1);
+  // pages > max / S rather than pages * S > max: no overflow for any sizes.
   if (pageSize < 1 || pages < 1 ||
-      pages * pageSize > std::numeric_limits<int32_t>::max())
+      pages > std::numeric_limits<int32_t>::max() / pageSize)
     return op->emitOpError()
            << "expected a page size S >= 1 and Mp >= 1 pages per sequence "
               "with Mp * S < 2^31 (i32 positions) but got S = "

@@ -639,3 +639,12 @@ func.func @paged_batch(%q: tensor<2x4x1x32xf16>, %pages: tensor<64x16x2x32xf16>,
   %s = pisa.decode_select %q, %pages, %p seq_lens(%n) block_table(%bt : tensor<3x128xi32>) topk = 4 block_size = 64 branching = 2 : tensor<2x4x1x32xf16>, tensor<64x16x2x32xf16>, tensor<2x2x63x32xf32>, tensor<2xi32> -> tensor<2x2x1x4xi32>
   return %s : tensor<2x2x1x4xi32>
 }
+
+// -----
+
+// Mp * S would overflow int64: refused, not computed.
+func.func @paged_overflow(%pages: tensor<64x4611686018427387904x2x32xf16>, %p: tensor<2x2x63x32xf32>, %from: tensor<2xi32>, %to: tensor<2xi32>, %bt: tensor<2x4xi32>) -> tensor<2x2x63x32xf32> {
+  // expected-error @+1 {{expected a page size S >= 1 and Mp >= 1 pages per sequence with Mp * S < 2^31 (i32 positions) but got S = 4611686018427387904, Mp = 4}}
+  %r = pisa.pyramid_append %pages, %p, %from, %to block_table(%bt : tensor<2x4xi32>) block_size = 64 branching = 2 : tensor<64x4611686018427387904x2x32xf16>, tensor<2x2x63x32xf32>, tensor<2xi32>, tensor<2xi32> -> tensor<2x2x63x32xf32>
+  return %r : tensor<2x2x63x32xf32>
+}

@@ -411,4 +411,36 @@ def Pisa_SelectSingleStageVarlenKernelOp
   }];
 }
 
+def Pisa_SparseAttentionKernelOp : Pisa_KernelOp<"sparse_attention", 2> {
+  let summary = "attention over the selected blocks, one block per query";
+  let description = [{
+    `pisa.sparse_attention` in destination-passing form: one block per
+    (query, batch x KV head) stages the G head rows of its query once and,
+    per selection entry used, the block's keys and values, and runs both
+    products on tensor cores with an online softmax (docs/gpu.md, "Sparse
+    attention"). Writes `output` [B, Hq, Nq, dv] and `lse` [B, Hq, Nq].
+
+    ```mlir
+    %o, %l = pisa.kernel.sparse_attention %q, %k, %v, %sel, %off
+        outs(%o0, %l0) block_size = 64 scale = 0.0883883461
+        : tensor<1x16x4096x128xbf16>, tensor<1x1x4096x128xbf16>,
+          tensor<1x1x4096x128xbf16>, tensor<1x1x4096x8xi32>,
+          tensor<1x16x4096x128xbf16>, tensor<1x16x4096xf32>
+        -> tensor<1x16x4096x128xbf16>, tensor<1x16x4096xf32>
+    ```
+  }];
+  let arguments = (ins Pisa_Keys4D:$queries, Pisa_Keys4D:$keys,
+                       Pisa_Keys4D:$values, Pisa_I32_4D:$selection,
+                       Index:$query_offset, Pisa_Keys4D:$output,
+                       Pisa_F32_3D:$lse, I64Attr:$block_size,
+                       F32Attr:$scale);
+  let assemblyFormat = [{
+    $queries `,` $keys `,` $values `,` $selection `,` $query_offset
+    `outs` `(` $output `,` $lse `)` `block_size` `=` $block_size
+    `scale` `=` $scale attr-dict `:` type($queries) `,` type($keys) `,`
+    type($values) `,` type($selection) `,` type($output) `,` type($lse)
+    (`->` type($results)^)?
+  }];
+}
+
 #endif // PISA_IR_PISAKERNELOPS_TD

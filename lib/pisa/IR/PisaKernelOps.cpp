@@ -93,6 +93,7 @@ PISA_KERNEL_EFFECTS(SelectSingleStageKernelOp)
 PISA_KERNEL_EFFECTS(PyramidVarlenKernelOp)
 PISA_KERNEL_EFFECTS(SelectSingleStageVarlenKernelOp)
 PISA_KERNEL_EFFECTS(SelectDecodeKernelOp)
+PISA_KERNEL_EFFECTS(SparseAttentionKernelOp)
 #undef PISA_KERNEL_EFFECTS
 
 LogicalResult SelectDecodeKernelOp::verify() {
@@ -106,6 +107,26 @@ LogicalResult SelectDecodeKernelOp::verify() {
                      "queries", q[0])) ||
       failed(sameDim(*this, "Nq", "selection", r[2], "queries", q[2])) ||
       failed(sameDim(*this, "K", "selection", r[3], "topk", getTopk())));
+}
+
+LogicalResult SparseAttentionKernelOp::verify() {
+  if (failed(verifyKernelOp(*this)))
+    return failure();
+  ArrayRef<int64_t> q = shapeOf(getQueries()), k = shapeOf(getKeys());
+  ArrayRef<int64_t> v = shapeOf(getValues()), o = shapeOf(getOutput());
+  ArrayRef<int64_t> sel = shapeOf(getSelection()), lse = shapeOf(getLse());
+  return failure(
+      failed(sameDim(*this, "d", "keys", k[3], "queries", q[3])) ||
+      failed(sameDim(*this, "N", "values", v[2], "keys", k[2])) ||
+      failed(sameDim(*this, "Hkv", "values", v[1], "keys", k[1])) ||
+      failed(sameDim(*this, "Hkv", "selection", sel[1], "keys", k[1])) ||
+      failed(sameDim(*this, "Nq", "selection", sel[2], "queries", q[2])) ||
+      failed(sameDim(*this, "Hq", "output", o[1], "queries", q[1])) ||
+      failed(sameDim(*this, "Nq", "output", o[2], "queries", q[2])) ||
+      failed(sameDim(*this, "dv", "output", o[3], "values", v[3])) ||
+      failed(sameDim(*this, "B", "lse", lse[0], "queries", q[0])) ||
+      failed(sameDim(*this, "Hq", "lse", lse[1], "queries", q[1])) ||
+      failed(sameDim(*this, "Nq", "lse", lse[2], "queries", q[2])));
 }
 
 // The append reads the cache it updates.

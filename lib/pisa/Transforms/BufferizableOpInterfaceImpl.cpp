@@ -71,6 +71,6 @@ void mlir::pisa::registerBufferizableOpInterfaceExternalModels(
               BucketKernelOp, ScoreTilesKernelOp, SelectFinalKernelOp,
               SelectSingleStageKernelOp, PyramidVarlenKernelOp,
               SelectSingleStageVarlenKernelOp, PyramidAppendKernelOp,
-              SelectDecodeKernelOp>(ctx);
+              SelectDecodeKernelOp, SparseAttentionKernelOp>(ctx);
   });
 }

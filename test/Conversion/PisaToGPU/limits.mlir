@@ -43,10 +43,58 @@ func.func @too_many_keys(%q: tensor<1x1x1x32xf32>, %k: tensor<1x1x2147483648x32x
 
 // -----
 
-func.func @attention(%q: tensor<1x4x10x16xf16>, %k: tensor<1x2x10x16xf16>, %v: tensor<1x2x10x8xf16>, %s: tensor<1x2x10x3xi32>, %off: index) -> tensor<1x4x10x8xf16> {
-  // expected-error @+1 {{has no GPU lowering (the CPU pipeline, pisa-cpu-pipeline, lowers it)}}
-  %o, %l = pisa.sparse_attention %q, %k, %v, %s, %off block_size = 4 : tensor<1x4x10x16xf16>, tensor<1x2x10x16xf16>, tensor<1x2x10x8xf16>, tensor<1x2x10x3xi32> -> tensor<1x4x10x8xf16>, tensor<1x4x10xf32>
-  return %o : tensor<1x4x10x8xf16>
+func.func @attention_f32(%q: tensor<1x4x10x32xf32>, %k: tensor<1x2x10x32xf32>, %v: tensor<1x2x10x32xf32>, %s: tensor<1x2x10x3xi32>, %off: index) -> tensor<1x4x10x32xf32> {
+  // expected-error @+1 {{has f32 inputs: the GPU kernel takes f16 or bf16 (tensor cores; tf32 would round f32 inputs), pisa-cpu-pipeline lowers f32}}
+  %o, %l = pisa.sparse_attention %q, %k, %v, %s, %off block_size = 32 : tensor<1x4x10x32xf32>, tensor<1x2x10x32xf32>, tensor<1x2x10x32xf32>, tensor<1x2x10x3xi32> -> tensor<1x4x10x32xf32>, tensor<1x4x10xf32>
+  return %o : tensor<1x4x10x32xf32>
+}
+
+// -----
+
+func.func @attention_block(%q: tensor<1x4x10x32xf16>, %k: tensor<1x2x10x32xf16>, %v: tensor<1x2x10x32xf16>, %s: tensor<1x2x10x3xi32>, %off: index) -> tensor<1x4x10x32xf16> {
+  // expected-error @+1 {{has block size C = 16: the GPU kernel takes a multiple of 32 up to 128 (four warps split a block's keys)}}
+  %o, %l = pisa.sparse_attention %q, %k, %v, %s, %off block_size = 16 : tensor<1x4x10x32xf16>, tensor<1x2x10x32xf16>, tensor<1x2x10x32xf16>, tensor<1x2x10x3xi32> -> tensor<1x4x10x32xf16>, tensor<1x4x10xf32>
+  return %o : tensor<1x4x10x32xf16>
+}
+
+// -----
+
+func.func @attention_head_dim(%q: tensor<1x4x10x40xbf16>, %k: tensor<1x2x10x40xbf16>, %v: tensor<1x2x10x32xbf16>, %s: tensor<1x2x10x3xi32>, %off: index) -> tensor<1x4x10x32xbf16> {
+  // expected-error @+1 {{has head dim d = 40: the GPU kernel takes a multiple of 16 up to 256 (tensor-core k-steps)}}
+  %o, %l = pisa.sparse_attention %q, %k, %v, %s, %off block_size = 32 : tensor<1x4x10x40xbf16>, tensor<1x2x10x40xbf16>, tensor<1x2x10x32xbf16>, tensor<1x2x10x3xi32> -> tensor<1x4x10x32xbf16>, tensor<1x4x10xf32>
+  return %o : tensor<1x4x10x32xbf16>
+}
+
+// -----
+
+func.func @attention_value_dim(%q: tensor<1x4x10x32xbf16>, %k: tensor<1x2x10x32xbf16>, %v: tensor<1x2x10x48xbf16>, %s: tensor<1x2x10x3xi32>, %off: index) -> tensor<1x4x10x48xbf16> {
+  // expected-error @+1 {{has value dim dv = 48: the GPU kernel takes a multiple of 32 up to 256 (four warps split dv)}}
+  %o, %l = pisa.sparse_attention %q, %k, %v, %s, %off block_size = 32 : tensor<1x4x10x32xbf16>, tensor<1x2x10x32xbf16>, tensor<1x2x10x48xbf16>, tensor<1x2x10x3xi32> -> tensor<1x4x10x48xbf16>, tensor<1x4x10xf32>
+  return %o : tensor<1x4x10x48xbf16>
+}
+
+// -----
+
+func.func @attention_group(%q: tensor<1x65x10x32xbf16>, %k: tensor<1x1x10x32xbf16>, %v: tensor<1x1x10x32xbf16>, %s: tensor<1x1x10x3xi32>, %off: index) -> tensor<1x65x10x32xbf16> {
+  // expected-error @+1 {{has G = 65 query heads per KV head, above the GPU limit of 64 (a block's score rows)}}
+  %o, %l = pisa.sparse_attention %q, %k, %v, %s, %off block_size = 32 : tensor<1x65x10x32xbf16>, tensor<1x1x10x32xbf16>, tensor<1x1x10x32xbf16>, tensor<1x1x10x3xi32> -> tensor<1x65x10x32xbf16>, tensor<1x65x10xf32>
+  return %o : tensor<1x65x10x32xbf16>
+}
+
+// -----
+
+func.func @attention_shared(%q: tensor<1x64x10x256xbf16>, %k: tensor<1x1x10x256xbf16>, %v: tensor<1x1x10x256xbf16>, %s: tensor<1x1x10x3xi32>, %off: index) -> tensor<1x64x10x256xbf16> {
+  // expected-error @+1 {{needs 286720 bytes of shared memory per block, above the 232448 an sm_90 block may use}}
+  %o, %l = pisa.sparse_attention %q, %k, %v, %s, %off block_size = 128 : tensor<1x64x10x256xbf16>, tensor<1x1x10x256xbf16>, tensor<1x1x10x256xbf16>, tensor<1x1x10x3xi32> -> tensor<1x64x10x256xbf16>, tensor<1x64x10xf32>
+  return %o : tensor<1x64x10x256xbf16>
+}
+
+// -----
+
+func.func @attention_groups(%q: tensor<65536x4x10x32xbf16>, %k: tensor<65536x1x10x32xbf16>, %v: tensor<65536x1x10x32xbf16>, %s: tensor<65536x1x10x3xi32>, %off: index) -> tensor<65536x4x10x32xbf16> {
+  // expected-error @+1 {{has B * Hkv = 65536 above the GPU limit of 65535 (grid y)}}
+  %o, %l = pisa.sparse_attention %q, %k, %v, %s, %off block_size = 32 : tensor<65536x4x10x32xbf16>, tensor<65536x1x10x32xbf16>, tensor<65536x1x10x32xbf16>, tensor<65536x1x10x3xi32> -> tensor<65536x4x10x32xbf16>, tensor<65536x4x10xf32>
+  return %o : tensor<65536x4x10x32xbf16>
 }
 
 // -----

@@ -243,3 +243,48 @@ gpu.module @k {
     gpu.return
   }
 }
+
+// -----
+
+#a = affine_map<(m, n, k) -> (m, k)>
+#kn = affine_map<(m, n, k) -> (k, n)>
+#c = affine_map<(m, n, k) -> (m, n)>
+!probs = memref<16x24xbf16, #gpu.address_space<workgroup>>
+!values = memref<16x40xbf16, #gpu.address_space<workgroup>>
+!out = memref<16x36xf32, #gpu.address_space<workgroup>>
+
+// The value product of attention, O += P V: the B operand a k-major (k, n)
+// value tile, loaded with ldmatrix.trans (lane l at row l % 16, no column
+// offset), and the f32 accumulator read from shared memory per fragment
+// (the inverse of the result's store) instead of a zero constant.
+// CHECK-LABEL: gpu.func @value_tile
+// CHECK: %[[LANE:.*]] = gpu.lane_id
+// CHECK: %[[ROW:.*]] = arith.divui %[[LANE]], %c4
+// CHECK: vector.load %{{.*}} : memref<16x36xf32, #gpu.address_space<workgroup>>, vector<2xf32>
+// CHECK: vector.load %{{.*}} : memref<16x36xf32, #gpu.address_space<workgroup>>, vector<2xf32>
+// CHECK: nvgpu.ldmatrix %{{.*}} {numTiles = 4 : i32, transpose = false} : memref<16x24xbf16, #gpu.address_space<workgroup>> -> vector<4x2xbf16>
+// CHECK: %[[L:.*]] = gpu.lane_id
+// CHECK: %[[K:.*]] = arith.remui %[[L]], %c16
+// CHECK: nvgpu.ldmatrix %{{.*}}[%[[K]], %c0] {numTiles = 2 : i32, transpose = true} : memref<16x40xbf16, #gpu.address_space<workgroup>> -> vector<2x2xbf16>
+// CHECK: nvvm.mma.sync
+// CHECK: %[[L2:.*]] = gpu.lane_id
+// CHECK: %[[K2:.*]] = arith.remui %[[L2]], %c16
+// CHECK: nvgpu.ldmatrix %{{.*}}[%[[K2]], %c8] {numTiles = 2 : i32, transpose = true}
+// CHECK: nvvm.mma.sync
+// CHECK-NOT: nvvm.mma.sync
+// CHECK-COUNT-4: vector.store %{{.*}} : memref<16x36xf32, #gpu.address_space<workgroup>>, vector<2xf32>
+// CHECK-NOT: vector.contract
+// CHECK-NOT: vector.transfer_
+gpu.module @k {
+  gpu.func @value_tile() workgroup(%p: !probs, %v: !values, %o: !out) kernel {
+    %c0 = arith.constant 0 : index
+    %pad = arith.constant 0.0 : bf16
+    %fpad = arith.constant 0.0 : f32
+    %vp = vector.transfer_read %p[%c0, %c0], %pad {in_bounds = [true, true]} : !probs, vector<16x16xbf16>
+    %vv = vector.transfer_read %v[%c0, %c0], %pad {in_bounds = [true, true]} : !values, vector<16x16xbf16>
+    %acc = vector.transfer_read %o[%c0, %c0], %fpad {in_bounds = [true, true]} : !out, vector<16x16xf32>
+    %r = vector.contract {indexing_maps = [#a, #kn, #c], iterator_types = ["parallel", "parallel", "reduction"], kind = #vector.kind<add>} %vp, %vv, %acc : vector<16x16xbf16>, vector<16x16xbf16> into vector<16x16xf32>
+    vector.transfer_write %r, %o[%c0, %c0] {in_bounds = [true, true]} : vector<16x16xf32>, !out
+    gpu.return
+  }
+}

@@ -169,3 +169,19 @@ func.func @f(%q: memref<2x8x1x64xf16>, %k: memref<2x1x4096x64xf16>, %p: memref<2
   pisa.kernel.select_decode %q, %k, %p, %n outs(%s) topk = 8 block_size = 64 branching = 2 scale = 0.125 : memref<2x8x1x64xf16>, memref<2x1x4096x64xf16>, memref<2x1x127x64xf32>, memref<3xi32>, memref<2x1x1x8xi32>
   return
 }
+
+// -----
+
+func.func @f(%q: memref<1x4x10x64xf16>, %k: memref<1x1x10x64xf16>, %v: memref<1x1x12x64xf16>, %s: memref<1x1x10x3xi32>, %off: index, %o: memref<1x4x10x64xf16>, %l: memref<1x4x10xf32>) {
+  // expected-error @+1 {{expected N of values (12) to match keys (10)}}
+  pisa.kernel.sparse_attention %q, %k, %v, %s, %off outs(%o, %l) block_size = 32 scale = 0.125 : memref<1x4x10x64xf16>, memref<1x1x10x64xf16>, memref<1x1x12x64xf16>, memref<1x1x10x3xi32>, memref<1x4x10x64xf16>, memref<1x4x10xf32>
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<1x4x10x64xf16>, %k: memref<1x1x10x64xf16>, %v: memref<1x1x10x64xf16>, %s: memref<1x1x10x3xi32>, %off: index, %o: memref<1x4x10x32xf16>, %l: memref<1x4x10xf32>) {
+  // expected-error @+1 {{expected dv of output (32) to match values (64)}}
+  pisa.kernel.sparse_attention %q, %k, %v, %s, %off outs(%o, %l) block_size = 32 scale = 0.125 : memref<1x4x10x64xf16>, memref<1x1x10x64xf16>, memref<1x1x10x64xf16>, memref<1x1x10x3xi32>, memref<1x4x10x32xf16>, memref<1x4x10xf32>
+  return
+}

@@ -111,3 +111,19 @@ func.func @select_decode(%q: tensor<?x8x1x64xf16>, %k: tensor<?x1x4096x64xf16>, 
       : tensor<?x8x1x64xf16>, tensor<?x1x4096x64xf16>, tensor<?x1x127x64xf32>, tensor<?xi32>, tensor<?x1x1x8xi32> -> tensor<?x1x1x8xi32>
   return %s : tensor<?x1x1x8xi32>
 }
+
+// CHECK-LABEL: func.func @sparse_attention
+// CHECK: %{{.*}}:2 = pisa.kernel.sparse_attention %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} outs(%{{.*}}, %{{.*}}) block_size = 64 scale = 1.250000e-01 : tensor<?x8x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x2x?x32xbf16>, tensor<?x2x?x8xi32>, tensor<?x8x?x32xbf16>, tensor<?x8x?xf32> -> tensor<?x8x?x32xbf16>, tensor<?x8x?xf32>
+func.func @sparse_attention(%q: tensor<?x8x?x64xbf16>, %k: tensor<?x2x?x64xbf16>, %v: tensor<?x2x?x32xbf16>, %s: tensor<?x2x?x8xi32>, %off: index, %o0: tensor<?x8x?x32xbf16>, %l0: tensor<?x8x?xf32>) -> (tensor<?x8x?x32xbf16>, tensor<?x8x?xf32>) {
+  %o, %l = pisa.kernel.sparse_attention %q, %k, %v, %s, %off outs(%o0, %l0) block_size = 64 scale = 0.125
+      : tensor<?x8x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x2x?x32xbf16>, tensor<?x2x?x8xi32>, tensor<?x8x?x32xbf16>, tensor<?x8x?xf32> -> tensor<?x8x?x32xbf16>, tensor<?x8x?xf32>
+  return %o, %l : tensor<?x8x?x32xbf16>, tensor<?x8x?xf32>
+}
+
+// CHECK-LABEL: func.func @sparse_attention_buffers
+// CHECK: pisa.kernel.sparse_attention %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} outs(%{{.*}}, %{{.*}}) block_size = 32 scale = 1.250000e-01 : memref<1x4x10x64xf16>, memref<1x1x10x64xf16>, memref<1x1x10x64xf16>, memref<1x1x10x3xi32>, memref<1x4x10x64xf16>, memref<1x4x10xf32>
+func.func @sparse_attention_buffers(%q: memref<1x4x10x64xf16>, %k: memref<1x1x10x64xf16>, %v: memref<1x1x10x64xf16>, %s: memref<1x1x10x3xi32>, %off: index, %o: memref<1x4x10x64xf16>, %l: memref<1x4x10xf32>) {
+  pisa.kernel.sparse_attention %q, %k, %v, %s, %off outs(%o, %l) block_size = 32 scale = 0.125
+      : memref<1x4x10x64xf16>, memref<1x1x10x64xf16>, memref<1x1x10x64xf16>, memref<1x1x10x3xi32>, memref<1x4x10x64xf16>, memref<1x4x10xf32>
+  return
+}

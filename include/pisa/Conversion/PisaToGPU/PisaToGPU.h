@@ -34,6 +34,8 @@ std::optional<std::string> gpuLimitViolation(Operation *op);
 /// pisa.kernel.pyramid, and the selection kernels of both schedules.
 void populatePyramidKernelToGPUPatterns(RewritePatternSet &patterns);
 void populateSelectionKernelsToGPUPatterns(RewritePatternSet &patterns);
+/// pisa.kernel.sparse_attention.
+void populateAttentionKernelToGPUPatterns(RewritePatternSet &patterns);
 void populatePisaToGPUConversionPatterns(RewritePatternSet &patterns);
 
 /// In every function that holds kernel-level ops, memref.alloc,

@@ -396,6 +396,60 @@ void decompose(RewriterBase &rewriter, DecodeSelectOp op) {
                 .getResult(0));
 }
 
+/// sparse_attention: one kernel op. The sizes its verifier could not
+/// compare (dynamic) are host assertions, since a mismatch would read out
+/// of bounds; the selection's entries are device data the kernel checks.
+void decompose(RewriterBase &rewriter, SparseAttentionOp op) {
+  rewriter.setInsertionPoint(op);
+  ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+  Value queries = op.getQueries(), keys = op.getKeys();
+  Value values = op.getValues(), selection = op.getSelection();
+  auto dynamic = [](Value v, int64_t dim) {
+    return cast<ShapedType>(v.getType()).isDynamicDim(dim);
+  };
+  auto requireSame = [&](Value x, int64_t xDim, Value y, int64_t yDim,
+                         StringRef what) {
+    if (dynamic(x, xDim) || dynamic(y, yDim))
+      requireAtRuntime(b,
+                       cmp(b, arith::CmpIPredicate::eq, dimOf(b, x, xDim),
+                           dimOf(b, y, yDim)),
+                       "pisa.sparse_attention: " + what);
+  };
+  requireSame(keys, 0, queries, 0, "the keys' batch differs from the queries'");
+  requireSame(values, 0, queries, 0,
+              "the values' batch differs from the queries'");
+  requireSame(values, 2, keys, 2, "the values' N differs from the keys'");
+  requireSame(selection, 0, queries, 0,
+              "the selection's batch differs from the queries'");
+  requireSame(selection, 2, queries, 2,
+              "the selection's Nq differs from the queries'");
+  Value batch = dimOf(b, queries, 0), numQueries = dimOf(b, queries, 2);
+  const int64_t kvHeads = op.getKeys().getType().getDimSize(1);
+  if (dynamic(queries, 0))
+    requireAtRuntime(
+        b,
+        cmp(b, arith::CmpIPredicate::ule,
+            arith::MulIOp::create(b, batch, indexConst(b, kvHeads)),
+            indexConst(b, kMaxGPUGroups)),
+        "pisa.sparse_attention: B * Hkv is above the GPU limit of " +
+            std::to_string(kMaxGPUGroups) + " (grid y)");
+  if (dynamic(queries, 2))
+    requireAtRuntime(b,
+                     cmp(b, arith::CmpIPredicate::ule, numQueries,
+                         indexConst(b, kMaxGPUKeys)),
+                     "pisa.sparse_attention: Nq is above the GPU limit of " +
+                         std::to_string(kMaxGPUKeys) + " (grid x)");
+  RankedTensorType outType = op.getOutput().getType();
+  RankedTensorType lseType = op.getLse().getType();
+  Value outInit = emptyLike(b, outType, {batch, Value(), numQueries, Value()});
+  Value lseInit = emptyLike(b, lseType, {batch, Value(), numQueries});
+  auto kernel = SparseAttentionKernelOp::create(
+      b, TypeRange{outType, lseType}, queries, keys, values, selection,
+      op.getQueryOffset(), outInit, lseInit, op.getBlockSize(),
+      llvm::APFloat(op.getScaleOrDefault()));
+  rewriter.replaceOp(op, kernel.getResults());
+}
+
 /// The size rules of a packed varlen batch the host can check (its
 /// cu_seqlens' contents stay on the device, where the kernels check them).
 /// `cuKeysName` names cu_k in the messages. Returns R = 2 floor(Tk / C) +
@@ -574,6 +628,7 @@ struct PisaDecomposeToKernelsPass
     SmallVector<PyramidBuildOp> pyramids;
     SmallVector<PyramidAppendOp> appends;
     SmallVector<DecodeSelectOp> decodes;
+    SmallVector<SparseAttentionOp> attentions;
     SmallVector<Operation *> varlen;
     getOperation()->walk([&](Operation *op) {
       if (!isa_and_nonnull<PisaDialect>(op->getDialect()) ||
@@ -593,6 +648,8 @@ struct PisaDecomposeToKernelsPass
         appends.push_back(append);
       } else if (auto decode = dyn_cast<DecodeSelectOp>(op)) {
         decodes.push_back(decode);
+      } else if (auto attention = dyn_cast<SparseAttentionOp>(op)) {
+        attentions.push_back(attention);
       } else if (isa<PyramidBuildVarlenOp, HierTopKVarlenOp>(op)) {
         varlen.push_back(op);
       }
@@ -607,6 +664,8 @@ struct PisaDecomposeToKernelsPass
     for (PyramidAppendOp op : appends)
       decompose(rewriter, op);
     for (DecodeSelectOp op : decodes)
+      decompose(rewriter, op);
+    for (SparseAttentionOp op : attentions)
       decompose(rewriter, op);
     for (Operation *op : varlen) {
       if (auto build = dyn_cast<PyramidBuildVarlenOp>(op))

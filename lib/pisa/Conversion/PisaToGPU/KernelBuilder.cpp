@@ -2,6 +2,8 @@
 
 #include "KernelBuilder.h"
 
+#include "../Common/LoopBuilders.h"
+
 #include "pisa/IR/PisaOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -128,13 +130,18 @@ void mlir::pisa::detail::viewTokenMajorOperands(RewriterBase &rewriter,
 
 void mlir::pisa::detail::launch(ImplicitLocOpBuilder &b, const Kernel &kernel,
                                 Value gx, Value gy, int64_t bx,
-                                ArrayRef<KernelOperand> operands) {
+                                ArrayRef<KernelOperand> operands,
+                                int64_t dynamicSharedBytes) {
   Value one = arith::ConstantIndexOp::create(b, 1);
   Value threads = arith::ConstantIndexOp::create(b, bx);
   auto create = [&](ImplicitLocOpBuilder &lb) {
     gpu::LaunchFuncOp::create(lb, kernel.func(), gpu::KernelDim3{gx, gy, one},
                               gpu::KernelDim3{threads, one, one},
-                              /*dynamicSharedMemorySize=*/Value(),
+                              dynamicSharedBytes > 0
+                                  ? arith::ConstantIntOp::create(
+                                        lb, dynamicSharedBytes, 32)
+                                        .getResult()
+                                  : Value(),
                               kernel.operands(operands));
   };
   if (getConstantIntValue(gx) && getConstantIntValue(gy)) {
@@ -152,6 +159,29 @@ void mlir::pisa::detail::launch(ImplicitLocOpBuilder &b, const Kernel &kernel,
       b.getLoc(), ifOp.thenBlock());
   tb.setInsertionPoint(ifOp.thenBlock()->getTerminator());
   create(tb);
+}
+
+void mlir::pisa::detail::copyChunks(
+    ImplicitLocOpBuilder &b, Value tid, int64_t count, int64_t threads,
+    llvm::function_ref<Value(ImplicitLocOpBuilder &, Value)> load,
+    llvm::function_ref<void(ImplicitLocOpBuilder &, Value, Value)> store) {
+  SmallVector<std::pair<Value, Value>> chunks;
+  for (int64_t j = 0; j * threads < count; ++j) {
+    Value i = arith::AddIOp::create(b, tid, indexConst(b, j * threads));
+    Value safe = arith::MinUIOp::create(b, i, indexConst(b, count - 1));
+    chunks.push_back({i, load(b, safe)});
+  }
+  for (int64_t j = 0, e = chunks.size(); j < e; ++j) {
+    Value i = chunks[j].first, v = chunks[j].second;
+    if ((j + 1) * threads <= count) {
+      store(b, i, v);
+      continue;
+    }
+    buildIfThen(b,
+                arith::CmpIOp::create(b, arith::CmpIPredicate::ult, i,
+                                      indexConst(b, count)),
+                [&](ImplicitLocOpBuilder &sb) { store(sb, i, v); });
+  }
 }
 
 void mlir::pisa::detail::requireAtRuntime(ImplicitLocOpBuilder &b, Value cond,

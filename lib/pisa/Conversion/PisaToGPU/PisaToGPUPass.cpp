@@ -1,6 +1,7 @@
 //===- PisaToGPUPass.cpp - --convert-pisa-to-gpu --------------------------===//
 
 #include "KernelBuilder.h"
+#include "SparseAttention.h"
 
 #include "pisa/Conversion/Passes.h"
 #include "pisa/Conversion/PisaToGPU/PisaToGPU.h"
@@ -34,6 +35,7 @@ void mlir::pisa::populatePisaToGPUConversionPatterns(
     RewritePatternSet &patterns) {
   populatePyramidKernelToGPUPatterns(patterns);
   populateSelectionKernelsToGPUPatterns(patterns);
+  populateAttentionKernelToGPUPatterns(patterns);
 }
 
 void mlir::pisa::placeBuffersOnDevice(ModuleOp module) {
@@ -194,6 +196,25 @@ std::optional<std::string> mlir::pisa::gpuLimitViolation(Operation *op) {
                 topk.getQueries().getType().getShape()[1] / kvHeads)
          << " above the GPU limit of " << kMaxGPUThreads
          << " threads per stage-2 block";
+    else
+      return std::nullopt;
+    return why;
+  }
+  if (auto attention = dyn_cast<SparseAttentionOp>(op)) {
+    ArrayRef<int64_t> q = attention.getQueries().getType().getShape();
+    ArrayRef<int64_t> k = attention.getKeys().getType().getShape();
+    const int64_t dv = attention.getValues().getType().getShape()[3];
+    if (auto why = detail::attentionLimitViolation(
+            attention.getQueries().getType().getElementType(), q[1] / k[1],
+            q[3], dv, attention.getBlockSize()))
+      return why;
+    if (!ShapedType::isDynamic(q[0]) &&
+        saturatingProduct(q[0], k[1]) > kMaxGPUGroups)
+      os << "has B * Hkv = " << saturatingProduct(q[0], k[1])
+         << " above the GPU limit of " << kMaxGPUGroups << " (grid y)";
+    else if (!ShapedType::isDynamic(q[2]) && q[2] > kMaxGPUKeys)
+      os << "has Nq = " << q[2] << " above the GPU limit of " << kMaxGPUKeys
+         << " (grid x)";
     else
       return std::nullopt;
     return why;

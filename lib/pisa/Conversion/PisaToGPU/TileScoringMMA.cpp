@@ -108,33 +108,6 @@ static Value f32Splat(ImplicitLocOpBuilder &b, VectorType type, float v) {
       b, type, DenseElementsAttr::get(type, b.getF32FloatAttr(v)));
 }
 
-/// Straight-line copy of `count` 16-byte chunks, thread `tid` taking chunks
-/// tid, tid + threads, ...: every load is issued before the first store, so
-/// their latencies overlap (a loop would wait for each in turn). `load(i)`
-/// must stay in bounds for any i < count; a chunk past count is not stored.
-static void copyChunks(
-    ImplicitLocOpBuilder &b, Value tid, int64_t count, int64_t threads,
-    llvm::function_ref<Value(ImplicitLocOpBuilder &, Value)> load,
-    llvm::function_ref<void(ImplicitLocOpBuilder &, Value, Value)> store) {
-  SmallVector<std::pair<Value, Value>> chunks;
-  for (int64_t j = 0; j * threads < count; ++j) {
-    Value i = arith::AddIOp::create(b, tid, indexConst(b, j * threads));
-    Value safe = arith::MinUIOp::create(b, i, indexConst(b, count - 1));
-    chunks.push_back({i, load(b, safe)});
-  }
-  for (int64_t j = 0, e = chunks.size(); j < e; ++j) {
-    Value i = chunks[j].first, v = chunks[j].second;
-    if ((j + 1) * threads <= count) {
-      store(b, i, v);
-      continue;
-    }
-    buildIfThen(b,
-                arith::CmpIOp::create(b, arith::CmpIPredicate::ult, i,
-                                      indexConst(b, count)),
-                [&](ImplicitLocOpBuilder &sb) { store(sb, i, v); });
-  }
-}
-
 /// Loads `width` scores of row `r` from column `start` as 4-wide chunks,
 /// lanes whose bit 2 is set starting one chunk later (wrapping): with a row
 /// stride of 8 mod 32 words, the eight lanes of a 16-byte access then cover

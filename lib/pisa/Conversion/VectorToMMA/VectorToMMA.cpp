@@ -1,9 +1,10 @@
 //===- VectorToMMA.cpp - Warp tile contractions to mma.sync ---------------===//
 //
-// A warp tile product is `vector.contract` (m, k) x (n, k) -> (m, n) with
-// 16-bit float operands and an f32 accumulator, its operands read from
-// shared memory with `vector.transfer_read` and its result written with
-// `vector.transfer_write` or consumed in registers by a row epilogue
+// A warp tile product is `vector.contract` (m, k) x (n, k) -> (m, n) (or
+// (m, k) x (k, n), a value tile) with 16-bit float operands and an f32
+// accumulator (zero, or a tile read from shared memory), its operands read
+// from shared memory with `vector.transfer_read` and its result written
+// with `vector.transfer_write` or consumed in registers by a row epilogue
 // (AccumulatorEpilogue.cpp). The pass unrolls such slices to m16n8k16,
 // converts them to nvgpu.ldmatrix + nvgpu.mma.sync and distributes the
 // epilogue over the accumulators; f16 then lowers through upstream's
@@ -20,7 +21,8 @@
 // ldmatrix.x4 on a row-major 16x16 A tile gives exactly A's four registers
 // when lane l points at row l % 16, column 8 * (l / 16); ldmatrix.x2 on the
 // n-major 8x16 B tile gives B's two when lane l points at row l % 8,
-// column 8 * ((l / 8) % 2).
+// column 8 * ((l / 8) % 2); ldmatrix.x2.trans on a k-major 16x8 B tile
+// gives them when lane l points at row l % 16.
 //
 //===----------------------------------------------------------------------===//
 
@@ -41,6 +43,8 @@
 #include "mlir/IR/Matchers.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
+#include <array>
+
 namespace mlir::pisa {
 #define GEN_PASS_DEF_CONVERTVECTORTOMMASYNC
 #include "pisa/Conversion/Passes.h.inc"
@@ -55,21 +59,38 @@ constexpr int64_t kM = 16, kN = 8, kK = 16;
 /// Marks the ops of a slice with the shape they unroll to.
 constexpr llvm::StringLiteral kNativeShapeAttr = "pisa.mma_native_shape";
 
-bool isWarpMatmul(vector::ContractionOp op) {
+/// The B operand's layout in a warp tile product: (n, k), the transposed
+/// key tile of a score product, or (k, n), the value tile of P x V.
+enum class BLayout { NK, KN };
+
+std::optional<BLayout> warpMatmulLayout(vector::ContractionOp op) {
   MLIRContext *ctx = op.getContext();
   AffineExpr m, n, k;
   bindDims(ctx, m, n, k);
-  SmallVector<AffineMap> maps = AffineMap::inferFromExprList(
-      ArrayRef<ArrayRef<AffineExpr>>{{m, k}, {n, k}, {m, n}}, ctx);
   auto lhs = op.getLhsType(), rhs = op.getRhsType();
   auto acc = dyn_cast<VectorType>(op.getAccType());
-  return op.getKind() == vector::CombiningKind::ADD &&
-         op.getIndexingMapsArray() == maps && acc &&
-         acc.getElementType().isF32() &&
-         (lhs.getElementType().isF16() || lhs.getElementType().isBF16()) &&
-         lhs.getElementType() == rhs.getElementType() &&
-         lhs.getDimSize(0) % kM == 0 && rhs.getDimSize(0) % kN == 0 &&
-         lhs.getDimSize(1) % kK == 0;
+  if (op.getKind() != vector::CombiningKind::ADD || !acc ||
+      !acc.getElementType().isF32() ||
+      !(lhs.getElementType().isF16() || lhs.getElementType().isBF16()) ||
+      lhs.getElementType() != rhs.getElementType() ||
+      lhs.getDimSize(0) % kM != 0 || lhs.getDimSize(1) % kK != 0)
+    return std::nullopt;
+  for (BLayout layout : {BLayout::NK, BLayout::KN}) {
+    bool nk = layout == BLayout::NK;
+    SmallVector<AffineMap> maps = AffineMap::inferFromExprList(
+        ArrayRef<ArrayRef<AffineExpr>>{
+            {m, k}, nk ? ArrayRef<AffineExpr>{n, k} : ArrayRef<AffineExpr>{k, n},
+            {m, n}},
+        ctx);
+    if (op.getIndexingMapsArray() == maps &&
+        rhs.getDimSize(nk ? 0 : 1) % kN == 0)
+      return layout;
+  }
+  return std::nullopt;
+}
+
+bool isWarpMatmul(vector::ContractionOp op) {
+  return warpMatmulLayout(op).has_value();
 }
 
 void markNativeShape(Operation *op, ArrayRef<int64_t> shape) {
@@ -112,16 +133,26 @@ bool canSinkRead(vector::TransferReadOp read, Operation *user) {
   return true;
 }
 
+/// Which operand of mma.sync a shared-memory tile feeds.
+enum class Operand { A, B, BTransposed };
+
 /// An ldmatrix for a native 16-bit operand tile read by `read`, placed at
-/// its first use where possible: x4 for the 16x16 A tile, x2 for the 8x16 B
-/// tile.
+/// its first use where possible: x4 for the 16x16 A tile, x2 for the 8x16
+/// (n, k) B tile, and x2.trans for the 16x8 (k, n) B tile (lane l points
+/// at its row k = l % 16; the transposed 8x8 matrices are B's registers).
 FailureOr<Value> loadFragment(RewriterBase &rewriter,
-                              vector::TransferReadOp read, bool isA,
+                              vector::TransferReadOp read, Operand operand,
                               Operation *firstUse) {
   VectorType type = read.getVectorType();
+  const bool isA = operand == Operand::A;
+  const bool trans = operand == Operand::BTransposed;
+  SmallVector<int64_t, 2> shape =
+      isA ? SmallVector<int64_t, 2>{kM, kK}
+          : (trans ? SmallVector<int64_t, 2>{kK, kN}
+                   : SmallVector<int64_t, 2>{kN, kK});
   if (!read.getPermutationMap().isMinorIdentity() || !allInBounds(read) ||
       read.getMask() || !isSharedMemory(read.getBase()) ||
-      type.getShape() != ArrayRef<int64_t>{isA ? kM : kN, kK})
+      type.getShape() != ArrayRef<int64_t>(shape))
     return rewriter.notifyMatchFailure(
         read, "mma operands must be in-bounds row-major reads of shared "
               "memory");
@@ -133,20 +164,74 @@ FailureOr<Value> loadFragment(RewriterBase &rewriter,
     return arith::ConstantIndexOp::create(b, v);
   };
   Value lane = gpu::LaneIdOp::create(b, /*upper_bound=*/nullptr);
-  Value rowInTile = arith::RemUIOp::create(b, lane, cst(isA ? 16 : 8));
-  Value colTile = arith::DivUIOp::create(b, lane, cst(isA ? 16 : 8));
-  if (!isA)
-    colTile = arith::RemUIOp::create(b, colTile, cst(2));
   SmallVector<Value> indices(read.getIndices());
   size_t rank = indices.size();
-  indices[rank - 2] = arith::AddIOp::create(b, indices[rank - 2], rowInTile);
-  indices[rank - 1] = arith::AddIOp::create(
-      b, indices[rank - 1], arith::MulIOp::create(b, colTile, cst(8)));
+  if (trans) {
+    indices[rank - 2] = arith::AddIOp::create(
+        b, indices[rank - 2], arith::RemUIOp::create(b, lane, cst(16)));
+  } else {
+    Value rowInTile = arith::RemUIOp::create(b, lane, cst(isA ? 16 : 8));
+    Value colTile = arith::DivUIOp::create(b, lane, cst(isA ? 16 : 8));
+    if (!isA)
+      colTile = arith::RemUIOp::create(b, colTile, cst(2));
+    indices[rank - 2] = arith::AddIOp::create(b, indices[rank - 2], rowInTile);
+    indices[rank - 1] = arith::AddIOp::create(
+        b, indices[rank - 1], arith::MulIOp::create(b, colTile, cst(8)));
+  }
   int64_t tiles = isA ? 4 : 2;
   auto fragment = VectorType::get({tiles, 2}, type.getElementType());
   return nvgpu::LdMatrixOp::create(b, fragment, read.getBase(), indices,
-                                   /*transpose=*/false, tiles)
+                                   /*transpose=*/trans, tiles)
       .getResult();
+}
+
+/// Where the lane's two accumulator pairs of an m16n8 tile at `tile` (the
+/// tile's first row and column in the last two indices) sit: rows l / 4 and
+/// l / 4 + 8, columns 2 (l % 4) + {0, 1}.
+std::array<SmallVector<Value>, 2> accumulatorPairs(ImplicitLocOpBuilder &b,
+                                                   ValueRange tile) {
+  auto cst = [&](int64_t v) -> Value {
+    return arith::ConstantIndexOp::create(b, v);
+  };
+  Value lane = gpu::LaneIdOp::create(b, /*upper_bound=*/nullptr);
+  Value row = arith::DivUIOp::create(b, lane, cst(4));
+  Value col =
+      arith::MulIOp::create(b, arith::RemUIOp::create(b, lane, cst(4)), cst(2));
+  size_t rank = tile.size();
+  Value col0 = arith::AddIOp::create(b, tile[rank - 1], col);
+  std::array<SmallVector<Value>, 2> pairs;
+  for (int64_t half = 0; half < 2; ++half) {
+    pairs[half].assign(tile.begin(), tile.end());
+    pairs[half][rank - 2] = arith::AddIOp::create(
+        b, tile[rank - 2], arith::AddIOp::create(b, row, cst(8 * half)));
+    pairs[half][rank - 1] = col0;
+  }
+  return pairs;
+}
+
+/// The lane's accumulator pairs of the m16n8 f32 tile `read` reads from
+/// shared memory: the inverse of storeFragment, for a product accumulated
+/// onto a tile.
+FailureOr<Value> loadAccumulator(RewriterBase &rewriter,
+                                 vector::TransferReadOp read) {
+  if (!read.getPermutationMap().isMinorIdentity() || !allInBounds(read) ||
+      read.getMask() || !isSharedMemory(read.getBase()) ||
+      !read.getVectorType().getElementType().isF32() ||
+      read.getVectorType().getShape() != ArrayRef<int64_t>{kM, kN})
+    return failure();
+  OpBuilder::InsertionGuard guard(rewriter);
+  rewriter.setInsertionPoint(read);
+  ImplicitLocOpBuilder b(read.getLoc(), rewriter);
+  auto accType = VectorType::get({2, 2}, b.getF32Type());
+  Value acc = arith::ConstantOp::create(
+      b, accType, DenseElementsAttr::get(accType, b.getF32FloatAttr(0.0f)));
+  for (auto [half, at] : llvm::enumerate(accumulatorPairs(b, read.getIndices())))
+    acc = vector::InsertOp::create(
+        b,
+        vector::LoadOp::create(b, VectorType::get({2}, b.getF32Type()),
+                               read.getBase(), at),
+        acc, ArrayRef<int64_t>{int64_t(half)});
+  return acc;
 }
 
 /// Stores an m16n8 accumulator fragment where `write` puts its tile.
@@ -160,25 +245,12 @@ LogicalResult storeFragment(RewriterBase &rewriter,
   OpBuilder::InsertionGuard guard(rewriter);
   rewriter.setInsertionPoint(write);
   ImplicitLocOpBuilder b(write.getLoc(), rewriter);
-  auto cst = [&](int64_t v) -> Value {
-    return arith::ConstantIndexOp::create(b, v);
-  };
-  Value lane = gpu::LaneIdOp::create(b, /*upper_bound=*/nullptr);
-  Value row = arith::DivUIOp::create(b, lane, cst(4));
-  Value col =
-      arith::MulIOp::create(b, arith::RemUIOp::create(b, lane, cst(4)), cst(2));
-  SmallVector<Value> indices(write.getIndices());
-  size_t rank = indices.size();
-  Value col0 = arith::AddIOp::create(b, indices[rank - 1], col);
-  for (int64_t half = 0; half < 2; ++half) {
-    SmallVector<Value> at(indices);
-    at[rank - 2] = arith::AddIOp::create(
-        b, indices[rank - 2], arith::AddIOp::create(b, row, cst(8 * half)));
-    at[rank - 1] = col0;
-    Value pair =
-        vector::ExtractOp::create(b, fragment, ArrayRef<int64_t>{half});
-    vector::StoreOp::create(b, pair, write.getBase(), at);
-  }
+  for (auto [half, at] :
+       llvm::enumerate(accumulatorPairs(b, write.getIndices())))
+    vector::StoreOp::create(
+        b,
+        vector::ExtractOp::create(b, fragment, ArrayRef<int64_t>{int64_t(half)}),
+        write.getBase(), at);
   rewriter.eraseOp(write);
   return success();
 }
@@ -279,8 +351,14 @@ LogicalResult mlir::pisa::unrollWarpMatmulsToMmaShape(Operation *root) {
     mark(op, {kM, kN, kK});
     if (auto read = op.getLhs().getDefiningOp<vector::TransferReadOp>())
       mark(read, {kM, kK});
-    if (auto read = op.getRhs().getDefiningOp<vector::TransferReadOp>())
-      mark(read, {kN, kK});
+    if (auto read = op.getRhs().getDefiningOp<vector::TransferReadOp>()) {
+      if (*warpMatmulLayout(op) == BLayout::NK)
+        mark(read, {kN, kK});
+      else
+        mark(read, {kK, kN});
+    }
+    if (auto read = op.getAcc().getDefiningOp<vector::TransferReadOp>())
+      mark(read, {kM, kN});
     for (Operation *user : op->getUsers())
       if (isa<vector::TransferWriteOp>(user))
         mark(user, {kM, kN});
@@ -327,25 +405,28 @@ LogicalResult mlir::pisa::convertWarpMatmulsToNVGPU(RewriterBase &rewriter,
   // Contracts in program order: a k-step's accumulator is the previous
   // step's result, already converted.
   DenseMap<Value, Value> fragments;
-  auto fragmentOf = [&](vector::TransferReadOp read, bool isA,
+  auto fragmentOf = [&](vector::TransferReadOp read, Operand operand,
                         Operation *user) -> FailureOr<Value> {
     if (Value loaded = fragments.lookup(read.getResult()))
       return loaded;
-    FailureOr<Value> loaded = loadFragment(rewriter, read, isA, user);
+    FailureOr<Value> loaded = loadFragment(rewriter, read, operand, user);
     if (succeeded(loaded))
       fragments[read.getResult()] = *loaded;
     return loaded;
   };
   for (vector::ContractionOp op : contracts) {
+    const bool kn = *warpMatmulLayout(op) == BLayout::KN;
     if (op.getLhsType().getShape() != ArrayRef<int64_t>{kM, kK} ||
-        op.getRhsType().getShape() != ArrayRef<int64_t>{kN, kK})
+        op.getRhsType().getShape() !=
+            (kn ? ArrayRef<int64_t>{kK, kN} : ArrayRef<int64_t>{kN, kK}))
       return op.emitOpError("tile product was not unrolled to m16n8k16");
     auto lhsRead = op.getLhs().getDefiningOp<vector::TransferReadOp>();
     auto rhsRead = op.getRhs().getDefiningOp<vector::TransferReadOp>();
     if (!lhsRead || !rhsRead)
       return op.emitOpError("mma operands must come from transfer_read");
-    FailureOr<Value> a = fragmentOf(lhsRead, /*isA=*/true, op);
-    FailureOr<Value> bFrag = fragmentOf(rhsRead, /*isA=*/false, op);
+    FailureOr<Value> a = fragmentOf(lhsRead, Operand::A, op);
+    FailureOr<Value> bFrag =
+        fragmentOf(rhsRead, kn ? Operand::BTransposed : Operand::B, op);
     if (failed(a) || failed(bFrag))
       return op.emitOpError(
           "mma operands must be in-bounds row-major reads of shared memory");
@@ -353,11 +434,20 @@ LogicalResult mlir::pisa::convertWarpMatmulsToNVGPU(RewriterBase &rewriter,
     rewriter.setInsertionPoint(op);
     auto accType = VectorType::get({2, 2}, rewriter.getF32Type());
     Value acc = fragments.lookup(op.getAcc());
+    if (auto read = op.getAcc().getDefiningOp<vector::TransferReadOp>();
+        !acc && read) {
+      FailureOr<Value> loaded = loadAccumulator(rewriter, read);
+      if (failed(loaded))
+        return op.emitOpError("an mma accumulator read must be an in-bounds "
+                              "row-major f32 read of shared memory");
+      acc = *loaded;
+      rewriter.setInsertionPoint(op);
+    }
     if (!acc) {
       SplatElementsAttr splat;
       if (!matchPattern(op.getAcc(), m_Constant(&splat)))
-        return op.emitOpError(
-            "mma accumulator must be a splat constant or an mma result");
+        return op.emitOpError("mma accumulator must be a splat constant, a "
+                              "shared-memory read or an mma result");
       acc = arith::ConstantOp::create(
           rewriter, op.getLoc(), accType,
           DenseElementsAttr::get(accType, splat.getSplatValue<Attribute>()));
@@ -385,11 +475,15 @@ LogicalResult mlir::pisa::convertWarpMatmulsToNVGPU(RewriterBase &rewriter,
       }
     }
   for (vector::ContractionOp op : llvm::reverse(contracts)) {
-    Value lhs = op.getLhs(), rhs = op.getRhs();
+    Value lhs = op.getLhs(), rhs = op.getRhs(), acc = op.getAcc();
     rewriter.eraseOp(op);
     for (Value operand : {lhs, rhs})
       if (Operation *def = operand.getDefiningOp(); def && def->use_empty())
         rewriter.eraseOp(def);
+    // An accumulator read (an earlier k-step's contract is erased in turn).
+    if (auto read = acc.getDefiningOp<vector::TransferReadOp>();
+        read && read->use_empty())
+      rewriter.eraseOp(read);
   }
   return success();
 }

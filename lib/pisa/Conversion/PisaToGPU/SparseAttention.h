@@ -1,0 +1,63 @@
+//===- SparseAttention.h - The sparse attention kernel's plan ---*- C++ -*-===//
+//
+// What --pisa-decompose-to-kernels checks (the limits) and what the kernel
+// is built from (its shared-memory tiles) have one definition here.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PISA_LIB_CONVERSION_PISATOGPU_SPARSEATTENTION_H
+#define PISA_LIB_CONVERSION_PISATOGPU_SPARSEATTENTION_H
+
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/IR/Types.h"
+
+#include <optional>
+#include <string>
+
+namespace mlir::pisa::detail {
+
+/// Four warps: each takes a quarter of a block's keys in the score product
+/// and a quarter of dv in the value product.
+constexpr int64_t kAttentionWarps = 4;
+constexpr int64_t kAttentionThreads = 32 * kAttentionWarps;
+/// What a block may use of an sm_90 SM's 228 KiB (1 KiB is reserved).
+constexpr int64_t kMaxAttentionSharedBytes = 227 * 1024;
+constexpr int64_t kMaxAttentionBlockSize = 128;
+constexpr int64_t kMaxAttentionHeadDim = 256;
+constexpr int64_t kMaxAttentionGroupSize = 64;
+
+/// The block's tiles, carved at fixed byte offsets out of one dynamic
+/// shared-memory allocation (TOOLCHAIN.md: dynamic and static shared memory
+/// must not be mixed). 16-bit tiles' rows are padded by 8 elements so that
+/// ldmatrix's eight row reads fall in different banks.
+struct AttentionTiles {
+  /// Score rows: the G heads of the query, rounded up to 16, 32 or 64 so
+  /// that the 128 threads split each row evenly in the softmax.
+  int64_t rows;
+  int64_t headDim, valueDim, blockSize;
+  /// Row strides in elements.
+  int64_t queryStride, keyStride, valueStride, scoreStride, probStride,
+      outStride;
+  /// Byte offsets of Q [rows x d], K [C x d], V [C x dv] (16-bit), S [rows x
+  /// C] (f32), P [rows x C] (16-bit) and O [rows x dv] (f32), and the total.
+  int64_t queryOffset, keyOffset, valueOffset, scoreOffset, probOffset,
+      outOffset, bytes;
+  /// The softmax's threads per score row, and the columns of S and O each
+  /// of them takes.
+  int64_t threadsPerRow, scoreColumns, outColumns;
+
+  AttentionTiles(int64_t groupSize, int64_t headDim, int64_t valueDim,
+                 int64_t blockSize);
+};
+
+/// Why the GPU kernel cannot take sparse attention of these sizes (the
+/// message names the limit), or nullopt.
+std::optional<std::string> attentionLimitViolation(Type elem,
+                                                   int64_t groupSize,
+                                                   int64_t headDim,
+                                                   int64_t valueDim,
+                                                   int64_t blockSize);
+
+} // namespace mlir::pisa::detail
+
+#endif // PISA_LIB_CONVERSION_PISATOGPU_SPARSEATTENTION_H

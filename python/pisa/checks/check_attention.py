@@ -1,0 +1,404 @@
+"""pisa.sparse_attention on the GPU (issue 14) against a float64 reference,
+over configurations drawn from a seed, through one AOT library each.
+
+  python3 -m pisa.checks.check_attention build DIR --seed S --count N   # here
+  python3 -m pisa.checks.check_attention check DIR [--shapes 3]         # GPU
+  python3 -m pisa.checks.check_attention bench DIR                      # GPU, timing
+
+A configuration (Hkv, G, d, dv, C, K, g, dtype) is drawn over the GPU
+kernel's supported space and a little beyond it: a shape outside it must be
+a compile-time error naming the limit (`build` fails otherwise). Every
+library has dynamic B, N and Nq and four entries:
+  attend(q, k, v, selection, offset) -> o          pisa.sparse_attention
+  attend_lse(q, k, v, selection, offset) -> lse    the same op's lse
+  prefill(q, k, v, offset) -> o      pyramid_build -> hier_topk ->
+                                     sparse_attention, one program
+  prefill_selection(q, k, offset) -> the selection prefill attends to
+`check` draws --shapes shapes per library (N < C, N not a multiple of C,
+chunks and single decode queries included) and requires, against
+`reference` (float64, docs/semantics.md section 6): |o - o_ref| <= 2e-2
+(bf16) or 5e-3 (f16), |lse - lse_ref| <= 1e-3 max(1, |lse_ref|), rows with
+no key exactly 0 and -inf. `attend` is given crafted selections (sorted
+rows with -1 padding, duplicates, unsorted rows, entries out of range,
+empty rows); `prefill` its own selection.
+"""
+
+import argparse
+import json
+import math
+import os
+import random
+import statistics
+import sys
+import time
+
+from pisa.checks import sweep
+
+DTYPES = ("f16", "bf16")
+ATTENTION_HEAD_DIMS = (16, 32, 64, 96, 128, 192, 256)
+VALUE_DIMS = (32, 64, 96, 128, 256)
+ATTENTION_BLOCK_SIZES = (32, 64, 96, 128)
+# Shapes the kernel does not take, and the words its error must hold.
+OUTSIDE = (
+    ({"dtype": "f32"}, "takes f16 or bf16"),
+    ({"C": 16}, "block size C = 16"),
+    ({"d": 40}, "head dim d = 40"),
+    ({"dv": 48}, "value dim dv = 48"),
+    ({"G": 65, "Hkv": 1}, "G = 65"),
+)
+TOLERANCE = {"bf16": 2e-2, "f16": 5e-3}
+LSE_TOLERANCE = 1e-3
+
+
+def draw_config(rng, index):
+    cfg = {"name": f"a{index:04d}", "Hkv": rng.randint(1, 4),
+           "G": rng.choice((1, 2, 4, 8, 16, 32, 64)) if rng.random() < 0.6
+           else rng.randint(1, 64),
+           "d": rng.choice(ATTENTION_HEAD_DIMS), "dv": rng.choice(VALUE_DIMS),
+           "C": rng.choice(ATTENTION_BLOCK_SIZES), "K": rng.randint(3, 16),
+           "g": rng.randint(2, 4), "dtype": rng.choice(DTYPES)}
+    if rng.random() < 0.12:
+        change, words = rng.choice(OUTSIDE)
+        cfg.update(change, expect_error=words)
+    elif shared_bytes(cfg) > 227 * 1024:
+        cfg["expect_error"] = "bytes of shared memory per block"
+    return cfg
+
+
+def shared_bytes(cfg):
+    """The kernel's shared memory (SparseAttention.h, AttentionTiles),
+    written again here as the oracle of the shared-memory limit."""
+    G, d, dv, C = cfg["G"], cfg["d"], cfg["dv"], cfg["C"]
+    rows = 16 if G <= 16 else 32 if G <= 32 else 64
+    parts = (rows * (d + 8) * 2, C * (d + 8) * 2, C * (dv + 8) * 2,
+             rows * (C + 4) * 4, rows * (C + 8) * 2, rows * (dv + 4) * 4)
+    return sum(-(-p // 16) * 16 for p in parts)
+
+
+def program(cfg):
+    t, Hkv, G, d, dv = cfg["dtype"], cfg["Hkv"], cfg["G"], cfg["d"], cfg["dv"]
+    C, K, g = cfg["C"], cfg["K"], cfg["g"]
+    q = f"tensor<?x{Hkv * G}x?x{d}x{t}>"
+    k = f"tensor<?x{Hkv}x?x{d}x{t}>"
+    v = f"tensor<?x{Hkv}x?x{dv}x{t}>"
+    s = f"tensor<?x{Hkv}x?x{K}xi32>"
+    o = f"tensor<?x{Hkv * G}x?x{dv}x{t}>"
+    lse = f"tensor<?x{Hkv * G}x?xf32>"
+    p = f"tensor<?x{Hkv}x?x{d}xf32>"
+    attend = (f"pisa.sparse_attention %q, %k, %v, %s, %off block_size = {C}\n"
+              f"      : {q}, {k}, {v}, {s} -> {o}, {lse}")
+    select = (f"%p = pisa.pyramid_build %k block_size = {C} branching = {g} : {k} -> {p}\n"
+              f"  %s = pisa.hier_topk %q, %k, %p, %off topk = {K} block_size = {C} "
+              f"branching = {g}\n      : {q}, {k}, {p} -> {s}")
+    return f"""func.func @attend(%q: {q}, %k: {k}, %v: {v}, %s: {s}, %off: index) -> {o} {{
+  %o, %l = {attend}
+  return %o : {o}
+}}
+func.func @attend_lse(%q: {q}, %k: {k}, %v: {v}, %s: {s}, %off: index) -> {lse} {{
+  %o, %l = {attend}
+  return %l : {lse}
+}}
+func.func @prefill(%q: {q}, %k: {k}, %v: {v}, %off: index) -> {o} {{
+  {select}
+  %o, %l = {attend}
+  return %o : {o}
+}}
+func.func @prefill_selection(%q: {q}, %k: {k}, %off: index) -> {s} {{
+  {select}
+  return %s : {s}
+}}
+"""
+
+
+def build(args):
+    rng = random.Random(args.seed)
+    cfgs = [draw_config(rng, i) for i in range(args.count)]
+    if args.paper:
+        cfgs.append(dict(PAPER))
+    t0 = time.time()
+    built, rejected = sweep.compile_all(cfgs, args.out, args.pisa_compile, args.jobs, program)
+    problems = [c["name"] for c in built if "expect_error" in c]
+    problems += [f"{c['name']} ({c['error']})" for c in rejected
+                 if c.get("expect_error", "\0") not in c["error"]]
+    print(f"seed {args.seed}: built {len(built)}, rejected {len(rejected)} "
+          f"in {time.time() - t0:.0f} s")
+    with open(os.path.join(args.out, "attention.json"), "w") as f:
+        json.dump({"seed": args.seed, "cases": built, "rejected": rejected}, f, indent=1)
+    if problems:
+        print("wrongly built or rejected: " + ", ".join(problems))
+        return 1
+    return 0
+
+
+# -------------------------------------------------------------- reference
+
+def used_blocks(selection, num_blocks):
+    """[..., K] bool: which entries count (docs/semantics.md, section 6):
+    in order, 0 <= s < num_blocks and greater than the last one used."""
+    import torch
+
+    used = torch.zeros(selection.shape, dtype=torch.bool, device=selection.device)
+    last = torch.full(selection.shape[:-1], -1, dtype=selection.dtype,
+                      device=selection.device)
+    for e in range(selection.shape[-1]):
+        s = selection[..., e]
+        u = (s >= 0) & (s < num_blocks) & (s > last)
+        used[..., e] = u
+        last = torch.where(u, s, last)
+    return used
+
+
+def reference(q, k, v, selection, offset, C, scale):
+    """(o, lse) in float64 for the semantics of section 6, dense over the
+    attended keys (queries in chunks so that the score tile stays small)."""
+    import torch
+
+    B, Hq, Nq, d = q.shape
+    Hkv, N = k.shape[1], k.shape[2]
+    G = Hq // Hkv
+    nb = -(-N // C)
+    used = used_blocks(selection.long(), nb)
+    blocks = torch.zeros(B, Hkv, Nq, nb + 1, dtype=torch.bool, device=q.device)
+    blocks.scatter_(-1, torch.where(used, selection.long(), nb), used)
+    blocks = blocks[..., :nb]
+    o = torch.zeros(B, Hq, Nq, v.shape[3], dtype=torch.float64, device=q.device)
+    lse = torch.full((B, Hq, Nq), -math.inf, dtype=torch.float64, device=q.device)
+    kd, vd = k.double(), v.double()
+    key = torch.arange(N, device=q.device)
+    step = max(1, (1 << 24) // max(1, Hq * N))
+    for i0 in range(0, Nq, step):
+        i1 = min(Nq, i0 + step)
+        t = offset + torch.arange(i0, i1, device=q.device)
+        mask = blocks[:, :, i0:i1].repeat_interleave(C, -1)[..., :N]
+        mask = mask & (key[None, None, None, :] <= t[None, None, :, None])
+        mask = mask.repeat_interleave(G, 1)                      # [B, Hq, n, N]
+        scores = scale * torch.einsum("bhid,bhjd->bhij", q[:, :, i0:i1].double(),
+                                      kd.repeat_interleave(G, 1))
+        scores = scores.masked_fill(~mask, -math.inf)
+        row_lse = torch.logsumexp(scores, -1)
+        probs = torch.exp(scores - row_lse[..., None].clamp(min=-1e300))
+        probs = torch.nan_to_num(probs, nan=0.0).masked_fill(~mask, 0.0)
+        o[:, :, i0:i1] = torch.einsum("bhij,bhjd->bhid", probs, vd.repeat_interleave(G, 1))
+        lse[:, :, i0:i1] = row_lse
+    return o, lse
+
+
+def crafted_selection(gen, B, Hkv, Nq, K, N, C, offset):
+    """Rows of every kind section 6 defines: hier_topk-like (ascending, the
+    query's own block, -1 padding), duplicates, unsorted, out of range,
+    empty."""
+    import torch
+
+    nb = -(-N // C)
+    own = (offset + torch.arange(Nq)) // C
+    sel = torch.randint(-2, nb + 3, (B, Hkv, Nq, K), generator=gen)
+    kind = torch.randint(0, 5, (B, Hkv, Nq), generator=gen)
+    ascending = torch.sort(torch.randint(0, max(nb, 1), (B, Hkv, Nq, K), generator=gen), -1)[0]
+    ascending[..., -1] = own.clamp(max=nb - 1)
+    ascending = torch.sort(ascending, -1)[0]
+    pad = torch.rand(B, Hkv, Nq, K, generator=gen) < 0.2
+    ascending = torch.where(pad, torch.full_like(ascending, -1), ascending)
+    sel = torch.where((kind <= 1)[..., None], ascending, sel)          # hier_topk-like
+    sel = torch.where((kind == 4)[..., None], torch.full_like(sel, -1), sel)  # empty
+    return sel.to(torch.int32)
+
+
+def compare(o, lse, o_ref, lse_ref, dtype):
+    """(ok, worst output error, worst lse error, note)."""
+    import torch
+
+    empty = torch.isinf(lse_ref)
+    err = (o.double() - o_ref).abs()
+    worst = float(err.max()) if err.numel() else 0.0
+    lse_ok = torch.where(empty, torch.isinf(lse) & (lse < 0),
+                         (lse.double() - lse_ref).abs()
+                         <= LSE_TOLERANCE * lse_ref.abs().clamp(min=1.0))
+    lse_err = (lse.double() - lse_ref).abs().masked_fill(empty, 0.0)
+    worst_lse = float(lse_err.max()) if lse_err.numel() else 0.0
+    empty_rows_zero = bool((o[empty.unsqueeze(-1).expand_as(o)] == 0).all())
+    ok = worst <= TOLERANCE[dtype] and bool(lse_ok.all()) and empty_rows_zero
+    note = "" if ok else (f"max |o - ref| {worst:.3g}, lse rows wrong "
+                          f"{int((~lse_ok).sum())}, empty rows zero {empty_rows_zero}")
+    return ok, worst, worst_lse, note
+
+
+def draw_shape(rng, cfg):
+    """B, N, Nq, offset of one call (the sweep's lengths, kept small enough
+    for the dense reference)."""
+    N = sweep.draw_length(rng, cfg["C"], 5000)
+    mode = rng.choice(("prefill", "chunk", "decode"))
+    if mode == "prefill" or N == 1:
+        nq, offset = min(N, 1500), N - min(N, 1500)
+    elif mode == "chunk":
+        nq = rng.randint(1, min(N - 1, 700))
+        offset = rng.randint(0, N - nq)
+    else:
+        nq, offset = 1, rng.randint(0, N - 1)
+    return rng.randint(1, 2), N, nq, offset, mode
+
+
+def check_case(lib, cfg, rng, shapes):
+    import torch
+
+    Hkv, G, d, dv, C, K = (cfg[x] for x in ("Hkv", "G", "d", "dv", "C", "K"))
+    dt = {"f16": torch.float16, "bf16": torch.bfloat16}[cfg["dtype"]]
+    scale = 1.0 / math.sqrt(d)
+    gen = torch.Generator().manual_seed(rng.randrange(2**31))
+    notes, ok, worst = [], True, 0.0
+    for j in range(shapes):
+        B, N, nq, off, mode = draw_shape(rng, cfg)
+        q = torch.randn(B, Hkv * G, nq, d, generator=gen).to(dt).cuda()
+        k = torch.randn(B, Hkv, N, d, generator=gen).to(dt).cuda()
+        v = torch.randn(B, Hkv, N, dv, generator=gen).to(dt).cuda()
+        sel = crafted_selection(gen, B, Hkv, nq, K, N, C, off).cuda()
+        for entry, selection in (("attend", sel), ("prefill", None)):
+            if selection is None:
+                selection = lib("prefill_selection", q, k, off)
+                o = lib("prefill", q, k, v, off)
+            else:
+                o = lib("attend", q, k, v, selection, off)
+            lse = lib("attend_lse", q, k, v, selection, off)
+            torch.cuda.synchronize()
+            o_ref, lse_ref = reference(q, k, v, selection, off, C, scale)
+            good, err, _, why = compare(o, lse, o_ref, lse_ref, cfg["dtype"])
+            worst = max(worst, err)
+            if not good:
+                ok = False
+                notes.append(f"{entry} B={B} N={N} Nq={nq} off={off} ({mode}): {why}")
+    desc = (f"{cfg['name']} Hkv={Hkv} G={G} d={d} dv={dv} C={C} K={K} {cfg['dtype']}: "
+            f"{shapes} shapes, max |o - ref| {worst:.2e}")
+    return ok, desc + ("" if ok else ": " + "; ".join(notes[:3]))
+
+
+def check(args):
+    import torch
+    from pisa import aot
+
+    with open(os.path.join(args.dir, "attention.json")) as f:
+        data = json.load(f)
+    seed = args.seed if args.seed is not None else random.randrange(2**32)
+    print(f"attention check: input seed {seed}, {len(data['cases'])} libraries", flush=True)
+    torch.manual_seed(seed)
+    passed = failed = 0
+    t0 = time.time()
+    for cfg in data["cases"]:
+        if args.only and cfg["name"] not in args.only:
+            continue
+        if time.time() - t0 > args.budget:
+            print(f"budget of {args.budget} s spent: stopping", flush=True)
+            break
+        lib = aot.Library(os.path.join(args.dir, cfg["lib"]))
+        ok, note = check_case(lib, cfg, random.Random(f"{seed}/{cfg['name']}"), args.shapes)
+        passed += ok
+        failed += not ok
+        print(f"{'ok  ' if ok else 'FAIL'} {note}", flush=True)
+    print(f"attention check: {passed} passed, {failed} failed")
+    return 0 if failed == 0 and passed else 1
+
+
+# ------------------------------------------------------------------ bench
+
+PAPER = {"name": "paper", "Hkv": 1, "G": 16, "d": 128, "dv": 128, "C": 64, "K": 8,
+         "g": 2, "dtype": "bf16"}
+
+
+def timed(fn, samples, fresh):
+    """Median ms of fn() over `samples` calls, CUDA events around each, after
+    a warm-up call; `fresh()` draws new inputs before each call (untimed)."""
+    import torch
+
+    fresh()
+    fn()
+    times = []
+    for _ in range(samples):
+        fresh()
+        torch.cuda.synchronize()
+        start, end = torch.cuda.Event(True), torch.cuda.Event(True)
+        start.record()
+        fn()
+        end.record()
+        torch.cuda.synchronize()
+        times.append(start.elapsed_time(end))
+    return statistics.median(times)
+
+
+def bench(args):
+    """Paper setting (B = 1, Hkv = 1, G = 16, d = dv = 128, C = 64, K = 8,
+    bf16): the attention pass alone (over the prefill's own selection), the
+    whole sparse prefill (pyramid + selection + attention, one library
+    call), and dense causal attention (PyTorch SDPA, flash backend) on the
+    same q, k, v, in one run."""
+    import torch
+    import torch.nn.functional as F
+    from pisa import aot
+
+    lib = aot.Library(os.path.join(args.dir, "libpaper.so"))
+    c = PAPER
+    print("| N | attention pass ms | sparse prefill ms | dense SDPA ms | dense / sparse |")
+    print("|---|---|---|---|---|")
+    for n in args.lengths:
+        box = {}
+
+        def fresh():
+            box["q"] = torch.randn(1, 16, n, 128, device="cuda").to(torch.bfloat16)
+            box["k"] = torch.randn(1, 1, n, 128, device="cuda").to(torch.bfloat16)
+            box["v"] = torch.randn(1, 1, n, 128, device="cuda").to(torch.bfloat16)
+
+        fresh()
+        ws = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
+        out = torch.empty(1, 16, n, 128, dtype=torch.bfloat16, device="cuda")
+        sel = lib("prefill_selection", box["q"], box["k"], 0, workspace=ws)
+
+        def refresh_selection():
+            fresh()
+            lib("prefill_selection", box["q"], box["k"], 0, out=sel, workspace=ws)
+
+        attn = timed(lambda: lib("attend", box["q"], box["k"], box["v"], sel, 0, out=out,
+                                 workspace=ws), args.samples, refresh_selection)
+        prefill = timed(lambda: lib("prefill", box["q"], box["k"], box["v"], 0, out=out,
+                                    workspace=ws), args.samples, fresh)
+        dense = float("nan")
+        if n <= args.max_dense:
+            from torch.nn.attention import SDPBackend, sdpa_kernel
+
+            def sdpa():
+                with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+                    F.scaled_dot_product_attention(
+                        box["q"], box["k"].expand(1, 16, n, 128),
+                        box["v"].expand(1, 16, n, 128), is_causal=True)
+            dense = timed(sdpa, max(3, args.samples // 3), fresh)
+        print(f"| {n} | {attn:.3f} | {prefill:.3f} | {dense:.2f} | {dense / prefill:.1f} |",
+              flush=True)
+    return 0
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    b = sub.add_parser("build")
+    b.add_argument("out")
+    b.add_argument("--seed", type=int, required=True)
+    b.add_argument("--count", type=int, default=30)
+    b.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    b.add_argument("--pisa-compile", default="build/bin/pisa-compile")
+    b.add_argument("--paper", action="store_true",
+                   help="also the paper setting (libpaper.so, for bench)")
+    c = sub.add_parser("check")
+    c.add_argument("dir")
+    c.add_argument("--seed", type=int)
+    c.add_argument("--shapes", type=int, default=3)
+    c.add_argument("--only", nargs="*")
+    c.add_argument("--budget", type=float, default=400)
+    m = sub.add_parser("bench")
+    m.add_argument("dir", help="holds libpaper.so (build --paper)")
+    m.add_argument("--lengths", type=int, nargs="+",
+                   default=[4096, 16384, 65536, 131072, 262144])
+    m.add_argument("--samples", type=int, default=9)
+    m.add_argument("--max-dense", type=int, default=262144)
+    args = parser.parse_args(argv)
+    return {"build": build, "check": check, "bench": bench}[args.cmd](args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,70 @@
+// RUN: pisa-opt %s --pisa-decompose-to-kernels | FileCheck %s --enable-var-scope --check-prefix=KERNELS
+// RUN: pisa-opt %s --pisa-decompose-to-kernels %bufferize --convert-pisa-to-gpu --canonicalize --cse | FileCheck %s --enable-var-scope
+
+// Sparse attention with B, N and Nq dynamic, G = 16, d = dv = 128, C = 64:
+// one kernel op, then one kernel of four warps per (query, batch x KV head)
+// whose tiles are carved out of dynamic shared memory.
+
+// KERNELS-LABEL: func.func @attend
+// KERNELS: cf.assert %{{.*}}, "pisa.sparse_attention: the keys' batch differs from the queries'"
+// KERNELS: cf.assert %{{.*}}, "pisa.sparse_attention: the values' batch differs from the queries'"
+// KERNELS: cf.assert %{{.*}}, "pisa.sparse_attention: the values' N differs from the keys'"
+// KERNELS: cf.assert %{{.*}}, "pisa.sparse_attention: the selection's batch differs from the queries'"
+// KERNELS: cf.assert %{{.*}}, "pisa.sparse_attention: the selection's Nq differs from the queries'"
+// KERNELS: cf.assert %{{.*}}, "pisa.sparse_attention: B * Hkv is above the GPU limit of 65535 (grid y)"
+// KERNELS: %[[O:.*]] = tensor.empty(%{{.*}}, %{{.*}}) : tensor<?x32x?x128xbf16>
+// KERNELS: %[[L:.*]] = tensor.empty(%{{.*}}, %{{.*}}) : tensor<?x32x?xf32>
+// KERNELS: pisa.kernel.sparse_attention %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} outs(%[[O]], %[[L]]) block_size = 64 scale = 0.0883883461
+
+// CHECK-LABEL: func.func @attend
+// CHECK-SAME: %[[Q:[a-z0-9]+]]: memref<?x32x?x128xbf16>
+// The grid is (Nq, B x Hkv) x 128 threads with the tiles' 54272 bytes of
+// dynamic shared memory (Q, K, V, S, P and O of 16 rows).
+// CHECK-DAG: %[[SMEM:.*]] = arith.constant 54272 : i32
+// CHECK-DAG: %[[NQ:.*]] = memref.dim %[[Q]], %c2
+// CHECK: gpu.launch_func @pisa_kernels::@sparse_attention blocks in (%[[NQ]], %{{.*}}, %c1) threads in (%c128, %c1, %c1) dynamic_shared_memory_size %[[SMEM]]
+
+// CHECK: gpu.func @sparse_attention
+// CHECK-SAME: known_block_size = array<i32: 128, 1, 1>
+// CHECK-SAME: nvvm.minctasm = 4
+// CHECK: %[[BYTES:.*]] = gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
+// CHECK-DAG: memref.view %[[BYTES]][%c0][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<16x136xbf16, #gpu.address_space<workgroup>>
+// CHECK-DAG: memref.view %[[BYTES]][%c4352][] : {{.*}} to memref<64x136xbf16, #gpu.address_space<workgroup>>
+// CHECK-DAG: memref.view %[[BYTES]][%c21760][] : {{.*}} to memref<64x136xbf16, #gpu.address_space<workgroup>>
+// CHECK-DAG: memref.view %[[BYTES]][%c39168][] : {{.*}} to memref<16x68xf32, #gpu.address_space<workgroup>>
+// CHECK-DAG: memref.view %[[BYTES]][%c43520][] : {{.*}} to memref<16x72xbf16, #gpu.address_space<workgroup>>
+// CHECK-DAG: memref.view %[[BYTES]][%c45824][] : {{.*}} to memref<16x132xf32, #gpu.address_space<workgroup>>
+// An entry is used when 0 <= s < ceil(N / C) and s > the last used; a used
+// block is attended when it starts at or before the query.
+// CHECK: scf.for %{{.*}} = %c0 to %c8 step %c1 iter_args(%[[LAST:.*]] = %c-1, %[[MAX:.*]] = %cst{{.*}}, %[[SUM:.*]] = %cst{{.*}}) -> (index, f32, f32)
+// CHECK: %[[S:.*]] = arith.index_cast %{{.*}} : i32 to index
+// CHECK-DAG: arith.cmpi sge, %[[S]], %c0
+// CHECK-DAG: arith.cmpi slt, %[[S]], %{{.*}}
+// CHECK-DAG: arith.cmpi sgt, %[[S]], %[[LAST]]
+// CHECK: scf.if %{{.*}} -> (f32, f32)
+// CHECK: gpu.barrier
+// CHECK: gpu.barrier
+// Warp w scores the block's keys [16 w, 16 w + 16) against the 16 rows ...
+// CHECK: vector.contract {{.*}} : vector<16x128xbf16>, vector<16x128xbf16> into vector<16x16xf32>
+// CHECK: gpu.barrier
+// ... the row's online softmax in base 2 ...
+// CHECK: math.exp2
+// CHECK: gpu.shuffle xor
+// CHECK: gpu.barrier
+// ... and accumulates P V onto its 32 columns of O in shared memory.
+// CHECK: %[[ACC:.*]] = vector.transfer_read %{{.*}} : memref<16x132xf32, #gpu.address_space<workgroup>>, vector<16x32xf32>
+// CHECK: %[[PV:.*]] = vector.contract {{.*}}, %[[ACC]] : vector<16x64xbf16>, vector<64x32xbf16> into vector<16x32xf32>
+// CHECK: vector.transfer_write %[[PV]]
+// The rows with no key: o = 0, lse = -inf.
+// CHECK: gpu.barrier
+// CHECK: arith.cmpf oeq, %{{.*}}, %cst
+// CHECK: arith.truncf %{{.*}} : vector<16xf32> to vector<16xbf16>
+// CHECK: gpu.return
+func.func @attend(%q: tensor<?x32x?x128xbf16>, %k: tensor<?x2x?x128xbf16>,
+                  %v: tensor<?x2x?x128xbf16>, %s: tensor<?x2x?x8xi32>, %off: index)
+    -> (tensor<?x32x?x128xbf16>, tensor<?x32x?xf32>) {
+  %o, %l = pisa.sparse_attention %q, %k, %v, %s, %off block_size = 64
+      : tensor<?x32x?x128xbf16>, tensor<?x2x?x128xbf16>, tensor<?x2x?x128xbf16>,
+        tensor<?x2x?x8xi32> -> tensor<?x32x?x128xbf16>, tensor<?x32x?xf32>
+  return %o, %l : tensor<?x32x?x128xbf16>, tensor<?x32x?xf32>
+}

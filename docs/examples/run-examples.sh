@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The project's main job on the bundled examples: choose each selection's
 # schedule and say why, run PISA selection on the CPU through MLIR
-# (pisa-run) and show what a few queries selected, then compile the prefill
-# and decode programs into AOT GPU libraries (pisa-compile) for a GPU
-# machine.
+# (pisa-run) and show what a few queries selected, then compile the prefill,
+# sparse prefill (selection + attention) and decode programs into AOT GPU
+# libraries (pisa-compile) for a GPU machine.
 # Usage: run-examples.sh BIN_DIR [WORK_DIR]
 set -euo pipefail
 bin=${1:?usage: run-examples.sh BIN_DIR [WORK_DIR]}
@@ -63,8 +63,8 @@ if [ ! -x "$bin/pisa-compile" ]; then
   exit 0
 fi
 echo "== pisa-compile: AOT libraries for sm_90 (run them with python/pisa/aot.py)"
-for spec in prefill-select:prefill decode-select:decode varlen-select:varlen \
-            decode-step:decode-step; do
+for spec in prefill-select:prefill sparse-prefill:sparse-prefill \
+            decode-select:decode varlen-select:varlen decode-step:decode-step; do
   src=${spec%%:*} name=${spec##*:}
   "$bin/pisa-compile" "$here/$src.mlir" -o "$work/lib$name.so"
   echo "  $work/lib$name.so ($(wc -c < "$work/lib$name.so") bytes): $(

@@ -68,10 +68,10 @@ def draw_config(rng, index):
 def shared_bytes(cfg):
     """The kernel's shared memory (SparseAttention.h, AttentionTiles),
     written again here as the oracle of the shared-memory limit."""
-    G, d, dv, C = cfg["G"], cfg["d"], cfg["dv"], cfg["C"]
+    G, d, dv, C, K = cfg["G"], cfg["d"], cfg["dv"], cfg["C"], cfg["K"]
     rows = 16 if G <= 16 else 32 if G <= 32 else 64
     parts = (rows * (d + 8) * 2, C * (d + 8) * 2, C * (dv + 8) * 2,
-             rows * (C + 4) * 4, rows * (C + 8) * 2, rows * (dv + 4) * 4)
+             rows * (C + 4) * 4, rows * (C + 8) * 2, rows * (dv + 4) * 4, K * 4)
     return sum(-(-p // 16) * 16 for p in parts)
 
 
@@ -332,8 +332,8 @@ def bench(args):
     import torch.nn.functional as F
     from pisa import aot
 
-    lib = aot.Library(os.path.join(args.dir, "libpaper.so"))
-    c = PAPER
+    lib = aot.Library(os.path.join(args.dir, args.library))
+    print(f"{args.library}:")
     print("| N | attention pass ms | sparse prefill ms | dense SDPA ms | dense / sparse |")
     print("|---|---|---|---|---|")
     for n in args.lengths:
@@ -396,6 +396,7 @@ def main(argv=None):
                    default=[4096, 16384, 65536, 131072, 262144])
     m.add_argument("--samples", type=int, default=9)
     m.add_argument("--max-dense", type=int, default=262144)
+    m.add_argument("--library", default="libpaper.so")
     args = parser.parse_args(argv)
     return {"build": build, "check": check, "bench": bench}[args.cmd](args)
 

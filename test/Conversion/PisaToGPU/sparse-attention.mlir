@@ -18,9 +18,9 @@
 
 // CHECK-LABEL: func.func @attend
 // CHECK-SAME: %[[Q:[a-z0-9]+]]: memref<?x32x?x128xbf16>
-// The grid is (Nq, B x Hkv) x 128 threads with the tiles' 54272 bytes of
-// dynamic shared memory (Q, K, V, S, P and O of 16 rows).
-// CHECK-DAG: %[[SMEM:.*]] = arith.constant 54272 : i32
+// The grid is (Nq, B x Hkv) x 128 threads with the tiles' 54304 bytes of
+// dynamic shared memory (Q, K, V, S, P and O of 16 rows, the block list).
+// CHECK-DAG: %[[SMEM:.*]] = arith.constant 54304 : i32
 // CHECK-DAG: %[[NQ:.*]] = memref.dim %[[Q]], %c2
 // CHECK: gpu.launch_func @pisa_kernels::@sparse_attention blocks in (%[[NQ]], %{{.*}}, %c1) threads in (%c128, %c1, %c1) dynamic_shared_memory_size %[[SMEM]]
 
@@ -34,14 +34,20 @@
 // CHECK-DAG: memref.view %[[BYTES]][%c39168][] : {{.*}} to memref<16x68xf32, #gpu.address_space<workgroup>>
 // CHECK-DAG: memref.view %[[BYTES]][%c43520][] : {{.*}} to memref<16x72xbf16, #gpu.address_space<workgroup>>
 // CHECK-DAG: memref.view %[[BYTES]][%c45824][] : {{.*}} to memref<16x132xf32, #gpu.address_space<workgroup>>
-// An entry is used when 0 <= s < ceil(N / C) and s > the last used; a used
-// block is attended when it starts at or before the query.
-// CHECK: scf.for %{{.*}} = %c0 to %c8 step %c1 iter_args(%[[LAST:.*]] = %c-1, %[[MAX:.*]] = %cst{{.*}}, %[[SUM:.*]] = %cst{{.*}}) -> (index, f32, f32)
-// CHECK: %[[S:.*]] = arith.index_cast %{{.*}} : i32 to index
+// CHECK-DAG: %[[LIST:.*]] = memref.view %[[BYTES]][%c54272][] : {{.*}} to memref<8xi32, #gpu.address_space<workgroup>>
+// The attended blocks into the list: an entry is used when 0 <= s <
+// ceil(N / C) and s > the last used, attended when it starts at or before
+// the query; thread 0 writes the list.
+// CHECK: %[[WALK:.*]]:2 = scf.for %{{.*}} = %c0 to %c8 step %c1 iter_args(%[[LAST:.*]] = %c-1, %[[COUNT:.*]] = %c0) -> (index, index)
+// CHECK: %[[S32:.*]] = memref.load
+// CHECK: %[[S:.*]] = arith.index_cast %[[S32]] : i32 to index
 // CHECK-DAG: arith.cmpi sge, %[[S]], %c0
 // CHECK-DAG: arith.cmpi slt, %[[S]], %{{.*}}
 // CHECK-DAG: arith.cmpi sgt, %[[S]], %[[LAST]]
-// CHECK: scf.if %{{.*}} -> (f32, f32)
+// CHECK: memref.store %[[S32]], %[[LIST]][%[[COUNT]]]
+// CHECK: gpu.barrier
+// Per attended block: stage, score, softmax, accumulate.
+// CHECK: scf.for %{{.*}} = %c0 to %[[WALK]]#1 step %c1 iter_args(%{{.*}} = %cst{{.*}}, %{{.*}} = %cst{{.*}}) -> (f32, f32)
 // CHECK: gpu.barrier
 // CHECK: gpu.barrier
 // Warp w scores the block's keys [16 w, 16 w + 16) against the 16 rows ...

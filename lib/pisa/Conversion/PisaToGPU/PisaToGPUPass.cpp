@@ -206,7 +206,8 @@ std::optional<std::string> mlir::pisa::gpuLimitViolation(Operation *op) {
     const int64_t dv = attention.getValues().getType().getShape()[3];
     if (auto why = detail::attentionLimitViolation(
             attention.getQueries().getType().getElementType(), q[1] / k[1],
-            q[3], dv, attention.getBlockSize()))
+            q[3], dv, attention.getBlockSize(),
+            attention.getSelection().getType().getShape()[3]))
       return why;
     if (!ShapedType::isDynamic(q[0]) &&
         saturatingProduct(q[0], k[1]) > kMaxGPUGroups)

@@ -34,20 +34,21 @@ struct AttentionTiles {
   /// Score rows: the G heads of the query, rounded up to 16, 32 or 64 so
   /// that the 128 threads split each row evenly in the softmax.
   int64_t rows;
-  int64_t headDim, valueDim, blockSize;
+  int64_t headDim, valueDim, blockSize, topK;
   /// Row strides in elements.
   int64_t queryStride, keyStride, valueStride, scoreStride, probStride,
       outStride;
   /// Byte offsets of Q [rows x d], K [C x d], V [C x dv] (16-bit), S [rows x
-  /// C] (f32), P [rows x C] (16-bit) and O [rows x dv] (f32), and the total.
+  /// C] (f32), P [rows x C] (16-bit), O [rows x dv] (f32) and the list of
+  /// attended blocks [K] (i32), and the total.
   int64_t queryOffset, keyOffset, valueOffset, scoreOffset, probOffset,
-      outOffset, bytes;
+      outOffset, listOffset, bytes;
   /// The softmax's threads per score row, and the columns of S and O each
   /// of them takes.
   int64_t threadsPerRow, scoreColumns, outColumns;
 
   AttentionTiles(int64_t groupSize, int64_t headDim, int64_t valueDim,
-                 int64_t blockSize);
+                 int64_t blockSize, int64_t topK);
 };
 
 /// Why the GPU kernel cannot take sparse attention of these sizes (the
@@ -56,7 +57,8 @@ std::optional<std::string> attentionLimitViolation(Type elem,
                                                    int64_t groupSize,
                                                    int64_t headDim,
                                                    int64_t valueDim,
-                                                   int64_t blockSize);
+                                                   int64_t blockSize,
+                                                   int64_t topK);
 
 } // namespace mlir::pisa::detail
 

@@ -48,8 +48,8 @@ int64_t roundUp(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
 } // namespace
 
 AttentionTiles::AttentionTiles(int64_t groupSize, int64_t d, int64_t dv,
-                               int64_t c)
-    : headDim(d), valueDim(dv), blockSize(c) {
+                               int64_t c, int64_t topK)
+    : headDim(d), valueDim(dv), blockSize(c), topK(topK) {
   rows = groupSize <= 16 ? 16 : groupSize <= 32 ? 32 : 64;
   queryStride = d + 8;
   keyStride = d + 8;
@@ -69,6 +69,7 @@ AttentionTiles::AttentionTiles(int64_t groupSize, int64_t d, int64_t dv,
   scoreOffset = place(rows * scoreStride * 4);
   probOffset = place(rows * probStride * 2);
   outOffset = place(rows * outStride * 4);
+  listOffset = place(topK * 4);
   bytes = at;
   threadsPerRow = kAttentionThreads / rows;
   scoreColumns = c / threadsPerRow;
@@ -77,7 +78,8 @@ AttentionTiles::AttentionTiles(int64_t groupSize, int64_t d, int64_t dv,
 
 std::optional<std::string>
 mlir::pisa::detail::attentionLimitViolation(Type elem, int64_t groupSize,
-                                            int64_t d, int64_t dv, int64_t c) {
+                                            int64_t d, int64_t dv, int64_t c,
+                                            int64_t topK) {
   std::string why;
   llvm::raw_string_ostream os(why);
   if (!elem.isF16() && !elem.isBF16())
@@ -100,7 +102,7 @@ mlir::pisa::detail::attentionLimitViolation(Type elem, int64_t groupSize,
     os << "has G = " << groupSize << " query heads per KV head, above the "
        << "GPU limit of " << kMaxAttentionGroupSize
        << " (a block's score rows)";
-  else if (AttentionTiles t(groupSize, d, dv, c);
+  else if (AttentionTiles t(groupSize, d, dv, c, topK);
            t.bytes > kMaxAttentionSharedBytes)
     os << "needs " << t.bytes << " bytes of shared memory per block, above "
        << "the " << kMaxAttentionSharedBytes << " an sm_90 block may use";
@@ -144,63 +146,16 @@ Value tileProduct(ImplicitLocOpBuilder &b, Value lhs, Value rhs, Value acc,
                                      vector::IteratorType::reduction});
 }
 
-struct SparseAttentionToGPU : KernelOpPattern<SparseAttentionKernelOp> {
-  using KernelOpPattern::KernelOpPattern;
-
-  void lower(SparseAttentionKernelOp op, PatternRewriter &rewriter,
-             ImplicitLocOpBuilder &host) const override {
-    MemRefType qType = bufferType(op.getQueries());
-    const int64_t kvHeads = bufferType(op.getKeys()).getShape()[1];
-    const int64_t G = qType.getShape()[1] / kvHeads;
-    const int64_t d = qType.getShape()[3];
-    const int64_t dv = bufferType(op.getValues()).getShape()[3];
-    const int64_t c = op.getBlockSize();
-    const AttentionTiles tiles(G, d, dv, c);
-    Kernel kernel;
-    {
-      OpBuilder::InsertionGuard guard(rewriter);
-      kernel = createKernel(
-          rewriter, op, "sparse_attention",
-          {{"queries", qType},
-           {"keys", bufferType(op.getKeys())},
-           {"values", bufferType(op.getValues())},
-           {"selection", bufferType(op.getSelection())},
-           {"queryOffset", rewriter.getIndexType()},
-           {"output", bufferType(op.getOutput())},
-           {"lse", bufferType(op.getLse())}});
-      // Blocks per SM as shared memory allows, so that ptxas keeps
-      // registers within that occupancy.
-      setOccupancyHint(kernel.func(), kAttentionThreads,
-                       std::clamp<int64_t>((228 * 1024) / (tiles.bytes + 1024),
-                                           1, 16));
-      ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-      buildBody(b, kernel, tiles, G, kvHeads,
-                op.getScale().convertToFloat());
-    }
-    Value numQueries = dimOf(host, op.getQueries(), 2);
-    Value groups = arith::MulIOp::create(
-        host, dimOf(host, op.getQueries(), 0), indexConst(host, kvHeads));
-    launch(host, kernel, numQueries, groups, kAttentionThreads,
-           {{"queries", op.getQueries()},
-            {"keys", op.getKeys()},
-            {"values", op.getValues()},
-            {"selection", op.getSelection()},
-            {"queryOffset", op.getQueryOffset()},
-            {"output", op.getOutput()},
-            {"lse", op.getLse()}},
-           tiles.bytes);
-  }
-
-  static void buildBody(ImplicitLocOpBuilder &b, const Kernel &e,
-                        const AttentionTiles &t, int64_t G, int64_t kvHeads,
-                        float scale) {
-    using P = arith::CmpIPredicate;
+/// The kernel body: one block per (query, batch x KV head). Its values are
+/// the block's coordinates and shared tiles, built once at the top.
+class AttentionBlock {
+public:
+  AttentionBlock(ImplicitLocOpBuilder &b, const Kernel &e,
+                 const AttentionTiles &t, int64_t groupSize, int64_t kvHeads,
+                 float scale)
+      : e(e), t(t), G(groupSize), scale(scale) {
     MLIRContext *ctx = b.getContext();
-    Type f32 = b.getF32Type();
-    Type elem = cast<MemRefType>(e.arg("queries").getType()).getElementType();
-    const int64_t d = t.headDim, c = t.blockSize, R = t.rows;
-    const float negInf = -std::numeric_limits<float>::infinity();
-
+    elem = cast<MemRefType>(e.arg("queries").getType()).getElementType();
     Value bytes = gpu::DynamicSharedMemoryOp::create(
         b, MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
                            MemRefLayoutAttrInterface(),
@@ -211,206 +166,225 @@ struct SparseAttentionToGPU : KernelOpPattern<SparseAttentionKernelOp> {
                                     indexConst(b, offset), ValueRange{})
           .getResult();
     };
-    Value qTile = view(t.queryOffset, {R, t.queryStride}, elem);
-    Value kTile = view(t.keyOffset, {c, t.keyStride}, elem);
-    Value vTile = view(t.valueOffset, {c, t.valueStride}, elem);
-    Value sTile = view(t.scoreOffset, {R, t.scoreStride}, f32);
-    Value pTile = view(t.probOffset, {R, t.probStride}, elem);
-    Value oTile = view(t.outOffset, {R, t.outStride}, f32);
+    const int64_t R = t.rows, c = t.blockSize;
+    qTile = view(t.queryOffset, {R, t.queryStride}, elem);
+    kTile = view(t.keyOffset, {c, t.keyStride}, elem);
+    vTile = view(t.valueOffset, {c, t.valueStride}, elem);
+    sTile = view(t.scoreOffset, {R, t.scoreStride}, b.getF32Type());
+    pTile = view(t.probOffset, {R, t.probStride}, elem);
+    oTile = view(t.outOffset, {R, t.outStride}, b.getF32Type());
+    blockList = view(t.listOffset, {t.topK}, b.getI32Type());
+
+    query = blockIdX(b);
+    batch = arith::DivUIOp::create(b, blockIdY(b), indexConst(b, kvHeads));
+    kv = arith::RemUIOp::create(b, blockIdY(b), indexConst(b, kvHeads));
+    tid = threadIdX(b);
+    warp = arith::DivUIOp::create(b, tid, indexConst(b, 32));
+    firstHead = arith::MulIOp::create(b, kv, indexConst(b, G));
+    numKeys = dimOf(b, e.arg("keys"), 2);
+    lastKey = arith::SubIOp::create(b, numKeys, indexConst(b, 1));
+    // Keys past the query or past N are never attended.
+    Value position = arith::AddIOp::create(b, e.arg("queryOffset"), query);
+    keyEnd = arith::MinUIOp::create(
+        b, numKeys, arith::AddIOp::create(b, position, indexConst(b, 1)));
+    // The softmax's row and columns: [part * n, part * n + n).
+    row = arith::DivUIOp::create(b, tid, indexConst(b, t.threadsPerRow));
+    part = arith::RemUIOp::create(b, tid, indexConst(b, t.threadsPerRow));
+    scoreCol0 = arith::MulIOp::create(b, part, indexConst(b, t.scoreColumns));
+    outCol0 = arith::MulIOp::create(b, part, indexConst(b, t.outColumns));
+  }
+
+  void build(ImplicitLocOpBuilder &b) {
+    const float negInf = -std::numeric_limits<float>::infinity();
+    stageQueries(b);
+    vector::StoreOp::create(b, splatF32(b, outRowType(b), 0.0f), oTile,
+                            ValueRange{row, outCol0}, false,
+                            llvm::MaybeAlign(16));
+    Value count = listAttendedBlocks(b);
+    gpu::BarrierOp::create(b); // the list is visible to all
 
     Value zero = indexConst(b, 0);
-    Value query = blockIdX(b);
-    Value batch = arith::DivUIOp::create(b, blockIdY(b), indexConst(b, kvHeads));
-    Value kv = arith::RemUIOp::create(b, blockIdY(b), indexConst(b, kvHeads));
-    Value tid = threadIdX(b);
-    Value warp = arith::DivUIOp::create(b, tid, indexConst(b, 32));
-    Value firstHead = arith::MulIOp::create(b, kv, indexConst(b, G));
-    Value numKeys = dimOf(b, e.arg("keys"), 2);
-    Value position = arith::AddIOp::create(b, e.arg("queryOffset"), query);
-    // Keys past the query or past N are never attended.
-    Value keyEnd = arith::MinUIOp::create(
-        b, numKeys, arith::AddIOp::create(b, position, indexConst(b, 1)));
-    Value numBlocks =
-        arith::CeilDivUIOp::create(b, numKeys, indexConst(b, c));
-    auto chunk = VectorType::get({kChunk}, elem);
-    Value zeroChunk = arith::ConstantOp::create(
-        b, chunk, DenseElementsAttr::get(chunk, b.getZeroAttr(elem)));
+    SmallVector<Value> init{f32Const(b, negInf), f32Const(b, 0.0f)};
+    SmallVector<Value> state = buildLoop(
+        b, zero, count, init,
+        [&](ImplicitLocOpBuilder &lb, Value j,
+            ValueRange st) -> SmallVector<Value> {
+          gpu::BarrierOp::create(lb); // block j - 1's tiles are read
+          store(lb, fetch(lb, j));
+          gpu::BarrierOp::create(lb);
+          return attend(lb, j, st[0], st[1]);
+        });
+    gpu::BarrierOp::create(b); // the last value product is in O
+    writeOutput(b, state[0], state[1]);
+    gpu::ReturnOp::create(b);
+  }
 
-    // Stage the query's head rows (rows past G are zeros).
-    const int64_t qChunks = d / kChunk;
+private:
+  VectorType chunkType(ImplicitLocOpBuilder &b) const {
+    return VectorType::get({kChunk}, elem);
+  }
+  Value zeroChunk(ImplicitLocOpBuilder &b) const {
+    return arith::ConstantOp::create(
+        b, chunkType(b),
+        DenseElementsAttr::get(chunkType(b), b.getZeroAttr(elem)));
+  }
+  VectorType outRowType(ImplicitLocOpBuilder &b) const {
+    return VectorType::get({t.outColumns}, b.getF32Type());
+  }
+  Value divide(ImplicitLocOpBuilder &b, Value i, int64_t n) const {
+    return arith::DivUIOp::create(b, i, indexConst(b, n));
+  }
+  Value columnOf(ImplicitLocOpBuilder &b, Value i, int64_t perRow) const {
+    return arith::MulIOp::create(
+        b, arith::RemUIOp::create(b, i, indexConst(b, perRow)),
+        indexConst(b, kChunk));
+  }
+
+  /// The query's head rows (rows past G are zeros), 16-byte copies.
+  void stageQueries(ImplicitLocOpBuilder &b) {
+    const int64_t perRow = t.headDim / kChunk;
     copyChunks(
-        b, tid, R * qChunks, kAttentionThreads,
+        b, tid, t.rows * perRow, kAttentionThreads,
         [&](ImplicitLocOpBuilder &lb, Value i) -> Value {
-          Value r = arith::DivUIOp::create(lb, i, indexConst(lb, qChunks));
-          Value col = arith::MulIOp::create(
-              lb, arith::RemUIOp::create(lb, i, indexConst(lb, qChunks)),
-              indexConst(lb, kChunk));
+          Value r = divide(lb, i, perRow);
           Value head = arith::AddIOp::create(
               lb, firstHead,
               arith::MinUIOp::create(lb, r, indexConst(lb, G - 1)));
           Value v = vector::LoadOp::create(
-              lb, chunk, e.arg("queries"), ValueRange{batch, head, query, col},
-              false, llvm::MaybeAlign(16));
+              lb, chunkType(lb), e.arg("queries"),
+              ValueRange{batch, head, query, columnOf(lb, i, perRow)}, false,
+              llvm::MaybeAlign(16));
           return arith::SelectOp::create(
-              lb, cmp(lb, P::ult, r, indexConst(lb, G)), v, zeroChunk);
+              lb, cmp(lb, arith::CmpIPredicate::ult, r, indexConst(lb, G)), v,
+              zeroChunk(lb));
         },
         [&](ImplicitLocOpBuilder &lb, Value i, Value v) {
-          Value r = arith::DivUIOp::create(lb, i, indexConst(lb, qChunks));
-          Value col = arith::MulIOp::create(
-              lb, arith::RemUIOp::create(lb, i, indexConst(lb, qChunks)),
-              indexConst(lb, kChunk));
-          vector::StoreOp::create(lb, v, qTile, ValueRange{r, col}, false,
-                                  llvm::MaybeAlign(16));
+          vector::StoreOp::create(
+              lb, v, qTile,
+              ValueRange{divide(lb, i, perRow), columnOf(lb, i, perRow)},
+              false, llvm::MaybeAlign(16));
         });
+  }
 
-    // Softmax coordinates: row r, columns [part * n, part * n + n).
-    Value row = arith::DivUIOp::create(b, tid, indexConst(b, t.threadsPerRow));
-    Value part = arith::RemUIOp::create(b, tid, indexConst(b, t.threadsPerRow));
-    Value scoreCol0 =
-        arith::MulIOp::create(b, part, indexConst(b, t.scoreColumns));
-    Value outCol0 = arith::MulIOp::create(b, part, indexConst(b, t.outColumns));
-    auto outRow = VectorType::get({t.outColumns}, f32);
-    vector::StoreOp::create(b, splatF32(b, outRow, 0.0f), oTile,
-                            ValueRange{row, outCol0}, false,
-                            llvm::MaybeAlign(16));
-
-    // Entries in order; one used when 0 <= s < ceil(N / C) and s > the last
-    // used (the selection row is the same for the whole block, so control
-    // flow stays uniform and the barriers inside are reached by all).
-    const int64_t topK =
-        cast<MemRefType>(e.arg("selection").getType()).getShape()[3];
-    Value noBlock = indexConst(b, -1);
-    SmallVector<Value> state = buildLoop(
-        b, zero, indexConst(b, topK),
-        ValueRange{noBlock, f32Const(b, negInf), f32Const(b, 0.0f)},
+  /// The blocks the query attends, in order, into the shared list: an
+  /// entry is used when 0 <= s < ceil(N / C) and s > the last one used
+  /// (docs/semantics.md, section 6), attended when it starts at or before
+  /// the query. Every thread walks the row (the same for the block) and
+  /// gets the count; thread 0 writes the list.
+  Value listAttendedBlocks(ImplicitLocOpBuilder &b) {
+    using P = arith::CmpIPredicate;
+    Value zero = indexConst(b, 0), one = indexConst(b, 1);
+    Value numBlocks =
+        arith::CeilDivUIOp::create(b, numKeys, indexConst(b, t.blockSize));
+    SmallVector<Value> walked = buildLoop(
+        b, zero, indexConst(b, t.topK), ValueRange{indexConst(b, -1), zero},
         [&](ImplicitLocOpBuilder &lb, Value entry,
             ValueRange st) -> SmallVector<Value> {
-          Value last = st[0], max = st[1], sum = st[2];
-          Value s = toIndex(lb, memref::LoadOp::create(
-                                    lb, e.arg("selection"),
-                                    ValueRange{batch, kv, query, entry}));
+          Value last = st[0], count = st[1];
+          Value s32 = memref::LoadOp::create(
+              lb, e.arg("selection"), ValueRange{batch, kv, query, entry});
+          Value s = toIndex(lb, s32);
           Value used = arith::AndIOp::create(
               lb,
               arith::AndIOp::create(lb, cmp(lb, P::sge, s, zero),
                                     cmp(lb, P::slt, s, numBlocks)),
               cmp(lb, P::sgt, s, last));
-          Value firstKey = arith::MulIOp::create(lb, s, indexConst(lb, c));
-          Value attends = arith::AndIOp::create(
-              lb, used, cmp(lb, P::slt, firstKey, keyEnd));
-          SmallVector<Value> next = buildIf(
-              lb, attends, TypeRange{f32, f32},
-              [&](ImplicitLocOpBuilder &ib) -> SmallVector<Value> {
-                return attendBlock(ib, e, t, batch, kv, firstKey, keyEnd,
-                                   numKeys, tid, warp, row, part, scoreCol0,
-                                   outCol0, qTile, kTile, vTile, sTile, pTile,
-                                   oTile, max, sum, scale);
-              },
-              [&](ImplicitLocOpBuilder &) -> SmallVector<Value> {
-                return {max, sum};
-              });
-          Value nextLast = arith::SelectOp::create(lb, used, s, last);
-          return {nextLast, next[0], next[1]};
+          Value attended = arith::AndIOp::create(
+              lb, used,
+              cmp(lb, P::slt,
+                  arith::MulIOp::create(lb, s, indexConst(lb, t.blockSize)),
+                  keyEnd));
+          buildIfThen(lb,
+                      arith::AndIOp::create(lb, attended,
+                                            cmp(lb, P::eq, tid, zero)),
+                      [&](ImplicitLocOpBuilder &wb) {
+                        memref::StoreOp::create(wb, s32, blockList, count);
+                      });
+          return {arith::SelectOp::create(lb, used, s, last),
+                  arith::SelectOp::create(
+                      lb, attended, arith::AddIOp::create(lb, count, one),
+                      count)};
         });
-    Value max = state[1], sum = state[2];
-    gpu::BarrierOp::create(b); // the last value product is in O
-
-    // Row r < G is head firstHead + r: o = O / sum (0 without keys), lse =
-    // ln 2 * (max + log2 sum) (-inf without keys).
-    Value empty = arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, sum,
-                                        f32Const(b, 0.0f));
-    Value inverse = arith::SelectOp::create(
-        b, empty, f32Const(b, 0.0f),
-        arith::DivFOp::create(b, f32Const(b, 1.0f), sum));
-    Value lse = arith::SelectOp::create(
-        b, empty, f32Const(b, negInf),
-        arith::MulFOp::create(
-            b, arith::AddFOp::create(b, max, math::Log2Op::create(b, sum)),
-            f32Const(b, kLn2)));
-    buildIfThen(b, cmp(b, P::ult, row, indexConst(b, G)),
-                [&](ImplicitLocOpBuilder &wb) {
-      Value head = arith::AddIOp::create(wb, firstHead, row);
-      Value acc = vector::LoadOp::create(wb, outRow, oTile,
-                                         ValueRange{row, outCol0}, false,
-                                         llvm::MaybeAlign(16));
-      Value scaled = arith::MulFOp::create(
-          wb, acc, vector::BroadcastOp::create(wb, outRow, inverse));
-      Value out = scaled;
-      if (!elem.isF32())
-        out = arith::TruncFOp::create(
-            wb, VectorType::get({t.outColumns}, elem), scaled);
-      vector::StoreOp::create(
-          wb, out, e.arg("output"), ValueRange{batch, head, query, outCol0},
-          false, llvm::MaybeAlign(std::min<int64_t>(16, t.outColumns * 2)));
-      buildIfThen(wb, cmp(wb, P::eq, part, indexConst(wb, 0)),
-                  [&](ImplicitLocOpBuilder &lb) {
-                    memref::StoreOp::create(lb, lse, e.arg("lse"),
-                                            ValueRange{batch, head, query});
-                  });
-    });
-    gpu::ReturnOp::create(b);
+    return walked[1];
   }
 
-  /// One used block starting at key `firstKey` <= the query's position:
-  /// stage its keys and values, score, update the row's online softmax and
-  /// accumulate P V into O. Returns the row's new (max, sum), base 2.
-  static SmallVector<Value>
-  attendBlock(ImplicitLocOpBuilder &b, const Kernel &e, const AttentionTiles &t,
-              Value batch, Value kv, Value firstKey, Value keyEnd,
-              Value numKeys, Value tid, Value warp, Value row, Value part,
-              Value scoreCol0, Value outCol0, Value qTile, Value kTile,
-              Value vTile, Value sTile, Value pTile, Value oTile, Value max,
-              Value sum, float scale) {
+  /// The first key of list entry j.
+  Value firstKeyOf(ImplicitLocOpBuilder &b, Value j) const {
+    return arith::MulIOp::create(
+        b, toIndex(b, memref::LoadOp::create(b, blockList, j)),
+        indexConst(b, t.blockSize));
+  }
+
+  /// This thread's 16-byte chunks of list entry j's keys, then values
+  /// (chunk i of a tile is i = tid + 128 n), all loads issued before the
+  /// first store; rows past N are zeros (a zero probability times a garbage
+  /// value could be NaN). Loading block j + 1 while block j is computed
+  /// measured no faster (performance.md), so blocks are staged in turn.
+  SmallVector<Value> fetch(ImplicitLocOpBuilder &b, Value j) const {
+    Value firstKey = firstKeyOf(b, j);
+    SmallVector<Value> chunks;
+    for (auto [name, width] : {std::pair<StringRef, int64_t>{"keys", t.headDim},
+                               {"values", t.valueDim}}) {
+      const int64_t perRow = width / kChunk, count = t.blockSize * perRow;
+      for (int64_t n = 0; n * kAttentionThreads < count; ++n) {
+        Value i = arith::MinUIOp::create(
+            b, arith::AddIOp::create(b, tid, indexConst(b, n * kAttentionThreads)),
+            indexConst(b, count - 1));
+        Value key = arith::AddIOp::create(b, firstKey, divide(b, i, perRow));
+        Value v = vector::LoadOp::create(
+            b, chunkType(b), e.arg(name),
+            ValueRange{batch, kv, arith::MinUIOp::create(b, key, lastKey),
+                       columnOf(b, i, perRow)},
+            false, llvm::MaybeAlign(16));
+        chunks.push_back(arith::SelectOp::create(
+            b, cmp(b, arith::CmpIPredicate::ult, key, numKeys), v,
+            zeroChunk(b)));
+      }
+    }
+    return chunks;
+  }
+
+  /// Stores fetch()'s chunks into the key and value tiles.
+  void store(ImplicitLocOpBuilder &b, ArrayRef<Value> chunks) const {
+    size_t next = 0;
+    for (auto [target, width] : {std::pair<Value, int64_t>{kTile, t.headDim},
+                                 {vTile, t.valueDim}}) {
+      Value tile = target;
+      const int64_t perRow = width / kChunk, count = t.blockSize * perRow;
+      for (int64_t n = 0; n * kAttentionThreads < count; ++n) {
+        Value i = arith::AddIOp::create(
+            b, tid, indexConst(b, n * kAttentionThreads));
+        Value v = chunks[next++];
+        auto write = [&](ImplicitLocOpBuilder &wb) {
+          vector::StoreOp::create(
+              wb, v, tile,
+              ValueRange{divide(wb, i, perRow), columnOf(wb, i, perRow)},
+              false, llvm::MaybeAlign(16));
+        };
+        if ((n + 1) * kAttentionThreads <= count)
+          write(b);
+        else
+          buildIfThen(b,
+                      cmp(b, arith::CmpIPredicate::ult, i, indexConst(b, count)),
+                      write);
+      }
+    }
+  }
+
+  /// List entry j, staged: the scores, the row's online softmax and O +=
+  /// P V. Returns the row's new (max, sum), base 2.
+  SmallVector<Value> attend(ImplicitLocOpBuilder &b, Value j, Value max,
+                            Value sum) const {
     using P = arith::CmpIPredicate;
     Type f32 = b.getF32Type();
-    Type elem = cast<MemRefType>(e.arg("queries").getType()).getElementType();
     const int64_t d = t.headDim, dv = t.valueDim, c = t.blockSize;
     const int64_t R = t.rows;
     const float negInf = -std::numeric_limits<float>::infinity();
     Value zero = indexConst(b, 0);
-    auto chunk = VectorType::get({kChunk}, elem);
-    Value zeroChunk = arith::ConstantOp::create(
-        b, chunk, DenseElementsAttr::get(chunk, b.getZeroAttr(elem)));
-    Value lastKey = arith::SubIOp::create(b, numKeys, indexConst(b, 1));
-
-    // The previous block's reads of K, V and P are done.
-    gpu::BarrierOp::create(b);
-    // Stage keys and values; rows past N are zeros (a zero probability
-    // times a garbage value could be NaN).
-    auto stage = [&](StringRef name, Value tile, int64_t width) {
-      const int64_t perRow = width / kChunk;
-      auto at = [&](ImplicitLocOpBuilder &lb, Value i) {
-        Value r = arith::DivUIOp::create(lb, i, indexConst(lb, perRow));
-        Value col = arith::MulIOp::create(
-            lb, arith::RemUIOp::create(lb, i, indexConst(lb, perRow)),
-            indexConst(lb, kChunk));
-        return std::make_pair(r, col);
-      };
-      copyChunks(
-          b, tid, c * perRow, kAttentionThreads,
-          [&](ImplicitLocOpBuilder &lb, Value i) -> Value {
-            auto [r, col] = at(lb, i);
-            Value key = arith::AddIOp::create(lb, firstKey, r);
-            Value v = vector::LoadOp::create(
-                lb, chunk, e.arg(name),
-                ValueRange{batch, kv, arith::MinUIOp::create(lb, key, lastKey),
-                           col},
-                false, llvm::MaybeAlign(16));
-            return arith::SelectOp::create(lb, cmp(lb, P::ult, key, numKeys),
-                                           v, zeroChunk);
-          },
-          [&](ImplicitLocOpBuilder &lb, Value i, Value v) {
-            auto [r, col] = at(lb, i);
-            vector::StoreOp::create(lb, v, tile, ValueRange{r, col}, false,
-                                    llvm::MaybeAlign(16));
-          });
-    };
-    stage("keys", kTile, d);
-    stage("values", vTile, dv);
-    gpu::BarrierOp::create(b);
-
-    // S = Q K^T: warp w scores the block's keys [w C/4, (w + 1) C/4).
     Value pad = arith::ConstantOp::create(b, b.getZeroAttr(elem));
     SmallVector<bool> inBounds(2, true);
+
+    // S = Q K^T: warp w scores the block's keys [w C/4, (w + 1) C/4).
     const int64_t keysPerWarp = c / kAttentionWarps;
     Value warpKey0 = arith::MulIOp::create(b, warp, indexConst(b, keysPerWarp));
     {
@@ -429,19 +403,20 @@ struct SparseAttentionToGPU : KernelOpPattern<SparseAttentionKernelOp> {
     gpu::BarrierOp::create(b);
 
     // The row's online softmax over its visible keys (base 2, the scale
-    // folded into one multiply); P = exp2(logit - new max) and the row of O
-    // rescaled by exp2(old max - new max).
+    // folded into one multiply); P = exp2(logit - new max), and the row of
+    // O rescaled by exp2(old max - new max).
+    Value firstKey = firstKeyOf(b, j);
+    auto scoreRow = VectorType::get({t.scoreColumns}, f32);
     auto i32s = VectorType::get({t.scoreColumns}, b.getI32Type());
-    Value raw = vector::LoadOp::create(
-        b, VectorType::get({t.scoreColumns}, f32), sTile,
-        ValueRange{row, scoreCol0}, false, llvm::MaybeAlign(16));
+    Value raw = vector::LoadOp::create(b, scoreRow, sTile,
+                                       ValueRange{row, scoreCol0}, false,
+                                       llvm::MaybeAlign(16));
     Value visible = arith::SubIOp::create(
         b, arith::SubIOp::create(b, keyEnd, firstKey), scoreCol0);
-    visible = arith::MinSIOp::create(
-        b, visible, indexConst(b, t.scoreColumns)); // fits i32
+    visible = arith::MinSIOp::create(b, visible,
+                                     indexConst(b, t.scoreColumns)); // i32
     Value mask = cmp(b, P::slt, iotaI32(b, t.scoreColumns),
                      vector::BroadcastOp::create(b, i32s, toI32(b, visible)));
-    auto scoreRow = VectorType::get({t.scoreColumns}, f32);
     Value logits = arith::SelectOp::create(
         b, mask,
         arith::MulFOp::create(b, raw, splatF32(b, scoreRow, scale * kLog2E)),
@@ -467,8 +442,7 @@ struct SparseAttentionToGPU : KernelOpPattern<SparseAttentionKernelOp> {
         vector::ReductionOp::create(b, vector::CombiningKind::ADD, probs,
                                     reassoc),
         t.threadsPerRow, /*isMax=*/false);
-    Value alpha =
-        math::Exp2Op::create(b, arith::SubFOp::create(b, max, shift));
+    Value alpha = math::Exp2Op::create(b, arith::SubFOp::create(b, max, shift));
     Value newSum = arith::AddFOp::create(
         b, arith::MulFOp::create(b, sum, alpha), blockSum);
     vector::StoreOp::create(
@@ -477,37 +451,125 @@ struct SparseAttentionToGPU : KernelOpPattern<SparseAttentionKernelOp> {
                                 probs),
         pTile, ValueRange{row, scoreCol0}, false,
         llvm::MaybeAlign(std::min<int64_t>(16, t.scoreColumns * 2)));
-    auto outRow = VectorType::get({t.outColumns}, f32);
-    Value acc = vector::LoadOp::create(b, outRow, oTile,
+    Value acc = vector::LoadOp::create(b, outRowType(b), oTile,
                                        ValueRange{row, outCol0}, false,
                                        llvm::MaybeAlign(16));
     vector::StoreOp::create(
         b,
-        arith::MulFOp::create(b, acc,
-                              vector::BroadcastOp::create(b, outRow, alpha)),
+        arith::MulFOp::create(
+            b, acc, vector::BroadcastOp::create(b, outRowType(b), alpha)),
         oTile, ValueRange{row, outCol0}, false, llvm::MaybeAlign(16));
     gpu::BarrierOp::create(b);
 
     // O += P V: warp w owns the columns [w dv/4, (w + 1) dv/4).
     const int64_t colsPerWarp = dv / kAttentionWarps;
     Value warpCol0 = arith::MulIOp::create(b, warp, indexConst(b, colsPerWarp));
-    {
-      Value lhs = vector::TransferReadOp::create(
-          b, VectorType::get({R, c}, elem), pTile, ValueRange{zero, zero}, pad,
-          inBounds);
-      Value rhs = vector::TransferReadOp::create(
-          b, VectorType::get({c, colsPerWarp}, elem), vTile,
-          ValueRange{zero, warpCol0}, pad, inBounds);
-      Value accTile = vector::TransferReadOp::create(
-          b, VectorType::get({R, colsPerWarp}, f32), oTile,
-          ValueRange{zero, warpCol0}, arith::ConstantOp::create(
-                                          b, b.getZeroAttr(f32)),
-          inBounds);
-      Value product = tileProduct(b, lhs, rhs, accTile, /*rhsIsKN=*/true);
-      vector::TransferWriteOp::create(b, product, oTile,
-                                      ValueRange{zero, warpCol0}, inBounds);
-    }
+    Value lhs = vector::TransferReadOp::create(
+        b, VectorType::get({R, c}, elem), pTile, ValueRange{zero, zero}, pad,
+        inBounds);
+    Value rhs = vector::TransferReadOp::create(
+        b, VectorType::get({c, colsPerWarp}, elem), vTile,
+        ValueRange{zero, warpCol0}, pad, inBounds);
+    Value accTile = vector::TransferReadOp::create(
+        b, VectorType::get({R, colsPerWarp}, f32), oTile,
+        ValueRange{zero, warpCol0},
+        arith::ConstantOp::create(b, b.getZeroAttr(f32)), inBounds);
+    Value product = tileProduct(b, lhs, rhs, accTile, /*rhsIsKN=*/true);
+    vector::TransferWriteOp::create(b, product, oTile,
+                                    ValueRange{zero, warpCol0}, inBounds);
     return {newMax, newSum};
+  }
+
+  /// Row r < G is head firstHead + r: o = O / sum (0 without keys), lse =
+  /// ln 2 (max + log2 sum) (-inf without keys).
+  void writeOutput(ImplicitLocOpBuilder &b, Value max, Value sum) const {
+    using P = arith::CmpIPredicate;
+    Value empty = arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, sum,
+                                        f32Const(b, 0.0f));
+    Value inverse = arith::SelectOp::create(
+        b, empty, f32Const(b, 0.0f),
+        arith::DivFOp::create(b, f32Const(b, 1.0f), sum));
+    Value lse = arith::SelectOp::create(
+        b, empty, f32Const(b, -std::numeric_limits<float>::infinity()),
+        arith::MulFOp::create(
+            b, arith::AddFOp::create(b, max, math::Log2Op::create(b, sum)),
+            f32Const(b, kLn2)));
+    buildIfThen(b, cmp(b, P::ult, row, indexConst(b, G)),
+                [&](ImplicitLocOpBuilder &wb) {
+      Value head = arith::AddIOp::create(wb, firstHead, row);
+      Value acc = vector::LoadOp::create(wb, outRowType(wb), oTile,
+                                         ValueRange{row, outCol0}, false,
+                                         llvm::MaybeAlign(16));
+      Value out = arith::TruncFOp::create(
+          wb, VectorType::get({t.outColumns}, elem),
+          arith::MulFOp::create(
+              wb, acc, vector::BroadcastOp::create(wb, outRowType(wb), inverse)));
+      vector::StoreOp::create(
+          wb, out, e.arg("output"), ValueRange{batch, head, query, outCol0},
+          false, llvm::MaybeAlign(std::min<int64_t>(16, t.outColumns * 2)));
+      buildIfThen(wb, cmp(wb, P::eq, part, indexConst(wb, 0)),
+                  [&](ImplicitLocOpBuilder &lb) {
+                    memref::StoreOp::create(lb, lse, e.arg("lse"),
+                                            ValueRange{batch, head, query});
+                  });
+    });
+  }
+
+  const Kernel &e;
+  const AttentionTiles &t;
+  int64_t G;
+  float scale;
+  Type elem;
+  Value qTile, kTile, vTile, sTile, pTile, oTile, blockList;
+  Value query, batch, kv, tid, warp, firstHead, numKeys, lastKey, keyEnd;
+  Value row, part, scoreCol0, outCol0;
+};
+
+struct SparseAttentionToGPU : KernelOpPattern<SparseAttentionKernelOp> {
+  using KernelOpPattern::KernelOpPattern;
+
+  void lower(SparseAttentionKernelOp op, PatternRewriter &rewriter,
+             ImplicitLocOpBuilder &host) const override {
+    MemRefType qType = bufferType(op.getQueries());
+    const int64_t kvHeads = bufferType(op.getKeys()).getShape()[1];
+    const int64_t G = qType.getShape()[1] / kvHeads;
+    const AttentionTiles tiles(
+        G, qType.getShape()[3], bufferType(op.getValues()).getShape()[3],
+        op.getBlockSize(), bufferType(op.getSelection()).getShape()[3]);
+    Kernel kernel;
+    {
+      OpBuilder::InsertionGuard guard(rewriter);
+      kernel = createKernel(
+          rewriter, op, "sparse_attention",
+          {{"queries", qType},
+           {"keys", bufferType(op.getKeys())},
+           {"values", bufferType(op.getValues())},
+           {"selection", bufferType(op.getSelection())},
+           {"queryOffset", rewriter.getIndexType()},
+           {"output", bufferType(op.getOutput())},
+           {"lse", bufferType(op.getLse())}});
+      // Blocks per SM as shared memory allows, so that ptxas keeps
+      // registers within that occupancy.
+      setOccupancyHint(kernel.func(), kAttentionThreads,
+                       std::clamp<int64_t>((228 * 1024) / (tiles.bytes + 1024),
+                                           1, 16));
+      ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+      AttentionBlock(b, kernel, tiles, G, kvHeads,
+                     op.getScale().convertToFloat())
+          .build(b);
+    }
+    Value groups = arith::MulIOp::create(
+        host, dimOf(host, op.getQueries(), 0), indexConst(host, kvHeads));
+    launch(host, kernel, dimOf(host, op.getQueries(), 2), groups,
+           kAttentionThreads,
+           {{"queries", op.getQueries()},
+            {"keys", op.getKeys()},
+            {"values", op.getValues()},
+            {"selection", op.getSelection()},
+            {"queryOffset", op.getQueryOffset()},
+            {"output", op.getOutput()},
+            {"lse", op.getLse()}},
+           tiles.bytes);
   }
 };
 

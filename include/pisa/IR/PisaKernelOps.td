@@ -270,6 +270,10 @@ def Pisa_PyramidAppendKernelOp : Pisa_KernelOp<"pyramid_append", 1> {
     leaves from from[b] / C to M_1(to[b]) - 1 and their ancestors, level
     by level with a barrier between levels, in the contract's summation
     order; a sequence whose from/to break the rules is left unchanged.
+    With `block_table` (`[B, Mp]`) the keys are a page pool `[P, S, Hkv,
+    d]` (key j of sequence b at page block_table[b, j / S], slot j % S;
+    Ncap = Mp * S), and a sequence with a page below to[b] outside [0, P)
+    is left unchanged.
 
     ```mlir
     %p1 = pisa.kernel.pyramid_append %k, %from, %to outs(%p0) block_size = 64
@@ -278,10 +282,13 @@ def Pisa_PyramidAppendKernelOp : Pisa_KernelOp<"pyramid_append", 1> {
     ```
   }];
   let arguments = (ins Pisa_Keys4D:$keys, Pisa_I32_1D:$from, Pisa_I32_1D:$to,
+                       Optional<Pisa_I32_2D>:$block_table,
                        Pisa_F32_4D:$pyramid, I64Attr:$block_size,
                        I64Attr:$branching);
   let assemblyFormat = [{
-    $keys `,` $from `,` $to `outs` `(` $pyramid `)` `block_size` `=`
+    $keys `,` $from `,` $to
+    (`block_table` `(` $block_table^ `:` type($block_table) `)`)?
+    `outs` `(` $pyramid `)` `block_size` `=`
     $block_size `branching` `=` $branching attr-dict `:` type($keys) `,`
     type($from) `,` type($to) `,` type($pyramid) (`->` type($results)^)?
   }];
@@ -326,7 +333,9 @@ def Pisa_SelectDecodeKernelOp : Pisa_KernelOp<"select_decode", 1> {
     kernel, one warp per (query, KV head), each reading its sequence's
     length from `seq_lens` on the device (a length outside [Nq, Ncap]
     gives K entries of -2) and walking the cache's capacity layout (Ncap,
-    the keys' dimension 2).
+    the keys' dimension 2). With `block_table` (`[B, Mp]`) the keys are a
+    page pool `[P, S, Hkv, d]` (Ncap = Mp * S) read through the table; a
+    sequence with a page below its length outside [0, P) gets -2 rows.
 
     ```mlir
     %sel = pisa.kernel.select_decode %q, %kc, %pc, %n outs(%s0) topk = 8
@@ -338,10 +347,13 @@ def Pisa_SelectDecodeKernelOp : Pisa_KernelOp<"select_decode", 1> {
   }];
   let arguments = (ins Pisa_Keys4D:$queries, Pisa_Keys4D:$keys,
                        Pisa_F32_4D:$pyramid, Pisa_I32_1D:$seq_lens,
+                       Optional<Pisa_I32_2D>:$block_table,
                        Pisa_I32_4D:$selection, I64Attr:$topk,
                        I64Attr:$block_size, I64Attr:$branching, F32Attr:$scale);
   let assemblyFormat = [{
-    $queries `,` $keys `,` $pyramid `,` $seq_lens `outs` `(` $selection `)`
+    $queries `,` $keys `,` $pyramid `,` $seq_lens
+    (`block_table` `(` $block_table^ `:` type($block_table) `)`)?
+    `outs` `(` $selection `)`
     `topk` `=` $topk `block_size` `=` $block_size `branching` `=` $branching
     `scale` `=` $scale attr-dict `:` type($queries) `,` type($keys) `,`
     type($pyramid) `,` type($seq_lens) `,` type($selection)

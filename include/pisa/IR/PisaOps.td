@@ -191,7 +191,7 @@ def Pisa_DecodeSelectOp : Pisa_Op<"decode_select", [Pure]> {
     sequence's length on the device. With `block_table` (`[B, Mp]` i32) the
     keys are a paged cache `[P, S, Hkv, d]` as for `pisa.pyramid_append`
     (Ncap = Mp * S; a page below N_b outside [0, P) makes the sequence's
-    rows -2); CPU lowering only, for now.
+    rows -2), on both lowerings.
 
     ```mlir
     %sel = pisa.decode_select %q, %kc, %pc seq_lens(%n) topk = 8

@@ -36,8 +36,10 @@ static LogicalResult sameDim(Operation *op, StringRef what, StringRef aName,
 
 /// One form (all tensors or all buffers; the interface checks the results
 /// of the tensor form) and one batch size B (dim 0) across the operands of
-/// rank >= 2 (B = 1 with cu_seqlens: a packed batch).
-static LogicalResult verifyKernelOp(Operation *op, bool packed = false) {
+/// rank >= 2 (B = 1 with cu_seqlens: a packed batch) but `pagePool`, a
+/// paged cache's keys, whose dim 0 counts pages.
+static LogicalResult verifyKernelOp(Operation *op, bool packed = false,
+                                    Value pagePool = Value()) {
   bool tensors = false, buffers = false;
   int64_t batch = ShapedType::kDynamic;
   for (Value v : op->getOperands()) {
@@ -45,8 +47,8 @@ static LogicalResult verifyKernelOp(Operation *op, bool packed = false) {
     if (!type)
       continue;
     (isa<RankedTensorType>(type) ? tensors : buffers) = true;
-    if (packed || type.getRank() == 1)
-      continue; // token counts or cu_seqlens (B + 1), not a batch
+    if (packed || type.getRank() == 1 || (pagePool && v == pagePool))
+      continue; // token counts, cu_seqlens (B + 1) or pages, not a batch
     if (failed(sameDim(op, "batch B (dim 0)", "an operand", type.getDimSize(0),
                        "the first operand's", batch)))
       return failure();
@@ -96,8 +98,21 @@ PISA_KERNEL_EFFECTS(SelectDecodeKernelOp)
 PISA_KERNEL_EFFECTS(SparseAttentionKernelOp)
 #undef PISA_KERNEL_EFFECTS
 
+/// Where the keys are a page pool: its page size S and Mp * S.
+static LogicalResult verifyPagedKeys(Operation *op, Value keys,
+                                     Value blockTable, int64_t numHeads) {
+  if (!blockTable)
+    return success();
+  ArrayRef<int64_t> k = shapeOf(keys);
+  return sameDim(op, "Hkv", "the page pool (dim 2)", k[2], "the heads",
+                 numHeads);
+}
+
 LogicalResult SelectDecodeKernelOp::verify() {
-  if (failed(verifyKernelOp(*this)))
+  if (failed(verifyKernelOp(*this, false,
+                            getBlockTable() ? getKeys() : Value())) ||
+      failed(verifyPagedKeys(*this, getKeys(), getBlockTable(),
+                             shapeOf(getPyramid())[1])))
     return failure();
   ArrayRef<int64_t> q = shapeOf(getQueries()), k = shapeOf(getKeys());
   ArrayRef<int64_t> r = shapeOf(getSelection());
@@ -140,15 +155,21 @@ void PyramidAppendKernelOp::getEffects(
 }
 
 LogicalResult PyramidAppendKernelOp::verify() {
-  if (failed(verifyKernelOp(*this)))
+  Value table = getBlockTable();
+  if (failed(verifyKernelOp(*this, false, table ? getKeys() : Value())) ||
+      failed(verifyPagedKeys(*this, getKeys(), table,
+                             shapeOf(getPyramid())[1])))
     return failure();
+  // B: the keys' dim 0, or the block table's for a page pool.
+  Value batched = table ? table : getKeys();
+  StringRef name = table ? "block_table" : "keys";
   return failure(
       failed(sameDim(*this, "d", "pyramid", shapeOf(getPyramid())[3], "keys",
                      shapeOf(getKeys())[3])) ||
-      failed(sameDim(*this, "B", "from", shapeOf(getFrom())[0], "keys",
-                     shapeOf(getKeys())[0])) ||
-      failed(sameDim(*this, "B", "to", shapeOf(getTo())[0], "keys",
-                     shapeOf(getKeys())[0])));
+      failed(sameDim(*this, "B", "from", shapeOf(getFrom())[0], name,
+                     shapeOf(batched)[0])) ||
+      failed(sameDim(*this, "B", "to", shapeOf(getTo())[0], name,
+                     shapeOf(batched)[0])));
 }
 
 LogicalResult PyramidKernelOp::verify() {

@@ -13,6 +13,8 @@ drawn from the seed. Each library has four entries:
       query at t = n - 1 over keys 0 .. n - 1, read from the cache;
   decode_batch(q, kcache, pcache of 3 sequences, from [3], to [3]) ->
       pisa.pyramid_append then pisa.decode_select with seq_lens = to;
+  decode_batch_paged(q, pool [?, S, Hkv, d], pcache, from, to, block_table
+      [3, Ncap / S]) -> decode_batch over a page pool read through the table;
   build(k [1, Hkv, ?, d]) -> pisa.pyramid_build of the keys;
   select(q, k [1, Hkv, ?, d], pyramid, t) -> the single-stage selection
       over pyramid_build's layout.
@@ -27,6 +29,11 @@ appends (from > to, to > Ncap, from < 0) must leave the cache unchanged.
 Then decode_batch runs three sequences of their own lengths (one empty)
 for --batch-steps single appends each: every row must equal `select` over
 that sequence's rebuilt pyramid, the empty sequence's rows K entries of -2.
+decode_batch_paged then runs the same steps over the keys scattered into
+pages of S keys (S drawn per configuration, any S >= 1) in a random order
+with spare pages: its caches must stay bitwise equal to decode_batch's and
+its selections equal; a page outside the pool must give that sequence -2
+rows and leave its cache unchanged.
 """
 
 import argparse
@@ -71,6 +78,9 @@ def program(cfg):
     pcb = f"tensor<{nb}x{Hkv}x{rows}x{d}xf32>"
     sb = f"tensor<{nb}x{Hkv}x1x{K}xi32>"
     attrs = f"block_size = {C} branching = {g}"
+    S = cfg["S"]
+    pool = f"tensor<?x{S}x{Hkv}x{d}x{t}>"
+    bt = f"tensor<{nb}x{cap // S}xi32>"
     single = ("{schedule = #pisa.schedule<single_stage, q_tile = 4, "
               "io_two_stage = 0, io_single_stage = 0>}")
     return f"""func.func @decode_step(%q: {q}, %kc: {kc}, %p: {pc}, %from: tensor<1xi32>,
@@ -90,6 +100,14 @@ func.func @decode_batch(%q: {qb}, %kc: {kcb}, %p: {pcb}, %from: tensor<{nb}xi32>
       : {kcb}, {pcb}, tensor<{nb}xi32>, tensor<{nb}xi32> -> {pcb}
   %s = pisa.decode_select %q, %kc, %p1 seq_lens(%to) topk = {K} {attrs}
       : {qb}, {kcb}, {pcb}, tensor<{nb}xi32> -> {sb}
+  return %s : {sb}
+}}
+func.func @decode_batch_paged(%q: {qb}, %pool: {pool}, %p: {pcb}, %from: tensor<{nb}xi32>,
+                              %to: tensor<{nb}xi32>, %bt: {bt}) -> {sb} {{
+  %p1 = pisa.pyramid_append %pool, %p, %from, %to block_table(%bt : {bt}) {attrs}
+      : {pool}, {pcb}, tensor<{nb}xi32>, tensor<{nb}xi32> -> {pcb}
+  %s = pisa.decode_select %q, %pool, %p1 seq_lens(%to) block_table(%bt : {bt}) topk = {K} {attrs}
+      : {qb}, {pool}, {pcb}, tensor<{nb}xi32> -> {sb}
   return %s : {sb}
 }}
 func.func @build(%k: {k}) -> {p} {{
@@ -113,6 +131,9 @@ def build(args):
         cfg["name"] = f"d{i:04d}"
         cfg["Hkv"] = min(cfg["Hkv"], 4)
         cfg["Ncap"] = rng.choice((cfg["C"] * rng.randint(1, 40), rng.randint(1, args.max_cap)))
+        # The paged entry's page size (any S >= 1); Ncap = Mp * S.
+        cfg["S"] = rng.choice((1, 3, 16, 16, cfg["C"], 2 * cfg["C"], rng.randint(1, 200)))
+        cfg["Ncap"] = -(-cfg["Ncap"] // cfg["S"]) * cfg["S"]
         cfgs.append(cfg)
     if args.paper:
         cfgs.append(dict(PAPER))
@@ -245,6 +266,74 @@ def check_batch(lib, cfg, rng, steps):
     return not problems, note + ("" if not problems else ": " + "; ".join(problems[:3]))
 
 
+def check_paged(lib, cfg, rng, steps):
+    """(ok, note): decode_batch_paged over a page pool (pages of S keys in a
+    random order, spare pages beside them) against decode_batch over the
+    same keys stored contiguously, step by step: the pyramid caches
+    bitwise equal and the selections equal (decode_batch is checked
+    against the prefill selection by check_batch). Then one sequence's
+    table gets a page outside the pool: its rows must be -2 and its cache
+    unchanged, the others still equal."""
+    import torch
+
+    Hkv, G, d, C, K, g, S = (cfg[x] for x in ("Hkv", "G", "d", "C", "K", "g", "S"))
+    cap, nb = cfg["Ncap"], cfg.get("batch", BATCH)
+    Mp = cap // S
+    dt = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}[cfg["dtype"]]
+    rows = sum(layout(cap, C, g)[1])
+    keys = torch.from_numpy(sweep.make_keys(np.random.default_rng(rng.randrange(2**32)),
+                                            cfg, (nb, Hkv, cap, d))).to(dt).cuda()
+    pages = nb * Mp + 3
+    order = torch.randperm(pages, generator=torch.Generator().manual_seed(rng.randrange(2**31)))
+    table = order[:nb * Mp].view(nb, Mp).to(torch.int32).cuda()
+    pool = torch.randn(pages, S, Hkv, d, device="cuda").to(dt)
+    # pool[table[b, m], s] = keys[b, :, m S + s]
+    pool[table.long().flatten()] = keys.view(nb, Hkv, Mp, S, d).permute(0, 2, 3, 1, 4) \
+        .reshape(nb * Mp, S, Hkv, d)
+    cache = torch.full((nb, Hkv, rows, d), SENTINEL, device="cuda")
+    paged = cache.clone()
+    steps = min(steps, cap - 1)
+    empty = rng.randrange(nb)
+    lens = [0 if b == empty else rng.randint(1, cap - steps) for b in range(nb)]
+    frm = [0] * nb
+    problems = []
+    vec = lambda xs: torch.tensor(xs, dtype=torch.int32, device="cuda")
+    for i in range(steps + 1):
+        q = torch.randn(nb, Hkv * G, 1, d, device="cuda").to(dt)
+        want = lib("decode_batch", q, keys, cache, vec(frm), vec(lens))
+        got = lib("decode_batch_paged", q, pool, paged, vec(frm), vec(lens), table)
+        torch.cuda.synchronize()
+        if not torch.equal(cache.view(torch.int32), paged.view(torch.int32)):
+            problems.append(f"step {i}: the paged cache differs from the contiguous one")
+        if not torch.equal(got, want):
+            problems.append(f"step {i}: paged selection {got.flatten().tolist()[:16]} != "
+                            f"contiguous {want.flatten().tolist()[:16]}")
+        if problems:
+            break
+        frm = list(lens)
+        lens = [n + 1 if n and n < cap else n for n in lens]
+    victim = next((b for b in range(nb) if lens[b]), None)
+    if not problems and victim is not None:
+        bad = table.clone()
+        bad[victim, rng.randrange(max(1, -(-lens[victim] // S)))] = pages  # outside
+        before = paged[victim].clone()
+        q = torch.randn(nb, Hkv * G, 1, d, device="cuda").to(dt)
+        nxt = [n + 1 if n and n < cap else n for n in lens]
+        want = lib("decode_batch", q, keys, cache, vec(lens), vec(nxt))
+        got = lib("decode_batch_paged", q, pool, paged, vec(lens), vec(nxt), bad)
+        torch.cuda.synchronize()
+        if not bool((got[victim] == -2).all()):
+            problems.append("a page outside the pool did not give -2 rows")
+        if not torch.equal(paged[victim].view(torch.int32), before.view(torch.int32)):
+            problems.append("a page outside the pool: the cache was written")
+        others = [b for b in range(nb) if b != victim]
+        if not torch.equal(got[others], want[others]):
+            problems.append("a bad page of one sequence changed the others' selections")
+    note = (f"{cfg['name']}#paged S={S} Mp={Mp} lengths "
+            f"{[max(0, n - steps) for n in lens]} + {steps} appends each, bad page")
+    return not problems, note + ("" if not problems else ": " + "; ".join(problems[:3]))
+
+
 def check(args):
     import torch
     from pisa import aot
@@ -274,12 +363,17 @@ def check(args):
             passed += ok
             failed += not ok
             print(f"{'ok  ' if ok else 'FAIL'} {note}", flush=True)
+            ok, note = check_paged(lib, cfg, random.Random(f"{seed}/{cfg['name']}/paged"),
+                                   args.batch_steps)
+            passed += ok
+            failed += not ok
+            print(f"{'ok  ' if ok else 'FAIL'} {note}", flush=True)
     print(f"decode check: {passed} passed, {failed} failed")
     return 0 if failed == 0 and passed else 1
 
 
 PAPER = {"name": "paper", "Hkv": 1, "G": 16, "d": 128, "C": 64, "K": 8, "g": 2,
-         "dtype": "bf16", "inputs": "gaussian", "Ncap": 131072}
+         "dtype": "bf16", "inputs": "gaussian", "Ncap": 131072, "S": 16}
 
 
 def graph_time(fn, steps, samples):

@@ -126,10 +126,11 @@ func.func @append(%k: tensor<1x1x200x2048xf32>, %p: tensor<1x1x7x2048xf32>, %fro
 
 // -----
 
-func.func @paged(%q: tensor<2x4x1x32xf16>, %pages: tensor<64x16x2x32xf16>, %p: tensor<2x2x63x32xf32>, %n: tensor<2xi32>, %bt: tensor<2x128xi32>) -> tensor<2x2x1x4xi32> {
-  // expected-error @+1 {{reads a paged key cache (block_table): the GPU lowering takes contiguous caches only, for now (pisa-cpu-pipeline lowers it)}}
-  %s = pisa.decode_select %q, %pages, %p seq_lens(%n) block_table(%bt : tensor<2x128xi32>) topk = 4 block_size = 64 branching = 2 : tensor<2x4x1x32xf16>, tensor<64x16x2x32xf16>, tensor<2x2x63x32xf32>, tensor<2xi32> -> tensor<2x2x1x4xi32>
-  return %s : tensor<2x2x1x4xi32>
+func.func @paged(%q: tensor<40000x4x1x32xf16>, %pages: tensor<64x16x2x32xf16>, %p: tensor<40000x2x63x32xf32>, %n: tensor<40000xi32>, %bt: tensor<40000x128xi32>) -> tensor<40000x2x1x4xi32> {
+  // A paged cache's B * Hkv comes from the cache, not the page pool.
+  // expected-error @+1 {{has B * Hkv = 80000 above the GPU limit of 65535 (grid y)}}
+  %s = pisa.decode_select %q, %pages, %p seq_lens(%n) block_table(%bt : tensor<40000x128xi32>) topk = 4 block_size = 64 branching = 2 : tensor<40000x4x1x32xf16>, tensor<64x16x2x32xf16>, tensor<40000x2x63x32xf32>, tensor<40000xi32> -> tensor<40000x2x1x4xi32>
+  return %s : tensor<40000x2x1x4xi32>
 }
 
 // -----

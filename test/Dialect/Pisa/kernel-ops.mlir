@@ -127,3 +127,14 @@ func.func @sparse_attention_buffers(%q: memref<1x4x10x64xf16>, %k: memref<1x1x10
       : memref<1x4x10x64xf16>, memref<1x1x10x64xf16>, memref<1x1x10x64xf16>, memref<1x1x10x3xi32>, memref<1x4x10x64xf16>, memref<1x4x10xf32>
   return
 }
+
+// CHECK-LABEL: func.func @paged_buffers
+// CHECK: pisa.kernel.pyramid_append %{{.*}}, %{{.*}}, %{{.*}} block_table(%{{.*}} : memref<2x8xi32>) outs(%{{.*}}) block_size = 16 branching = 2 : memref<20x16x1x32xf16>, memref<2xi32>, memref<2xi32>, memref<2x1x15x32xf32>
+// CHECK: pisa.kernel.select_decode %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} block_table(%{{.*}} : memref<2x8xi32>) outs(%{{.*}}) topk = 4 block_size = 16 branching = 2 scale = 1.250000e-01 : memref<2x4x1x32xf16>, memref<20x16x1x32xf16>, memref<2x1x15x32xf32>, memref<2xi32>, memref<2x1x1x4xi32>
+func.func @paged_buffers(%q: memref<2x4x1x32xf16>, %pool: memref<20x16x1x32xf16>, %p: memref<2x1x15x32xf32>, %from: memref<2xi32>, %to: memref<2xi32>, %bt: memref<2x8xi32>, %s: memref<2x1x1x4xi32>) {
+  pisa.kernel.pyramid_append %pool, %from, %to block_table(%bt : memref<2x8xi32>) outs(%p) block_size = 16 branching = 2
+      : memref<20x16x1x32xf16>, memref<2xi32>, memref<2xi32>, memref<2x1x15x32xf32>
+  pisa.kernel.select_decode %q, %pool, %p, %to block_table(%bt : memref<2x8xi32>) outs(%s) topk = 4 block_size = 16 branching = 2 scale = 0.125
+      : memref<2x4x1x32xf16>, memref<20x16x1x32xf16>, memref<2x1x15x32xf32>, memref<2xi32>, memref<2x1x1x4xi32>
+  return
+}

@@ -136,7 +136,7 @@ Value mlir::pisa::detail::buildGroupScore(ImplicitLocOpBuilder &b,
                         db, operands.queries,
                         {site.batch, qHead, site.query, e});
                     Value kv = extractF32(db, operands.children,
-                                          {site.batch, site.kvHead, row, e});
+                                          level.at(db, site, row, e));
                     Value prod = arith::MulFOp::create(db, qv, kv, fastDot);
                     return SmallVector<Value>{
                         arith::AddFOp::create(db, sum[0], prod, fastDot)};

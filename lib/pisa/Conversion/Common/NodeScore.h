@@ -39,9 +39,21 @@ struct QuerySite {
 /// The child level of the scored node: its rows are
 /// children[..., rowBase + r, :] for r < numChildren; node n owns
 /// r = n*fanout .. n*fanout + fanout - 1, and child r starts at key
-/// r * keysPerChild. All index values.
+/// r * keysPerChild. All index values. `rowAt`, when set, gives the
+/// indices of element e of child row r instead of [batch, kvHead, r, e]
+/// (raw keys in a page pool).
 struct ChildLevel {
   Value rowBase, numChildren, fanout, keysPerChild;
+  std::function<SmallVector<Value>(ImplicitLocOpBuilder &, Value row,
+                                   Value feature)>
+      rowAt = nullptr;
+  /// The indices of element `feature` of child row `row` of `site`.
+  SmallVector<Value> at(ImplicitLocOpBuilder &b, const QuerySite &site,
+                        Value row, Value feature) const {
+    if (rowAt)
+      return rowAt(b, row, feature);
+    return {site.batch, site.kvHead, row, feature};
+  }
 };
 
 /// The node's first child and how many of its children are valid (exist

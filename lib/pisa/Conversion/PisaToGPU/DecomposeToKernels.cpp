@@ -348,11 +348,26 @@ void decompose(RewriterBase &rewriter, PyramidBuildOp op) {
 void decompose(RewriterBase &rewriter, PyramidAppendOp op) {
     rewriter.setInsertionPoint(op);
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    // Every per-sequence operand has the cache's B (a mismatch of dynamic
+    // sizes would read past one of them).
+    Value pyramid = op.getPyramid(), table = op.getBlockTable();
+    Value batch = dimOf(b, pyramid, 0);
+    auto require = [&](Value v, StringRef what) {
+      if (cast<ShapedType>(v.getType()).isDynamicDim(0) ||
+          cast<ShapedType>(pyramid.getType()).isDynamicDim(0))
+        requireAtRuntime(b, cmp(b, arith::CmpIPredicate::eq, dimOf(b, v, 0),
+                                batch),
+                         "pisa.pyramid_append: the " + what +
+                             " batch differs from the cache's");
+    };
+    require(table ? table : op.getKeys(), table ? "block_table's" : "keys'");
+    require(op.getFrom(), "from's");
+    require(op.getTo(), "to's");
     rewriter.replaceOp(
-        op, PyramidAppendKernelOp::create(b, TypeRange{op.getType()},
-                                          op.getKeys(), op.getFrom(),
-                                          op.getTo(), op.getPyramid(),
-                                          op.getBlockSize(), op.getBranching())
+        op, PyramidAppendKernelOp::create(
+                b, TypeRange{op.getType()}, op.getKeys(), op.getFrom(),
+                op.getTo(), table, pyramid, op.getBlockSize(),
+                op.getBranching())
                 .getResult(0));
 }
 
@@ -373,15 +388,19 @@ void decompose(RewriterBase &rewriter, DecodeSelectOp op) {
                          "pisa.decode_select: the " + what +
                              " batch differs from the queries'");
     };
-    require(op.getKeys(), "keys'");
+    Value table = op.getBlockTable();
+    if (table)
+      require(table, "block_table's");
+    else
+      require(op.getKeys(), "keys'");
     require(op.getPyramid(), "pyramid's");
     require(op.getSeqLens(), "seq_lens'");
-    ArrayRef<int64_t> k = op.getKeys().getType().getShape();
-    if (ShapedType::isDynamic(k[0]))
+    const int64_t kvHeads = op.getPyramid().getType().getShape()[1];
+    if (dynamic(queries))
       requireAtRuntime(
           b,
           cmp(b, arith::CmpIPredicate::ule,
-              arith::MulIOp::create(b, batch, indexConst(b, k[1])),
+              arith::MulIOp::create(b, batch, indexConst(b, kvHeads)),
               indexConst(b, kMaxGPUGroups)),
           "pisa.decode_select: B * Hkv is above the GPU limit of " +
               std::to_string(kMaxGPUGroups) + " (grid y)");
@@ -391,7 +410,7 @@ void decompose(RewriterBase &rewriter, DecodeSelectOp op) {
     rewriter.replaceOp(
         op, SelectDecodeKernelOp::create(
                 b, TypeRange{type}, queries, op.getKeys(), op.getPyramid(),
-                op.getSeqLens(), init, op.getTopk(), op.getBlockSize(),
+                op.getSeqLens(), table, init, op.getTopk(), op.getBlockSize(),
                 op.getBranching(), llvm::APFloat(op.getScaleOrDefault()))
                 .getResult(0));
 }

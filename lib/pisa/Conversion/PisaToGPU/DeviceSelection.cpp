@@ -179,8 +179,7 @@ Value mlir::pisa::detail::buildWarpGroupScore(ImplicitLocOpBuilder &b,
         SmallVector<Value> child;
         for (int64_t j = 0; j < chunks; ++j) {
           Value e = arith::AddIOp::create(cb, query.lane, indexConst(cb, 32 * j));
-          child.push_back(extractF32(cb, children,
-                                     {site.batch, site.kvHead, row, e}));
+          child.push_back(extractF32(cb, children, level.at(cb, site, row, e)));
         }
         SmallVector<Value> partial(padded, zeroF);
         for (int64_t h = 0; h < heads; ++h) {

@@ -93,36 +93,26 @@ std::optional<std::string> mlir::pisa::gpuLimitViolation(Operation *op) {
     return headDimLimit(build.getKeys().getType().getShape()[3]);
   if (auto build = dyn_cast<PyramidBuildVarlenOp>(op))
     return headDimLimit(build.getKeys().getType().getShape()[2]);
-  auto paged = [&](Value blockTable) -> std::optional<std::string> {
-    if (!blockTable)
-      return std::nullopt;
-    os << "reads a paged key cache (block_table): the GPU lowering takes "
-          "contiguous caches only, for now (pisa-cpu-pipeline lowers it)";
-    return why;
-  };
-  if (auto append = dyn_cast<PyramidAppendOp>(op)) {
-    if (auto why = paged(append.getBlockTable()))
-      return why;
+  if (auto append = dyn_cast<PyramidAppendOp>(op))
     return headDimLimit(append.getKeys().getType().getShape()[3]);
-  }
   if (auto decode = dyn_cast<DecodeSelectOp>(op)) {
-    if (auto why = paged(decode.getBlockTable()))
-      return why;
     const int64_t candidates =
         int64_t(decode.getBranching()) * int64_t(decode.getTopk());
-    ArrayRef<int64_t> k = decode.getKeys().getType().getShape();
+    // [B, Hkv, ...] of the cache, whether the keys are paged or not.
+    ArrayRef<int64_t> p = decode.getPyramid().getType().getShape();
     auto known = [](int64_t size) { return !ShapedType::isDynamic(size); };
     if (candidates > kMaxGPUCandidates)
       os << "keeps g * K = " << candidates
          << " candidates per query, above the GPU limit of "
          << kMaxGPUCandidates << " (per-thread candidate lists)";
-    else if (known(k[0]) && saturatingProduct(k[0], k[1]) > kMaxGPUGroups)
-      os << "has B * Hkv = " << saturatingProduct(k[0], k[1])
+    else if (known(p[0]) && saturatingProduct(p[0], p[1]) > kMaxGPUGroups)
+      os << "has B * Hkv = " << saturatingProduct(p[0], p[1])
          << " above the GPU limit of "
          << kMaxGPUGroups << " (grid y)";
-    else if (k[2] > kMaxGPUKeys)
-      os << "has a capacity Ncap = " << k[2] << " above the GPU limit of "
-         << kMaxGPUKeys << " (32-bit leaf indices)";
+    else if (decode.getCapacity() > kMaxGPUKeys)
+      os << "has a capacity Ncap = " << decode.getCapacity()
+         << " above the GPU limit of " << kMaxGPUKeys
+         << " (32-bit leaf indices)";
     else
       return std::nullopt;
     return why;

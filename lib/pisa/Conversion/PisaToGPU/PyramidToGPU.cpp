@@ -30,21 +30,32 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 
+#include <functional>
+
 using namespace mlir;
 using namespace mlir::pisa;
 using namespace mlir::pisa::detail;
 
-/// Stores mean(src[b, h, base + c, e] for c < count) to dst[b, h, row, e].
+/// Where source row `row`'s element sits, when src is not [B, H, rows, d]
+/// (a page pool).
+using SourceIndices = llvm::function_ref<SmallVector<Value>(
+    ImplicitLocOpBuilder &, Value row)>;
+
+/// Stores mean(src[b, h, base + c, e] for c < count) to dst[b, h, row, e]
+/// (src's element of row base + c at `srcAt(base + c)` when given).
 static void emitMean(ImplicitLocOpBuilder &b, Value src, Value dst,
                      Value batch, Value head, Value base, Value count,
-                     Value row, Value feature) {
+                     Value row, Value feature,
+                     SourceIndices srcAt = nullptr) {
   Value zero = indexConst(b, 0);
   auto sum = buildLoop(
       b, zero, count, {f32Const(b, 0.0f)},
       [&](ImplicitLocOpBuilder &lb, Value c, ValueRange acc) {
+        Value at = arith::AddIOp::create(lb, base, c);
         Value v = extractF32(lb, src,
-                             {batch, head, arith::AddIOp::create(lb, base, c),
-                              feature});
+                             srcAt ? srcAt(lb, at)
+                                   : SmallVector<Value>{batch, head, at,
+                                                        feature});
         return SmallVector<Value>{arith::AddFOp::create(lb, acc[0], v)};
       });
   Value n = arith::UIToFPOp::create(
@@ -160,28 +171,39 @@ static int64_t maxUpperLevels(int64_t maxKeys, int64_t blockSize,
 
 /// The kernel of pisa.kernel.pyramid_append: block (0, batch x head) brings
 /// the cache of sequence `batch` from from[b] to to[b] keys. Rows of the
-/// cache follow the capacity's layout (Ncap = the keys' dimension 2);
-/// node counts follow to[b]. Threads split the nodes of a level (rows of d
-/// features), a barrier between levels.
+/// cache follow the capacity's layout (Ncap = the keys' dimension 2, or
+/// Mp x S for a page pool read through `blockTable`); node counts follow
+/// to[b]. Threads split the nodes of a level (rows of d features), a
+/// barrier between levels.
 static Kernel buildAppendKernel(PatternRewriter &rewriter, Operation *op,
                                 MemRefType keysMem, MemRefType boundMem,
-                                MemRefType pyrMem, int64_t blockSize,
-                                int64_t fan) {
-  Kernel kernel = createKernel(rewriter, op, "pyramid_append",
-                               {{"keys", keysMem},
-                                {"from", boundMem},
-                                {"to", boundMem},
-                                {"pyramid", pyrMem}});
+                                MemRefType tableMem, MemRefType pyrMem,
+                                int64_t blockSize, int64_t fan) {
+  SmallVector<KernelParam> params{
+      {"keys", keysMem}, {"from", boundMem}, {"to", boundMem}};
+  if (tableMem)
+    params.push_back({"blockTable", tableMem});
+  params.push_back({"pyramid", pyrMem});
+  // A paged cache's page check combines the threads' verdicts here.
+  SmallVector<Type> workgroup;
+  if (tableMem)
+    workgroup.push_back(
+        workgroupType(rewriter.getContext(), {1}, rewriter.getI32Type()));
+  Kernel kernel = createKernel(rewriter, op, "pyramid_append", params,
+                               workgroup);
   ImplicitLocOpBuilder b(op->getLoc(), rewriter);
   using P = arith::CmpIPredicate;
-  const int64_t numHeads = keysMem.getShape()[1], d = keysMem.getShape()[3];
+  const int64_t numHeads = pyrMem.getShape()[1], d = keysMem.getShape()[3];
   Value keys = kernel.arg("keys"), pyramid = kernel.arg("pyramid");
   RowBlock at = rowBlock(b, numHeads, d);
   Value batch = at.batch, head = at.head, row = at.rows.row;
   Value feature = at.rows.feature;
   Value cRows = indexConst(b, at.rows.count), cFan = indexConst(b, fan);
   Value cBlock = indexConst(b, blockSize), one = indexConst(b, 1);
-  Value capacity = dimOf(b, keys, 2);
+  const int64_t pageSize = tableMem ? keysMem.getShape()[1] : 0;
+  Value capacity =
+      tableMem ? indexConst(b, tableMem.getShape()[1] * pageSize)
+               : dimOf(b, keys, 2);
   Value from = memref::LoadOp::create(b, kernel.arg("from"), ValueRange{batch});
   Value to = memref::LoadOp::create(b, kernel.arg("to"), ValueRange{batch});
   // 0 <= from < to <= Ncap, else the sequence's cache is left as it is
@@ -192,6 +214,53 @@ static Kernel buildAppendKernel(PatternRewriter &rewriter, Operation *op,
       arith::AndIOp::create(b, cmp(b, P::sle, zero32, from),
                             cmp(b, P::slt, from, to)),
       cmp(b, P::ule, toIndex(b, to), capacity));
+  std::function<SmallVector<Value>(ImplicitLocOpBuilder &, Value)> keyAt;
+  if (tableMem) {
+    Value table = kernel.arg("blockTable");
+    // Pages below to[b] must lie in [0, P), else the cache is left as it
+    // is: the threads split the table's entries, and a shared flag holds
+    // whether any of them is out of range.
+    Value flag = kernel.func().getWorkgroupAttributions()[0];
+    Value zero = indexConst(b, 0), tid = threadIdX(b);
+    buildIfThen(b, cmp(b, P::eq, tid, zero), [&](ImplicitLocOpBuilder &ib) {
+      memref::StoreOp::create(ib, zero32, flag, ValueRange{zero});
+    });
+    gpu::BarrierOp::create(b);
+    Value toKeys = arith::MinSIOp::create(
+        b, arith::MaxSIOp::create(b, toIndex(b, to), zero), capacity);
+    Value pages =
+        arith::CeilDivUIOp::create(b, toKeys, indexConst(b, pageSize));
+    Value numPages = dimOf(b, keys, 0);
+    buildLoop(b, tid, pages, indexConst(b, at.rows.count * d), {},
+              [&](ImplicitLocOpBuilder &lb, Value i, ValueRange) {
+                Value page = toIndex(lb, memref::LoadOp::create(
+                                             lb, table, ValueRange{batch, i}));
+                Value outside = arith::OrIOp::create(
+                    lb, cmp(lb, P::slt, page, zero),
+                    cmp(lb, P::sge, page, numPages));
+                buildIfThen(lb, outside, [&](ImplicitLocOpBuilder &wb) {
+                  memref::StoreOp::create(
+                      wb, arith::ConstantIntOp::create(wb, 1, 32), flag,
+                      ValueRange{zero});
+                });
+                return SmallVector<Value>{};
+              });
+    gpu::BarrierOp::create(b);
+    valid = arith::AndIOp::create(
+        b, valid,
+        cmp(b, P::eq, memref::LoadOp::create(b, flag, ValueRange{zero}),
+            zero32));
+    // Key j of the sequence: keys[table[b, j / S], j % S, head, feature].
+    keyAt = [=](ImplicitLocOpBuilder &lb, Value j) {
+      Value s = indexConst(lb, pageSize);
+      Value page = toIndex(
+          lb, memref::LoadOp::create(
+                  lb, table,
+                  ValueRange{batch, arith::DivUIOp::create(lb, j, s)}));
+      return SmallVector<Value>{page, arith::RemUIOp::create(lb, j, s), head,
+                                feature};
+    };
+  }
   buildIfThen(b, valid, [&](ImplicitLocOpBuilder &tb) {
     Value n = toIndex(tb, to);
     Value firstLeaf = arith::DivUIOp::create(tb, toIndex(tb, from), cBlock);
@@ -202,14 +271,15 @@ static Kernel buildAppendKernel(PatternRewriter &rewriter, Operation *op,
                 Value count = arith::MinUIOp::create(
                     lb, cBlock, arith::SubIOp::create(lb, n, first));
                 emitMean(lb, keys, pyramid, batch, head, first, count, leaf,
-                         feature);
+                         feature, keyAt ? SourceIndices(keyAt) : nullptr);
                 return SmallVector<Value>{};
               });
     gpu::BarrierOp::create(tb);
     // Level by level: where the child level starts and how many nodes it
     // has in the capacity's layout, how many it has for n keys, and the
     // first one recomputed.
-    auto capShape = keysMem.getShape()[2];
+    auto capShape = tableMem ? tableMem.getShape()[1] * pageSize
+                             : keysMem.getShape()[2];
     const int64_t levels = maxUpperLevels(
         ShapedType::isDynamic(capShape) ? kMaxGPUKeys : capShape, blockSize,
         fan);
@@ -252,22 +322,28 @@ struct PyramidAppendKernelToGPU : OpRewritePattern<PyramidAppendKernelOp> {
     if (boundMem != op.getTo().getType())
       return rewriter.notifyMatchFailure(op, "from and to of two types");
     auto pyrMem = cast<MemRefType>(op.getPyramid().getType());
+    Value table = op.getBlockTable();
+    auto tableMem = table ? cast<MemRefType>(table.getType()) : MemRefType();
     const int64_t d = keysMem.getShape()[3];
     Kernel kernel;
     {
       OpBuilder::InsertionGuard guard(rewriter);
-      kernel = buildAppendKernel(rewriter, op, keysMem, boundMem, pyrMem,
-                                 op.getBlockSize(), op.getBranching());
+      kernel = buildAppendKernel(rewriter, op, keysMem, boundMem, tableMem,
+                                 pyrMem, op.getBlockSize(), op.getBranching());
     }
     rewriter.setInsertionPoint(op);
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     Value groups = b.createOrFold<arith::MulIOp>(
-        dimOf(b, op.getKeys(), 0), indexConst(b, keysMem.getShape()[1]));
+        dimOf(b, table ? op.getPyramid() : op.getKeys(), 0),
+        indexConst(b, pyrMem.getShape()[1]));
+    SmallVector<KernelOperand> operands{{"keys", op.getKeys()},
+                                        {"from", op.getFrom()},
+                                        {"to", op.getTo()},
+                                        {"pyramid", op.getPyramid()}};
+    if (table)
+      operands.push_back({"blockTable", table});
     launch(b, kernel, indexConst(b, 1), groups, topLevelRows(d) * d,
-           {{"keys", op.getKeys()},
-            {"from", op.getFrom()},
-            {"to", op.getTo()},
-            {"pyramid", op.getPyramid()}});
+           operands);
     rewriter.eraseOp(op);
     return success();
   }

@@ -18,18 +18,26 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
+#include <functional>
+
 using namespace mlir;
 using namespace mlir::pisa;
 using namespace mlir::pisa::detail;
 
 namespace {
 
+/// Where element e of key row j of a query's sequence sits, when the keys
+/// are not [B, Hkv, N, d] (a page pool).
+using KeyRowAt = std::function<SmallVector<Value>(
+    ImplicitLocOpBuilder &, const QuerySite &, Value row, Value feature)>;
+
 /// The body of the single-stage kernel for one query warp: the walk, the
 /// leaf scoring from raw keys when the contenders compete, and the final
 /// selection written to `selection` (lane 0 writes).
 void buildSingleStageWarp(ImplicitLocOpBuilder &gb, const Kernel &kernel,
                           const Problem &p, const WarpSite &w,
-                          const LevelLayout &layout) {
+                          const LevelLayout &layout,
+                          const KeyRowAt &keyRowAt = nullptr) {
   const QuerySite &site = w.site;
   const QueryScratch &scratch = *w.scratch;
   Value bt = w.bt;
@@ -48,6 +56,10 @@ void buildSingleStageWarp(ImplicitLocOpBuilder &gb, const Kernel &kernel,
                                        contenderSlots(gb, p.topK, bt));
   ChildLevel keyLevel{w.firstKey, w.numKeys, indexConst(gb, p.blockSize),
                       indexConst(gb, 1)};
+  if (keyRowAt)
+    keyLevel.rowAt = [&](ImplicitLocOpBuilder &b, Value row, Value e) {
+      return keyRowAt(b, site, row, e);
+    };
   buildIfThen(gb, ranked, [&](ImplicitLocOpBuilder &rb) {
     buildLoop(rb, zero, numContenders, {},
               [&](ImplicitLocOpBuilder &lb, Value a, ValueRange) {
@@ -85,13 +97,14 @@ void buildSingleStageWarp(ImplicitLocOpBuilder &gb, const Kernel &kernel,
 /// batch of its own lengths. A warp whose sequence breaks a rule writes
 /// its row as kInvalidInput (docs/semantics.md, sections 4 and 7).
 void buildPerSequenceSingleStage(ImplicitLocOpBuilder &b, const Kernel &kernel,
-                                 const Problem &p, WarpSequenceOf sequenceOf) {
+                                 const Problem &p, WarpSequenceOf sequenceOf,
+                                 const KeyRowAt &keyRowAt = nullptr) {
   forEachQueryWarp(
       b, kernel, p, kernel.arg("queries"), /*mmaLevels=*/false,
       /*batchLayout=*/nullptr, sequenceOf,
       [&](ImplicitLocOpBuilder &gb, const WarpSite &w,
           const LevelLayout &layout) {
-        buildSingleStageWarp(gb, kernel, p, w, layout);
+        buildSingleStageWarp(gb, kernel, p, w, layout, keyRowAt);
       },
       [&](ImplicitLocOpBuilder &ib, const QuerySite &site, Value lane) {
         buildIfThen(ib, isLaneZero(ib, lane), [&](ImplicitLocOpBuilder &lb) {
@@ -200,26 +213,49 @@ struct SelectSingleStageVarlenToGPU
 /// Batched decode over caches: the single-stage kernel, each warp reading
 /// its sequence's length N_b from seq_lens (its queries the last Nq
 /// positions) and walking the cache's capacity layout; a length outside
-/// [Nq, Ncap] gives its rows kInvalidInput.
+/// [Nq, Ncap] gives its rows kInvalidInput. With a block table the keys
+/// are a page pool [P, S, Hkv, d] read through it, and a page below N_b
+/// outside [0, P) gives kInvalidInput too.
 struct SelectDecodeToGPU : KernelOpPattern<SelectDecodeKernelOp> {
   using KernelOpPattern::KernelOpPattern;
   void lower(SelectDecodeKernelOp op, PatternRewriter &rewriter,
              ImplicitLocOpBuilder &host) const override {
-    Problem p = problemOf(op.getQueries(), op.getKeys(), op.getTopk(),
+    // The cache's [B, Hkv, ...] gives the heads, paged keys or not.
+    Problem p = problemOf(op.getQueries(), op.getPyramid(), op.getTopk(),
                           op.getBranching(), op.getBlockSize(),
                           op.getScale().convertToFloat(), Value());
-    const int64_t capacity = bufferType(op.getKeys()).getShape()[2];
+    Value table = op.getBlockTable();
+    MemRefType keysMem = bufferType(op.getKeys());
+    const int64_t pageSize = table ? keysMem.getShape()[1] : 0;
+    const int64_t capacity = table
+                                 ? bufferType(table).getShape()[1] * pageSize
+                                 : keysMem.getShape()[2];
+    SmallVector<KernelParam> params{{"queries", p.queries},
+                                    {"keys", keysMem},
+                                    {"pyramid", bufferType(op.getPyramid())},
+                                    {"seqLens", bufferType(op.getSeqLens())}};
+    if (table)
+      params.push_back({"blockTable", bufferType(table)});
+    params.push_back({"selection", bufferType(op.getSelection())});
     Kernel kernel;
     {
       OpBuilder::InsertionGuard guard(rewriter);
-      kernel = createKernel(rewriter, op, "select_decode",
-                            {{"queries", p.queries},
-                             {"keys", bufferType(op.getKeys())},
-                             {"pyramid", bufferType(op.getPyramid())},
-                             {"seqLens", bufferType(op.getSeqLens())},
-                             {"selection", bufferType(op.getSelection())}},
-                            {}, scratchTypes(rewriter.getContext(), p));
+      kernel = createKernel(rewriter, op, "select_decode", params, {},
+                            scratchTypes(rewriter.getContext(), p));
       ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+      // Key j of a sequence: keys[table[b, j / S], j % S, kvHead, e].
+      KeyRowAt pagedKey = nullptr;
+      if (table)
+        pagedKey = [&](ImplicitLocOpBuilder &lb, const QuerySite &site,
+                       Value j, Value e) {
+          Value s = indexConst(lb, pageSize);
+          Value page = toIndex(
+              lb, memref::LoadOp::create(
+                      lb, kernel.arg("blockTable"),
+                      ValueRange{site.batch, arith::DivUIOp::create(lb, j, s)}));
+          return SmallVector<Value>{page, arith::RemUIOp::create(lb, j, s),
+                                    site.kvHead, e};
+        };
       buildPerSequenceSingleStage(
           b, kernel, p,
           [&](ImplicitLocOpBuilder &sb, Value batch, Value row) {
@@ -232,22 +268,59 @@ struct SelectDecodeToGPU : KernelOpPattern<SelectDecodeKernelOp> {
             Value valid =
                 arith::AndIOp::create(sb, cmp(sb, P::sle, numQueries, n),
                                       cmp(sb, P::sle, n, cap));
+            if (table)
+              valid = arith::AndIOp::create(
+                  sb, valid,
+                  pagesInPool(sb, kernel.arg("blockTable"), kernel.arg("keys"),
+                              batch, n, cap, pageSize));
             WarpSequence seq = batchedSequence(
                 sb, batch, row, arith::SubIOp::create(sb, n, numQueries), n);
             seq.valid = valid;
             seq.capacity = cap;
             return seq;
-          });
+          },
+          pagedKey);
     }
+    SmallVector<KernelOperand> operands{{"queries", op.getQueries()},
+                                        {"keys", op.getKeys()},
+                                        {"pyramid", op.getPyramid()},
+                                        {"seqLens", op.getSeqLens()},
+                                        {"selection", op.getSelection()}};
+    if (table)
+      operands.push_back({"blockTable", table});
     launch(host, kernel,
            host.createOrFold<arith::CeilDivUIOp>(
                dimOf(host, op.getQueries(), 2), indexConst(host, kWarpQueries)),
            groupsOf(host, op.getSelection(), p.kvHeads), kQueryThreads,
-           {{"queries", op.getQueries()},
-            {"keys", op.getKeys()},
-            {"pyramid", op.getPyramid()},
-            {"seqLens", op.getSeqLens()},
-            {"selection", op.getSelection()}});
+           operands);
+  }
+
+  /// Whether the pages holding keys 0 .. n - 1 of sequence `batch` all lie
+  /// in [0, P): the warp's lanes split the table's entries and combine
+  /// their verdicts with shuffles (uniform over the warp).
+  static Value pagesInPool(ImplicitLocOpBuilder &b, Value table, Value pool,
+                           Value batch, Value n, Value cap, int64_t pageSize) {
+    using P = arith::CmpIPredicate;
+    Value zero = indexConst(b, 0);
+    Value lane = arith::RemUIOp::create(b, threadIdX(b), indexConst(b, kLanes));
+    Value keys = arith::MinSIOp::create(b, arith::MaxSIOp::create(b, n, zero),
+                                        cap);
+    Value pages = arith::CeilDivUIOp::create(b, keys, indexConst(b, pageSize));
+    Value numPages = dimOf(b, pool, 0);
+    Value zero32 = arith::ConstantIntOp::create(b, 0, 32);
+    Value bad = buildLoop(
+        b, lane, pages, indexConst(b, kLanes), ValueRange{zero32},
+        [&](ImplicitLocOpBuilder &lb, Value i, ValueRange st) {
+          Value page = toIndex(
+              lb, memref::LoadOp::create(lb, table, ValueRange{batch, i}));
+          Value outside = arith::OrIOp::create(
+              lb, cmp(lb, P::slt, page, zero), cmp(lb, P::sge, page, numPages));
+          return SmallVector<Value>{arith::OrIOp::create(
+              lb, st[0], arith::ExtUIOp::create(lb, lb.getI32Type(), outside))};
+        })[0];
+    for (int64_t mask = 1; mask < kLanes; mask *= 2)
+      bad = arith::OrIOp::create(b, bad, shuffleXor(b, bad, mask));
+    return cmp(b, P::eq, bad, zero32);
   }
 };
 

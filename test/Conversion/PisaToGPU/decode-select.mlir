@@ -17,11 +17,13 @@
 // CHECK-SAME: %[[Q:[a-z0-9]+]]: memref<?x16x1x128xbf16>, %[[KC:[a-z0-9]+]]: memref<?x2x8192x128xbf16>, %[[PC:[a-z0-9]+]]: memref<?x2x255x128xf32>, %[[FROM:[a-z0-9]+]]: memref<?xi32>, %[[TO:[a-z0-9]+]]: memref<?xi32>
 // CHECK: gpu.launch_func @pisa_kernels::@pyramid_append
 // CHECK: %[[SEL:.*]] = gpu.alloc
-// CHECK: gpu.launch_func @pisa_kernels::@select_decode {{.*}} args(%[[Q]] : memref<?x16x1x128xbf16>, %[[KC]] : memref<?x2x8192x128xbf16>, %[[PC]] : memref<?x2x255x128xf32>, %[[TO]] : memref<?xi32>, %[[SEL]] : memref<?x2x1x8xi32>)
+// One query per block of 16 warps (Nq = 1): grid x = Nq, 512 threads.
+// CHECK: gpu.launch_func @pisa_kernels::@select_decode blocks in (%c1, %{{.*}}, %c1) threads in (%c512, %c1, %c1) args(%[[Q]] : memref<?x16x1x128xbf16>, %[[KC]] : memref<?x2x8192x128xbf16>, %[[PC]] : memref<?x2x255x128xf32>, %[[TO]] : memref<?xi32>, %[[SEL]] : memref<?x2x1x8xi32>)
 // CHECK: return %[[SEL]]
 // The kernel: N_b = seq_lens[b] (b = block y / Hkv), checked against Nq = 1
 // and the capacity; a broken length writes K entries of -2.
 // CHECK: gpu.func @select_decode
+// CHECK-SAME: workgroup(%[[SHARED:.*]] : memref<16xf32, #gpu.address_space<workgroup>>)
 // CHECK-DAG: %[[M2:.*]] = arith.constant -2 : i32
 // CHECK-DAG: %[[CAP:.*]] = arith.constant 8192 : index
 // CHECK: %[[B:.*]] = arith.divui %{{.*}}, %c2 : index
@@ -29,7 +31,15 @@
 // CHECK: %[[N:.*]] = arith.index_cast %[[N32]] : i32 to index
 // CHECK: arith.cmpi sge, %[[N]], %c1 : index
 // CHECK: arith.cmpi sle, %[[N]], %[[CAP]] : index
+// The warps split each level's candidates (warp w scores w, w + 16, ...),
+// lane 0 writes its score to the shared buffer, and after a barrier every
+// warp reads all of them back.
 // CHECK: scf.if
+// CHECK: gpu.barrier
+// CHECK: scf.for %[[A:.*]] = %[[WARP:.*]] to %{{.*}} step %c16
+// CHECK: memref.store %{{.*}}, %[[SHARED]][%[[A]]]
+// CHECK: gpu.barrier
+// CHECK: memref.load %[[SHARED]]
 // CHECK: } else {
 // CHECK: memref.store %[[M2]]
 func.func @decode_batch(%q: tensor<?x16x1x128xbf16>, %kc: tensor<?x2x8192x128xbf16>,

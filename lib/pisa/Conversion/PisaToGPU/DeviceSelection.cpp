@@ -208,6 +208,41 @@ Value mlir::pisa::detail::buildWarpGroupScore(ImplicitLocOpBuilder &b,
   return laneGroupSum(b, arith::SelectOp::create(b, owner, lse, zeroF), 32);
 }
 
+void mlir::pisa::detail::scoreCandidates(
+    ImplicitLocOpBuilder &b, const QueryScratch &scratch, Value count,
+    llvm::function_ref<Value(ImplicitLocOpBuilder &, Value)> scoreOf) {
+  Value zero = indexConst(b, 0);
+  auto store = [&](ImplicitLocOpBuilder &lb, Value v, Value to, Value a) {
+    memref::StoreOp::create(lb, v, to, ValueRange{a});
+  };
+  if (scratch.warps == 1) {
+    buildLoop(b, zero, count, {},
+              [&](ImplicitLocOpBuilder &lb, Value a, ValueRange) {
+                store(lb, scoreOf(lb, a), scratch.scores, a);
+                return SmallVector<Value>{};
+              });
+    return;
+  }
+  // The previous exchange's reads of `shared` are done.
+  gpu::BarrierOp::create(b);
+  buildLoop(b, scratch.warp, count, indexConst(b, scratch.warps), {},
+            [&](ImplicitLocOpBuilder &lb, Value a, ValueRange) {
+              Value u = scoreOf(lb, a);
+              buildIfThen(lb,
+                          cmp(lb, arith::CmpIPredicate::eq, scratch.lane, zero),
+                          [&](ImplicitLocOpBuilder &wb) {
+                            store(wb, u, scratch.shared, a);
+                          });
+              return SmallVector<Value>{};
+            });
+  gpu::BarrierOp::create(b);
+  buildLoop(b, zero, count, {}, [&](ImplicitLocOpBuilder &lb, Value a, ValueRange) {
+    store(lb, memref::LoadOp::create(lb, scratch.shared, ValueRange{a}),
+          scratch.scores, a);
+    return SmallVector<Value>{};
+  });
+}
+
 Value mlir::pisa::detail::buildWalk(ImplicitLocOpBuilder &b,
                                     const WalkConfig &config, NodeScorer score,
                                     Value bt, const QueryScratch &scratch) {
@@ -236,12 +271,10 @@ Value mlir::pisa::detail::buildWalk(ImplicitLocOpBuilder &b,
     Value childCount = children.numChildren;
     Value ranked = cmp(b, arith::CmpIPredicate::ugt, numCausal, cK);
     buildIfThen(b, ranked, [&](ImplicitLocOpBuilder &tb) {
-      buildLoop(tb, zero, numCausal, {},
-                [&](ImplicitLocOpBuilder &lb, Value a, ValueRange) {
-                  Value u = score(lb, children, loadCand(lb, a));
-                  memref::StoreOp::create(lb, u, scratch.scores, ValueRange{a});
-                  return SmallVector<Value>{};
-                });
+      scoreCandidates(tb, scratch, numCausal,
+                      [&](ImplicitLocOpBuilder &lb, Value a) {
+                        return score(lb, children, loadCand(lb, a));
+                      });
     });
     Value numKept = selectBest(b, loadCand, loadScore, numCausal, cK, ranked,
                                scratch.kept);

@@ -29,10 +29,22 @@ struct WalkConfig {
 };
 
 /// Private scratch of one query: candidates [g*K] i32, kept [K] i32,
-/// scores [g*K] f32.
+/// scores [g*K] f32. A query served by `warps` > 1 warps of a block (all
+/// of which keep the same state) splits its scoring loops over them: warp
+/// `warp` scores items warp, warp + warps, ..., its lane 0 writes them to
+/// `shared` ([g*K] f32, workgroup) and every warp reads them all back.
 struct QueryScratch {
   Value cand, kept, scores;
+  Value shared = nullptr, warp = nullptr, lane = nullptr;
+  int64_t warps = 1;
 };
+
+/// scratch.scores[a] = scoreOf(a) for a < count, split over the query's
+/// warps when it has several (a barrier before and after their exchange;
+/// `count` must be the same for all of them).
+void scoreCandidates(
+    ImplicitLocOpBuilder &b, const QueryScratch &scratch, Value count,
+    llvm::function_ref<Value(ImplicitLocOpBuilder &, Value)> scoreOf);
 
 /// Sum over groups of `width` consecutive lanes (xor butterfly); every lane
 /// of a group gets its group's total. width is a power of two <= 32.

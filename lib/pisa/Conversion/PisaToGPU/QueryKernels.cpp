@@ -75,19 +75,33 @@ SmallVector<Value> queryThread(ImplicitLocOpBuilder &b, const Problem &p,
 }
 
 SmallVector<Value> queryWarp(ImplicitLocOpBuilder &b, const Problem &p,
-                             Value numQueries) {
+                             Value numQueries, int64_t warpsPerQuery) {
   Value tid = threadIdX(b);
   Value lanes = indexConst(b, kLanes);
-  Value i = arith::AddIOp::create(
-      b, arith::MulIOp::create(b, blockIdX(b), indexConst(b, kWarpQueries)),
-      arith::DivUIOp::create(b, tid, lanes));
+  Value i, warp;
+  if (warpsPerQuery > 1) {
+    i = blockIdX(b);
+    warp = arith::DivUIOp::create(b, tid, lanes);
+  } else {
+    i = arith::AddIOp::create(
+        b, arith::MulIOp::create(b, blockIdX(b), indexConst(b, kWarpQueries)),
+        arith::DivUIOp::create(b, tid, lanes));
+    warp = indexConst(b, 0);
+  }
   Value bk = blockIdY(b);
   Value heads = indexConst(b, p.kvHeads);
   Value inRange = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, i,
                                         numQueries);
   return {arith::DivUIOp::create(b, bk, heads),
           arith::RemUIOp::create(b, bk, heads), i, inRange,
-          arith::RemUIOp::create(b, tid, lanes)};
+          arith::RemUIOp::create(b, tid, lanes), warp};
+}
+
+Value isQueryWriter(ImplicitLocOpBuilder &b, const WarpSite &w) {
+  return arith::AndIOp::create(
+      b, isLaneZero(b, w.lane),
+      arith::CmpIOp::create(b, arith::CmpIPredicate::eq, w.warp,
+                            indexConst(b, 0)));
 }
 
 ScoreOperands warpOperands(Value queries, Value children, const Problem &p,
@@ -142,8 +156,9 @@ void forEachQueryWarp(ImplicitLocOpBuilder &b, const Kernel &kernel,
                       const Problem &p, Value queries, bool mmaLevels,
                       const LevelLayout *batchLayout,
                       WarpSequenceOf sequenceOf, QueryWarpBody body,
-                      InvalidQueryBody invalid) {
-  SmallVector<Value> at = queryWarp(b, p, dimOf(b, queries, 2));
+                      InvalidQueryBody invalid, int64_t warpsPerQuery) {
+  SmallVector<Value> at =
+      queryWarp(b, p, dimOf(b, queries, 2), warpsPerQuery);
   guarded(b, at[3], [&](ImplicitLocOpBuilder &gb) {
     WarpSequence seq = sequenceOf(gb, at[0], at[2]);
     auto run = [&](ImplicitLocOpBuilder &rb) {
@@ -155,11 +170,20 @@ void forEachQueryWarp(ImplicitLocOpBuilder &b, const Kernel &kernel,
       WarpSite w{{seq.batch, at[1], seq.query, seq.position},
                  at[4],
                  leafOfPosition(rb, layout, seq.position),
+                 at[5],
                  seq.numKeys,
                  seq.firstKey,
                  scratchOf(kernel),
                  std::nullopt,
                  std::nullopt};
+      if (warpsPerQuery > 1 && w.scratch) {
+        // The query's warps exchange scores through the kernel's one
+        // workgroup buffer.
+        w.scratch->shared = kernel.func().getWorkgroupAttributions()[0];
+        w.scratch->warp = at[5];
+        w.scratch->lane = at[4];
+        w.scratch->warps = warpsPerQuery;
+      }
       if (mmaLevels)
         w.mmaQuery = loadMmaWalkQuery(rb, queries, w.site, p.headDim, w.lane);
       else

@@ -79,9 +79,12 @@ SmallVector<Value> queryThread(ImplicitLocOpBuilder &b, const Problem &p,
                                Value numQueries);
 
 /// Warp coordinates of a per-(query, KV head) warp kernel:
-/// {batch, kvHead, query, inRange, lane}. inRange is uniform per warp.
+/// {batch, kvHead, query, inRange, lane, warp}. inRange is uniform per
+/// warp. A kernel of `warpsPerQuery` > 1 gives each query a block of that
+/// many warps (query = block x, warp = the warp within it); else four
+/// queries per block, a warp each (warp = 0).
 SmallVector<Value> queryWarp(ImplicitLocOpBuilder &b, const Problem &p,
-                             Value numQueries);
+                             Value numQueries, int64_t warpsPerQuery = 1);
 
 /// Score operands for a warp kernel: lanes split every dot product over d
 /// (coalesced row loads, one butterfly per dot). Giving each head its own
@@ -146,6 +149,9 @@ using WarpSequenceOf = llvm::function_ref<WarpSequence(
 struct WarpSite {
   QuerySite site;
   Value lane, bt;
+  /// The warp within the query's block (0 for a warp alone); lane 0 of
+  /// warp 0 writes what all of them computed alike.
+  Value warp;
   Value numKeys, firstKey;
   std::optional<QueryScratch> scratch;
   std::optional<WarpQuery> query;
@@ -170,7 +176,11 @@ void forEachQueryWarp(ImplicitLocOpBuilder &b, const Kernel &kernel,
                       const Problem &p, Value queries, bool mmaLevels,
                       const LevelLayout *batchLayout,
                       WarpSequenceOf sequenceOf, QueryWarpBody body,
-                      InvalidQueryBody invalid = nullptr);
+                      InvalidQueryBody invalid = nullptr,
+                      int64_t warpsPerQuery = 1);
+
+/// Whether this thread writes a query's results: lane 0 of warp 0.
+Value isQueryWriter(ImplicitLocOpBuilder &b, const WarpSite &w);
 
 /// The sequence of a batched kernel's warp: batch `batch`, N = `numKeys`,
 /// position offset + row.

@@ -26,6 +26,45 @@ using namespace mlir::pisa::detail;
 
 namespace {
 
+/// Warps per query of the single-stage kernels: a block of 16 warps per
+/// query when the op has at most 4 queries (decode, speculative decode),
+/// which split each level's and the leaves' scoring between them; else
+/// one warp per query, four per block (there the queries fill the GPU).
+constexpr int64_t kDecodeWarps = 16;
+constexpr int64_t kMaxDecodeQueries = 4;
+
+int64_t warpsPerQuery(const Problem &p) {
+  int64_t nq = p.queries.getShape()[2];
+  return !ShapedType::isDynamic(nq) && nq <= kMaxDecodeQueries ? kDecodeWarps
+                                                                : 1;
+}
+
+/// A block of several warps per query must launch whatever the walk's
+/// register needs: its size is told to ptxas (at most 65536 / threads
+/// registers each), one block per SM at least.
+void boundRegisters(const Kernel &kernel, const Problem &p) {
+  if (int64_t warps = warpsPerQuery(p); warps > 1)
+    setOccupancyHint(kernel.func(), warps * kLanes, 1);
+}
+
+/// The workgroup buffer where a query's warps exchange scores ([g*K] f32).
+SmallVector<Type> exchangeTypes(MLIRContext *ctx, const Problem &p) {
+  if (warpsPerQuery(p) == 1)
+    return {};
+  return {workgroupType(ctx, {p.candidates()}, Float32Type::get(ctx))};
+}
+
+/// Grid x and threads of a single-stage kernel over `numQueries` queries.
+std::pair<Value, int64_t> queryGrid(ImplicitLocOpBuilder &host,
+                                    const Problem &p, Value numQueries) {
+  int64_t warps = warpsPerQuery(p);
+  if (warps > 1)
+    return {numQueries, warps * kLanes};
+  return {host.createOrFold<arith::CeilDivUIOp>(numQueries,
+                                                indexConst(host, kWarpQueries)),
+          kQueryThreads};
+}
+
 /// Where element e of key row j of a query's sequence sits, when the keys
 /// are not [B, Hkv, N, d] (a page pool).
 using KeyRowAt = std::function<SmallVector<Value>(
@@ -50,7 +89,6 @@ void buildSingleStageWarp(ImplicitLocOpBuilder &gb, const Kernel &kernel,
   // 256K (docs/performance.md, v9).
   Value numContenders = buildWalk(gb, {layout, p.topK}, summaries, bt, scratch);
   // Score the contenders from the raw keys when they must compete.
-  Value zero = indexConst(gb, 0);
   Value ranked = arith::CmpIOp::create(gb, arith::CmpIPredicate::ugt,
                                        numContenders,
                                        contenderSlots(gb, p.topK, bt));
@@ -61,15 +99,14 @@ void buildSingleStageWarp(ImplicitLocOpBuilder &gb, const Kernel &kernel,
       return keyRowAt(b, site, row, e);
     };
   buildIfThen(gb, ranked, [&](ImplicitLocOpBuilder &rb) {
-    buildLoop(rb, zero, numContenders, {},
-              [&](ImplicitLocOpBuilder &lb, Value a, ValueRange) {
-                Value node = arith::IndexCastOp::create(
-                    lb, lb.getIndexType(),
-                    memref::LoadOp::create(lb, scratch.cand, ValueRange{a}));
-                Value u = rawKeys(lb, keyLevel, node);
-                memref::StoreOp::create(lb, u, scratch.scores, ValueRange{a});
-                return SmallVector<Value>{};
-              });
+    scoreCandidates(rb, scratch, numContenders,
+                    [&](ImplicitLocOpBuilder &lb, Value a) {
+                      Value node = arith::IndexCastOp::create(
+                          lb, lb.getIndexType(),
+                          memref::LoadOp::create(lb, scratch.cand,
+                                                 ValueRange{a}));
+                      return rawKeys(lb, keyLevel, node);
+                    });
   });
   buildFinalSelection(
       gb, p.topK, bt, numContenders,
@@ -83,7 +120,7 @@ void buildSingleStageWarp(ImplicitLocOpBuilder &gb, const Kernel &kernel,
       },
       scratch.kept,
       [&](ImplicitLocOpBuilder &lb, Value pos, Value value) {
-        buildIfThen(lb, isLaneZero(lb, w.lane), [&](ImplicitLocOpBuilder &sb) {
+        buildIfThen(lb, isQueryWriter(lb, w), [&](ImplicitLocOpBuilder &sb) {
           memref::StoreOp::create(
               sb, arith::IndexCastOp::create(sb, sb.getI32Type(), value),
               kernel.arg("selection"),
@@ -95,10 +132,12 @@ void buildSingleStageWarp(ImplicitLocOpBuilder &gb, const Kernel &kernel,
 /// The single-stage body over warps that each find their own sequence
 /// (`sequenceOf`) and build its layout: a packed varlen batch or a decode
 /// batch of its own lengths. A warp whose sequence breaks a rule writes
-/// its row as kInvalidInput (docs/semantics.md, sections 4 and 7).
+/// its row as kInvalidInput (docs/semantics.md, sections 4 and 7). With
+/// `warps` > 1 a query has a block of that many warps.
 void buildPerSequenceSingleStage(ImplicitLocOpBuilder &b, const Kernel &kernel,
                                  const Problem &p, WarpSequenceOf sequenceOf,
-                                 const KeyRowAt &keyRowAt = nullptr) {
+                                 const KeyRowAt &keyRowAt = nullptr,
+                                 int64_t warps = 1) {
   forEachQueryWarp(
       b, kernel, p, kernel.arg("queries"), /*mmaLevels=*/false,
       /*batchLayout=*/nullptr, sequenceOf,
@@ -111,7 +150,8 @@ void buildPerSequenceSingleStage(ImplicitLocOpBuilder &b, const Kernel &kernel,
           storeInvalidRow(lb, kernel.arg("selection"), p.topK,
                           {site.batch, site.kvHead, site.query});
         });
-      });
+      },
+      warps);
 }
 
 /// The walk, the leaf scoring from raw keys and the final selection, in one
@@ -132,7 +172,9 @@ struct SelectSingleStageToGPU : KernelOpPattern<SelectSingleStageKernelOp> {
                              {"pyramid", bufferType(op.getPyramid())},
                              {"offset", rewriter.getIndexType()},
                              {"selection", bufferType(op.getSelection())}},
-                            {}, scratchTypes(rewriter.getContext(), p));
+                            exchangeTypes(rewriter.getContext(), p),
+                            scratchTypes(rewriter.getContext(), p));
+      boundRegisters(kernel, p);
       ImplicitLocOpBuilder b(op.getLoc(), rewriter);
       Value numKeys = dimOf(b, kernel.arg("keys"), 2);
       std::optional<uint64_t> capacity = op.getCapacity();
@@ -148,12 +190,12 @@ struct SelectSingleStageToGPU : KernelOpPattern<SelectSingleStageKernelOp> {
           [&](ImplicitLocOpBuilder &gb, const WarpSite &w,
               const LevelLayout &layout) {
             buildSingleStageWarp(gb, kernel, p, w, layout);
-          });
+          },
+          nullptr, warpsPerQuery(p));
     }
-    launch(host, kernel,
-           host.createOrFold<arith::CeilDivUIOp>(
-               dimOf(host, op.getQueries(), 2), indexConst(host, kWarpQueries)),
-           groupsOf(host, op.getSelection(), p.kvHeads), kQueryThreads,
+    auto [gridX, threads] = queryGrid(host, p, dimOf(host, op.getQueries(), 2));
+    launch(host, kernel, gridX,
+           groupsOf(host, op.getSelection(), p.kvHeads), threads,
            {{"queries", op.getQueries()},
             {"keys", op.getKeys()},
             {"pyramid", op.getPyramid()},
@@ -240,8 +282,10 @@ struct SelectDecodeToGPU : KernelOpPattern<SelectDecodeKernelOp> {
     Kernel kernel;
     {
       OpBuilder::InsertionGuard guard(rewriter);
-      kernel = createKernel(rewriter, op, "select_decode", params, {},
+      kernel = createKernel(rewriter, op, "select_decode", params,
+                            exchangeTypes(rewriter.getContext(), p),
                             scratchTypes(rewriter.getContext(), p));
+      boundRegisters(kernel, p);
       ImplicitLocOpBuilder b(op.getLoc(), rewriter);
       // Key j of a sequence: keys[table[b, j / S], j % S, kvHead, e].
       KeyRowAt pagedKey = nullptr;
@@ -279,7 +323,7 @@ struct SelectDecodeToGPU : KernelOpPattern<SelectDecodeKernelOp> {
             seq.capacity = cap;
             return seq;
           },
-          pagedKey);
+          pagedKey, warpsPerQuery(p));
     }
     SmallVector<KernelOperand> operands{{"queries", op.getQueries()},
                                         {"keys", op.getKeys()},
@@ -288,11 +332,9 @@ struct SelectDecodeToGPU : KernelOpPattern<SelectDecodeKernelOp> {
                                         {"selection", op.getSelection()}};
     if (table)
       operands.push_back({"blockTable", table});
-    launch(host, kernel,
-           host.createOrFold<arith::CeilDivUIOp>(
-               dimOf(host, op.getQueries(), 2), indexConst(host, kWarpQueries)),
-           groupsOf(host, op.getSelection(), p.kvHeads), kQueryThreads,
-           operands);
+    auto [gridX, threads] = queryGrid(host, p, dimOf(host, op.getQueries(), 2));
+    launch(host, kernel, gridX, groupsOf(host, op.getSelection(), p.kvHeads),
+           threads, operands);
   }
 
   /// Whether the pages holding keys 0 .. n - 1 of sequence `batch` all lie

@@ -23,7 +23,7 @@
 // The kernel: N_b = seq_lens[b] (b = block y / Hkv), checked against Nq = 1
 // and the capacity; a broken length writes K entries of -2.
 // CHECK: gpu.func @select_decode
-// CHECK-SAME: workgroup(%[[SHARED:.*]] : memref<16xf32, #gpu.address_space<workgroup>>)
+// CHECK-SAME: workgroup(%[[SHARED:.*]] : memref<16xf32, #gpu.address_space<workgroup>>, %[[RANKS:.*]] : memref<16xi32, #gpu.address_space<workgroup>>)
 // CHECK-DAG: %[[M2:.*]] = arith.constant -2 : i32
 // CHECK-DAG: %[[CAP:.*]] = arith.constant 8192 : index
 // CHECK: %[[B:.*]] = arith.divui %{{.*}}, %c2 : index
@@ -32,14 +32,19 @@
 // CHECK: arith.cmpi sge, %[[N]], %c1 : index
 // CHECK: arith.cmpi sle, %[[N]], %[[CAP]] : index
 // The warps split each level's candidates (warp w scores w, w + 16, ...),
-// lane 0 writes its score to the shared buffer, and after a barrier every
-// warp reads all of them back.
+// lane 0 writes its score to the shared buffer; after a barrier thread t
+// ranks candidate t into the shared ranks, and after another every warp
+// reads the scores back; the selection reads the ranks.
 // CHECK: scf.if
 // CHECK: gpu.barrier
 // CHECK: scf.for %[[A:.*]] = %[[WARP:.*]] to %{{.*}} step %c16
 // CHECK: memref.store %{{.*}}, %[[SHARED]][%[[A]]]
 // CHECK: gpu.barrier
+// CHECK: scf.for %[[T:.*]] = %{{.*}} to %{{.*}} step %c512
+// CHECK: memref.store %{{.*}}, %[[RANKS]][%[[T]]]
+// CHECK: gpu.barrier
 // CHECK: memref.load %[[SHARED]]
+// CHECK: memref.load %[[RANKS]]
 // CHECK: } else {
 // CHECK: memref.store %[[M2]]
 func.func @decode_batch(%q: tensor<?x16x1x128xbf16>, %kc: tensor<?x2x8192x128xbf16>,

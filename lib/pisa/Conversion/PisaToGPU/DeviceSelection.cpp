@@ -52,12 +52,24 @@ static Value compact(ImplicitLocOpBuilder &b, Value cand, Value count,
 /// order; ranks only when `ranked`. Returns how many were kept.
 static Value selectBest(ImplicitLocOpBuilder &b, IndexLoader loadCand,
                         IndexLoader loadScore, Value count, Value slots,
-                        Value ranked, Value kept) {
+                        Value ranked, Value kept,
+                        IndexLoader loadRank = nullptr) {
   Value zero = indexConst(b, 0);
   return buildLoop(
       b, zero, count, {zero},
       [&](ImplicitLocOpBuilder &lb, Value a, ValueRange st) {
-        Value take = buildKeep(lb, count, a, slots, ranked, loadScore);
+        // With ranks precomputed (cooperating warps): keep(a) = !ranked or
+        // rank(a) < slots, as buildKeep decides it.
+        Value take =
+            loadRank
+                ? arith::OrIOp::create(
+                      lb,
+                      arith::XOrIOp::create(
+                          lb, ranked, arith::ConstantIntOp::create(lb, 1, 1)),
+                      cmp(lb, arith::CmpIPredicate::ult, loadRank(lb, a),
+                          slots))
+                      .getResult()
+                : buildKeep(lb, count, a, slots, ranked, loadScore);
         buildIfThen(lb, take, [&](ImplicitLocOpBuilder &tb) {
           storeIndex(tb, loadCand(tb, a), kept, {st[0]});
         });
@@ -208,6 +220,16 @@ Value mlir::pisa::detail::buildWarpGroupScore(ImplicitLocOpBuilder &b,
   return laneGroupSum(b, arith::SelectOp::create(b, owner, lse, zeroF), 32);
 }
 
+std::function<Value(ImplicitLocOpBuilder &, Value)>
+mlir::pisa::detail::sharedRankLoader(const QueryScratch &scratch) {
+  if (!scratch.sharedRank)
+    return nullptr;
+  Value ranks = scratch.sharedRank;
+  return [ranks](ImplicitLocOpBuilder &b, Value a) -> Value {
+    return toIndex(b, memref::LoadOp::create(b, ranks, ValueRange{a}));
+  };
+}
+
 void mlir::pisa::detail::scoreCandidates(
     ImplicitLocOpBuilder &b, const QueryScratch &scratch, Value count,
     llvm::function_ref<Value(ImplicitLocOpBuilder &, Value)> scoreOf) {
@@ -236,9 +258,24 @@ void mlir::pisa::detail::scoreCandidates(
               return SmallVector<Value>{};
             });
   gpu::BarrierOp::create(b);
+  // Thread t ranks item t (t, t + threads, ...), reading the shared scores.
+  Value tid = arith::AddIOp::create(
+      b, arith::MulIOp::create(b, scratch.warp, indexConst(b, 32)),
+      scratch.lane);
+  auto sharedScore = [&](ImplicitLocOpBuilder &lb, Value a) -> Value {
+    return memref::LoadOp::create(lb, scratch.shared, ValueRange{a});
+  };
+  buildLoop(b, tid, count, indexConst(b, 32 * scratch.warps), {},
+            [&](ImplicitLocOpBuilder &lb, Value a, ValueRange) {
+              Value rank = buildRank(lb, count, a, sharedScore);
+              memref::StoreOp::create(
+                  lb, arith::IndexCastOp::create(lb, lb.getI32Type(), rank),
+                  scratch.sharedRank, ValueRange{a});
+              return SmallVector<Value>{};
+            });
+  gpu::BarrierOp::create(b);
   buildLoop(b, zero, count, {}, [&](ImplicitLocOpBuilder &lb, Value a, ValueRange) {
-    store(lb, memref::LoadOp::create(lb, scratch.shared, ValueRange{a}),
-          scratch.scores, a);
+    store(lb, sharedScore(lb, a), scratch.scores, a);
     return SmallVector<Value>{};
   });
 }
@@ -276,8 +313,10 @@ Value mlir::pisa::detail::buildWalk(ImplicitLocOpBuilder &b,
                         return score(lb, children, loadCand(lb, a));
                       });
     });
+    auto loadRank = sharedRankLoader(scratch);
     Value numKept = selectBest(b, loadCand, loadScore, numCausal, cK, ranked,
-                               scratch.kept);
+                               scratch.kept,
+                               loadRank ? IndexLoader(loadRank) : nullptr);
     // The next candidates: existing children of the kept nodes, ascending.
     return buildLoop(
         b, zero, numKept, {zero},
@@ -307,12 +346,13 @@ Value mlir::pisa::detail::buildWalk(ImplicitLocOpBuilder &b,
 void mlir::pisa::detail::buildFinalSelection(
     ImplicitLocOpBuilder &b, int64_t topK, Value bt, Value numContenders,
     IndexLoader loadCand, IndexLoader loadScore, Value kept,
-    IndexStorer store) {
+    IndexStorer store, IndexLoader loadRank) {
   Value zero = indexConst(b, 0), one = indexConst(b, 1), two = indexConst(b, 2);
   Value slots = contenderSlots(b, topK, bt);
   Value ranked = cmp(b, arith::CmpIPredicate::ugt, numContenders, slots);
   Value numKept =
-      selectBest(b, loadCand, loadScore, numContenders, slots, ranked, kept);
+      selectBest(b, loadCand, loadScore, numContenders, slots, ranked, kept,
+                 loadRank);
 
   Value hasBt = cmp(b, arith::CmpIPredicate::uge, bt, one);
   Value hasBtMinus1 = cmp(b, arith::CmpIPredicate::uge, bt, two);

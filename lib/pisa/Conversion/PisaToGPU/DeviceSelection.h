@@ -19,6 +19,7 @@
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
 
+#include <functional>
 #include <optional>
 
 namespace mlir::pisa::detail {
@@ -32,16 +33,24 @@ struct WalkConfig {
 /// scores [g*K] f32. A query served by `warps` > 1 warps of a block (all
 /// of which keep the same state) splits its scoring loops over them: warp
 /// `warp` scores items warp, warp + warps, ..., its lane 0 writes them to
-/// `shared` ([g*K] f32, workgroup) and every warp reads them all back.
+/// `shared` ([g*K] f32, workgroup) and every warp reads them all back;
+/// the block's threads then rank the scored items, one each, into
+/// `sharedRank` ([g*K] i32, workgroup), which the next selection reads
+/// instead of ranking every item against all others on every thread.
 struct QueryScratch {
   Value cand, kept, scores;
-  Value shared = nullptr, warp = nullptr, lane = nullptr;
+  Value shared = nullptr, sharedRank = nullptr, warp = nullptr, lane = nullptr;
   int64_t warps = 1;
 };
 
+/// Loads rank a from scratch.sharedRank (as an index), or null without it.
+std::function<Value(ImplicitLocOpBuilder &, Value)>
+sharedRankLoader(const QueryScratch &scratch);
+
 /// scratch.scores[a] = scoreOf(a) for a < count, split over the query's
 /// warps when it has several (a barrier before and after their exchange;
-/// `count` must be the same for all of them).
+/// `count` must be the same for all of them), and then their ranks in
+/// scratch.sharedRank (buildRank's order).
 void scoreCandidates(
     ImplicitLocOpBuilder &b, const QueryScratch &scratch, Value count,
     llvm::function_ref<Value(ImplicitLocOpBuilder &, Value)> scoreOf);
@@ -100,10 +109,12 @@ using IndexStorer =
 /// contenders (all of them when there are no more than `slots`; ties to the
 /// lower index), ascending, padded with -1 to K. `loadCand` / `loadScore`
 /// read contender a and its score (scores are read only when ranking is
-/// needed); `kept` is private [K] i32 scratch.
+/// needed); `kept` is private [K] i32 scratch; `loadRank`, when given,
+/// reads each contender's rank, ranked beforehand (scoreCandidates).
 void buildFinalSelection(ImplicitLocOpBuilder &b, int64_t topK, Value bt,
                          Value numContenders, IndexLoader loadCand,
-                         IndexLoader loadScore, Value kept, IndexStorer store);
+                         IndexLoader loadScore, Value kept, IndexStorer store,
+                         IndexLoader loadRank = nullptr);
 
 } // namespace mlir::pisa::detail
 

@@ -177,9 +177,10 @@ void forEachQueryWarp(ImplicitLocOpBuilder &b, const Kernel &kernel,
                  std::nullopt,
                  std::nullopt};
       if (warpsPerQuery > 1 && w.scratch) {
-        // The query's warps exchange scores through the kernel's one
-        // workgroup buffer.
+        // The query's warps exchange scores and ranks through the
+        // kernel's workgroup buffers.
         w.scratch->shared = kernel.func().getWorkgroupAttributions()[0];
+        w.scratch->sharedRank = kernel.func().getWorkgroupAttributions()[1];
         w.scratch->warp = at[5];
         w.scratch->lane = at[4];
         w.scratch->warps = warpsPerQuery;

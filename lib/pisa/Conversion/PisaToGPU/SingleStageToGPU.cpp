@@ -47,11 +47,13 @@ void boundRegisters(const Kernel &kernel, const Problem &p) {
     setOccupancyHint(kernel.func(), warps * kLanes, 1);
 }
 
-/// The workgroup buffer where a query's warps exchange scores ([g*K] f32).
+/// The workgroup buffers where a query's warps exchange scores and ranks
+/// ([g*K] f32, [g*K] i32).
 SmallVector<Type> exchangeTypes(MLIRContext *ctx, const Problem &p) {
   if (warpsPerQuery(p) == 1)
     return {};
-  return {workgroupType(ctx, {p.candidates()}, Float32Type::get(ctx))};
+  return {workgroupType(ctx, {p.candidates()}, Float32Type::get(ctx)),
+          workgroupType(ctx, {p.candidates()}, IntegerType::get(ctx, 32))};
 }
 
 /// Grid x and threads of a single-stage kernel over `numQueries` queries.
@@ -108,6 +110,7 @@ void buildSingleStageWarp(ImplicitLocOpBuilder &gb, const Kernel &kernel,
                       return rawKeys(lb, keyLevel, node);
                     });
   });
+  auto loadRank = sharedRankLoader(scratch);
   buildFinalSelection(
       gb, p.topK, bt, numContenders,
       [&](ImplicitLocOpBuilder &lb, Value a) -> Value {
@@ -126,7 +129,8 @@ void buildSingleStageWarp(ImplicitLocOpBuilder &gb, const Kernel &kernel,
               kernel.arg("selection"),
               ValueRange{site.batch, site.kvHead, site.query, pos});
         });
-      });
+      },
+      loadRank ? IndexLoader(loadRank) : nullptr);
 }
 
 /// The single-stage body over warps that each find their own sequence

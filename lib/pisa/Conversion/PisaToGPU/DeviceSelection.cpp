@@ -174,7 +174,8 @@ Value mlir::pisa::detail::buildWarpGroupScore(ImplicitLocOpBuilder &b,
                                               Value children,
                                               const QuerySite &site,
                                               const ChildLevel &level,
-                                              Value node, float scale) {
+                                              Value node, float scale,
+                                              int64_t rowsInFlight) {
   const int64_t heads = query.rows.size(), chunks = query.rows[0].size();
   const int64_t padded = llvm::PowerOf2Ceil(heads);
   auto valid = validChildren(b, site, level, node);
@@ -183,30 +184,64 @@ Value mlir::pisa::detail::buildWarpGroupScore(ImplicitLocOpBuilder &b,
   Value zeroF = f32Const(b, 0.0f);
   Value negInf = f32Const(b, -std::numeric_limits<float>::infinity());
   Value scaleF = f32Const(b, scale);
-  // Running (max, sum) of the lane's head.
-  auto state = buildLoop(
-      b, indexConst(b, 0), valid.second, {negInf, zeroF},
-      [&](ImplicitLocOpBuilder &cb, Value c, ValueRange st) {
-        Value row = arith::AddIOp::create(cb, rowBase, c);
-        SmallVector<Value> child;
-        for (int64_t j = 0; j < chunks; ++j) {
-          Value e = arith::AddIOp::create(cb, query.lane, indexConst(cb, 32 * j));
-          child.push_back(extractF32(cb, children, level.at(cb, site, row, e)));
-        }
-        SmallVector<Value> partial(padded, zeroF);
-        for (int64_t h = 0; h < heads; ++h) {
-          Value acc = zeroF;
-          for (int64_t j = 0; j < chunks; ++j)
-            acc = arith::AddFOp::create(
-                cb, acc,
-                arith::MulFOp::create(cb, query.rows[h][j], child[j], fast),
-                fast);
-          partial[h] = acc;
-        }
-        Value dot = reduceScatterHeads(cb, query.lane, partial);
-        return onlineLseUpdate(cb, st[0], st[1],
-                               arith::MulFOp::create(cb, dot, scaleF));
-      });
+  auto loadChild = [&](ImplicitLocOpBuilder &cb, Value c) {
+    Value row = arith::AddIOp::create(cb, rowBase, c);
+    SmallVector<Value> child;
+    for (int64_t j = 0; j < chunks; ++j) {
+      Value e = arith::AddIOp::create(cb, query.lane, indexConst(cb, 32 * j));
+      child.push_back(extractF32(cb, children, level.at(cb, site, row, e)));
+    }
+    return child;
+  };
+  // Folds one child into the running (max, sum) of the lane's head.
+  auto fold = [&](ImplicitLocOpBuilder &cb, ArrayRef<Value> child,
+                  ValueRange st) {
+    SmallVector<Value> partial(padded, zeroF);
+    for (int64_t h = 0; h < heads; ++h) {
+      Value acc = zeroF;
+      for (int64_t j = 0; j < chunks; ++j)
+        acc = arith::AddFOp::create(
+            cb, acc,
+            arith::MulFOp::create(cb, query.rows[h][j], child[j], fast),
+            fast);
+      partial[h] = acc;
+    }
+    Value dot = reduceScatterHeads(cb, query.lane, partial);
+    return onlineLseUpdate(cb, st[0], st[1],
+                           arith::MulFOp::create(cb, dot, scaleF));
+  };
+  SmallVector<Value> state;
+  if (rowsInFlight == 1) {
+    state = buildLoop(b, indexConst(b, 0), valid.second, {negInf, zeroF},
+                      [&](ImplicitLocOpBuilder &cb, Value c, ValueRange st) {
+                        return fold(cb, loadChild(cb, c), st);
+                      });
+  } else {
+    // The rows of `rowsInFlight` children are loaded before any is folded,
+    // so their latencies overlap; the folds run in the same order as one
+    // at a time (a row past the last is loaded clamped and not folded).
+    Value last = arith::SubIOp::create(b, valid.second, indexConst(b, 1));
+    state = buildLoop(
+        b, indexConst(b, 0), valid.second, indexConst(b, rowsInFlight),
+        {negInf, zeroF},
+        [&](ImplicitLocOpBuilder &cb, Value c, ValueRange st) {
+          SmallVector<SmallVector<Value>> rows;
+          SmallVector<Value> at;
+          for (int64_t u = 0; u < rowsInFlight; ++u) {
+            at.push_back(arith::AddIOp::create(cb, c, indexConst(cb, u)));
+            rows.push_back(
+                loadChild(cb, arith::MinUIOp::create(cb, at.back(), last)));
+          }
+          SmallVector<Value> s(st.begin(), st.end());
+          for (int64_t u = 0; u < rowsInFlight; ++u) {
+            SmallVector<Value> next = fold(cb, rows[u], s);
+            Value real = cmp(cb, arith::CmpIPredicate::ult, at[u], valid.second);
+            for (size_t k = 0; k < s.size(); ++k)
+              s[k] = arith::SelectOp::create(cb, real, next[k], s[k]);
+          }
+          return s;
+        });
+  }
   // Sum the heads' LSEs, once per head: its lowest lane, real heads only.
   Value head = headOfLane(b, query.lane, padded);
   Value owner = arith::AndIOp::create(

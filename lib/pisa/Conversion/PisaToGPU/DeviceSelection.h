@@ -93,10 +93,13 @@ std::optional<WarpQuery> loadWarpQuery(ImplicitLocOpBuilder &b, Value queries,
 /// each child row is loaded once (one element per lane per 32) and
 /// multiplied against all G heads; a reduce-scatter across the lanes leaves
 /// each head's dot product on its own lanes, which run that head's online
-/// LSE, and the heads' LSEs are summed once per node.
+/// LSE, and the heads' LSEs are summed once per node. `rowsInFlight` > 1
+/// loads that many children's rows before folding them (the same folds in
+/// the same order).
 Value buildWarpGroupScore(ImplicitLocOpBuilder &b, const WarpQuery &query,
                           Value children, const QuerySite &site,
-                          const ChildLevel &level, Value node, float scale);
+                          const ChildLevel &level, Value node, float scale,
+                          int64_t rowsInFlight = 1);
 
 /// Slots left for contenders: K - |{0, b_t - 1, b_t} within 0..b_t|.
 Value contenderSlots(ImplicitLocOpBuilder &b, int64_t topK, Value bt);

@@ -101,10 +101,13 @@ struct WarpScorer {
   QuerySite site;
   Value children;
   float scale;
+  /// Children whose rows are loaded at once (buildWarpGroupScore).
+  int64_t rowsInFlight = 1;
   Value operator()(ImplicitLocOpBuilder &b, const ChildLevel &level,
                    Value node) const {
     if (query)
-      return buildWarpGroupScore(b, *query, children, site, level, node, scale);
+      return buildWarpGroupScore(b, *query, children, site, level, node, scale,
+                                 rowsInFlight);
     return buildGroupScore(b, operands, site, level, node);
   }
 };

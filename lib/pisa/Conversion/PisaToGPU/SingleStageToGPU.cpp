@@ -31,6 +31,7 @@ namespace {
 /// which split each level's and the leaves' scoring between them; else
 /// one warp per query, four per block (there the queries fill the GPU).
 constexpr int64_t kDecodeWarps = 16;
+constexpr int64_t kKeysInFlight = 8;
 constexpr int64_t kMaxDecodeQueries = 4;
 
 int64_t warpsPerQuery(const Problem &p) {
@@ -86,6 +87,12 @@ void buildSingleStageWarp(ImplicitLocOpBuilder &gb, const Kernel &kernel,
                                     kernel.arg("pyramid"), p, w.lane, site);
   WarpScorer rawKeys = warpScorer(w.query, kernel.arg("queries"),
                                   kernel.arg("keys"), p, w.lane, site);
+  if (scratch.warps > 1) {
+    // A block per query is latency-bound: a node's g child rows and 8 of a
+    // leaf's keys are loaded at once.
+    summaries.rowsInFlight = p.fanout;
+    rawKeys.rowsInFlight = kKeysInFlight;
+  }
   // The SIMT walk here: with the tensor-core level scorer this kernel also
   // keeps the f32 query rows for the leaves, and measured 12% slower at
   // 256K (docs/performance.md, v9).

@@ -4,7 +4,7 @@
 // updated in place) from `from` to `to` keys, and the query at position
 // n - 1 selects its K = 8 leaf blocks over keys 0 .. n - 1 reading the
 // cache (capacity = 131072): O(C d + g d log N) for the update and one
-// warp's walk for the selection, no pyramid rebuilt.
+// block's walk for the selection, no pyramid rebuilt.
 func.func @decode_step(%q: tensor<1x16x1x128xbf16>,
                        %kcache: tensor<1x1x131072x128xbf16>,
                        %pcache: tensor<1x1x4095x128xf32>,

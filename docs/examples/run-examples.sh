@@ -64,7 +64,8 @@ if [ ! -x "$bin/pisa-compile" ]; then
 fi
 echo "== pisa-compile: AOT libraries for sm_90 (run them with python/pisa/aot.py)"
 for spec in prefill-select:prefill sparse-prefill:sparse-prefill \
-            decode-select:decode varlen-select:varlen decode-step:decode-step; do
+            decode-select:decode varlen-select:varlen decode-step:decode-step \
+            decode-paged:decode-paged; do
   src=${spec%%:*} name=${spec##*:}
   "$bin/pisa-compile" "$here/$src.mlir" -o "$work/lib$name.so"
   echo "  $work/lib$name.so ($(wc -c < "$work/lib$name.so") bytes): $(

@@ -18,6 +18,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <mutex>
 #include <string>
@@ -747,6 +748,59 @@ TEST_F(CudaRuntimeTest, ValidateChecksDecodeLengthsAndAppends) {
     EXPECT_NE(std::string(c.error).find(bad.message), std::string::npos)
         << bad.what << ": " << c.error;
     EXPECT_EQ(driver.count("cuLaunchKernel"), 0) << bad.what;
+  }
+}
+
+TEST_F(CudaRuntimeTest, ValidateChecksTheBlockTableOfAPagedCache) {
+  // A paged decode step: a pool of 6 pages of 4 keys, two sequences whose
+  // lengths are `to` (also seq_lens), tables of 3 pages each. Only the
+  // pages below a sequence's length count.
+  std::vector<int64_t> table = entryTable(
+      0, {{kInput, {2, 4, 1, 8}},
+          {kInput, {6, 4, 1, 8}},
+          {kInput, {2}, roleBit(kAppendTo) | roleBit(kSeqLens), 0, 12},
+          {kInput, {2, 3}, roleBit(kBlockTable), 1},
+          {kResult, {2, 1, 1, 4}}});
+  struct Case {
+    const char *what;
+    int32_t pages[6];
+    const char *message; // nullptr: accepted
+  } cases[] = {
+      // Entry [0][2] is past sequence 0's 5 keys: a repeat there is fine.
+      {"valid", {0, 1, 2, 3, 4, 5}, nullptr},
+      {"valid, unused entry repeats", {0, 1, 3, 4, 5, 9}, nullptr},
+      {"outside the pool",
+       {0, 1, 2, 3, 6, 5},
+       "argument 3: block_table[1][1] = 6 is outside the pool's 6 pages "
+       "(sequence 1 holds 8 keys)"},
+      {"negative",
+       {0, -1, 2, 3, 4, 5},
+       "argument 3: block_table[0][1] = -1 is outside the pool's 6 pages "
+       "(sequence 0 holds 5 keys)"},
+      {"shared by two sequences",
+       {0, 1, 2, 1, 4, 5},
+       "argument 3: page 1 is named by block_table[0][1] and "
+       "block_table[1][0]"},
+  };
+  for (const Case &c : cases) {
+    alignas(16) int32_t to[4] = {5, 8};
+    alignas(16) int32_t pages[8];
+    std::copy(std::begin(c.pages), std::end(c.pages), pages);
+    char error[256] = "untouched";
+    PisaCall call{nullptr, nullptr, 0, error, sizeof(error)};
+    int64_t descriptors[64];
+    void *values[] = {reinterpret_cast<void *>(0x10000),
+                      reinterpret_cast<void *>(0x20000), to, pages,
+                      reinterpret_cast<void *>(0x30000)};
+    int status = validateCall(table, call, values, descriptors);
+    if (!c.message) {
+      EXPECT_EQ(status, PISA_OK) << c.what << ": " << error;
+      continue;
+    }
+    EXPECT_EQ(status, PISA_ERROR_INVALID_ARGUMENT) << c.what;
+    EXPECT_NE(std::string(error).find(c.message), std::string::npos)
+        << c.what << ": " << error;
+    EXPECT_EQ(driver.count("cuLaunchKernel"), 0) << c.what;
   }
 }
 

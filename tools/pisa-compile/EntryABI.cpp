@@ -292,6 +292,7 @@ static llvm::Expected<SmallVector<int64_t>> entryTable(const EntryPoint &e) {
                                .Case("seq_lens", rt::kSeqLens)
                                .Case("from", rt::kAppendFrom)
                                .Case("to", rt::kAppendTo)
+                               .Case("block_table", rt::kBlockTable)
                                .Default(rt::kNoRole));
     table.push_back(roles);
     table.push_back(a.rowsArg);

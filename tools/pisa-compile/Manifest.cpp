@@ -103,8 +103,12 @@ static void markArgumentRoles(func::FuncOp func, EntryPoint &entry) {
         mark(a.getFrom(), Value(), "from", capacity);
         mark(a.getTo(), Value(), "to", capacity);
       }
+      if (Value table = a.getBlockTable())
+        mark(table, a.getKeys(), "block_table");
     } else if (auto d = dyn_cast<mlir::pisa::DecodeSelectOp>(op)) {
       mark(d.getSeqLens(), d.getQueries(), "seq_lens", d.getCapacity());
+      if (Value table = d.getBlockTable())
+        mark(table, d.getKeys(), "block_table");
     }
   });
 }
@@ -280,6 +284,8 @@ static llvm::json::Object toJson(const Argument &arg) {
                                        : llvm::json::Value(arg.rowsArg);
       if (has("seq_lens"))
         o["queries"] = refersTo;
+      else if (has("block_table"))
+        o["pages_of"] = refersTo;
       else if (has("cu_seqlens_q") || has("cu_seqlens_k"))
         o["rows_of"] = refersTo;
       if (arg.capacity)

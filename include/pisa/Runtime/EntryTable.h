@@ -13,8 +13,9 @@
 //   a validating call reads back: a mask of roleBit(ArgRole)), the
 //   argument it refers to (-1:
 //   none; for cu_seqlens, whose dimension 0 counts the rows it packs; for
-//   seq_lens, the queries, whose dimension 2 is Nq) and the capacity Ncap
-//   that bounds seq_lens and an append's from/to (0: none).
+//   seq_lens, the queries, whose dimension 2 is Nq; for a block table, the
+//   page pool [P, S, Hkv, d]) and the capacity Ncap that bounds seq_lens
+//   and an append's from/to (0: none).
 //
 // The wrapper passes the C parameters in `values`, in order: each
 // argument's value (a pointer, or an index as an integer) followed by the
@@ -46,14 +47,17 @@ enum ArgKind : int64_t { kInput = 0, kIndex = 1, kResult = 2 };
 /// Inputs whose values (not only sizes) a validating call checks on the
 /// host: the cu_seqlens of a varlen op (docs/semantics.md, section 7), the
 /// seq_lens of pisa.decode_select and the from/to of pisa.pyramid_append
-/// (section 4).
+/// (section 4), and a paged cache's block table, whose pages below each
+/// sequence's length (to, else seq_lens) must lie in the pool and belong to
+/// one sequence position only.
 enum ArgRole : int64_t {
   kNoRole = 0,
   kCuSeqlensQ = 1,
   kCuSeqlensK = 2,
   kSeqLens = 3,
   kAppendFrom = 4,
-  kAppendTo = 5
+  kAppendTo = 5,
+  kBlockTable = 6
 };
 /// The bit of `role` in an argument's kRoles mask (kNoRole: none).
 constexpr int64_t roleBit(ArgRole role) {

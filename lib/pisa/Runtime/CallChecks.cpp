@@ -264,10 +264,14 @@ static const int64_t *descriptorOf(const int64_t *table,
   return reinterpret_cast<const int64_t *>(d);
 }
 
-/// A host copy of the int32 vector described at `d`, read on the call's
-/// stream once the work before it is done; nullptr on failure (recorded).
-static int32_t *readBack(const int64_t *d) {
-  const size_t bytes = size_t(d[3]) * sizeof(int32_t);
+/// A host copy of the int32 tensor of `rank` described at `d` (dense, as
+/// the entry's arguments are), read on the call's stream once the work
+/// before it is done; nullptr on failure (recorded).
+static int32_t *readBack(const int64_t *d, int64_t rank) {
+  size_t elements = 1;
+  for (int64_t r = 0; r < rank; ++r)
+    elements *= size_t(d[3 + r]);
+  const size_t bytes = elements * sizeof(int32_t);
   int32_t *host = static_cast<int32_t *>(malloc(bytes ? bytes : 1));
   if (!host) {
     fail("out of host memory reading cu_seqlens back");
@@ -286,13 +290,15 @@ int pisaCallValidate(const int64_t *table, const char *function,
   const int64_t numArgs = table[1];
   const int64_t *arg = table + kHeaderFields;
   // The first argument of each role, kept for the rules across two.
-  constexpr int kNumRoles = kAppendTo + 1; // roles 1 .. kAppendTo
+  constexpr int kNumRoles = kBlockTable + 1; // roles 1 .. kBlockTable
   int32_t *kept[kNumRoles] = {};
   int64_t entries[kNumRoles] = {};
+  int64_t tableArg = -1; // the block table's argument
   int status = PISA_OK;
   char message[300];
   static const char *const kNames[kNumRoles] = {
-      "", "cu_seqlens_q", "cu_seqlens_k", "seq_lens", "from", "to"};
+      "", "cu_seqlens_q", "cu_seqlens_k", "seq_lens", "from", "to",
+      "block_table"};
   for (int64_t i = 0; i < numArgs && status == PISA_OK; ++i, arg += kArgFields) {
     const int64_t roles = arg[kRoles];
     if (!roles)
@@ -311,12 +317,14 @@ int pisaCallValidate(const int64_t *table, const char *function,
                         name, (long long)i);
         break;
       }
-      if (!host && !(host = readBack(d))) {
+      if (!host && !(host = readBack(d, arg[kRank]))) {
         status = PISA_ERROR_CUDA;
         break;
       }
       bool holds = true;
-      if (cuSeqlens) {
+      if (role == kBlockTable) {
+        tableArg = i; // checked below, against the lengths
+      } else if (cuSeqlens) {
         int64_t rows = arg[kRowsArg] >= 0
                            ? descriptorOf(table, descriptors, arg[kRowsArg])[3]
                            : host[d[3] - 1];
@@ -353,6 +361,24 @@ int pisaCallValidate(const int64_t *table, const char *function,
       !checkQueriesFitKeys(kept[kCuSeqlensQ], kept[kCuSeqlensK],
                            entries[kCuSeqlensQ], message, sizeof(message)))
     status = reject(PISA_ERROR_INVALID_ARGUMENT, function, "%s", message);
+  // A paged cache: its pages below each sequence's length (to for an
+  // append, else seq_lens) in the pool, none named twice.
+  const int32_t *lengths = kept[kAppendTo] ? kept[kAppendTo] : kept[kSeqLens];
+  const int64_t numLengths =
+      kept[kAppendTo] ? entries[kAppendTo] : entries[kSeqLens];
+  if (status == PISA_OK && kept[kBlockTable] && lengths) {
+    const int64_t *t = descriptorOf(table, descriptors, tableArg);
+    const int64_t poolArg = table[kHeaderFields + tableArg * kArgFields +
+                                  kRowsArg];
+    if (poolArg >= 0) {
+      const int64_t *pool = descriptorOf(table, descriptors, poolArg);
+      const int64_t batch = t[3] < numLengths ? t[3] : numLengths;
+      if (!checkBlockTable(kept[kBlockTable], batch, t[4], lengths, pool[4],
+                           pool[3], message, sizeof(message)))
+        status = reject(PISA_ERROR_INVALID_ARGUMENT, function,
+                        "argument %lld: %s", (long long)tableArg, message);
+    }
+  }
   if (status == PISA_OK && kept[kAppendFrom] && kept[kAppendTo] &&
       entries[kAppendFrom] == entries[kAppendTo] &&
       !checkAppendOrder(kept[kAppendFrom], kept[kAppendTo],

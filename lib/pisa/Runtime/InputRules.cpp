@@ -3,6 +3,7 @@
 #include "InputRules.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 
 bool pisa::runtime::checkCuSeqlens(const char *name, const int32_t *cu,
                                    int64_t entries, int64_t rows,
@@ -71,4 +72,48 @@ bool pisa::runtime::checkAppendOrder(const int32_t *from, const int32_t *to,
       return false;
     }
   return true;
+}
+
+bool pisa::runtime::checkBlockTable(const int32_t *table, int64_t batch,
+                                    int64_t maxPages, const int32_t *lengths,
+                                    int64_t pageSize, int64_t numPages,
+                                    char *message, size_t messageBytes) {
+  // owner[p] = 1 + the table entry (b * maxPages + m) that named page p.
+  int64_t *owner = static_cast<int64_t *>(
+      calloc(size_t(numPages > 0 ? numPages : 1), sizeof(int64_t)));
+  if (!owner) {
+    snprintf(message, messageBytes, "out of host memory checking block_table");
+    return false;
+  }
+  bool holds = true;
+  for (int64_t b = 0; b < batch && holds; ++b) {
+    int64_t keys = lengths[b] < 0 ? 0 : lengths[b];
+    if (keys > maxPages * pageSize)
+      keys = maxPages * pageSize;
+    const int64_t pages = (keys + pageSize - 1) / pageSize;
+    for (int64_t m = 0; m < pages && holds; ++m) {
+      const int64_t page = table[b * maxPages + m];
+      if (page < 0 || page >= numPages) {
+        snprintf(message, messageBytes,
+                 "block_table[%lld][%lld] = %lld is outside the pool's %lld "
+                 "pages (sequence %lld holds %lld keys)",
+                 (long long)b, (long long)m, (long long)page,
+                 (long long)numPages, (long long)b, (long long)keys);
+        holds = false;
+      } else if (owner[page]) {
+        const int64_t first = owner[page] - 1;
+        snprintf(message, messageBytes,
+                 "page %lld is named by block_table[%lld][%lld] and "
+                 "block_table[%lld][%lld]: a page holds the keys of one "
+                 "position of one live sequence",
+                 (long long)page, (long long)(first / maxPages),
+                 (long long)(first % maxPages), (long long)b, (long long)m);
+        holds = false;
+      } else {
+        owner[page] = 1 + b * maxPages + m;
+      }
+    }
+  }
+  free(owner);
+  return holds;
 }

@@ -33,6 +33,15 @@ bool checkRange(const char *name, const int32_t *values, int64_t count,
                 int64_t lowest, int64_t highest, const char *why,
                 char *message, size_t messageBytes);
 
+/// The block table `table` ([batch, maxPages]) of a paged cache of
+/// `numPages` pages of `pageSize` keys: for every sequence b, the entries
+/// below ceil(lengths[b] / pageSize) (lengths clamped to [0, maxPages x
+/// pageSize]) lie in [0, numPages) and no page is named twice among them
+/// all (two live sequences, or one twice, would share keys).
+bool checkBlockTable(const int32_t *table, int64_t batch, int64_t maxPages,
+                     const int32_t *lengths, int64_t pageSize,
+                     int64_t numPages, char *message, size_t messageBytes);
+
 /// from[b] <= to[b] for every b < count (an append never shrinks a cache).
 bool checkAppendOrder(const int32_t *from, const int32_t *to, int64_t count,
                       char *message, size_t messageBytes);

@@ -329,8 +329,22 @@ def check_paged(lib, cfg, rng, steps):
         others = [b for b in range(nb) if b != victim]
         if not torch.equal(got[others], want[others]):
             problems.append("a bad page of one sequence changed the others' selections")
+        # pisa_F_validate names the bad entry, and a page shared by two
+        # sequences, launching nothing (every sequence given a key here:
+        # validate refuses an empty one as seq_lens first).
+        full = [max(n, 1) for n in nxt]
+        shared = table.clone()
+        shared[1, 0] = shared[0, 0]
+        for tab, words in ((bad, "is outside the pool"), (shared, "is named by")):
+            try:
+                lib.validate("decode_batch_paged", q, pool, paged, vec(full), vec(full), tab)
+                problems.append(f"validate accepted a table whose page {words}")
+            except RuntimeError as e:
+                if words not in str(e):
+                    problems.append(f"validate: {e}")
     note = (f"{cfg['name']}#paged S={S} Mp={Mp} lengths "
-            f"{[max(0, n - steps) for n in lens]} + {steps} appends each, bad page")
+            f"{[max(0, n - steps) for n in lens]} + {steps} appends each, bad and "
+            "shared pages (kernels and validate)")
     return not problems, note + ("" if not problems else ": " + "; ".join(problems[:3]))
 
 
@@ -415,7 +429,7 @@ def bench(args):
 
     lib = aot.Library(os.path.join(args.dir, "libpaper.so"))
     c = PAPER
-    cap, d, C, g = c["Ncap"], c["d"], c["C"], c["g"]
+    cap, d, C, g = args.capacity, c["d"], c["C"], c["g"]
     sizes = layout(cap, C, g)[1]
     keys = torch.randn(1, 1, cap, d, device="cuda").to(torch.bfloat16)
     q = torch.randn(1, 16, 1, d, device="cuda").to(torch.bfloat16)
@@ -494,6 +508,8 @@ def main(argv=None):
                    default=[4096, 16384, 65536, 131000])
     m.add_argument("--steps", type=int, default=50)
     m.add_argument("--samples", type=int, default=9)
+    m.add_argument("--capacity", type=int, default=PAPER["Ncap"],
+                   help="the library's Ncap (libpaper.so built with another)")
     args = parser.parse_args(argv)
     return {"build": build, "check": check, "bench": bench}[args.cmd](args)
 

@@ -60,7 +60,7 @@ func.func @attention_block(%q: tensor<1x4x10x32xf16>, %k: tensor<1x2x10x32xf16>,
 // -----
 
 func.func @attention_head_dim(%q: tensor<1x4x10x40xbf16>, %k: tensor<1x2x10x40xbf16>, %v: tensor<1x2x10x32xbf16>, %s: tensor<1x2x10x3xi32>, %off: index) -> tensor<1x4x10x32xbf16> {
-  // expected-error @+1 {{has head dim d = 40: the GPU kernel takes a multiple of 16 up to 256 (tensor-core k-steps)}}
+  // expected-error @+1 {{has head dim d = 40: the GPU kernel takes a multiple of 16 from 16 to 256 (tensor-core k-steps)}}
   %o, %l = pisa.sparse_attention %q, %k, %v, %s, %off block_size = 32 : tensor<1x4x10x40xbf16>, tensor<1x2x10x40xbf16>, tensor<1x2x10x32xbf16>, tensor<1x2x10x3xi32> -> tensor<1x4x10x32xbf16>, tensor<1x4x10xf32>
   return %o : tensor<1x4x10x32xbf16>
 }
@@ -68,7 +68,7 @@ func.func @attention_head_dim(%q: tensor<1x4x10x40xbf16>, %k: tensor<1x2x10x40xb
 // -----
 
 func.func @attention_value_dim(%q: tensor<1x4x10x32xbf16>, %k: tensor<1x2x10x32xbf16>, %v: tensor<1x2x10x48xbf16>, %s: tensor<1x2x10x3xi32>, %off: index) -> tensor<1x4x10x48xbf16> {
-  // expected-error @+1 {{has value dim dv = 48: the GPU kernel takes a multiple of 32 up to 256 (four warps split dv)}}
+  // expected-error @+1 {{has value dim dv = 48: the GPU kernel takes a multiple of 32 from 32 to 256 (four warps split dv)}}
   %o, %l = pisa.sparse_attention %q, %k, %v, %s, %off block_size = 32 : tensor<1x4x10x32xbf16>, tensor<1x2x10x32xbf16>, tensor<1x2x10x48xbf16>, tensor<1x2x10x3xi32> -> tensor<1x4x10x48xbf16>, tensor<1x4x10xf32>
   return %o : tensor<1x4x10x48xbf16>
 }
@@ -143,4 +143,21 @@ func.func @huge_q_tile(%q: tensor<1x16x4096x128xf32>, %k: tensor<1x1x4096x128xf3
       {schedule = #pisa.schedule<two_stage, q_tile = 9223372036854775807, io_two_stage = 4096, io_single_stage = 8192>}
       : tensor<1x16x4096x128xf32>, tensor<1x1x4096x128xf32>, tensor<1x1x127x128xf32> -> tensor<1x1x4096x8xi32>
   return %s : tensor<1x1x4096x8xi32>
+}
+
+// -----
+
+// Empty value rows (the fuzzer's kind of shape): a limit, not a crash.
+func.func @attention_no_values(%q: tensor<1x4x10x16xbf16>, %k: tensor<1x2x10x16xbf16>, %v: tensor<1x2x10x0xbf16>, %s: tensor<1x2x10x3xi32>, %off: index) -> tensor<1x4x10x0xbf16> {
+  // expected-error @+1 {{has value dim dv = 0: the GPU kernel takes a multiple of 32 from 32 to 256 (four warps split dv)}}
+  %o, %l = pisa.sparse_attention %q, %k, %v, %s, %off block_size = 32 : tensor<1x4x10x16xbf16>, tensor<1x2x10x16xbf16>, tensor<1x2x10x0xbf16>, tensor<1x2x10x3xi32> -> tensor<1x4x10x0xbf16>, tensor<1x4x10xf32>
+  return %o : tensor<1x4x10x0xbf16>
+}
+
+// -----
+
+func.func @attention_no_features(%q: tensor<1x4x10x0xbf16>, %k: tensor<1x2x10x0xbf16>, %v: tensor<1x2x10x32xbf16>, %s: tensor<1x2x10x3xi32>, %off: index) -> tensor<1x4x10x32xbf16> {
+  // expected-error @+1 {{has head dim d = 0: the GPU kernel takes a multiple of 16 from 16 to 256 (tensor-core k-steps)}}
+  %o, %l = pisa.sparse_attention %q, %k, %v, %s, %off block_size = 32 : tensor<1x4x10x0xbf16>, tensor<1x2x10x0xbf16>, tensor<1x2x10x32xbf16>, tensor<1x2x10x3xi32> -> tensor<1x4x10x32xbf16>, tensor<1x4x10xf32>
+  return %o : tensor<1x4x10x32xbf16>
 }

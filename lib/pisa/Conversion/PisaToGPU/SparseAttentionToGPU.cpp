@@ -86,17 +86,17 @@ mlir::pisa::detail::attentionLimitViolation(Type elem, int64_t groupSize,
     os << "has " << elem
        << " inputs: the GPU kernel takes f16 or bf16 (tensor cores; tf32 "
           "would round f32 inputs), pisa-cpu-pipeline lowers f32";
-  else if (c % 32 != 0 || c > kMaxAttentionBlockSize)
+  else if (c < 32 || c % 32 != 0 || c > kMaxAttentionBlockSize)
     os << "has block size C = " << c
        << ": the GPU kernel takes a multiple of 32 up to "
        << kMaxAttentionBlockSize << " (four warps split a block's keys)";
-  else if (d % 16 != 0 || d > kMaxAttentionHeadDim)
+  else if (d < 16 || d % 16 != 0 || d > kMaxAttentionHeadDim)
     os << "has head dim d = " << d
-       << ": the GPU kernel takes a multiple of 16 up to "
+       << ": the GPU kernel takes a multiple of 16 from 16 to "
        << kMaxAttentionHeadDim << " (tensor-core k-steps)";
-  else if (dv % 32 != 0 || dv > kMaxAttentionHeadDim)
+  else if (dv < 32 || dv % 32 != 0 || dv > kMaxAttentionHeadDim)
     os << "has value dim dv = " << dv
-       << ": the GPU kernel takes a multiple of 32 up to "
+       << ": the GPU kernel takes a multiple of 32 from 32 to "
        << kMaxAttentionHeadDim << " (four warps split dv)";
   else if (groupSize > kMaxAttentionGroupSize)
     os << "has G = " << groupSize << " query heads per KV head, above the "

@@ -17,8 +17,10 @@ other layout costs one transposing copy. A packed varlen library's
 selection is [Tq, Hkv, K] (docs/semantics.md, section 7); `layout` does not
 apply to it. A pyramid cache that the program appends to (manifest
 `updated_in_place`) is declared mutated (`Tensor(a!)`), so torch.compile
-orders the op with the cache's other uses. (Not yet run on the H200: the
-torch checks there predate decode libraries.)
+orders the op with the cache's other uses (checked on the H200 with
+docs/examples/decode-step.mlir: `python3 -m pisa.checks.check_torch
+--decode libdecode-step.so`, eager, torch.compile(fullgraph=True) and
+opcheck).
 """
 
 import torch

@@ -5,6 +5,13 @@ a torch.cuda.graph replayed on new inputs; the token-major layout is the
 transpose; torch.library.opcheck passes.
 
 usage: python3 -m pisa.checks.check_torch SWEEP_DIR --only NAME
+       python3 -m pisa.checks.check_torch --decode LIBDECODE-STEP.so
+
+--decode checks an op that appends to a pyramid cache in place
+(docs/examples/decode-step.mlir): eagerly and under
+torch.compile(fullgraph=True), a step through the op leaves the cache
+bitwise equal to the same step through the library and returns the same
+selection; opcheck passes with the cache declared mutated.
 """
 
 import os
@@ -64,7 +71,63 @@ def check(cfg, path, gen):
     return results
 
 
+def check_decode(path, gen):
+    """The decode-step op (q, kcache, pcache updated in place, from, to, n)
+    against direct library calls on copies of the same cache."""
+    (name,) = [n.split("::")[1] for n in pisa_torch.load_library(path)]
+    op = getattr(torch.ops.pisa, name)
+    lib = aot.Library(path)
+    entry = lib.entries[name][0]
+    q_shape, k_shape, p_shape = (a["shape"] for a in entry["arguments"][:3])
+    keys = torch.randn(*k_shape, device="cuda", generator=gen).bfloat16()
+    cap = k_shape[2]
+    one = lambda v: torch.tensor([v], dtype=torch.int32, device="cuda")
+    results = {}
+
+    def fresh_cache(n):
+        cache = torch.zeros(*p_shape, device="cuda")
+        lib(name, torch.zeros(*q_shape, device="cuda").bfloat16(), keys, cache,
+            one(0), one(n), n)
+        return cache
+
+    n = cap // 3
+    mine, theirs = fresh_cache(n), fresh_cache(n)
+    q = torch.randn(*q_shape, device="cuda", generator=gen).bfloat16()
+    got = op(q, keys, mine, one(n), one(n + 1), n + 1)
+    want = lib(name, q, keys, theirs, one(n), one(n + 1), n + 1)
+    results["eager: selection, cache updated in place"] = (
+        torch.equal(got, want) and torch.equal(mine, theirs))
+
+    def step(q, cache, n):  # the op between other PyTorch work
+        return op(q * 1, keys, cache, one(n), one(n + 1), n + 1).to(torch.int64) + 1
+
+    compiled = torch.compile(step, fullgraph=True)
+    ok = True
+    for i in range(3):
+        q = torch.randn(*q_shape, device="cuda", generator=gen).bfloat16()
+        got = compiled(q, mine, n + 1 + i)
+        want = lib(name, q, keys, theirs, one(n + 1 + i), one(n + 2 + i), n + 2 + i)
+        ok &= torch.equal(got, want.to(torch.int64) + 1) and torch.equal(mine, theirs)
+    results["torch.compile fullgraph, 3 steps: selection and cache"] = ok
+    try:
+        cache = fresh_cache(n)
+        report = torch.library.opcheck(op.default,
+                                       (q, keys, cache, one(n), one(n + 1), n + 1))
+        results["opcheck " + ", ".join(sorted(report))] = all(
+            v == "SUCCESS" for v in report.values())
+    except Exception as e:  # report what opcheck found, as a failure
+        print(f"  opcheck: {type(e).__name__}: {str(e).splitlines()[0]}")
+        results["opcheck"] = False
+    return results
+
+
 def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "--decode":
+        gen = torch.Generator(device="cuda").manual_seed(0)
+        failed = sweep.report(os.path.basename(sys.argv[2]),
+                              check_decode(sys.argv[2], gen))
+        print(f"torch decode op: {'all ok' if not failed else f'{failed} failed'}")
+        return 1 if failed else 0
     args, cases = sweep.named_cases_cli(__doc__)
     if len(cases) != 1:
         # Sweep libraries all name their entry sweep_select: one per process.

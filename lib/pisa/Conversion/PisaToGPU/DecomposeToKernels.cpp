@@ -371,6 +371,18 @@ void decompose(RewriterBase &rewriter, PyramidAppendOp op) {
                 .getResult(0));
 }
 
+/// B * Hkv within the grid's y dimension, for a B known only at run time.
+void requireGroupsFitGrid(ImplicitLocOpBuilder &b, StringRef opName,
+                          Value batch, int64_t kvHeads) {
+  requireAtRuntime(
+      b,
+      cmp(b, arith::CmpIPredicate::ule,
+          arith::MulIOp::create(b, batch, indexConst(b, kvHeads)),
+          indexConst(b, kMaxGPUGroups)),
+      opName + ": B * Hkv is above the GPU limit of " +
+          std::to_string(kMaxGPUGroups) + " (grid y)");
+}
+
 /// pisa.decode_select: the single-stage decode kernel; B on the host (the
 /// lengths stay on the device, where the kernel checks them).
 void decompose(RewriterBase &rewriter, DecodeSelectOp op) {
@@ -395,15 +407,9 @@ void decompose(RewriterBase &rewriter, DecodeSelectOp op) {
       require(op.getKeys(), "keys'");
     require(op.getPyramid(), "pyramid's");
     require(op.getSeqLens(), "seq_lens'");
-    const int64_t kvHeads = op.getPyramid().getType().getShape()[1];
     if (dynamic(queries))
-      requireAtRuntime(
-          b,
-          cmp(b, arith::CmpIPredicate::ule,
-              arith::MulIOp::create(b, batch, indexConst(b, kvHeads)),
-              indexConst(b, kMaxGPUGroups)),
-          "pisa.decode_select: B * Hkv is above the GPU limit of " +
-              std::to_string(kMaxGPUGroups) + " (grid y)");
+      requireGroupsFitGrid(b, "pisa.decode_select", batch,
+                           op.getPyramid().getType().getShape()[1]);
     RankedTensorType type = op.getSelection().getType();
     Value init =
         emptyLike(b, type, {batch, Value(), dimOf(b, queries, 2), Value()});
@@ -443,15 +449,9 @@ void decompose(RewriterBase &rewriter, SparseAttentionOp op) {
   requireSame(selection, 2, queries, 2,
               "the selection's Nq differs from the queries'");
   Value batch = dimOf(b, queries, 0), numQueries = dimOf(b, queries, 2);
-  const int64_t kvHeads = op.getKeys().getType().getDimSize(1);
   if (dynamic(queries, 0))
-    requireAtRuntime(
-        b,
-        cmp(b, arith::CmpIPredicate::ule,
-            arith::MulIOp::create(b, batch, indexConst(b, kvHeads)),
-            indexConst(b, kMaxGPUGroups)),
-        "pisa.sparse_attention: B * Hkv is above the GPU limit of " +
-            std::to_string(kMaxGPUGroups) + " (grid y)");
+    requireGroupsFitGrid(b, "pisa.sparse_attention", batch,
+                         op.getKeys().getType().getDimSize(1));
   if (dynamic(queries, 2))
     requireAtRuntime(b,
                      cmp(b, arith::CmpIPredicate::ule, numQueries,

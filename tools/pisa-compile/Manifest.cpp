@@ -63,7 +63,8 @@ static void boundQueryOffset(Value arg, Argument &desc) {
       narrow(op.getQueryOffset(), op.getQueries(), op.getKeys(),
              op.getTokenMajor());
     else if (auto op = dyn_cast<mlir::pisa::SparseAttentionOp>(user))
-      narrow(op.getQueryOffset(), op.getQueries(), op.getKeys());
+      narrow(op.getQueryOffset(), op.getQueries(), op.getKeys(),
+             op.getTokenMajor());
   }
 }
 

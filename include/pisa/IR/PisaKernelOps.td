@@ -430,7 +430,9 @@ def Pisa_SparseAttentionKernelOp : Pisa_KernelOp<"sparse_attention", 2> {
     (query, batch x KV head) stages the G head rows of its query once and,
     per selection entry used, the block's keys and values, and runs both
     products on tensor cores with an online softmax (docs/gpu.md, "Sparse
-    attention"). Writes `output` [B, Hq, Nq, dv] and `lse` [B, Hq, Nq].
+    attention"). Writes `output` [B, Hq, Nq, dv] and `lse` [B, Hq, Nq]
+    (with `token_major`: every operand token-major, lse [B, Nq, Hq]; the
+    lowering reads and writes them through transposed views).
 
     ```mlir
     %o, %l = pisa.kernel.sparse_attention %q, %k, %v, %sel, %off
@@ -445,7 +447,7 @@ def Pisa_SparseAttentionKernelOp : Pisa_KernelOp<"sparse_attention", 2> {
                        Pisa_Keys4D:$values, Pisa_I32_4D:$selection,
                        Index:$query_offset, Pisa_Keys4D:$output,
                        Pisa_F32_3D:$lse, I64Attr:$block_size,
-                       F32Attr:$scale);
+                       F32Attr:$scale, UnitAttr:$token_major);
   let assemblyFormat = [{
     $queries `,` $keys `,` $values `,` $selection `,` $query_offset
     `outs` `(` $output `,` $lse `)` `block_size` `=` $block_size

@@ -240,7 +240,9 @@ def Pisa_SparseAttentionOp : Pisa_Op<"sparse_attention", [Pure]> {
     [0, ceil(N / C)), or not greater than the last entry used (so a row
     from `pisa.hier_topk` is used whole and duplicates count once). A row
     with no key gives zeros and lse = -inf. `scale` defaults to 1/sqrt(d).
-    docs/semantics.md, section 6, is the contract.
+    With `token_major` the queries, keys, values, selection and output are
+    `[B, T, H, X]` and lse is `[B, Nq, Hq]`. docs/semantics.md, section 6,
+    is the contract.
 
     ```mlir
     %o, %lse = pisa.sparse_attention %q, %k, %v, %sel, %off block_size = 64
@@ -252,7 +254,8 @@ def Pisa_SparseAttentionOp : Pisa_Op<"sparse_attention", [Pure]> {
   let arguments = (ins Pisa_FloatTensor4D:$queries, Pisa_FloatTensor4D:$keys,
                        Pisa_FloatTensor4D:$values,
                        4DTensorOf<[I32]>:$selection, Index:$query_offset,
-                       I64Attr:$block_size, OptionalAttr<F32Attr>:$scale);
+                       I64Attr:$block_size, OptionalAttr<F32Attr>:$scale,
+                       UnitAttr:$token_major);
   let results = (outs Pisa_FloatTensor4D:$output, 3DTensorOf<[F32]>:$lse);
   let assemblyFormat = [{
     $queries `,` $keys `,` $values `,` $selection `,` $query_offset

@@ -127,9 +127,14 @@ LogicalResult SelectDecodeKernelOp::verify() {
 LogicalResult SparseAttentionKernelOp::verify() {
   if (failed(verifyKernelOp(*this)))
     return failure();
-  ArrayRef<int64_t> q = shapeOf(getQueries()), k = shapeOf(getKeys());
-  ArrayRef<int64_t> v = shapeOf(getValues()), o = shapeOf(getOutput());
-  ArrayRef<int64_t> sel = shapeOf(getSelection()), lse = shapeOf(getLse());
+  const bool tm = getTokenMajor();
+  SmallVector<int64_t, 4> q = tokenShapeOf(getQueries(), tm);
+  SmallVector<int64_t, 4> k = tokenShapeOf(getKeys(), tm);
+  SmallVector<int64_t, 4> v = tokenShapeOf(getValues(), tm);
+  SmallVector<int64_t, 4> o = tokenShapeOf(getOutput(), tm);
+  SmallVector<int64_t, 4> sel = tokenShapeOf(getSelection(), tm);
+  ArrayRef<int64_t> l = shapeOf(getLse());
+  SmallVector<int64_t, 3> lse{l[0], l[tm ? 2 : 1], l[tm ? 1 : 2]};
   return failure(
       failed(sameDim(*this, "d", "keys", k[3], "queries", q[3])) ||
       failed(sameDim(*this, "N", "values", v[2], "keys", k[2])) ||

@@ -436,16 +436,23 @@ LogicalResult SparseAttentionOp::verify() {
                          << kType.getElementType() << ", "
                          << vType.getElementType() << " and "
                          << oType.getElementType();
-  if (failed(checkStaticDims(*this, "queries", qType, {{1, "Hq"}, {3, "d"}})) ||
-      failed(checkStaticDims(*this, "keys", kType, {{1, "Hkv"}})) ||
+  const bool tm = getTokenMajor();
+  const int heads = headDimIndex(tm);
+  if (failed(checkStaticDims(*this, "queries", qType, {{heads, "Hq"}, {3, "d"}})) ||
+      failed(checkStaticDims(*this, "keys", kType, {{heads, "Hkv"}})) ||
       failed(checkStaticDims(*this, "values", vType, {{3, "dv"}})) ||
       failed(checkStaticDims(*this, "selection", getSelection().getType(),
                              {{3, "K"}})))
     return failure();
-  ArrayRef<int64_t> q = qType.getShape(), k = kType.getShape();
-  ArrayRef<int64_t> v = vType.getShape(), o = oType.getShape();
-  ArrayRef<int64_t> sel = getSelection().getType().getShape();
-  ArrayRef<int64_t> lse = getLse().getType().getShape();
+  // [B, H, T, X] whatever the layout; lse [B, Hq, Nq].
+  SmallVector<int64_t, 4> q = headMajorShape(qType.getShape(), tm);
+  SmallVector<int64_t, 4> k = headMajorShape(kType.getShape(), tm);
+  SmallVector<int64_t, 4> v = headMajorShape(vType.getShape(), tm);
+  SmallVector<int64_t, 4> o = headMajorShape(oType.getShape(), tm);
+  SmallVector<int64_t, 4> sel =
+      headMajorShape(getSelection().getType().getShape(), tm);
+  ArrayRef<int64_t> l = getLse().getType().getShape();
+  SmallVector<int64_t, 3> lse{l[0], l[tm ? 2 : 1], l[tm ? 1 : 2]};
   if (failed(checkSameDim(*this, "B", "keys", k[0], "queries", q[0])) ||
       failed(checkSameDim(*this, "d", "keys", k[3], "queries", q[3])) ||
       failed(checkGroups(*this, q[1], k[1])) ||

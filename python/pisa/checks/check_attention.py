@@ -8,9 +8,12 @@ over configurations drawn from a seed, through one AOT library each.
 A configuration (Hkv, G, d, dv, C, K, g, dtype) is drawn over the GPU
 kernel's supported space and a little beyond it: a shape outside it must be
 a compile-time error naming the limit (`build` fails otherwise). Every
-library has dynamic B, N and Nq and four entries:
+library has dynamic B, N and Nq and six entries:
   attend(q, k, v, selection, offset) -> o          pisa.sparse_attention
   attend_lse(q, k, v, selection, offset) -> lse    the same op's lse
+  attend_tm, attend_tm_lse                         the same, token-major
+                                                   (must equal attend's
+                                                   bitwise, transposed)
   prefill(q, k, v, offset) -> o      pyramid_build -> hier_topk ->
                                      sparse_attention, one program
   prefill_selection(q, k, offset) -> the selection prefill attends to
@@ -87,6 +90,12 @@ def program(cfg):
     p = f"tensor<?x{Hkv}x?x{d}xf32>"
     attend = (f"pisa.sparse_attention %q, %k, %v, %s, %off block_size = {C}\n"
               f"      : {q}, {k}, {v}, {s} -> {o}, {lse}")
+    # Token-major: [B, T, H, X], lse [B, Nq, Hq].
+    qt, kt = f"tensor<?x?x{Hkv * G}x{d}x{t}>", f"tensor<?x?x{Hkv}x{d}x{t}>"
+    vt, st = f"tensor<?x?x{Hkv}x{dv}x{t}>", f"tensor<?x?x{Hkv}x{K}xi32>"
+    ot, lt = f"tensor<?x?x{Hkv * G}x{dv}x{t}>", f"tensor<?x?x{Hkv * G}xf32>"
+    attend_tm = (f"pisa.sparse_attention %q, %k, %v, %s, %off block_size = {C} "
+                 f"{{token_major}}\n      : {qt}, {kt}, {vt}, {st} -> {ot}, {lt}")
     select = (f"%p = pisa.pyramid_build %k block_size = {C} branching = {g} : {k} -> {p}\n"
               f"  %s = pisa.hier_topk %q, %k, %p, %off topk = {K} block_size = {C} "
               f"branching = {g}\n      : {q}, {k}, {p} -> {s}")
@@ -97,6 +106,14 @@ def program(cfg):
 func.func @attend_lse(%q: {q}, %k: {k}, %v: {v}, %s: {s}, %off: index) -> {lse} {{
   %o, %l = {attend}
   return %l : {lse}
+}}
+func.func @attend_tm(%q: {qt}, %k: {kt}, %v: {vt}, %s: {st}, %off: index) -> {ot} {{
+  %o, %l = {attend_tm}
+  return %o : {ot}
+}}
+func.func @attend_tm_lse(%q: {qt}, %k: {kt}, %v: {vt}, %s: {st}, %off: index) -> {lt} {{
+  %o, %l = {attend_tm}
+  return %l : {lt}
 }}
 func.func @prefill(%q: {q}, %k: {k}, %v: {v}, %off: index) -> {o} {{
   {select}
@@ -265,6 +282,16 @@ def check_case(lib, cfg, rng, shapes):
             if not good:
                 ok = False
                 notes.append(f"{entry} B={B} N={N} Nq={nq} off={off} ({mode}): {why}")
+            if entry == "attend":
+                # The token-major library reads the same data transposed:
+                # bitwise the same output and lse.
+                tm = [x.transpose(1, 2).contiguous() for x in (q, k, v, selection)]
+                o_tm = lib("attend_tm", *tm, off)
+                lse_tm = lib("attend_tm_lse", *tm, off)
+                if not (torch.equal(o_tm.transpose(1, 2), o)
+                        and torch.equal(lse_tm.transpose(1, 2), lse)):
+                    ok = False
+                    notes.append(f"token-major B={B} N={N} Nq={nq}: differs from head-major")
     desc = (f"{cfg['name']} Hkv={Hkv} G={G} d={d} dv={dv} C={C} K={K} {cfg['dtype']}: "
             f"{shapes} shapes, max |o - ref| {worst:.2e}")
     return ok, desc + ("" if ok else ": " + "; ".join(notes[:3]))

@@ -648,3 +648,12 @@ func.func @paged_overflow(%pages: tensor<64x4611686018427387904x2x32xf16>, %p: t
   %r = pisa.pyramid_append %pages, %p, %from, %to block_table(%bt : tensor<2x4xi32>) block_size = 64 branching = 2 : tensor<64x4611686018427387904x2x32xf16>, tensor<2x2x63x32xf32>, tensor<2xi32>, tensor<2xi32> -> tensor<2x2x63x32xf32>
   return %r : tensor<2x2x63x32xf32>
 }
+
+// -----
+
+func.func @attention_token_major_lse(%q: tensor<1x10x4x16xf32>, %k: tensor<1x200x2x16xf32>, %v: tensor<1x200x2x8xf32>, %s: tensor<1x10x2x4xi32>, %off: index) -> tensor<1x4x10xf32> {
+  // Token-major lse is [B, Nq, Hq].
+  // expected-error @+1 {{expected Hq of lse (10) to match queries (4)}}
+  %o, %l = pisa.sparse_attention %q, %k, %v, %s, %off block_size = 64 {token_major} : tensor<1x10x4x16xf32>, tensor<1x200x2x16xf32>, tensor<1x200x2x8xf32>, tensor<1x10x2x4xi32> -> tensor<1x10x4x8xf32>, tensor<1x4x10xf32>
+  return %l : tensor<1x4x10xf32>
+}

@@ -126,12 +126,17 @@ Value mlir::pisa::detail::swapHeadsAndTokens(ImplicitLocOpBuilder &b,
                                              Value tensor) {
   auto type = cast<RankedTensorType>(tensor.getType());
   ArrayRef<int64_t> s = type.getShape();
-  auto swappedType =
-      RankedTensorType::get({s[0], s[2], s[1], s[3]}, type.getElementType());
-  Value init = emptyLike(b, swappedType,
-                         {dimOf(b, tensor, 0), dimOf(b, tensor, 2),
-                          dimOf(b, tensor, 1), dimOf(b, tensor, 3)});
-  return linalg::TransposeOp::create(b, tensor, init,
-                                     ArrayRef<int64_t>{0, 2, 1, 3})
-      .getResult()[0];
+  // [B, T, H, X] <-> [B, H, T, X], or [B, T, H] <-> [B, H, T].
+  SmallVector<int64_t> perm{0, 2, 1};
+  if (s.size() == 4)
+    perm.push_back(3);
+  SmallVector<int64_t> shape;
+  SmallVector<Value> sizes;
+  for (int64_t p : perm) {
+    shape.push_back(s[p]);
+    sizes.push_back(dimOf(b, tensor, p));
+  }
+  Value init = emptyLike(
+      b, RankedTensorType::get(shape, type.getElementType()), sizes);
+  return linalg::TransposeOp::create(b, tensor, init, perm).getResult()[0];
 }

@@ -64,7 +64,8 @@ Value emptyLike(ImplicitLocOpBuilder &b, RankedTensorType type,
                 ArrayRef<Value> sizes);
 
 /// A 4-D tensor with dimensions 1 and 2 swapped ([B, T, H, X] <-> [B, H, T,
-/// X]): a linalg.transpose into a fresh tensor.
+/// X]), or a 3-D one ([B, T, H] <-> [B, H, T]): a linalg.transpose into a
+/// fresh tensor.
 Value swapHeadsAndTokens(ImplicitLocOpBuilder &b, Value tensor);
 
 } // namespace mlir::pisa::detail

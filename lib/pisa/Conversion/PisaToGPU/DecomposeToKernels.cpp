@@ -429,6 +429,8 @@ void decompose(RewriterBase &rewriter, SparseAttentionOp op) {
   ImplicitLocOpBuilder b(op.getLoc(), rewriter);
   Value queries = op.getQueries(), keys = op.getKeys();
   Value values = op.getValues(), selection = op.getSelection();
+  const bool tm = op.getTokenMajor();
+  const int64_t heads = headDimIndex(tm), tokens = tokenDimIndex(tm);
   auto dynamic = [](Value v, int64_t dim) {
     return cast<ShapedType>(v.getType()).isDynamicDim(dim);
   };
@@ -443,16 +445,17 @@ void decompose(RewriterBase &rewriter, SparseAttentionOp op) {
   requireSame(keys, 0, queries, 0, "the keys' batch differs from the queries'");
   requireSame(values, 0, queries, 0,
               "the values' batch differs from the queries'");
-  requireSame(values, 2, keys, 2, "the values' N differs from the keys'");
+  requireSame(values, tokens, keys, tokens,
+              "the values' N differs from the keys'");
   requireSame(selection, 0, queries, 0,
               "the selection's batch differs from the queries'");
-  requireSame(selection, 2, queries, 2,
+  requireSame(selection, tokens, queries, tokens,
               "the selection's Nq differs from the queries'");
-  Value batch = dimOf(b, queries, 0), numQueries = dimOf(b, queries, 2);
+  Value batch = dimOf(b, queries, 0), numQueries = dimOf(b, queries, tokens);
   if (dynamic(queries, 0))
     requireGroupsFitGrid(b, "pisa.sparse_attention", batch,
-                         op.getKeys().getType().getDimSize(1));
-  if (dynamic(queries, 2))
+                         op.getKeys().getType().getDimSize(heads));
+  if (dynamic(queries, tokens))
     requireAtRuntime(b,
                      cmp(b, arith::CmpIPredicate::ule, numQueries,
                          indexConst(b, kMaxGPUKeys)),
@@ -460,12 +463,17 @@ void decompose(RewriterBase &rewriter, SparseAttentionOp op) {
                          std::to_string(kMaxGPUKeys) + " (grid x)");
   RankedTensorType outType = op.getOutput().getType();
   RankedTensorType lseType = op.getLse().getType();
-  Value outInit = emptyLike(b, outType, {batch, Value(), numQueries, Value()});
-  Value lseInit = emptyLike(b, lseType, {batch, Value(), numQueries});
+  // Dynamic sizes are B and Nq only: [B, Nq, Hq, dv] / [B, Nq, Hq] when
+  // token-major.
+  SmallVector<Value> outSizes(4, Value()), lseSizes(3, Value());
+  outSizes[0] = lseSizes[0] = batch;
+  outSizes[tokens] = lseSizes[tokens] = numQueries;
+  Value outInit = emptyLike(b, outType, outSizes);
+  Value lseInit = emptyLike(b, lseType, lseSizes);
   auto kernel = SparseAttentionKernelOp::create(
       b, TypeRange{outType, lseType}, queries, keys, values, selection,
       op.getQueryOffset(), outInit, lseInit, op.getBlockSize(),
-      llvm::APFloat(op.getScaleOrDefault()));
+      llvm::APFloat(op.getScaleOrDefault()), tm);
   rewriter.replaceOp(op, kernel.getResults());
 }
 

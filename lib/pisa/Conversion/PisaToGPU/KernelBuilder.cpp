@@ -115,15 +115,26 @@ void mlir::pisa::detail::viewTokenMajorOperands(RewriterBase &rewriter,
             return Operands{&o.getQueriesMutable(), &o.getKeysMutable(),
                             &o.getSelectionMutable()};
           })
+          .Case([](SparseAttentionKernelOp o) {
+            return Operands{&o.getQueriesMutable(),   &o.getKeysMutable(),
+                            &o.getValuesMutable(),    &o.getSelectionMutable(),
+                            &o.getOutputMutable(),    &o.getLseMutable()};
+          })
           .Default([](Operation *) { return Operands{}; });
   OpBuilder::InsertionGuard guard(rewriter);
   rewriter.setInsertionPoint(op);
-  auto swap = AffineMapAttr::get(AffineMap::getPermutationMap(
-      ArrayRef<unsigned>{0, 2, 1, 3}, op->getContext()));
+  // [B, T, H, X] -> [B, H, T, X]; a 3-D [B, T, H] (attention's lse) ->
+  // [B, H, T].
+  static constexpr unsigned kSwap[] = {0, 2, 1, 3};
+  auto swap = [&](Value v) {
+    int64_t rank = cast<MemRefType>(v.getType()).getRank();
+    return AffineMapAttr::get(AffineMap::getPermutationMap(
+        ArrayRef<unsigned>(kSwap).take_front(rank), op->getContext()));
+  };
   rewriter.modifyOpInPlace(op, [&] {
     for (OpOperand *operand : tokenIndexed)
-      operand->set(memref::TransposeOp::create(rewriter, op->getLoc(),
-                                               operand->get(), swap));
+      operand->set(memref::TransposeOp::create(
+          rewriter, op->getLoc(), operand->get(), swap(operand->get())));
     op->removeAttr("token_major");
   });
 }

@@ -191,8 +191,16 @@ std::optional<std::string> mlir::pisa::gpuLimitViolation(Operation *op) {
     return why;
   }
   if (auto attention = dyn_cast<SparseAttentionOp>(op)) {
-    ArrayRef<int64_t> q = attention.getQueries().getType().getShape();
-    ArrayRef<int64_t> k = attention.getKeys().getType().getShape();
+    // [B, H, T, X] whatever the layout.
+    auto headMajor = [&](ArrayRef<int64_t> s) {
+      bool t = attention.getTokenMajor();
+      return SmallVector<int64_t, 4>{s[0], s[headDimIndex(t)],
+                                     s[tokenDimIndex(t)], s[3]};
+    };
+    SmallVector<int64_t, 4> q =
+        headMajor(attention.getQueries().getType().getShape());
+    SmallVector<int64_t, 4> k =
+        headMajor(attention.getKeys().getType().getShape());
     const int64_t dv = attention.getValues().getType().getShape()[3];
     if (auto why = detail::attentionLimitViolation(
             attention.getQueries().getType().getElementType(), q[1] / k[1],

@@ -36,6 +36,8 @@ struct SparseAttentionToLoops : OpRewritePattern<SparseAttentionOp> {
 
   LogicalResult matchAndRewrite(SparseAttentionOp op,
                                 PatternRewriter &rewriter) const override {
+    if (op.getTokenMajor())
+      return rewriter.notifyMatchFailure(op, "token-major: transposed first");
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     RankedTensorType qType = op.getQueries().getType();
     const int64_t queryHeads = qType.getDimSize(1), d = qType.getDimSize(3);
@@ -189,8 +191,36 @@ private:
         });
   }
 };
+/// Token-major: the same op head-major between transposes.
+struct TokenMajorSparseAttention : OpRewritePattern<SparseAttentionOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(SparseAttentionOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!op.getTokenMajor())
+      return failure();
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    auto swapped = [](RankedTensorType type) {
+      SmallVector<int64_t> s(type.getShape());
+      std::swap(s[1], s[2]);
+      return RankedTensorType::get(s, type.getElementType());
+    };
+    auto headMajor = SparseAttentionOp::create(
+        b, TypeRange{swapped(op.getOutput().getType()),
+                     swapped(op.getLse().getType())},
+        swapHeadsAndTokens(b, op.getQueries()),
+        swapHeadsAndTokens(b, op.getKeys()),
+        swapHeadsAndTokens(b, op.getValues()),
+        swapHeadsAndTokens(b, op.getSelection()), op.getQueryOffset(),
+        op.getBlockSize(), op.getScaleAttr(), /*token_major=*/false);
+    rewriter.replaceOp(op, {swapHeadsAndTokens(b, headMajor.getOutput()),
+                            swapHeadsAndTokens(b, headMajor.getLse())});
+    return success();
+  }
+};
 } // namespace
 
 void mlir::pisa::populateAttentionToLoopsPatterns(RewritePatternSet &patterns) {
-  patterns.add<SparseAttentionToLoops>(patterns.getContext());
+  patterns.add<SparseAttentionToLoops, TokenMajorSparseAttention>(
+      patterns.getContext());
 }

@@ -1,0 +1,65 @@
+"""GPU-free tests of the decode and attention checks' generators
+(pisa.checks.check_decode, pisa.checks.check_attention): the programs they
+compile are valid pisa, and the attention draw marks the shapes the GPU
+kernel does not take."""
+
+import os
+import random
+import shutil
+import subprocess
+import unittest
+
+from pisa.checks import check_attention, check_decode, sweep
+
+PISA_OPT = os.environ.get("PISA_OPT", "pisa-opt")
+
+
+def verify(test, text):
+    r = subprocess.run([PISA_OPT, "-"], input=text, capture_output=True, text=True)
+    test.assertEqual(r.returncode, 0, r.stderr)
+    return r.stdout
+
+
+class AttentionDrawTest(unittest.TestCase):
+    def test_outside_shapes_name_the_limit_they_break(self):
+        rng = random.Random(7)
+        cfgs = [check_attention.draw_config(rng, i) for i in range(400)]
+        outside = [c for c in cfgs if "expect_error" in c]
+        self.assertTrue(20 < len(outside) < 120, len(outside))
+        for c in cfgs:
+            inside = (c["dtype"] in ("f16", "bf16") and c["C"] % 32 == 0
+                      and c["C"] <= 128 and c["d"] % 16 == 0 and c["dv"] % 32 == 0
+                      and c["G"] <= 64
+                      and check_attention.shared_bytes(c) <= 227 * 1024)
+            self.assertEqual("expect_error" not in c, inside, c)
+
+    def test_shared_bytes_of_the_paper_setting(self):
+        # SparseAttention.h's tiles: Q, K, V, S, P, O of 16 rows and the
+        # block list (test/Conversion/PisaToGPU/sparse-attention.mlir).
+        self.assertEqual(check_attention.shared_bytes(check_attention.PAPER), 54304)
+
+
+@unittest.skipUnless(shutil.which(PISA_OPT), "pisa-opt not on PATH")
+class ProgramTest(unittest.TestCase):
+    def test_attention_programs_verify(self):
+        rng = random.Random(3)
+        for i in range(12):
+            cfg = check_attention.draw_config(rng, i)
+            if "expect_error" in cfg:
+                continue
+            out = verify(self, check_attention.program(cfg))
+            self.assertIn("token_major", out)  # attend_tm
+
+    def test_decode_programs_verify(self):
+        rng = random.Random(4)
+        for i in range(8):
+            c = sweep.draw_config(rng, i)
+            cfg = {x: c[x] for x in ("Hkv", "G", "d", "C", "K", "g", "dtype")}
+            cfg["S"] = rng.choice((1, 3, 16, cfg["C"]))
+            cfg["Ncap"] = cfg["S"] * rng.randint(1, 40)
+            out = verify(self, check_decode.program(cfg))
+            self.assertIn("block_table", out)  # decode_batch_paged
+
+
+if __name__ == "__main__":
+    unittest.main()

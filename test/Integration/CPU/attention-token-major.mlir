@@ -6,7 +6,7 @@
 // query 2 of KV head 0 has no usable entry, and query 3's first entry, block
 // 3, starts after it and hides the two below it, so both give -inf on their
 // two heads).
-// RUN: pisa-opt %s --pisa-cpu-pipeline | %mlir_runner -e main -entry-point-result=void -shared-libs=%runner_shared_libs | FileCheck %s
+// RUN: pisa-opt %s --pisa-cpu-pipeline | %mlir_runner -e main -entry-point-result=void -shared-libs=%runner_shared_libs | FileCheck %s --enable-var-scope
 // CHECK: {{^}}0{{$}}
 // CHECK-NEXT: {{^}}0{{$}}
 // CHECK-NEXT: {{^}}20{{$}}

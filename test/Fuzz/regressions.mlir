@@ -8,3 +8,16 @@ func.func @f(%k: tensor<1x1x200x64xf16>) {
   %p = pisa.pyramid_build %k block_size = 9223372036854775807 branching = 2 : tensor<1x1x200x64xf16> -> tensor<1x1x7x64xf32>
   return
 }
+
+// -----
+
+// A level far past any pyramid: the CPU lowering looped level - 2 times to
+// size its children (the CI fuzz run's timeout, level = 2^63 - 1).
+func.func @score(%q: tensor<1x4x16x32xf32>, %c: tensor<1x2x9x32xf32>,
+                 %n: tensor<1x2x16x4xi32>, %off: index) -> tensor<1x2x16x4xf32> {
+  // expected-error @+1 {{expected a level whose children cover at most 2^31 - 1 keys (C g^(level - 2)) but got level 9223372036854775807}}
+  %u = pisa.lse_score %q, %c, %n, %off level = 9223372036854775807 block_size = 8 branching = 3
+      : tensor<1x4x16x32xf32>, tensor<1x2x9x32xf32>, tensor<1x2x16x4xi32>
+      -> tensor<1x2x16x4xf32>
+  return %u : tensor<1x2x16x4xf32>
+}

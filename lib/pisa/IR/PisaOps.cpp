@@ -225,6 +225,17 @@ LogicalResult LseScoreOp::verify() {
     return failure();
   if (getLevel() < 1)
     return emitOpError() << "expected level >= 1 but got " << getLevel();
+  // A level-l node's children each cover C g^(l-2) keys (l >= 2); keys
+  // have i32 positions, so a level past that has no meaning (the fuzzer's
+  // level = 2^63 - 1 made the lowering loop over it).
+  for (int64_t l = 2, span = getBlockSize(); l < getLevel(); ++l) {
+    if (span > INT32_MAX / int64_t(getBranching()))
+      return emitOpError()
+             << "expected a level whose children cover at most 2^31 - 1 "
+                "keys (C g^(level - 2)) but got level "
+             << getLevel();
+    span *= getBranching();
+  }
 
   RankedTensorType qType = getQueries().getType();
   RankedTensorType childType = getChildren().getType();

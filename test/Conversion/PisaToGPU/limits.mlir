@@ -161,3 +161,12 @@ func.func @attention_no_features(%q: tensor<1x4x10x0xbf16>, %k: tensor<1x2x10x0x
   %o, %l = pisa.sparse_attention %q, %k, %v, %s, %off block_size = 32 : tensor<1x4x10x0xbf16>, tensor<1x2x10x0xbf16>, tensor<1x2x10x32xbf16>, tensor<1x2x10x3xi32> -> tensor<1x4x10x32xbf16>, tensor<1x4x10xf32>
   return %o : tensor<1x4x10x32xbf16>
 }
+
+// -----
+
+// A selection row of any static K: bounded before its shared list is sized.
+func.func @attention_huge_k(%q: tensor<1x4x10x32xbf16>, %k: tensor<1x2x10x32xbf16>, %v: tensor<1x2x10x32xbf16>, %s: tensor<1x2x10x4611686018427387904xi32>, %off: index) -> tensor<1x4x10x32xbf16> {
+  // expected-error @+1 {{selects K = 4611686018427387904 blocks per query, above the GPU limit of 4096 (the block list in shared memory)}}
+  %o, %l = pisa.sparse_attention %q, %k, %v, %s, %off block_size = 32 : tensor<1x4x10x32xbf16>, tensor<1x2x10x32xbf16>, tensor<1x2x10x32xbf16>, tensor<1x2x10x4611686018427387904xi32> -> tensor<1x4x10x32xbf16>, tensor<1x4x10xf32>
+  return %o : tensor<1x4x10x32xbf16>
+}

@@ -25,6 +25,7 @@ constexpr int64_t kMaxAttentionSharedBytes = 227 * 1024;
 constexpr int64_t kMaxAttentionBlockSize = 128;
 constexpr int64_t kMaxAttentionHeadDim = 256;
 constexpr int64_t kMaxAttentionGroupSize = 64;
+constexpr int64_t kMaxAttentionTopK = 4096;
 
 /// The block's tiles, carved at fixed byte offsets out of one dynamic
 /// shared-memory allocation (TOOLCHAIN.md: dynamic and static shared memory

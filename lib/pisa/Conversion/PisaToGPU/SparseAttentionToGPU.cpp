@@ -98,6 +98,10 @@ mlir::pisa::detail::attentionLimitViolation(Type elem, int64_t groupSize,
     os << "has value dim dv = " << dv
        << ": the GPU kernel takes a multiple of 32 from 32 to "
        << kMaxAttentionHeadDim << " (four warps split dv)";
+  else if (topK > kMaxAttentionTopK)
+    os << "selects K = " << topK << " blocks per query, above the GPU "
+       << "limit of " << kMaxAttentionTopK << " (the block list in shared "
+       << "memory)";
   else if (groupSize > kMaxAttentionGroupSize)
     os << "has G = " << groupSize << " query heads per KV head, above the "
        << "GPU limit of " << kMaxAttentionGroupSize

@@ -250,6 +250,27 @@ Value mlir::pisa::detail::concatVectors(ImplicitLocOpBuilder &b, Value x,
   return vector::ShuffleOp::create(b, x, y, order);
 }
 
+Value mlir::pisa::detail::f32Splat(ImplicitLocOpBuilder &b, VectorType type,
+                                   float v) {
+  return arith::ConstantOp::create(
+      b, type, DenseElementsAttr::get(type, b.getF32FloatAttr(v)));
+}
+
+Value mlir::pisa::detail::tileProduct(ImplicitLocOpBuilder &b, Value lhs,
+                                      Value rhs, Value acc, bool rhsIsKN) {
+  AffineExpr m, n, k;
+  bindDims(b.getContext(), m, n, k);
+  return vector::ContractionOp::create(
+      b, lhs, rhs, acc,
+      ArrayRef<ArrayRef<AffineExpr>>{
+          {m, k},
+          rhsIsKN ? ArrayRef<AffineExpr>{k, n} : ArrayRef<AffineExpr>{n, k},
+          {m, n}},
+      ArrayRef<vector::IteratorType>{vector::IteratorType::parallel,
+                                     vector::IteratorType::parallel,
+                                     vector::IteratorType::reduction});
+}
+
 Value mlir::pisa::detail::iotaI32(ImplicitLocOpBuilder &b, int64_t n) {
   auto type = VectorType::get({n}, b.getI32Type());
   SmallVector<int32_t> values(n);

@@ -106,6 +106,15 @@ void setOccupancyHint(gpu::GPUFuncOp kernel, int64_t threads,
 /// The 1-D vectors `x` then `y` as one vector (a vector.shuffle, which lowers
 /// to one LLVM shufflevector).
 Value concatVectors(ImplicitLocOpBuilder &b, Value x, Value y);
+/// The constant `type` (a vector of f32) with every element `v`.
+Value f32Splat(ImplicitLocOpBuilder &b, VectorType type, float v);
+
+/// A warp tile product for --pisa-vector-to-mma-sync: `vector.contract`
+/// (m, k) x rhs -> (m, n) accumulated onto `acc`, rhs (n, k) (a key tile)
+/// or, with `rhsIsKN`, (k, n) (a value tile).
+Value tileProduct(ImplicitLocOpBuilder &b, Value lhs, Value rhs, Value acc,
+                  bool rhsIsKN);
+
 /// The constant vector<n x i32> [0, 1, ..., n - 1].
 Value iotaI32(ImplicitLocOpBuilder &b, int64_t n);
 

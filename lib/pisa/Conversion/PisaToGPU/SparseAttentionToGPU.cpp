@@ -117,11 +117,6 @@ mlir::pisa::detail::attentionLimitViolation(Type elem, int64_t groupSize,
 
 namespace {
 
-Value splatF32(ImplicitLocOpBuilder &b, VectorType type, float v) {
-  return arith::ConstantOp::create(
-      b, type, DenseElementsAttr::get(type, b.getF32FloatAttr(v)));
-}
-
 /// max or sum of `v` over the `width` consecutive lanes that share a row.
 Value rowAllReduce(ImplicitLocOpBuilder &b, Value v, int64_t width,
                    bool isMax) {
@@ -131,23 +126,6 @@ Value rowAllReduce(ImplicitLocOpBuilder &b, Value v, int64_t width,
               : arith::AddFOp::create(b, v, other).getResult();
   }
   return v;
-}
-
-/// `vector.contract` (m, k) x rhs -> (m, n) accumulated onto `acc`; rhs is
-/// (n, k) for the score product and (k, n) for the value product.
-Value tileProduct(ImplicitLocOpBuilder &b, Value lhs, Value rhs, Value acc,
-                  bool rhsIsKN) {
-  AffineExpr m, n, k;
-  bindDims(b.getContext(), m, n, k);
-  return vector::ContractionOp::create(
-      b, lhs, rhs, acc,
-      ArrayRef<ArrayRef<AffineExpr>>{
-          {m, k},
-          rhsIsKN ? ArrayRef<AffineExpr>{k, n} : ArrayRef<AffineExpr>{n, k},
-          {m, n}},
-      ArrayRef<vector::IteratorType>{vector::IteratorType::parallel,
-                                     vector::IteratorType::parallel,
-                                     vector::IteratorType::reduction});
 }
 
 /// The kernel body: one block per (query, batch x KV head). Its values are
@@ -201,7 +179,7 @@ public:
   void build(ImplicitLocOpBuilder &b) {
     const float negInf = -std::numeric_limits<float>::infinity();
     stageQueries(b);
-    vector::StoreOp::create(b, splatF32(b, outRowType(b), 0.0f), oTile,
+    vector::StoreOp::create(b, f32Splat(b, outRowType(b), 0.0f), oTile,
                             ValueRange{row, outCol0}, false,
                             llvm::MaybeAlign(16));
     Value count = listAttendedBlocks(b);
@@ -399,7 +377,7 @@ private:
           b, VectorType::get({keysPerWarp, d}, elem), kTile,
           ValueRange{warpKey0, zero}, pad, inBounds);
       auto accType = VectorType::get({R, keysPerWarp}, f32);
-      Value product = tileProduct(b, lhs, rhs, splatF32(b, accType, 0.0f),
+      Value product = tileProduct(b, lhs, rhs, f32Splat(b, accType, 0.0f),
                                   /*rhsIsKN=*/false);
       vector::TransferWriteOp::create(b, product, sTile,
                                       ValueRange{zero, warpKey0}, inBounds);
@@ -423,8 +401,8 @@ private:
                      vector::BroadcastOp::create(b, i32s, toI32(b, visible)));
     Value logits = arith::SelectOp::create(
         b, mask,
-        arith::MulFOp::create(b, raw, splatF32(b, scoreRow, scale * kLog2E)),
-        splatF32(b, scoreRow, negInf));
+        arith::MulFOp::create(b, raw, f32Splat(b, scoreRow, scale * kLog2E)),
+        f32Splat(b, scoreRow, negInf));
     auto reassoc = arith::FastMathFlags::reassoc;
     Value blockMax = rowAllReduce(
         b,

@@ -102,12 +102,6 @@ int64_t mlir::pisa::detail::mmaScoreThreads(const TileProblem &p) {
   return l.rows / l.rowsPerWarp * 32;
 }
 
-/// The constant `type` (a vector of f32) with every element `v`.
-static Value f32Splat(ImplicitLocOpBuilder &b, VectorType type, float v) {
-  return arith::ConstantOp::create(
-      b, type, DenseElementsAttr::get(type, b.getF32FloatAttr(v)));
-}
-
 /// Loads `width` scores of row `r` from column `start` as 4-wide chunks,
 /// lanes whose bit 2 is set starting one chunk later (wrapping): with a row
 /// stride of 8 mod 32 words, the eight lanes of a 16-byte access then cover
@@ -358,17 +352,9 @@ Kernel mlir::pisa::detail::buildMmaScoreKernel(
     Value rhs = vector::TransferReadOp::create(
         tb, VectorType::get({c, d}, elem), keyTile, ValueRange{zero, zero},
         pad, inBounds);
-    auto accType = VectorType::get({warpRows, c}, f32);
-    Value acc = arith::ConstantOp::create(
-        tb, accType, DenseElementsAttr::get(accType, tb.getZeroAttr(f32)));
-    AffineExpr m, nn, k;
-    bindDims(ctx, m, nn, k);
-    Value product = vector::ContractionOp::create(
-        tb, lhs, rhs, acc,
-        ArrayRef<ArrayRef<AffineExpr>>{{m, k}, {nn, k}, {m, nn}},
-        ArrayRef<vector::IteratorType>{vector::IteratorType::parallel,
-                                       vector::IteratorType::parallel,
-                                       vector::IteratorType::reduction});
+    Value product = tileProduct(
+        tb, lhs, rhs, f32Splat(tb, VectorType::get({warpRows, c}, f32), 0.0f),
+        /*rhsIsKN=*/false);
     if (l.registerEpilogue) {
       buildRegisterEpilogue(tb, e, p, product, warp, lane, batch, kv, span,
                             n, warpRows);

@@ -136,7 +136,7 @@ def build(args):
         cfg["Ncap"] = -(-cfg["Ncap"] // cfg["S"]) * cfg["S"]
         cfgs.append(cfg)
     if args.paper:
-        cfgs.append(dict(PAPER))
+        cfgs.append(dict(PAPER, Ncap=args.paper_capacity))
         # 64 sequences of 32K, the batched decode of issue 13's goals.
         cfgs.append(dict(PAPER, name="paper64", Ncap=32768, batch=64))
     t0 = time.time()
@@ -493,6 +493,8 @@ def main(argv=None):
     b.add_argument("--pisa-compile", default="build/bin/pisa-compile")
     b.add_argument("--paper", action="store_true",
                    help="also the paper setting with a 128K cache (libpaper.so, for bench)")
+    b.add_argument("--paper-capacity", type=int, default=PAPER["Ncap"],
+                   help="libpaper.so's Ncap (bench --capacity must match)")
     c = sub.add_parser("check")
     c.add_argument("dir")
     c.add_argument("--seed", type=int)

@@ -250,6 +250,31 @@ Value mlir::pisa::detail::concatVectors(ImplicitLocOpBuilder &b, Value x,
   return vector::ShuffleOp::create(b, x, y, order);
 }
 
+SmallVector<Value> PagedKeys::at(ImplicitLocOpBuilder &b, Value batch,
+                                 Value j, Value head, Value feature) const {
+  Value s = indexConst(b, pageSize);
+  Value page = toIndex(
+      b, memref::LoadOp::create(
+             b, table, ValueRange{batch, arith::DivUIOp::create(b, j, s)}));
+  return {page, arith::RemUIOp::create(b, j, s), head, feature};
+}
+
+Value PagedKeys::pagesBelow(ImplicitLocOpBuilder &b, Value n,
+                            Value capacity) const {
+  Value keys = arith::MinSIOp::create(
+      b, arith::MaxSIOp::create(b, n, indexConst(b, 0)), capacity);
+  return arith::CeilDivUIOp::create(b, keys, indexConst(b, pageSize));
+}
+
+Value PagedKeys::outside(ImplicitLocOpBuilder &b, Value batch, Value i,
+                         Value numPages) const {
+  Value page =
+      toIndex(b, memref::LoadOp::create(b, table, ValueRange{batch, i}));
+  return arith::OrIOp::create(
+      b, cmp(b, arith::CmpIPredicate::slt, page, indexConst(b, 0)),
+      cmp(b, arith::CmpIPredicate::sge, page, numPages));
+}
+
 Value mlir::pisa::detail::f32Splat(ImplicitLocOpBuilder &b, VectorType type,
                                    float v) {
   return arith::ConstantOp::create(

@@ -106,6 +106,25 @@ void setOccupancyHint(gpu::GPUFuncOp kernel, int64_t threads,
 /// The 1-D vectors `x` then `y` as one vector (a vector.shuffle, which lowers
 /// to one LLVM shufflevector).
 Value concatVectors(ImplicitLocOpBuilder &b, Value x, Value y);
+/// A paged key cache inside a kernel (docs/semantics.md, section 4): a pool
+/// [P, S, H, d] read through a block table [B, Mp]. The one definition of
+/// the page arithmetic for the append and the decode selection kernels.
+struct PagedKeys {
+  Value table, pool;
+  int64_t pageSize;
+  /// Indices of element `feature` of key j of sequence `batch`, head
+  /// `head`: [table[batch, j / S], j % S, head, feature].
+  SmallVector<Value> at(ImplicitLocOpBuilder &b, Value batch, Value j,
+                        Value head, Value feature) const;
+  /// The table entries that hold keys 0 .. n - 1, n clamped to [0,
+  /// capacity] (a length that breaks its rule checks no page).
+  Value pagesBelow(ImplicitLocOpBuilder &b, Value n, Value capacity) const;
+  /// Whether entry i of sequence `batch` names a page outside [0,
+  /// numPages) (numPages: the pool's dimension 0).
+  Value outside(ImplicitLocOpBuilder &b, Value batch, Value i,
+                Value numPages) const;
+};
+
 /// The constant `type` (a vector of f32) with every element `v`.
 Value f32Splat(ImplicitLocOpBuilder &b, VectorType type, float v);
 

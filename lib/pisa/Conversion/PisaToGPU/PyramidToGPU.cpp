@@ -216,7 +216,7 @@ static Kernel buildAppendKernel(PatternRewriter &rewriter, Operation *op,
       cmp(b, P::ule, toIndex(b, to), capacity));
   std::function<SmallVector<Value>(ImplicitLocOpBuilder &, Value)> keyAt;
   if (tableMem) {
-    Value table = kernel.arg("blockTable");
+    PagedKeys paged{kernel.arg("blockTable"), keys, pageSize};
     // Pages below to[b] must lie in [0, P), else the cache is left as it
     // is: the threads split the table's entries, and a shared flag holds
     // whether any of them is out of range.
@@ -226,19 +226,12 @@ static Kernel buildAppendKernel(PatternRewriter &rewriter, Operation *op,
       memref::StoreOp::create(ib, zero32, flag, ValueRange{zero});
     });
     gpu::BarrierOp::create(b);
-    Value toKeys = arith::MinSIOp::create(
-        b, arith::MaxSIOp::create(b, toIndex(b, to), zero), capacity);
-    Value pages =
-        arith::CeilDivUIOp::create(b, toKeys, indexConst(b, pageSize));
+    Value pages = paged.pagesBelow(b, toIndex(b, to), capacity);
     Value numPages = dimOf(b, keys, 0);
     buildLoop(b, tid, pages, indexConst(b, at.rows.count * d), {},
               [&](ImplicitLocOpBuilder &lb, Value i, ValueRange) {
-                Value page = toIndex(lb, memref::LoadOp::create(
-                                             lb, table, ValueRange{batch, i}));
-                Value outside = arith::OrIOp::create(
-                    lb, cmp(lb, P::slt, page, zero),
-                    cmp(lb, P::sge, page, numPages));
-                buildIfThen(lb, outside, [&](ImplicitLocOpBuilder &wb) {
+                buildIfThen(lb, paged.outside(lb, batch, i, numPages),
+                            [&](ImplicitLocOpBuilder &wb) {
                   memref::StoreOp::create(
                       wb, arith::ConstantIntOp::create(wb, 1, 32), flag,
                       ValueRange{zero});
@@ -250,15 +243,8 @@ static Kernel buildAppendKernel(PatternRewriter &rewriter, Operation *op,
         b, valid,
         cmp(b, P::eq, memref::LoadOp::create(b, flag, ValueRange{zero}),
             zero32));
-    // Key j of the sequence: keys[table[b, j / S], j % S, head, feature].
     keyAt = [=](ImplicitLocOpBuilder &lb, Value j) {
-      Value s = indexConst(lb, pageSize);
-      Value page = toIndex(
-          lb, memref::LoadOp::create(
-                  lb, table,
-                  ValueRange{batch, arith::DivUIOp::create(lb, j, s)}));
-      return SmallVector<Value>{page, arith::RemUIOp::create(lb, j, s), head,
-                                feature};
+      return paged.at(lb, batch, j, head, feature);
     };
   }
   buildIfThen(b, valid, [&](ImplicitLocOpBuilder &tb) {

@@ -298,19 +298,16 @@ struct SelectDecodeToGPU : KernelOpPattern<SelectDecodeKernelOp> {
                             scratchTypes(rewriter.getContext(), p));
       boundRegisters(kernel, p);
       ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-      // Key j of a sequence: keys[table[b, j / S], j % S, kvHead, e].
+      std::optional<PagedKeys> paged;
       KeyRowAt pagedKey = nullptr;
-      if (table)
+      if (table) {
+        paged = PagedKeys{kernel.arg("blockTable"), kernel.arg("keys"),
+                          pageSize};
         pagedKey = [&](ImplicitLocOpBuilder &lb, const QuerySite &site,
                        Value j, Value e) {
-          Value s = indexConst(lb, pageSize);
-          Value page = toIndex(
-              lb, memref::LoadOp::create(
-                      lb, kernel.arg("blockTable"),
-                      ValueRange{site.batch, arith::DivUIOp::create(lb, j, s)}));
-          return SmallVector<Value>{page, arith::RemUIOp::create(lb, j, s),
-                                    site.kvHead, e};
+          return paged->at(lb, site.batch, j, site.kvHead, e);
         };
+      }
       buildPerSequenceSingleStage(
           b, kernel, p,
           [&](ImplicitLocOpBuilder &sb, Value batch, Value row) {
@@ -323,11 +320,9 @@ struct SelectDecodeToGPU : KernelOpPattern<SelectDecodeKernelOp> {
             Value valid =
                 arith::AndIOp::create(sb, cmp(sb, P::sle, numQueries, n),
                                       cmp(sb, P::sle, n, cap));
-            if (table)
+            if (paged)
               valid = arith::AndIOp::create(
-                  sb, valid,
-                  pagesInPool(sb, kernel.arg("blockTable"), kernel.arg("keys"),
-                              batch, n, cap, pageSize));
+                  sb, valid, pagesInPool(sb, *paged, batch, n, cap));
             WarpSequence seq = batchedSequence(
                 sb, batch, row, arith::SubIOp::create(sb, n, numQueries), n);
             seq.valid = valid;
@@ -351,23 +346,17 @@ struct SelectDecodeToGPU : KernelOpPattern<SelectDecodeKernelOp> {
   /// Whether the pages holding keys 0 .. n - 1 of sequence `batch` all lie
   /// in [0, P): the warp's lanes split the table's entries and combine
   /// their verdicts with shuffles (uniform over the warp).
-  static Value pagesInPool(ImplicitLocOpBuilder &b, Value table, Value pool,
-                           Value batch, Value n, Value cap, int64_t pageSize) {
+  static Value pagesInPool(ImplicitLocOpBuilder &b, const PagedKeys &paged,
+                           Value batch, Value n, Value cap) {
     using P = arith::CmpIPredicate;
-    Value zero = indexConst(b, 0);
     Value lane = arith::RemUIOp::create(b, threadIdX(b), indexConst(b, kLanes));
-    Value keys = arith::MinSIOp::create(b, arith::MaxSIOp::create(b, n, zero),
-                                        cap);
-    Value pages = arith::CeilDivUIOp::create(b, keys, indexConst(b, pageSize));
-    Value numPages = dimOf(b, pool, 0);
+    Value pages = paged.pagesBelow(b, n, cap);
+    Value numPages = dimOf(b, paged.pool, 0);
     Value zero32 = arith::ConstantIntOp::create(b, 0, 32);
     Value bad = buildLoop(
         b, lane, pages, indexConst(b, kLanes), ValueRange{zero32},
         [&](ImplicitLocOpBuilder &lb, Value i, ValueRange st) {
-          Value page = toIndex(
-              lb, memref::LoadOp::create(lb, table, ValueRange{batch, i}));
-          Value outside = arith::OrIOp::create(
-              lb, cmp(lb, P::slt, page, zero), cmp(lb, P::sge, page, numPages));
+          Value outside = paged.outside(lb, batch, i, numPages);
           return SmallVector<Value>{arith::OrIOp::create(
               lb, st[0], arith::ExtUIOp::create(lb, lb.getI32Type(), outside))};
         })[0];

@@ -23,7 +23,7 @@
 // The kernel: N_b = seq_lens[b] (b = block y / Hkv), checked against Nq = 1
 // and the capacity; a broken length writes K entries of -2.
 // CHECK: gpu.func @select_decode
-// CHECK-SAME: workgroup(%[[SHARED:.*]] : memref<16xf32, #gpu.address_space<workgroup>>, %[[RANKS:.*]] : memref<16xi32, #gpu.address_space<workgroup>>)
+// CHECK-SAME: workgroup(%[[SHARED:.*]] : memref<16xf32, #gpu.address_space<workgroup>>) private(
 // CHECK-DAG: %[[M2:.*]] = arith.constant -2 : i32
 // CHECK-DAG: %[[CAP:.*]] = arith.constant 8192 : index
 // CHECK: %[[B:.*]] = arith.divui %{{.*}}, %c2 : index
@@ -31,20 +31,27 @@
 // CHECK: %[[N:.*]] = arith.index_cast %[[N32]] : i32 to index
 // CHECK: arith.cmpi sge, %[[N]], %c1 : index
 // CHECK: arith.cmpi sle, %[[N]], %[[CAP]] : index
-// The warps split each level's candidates (warp w scores w, w + 16, ...),
-// lane 0 writes its score to the shared buffer; after a barrier thread t
-// ranks candidate t into the shared ranks, and after another every warp
-// reads the scores back; the selection reads the ranks.
+// g * K = 16 candidates fit the lanes: lane a holds candidate a (the
+// causal ones by a ballot); the warps split a ranked level's candidates
+// (warp w scores w, w + 16, ...), lane 0 writes its score to the shared
+// buffer, and after a barrier every lane reads its own candidate's back
+// and ranks it with shuffles; the kept set is a ballot.
+// CHECK: nvvm.vote.sync  ballot
 // CHECK: scf.if
 // CHECK: gpu.barrier
 // CHECK: scf.for %[[A:.*]] = %[[WARP:.*]] to %{{.*}} step %c16
 // CHECK: memref.store %{{.*}}, %[[SHARED]][%[[A]]]
 // CHECK: gpu.barrier
-// CHECK: scf.for %[[T:.*]] = %{{.*}} to %{{.*}} step %c512
-// CHECK: memref.store %{{.*}}, %[[RANKS]][%[[T]]]
+// CHECK: memref.load %[[SHARED]]
+// CHECK: gpu.shuffle idx
+// CHECK: nvvm.vote.sync  ballot
+// The leaves the same way, from the raw keys, then the row on the lanes.
+// CHECK: gpu.barrier
+// CHECK: scf.for %[[L:.*]] = %[[WARP2:.*]] to %{{.*}} step %c16
+// CHECK: memref.store %{{.*}}, %[[SHARED]][%[[L]]]
 // CHECK: gpu.barrier
 // CHECK: memref.load %[[SHARED]]
-// CHECK: memref.load %[[RANKS]]
+// CHECK: memref.store %c-1_i32
 // CHECK: } else {
 // CHECK: memref.store %[[M2]]
 func.func @decode_batch(%q: tensor<?x16x1x128xbf16>, %kc: tensor<?x2x8192x128xbf16>,

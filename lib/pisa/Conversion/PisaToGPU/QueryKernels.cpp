@@ -179,8 +179,10 @@ void forEachQueryWarp(ImplicitLocOpBuilder &b, const Kernel &kernel,
       if (warpsPerQuery > 1 && w.scratch) {
         // The query's warps exchange scores and ranks through the
         // kernel's workgroup buffers.
-        w.scratch->shared = kernel.func().getWorkgroupAttributions()[0];
-        w.scratch->sharedRank = kernel.func().getWorkgroupAttributions()[1];
+        auto exchange = kernel.func().getWorkgroupAttributions();
+        if (exchange.size() > 1) // the lane walk ranks in registers
+          w.scratch->sharedRank = exchange[1];
+        w.scratch->shared = exchange[0];
         w.scratch->warp = at[5];
         w.scratch->lane = at[4];
         w.scratch->warps = warpsPerQuery;

@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "LaneWalk.h"
 #include "QueryKernels.h"
 #include "PackedSequences.h"
 
@@ -15,6 +16,7 @@
 #include "pisa/IR/PisaOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
@@ -49,12 +51,17 @@ void boundRegisters(const Kernel &kernel, const Problem &p) {
 }
 
 /// The workgroup buffers where a query's warps exchange scores and ranks
-/// ([g*K] f32, [g*K] i32).
+/// ([g*K] f32, [g*K] i32); the lane walk ranks in registers and needs only
+/// the scores.
 SmallVector<Type> exchangeTypes(MLIRContext *ctx, const Problem &p) {
   if (warpsPerQuery(p) == 1)
     return {};
-  return {workgroupType(ctx, {p.candidates()}, Float32Type::get(ctx)),
-          workgroupType(ctx, {p.candidates()}, IntegerType::get(ctx, 32))};
+  SmallVector<Type> types{
+      workgroupType(ctx, {p.candidates()}, Float32Type::get(ctx))};
+  if (!fitsLaneWalk(p.fanout, p.topK))
+    types.push_back(
+        workgroupType(ctx, {p.candidates()}, IntegerType::get(ctx, 32)));
+  return types;
 }
 
 /// Grid x and threads of a single-stage kernel over `numQueries` queries.
@@ -72,6 +79,89 @@ std::pair<Value, int64_t> queryGrid(ImplicitLocOpBuilder &host,
 /// are not [B, Hkv, N, d] (a page pool).
 using KeyRowAt = std::function<SmallVector<Value>(
     ImplicitLocOpBuilder &, const QuerySite &, Value row, Value feature)>;
+
+/// Item a's score, for a < count, split over a query's block of warps:
+/// warp w scores items w, w + warps, ... with `scoreOf` and its lane 0
+/// writes them to scratch.shared; returns item `readAt`'s score (clamped
+/// to the last). A barrier before and after: every warp calls it alike.
+Value exchangeScores(
+    ImplicitLocOpBuilder &b, const QueryScratch &scratch, Value count,
+    Value readAt,
+    llvm::function_ref<Value(ImplicitLocOpBuilder &, Value)> scoreOf) {
+  gpu::BarrierOp::create(b); // the previous exchange's reads are done
+  buildLoop(b, scratch.warp, count, indexConst(b, scratch.warps), {},
+            [&](ImplicitLocOpBuilder &lb, Value a, ValueRange) {
+              Value u = scoreOf(lb, a);
+              buildIfThen(lb, isLaneZero(lb, scratch.lane),
+                          [&](ImplicitLocOpBuilder &wb) {
+                            memref::StoreOp::create(wb, u, scratch.shared,
+                                                    ValueRange{a});
+                          });
+              return SmallVector<Value>{};
+            });
+  gpu::BarrierOp::create(b);
+  Value at = arith::MinUIOp::create(
+      b, readAt, arith::SubIOp::create(b, count, indexConst(b, 1)));
+  return memref::LoadOp::create(b, scratch.shared, ValueRange{at});
+}
+
+/// The single-stage body of a query's block of warps when a level's
+/// candidates fit the lanes (g * K <= 32): every warp runs the lane walk
+/// and the final selection alike (LaneWalk.h), with their state in
+/// registers; a level or the leaves that must be ranked are scored split
+/// over the warps (exchangeScores). Warp 0's lanes write the row.
+void buildBlockLaneSelection(ImplicitLocOpBuilder &gb, const Kernel &kernel,
+                             const Problem &p, const WarpSite &w,
+                             const LevelLayout &layout,
+                             const WarpScorer &summaries,
+                             const WarpScorer &rawKeys,
+                             const ChildLevel &keyLevel) {
+  const QuerySite &site = w.site;
+  const QueryScratch &scratch = *w.scratch;
+  Value lane = w.lane;
+  LaneLeaves leaves = buildLaneWalk(
+      gb, lane, layout, p.topK, p.fanout, w.bt,
+      [&](ImplicitLocOpBuilder &rb, const ChildLevel &children,
+          Value numCausal, LaneNodeOf nodeOf) {
+        return exchangeScores(rb, scratch, numCausal, lane,
+                              [&](ImplicitLocOpBuilder &lb, Value a) {
+                                return summaries(lb, children, nodeOf(lb, a));
+                              });
+      });
+  Value count = popCount(gb, leaves.mask);
+  Value ranked = cmp(gb, arith::CmpIPredicate::ugt, count,
+                     contenderSlots(gb, p.topK, w.bt));
+  // Contender a is the a-th set bit of the mask; this lane's is at the
+  // number of set bits below it.
+  Value score = buildIf(
+      gb, ranked, {gb.getF32Type()},
+      [&](ImplicitLocOpBuilder &rb) {
+        Value position =
+            popCount(rb, bitsBelow(rb, leaves.mask, toI32(rb, lane)));
+        return SmallVector<Value>{exchangeScores(
+            rb, scratch, count, position,
+            [&](ImplicitLocOpBuilder &lb, Value a) {
+              Value leaf = toIndex(
+                  lb, shuffleFrom(lb, toI32(lb, leaves.leaf),
+                                  nthSetBit(lb, leaves.mask, a)));
+              return rawKeys(lb, keyLevel, leaf);
+            })};
+      },
+      [&](ImplicitLocOpBuilder &eb) {
+        return SmallVector<Value>{f32Const(eb, 0.0f)};
+      })[0];
+  Value writer = cmp(gb, arith::CmpIPredicate::eq, w.warp, indexConst(gb, 0));
+  buildLaneFinalSelection(
+      gb, lane, p.topK, p.candidates(), w.bt, leaves, ranked, score,
+      [&](ImplicitLocOpBuilder &lb, Value pos, Value value) {
+        buildIfThen(lb, writer, [&](ImplicitLocOpBuilder &sb) {
+          memref::StoreOp::create(
+              sb, arith::IndexCastOp::create(sb, sb.getI32Type(), value),
+              kernel.arg("selection"),
+              ValueRange{site.batch, site.kvHead, site.query, pos});
+        });
+      });
+}
 
 /// The body of the single-stage kernel for one query warp: the walk, the
 /// leaf scoring from raw keys when the contenders compete, and the final
@@ -93,6 +183,15 @@ void buildSingleStageWarp(ImplicitLocOpBuilder &gb, const Kernel &kernel,
     summaries.rowsInFlight = p.fanout;
     rawKeys.rowsInFlight = kKeysInFlight;
   }
+  ChildLevel keyLevel{w.firstKey, w.numKeys, indexConst(gb, p.blockSize),
+                      indexConst(gb, 1)};
+  if (keyRowAt)
+    keyLevel.rowAt = [&](ImplicitLocOpBuilder &b, Value row, Value e) {
+      return keyRowAt(b, site, row, e);
+    };
+  if (scratch.warps > 1 && fitsLaneWalk(p.fanout, p.topK))
+    return buildBlockLaneSelection(gb, kernel, p, w, layout, summaries,
+                                   rawKeys, keyLevel);
   // The SIMT walk here: with the tensor-core level scorer this kernel also
   // keeps the f32 query rows for the leaves, and measured 12% slower at
   // 256K (docs/performance.md, v9).
@@ -101,12 +200,6 @@ void buildSingleStageWarp(ImplicitLocOpBuilder &gb, const Kernel &kernel,
   Value ranked = arith::CmpIOp::create(gb, arith::CmpIPredicate::ugt,
                                        numContenders,
                                        contenderSlots(gb, p.topK, bt));
-  ChildLevel keyLevel{w.firstKey, w.numKeys, indexConst(gb, p.blockSize),
-                      indexConst(gb, 1)};
-  if (keyRowAt)
-    keyLevel.rowAt = [&](ImplicitLocOpBuilder &b, Value row, Value e) {
-      return keyRowAt(b, site, row, e);
-    };
   buildIfThen(gb, ranked, [&](ImplicitLocOpBuilder &rb) {
     scoreCandidates(rb, scratch, numContenders,
                     [&](ImplicitLocOpBuilder &lb, Value a) {

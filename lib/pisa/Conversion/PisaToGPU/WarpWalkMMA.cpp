@@ -13,6 +13,7 @@
 #include "WarpWalkMMA.h"
 
 #include "KernelBuilder.h"
+#include "LaneWalk.h"
 
 #include "../Common/ForcedBlocks.h"
 #include "../Common/LoopBuilders.h"
@@ -161,39 +162,6 @@ Kernel mlir::pisa::detail::buildFragmentPlanesKernel(
 }
 
 namespace {
-/// Bit l set for the lanes l where `pred` holds (i32).
-Value ballot(ImplicitLocOpBuilder &b, Value pred) {
-  return NVVM::VoteSyncOp::create(b, b.getI32Type(),
-                                  arith::ConstantIntOp::create(b, -1, 32), pred,
-                                  NVVM::VoteSyncKind::ballot);
-}
-
-Value popCount(ImplicitLocOpBuilder &b, Value mask) {
-  return toIndex(b, math::CtPopOp::create(b, mask));
-}
-
-/// The bits of `mask` below bit `n` (an i32 count < 32).
-Value bitsBelow(ImplicitLocOpBuilder &b, Value mask, Value n) {
-  Value one = arith::ConstantIntOp::create(b, 1, 32);
-  return arith::AndIOp::create(
-      b, mask, arith::SubIOp::create(b, arith::ShLIOp::create(b, one, n), one));
-}
-
-/// The position of the k-th (from 0) set bit of `mask`, by binary search on
-/// popcounts: the largest p with at most k set bits below p.
-Value nthSetBit(ImplicitLocOpBuilder &b, Value mask, Value k) {
-  Value lo = arith::ConstantIntOp::create(b, 0, 32);
-  Value k32 = toI32(b, k);
-  for (int64_t step : {16, 8, 4, 2, 1}) {
-    Value mid =
-        arith::AddIOp::create(b, lo, arith::ConstantIntOp::create(b, step, 32));
-    Value below = math::CtPopOp::create(b, bitsBelow(b, mask, mid));
-    lo = arith::SelectOp::create(
-        b, cmp(b, arith::CmpIPredicate::ule, below, k32), mid, lo);
-  }
-  return toIndex(b, lo);
-}
-
 /// Per tile t of the level's product, the score of candidate 4t + lane % 4
 /// (the same on the lanes that share lane % 4). `nodeOf(a)` is candidate
 /// a's node; candidates at or past numCausal score -inf.
@@ -307,96 +275,27 @@ Value mlir::pisa::detail::buildMmaWarpWalk(
         writeContender) {
   const int64_t maxCandidates = kFanout * topK;
   Value lane = query.lane, lane32 = toI32(b, lane);
-  Value zero = indexConst(b, 0), one = indexConst(b, 1);
-  Value cK = indexConst(b, topK);
-  // Lane a's candidate node (i32) and how many candidates there are.
-  auto step = [&](ImplicitLocOpBuilder &b, const LevelLayout::Step &level,
-                  ValueRange state) -> SmallVector<Value> {
-    Value cand = state[0], numCand = state[1];
-    auto nodeOf = [&](ImplicitLocOpBuilder &lb, Value a) -> Value {
-      return toIndex(lb, shuffleFrom(lb, cand, a));
-    };
-    Value node = toIndex(b, cand);
-    Value exists = cmp(b, arith::CmpIPredicate::ult, lane, numCand);
-    // Candidates ascend, so the causal ones are a prefix.
-    Value causal = arith::AndIOp::create(
-        b, exists,
-        cmp(b, arith::CmpIPredicate::ule,
-            arith::MulIOp::create(b, node, level.span), bt));
-    Value numCausal = popCount(b, ballot(b, causal));
-    const ChildLevel &children = level.children;
-    Value childCount = children.numChildren;
-    Value ranked = cmp(b, arith::CmpIPredicate::ugt, numCausal, cK);
-    // Kept: every causal candidate, or the K best when there are more.
-    Value keep = buildIf(
-        b, ranked, {b.getI1Type()},
-        [&](ImplicitLocOpBuilder &rb) {
-          SmallVector<Value> tiles =
-              levelScores(rb, query, planes, site, children, numCausal, nodeOf,
-                          maxCandidates, headDim, scale);
-          // This lane's candidate's score: tile lane / 4, lane % 4.
-          Value source = arith::RemUIOp::create(rb, lane, indexConst(rb, 4));
-          Value tile = arith::DivUIOp::create(rb, lane, indexConst(rb, 4));
-          Value mine = shuffleFrom(rb, tiles[0], source);
-          for (int64_t t = 1; t < int64_t(tiles.size()); ++t)
-            mine = arith::SelectOp::create(
-                rb, cmp(rb, arith::CmpIPredicate::eq, tile, indexConst(rb, t)),
-                shuffleFrom(rb, tiles[t], source), mine);
-          mine = rankableScore(rb, mine);
-          // Rank: candidates with a higher score, or an equal one at a
-          // lower index (buildRank's tie rule and NaN order).
-          Value rank = zero;
-          for (int64_t other = 0; other < maxCandidates; ++other) {
-            Value theirs = shuffleFrom(rb, mine, indexConst(rb, other));
-            Value beats = arith::OrIOp::create(
-                rb,
-                arith::CmpFOp::create(rb, arith::CmpFPredicate::OGT, theirs,
-                                      mine),
-                arith::AndIOp::create(
-                    rb,
-                    arith::CmpFOp::create(rb, arith::CmpFPredicate::OEQ, theirs,
-                                          mine),
-                    cmp(rb, arith::CmpIPredicate::ugt, lane,
-                        indexConst(rb, other))));
-            Value counts =
-                arith::AndIOp::create(rb, beats,
-                                      cmp(rb, arith::CmpIPredicate::ult,
-                                          indexConst(rb, other), numCausal));
-            rank = arith::SelectOp::create(
-                rb, counts, arith::AddIOp::create(rb, rank, one), rank);
-          }
-          return SmallVector<Value>{arith::AndIOp::create(
-              rb, causal, cmp(rb, arith::CmpIPredicate::ult, rank, cK))};
-        },
-        [&](ImplicitLocOpBuilder &) { return SmallVector<Value>{causal}; })[0];
-    Value kept = ballot(b, keep);
-    Value numKept = popCount(b, kept);
-    // Lane j takes child j % 2 of the (j / 2)-th kept candidate.
-    Value source = nthSetBit(
-        b, kept, arith::DivUIOp::create(b, lane, indexConst(b, kFanout)));
-    Value child = arith::AddIOp::create(
-        b, arith::MulIOp::create(b, nodeOf(b, source), indexConst(b, kFanout)),
-        arith::RemUIOp::create(b, lane, indexConst(b, kFanout)));
-    Value next = arith::AndIOp::create(
-        b,
-        cmp(b, arith::CmpIPredicate::ult, lane,
-            arith::MulIOp::create(b, numKept, indexConst(b, kFanout))),
-        cmp(b, arith::CmpIPredicate::ult, child, childCount));
-    return SmallVector<Value>{toI32(b, child), popCount(b, ballot(b, next))};
-  };
-  SmallVector<Value> walked = layout.walkDown(
-      b, {arith::ConstantIntOp::create(b, 0, 32), one}, step);
-  Value cand = walked[0], numCand = walked[1];
-  // Leaves: the causal ones outside the forced set {0, b_t - 1, b_t}.
-  Value leaf = toIndex(b, cand);
-  Value contender = arith::AndIOp::create(
-      b, cmp(b, arith::CmpIPredicate::ult, lane, numCand),
-      isLeafContender(b, leaf, bt, previousBlock(b, bt)));
-  Value mask = ballot(b, contender);
-  buildIfThen(b, contender, [&](ImplicitLocOpBuilder &wb) {
-    Value pos =
-        toIndex(wb, math::CtPopOp::create(wb, bitsBelow(wb, mask, lane32)));
-    writeContender(wb, pos, leaf);
+  LaneLeaves leaves = buildLaneWalk(
+      b, lane, layout, topK, kFanout, bt,
+      [&](ImplicitLocOpBuilder &rb, const ChildLevel &children,
+          Value numCausal, LaneNodeOf nodeOf) {
+        SmallVector<Value> tiles =
+            levelScores(rb, query, planes, site, children, numCausal, nodeOf,
+                        maxCandidates, headDim, scale);
+        // This lane's candidate's score: tile lane / 4, lane % 4.
+        Value source = arith::RemUIOp::create(rb, lane, indexConst(rb, 4));
+        Value tile = arith::DivUIOp::create(rb, lane, indexConst(rb, 4));
+        Value mine = shuffleFrom(rb, tiles[0], source);
+        for (int64_t t = 1; t < int64_t(tiles.size()); ++t)
+          mine = arith::SelectOp::create(
+              rb, cmp(rb, arith::CmpIPredicate::eq, tile, indexConst(rb, t)),
+              shuffleFrom(rb, tiles[t], source), mine);
+        return mine;
+      });
+  buildIfThen(b, leaves.contender, [&](ImplicitLocOpBuilder &wb) {
+    Value pos = toIndex(
+        wb, math::CtPopOp::create(wb, bitsBelow(wb, leaves.mask, lane32)));
+    writeContender(wb, pos, leaves.leaf);
   });
-  return popCount(b, mask);
+  return popCount(b, leaves.mask);
 }

@@ -45,9 +45,11 @@
 // CHECK: memref.load %[[SHARED]]
 // CHECK: gpu.shuffle idx
 // CHECK: nvvm.vote.sync  ballot
-// The leaves the same way, from the raw keys, then the row on the lanes.
+// The leaves the same way, from the raw keys on tensor cores (bf16, G =
+// 16: the heads an m16 tile, 8 keys an n8 tile), then the row on the lanes.
 // CHECK: gpu.barrier
 // CHECK: scf.for %[[L:.*]] = %[[WARP2:.*]] to %{{.*}} step %c16
+// CHECK: nvgpu.mma.sync
 // CHECK: memref.store %{{.*}}, %[[SHARED]][%[[L]]]
 // CHECK: gpu.barrier
 // CHECK: memref.load %[[SHARED]]

@@ -41,13 +41,13 @@
 
 // The selection: the warp's lanes check the pages (stepping by 32) and
 // combine their verdicts with xor shuffles; the leaf scoring reads keys
-// through the table.
+// through the table (16-byte rows of the tensor-core leaf scorer).
 // CHECK: gpu.func @select_decode
 // CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c32 iter_args(%{{.*}} = %c0_i32) -> (i32)
 // CHECK: gpu.shuffle xor
 // CHECK: %[[KPAGE:.*]] = memref.load %{{.*}}[%{{.*}}, %{{.*}}] : memref<?x128xi32>
 // CHECK: %[[KIDX:.*]] = arith.index_cast %[[KPAGE]] : i32 to index
-// CHECK: memref.load %{{.*}}[%[[KIDX]], %{{.*}}, %{{.*}}, %{{.*}}] : memref<?x16x2x64xbf16>
+// CHECK: vector.load %{{.*}}[%[[KIDX]], %{{.*}}, %{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<?x16x2x64xbf16>, vector<8xbf16>
 func.func @paged_step(%q: tensor<?x16x1x64xbf16>, %pool: tensor<?x16x2x64xbf16>,
                       %p: tensor<?x2x63x64xf32>, %from: tensor<?xi32>,
                       %to: tensor<?xi32>, %bt: tensor<?x128xi32>)

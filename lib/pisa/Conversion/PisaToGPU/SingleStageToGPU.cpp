@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "LaneWalk.h"
+#include "LeafScoreMMA.h"
 #include "QueryKernels.h"
 #include "PackedSequences.h"
 
@@ -138,12 +139,23 @@ void buildBlockLaneSelection(ImplicitLocOpBuilder &gb, const Kernel &kernel,
       [&](ImplicitLocOpBuilder &rb) {
         Value position =
             popCount(rb, bitsBelow(rb, leaves.mask, toI32(rb, lane)));
+        // The leaves on tensor cores when the sizes allow (the query's
+        // fragments loaded here, after the walk's f32 rows are dead).
+        std::optional<LeafMmaQuery> mmaQuery;
+        if (canScoreLeavesWithMma(p.queries.getElementType(), p.groupSize,
+                                  p.headDim, p.blockSize))
+          mmaQuery = loadLeafMmaQuery(rb, kernel.arg("queries"), site,
+                                      p.groupSize, p.headDim, lane);
         return SmallVector<Value>{exchangeScores(
             rb, scratch, count, position,
             [&](ImplicitLocOpBuilder &lb, Value a) {
               Value leaf = toIndex(
                   lb, shuffleFrom(lb, toI32(lb, leaves.leaf),
                                   nthSetBit(lb, leaves.mask, a)));
+              if (mmaQuery)
+                return buildLeafScoreMma(lb, *mmaQuery, kernel.arg("keys"),
+                                         site, keyLevel, leaf, p.blockSize,
+                                         p.headDim, p.scale);
               return rawKeys(lb, keyLevel, leaf);
             })};
       },

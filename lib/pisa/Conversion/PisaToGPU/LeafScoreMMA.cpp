@@ -1,0 +1,196 @@
+//===- LeafScoreMMA.cpp - A leaf's group score on tensor cores ------------===//
+//
+// Layouts (PTX ISA, mma.m16n8k16), g = lane / 4, i = lane % 4: A (heads x
+// 16 of d) holds (head g | g + 8, k 2i, 2i + 1 | + 8); B (16 of d x 8 keys)
+// (k 2i, 2i + 1 | + 8, key g); C (head g | g + 8, keys 2i, 2i + 1).
+//
+//===----------------------------------------------------------------------===//
+
+#include "LeafScoreMMA.h"
+
+#include "KernelBuilder.h"
+
+#include "../Common/LoopBuilders.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+#include <limits>
+
+using namespace mlir;
+using namespace mlir::pisa::detail;
+
+namespace {
+constexpr int64_t kHeadRows = 16, kKeysPerTile = 8;
+/// Key tiles whose rows are loaded before any is multiplied (their
+/// latencies overlap; 16 registers a tile at d = 128).
+constexpr int64_t kTilesInFlight = 4;
+
+/// vector<N x 2 x elem> from N vector<2 x elem> registers.
+Value pairsToFragment(ImplicitLocOpBuilder &b, ArrayRef<Value> pairs) {
+  auto pairType = cast<VectorType>(pairs[0].getType());
+  auto type =
+      VectorType::get({int64_t(pairs.size()), 2}, pairType.getElementType());
+  Value v = arith::ConstantOp::create(b, type, b.getZeroAttr(type));
+  for (auto [i, pair] : llvm::enumerate(pairs))
+    v = vector::InsertOp::create(b, pair, v, ArrayRef<int64_t>{int64_t(i)});
+  return v;
+}
+
+/// Elements [at, at + 2) of a 16-byte group.
+Value pairOf(ImplicitLocOpBuilder &b, Value group, int64_t at) {
+  return vector::ShuffleOp::create(b, group, group,
+                                   ArrayRef<int64_t>{at, at + 1});
+}
+} // namespace
+
+bool mlir::pisa::detail::canScoreLeavesWithMma(Type elem, int64_t groupSize,
+                                               int64_t headDim,
+                                               int64_t blockSize) {
+  return (elem.isBF16() || elem.isF16()) && groupSize <= kHeadRows &&
+         headDim % 32 == 0 && blockSize % kKeysPerTile == 0;
+}
+
+LeafMmaQuery mlir::pisa::detail::loadLeafMmaQuery(ImplicitLocOpBuilder &b,
+                                                  Value queries,
+                                                  const QuerySite &site,
+                                                  int64_t groupSize,
+                                                  int64_t headDim, Value lane) {
+  Type elem = cast<MemRefType>(queries.getType()).getElementType();
+  auto pairType = VectorType::get({2}, elem);
+  Value zeroPair =
+      arith::ConstantOp::create(b, pairType, b.getZeroAttr(pairType));
+  Value gid = arith::DivUIOp::create(b, lane, indexConst(b, 4));
+  Value col = arith::MulIOp::create(
+      b, arith::RemUIOp::create(b, lane, indexConst(b, 4)), indexConst(b, 8));
+  Value firstHead =
+      arith::MulIOp::create(b, site.kvHead, indexConst(b, groupSize));
+  // Rows g and g + 8 (zeros past G; the load clamped to a real head).
+  auto rowPair = [&](Value row, Value e) -> Value {
+    Value real = cmp(b, arith::CmpIPredicate::ult, row, indexConst(b, groupSize));
+    Value head = arith::AddIOp::create(
+        b, firstHead,
+        arith::MinUIOp::create(b, row, indexConst(b, groupSize - 1)));
+    Value v = vector::LoadOp::create(b, pairType, queries,
+                                     ValueRange{site.batch, head, site.query, e},
+                                     false, llvm::MaybeAlign(4));
+    return arith::SelectOp::create(b, real, v, zeroPair);
+  };
+  Value row0 = gid, row1 = arith::AddIOp::create(b, gid, indexConst(b, 8));
+  LeafMmaQuery query{{}, lane, groupSize};
+  for (int64_t s = 0; s < headDim / 16; ++s) {
+    // k-step s reads elements 32 (s / 2) + 8 i + 4 (s % 2) + [0, 4).
+    Value base = arith::AddIOp::create(
+        b, col, indexConst(b, 32 * (s / 2) + 4 * (s % 2)));
+    Value hi = arith::AddIOp::create(b, base, indexConst(b, 2));
+    query.fragments.push_back(pairsToFragment(
+        b, {rowPair(row0, base), rowPair(row1, base), rowPair(row0, hi),
+            rowPair(row1, hi)}));
+  }
+  return query;
+}
+
+Value mlir::pisa::detail::buildLeafScoreMma(
+    ImplicitLocOpBuilder &b, const LeafMmaQuery &query, Value keys,
+    const QuerySite &site, const ChildLevel &keyLevel, Value leaf,
+    int64_t blockSize, int64_t headDim, float scale) {
+  using P = arith::CmpIPredicate;
+  Type f32 = b.getF32Type();
+  Type elem = cast<MemRefType>(keys.getType()).getElementType();
+  const int64_t tiles = blockSize / kKeysPerTile, groups = headDim / 32;
+  Value lane = query.lane;
+  Value gid = arith::DivUIOp::create(b, lane, indexConst(b, 4));
+  Value tig = arith::RemUIOp::create(b, lane, indexConst(b, 4));
+  Value groupCol = arith::MulIOp::create(b, tig, indexConst(b, 8));
+  auto [first, count] = validChildren(b, site, keyLevel, leaf);
+  Value rowBase = arith::AddIOp::create(b, keyLevel.rowBase, first);
+  // Rows past the valid ones load the last valid row (in bounds; their
+  // columns are masked).
+  Value lastRow = arith::SubIOp::create(
+      b, arith::MaxSIOp::create(b, count, indexConst(b, 1)), indexConst(b, 1));
+  auto groupType = VectorType::get({8}, elem);
+
+  // S = Q K^T, tile by tile: lane loads key row 8 t + g of tile t.
+  auto accType = VectorType::get({2, 2}, f32);
+  SmallVector<Value> acc;
+  for (int64_t t0 = 0; t0 < tiles; t0 += kTilesInFlight) {
+    const int64_t t1 = std::min(tiles, t0 + kTilesInFlight);
+    SmallVector<SmallVector<Value>> rows;
+    for (int64_t t = t0; t < t1; ++t) {
+      Value key = arith::MinUIOp::create(
+          b, arith::AddIOp::create(b, gid, indexConst(b, kKeysPerTile * t)),
+          lastRow);
+      Value row = arith::AddIOp::create(b, rowBase, key);
+      SmallVector<Value> loaded;
+      for (int64_t s = 0; s < groups; ++s)
+        loaded.push_back(vector::LoadOp::create(
+            b, groupType, keys,
+            keyLevel.at(b, site, row,
+                        arith::AddIOp::create(b, groupCol,
+                                              indexConst(b, 32 * s))),
+            false, llvm::MaybeAlign(16)));
+      rows.push_back(std::move(loaded));
+    }
+    for (auto &loaded : rows) {
+      Value c = arith::ConstantOp::create(b, accType, b.getZeroAttr(accType));
+      for (int64_t s = 0; s < 2 * groups; ++s) {
+        Value group = loaded[s / 2];
+        const int64_t at = 4 * (s % 2);
+        Value bFrag =
+            pairsToFragment(b, {pairOf(b, group, at), pairOf(b, group, at + 2)});
+        c = nvgpu::MmaSyncOp::create(b, query.fragments[s], bFrag, c,
+                                     ArrayRef<int64_t>{16, 8, 16});
+      }
+      acc.push_back(c);
+    }
+  }
+
+  // Per head row (g, g + 8): LSE over the valid keys in base 2 with the
+  // scale folded in, over the lane's columns and then its quad.
+  const float negInfF = -std::numeric_limits<float>::infinity();
+  Value negInf = f32Const(b, negInfF);
+  Value scaleF = f32Const(b, scale * kLog2E);
+  Value sum = f32Const(b, 0.0f);
+  for (int64_t half = 0; half < 2; ++half) {
+    SmallVector<Value> logits;
+    for (int64_t t = 0; t < tiles; ++t)
+      for (int64_t c = 0; c < 2; ++c) {
+        Value key = arith::AddIOp::create(
+            b, arith::MulIOp::create(b, tig, indexConst(b, 2)),
+            indexConst(b, kKeysPerTile * t + c));
+        Value x = vector::ExtractOp::create(b, acc[t],
+                                            ArrayRef<int64_t>{half, c});
+        logits.push_back(arith::SelectOp::create(
+            b, cmp(b, P::ult, key, count),
+            arith::MulFOp::create(b, x, scaleF), negInf));
+      }
+    Value m = logits[0];
+    for (Value x : ArrayRef<Value>(logits).drop_front())
+      m = arith::MaximumFOp::create(b, m, x);
+    for (int64_t offset : {1, 2})
+      m = arith::MaximumFOp::create(b, m, shuffleXor(b, m, offset));
+    Value shift = arith::SelectOp::create(
+        b, arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, m, negInf),
+        f32Const(b, 0.0f), m);
+    Value total = f32Const(b, 0.0f);
+    for (Value x : logits)
+      total = arith::AddFOp::create(
+          b, total, math::Exp2Op::create(b, arith::SubFOp::create(b, x, shift)));
+    for (int64_t offset : {1, 2})
+      total = arith::AddFOp::create(b, total, shuffleXor(b, total, offset));
+    Value lse = arith::AddFOp::create(b, m, math::Log2Op::create(b, total));
+    // Heads past G hold zero rows: not summed.
+    Value head = arith::AddIOp::create(b, gid, indexConst(b, 8 * half));
+    sum = arith::AddFOp::create(
+        b, sum,
+        arith::SelectOp::create(
+            b, cmp(b, P::ult, head, indexConst(b, query.groupSize)), lse,
+            f32Const(b, 0.0f)));
+  }
+  // Heads g and g + 8 here; the others on the quads sharing i.
+  for (int64_t offset : {4, 8, 16})
+    sum = arith::AddFOp::create(b, sum, shuffleXor(b, sum, offset));
+  return arith::MulFOp::create(b, sum, f32Const(b, kLn2));
+}

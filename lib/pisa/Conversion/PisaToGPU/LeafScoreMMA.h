@@ -1,0 +1,55 @@
+//===- LeafScoreMMA.h - A leaf's group score on tensor cores ----*- C++ -*-===//
+//
+// The single-stage kernels score a contender leaf from its C raw keys:
+// u = sum over the G heads of log sum_j exp(scale q_h . k_j). On one warp
+// that is a (G x d) x (d x C) product: the query's heads are an m16 tile
+// (G <= 16), the leaf's keys n8 tiles, mma.sync m16n8k16 with f32
+// accumulation (16-bit products are exact in f32), then per head the LSE
+// over the accumulator's columns and the sum over heads, as the tensor-core
+// walk does for its levels (WarpWalkMMA.h).
+//
+// The product runs over d in a permuted order, the same for both operands
+// (a dot product does not depend on it), so that a lane loads 16 bytes of a
+// key row at once: k-steps 2s and 2s + 1 of lane group i (lane % 4) are
+// elements 32 s + 8 i + [0, 4) and [4, 8), which mma.sync reads as its
+// k = 2i, 2i + 1, 2i + 8, 2i + 9.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PISA_LIB_CONVERSION_PISATOGPU_LEAFSCOREMMA_H
+#define PISA_LIB_CONVERSION_PISATOGPU_LEAFSCOREMMA_H
+
+#include "../Common/NodeScore.h"
+
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+
+namespace mlir::pisa::detail {
+
+/// Whether a warp can score leaves on tensor cores: f16 or bf16 queries and
+/// keys, G <= 16 (one m16 tile), d a multiple of 32 (16-byte loads over two
+/// k-steps) and C a multiple of 8 (n8 tiles).
+bool canScoreLeavesWithMma(Type elem, int64_t groupSize, int64_t headDim,
+                           int64_t blockSize);
+
+/// The query's A fragments in the permuted order, one per k-step; head rows
+/// past G are zeros.
+struct LeafMmaQuery {
+  SmallVector<Value> fragments;
+  Value lane;
+  int64_t groupSize;
+};
+LeafMmaQuery loadLeafMmaQuery(ImplicitLocOpBuilder &b, Value queries,
+                              const QuerySite &site, int64_t groupSize,
+                              int64_t headDim, Value lane);
+
+/// The group score of `leaf` over its valid keys (validChildren of
+/// `keyLevel`, whose rows are the raw keys): -inf when it has none. The
+/// same on every lane.
+Value buildLeafScoreMma(ImplicitLocOpBuilder &b, const LeafMmaQuery &query,
+                        Value keys, const QuerySite &site,
+                        const ChildLevel &keyLevel, Value leaf,
+                        int64_t blockSize, int64_t headDim, float scale);
+
+} // namespace mlir::pisa::detail
+
+#endif // PISA_LIB_CONVERSION_PISATOGPU_LEAFSCOREMMA_H

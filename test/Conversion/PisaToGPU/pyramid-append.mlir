@@ -49,12 +49,23 @@ func.func @keep_old(%k: tensor<2x1x200x16xf16>, %p: tensor<2x1x7x16xf32>,
 }
 
 // The kernel: from and to read on the device, a sequence outside the
-// rules left as it is, the leaves from from / C (rows of 128 features, 8
-// at a time), then 7 levels (8192 keys: 128 leaves), a barrier after each.
+// rules left as it is. Keys that all fall in the last leaf (a decode
+// step): row 0's threads sum its keys 16 at a time, then the path's 7
+// nodes (8192 keys: 128 leaves) in registers, each stored if its level
+// exists. Otherwise the leaves from from / C (rows of 128 features, 8 at
+// a time), then 7 levels, a barrier after each.
 // CHECK: gpu.func @pyramid_append
+// CHECK-SAME: known_block_size = array<i32: 1024, 1, 1>, nvvm.minctasm = 1 : i32
 // CHECK: %[[F:.*]] = memref.load %{{.*}}[%{{.*}}] : memref<1xi32>
 // CHECK: %[[T:.*]] = memref.load %{{.*}}[%{{.*}}] : memref<1xi32>
 // CHECK: arith.cmpi slt, %[[F]], %[[T]] : i32
+// CHECK: scf.if
+// CHECK: scf.if
+// CHECK: scf.for %{{.*}} = %c0 to %{{.*}} step %c16 iter_args
+// CHECK: arith.divf
+// CHECK: memref.store
+// CHECK-COUNT-7: arith.divf
+// CHECK-NOT: gpu.barrier
 // CHECK: scf.if
 // CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c8
 // CHECK: arith.divf

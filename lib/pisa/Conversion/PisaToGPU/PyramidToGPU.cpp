@@ -169,6 +169,114 @@ static int64_t maxUpperLevels(int64_t maxKeys, int64_t blockSize,
   return levels;
 }
 
+/// An append whose keys all fall in the sequence's last leaf (one token of
+/// a decode step, or a few): the leaf and, at each level up to the root,
+/// the last node, which is the only one that changes. Row 0's threads (a
+/// feature each) load the leaf's keys and the siblings of every path node
+/// at once, then compute the path in registers, adding children in the
+/// contract's order (docs/semantics.md, section 4) so that the nodes are
+/// bitwise those of the general update: a masked key or sibling adds +0,
+/// which changes no sum, as a sum started from +0 is never -0.
+/// What emitLastLeafAppend holds in registers per thread (64 in a block of
+/// 1024): the leaf's keys in flight, the path's siblings; and the largest
+/// leaf it takes.
+constexpr int64_t kPathKeysInFlight = 16, kMaxPathSiblings = 24,
+                  kMaxPathLeafKeys = 256;
+
+static void emitLastLeafAppend(ImplicitLocOpBuilder &b, Value keys,
+                               Value pyramid, Value batch, Value head,
+                               Value feature, Value leaf, Value n,
+                               Value capacity, int64_t blockSize, int64_t fan,
+                               int64_t levels,
+                               std::function<SmallVector<Value>(
+                                   ImplicitLocOpBuilder &, Value)> keyAt) {
+  using P = arith::CmpIPredicate;
+  Value zero = indexConst(b, 0), one = indexConst(b, 1);
+  Value cFan = indexConst(b, fan), cBlock = indexConst(b, blockSize);
+  Value zeroF = f32Const(b, 0.0f);
+  auto meanOf = [&](Value sum, Value count) -> Value {
+    Value c = arith::UIToFPOp::create(
+        b, b.getF32Type(), arith::IndexCastUIOp::create(b, b.getI64Type(), count));
+    return arith::DivFOp::create(b, sum, c);
+  };
+  Value first = arith::MulIOp::create(b, leaf, cBlock);
+  Value count = arith::MinUIOp::create(b, cBlock, arith::SubIOp::create(b, n, first));
+  // Every level's path node (the last of its level) and its siblings,
+  // the children before the path's child.
+  struct Level {
+    Value exists, row, children;
+    SmallVector<Value> siblings;
+  };
+  SmallVector<Level> path;
+  Value capOffset = zero, capCount = arith::CeilDivUIOp::create(b, capacity, cBlock);
+  Value childCount = arith::CeilDivUIOp::create(b, n, cBlock);
+  for (int64_t l = 0; l < levels; ++l) {
+    Level level;
+    Value levelOffset = arith::AddIOp::create(b, capOffset, capCount);
+    level.exists = cmp(b, P::ugt, childCount, one);
+    Value node = arith::DivUIOp::create(
+        b, arith::SubIOp::create(b, childCount, one), cFan);
+    Value firstChild = arith::MulIOp::create(b, node, cFan);
+    level.children = arith::SubIOp::create(b, childCount, firstChild);
+    level.row = arith::AddIOp::create(b, levelOffset, node);
+    for (int64_t c = 0; c + 1 < fan; ++c) {
+      Value real = arith::AndIOp::create(
+          b, level.exists,
+          cmp(b, P::ult, indexConst(b, c + 1), level.children));
+      Value row = arith::AddIOp::create(
+          b, capOffset,
+          arith::SelectOp::create(
+              b, real, arith::AddIOp::create(b, firstChild, indexConst(b, c)),
+              zero));
+      Value v = memref::LoadOp::create(b, pyramid,
+                                       ValueRange{batch, head, row, feature});
+      level.siblings.push_back(arith::SelectOp::create(b, real, v, zeroF));
+    }
+    path.push_back(std::move(level));
+    capOffset = levelOffset;
+    capCount = arith::CeilDivUIOp::create(b, capCount, cFan);
+    childCount = arith::CeilDivUIOp::create(b, childCount, cFan);
+  }
+  // The path, bottom up: s = 0 + x_0, then s = x_j + s, divided once;
+  // the leaf's keys loaded kPathKeysInFlight at a time (rows past its
+  // count load its first key, added as +0).
+  const int64_t inFlight = std::min(blockSize, kPathKeysInFlight);
+  Value sum = buildLoop(
+      b, zero, count, indexConst(b, inFlight), {zeroF},
+      [&](ImplicitLocOpBuilder &lb, Value j0, ValueRange acc) {
+        SmallVector<Value> chunk;
+        for (int64_t u = 0; u < inFlight; ++u) {
+          Value j = arith::AddIOp::create(lb, j0, indexConst(lb, u));
+          Value real = cmp(lb, P::ult, j, count);
+          Value at = arith::AddIOp::create(
+              lb, first, arith::SelectOp::create(lb, real, j, zero));
+          Value v = extractF32(lb, keys,
+                               keyAt ? keyAt(lb, at)
+                                     : SmallVector<Value>{batch, head, at,
+                                                          feature});
+          chunk.push_back(arith::SelectOp::create(lb, real, v, zeroF));
+        }
+        Value s = acc[0];
+        for (Value v : chunk)
+          s = arith::AddFOp::create(lb, s, v);
+        return SmallVector<Value>{s};
+      })[0];
+  Value value = meanOf(sum, count);
+  memref::StoreOp::create(b, value, pyramid,
+                          ValueRange{batch, head, leaf, feature});
+  for (const Level &level : path) {
+    Value s = zeroF;
+    for (Value v : level.siblings)
+      s = arith::AddFOp::create(b, s, v);
+    s = arith::AddFOp::create(b, s, value);
+    value = meanOf(s, level.children);
+    buildIfThen(b, level.exists, [&](ImplicitLocOpBuilder &wb) {
+      memref::StoreOp::create(wb, value, pyramid,
+                              ValueRange{batch, head, level.row, feature});
+    });
+  }
+}
+
 /// The kernel of pisa.kernel.pyramid_append: block (0, batch x head) brings
 /// the cache of sequence `batch` from from[b] to to[b] keys. Rows of the
 /// cache follow the capacity's layout (Ncap = the keys' dimension 2, or
@@ -191,9 +299,13 @@ static Kernel buildAppendKernel(PatternRewriter &rewriter, Operation *op,
         workgroupType(rewriter.getContext(), {1}, rewriter.getI32Type()));
   Kernel kernel = createKernel(rewriter, op, "pyramid_append", params,
                                workgroup);
+  // A block of up to 1024 threads must launch whatever the last-leaf path
+  // holds in registers: its size is told to ptxas.
+  const int64_t d = keysMem.getShape()[3];
+  setOccupancyHint(kernel.func(), topLevelRows(d) * d, 1);
   ImplicitLocOpBuilder b(op->getLoc(), rewriter);
   using P = arith::CmpIPredicate;
-  const int64_t numHeads = pyrMem.getShape()[1], d = keysMem.getShape()[3];
+  const int64_t numHeads = pyrMem.getShape()[1];
   Value keys = kernel.arg("keys"), pyramid = kernel.arg("pyramid");
   RowBlock at = rowBlock(b, numHeads, d);
   Value batch = at.batch, head = at.head, row = at.rows.row;
@@ -247,10 +359,35 @@ static Kernel buildAppendKernel(PatternRewriter &rewriter, Operation *op,
       return paged.at(lb, batch, j, head, feature);
     };
   }
-  buildIfThen(b, valid, [&](ImplicitLocOpBuilder &tb) {
-    Value n = toIndex(tb, to);
-    Value firstLeaf = arith::DivUIOp::create(tb, toIndex(tb, from), cBlock);
-    Value leaves = arith::CeilDivUIOp::create(tb, n, cBlock);
+  auto capShape = tableMem ? tableMem.getShape()[1] * pageSize
+                           : keysMem.getShape()[2];
+  const int64_t levels = maxUpperLevels(
+      ShapedType::isDynamic(capShape) ? kMaxGPUKeys : capShape, blockSize, fan);
+  Value n = toIndex(b, to);
+  Value firstLeaf = arith::DivUIOp::create(b, toIndex(b, from), cBlock);
+  Value leaves = arith::CeilDivUIOp::create(b, n, cBlock);
+  // Keys in the last leaf only (a decode step): its path, in registers,
+  // when the leaf's keys and the path's siblings fit them.
+  const bool pathFits =
+      blockSize <= kMaxPathLeafKeys && (fan - 1) * levels <= kMaxPathSiblings;
+  Value lastLeafOnly =
+      pathFits ? cmp(b, P::eq, arith::AddIOp::create(b, firstLeaf, one), leaves)
+               : arith::ConstantIntOp::create(b, 0, 1).getResult();
+  buildIfThen(b, arith::AndIOp::create(b, valid, lastLeafOnly),
+              [&](ImplicitLocOpBuilder &tb) {
+    buildIfThen(tb, cmp(tb, P::eq, row, indexConst(tb, 0)),
+                [&](ImplicitLocOpBuilder &rb) {
+      emitLastLeafAppend(rb, keys, pyramid, batch, head, feature, firstLeaf, n,
+                         capacity, blockSize, fan, levels, keyAt);
+    });
+  });
+  buildIfThen(b,
+              arith::AndIOp::create(
+                  b, valid,
+                  arith::XOrIOp::create(
+                      b, lastLeafOnly,
+                      arith::ConstantIntOp::create(b, 1, 1))),
+              [&](ImplicitLocOpBuilder &tb) {
     buildLoop(tb, arith::AddIOp::create(tb, firstLeaf, row), leaves, cRows, {},
               [&](ImplicitLocOpBuilder &lb, Value leaf, ValueRange) {
                 Value first = arith::MulIOp::create(lb, leaf, cBlock);
@@ -264,11 +401,6 @@ static Kernel buildAppendKernel(PatternRewriter &rewriter, Operation *op,
     // Level by level: where the child level starts and how many nodes it
     // has in the capacity's layout, how many it has for n keys, and the
     // first one recomputed.
-    auto capShape = tableMem ? tableMem.getShape()[1] * pageSize
-                             : keysMem.getShape()[2];
-    const int64_t levels = maxUpperLevels(
-        ShapedType::isDynamic(capShape) ? kMaxGPUKeys : capShape, blockSize,
-        fan);
     Value capLeaves = arith::CeilDivUIOp::create(tb, capacity, cBlock);
     buildLoop(
         tb, indexConst(tb, 0), indexConst(tb, levels),

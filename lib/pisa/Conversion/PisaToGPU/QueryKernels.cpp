@@ -201,8 +201,14 @@ void forEachQueryWarp(ImplicitLocOpBuilder &b, const Kernel &kernel,
     gb.setInsertionPointToStart(ifOp.thenBlock());
     run(gb);
     gb.setInsertionPointToStart(ifOp.elseBlock());
-    if (invalid)
-      invalid(gb, {seq.batch, at[1], seq.query, seq.position}, at[4]);
+    if (!invalid)
+      return;
+    QuerySite site{seq.batch, at[1], seq.query, seq.position};
+    if (warpsPerQuery == 1)
+      return invalid(gb, site, at[4]);
+    // A query's block: warp 0 alone writes what all of them would.
+    buildIfThen(gb, cmp(gb, arith::CmpIPredicate::eq, at[5], indexConst(gb, 0)),
+                [&](ImplicitLocOpBuilder &wb) { invalid(wb, site, at[4]); });
   });
 }
 

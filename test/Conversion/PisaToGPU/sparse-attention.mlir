@@ -46,16 +46,22 @@
 // CHECK-DAG: arith.cmpi sgt, %[[S]], %[[LAST]]
 // CHECK: memref.store %[[S32]], %[[LIST]][%[[COUNT]]]
 // CHECK: gpu.barrier
+// Q's tile is read once, before the loop (its fragments stay in registers).
+// CHECK: %[[QT:.*]] = vector.transfer_read %{{.*}} : memref<16x136xbf16, #gpu.address_space<workgroup>>, vector<16x128xbf16>
 // Per attended block: stage, score, softmax, accumulate.
 // CHECK: scf.for %{{.*}} = %c0 to %[[WALK]]#1 step %c1 iter_args(%{{.*}} = %cst{{.*}}, %{{.*}} = %cst{{.*}}) -> (f32, f32)
 // CHECK: gpu.barrier
 // CHECK: gpu.barrier
 // Warp w scores the block's keys [16 w, 16 w + 16) against the 16 rows ...
-// CHECK: vector.contract {{.*}} : vector<16x128xbf16>, vector<16x128xbf16> into vector<16x16xf32>
+// CHECK: vector.contract {{.*}} %[[QT]], {{.*}} : vector<16x128xbf16>, vector<16x128xbf16> into vector<16x16xf32>
 // CHECK: gpu.barrier
-// ... the row's online softmax in base 2 ...
+// ... the row's online softmax in base 2 (O rescaled only when its
+// max grew: alpha != 1) ...
 // CHECK: math.exp2
 // CHECK: gpu.shuffle xor
+// CHECK: %[[GREW:.*]] = arith.cmpf une, %{{.*}}, %cst
+// CHECK: scf.if %[[GREW]]
+// CHECK: arith.mulf %{{.*}} : vector<16xf32>
 // CHECK: gpu.barrier
 // ... and accumulates P V onto its 32 columns of O in shared memory.
 // CHECK: %[[ACC:.*]] = vector.transfer_read %{{.*}} : memref<16x132xf32, #gpu.address_space<workgroup>>, vector<16x32xf32>

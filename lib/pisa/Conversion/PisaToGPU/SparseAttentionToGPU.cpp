@@ -183,7 +183,14 @@ public:
                             ValueRange{row, outCol0}, false,
                             llvm::MaybeAlign(16));
     Value count = listAttendedBlocks(b);
-    gpu::BarrierOp::create(b); // the list is visible to all
+    gpu::BarrierOp::create(b); // the list and Q are visible to all
+    // Q's tile is read once, before the loop: its A fragments stay in
+    // registers for every block's score product.
+    queryTile = vector::TransferReadOp::create(
+        b, VectorType::get({t.rows, t.headDim}, elem), qTile,
+        ValueRange{indexConst(b, 0), indexConst(b, 0)},
+        arith::ConstantOp::create(b, b.getZeroAttr(elem)),
+        SmallVector<bool>(2, true));
 
     Value zero = indexConst(b, 0);
     SmallVector<Value> init{f32Const(b, negInf), f32Const(b, 0.0f)};
@@ -370,9 +377,7 @@ private:
     const int64_t keysPerWarp = c / kAttentionWarps;
     Value warpKey0 = arith::MulIOp::create(b, warp, indexConst(b, keysPerWarp));
     {
-      Value lhs = vector::TransferReadOp::create(
-          b, VectorType::get({R, d}, elem), qTile, ValueRange{zero, zero}, pad,
-          inBounds);
+      Value lhs = queryTile;
       Value rhs = vector::TransferReadOp::create(
           b, VectorType::get({keysPerWarp, d}, elem), kTile,
           ValueRange{warpKey0, zero}, pad, inBounds);
@@ -512,6 +517,8 @@ private:
   float scale;
   Type elem;
   Value qTile, kTile, vTile, sTile, pTile, oTile, blockList;
+  /// Q's tile, read once before the block loop (set by build()).
+  Value queryTile;
   Value query, batch, kv, tid, warp, firstHead, numKeys, lastKey, keyEnd;
   Value row, part, scoreCol0, outCol0;
 };

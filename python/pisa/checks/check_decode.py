@@ -5,6 +5,7 @@ pyramid and a prefill selection, through one AOT library per configuration.
   python3 -m pisa.checks.check_decode build DIR --seed S --count N   # here
   python3 -m pisa.checks.check_decode check DIR [--steps 100]        # GPU
   python3 -m pisa.checks.check_decode bench DIR                      # GPU, timing
+  python3 -m pisa.checks.check_decode profile DIR                    # GPU, per kernel
 
 Configurations (Hkv, G, d, C, K, g, dtype, key inputs, capacity Ncap) are
 drawn from the seed. Each library has four entries:
@@ -480,6 +481,41 @@ def bench(args):
     return 0
 
 
+def profile(args):
+    """GPU time of each kernel of a decode step (append, selection), paper
+    setting: torch.profiler over --steps decode_step calls at each length,
+    after a warm-up call; the mean per call of each kernel."""
+    import torch
+    from pisa import aot
+
+    lib = aot.Library(os.path.join(args.dir, "libpaper.so"))
+    c = PAPER
+    cap, d, C, g = args.capacity, c["d"], c["C"], c["g"]
+    keys = torch.randn(1, 1, cap, d, device="cuda").to(torch.bfloat16)
+    q = torch.randn(1, 16, 1, d, device="cuda").to(torch.bfloat16)
+    out = torch.empty(1, 1, 1, c["K"], dtype=torch.int32, device="cuda")
+    ws = torch.empty(64 << 20, dtype=torch.uint8, device="cuda")
+    one = lambda a: torch.tensor([a], dtype=torch.int32, device="cuda")
+    print("| N | kernel | us per call |")
+    print("|---|---|---|")
+    for n in args.lengths:
+        n = min(n, cap - args.steps - 1)
+        cache = torch.zeros(1, 1, sum(layout(cap, C, g)[1]), d, device="cuda")
+        lib("decode_step", q, keys, cache, one(0), one(n), n, out=out, workspace=ws)
+        bounds = [(one(n + i), one(n + i + 1)) for i in range(args.steps)]
+        torch.cuda.synchronize()
+        activities = [torch.profiler.ProfilerActivity.CUDA]
+        with torch.profiler.profile(activities=activities) as prof:
+            for i in range(args.steps):
+                lib("decode_step", q, keys, cache, *bounds[i], n + i + 1, out=out,
+                    workspace=ws)
+            torch.cuda.synchronize()
+        for e in prof.key_averages():
+            if e.device_type == torch.autograd.DeviceType.CUDA:
+                print(f"| {n} | {e.key} | {e.self_device_time_total / e.count:.2f} |")
+    return 0
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -512,8 +548,14 @@ def main(argv=None):
     m.add_argument("--samples", type=int, default=9)
     m.add_argument("--capacity", type=int, default=PAPER["Ncap"],
                    help="the library's Ncap (libpaper.so built with another)")
+    f = sub.add_parser("profile")
+    f.add_argument("dir", help="holds libpaper.so (build --paper)")
+    f.add_argument("--lengths", type=int, nargs="+", default=[4096, 131000])
+    f.add_argument("--steps", type=int, default=20)
+    f.add_argument("--capacity", type=int, default=PAPER["Ncap"])
     args = parser.parse_args(argv)
-    return {"build": build, "check": check, "bench": bench}[args.cmd](args)
+    return {"build": build, "check": check, "bench": bench,
+            "profile": profile}[args.cmd](args)
 
 
 if __name__ == "__main__":

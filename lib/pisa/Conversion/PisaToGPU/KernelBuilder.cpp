@@ -240,6 +240,17 @@ void mlir::pisa::detail::setOccupancyHint(gpu::GPUFuncOp kernel,
                   b.getI32IntegerAttr(blocksPerSM));
 }
 
+Value mlir::pisa::detail::mmaFragment(ImplicitLocOpBuilder &b,
+                                      ArrayRef<Value> pairs) {
+  auto pairType = cast<VectorType>(pairs[0].getType());
+  auto type =
+      VectorType::get({int64_t(pairs.size()), 2}, pairType.getElementType());
+  Value v = arith::ConstantOp::create(b, type, b.getZeroAttr(type));
+  for (auto [i, pair] : llvm::enumerate(pairs))
+    v = vector::InsertOp::create(b, pair, v, ArrayRef<int64_t>{int64_t(i)});
+  return v;
+}
+
 Value mlir::pisa::detail::concatVectors(ImplicitLocOpBuilder &b, Value x,
                                         Value y) {
   int64_t n = cast<VectorType>(x.getType()).getNumElements() +

@@ -106,6 +106,9 @@ void setOccupancyHint(gpu::GPUFuncOp kernel, int64_t threads,
 /// The 1-D vectors `x` then `y` as one vector (a vector.shuffle, which lowers
 /// to one LLVM shufflevector).
 Value concatVectors(ImplicitLocOpBuilder &b, Value x, Value y);
+/// An mma.sync operand fragment, vector<N x 2 x elem>, from N
+/// vector<2 x elem> registers.
+Value mmaFragment(ImplicitLocOpBuilder &b, ArrayRef<Value> pairs);
 /// A paged key cache inside a kernel (docs/semantics.md, section 4): a pool
 /// [P, S, H, d] read through a block table [B, Mp]. The one definition of
 /// the page arithmetic for the append and the decode selection kernels.

@@ -28,16 +28,6 @@ constexpr int64_t kHeadRows = 16, kKeysPerTile = 8;
 /// latencies overlap; 16 registers a tile at d = 128).
 constexpr int64_t kTilesInFlight = 4;
 
-/// vector<N x 2 x elem> from N vector<2 x elem> registers.
-Value pairsToFragment(ImplicitLocOpBuilder &b, ArrayRef<Value> pairs) {
-  auto pairType = cast<VectorType>(pairs[0].getType());
-  auto type =
-      VectorType::get({int64_t(pairs.size()), 2}, pairType.getElementType());
-  Value v = arith::ConstantOp::create(b, type, b.getZeroAttr(type));
-  for (auto [i, pair] : llvm::enumerate(pairs))
-    v = vector::InsertOp::create(b, pair, v, ArrayRef<int64_t>{int64_t(i)});
-  return v;
-}
 
 /// Elements [at, at + 2) of a 16-byte group.
 Value pairOf(ImplicitLocOpBuilder &b, Value group, int64_t at) {
@@ -85,7 +75,7 @@ LeafMmaQuery mlir::pisa::detail::loadLeafMmaQuery(ImplicitLocOpBuilder &b,
     Value base = arith::AddIOp::create(
         b, col, indexConst(b, 32 * (s / 2) + 4 * (s % 2)));
     Value hi = arith::AddIOp::create(b, base, indexConst(b, 2));
-    query.fragments.push_back(pairsToFragment(
+    query.fragments.push_back(mmaFragment(
         b, {rowPair(row0, base), rowPair(row1, base), rowPair(row0, hi),
             rowPair(row1, hi)}));
   }
@@ -139,7 +129,7 @@ Value mlir::pisa::detail::buildLeafScoreMma(
         Value group = loaded[s / 2];
         const int64_t at = 4 * (s % 2);
         Value bFrag =
-            pairsToFragment(b, {pairOf(b, group, at), pairOf(b, group, at + 2)});
+            mmaFragment(b, {pairOf(b, group, at), pairOf(b, group, at + 2)});
         c = nvgpu::MmaSyncOp::create(b, query.fragments[s], bFrag, c,
                                      ArrayRef<int64_t>{16, 8, 16});
       }

@@ -34,20 +34,7 @@ using namespace mlir::pisa::detail;
 
 namespace {
 constexpr int64_t kFanout = 2, kHeads = 16;
-/// The lane-per-candidate design holds up to 32 candidates (K = 16), all of
-/// which have run on the H200 (cases n4096_paper, K = 8; n4096_bf16_k16).
-constexpr int64_t kMaxCandidates = 32;
 
-/// vector<N x 2 x elem> from N vector<2 x elem> registers.
-Value fragment(ImplicitLocOpBuilder &b, ArrayRef<Value> pairs) {
-  auto pairType = cast<VectorType>(pairs[0].getType());
-  auto type =
-      VectorType::get({int64_t(pairs.size()), 2}, pairType.getElementType());
-  Value v = arith::ConstantOp::create(b, type, b.getZeroAttr(type));
-  for (auto [i, pair] : llvm::enumerate(pairs))
-    v = vector::InsertOp::create(b, pair, v, ArrayRef<int64_t>{int64_t(i)});
-  return v;
-}
 } // namespace
 
 bool mlir::pisa::detail::canWalkWithMma(Type queryType, int64_t groupSize,
@@ -55,7 +42,7 @@ bool mlir::pisa::detail::canWalkWithMma(Type queryType, int64_t groupSize,
                                         int64_t candidates) {
   return queryType.isBF16() && groupSize == kHeads && headDim % 16 == 0 &&
          fanout == kFanout && (kFanout * candidates) % 8 == 0 &&
-         candidates <= kMaxCandidates;
+         candidates <= kMaxLaneCandidates;
 }
 
 MmaWalkQuery mlir::pisa::detail::loadMmaWalkQuery(ImplicitLocOpBuilder &b,
@@ -79,7 +66,7 @@ MmaWalkQuery mlir::pisa::detail::loadMmaWalkQuery(ImplicitLocOpBuilder &b,
     Value kLo = arith::AddIOp::create(b, col, indexConst(b, 16 * s));
     Value kHi = arith::AddIOp::create(b, kLo, indexConst(b, 8));
     query.fragments.push_back(
-        fragment(b, {pair(head0, kLo), pair(head1, kLo), pair(head0, kHi),
+        mmaFragment(b, {pair(head0, kLo), pair(head1, kLo), pair(head0, kHi),
                      pair(head1, kHi)}));
   }
   return query;
@@ -224,8 +211,8 @@ levelScores(ImplicitLocOpBuilder &b, const MmaWalkQuery &query, Value planes,
         return vector::ShuffleOp::create(b, group, group,
                                          ArrayRef<int64_t>{offset, offset + 1});
       };
-      Value hi = fragment(b, {pairAt(0), pairAt(2)});
-      Value lo = fragment(b, {pairAt(4), pairAt(6)});
+      Value hi = mmaFragment(b, {pairAt(0), pairAt(2)});
+      Value lo = mmaFragment(b, {pairAt(4), pairAt(6)});
       for (Value bFrag : {hi, lo})
         acc = nvgpu::MmaSyncOp::create(b, query.fragments[s], bFrag, acc,
                                        ArrayRef<int64_t>{16, 8, 16});

@@ -8,7 +8,8 @@ pyramid and a prefill selection, through one AOT library per configuration.
   python3 -m pisa.checks.check_decode profile DIR                    # GPU, per kernel
 
 Configurations (Hkv, G, d, C, K, g, dtype, key inputs, capacity Ncap) are
-drawn from the seed. Each library has four entries:
+drawn from the seed, every other one within the decode block's fast paths
+(g * K <= 32, mostly 16-bit with G <= 16). Each library has five entries:
   decode_step(q [1, Hq, 1, d], kcache [1, Hkv, Ncap, d], pcache (capacity
       layout, updated in place), from [1], to [1], n) -> selection for the
       query at t = n - 1 over keys 0 .. n - 1, read from the cache;
@@ -131,6 +132,14 @@ def build(args):
         cfg = {x: c[x] for x in ("Hkv", "G", "d", "C", "K", "g", "dtype", "inputs")}
         cfg["name"] = f"d{i:04d}"
         cfg["Hkv"] = min(cfg["Hkv"], 4)
+        if i % 2:
+            # Every other configuration in the decode block's fast paths
+            # (docs/gpu.md): g * K <= 32 (the lane walk), and most of them
+            # 16-bit with G <= 16 (tensor-core leaves when d % 32 == 0).
+            cfg["K"] = rng.randint(3, 32 // cfg["g"])
+            if rng.random() < 0.75:
+                cfg["G"] = rng.randint(1, 16)
+                cfg["dtype"] = rng.choice(("f16", "bf16"))
         cfg["Ncap"] = rng.choice((cfg["C"] * rng.randint(1, 40), rng.randint(1, args.max_cap)))
         # The paged entry's page size (any S >= 1); Ncap = Mp * S.
         cfg["S"] = rng.choice((1, 3, 16, 16, cfg["C"], 2 * cfg["C"], rng.randint(1, 200)))

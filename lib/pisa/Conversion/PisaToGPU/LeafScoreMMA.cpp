@@ -24,9 +24,10 @@ using namespace mlir::pisa::detail;
 
 namespace {
 constexpr int64_t kHeadRows = 16, kKeysPerTile = 8;
-/// Key tiles whose rows are loaded before any is multiplied (their
-/// latencies overlap; 16 registers a tile at d = 128).
-constexpr int64_t kTilesInFlight = 4;
+/// Registers of key rows loaded before any is multiplied (their latencies
+/// overlap): a tile takes d / 8 (16 at d = 128, so 4 tiles). Loading all 8
+/// tiles of a C = 64 leaf at once measured no faster (performance.md).
+constexpr int64_t kKeyRegistersInFlight = 64;
 
 
 /// Elements [at, at + 2) of a 16-byte group.
@@ -90,6 +91,8 @@ Value mlir::pisa::detail::buildLeafScoreMma(
   Type f32 = b.getF32Type();
   Type elem = cast<MemRefType>(keys.getType()).getElementType();
   const int64_t tiles = blockSize / kKeysPerTile, groups = headDim / 32;
+  const int64_t tilesInFlight =
+      std::max<int64_t>(1, kKeyRegistersInFlight / (4 * groups));
   Value lane = query.lane;
   Value gid = arith::DivUIOp::create(b, lane, indexConst(b, 4));
   Value tig = arith::RemUIOp::create(b, lane, indexConst(b, 4));
@@ -105,8 +108,8 @@ Value mlir::pisa::detail::buildLeafScoreMma(
   // S = Q K^T, tile by tile: lane loads key row 8 t + g of tile t.
   auto accType = VectorType::get({2, 2}, f32);
   SmallVector<Value> acc;
-  for (int64_t t0 = 0; t0 < tiles; t0 += kTilesInFlight) {
-    const int64_t t1 = std::min(tiles, t0 + kTilesInFlight);
+  for (int64_t t0 = 0; t0 < tiles; t0 += tilesInFlight) {
+    const int64_t t1 = std::min(tiles, t0 + tilesInFlight);
     SmallVector<SmallVector<Value>> rows;
     for (int64_t t = t0; t < t1; ++t) {
       Value key = arith::MinUIOp::create(

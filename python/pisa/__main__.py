@@ -17,6 +17,7 @@ COMMANDS = {
     "check-abi": ("pisa.checks.check_abi", "check the call contract on the GPU: graphs, threads, bad calls"),
     "check-layouts": ("pisa.checks.check_layouts", "token-major libraries against head-major ones on the GPU"),
     "compare-ptx": ("pisa.checks.compare_ptx", "the PTX of two pisa-opt builds, kernel by kernel (no GPU)"),
+    "compare-builds": ("pisa.checks.compare_builds", "two builds' libraries on the same inputs, bitwise (GPU)"),
     "check-torch": ("pisa.checks.check_torch", "check the PyTorch custom ops: eager, torch.compile, graphs"),
     "check-decode": ("pisa.checks.check_decode", "decode over contiguous and paged caches on the GPU; its speed"),
     "check-attention": ("pisa.checks.check_attention", "sparse attention on the GPU against float64; its speed"),

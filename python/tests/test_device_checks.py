@@ -39,6 +39,21 @@ class AttentionDrawTest(unittest.TestCase):
         self.assertEqual(check_attention.shared_bytes(check_attention.PAPER), 54304)
 
 
+class DecodeDrawTest(unittest.TestCase):
+    def test_every_other_configuration_takes_the_fast_paths(self):
+        # docs/gpu.md: the decode block's lane walk (g * K <= 32), and its
+        # tensor-core leaves (16-bit, G <= 16, d % 32 == 0, C % 8 == 0).
+        cfgs = check_decode.draw_configs(11, 200, 20000)
+        fast = cfgs[1::2]
+        self.assertTrue(all(c["g"] * c["K"] <= 32 for c in fast))
+        mma = [c for c in fast if c["dtype"] != "f32" and c["G"] <= 16
+               and c["d"] % 32 == 0 and c["C"] % 8 == 0]
+        self.assertGreater(len(mma), len(fast) // 2)
+        # ... and the others range over the whole space.
+        self.assertTrue(any(c["g"] * c["K"] > 32 for c in cfgs[0::2]))
+        self.assertTrue(all(c["Ncap"] % c["S"] == 0 for c in cfgs))
+
+
 @unittest.skipUnless(shutil.which(PISA_OPT), "pisa-opt not on PATH")
 class ProgramTest(unittest.TestCase):
     def test_attention_programs_verify(self):

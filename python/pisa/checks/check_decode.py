@@ -124,10 +124,11 @@ func.func @select(%q: {q}, %k: {k}, %p: {p}, %t: index) -> {s} {{
 """
 
 
-def build(args):
-    rng = random.Random(args.seed)
+def draw_configs(seed, count, max_cap):
+    """The drawn configurations of `build` (without the paper's)."""
+    rng = random.Random(seed)
     cfgs = []
-    for i in range(args.count):
+    for i in range(count):
         c = sweep.draw_config(rng, i)
         cfg = {x: c[x] for x in ("Hkv", "G", "d", "C", "K", "g", "dtype", "inputs")}
         cfg["name"] = f"d{i:04d}"
@@ -140,11 +141,16 @@ def build(args):
             if rng.random() < 0.75:
                 cfg["G"] = rng.randint(1, 16)
                 cfg["dtype"] = rng.choice(("f16", "bf16"))
-        cfg["Ncap"] = rng.choice((cfg["C"] * rng.randint(1, 40), rng.randint(1, args.max_cap)))
+        cfg["Ncap"] = rng.choice((cfg["C"] * rng.randint(1, 40), rng.randint(1, max_cap)))
         # The paged entry's page size (any S >= 1); Ncap = Mp * S.
         cfg["S"] = rng.choice((1, 3, 16, 16, cfg["C"], 2 * cfg["C"], rng.randint(1, 200)))
         cfg["Ncap"] = -(-cfg["Ncap"] // cfg["S"]) * cfg["S"]
         cfgs.append(cfg)
+    return cfgs
+
+
+def build(args):
+    cfgs = draw_configs(args.seed, args.count, args.max_cap)
     if args.paper:
         cfgs.append(dict(PAPER, Ncap=args.paper_capacity))
         # 64 sequences of 32K, the batched decode of issue 13's goals.

@@ -36,6 +36,12 @@ struct QuerySite {
   Value batch, kvHead, query, position;
 };
 
+/// Where element `feature` of row `row` sits in a buffer whose rows are not
+/// [batch, head, row, feature] (keys in a page pool): the one hook of the
+/// kernels that read keys (the leaf scorers, the append's leaves).
+using RowIndices = std::function<SmallVector<Value>(ImplicitLocOpBuilder &,
+                                                    Value row, Value feature)>;
+
 /// The child level of the scored node: its rows are
 /// children[..., rowBase + r, :] for r < numChildren; node n owns
 /// r = n*fanout .. n*fanout + fanout - 1, and child r starts at key
@@ -44,9 +50,7 @@ struct QuerySite {
 /// (raw keys in a page pool).
 struct ChildLevel {
   Value rowBase, numChildren, fanout, keysPerChild;
-  std::function<SmallVector<Value>(ImplicitLocOpBuilder &, Value row,
-                                   Value feature)>
-      rowAt = nullptr;
+  RowIndices rowAt = nullptr;
   /// The indices of element `feature` of child row `row` of `site`.
   SmallVector<Value> at(ImplicitLocOpBuilder &b, const QuerySite &site,
                         Value row, Value feature) const {

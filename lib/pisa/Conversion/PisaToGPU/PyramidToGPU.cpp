@@ -36,24 +36,19 @@ using namespace mlir;
 using namespace mlir::pisa;
 using namespace mlir::pisa::detail;
 
-/// Where source row `row`'s element sits, when src is not [B, H, rows, d]
-/// (a page pool).
-using SourceIndices = llvm::function_ref<SmallVector<Value>(
-    ImplicitLocOpBuilder &, Value row)>;
-
 /// Stores mean(src[b, h, base + c, e] for c < count) to dst[b, h, row, e]
-/// (src's element of row base + c at `srcAt(base + c)` when given).
+/// (src's element e of row base + c at `srcAt(base + c, e)` when given).
 static void emitMean(ImplicitLocOpBuilder &b, Value src, Value dst,
                      Value batch, Value head, Value base, Value count,
                      Value row, Value feature,
-                     SourceIndices srcAt = nullptr) {
+                     const RowIndices &srcAt = nullptr) {
   Value zero = indexConst(b, 0);
   auto sum = buildLoop(
       b, zero, count, {f32Const(b, 0.0f)},
       [&](ImplicitLocOpBuilder &lb, Value c, ValueRange acc) {
         Value at = arith::AddIOp::create(lb, base, c);
         Value v = extractF32(lb, src,
-                             srcAt ? srcAt(lb, at)
+                             srcAt ? srcAt(lb, at, feature)
                                    : SmallVector<Value>{batch, head, at,
                                                         feature});
         return SmallVector<Value>{arith::AddFOp::create(lb, acc[0], v)};
@@ -187,9 +182,7 @@ static void emitLastLeafAppend(ImplicitLocOpBuilder &b, Value keys,
                                Value pyramid, Value batch, Value head,
                                Value feature, Value leaf, Value n,
                                Value capacity, int64_t blockSize, int64_t fan,
-                               int64_t levels,
-                               std::function<SmallVector<Value>(
-                                   ImplicitLocOpBuilder &, Value)> keyAt) {
+                               int64_t levels, const RowIndices &keyAt) {
   using P = arith::CmpIPredicate;
   Value zero = indexConst(b, 0), one = indexConst(b, 1);
   Value cFan = indexConst(b, fan), cBlock = indexConst(b, blockSize);
@@ -251,7 +244,7 @@ static void emitLastLeafAppend(ImplicitLocOpBuilder &b, Value keys,
           Value at = arith::AddIOp::create(
               lb, first, arith::SelectOp::create(lb, real, j, zero));
           Value v = extractF32(lb, keys,
-                               keyAt ? keyAt(lb, at)
+                               keyAt ? keyAt(lb, at, feature)
                                      : SmallVector<Value>{batch, head, at,
                                                           feature});
           chunk.push_back(arith::SelectOp::create(lb, real, v, zeroF));
@@ -326,7 +319,7 @@ static Kernel buildAppendKernel(PatternRewriter &rewriter, Operation *op,
       arith::AndIOp::create(b, cmp(b, P::sle, zero32, from),
                             cmp(b, P::slt, from, to)),
       cmp(b, P::ule, toIndex(b, to), capacity));
-  std::function<SmallVector<Value>(ImplicitLocOpBuilder &, Value)> keyAt;
+  RowIndices keyAt;
   if (tableMem) {
     PagedKeys paged{kernel.arg("blockTable"), keys, pageSize};
     // Pages below to[b] must lie in [0, P), else the cache is left as it
@@ -355,8 +348,8 @@ static Kernel buildAppendKernel(PatternRewriter &rewriter, Operation *op,
         b, valid,
         cmp(b, P::eq, memref::LoadOp::create(b, flag, ValueRange{zero}),
             zero32));
-    keyAt = [=](ImplicitLocOpBuilder &lb, Value j) {
-      return paged.at(lb, batch, j, head, feature);
+    keyAt = [=](ImplicitLocOpBuilder &lb, Value j, Value e) {
+      return paged.at(lb, batch, j, head, e);
     };
   }
   auto capShape = tableMem ? tableMem.getShape()[1] * pageSize
@@ -394,7 +387,7 @@ static Kernel buildAppendKernel(PatternRewriter &rewriter, Operation *op,
                 Value count = arith::MinUIOp::create(
                     lb, cBlock, arith::SubIOp::create(lb, n, first));
                 emitMean(lb, keys, pyramid, batch, head, first, count, leaf,
-                         feature, keyAt ? SourceIndices(keyAt) : nullptr);
+                         feature, keyAt);
                 return SmallVector<Value>{};
               });
     gpu::BarrierOp::create(tb);

@@ -76,11 +76,6 @@ std::pair<Value, int64_t> queryGrid(ImplicitLocOpBuilder &host,
           kQueryThreads};
 }
 
-/// Where element e of key row j of a query's sequence sits, when the keys
-/// are not [B, Hkv, N, d] (a page pool).
-using KeyRowAt = std::function<SmallVector<Value>(
-    ImplicitLocOpBuilder &, const QuerySite &, Value row, Value feature)>;
-
 /// Item a's score, for a < count, split over a query's block of warps:
 /// warp w scores items w, w + warps, ... with `scoreOf` and its lane 0
 /// writes them to scratch.shared; returns item `readAt`'s score (clamped
@@ -181,7 +176,7 @@ void buildBlockLaneSelection(ImplicitLocOpBuilder &gb, const Kernel &kernel,
 void buildSingleStageWarp(ImplicitLocOpBuilder &gb, const Kernel &kernel,
                           const Problem &p, const WarpSite &w,
                           const LevelLayout &layout,
-                          const KeyRowAt &keyRowAt = nullptr) {
+                          const PagedKeys *paged = nullptr) {
   const QuerySite &site = w.site;
   const QueryScratch &scratch = *w.scratch;
   Value bt = w.bt;
@@ -197,9 +192,9 @@ void buildSingleStageWarp(ImplicitLocOpBuilder &gb, const Kernel &kernel,
   }
   ChildLevel keyLevel{w.firstKey, w.numKeys, indexConst(gb, p.blockSize),
                       indexConst(gb, 1)};
-  if (keyRowAt)
+  if (paged)
     keyLevel.rowAt = [&](ImplicitLocOpBuilder &b, Value row, Value e) {
-      return keyRowAt(b, site, row, e);
+      return paged->at(b, site.batch, row, site.kvHead, e);
     };
   if (scratch.warps > 1 && fitsLaneWalk(p.fanout, p.topK))
     return buildBlockLaneSelection(gb, kernel, p, w, layout, summaries,
@@ -252,14 +247,14 @@ void buildSingleStageWarp(ImplicitLocOpBuilder &gb, const Kernel &kernel,
 /// `warps` > 1 a query has a block of that many warps.
 void buildPerSequenceSingleStage(ImplicitLocOpBuilder &b, const Kernel &kernel,
                                  const Problem &p, WarpSequenceOf sequenceOf,
-                                 const KeyRowAt &keyRowAt = nullptr,
+                                 const PagedKeys *paged = nullptr,
                                  int64_t warps = 1) {
   forEachQueryWarp(
       b, kernel, p, kernel.arg("queries"), /*mmaLevels=*/false,
       /*batchLayout=*/nullptr, sequenceOf,
       [&](ImplicitLocOpBuilder &gb, const WarpSite &w,
           const LevelLayout &layout) {
-        buildSingleStageWarp(gb, kernel, p, w, layout, keyRowAt);
+        buildSingleStageWarp(gb, kernel, p, w, layout, paged);
       },
       [&](ImplicitLocOpBuilder &ib, const QuerySite &site, Value lane) {
         buildIfThen(ib, isLaneZero(ib, lane), [&](ImplicitLocOpBuilder &lb) {
@@ -404,15 +399,9 @@ struct SelectDecodeToGPU : KernelOpPattern<SelectDecodeKernelOp> {
       boundRegisters(kernel, p);
       ImplicitLocOpBuilder b(op.getLoc(), rewriter);
       std::optional<PagedKeys> paged;
-      KeyRowAt pagedKey = nullptr;
-      if (table) {
+      if (table)
         paged = PagedKeys{kernel.arg("blockTable"), kernel.arg("keys"),
                           pageSize};
-        pagedKey = [&](ImplicitLocOpBuilder &lb, const QuerySite &site,
-                       Value j, Value e) {
-          return paged->at(lb, site.batch, j, site.kvHead, e);
-        };
-      }
       buildPerSequenceSingleStage(
           b, kernel, p,
           [&](ImplicitLocOpBuilder &sb, Value batch, Value row) {
@@ -434,7 +423,7 @@ struct SelectDecodeToGPU : KernelOpPattern<SelectDecodeKernelOp> {
             seq.capacity = cap;
             return seq;
           },
-          pagedKey, warpsPerQuery(p));
+          paged ? &*paged : nullptr, warpsPerQuery(p));
     }
     SmallVector<KernelOperand> operands{{"queries", op.getQueries()},
                                         {"keys", op.getKeys()},

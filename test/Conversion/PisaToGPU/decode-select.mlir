@@ -67,3 +67,26 @@ func.func @decode_batch(%q: tensor<?x16x1x128xbf16>, %kc: tensor<?x2x8192x128xbf
       tensor<?x2x255x128xf32>, tensor<?xi32> -> tensor<?x2x1x8xi32>
   return %s : tensor<?x2x1x8xi32>
 }
+
+// g * K = 40 candidates do not fit the lanes: the block keeps the
+// private-array walk, the threads ranking the scored candidates into a
+// second shared buffer (thread t ranks candidate t) that the selection
+// reads.
+// CHECK-LABEL: gpu.func @select_decode_0
+// CHECK-SAME: workgroup(%[[SCORES:.*]] : memref<40xf32, #gpu.address_space<workgroup>>, %[[RANKS:.*]] : memref<40xi32, #gpu.address_space<workgroup>>)
+// CHECK: gpu.barrier
+// CHECK: scf.for %[[A:.*]] = %{{.*}} to %{{.*}} step %c16
+// CHECK: memref.store %{{.*}}, %[[SCORES]][%[[A]]]
+// CHECK: gpu.barrier
+// CHECK: scf.for %[[T:.*]] = %{{.*}} to %{{.*}} step %c512
+// CHECK: memref.store %{{.*}}, %[[RANKS]][%[[T]]]
+// CHECK: gpu.barrier
+// CHECK: memref.load %[[RANKS]]
+func.func @decode_batch_k20(%q: tensor<?x16x1x64xbf16>, %kc: tensor<?x1x4096x64xbf16>,
+                            %p: tensor<?x1x127x64xf32>, %to: tensor<?xi32>)
+    -> tensor<?x1x1x20xi32> {
+  %s = pisa.decode_select %q, %kc, %p seq_lens(%to) topk = 20 block_size = 64
+      branching = 2 : tensor<?x16x1x64xbf16>, tensor<?x1x4096x64xbf16>,
+      tensor<?x1x127x64xf32>, tensor<?xi32> -> tensor<?x1x1x20xi32>
+  return %s : tensor<?x1x1x20xi32>
+}

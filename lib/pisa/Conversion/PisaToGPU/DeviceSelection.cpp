@@ -265,6 +265,26 @@ mlir::pisa::detail::sharedRankLoader(const QueryScratch &scratch) {
   };
 }
 
+void mlir::pisa::detail::shareScores(
+    ImplicitLocOpBuilder &b, const QueryScratch &scratch, Value count,
+    llvm::function_ref<Value(ImplicitLocOpBuilder &, Value)> scoreOf) {
+  // The previous exchange's reads of `shared` are done.
+  gpu::BarrierOp::create(b);
+  buildLoop(b, scratch.warp, count, indexConst(b, scratch.warps), {},
+            [&](ImplicitLocOpBuilder &lb, Value a, ValueRange) {
+              Value u = scoreOf(lb, a);
+              buildIfThen(lb,
+                          cmp(lb, arith::CmpIPredicate::eq, scratch.lane,
+                              indexConst(lb, 0)),
+                          [&](ImplicitLocOpBuilder &wb) {
+                            memref::StoreOp::create(wb, u, scratch.shared,
+                                                    ValueRange{a});
+                          });
+              return SmallVector<Value>{};
+            });
+  gpu::BarrierOp::create(b);
+}
+
 void mlir::pisa::detail::scoreCandidates(
     ImplicitLocOpBuilder &b, const QueryScratch &scratch, Value count,
     llvm::function_ref<Value(ImplicitLocOpBuilder &, Value)> scoreOf) {
@@ -280,19 +300,7 @@ void mlir::pisa::detail::scoreCandidates(
               });
     return;
   }
-  // The previous exchange's reads of `shared` are done.
-  gpu::BarrierOp::create(b);
-  buildLoop(b, scratch.warp, count, indexConst(b, scratch.warps), {},
-            [&](ImplicitLocOpBuilder &lb, Value a, ValueRange) {
-              Value u = scoreOf(lb, a);
-              buildIfThen(lb,
-                          cmp(lb, arith::CmpIPredicate::eq, scratch.lane, zero),
-                          [&](ImplicitLocOpBuilder &wb) {
-                            store(wb, u, scratch.shared, a);
-                          });
-              return SmallVector<Value>{};
-            });
-  gpu::BarrierOp::create(b);
+  shareScores(b, scratch, count, scoreOf);
   // Thread t ranks item t (t, t + threads, ...), reading the shared scores.
   Value tid = arith::AddIOp::create(
       b, arith::MulIOp::create(b, scratch.warp, indexConst(b, 32)),

@@ -76,26 +76,13 @@ std::pair<Value, int64_t> queryGrid(ImplicitLocOpBuilder &host,
           kQueryThreads};
 }
 
-/// Item a's score, for a < count, split over a query's block of warps:
-/// warp w scores items w, w + warps, ... with `scoreOf` and its lane 0
-/// writes them to scratch.shared; returns item `readAt`'s score (clamped
-/// to the last). A barrier before and after: every warp calls it alike.
+/// Item a's score, for a < count, split over a query's block of warps
+/// (shareScores); returns item `readAt`'s (clamped to the last).
 Value exchangeScores(
     ImplicitLocOpBuilder &b, const QueryScratch &scratch, Value count,
     Value readAt,
     llvm::function_ref<Value(ImplicitLocOpBuilder &, Value)> scoreOf) {
-  gpu::BarrierOp::create(b); // the previous exchange's reads are done
-  buildLoop(b, scratch.warp, count, indexConst(b, scratch.warps), {},
-            [&](ImplicitLocOpBuilder &lb, Value a, ValueRange) {
-              Value u = scoreOf(lb, a);
-              buildIfThen(lb, isLaneZero(lb, scratch.lane),
-                          [&](ImplicitLocOpBuilder &wb) {
-                            memref::StoreOp::create(wb, u, scratch.shared,
-                                                    ValueRange{a});
-                          });
-              return SmallVector<Value>{};
-            });
-  gpu::BarrierOp::create(b);
+  shareScores(b, scratch, count, scoreOf);
   Value at = arith::MinUIOp::create(
       b, readAt, arith::SubIOp::create(b, count, indexConst(b, 1)));
   return memref::LoadOp::create(b, scratch.shared, ValueRange{at});

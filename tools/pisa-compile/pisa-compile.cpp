@@ -20,6 +20,7 @@
 
 #include "pisa/InitAllDialects.h"
 #include "pisa/InitAllPasses.h"
+#include "pisa/Support/ParserLimits.h"
 #include "pisa/Analysis/GPUTarget.h"
 #include "pisa/Pipelines/Pipelines.h"
 #include "pisa/Version.h"
@@ -195,6 +196,15 @@ int main(int argc, char **argv) {
   if (!buffer)
     return fail("cannot read '" + opts.input + "': " +
                 buffer.getError().message());
+  if (auto huge = pisa::findHugeResultNumber((*buffer)->getBuffer())) {
+    llvm::StringRef before = (*buffer)->getBuffer().take_front(huge->first);
+    size_t line = before.count('\n') + 1;
+    size_t column = huge->first - (before.rfind('\n') + 1) + 1;
+    return fail(opts.input + ":" + llvm::Twine(line) + ":" +
+                llvm::Twine(column) + ": result number in '" + huge->second +
+                "' is above " + llvm::Twine(pisa::kMaxResultNumber) +
+                " (MLIR's parser would allocate a table that large)");
+  }
   sourceMgr.AddNewSourceBuffer(std::move(*buffer), llvm::SMLoc());
   OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &ctx);
   if (!module)

@@ -11,6 +11,7 @@
 
 #include "pisa/InitAllDialects.h"
 #include "pisa/InitAllPasses.h"
+#include "pisa/Support/ParserLimits.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -96,35 +97,6 @@ extern "C" int LLVMFuzzerInitialize(int *, char ***) {
   return 0;
 }
 
-/// Whether the text uses a result `%name#N` with N above 65535. MLIR 22's
-/// parser sizes its table of a name's results by the largest N it reads
-/// (%x#2147483647 allocates 32 GiB and aborts, upstream's behaviour, not
-/// pisa's); no pisa op has that many results, so such inputs are skipped.
-static bool usesHugeResultNumber(llvm::StringRef text) {
-  auto isNameChar = [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' ||
-           c == '$' || c == '.' || c == '-';
-  };
-  for (size_t i = text.find('%'); i != llvm::StringRef::npos;
-       i = text.find('%', i + 1)) {
-    size_t j = i + 1;
-    while (j < text.size() && isNameChar(text[j]))
-      ++j;
-    if (j >= text.size() || text[j] != '#')
-      continue;
-    size_t k = j + 1;
-    while (k < text.size() && std::isdigit(static_cast<unsigned char>(text[k])))
-      ++k;
-    const size_t digits = k - j - 1;
-    unsigned long long n = 0;
-    if (digits > 5 ||
-        (digits > 0 && !text.substr(j + 1, digits).getAsInteger(10, n) &&
-         n > 65535))
-      return true;
-  }
-  return false;
-}
-
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   static DialectRegistry *registry = [] {
     auto *r = new DialectRegistry;
@@ -134,7 +106,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   // The MLIR lexer reads up to a terminating NUL, as files have one.
   std::string buffer(reinterpret_cast<const char *>(data), size);
   llvm::StringRef text(buffer.c_str(), buffer.size());
-  if (usesHugeResultNumber(text))
+  if (pisa::findHugeResultNumber(text)) // ParserLimits.h: skipped
     return 0;
   MLIRContext context(*registry, MLIRContext::Threading::DISABLED);
   ScopedDiagnosticHandler quiet(&context, [](Diagnostic &) { return success(); });

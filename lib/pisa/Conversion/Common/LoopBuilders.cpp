@@ -122,21 +122,28 @@ Value mlir::pisa::detail::emptyLike(ImplicitLocOpBuilder &b,
                                  dynamic);
 }
 
+/// [B, T, H, X] <-> [B, H, T, X], or [B, T, H] <-> [B, H, T].
+static SmallVector<int64_t> headTokenPermutation(int64_t rank) {
+  SmallVector<int64_t> perm{0, 2, 1};
+  if (rank == 4)
+    perm.push_back(3);
+  return perm;
+}
+
+RankedTensorType mlir::pisa::detail::swapHeadsAndTokens(RankedTensorType type) {
+  SmallVector<int64_t> shape;
+  for (int64_t p : headTokenPermutation(type.getRank()))
+    shape.push_back(type.getDimSize(p));
+  return RankedTensorType::get(shape, type.getElementType());
+}
+
 Value mlir::pisa::detail::swapHeadsAndTokens(ImplicitLocOpBuilder &b,
                                              Value tensor) {
   auto type = cast<RankedTensorType>(tensor.getType());
-  ArrayRef<int64_t> s = type.getShape();
-  // [B, T, H, X] <-> [B, H, T, X], or [B, T, H] <-> [B, H, T].
-  SmallVector<int64_t> perm{0, 2, 1};
-  if (s.size() == 4)
-    perm.push_back(3);
-  SmallVector<int64_t> shape;
+  SmallVector<int64_t> perm = headTokenPermutation(type.getRank());
   SmallVector<Value> sizes;
-  for (int64_t p : perm) {
-    shape.push_back(s[p]);
+  for (int64_t p : perm)
     sizes.push_back(dimOf(b, tensor, p));
-  }
-  Value init = emptyLike(
-      b, RankedTensorType::get(shape, type.getElementType()), sizes);
+  Value init = emptyLike(b, swapHeadsAndTokens(type), sizes);
   return linalg::TransposeOp::create(b, tensor, init, perm).getResult()[0];
 }

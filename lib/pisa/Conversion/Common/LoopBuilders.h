@@ -67,6 +67,8 @@ Value emptyLike(ImplicitLocOpBuilder &b, RankedTensorType type,
 /// X]), or a 3-D one ([B, T, H] <-> [B, H, T]): a linalg.transpose into a
 /// fresh tensor.
 Value swapHeadsAndTokens(ImplicitLocOpBuilder &b, Value tensor);
+/// The type swapHeadsAndTokens gives a tensor of `type`.
+RankedTensorType swapHeadsAndTokens(RankedTensorType type);
 
 } // namespace mlir::pisa::detail
 

@@ -78,6 +78,13 @@ static int64_t saturatingProduct(int64_t a, int64_t b) {
   return llvm::MulOverflow(a, b, product) ? INT64_MAX : product;
 }
 
+/// [B, H, T, X] of a 4-D operand's shape, whatever its layout.
+static SmallVector<int64_t, 4> headMajorShape(ArrayRef<int64_t> s,
+                                              bool tokenMajor) {
+  return {s[0], s[headDimIndex(tokenMajor)], s[tokenDimIndex(tokenMajor)],
+          s[3]};
+}
+
 std::optional<std::string> mlir::pisa::gpuLimitViolation(Operation *op) {
   std::string why;
   llvm::raw_string_ostream os(why);
@@ -118,15 +125,10 @@ std::optional<std::string> mlir::pisa::gpuLimitViolation(Operation *op) {
     return why;
   }
   if (auto topk = dyn_cast<HierTopKOp>(op)) {
-    // [B, H, T, X] whatever the layout.
-    auto headMajor = [&](ArrayRef<int64_t> s) {
-      bool t = topk.getTokenMajor();
-      return SmallVector<int64_t, 4>{s[0], s[headDimIndex(t)],
-                                     s[tokenDimIndex(t)], s[3]};
-    };
-    SmallVector<int64_t, 4> q =
-        headMajor(topk.getQueries().getType().getShape());
-    SmallVector<int64_t, 4> k = headMajor(topk.getKeys().getType().getShape());
+    SmallVector<int64_t, 4> q = headMajorShape(
+        topk.getQueries().getType().getShape(), topk.getTokenMajor());
+    SmallVector<int64_t, 4> k = headMajorShape(
+        topk.getKeys().getType().getShape(), topk.getTokenMajor());
     const int64_t groupSize = q[1] / k[1], candidates =
         int64_t(topk.getBranching()) * int64_t(topk.getTopk());
     auto known = [](int64_t size) { return !ShapedType::isDynamic(size); };
@@ -191,16 +193,10 @@ std::optional<std::string> mlir::pisa::gpuLimitViolation(Operation *op) {
     return why;
   }
   if (auto attention = dyn_cast<SparseAttentionOp>(op)) {
-    // [B, H, T, X] whatever the layout.
-    auto headMajor = [&](ArrayRef<int64_t> s) {
-      bool t = attention.getTokenMajor();
-      return SmallVector<int64_t, 4>{s[0], s[headDimIndex(t)],
-                                     s[tokenDimIndex(t)], s[3]};
-    };
-    SmallVector<int64_t, 4> q =
-        headMajor(attention.getQueries().getType().getShape());
-    SmallVector<int64_t, 4> k =
-        headMajor(attention.getKeys().getType().getShape());
+    SmallVector<int64_t, 4> q = headMajorShape(
+        attention.getQueries().getType().getShape(), attention.getTokenMajor());
+    SmallVector<int64_t, 4> k = headMajorShape(
+        attention.getKeys().getType().getShape(), attention.getTokenMajor());
     const int64_t dv = attention.getValues().getType().getShape()[3];
     if (auto why = detail::attentionLimitViolation(
             attention.getQueries().getType().getElementType(), q[1] / k[1],

@@ -200,14 +200,9 @@ struct TokenMajorSparseAttention : OpRewritePattern<SparseAttentionOp> {
     if (!op.getTokenMajor())
       return failure();
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-    auto swapped = [](RankedTensorType type) {
-      SmallVector<int64_t> s(type.getShape());
-      std::swap(s[1], s[2]);
-      return RankedTensorType::get(s, type.getElementType());
-    };
     auto headMajor = SparseAttentionOp::create(
-        b, TypeRange{swapped(op.getOutput().getType()),
-                     swapped(op.getLse().getType())},
+        b, TypeRange{swapHeadsAndTokens(op.getOutput().getType()),
+                     swapHeadsAndTokens(op.getLse().getType())},
         swapHeadsAndTokens(b, op.getQueries()),
         swapHeadsAndTokens(b, op.getKeys()),
         swapHeadsAndTokens(b, op.getValues()),

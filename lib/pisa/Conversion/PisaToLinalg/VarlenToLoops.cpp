@@ -255,11 +255,9 @@ struct TokenMajorHierTopK : OpRewritePattern<HierTopKOp> {
     if (!op.getTokenMajor())
       return failure();
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-    ArrayRef<int64_t> s = op.getSelection().getType().getShape();
-    auto selType = RankedTensorType::get({s[0], s[2], s[1], s[3]},
-                                         b.getI32Type());
     Value sel = HierTopKOp::create(
-        b, selType, swapHeadsAndTokens(b, op.getQueries()),
+        b, swapHeadsAndTokens(op.getSelection().getType()),
+        swapHeadsAndTokens(b, op.getQueries()),
         swapHeadsAndTokens(b, op.getKeys()), op.getPyramid(),
         op.getQueryOffset(), op.getTopk(), op.getBlockSize(),
         op.getBranching(), op.getScaleAttr(), op.getScheduleAttr(),

@@ -434,6 +434,39 @@ def graph_time(fn, steps, samples):
     return statistics.median(times)
 
 
+class PaperDecode:
+    """decode_step of libpaper.so (the paper setting) over random keys in a
+    cache of `capacity` keys, for bench and profile."""
+
+    def __init__(self, directory, capacity):
+        import torch
+        from pisa import aot
+
+        self.torch = torch
+        self.lib = aot.Library(os.path.join(directory, "libpaper.so"))
+        self.cap, self.d, self.C, self.g = capacity, PAPER["d"], PAPER["C"], PAPER["g"]
+        self.keys = torch.randn(1, 1, capacity, self.d, device="cuda").to(torch.bfloat16)
+        self.q = torch.randn(1, 16, 1, self.d, device="cuda").to(torch.bfloat16)
+        self.out = torch.empty(1, 1, 1, PAPER["K"], dtype=torch.int32, device="cuda")
+        self.ws = torch.empty(64 << 20, dtype=torch.uint8, device="cuda")
+
+    def one(self, a):
+        return self.torch.tensor([a], dtype=self.torch.int32, device="cuda")
+
+    def filled(self, n, steps):
+        """A cache of keys 0 .. n - 1 (one append) and the (from, to) of
+        `steps` single appends after it, prepared on the device."""
+        cache = self.torch.zeros(1, 1, sum(layout(self.cap, self.C, self.g)[1]), self.d,
+                                 device="cuda")
+        self.step(cache, (self.one(0), self.one(n)), n)
+        return cache, [(self.one(n + i), self.one(n + i + 1)) for i in range(steps)]
+
+    def step(self, cache, bounds, n):
+        """Append keys bounds[0] .. bounds[1] - 1, then select for query n - 1."""
+        return self.lib("decode_step", self.q, self.keys, cache, *bounds, n,
+                        out=self.out, workspace=self.ws)
+
+
 def bench(args):
     """GPU time of one decode step (append one key + select) against
     rebuilding the pyramid and selecting over it, paper setting, at
@@ -443,28 +476,20 @@ def bench(args):
     import torch
     from pisa import aot
 
-    lib = aot.Library(os.path.join(args.dir, "libpaper.so"))
+    paper = PaperDecode(args.dir, args.capacity)
+    lib, q, out, ws = paper.lib, paper.q, paper.out, paper.ws
+    cap, d, C, g = paper.cap, paper.d, paper.C, paper.g
     c = PAPER
-    cap, d, C, g = args.capacity, c["d"], c["C"], c["g"]
-    sizes = layout(cap, C, g)[1]
-    keys = torch.randn(1, 1, cap, d, device="cuda").to(torch.bfloat16)
-    q = torch.randn(1, 16, 1, d, device="cuda").to(torch.bfloat16)
-    out = torch.empty(1, 1, 1, c["K"], dtype=torch.int32, device="cuda")
     print("| N | decode step (append + select) us | rebuild + select us | rebuild / step |")
     print("|---|---|---|---|")
     for n in args.lengths:
         n = min(n, cap - args.steps - 1)
-        cache = torch.zeros(1, 1, sum(sizes), d, device="cuda")
-        one = lambda a: torch.tensor([a], dtype=torch.int32, device="cuda")
-        lib("decode_step", q, keys, cache, one(0), one(n), n, out=out)
-        bounds = [(one(n + i), one(n + i + 1)) for i in range(args.steps)]
-        k = keys[:, :, :n].contiguous()
+        cache, bounds = paper.filled(n, args.steps)
+        k = paper.keys[:, :, :n].contiguous()
         prows = sum(layout(n, C, g)[1])
         built = torch.empty(1, 1, prows, d, device="cuda")
 
-        ws = torch.empty(64 << 20, dtype=torch.uint8, device="cuda")
-        step = graph_time(lambda i: lib("decode_step", q, keys, cache, *bounds[i],
-                                        n + i + 1, out=out, workspace=ws),
+        step = graph_time(lambda i: paper.step(cache, bounds[i], n + i + 1),
                           args.steps, args.samples)
         rebuild = graph_time(lambda i: (lib("build", k, out=built, workspace=ws),
                                         lib("select", q, k, built, n - 1, out=out,
@@ -501,29 +526,18 @@ def profile(args):
     setting: torch.profiler over --steps decode_step calls at each length,
     after a warm-up call; the mean per call of each kernel."""
     import torch
-    from pisa import aot
 
-    lib = aot.Library(os.path.join(args.dir, "libpaper.so"))
-    c = PAPER
-    cap, d, C, g = args.capacity, c["d"], c["C"], c["g"]
-    keys = torch.randn(1, 1, cap, d, device="cuda").to(torch.bfloat16)
-    q = torch.randn(1, 16, 1, d, device="cuda").to(torch.bfloat16)
-    out = torch.empty(1, 1, 1, c["K"], dtype=torch.int32, device="cuda")
-    ws = torch.empty(64 << 20, dtype=torch.uint8, device="cuda")
-    one = lambda a: torch.tensor([a], dtype=torch.int32, device="cuda")
+    paper = PaperDecode(args.dir, args.capacity)
     print("| N | kernel | us per call |")
     print("|---|---|---|")
     for n in args.lengths:
-        n = min(n, cap - args.steps - 1)
-        cache = torch.zeros(1, 1, sum(layout(cap, C, g)[1]), d, device="cuda")
-        lib("decode_step", q, keys, cache, one(0), one(n), n, out=out, workspace=ws)
-        bounds = [(one(n + i), one(n + i + 1)) for i in range(args.steps)]
+        n = min(n, paper.cap - args.steps - 1)
+        cache, bounds = paper.filled(n, args.steps)
         torch.cuda.synchronize()
         activities = [torch.profiler.ProfilerActivity.CUDA]
         with torch.profiler.profile(activities=activities) as prof:
             for i in range(args.steps):
-                lib("decode_step", q, keys, cache, *bounds[i], n + i + 1, out=out,
-                    workspace=ws)
+                paper.step(cache, bounds[i], n + i + 1)
             torch.cuda.synchronize()
         for e in prof.key_averages():
             if e.device_type == torch.autograd.DeviceType.CUDA:

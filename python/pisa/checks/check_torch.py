@@ -61,14 +61,20 @@ def check(cfg, path, gen):
         graph.replay()
         ok &= torch.equal(static_out, lib(name, nq, nk, *x))
     results["torch.cuda.graph replays, 3 new inputs"] = ok
+    results.update(opcheck(op, (q, k, *x)))
+    return results
+
+
+def opcheck(op, args):
+    """{"opcheck <tests>": all passed} from torch.library.opcheck, or
+    {"opcheck": False} with what it raised printed."""
     try:
-        report = torch.library.opcheck(op.default, (q, k, *x))
-        results["opcheck " + ", ".join(sorted(report))] = all(
-            v == "SUCCESS" for v in report.values())
+        report = torch.library.opcheck(op.default, args)
     except Exception as e:  # report what opcheck found, as a failure
         print(f"  opcheck: {type(e).__name__}: {str(e).splitlines()[0]}")
-        results["opcheck"] = False
-    return results
+        return {"opcheck": False}
+    return {"opcheck " + ", ".join(sorted(report)):
+            all(v == "SUCCESS" for v in report.values())}
 
 
 def check_decode(path, gen):
@@ -109,15 +115,7 @@ def check_decode(path, gen):
         want = lib(name, q, keys, theirs, one(n + 1 + i), one(n + 2 + i), n + 2 + i)
         ok &= torch.equal(got, want.to(torch.int64) + 1) and torch.equal(mine, theirs)
     results["torch.compile fullgraph, 3 steps: selection and cache"] = ok
-    try:
-        cache = fresh_cache(n)
-        report = torch.library.opcheck(op.default,
-                                       (q, keys, cache, one(n), one(n + 1), n + 1))
-        results["opcheck " + ", ".join(sorted(report))] = all(
-            v == "SUCCESS" for v in report.values())
-    except Exception as e:  # report what opcheck found, as a failure
-        print(f"  opcheck: {type(e).__name__}: {str(e).splitlines()[0]}")
-        results["opcheck"] = False
+    results.update(opcheck(op, (q, keys, fresh_cache(n), one(n), one(n + 1), n + 1)))
     return results
 
 

@@ -12,9 +12,11 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 #include "llvm/Support/MathExtras.h"
 
+#include <algorithm>
 #include <limits>
 
 using namespace mlir;
@@ -104,37 +106,96 @@ Value mlir::pisa::detail::contenderSlots(ImplicitLocOpBuilder &b, int64_t topK,
                                forcedBlockCount(b, bt));
 }
 
+int64_t WarpQuery::padded() const {
+  return int64_t(llvm::PowerOf2Ceil(groupSize));
+}
+
+Value WarpQuery::elementOf(ImplicitLocOpBuilder &b, int64_t j) const {
+  if (vec == 1)
+    return arith::AddIOp::create(b, part, indexConst(b, width * j));
+  Value first = arith::MulIOp::create(b, part, indexConst(b, vec));
+  return arith::AddIOp::create(
+      b, first, indexConst(b, width * vec * (j / vec) + j % vec));
+}
+
+int64_t mlir::pisa::detail::narrowQueryWidth(int64_t groupSize,
+                                             int64_t headDim) {
+  const int64_t padded = int64_t(llvm::PowerOf2Ceil(groupSize));
+  if (padded * headDim / 32 > 64)
+    return 32;
+  int64_t width = int64_t(llvm::bit_floor(uint64_t(std::max<int64_t>(1, headDim / 16))));
+  return std::clamp<int64_t>(width, 32 / padded, 32);
+}
+
 std::optional<WarpQuery> mlir::pisa::detail::loadWarpQuery(
     ImplicitLocOpBuilder &b, Value queries, const QuerySite &site,
-    int64_t groupSize, int64_t headDim, Value lane) {
+    int64_t groupSize, int64_t headDim, Value lane, int64_t width) {
   if (headDim % 32 != 0 || groupSize > 32 || groupSize * headDim / 32 > 64)
     return std::nullopt;
   WarpQuery query;
   query.lane = lane;
+  query.groupSize = groupSize;
+  query.width = width;
+  const int64_t span = headDim / width;
+  query.vec = width == 32 ? 1 : span % 4 == 0 ? 4 : span % 2 == 0 ? 2 : 1;
+  query.part = lane;
+  const int64_t heads = width == 32 ? groupSize
+                                    : query.padded() * width / 32;
   Value head0 =
       arith::MulIOp::create(b, site.kvHead, indexConst(b, groupSize));
-  for (int64_t h = 0; h < groupSize; ++h) {
-    Value head = arith::AddIOp::create(b, head0, indexConst(b, h));
+  if (width == 32) {
+    for (int64_t h = 0; h < heads; ++h) {
+      Value head = arith::AddIOp::create(b, head0, indexConst(b, h));
+      SmallVector<Value> row;
+      for (int64_t j = 0; j < span; ++j)
+        row.push_back(extractF32(
+            b, queries, {site.batch, head, site.query, query.elementOf(b, j)}));
+      query.rows.push_back(std::move(row));
+    }
+    return query;
+  }
+  // Head hg * H + k of the group, zeros past G (loaded clamped to a real
+  // head), a vector of `vec` elements at a time.
+  query.part = arith::RemUIOp::create(b, lane, indexConst(b, width));
+  query.headGroup = arith::DivUIOp::create(b, lane, indexConst(b, width));
+  Type elem = cast<MemRefType>(queries.getType()).getElementType();
+  auto vecType = VectorType::get({query.vec}, elem);
+  for (int64_t k = 0; k < heads; ++k) {
+    Value h = arith::AddIOp::create(
+        b, arith::MulIOp::create(b, query.headGroup, indexConst(b, heads)),
+        indexConst(b, k));
+    Value real = cmp(b, arith::CmpIPredicate::ult, h, indexConst(b, groupSize));
+    Value head = arith::AddIOp::create(
+        b, head0, arith::MinUIOp::create(b, h, indexConst(b, groupSize - 1)));
     SmallVector<Value> row;
-    for (int64_t j = 0; j < headDim / 32; ++j) {
-      Value e = arith::AddIOp::create(b, lane, indexConst(b, 32 * j));
-      row.push_back(extractF32(b, queries, {site.batch, head, site.query, e}));
+    for (int64_t j = 0; j < span; j += query.vec) {
+      Value v = vector::LoadOp::create(
+          b, vecType, queries,
+          ValueRange{site.batch, head, site.query, query.elementOf(b, j)},
+          false, llvm::MaybeAlign(query.vec * elem.getIntOrFloatBitWidth() / 8));
+      for (int64_t i = 0; i < query.vec; ++i) {
+        Value x = vector::ExtractOp::create(b, v, ArrayRef<int64_t>{i});
+        if (!elem.isF32())
+          x = arith::ExtFOp::create(b, b.getF32Type(), x);
+        row.push_back(arith::SelectOp::create(b, real, x, f32Const(b, 0.0f)));
+      }
     }
     query.rows.push_back(std::move(row));
   }
   return query;
 }
 
-/// Reduce-scatter of the lanes' per-head partial dot products: `partial`
-/// holds P (a power of two <= 32) values per lane; halving steps over lane
-/// bits 16, 8, ... leave each lane one head's sum over the lanes that differ
-/// in those bits, and full butterflies over the remaining low bits finish
-/// it. P - 1 + log2(32 / P) shuffles instead of P * 5, and afterwards each
-/// head's LSE update runs once, on its own lanes. Returns the sum; the lane's
-/// head is headOfLane().
+/// Reduce-scatter of the lanes' per-head partial dot products within groups
+/// of `width` lanes: `partial` holds H (a power of two <= width) values per
+/// lane; halving steps over lane bits width / 2, width / 4, ... leave each
+/// lane one head's sum over the lanes that differ in those bits, and full
+/// butterflies over the remaining low bits finish it. H - 1 +
+/// log2(width / H) shuffles instead of H * log2(width), and afterwards each
+/// head's LSE update runs once, on its own lanes. Returns the sum; the
+/// lane's head is headOfLane().
 static Value reduceScatterHeads(ImplicitLocOpBuilder &b, Value lane,
-                                SmallVector<Value> partial) {
-  int64_t offset = 16;
+                                SmallVector<Value> partial, int64_t width) {
+  int64_t offset = width / 2;
   for (; partial.size() > 1; offset /= 2) {
     const size_t half = partial.size() / 2;
     Value upper = cmp(b, arith::CmpIPredicate::ne,
@@ -156,12 +217,19 @@ static Value reduceScatterHeads(ImplicitLocOpBuilder &b, Value lane,
   return v;
 }
 
-/// The head whose sum reduceScatterHeads leaves in `lane`, for P heads.
-static Value headOfLane(ImplicitLocOpBuilder &b, Value lane, int64_t padded) {
-  Value head = indexConst(b, 0);
-  for (int64_t offset = 16, n = padded; n > 1; offset /= 2, n /= 2) {
+/// The head (of the query's P) whose sum reduceScatterHeads leaves in the
+/// query's lane.
+static Value headOfLane(ImplicitLocOpBuilder &b, const WarpQuery &query,
+                        int64_t heads) {
+  Value head = query.width == 32
+                   ? indexConst(b, 0)
+                   : arith::MulIOp::create(b, query.headGroup,
+                                           indexConst(b, heads))
+                         .getResult();
+  for (int64_t offset = query.width / 2, n = heads; n > 1;
+       offset /= 2, n /= 2) {
     Value bit = arith::DivUIOp::create(
-        b, arith::AndIOp::create(b, lane, indexConst(b, offset)),
+        b, arith::AndIOp::create(b, query.lane, indexConst(b, offset)),
         indexConst(b, offset));
     head = arith::AddIOp::create(
         b, head, arith::MulIOp::create(b, bit, indexConst(b, n / 2)));
@@ -176,20 +244,40 @@ Value mlir::pisa::detail::buildWarpGroupScore(ImplicitLocOpBuilder &b,
                                               const ChildLevel &level,
                                               Value node, float scale,
                                               int64_t rowsInFlight) {
-  const int64_t heads = query.rows.size(), chunks = query.rows[0].size();
-  const int64_t padded = llvm::PowerOf2Ceil(heads);
+  const int64_t chunks = query.rows[0].size();
+  // Heads per lane: every head (P of them, zero partials past G) with
+  // groups of 32, else the group's H.
+  const int64_t padded = query.width == 32 ? query.padded()
+                                           : int64_t(query.rows.size());
   auto valid = validChildren(b, site, level, node);
   Value rowBase = arith::AddIOp::create(b, level.rowBase, valid.first);
   auto fast = arith::FastMathFlags::reassoc | arith::FastMathFlags::contract;
   Value zeroF = f32Const(b, 0.0f);
   Value negInf = f32Const(b, -std::numeric_limits<float>::infinity());
   Value scaleF = f32Const(b, scale);
+  Type elem = cast<MemRefType>(children.getType()).getElementType();
   auto loadChild = [&](ImplicitLocOpBuilder &cb, Value c) {
     Value row = arith::AddIOp::create(cb, rowBase, c);
     SmallVector<Value> child;
-    for (int64_t j = 0; j < chunks; ++j) {
-      Value e = arith::AddIOp::create(cb, query.lane, indexConst(cb, 32 * j));
-      child.push_back(extractF32(cb, children, level.at(cb, site, row, e)));
+    if (query.vec == 1) {
+      for (int64_t j = 0; j < chunks; ++j)
+        child.push_back(extractF32(
+            cb, children, level.at(cb, site, row, query.elementOf(cb, j))));
+      return child;
+    }
+    auto vecType = VectorType::get({query.vec}, elem);
+    for (int64_t j = 0; j < chunks; j += query.vec) {
+      Value v = vector::LoadOp::create(
+          cb, vecType, children,
+          level.at(cb, site, row, query.elementOf(cb, j)), false,
+          llvm::MaybeAlign(query.vec * elem.getIntOrFloatBitWidth() / 8));
+      for (int64_t i = 0; i < query.vec; ++i) {
+        Value x = vector::ExtractOp::create(cb, v, ArrayRef<int64_t>{i});
+        child.push_back(elem.isF32()
+                            ? x
+                            : arith::ExtFOp::create(cb, cb.getF32Type(), x)
+                                  .getResult());
+      }
     }
     return child;
   };
@@ -197,7 +285,7 @@ Value mlir::pisa::detail::buildWarpGroupScore(ImplicitLocOpBuilder &b,
   auto fold = [&](ImplicitLocOpBuilder &cb, ArrayRef<Value> child,
                   ValueRange st) {
     SmallVector<Value> partial(padded, zeroF);
-    for (int64_t h = 0; h < heads; ++h) {
+    for (int64_t h = 0; h < int64_t(query.rows.size()); ++h) {
       Value acc = zeroF;
       for (int64_t j = 0; j < chunks; ++j)
         acc = arith::AddFOp::create(
@@ -206,10 +294,12 @@ Value mlir::pisa::detail::buildWarpGroupScore(ImplicitLocOpBuilder &b,
             fast);
       partial[h] = acc;
     }
-    Value dot = reduceScatterHeads(cb, query.lane, partial);
+    Value dot = reduceScatterHeads(cb, query.lane, partial, query.width);
     return onlineLseUpdate(cb, st[0], st[1],
                            arith::MulFOp::create(cb, dot, scaleF));
   };
+  if (query.width < 32)
+    rowsInFlight = std::clamp<int64_t>(32 / chunks, 1, rowsInFlight);
   SmallVector<Value> state;
   if (rowsInFlight == 1) {
     state = buildLoop(b, indexConst(b, 0), valid.second, {negInf, zeroF},
@@ -243,13 +333,14 @@ Value mlir::pisa::detail::buildWarpGroupScore(ImplicitLocOpBuilder &b,
         });
   }
   // Sum the heads' LSEs, once per head: its lowest lane, real heads only.
-  Value head = headOfLane(b, query.lane, padded);
+  Value head = headOfLane(b, query, padded);
   Value owner = arith::AndIOp::create(
       b,
       cmp(b, arith::CmpIPredicate::eq,
-          arith::AndIOp::create(b, query.lane, indexConst(b, 32 / padded - 1)),
+          arith::AndIOp::create(b, query.lane,
+                                indexConst(b, query.width / padded - 1)),
           indexConst(b, 0)),
-      cmp(b, arith::CmpIPredicate::ult, head, indexConst(b, heads)));
+      cmp(b, arith::CmpIPredicate::ult, head, indexConst(b, query.groupSize)));
   Value lse = arith::AddFOp::create(b, state[0],
                                     math::LogOp::create(b, state[1]));
   return laneGroupSum(b, arith::SelectOp::create(b, owner, lse, zeroF), 32);

@@ -84,26 +84,45 @@ using NodeScorer = llvm::function_ref<Value(ImplicitLocOpBuilder &,
 Value buildWalk(ImplicitLocOpBuilder &b, const WalkConfig &config,
                 NodeScorer score, Value bt, const QueryScratch &scratch);
 
-/// A query's G head rows held by a warp in registers: lane l keeps elements
-/// l, l + 32, ... of every row as f32 (rows[h][j] = q[h][l + 32 j]).
+/// A query's G head rows held by a warp in registers, as f32. The lanes
+/// form groups of `width` consecutive lanes; group hg holds heads hg * H ..
+/// hg * H + H - 1 (H = P * width / 32, P = G rounded up to a power of two;
+/// rows past G are zeros), and lane `part` of a group holds elements
+/// elementOf(j), j < d / width, of each: vectors of `vec` consecutive
+/// elements, one per width * vec. width = 32, vec = 1 (every head on every
+/// lane, elements l, l + 32, ...) keeps a child row's loads to one element
+/// per lane; a narrower group holds fewer heads, so a dot product needs
+/// fewer shuffles to finish, for more of each child row per lane.
 struct WarpQuery {
-  SmallVector<SmallVector<Value>> rows;
-  Value lane;
+  SmallVector<SmallVector<Value>> rows; ///< [H][d / width]
+  Value lane, part, headGroup;
+  int64_t width = 32, vec = 1, groupSize = 0;
+  int64_t padded() const;
+  /// Element j of the lane's part of a row (an index).
+  Value elementOf(ImplicitLocOpBuilder &b, int64_t j) const;
 };
 
+/// The narrow groups for a query block's warps (WarpQuery): 16 elements of
+/// a row per lane where the heads allow (d / 16 lanes, at least 32 / P),
+/// 4-element vectors; 32 when P * d / 32 > 64 registers.
+int64_t narrowQueryWidth(int64_t groupSize, int64_t headDim);
+
 /// Loads the rows when d is a multiple of 32, G <= 32 and they fit in 64
-/// registers per lane (G * d / 32 <= 64); std::nullopt otherwise.
+/// registers per lane (G * d / 32 <= 64); std::nullopt otherwise. `width`
+/// is 32 or narrowQueryWidth().
 std::optional<WarpQuery> loadWarpQuery(ImplicitLocOpBuilder &b, Value queries,
                                        const QuerySite &site, int64_t groupSize,
-                                       int64_t headDim, Value lane);
+                                       int64_t headDim, Value lane,
+                                       int64_t width = 32);
 
 /// The group score of `node` by a warp holding its query in registers:
-/// each child row is loaded once (one element per lane per 32) and
-/// multiplied against all G heads; a reduce-scatter across the lanes leaves
-/// each head's dot product on its own lanes, which run that head's online
-/// LSE, and the heads' LSEs are summed once per node. `rowsInFlight` > 1
-/// loads that many children's rows before folding them (the same folds in
-/// the same order).
+/// each child row is loaded once per lane group and multiplied against the
+/// group's heads; a reduce-scatter across the group's lanes leaves each
+/// head's dot product on its own lanes, which run that head's online LSE,
+/// and the heads' LSEs are summed once per node. `rowsInFlight` > 1 loads
+/// that many children's rows before folding them (the same folds in the
+/// same order; fewer when a narrow group's rows would take more than 32
+/// registers).
 Value buildWarpGroupScore(ImplicitLocOpBuilder &b, const WarpQuery &query,
                           Value children, const QuerySite &site,
                           const ChildLevel &level, Value node, float scale,

@@ -50,35 +50,43 @@ LeafMmaQuery mlir::pisa::detail::loadLeafMmaQuery(ImplicitLocOpBuilder &b,
                                                   int64_t groupSize,
                                                   int64_t headDim, Value lane) {
   Type elem = cast<MemRefType>(queries.getType()).getElementType();
-  auto pairType = VectorType::get({2}, elem);
-  Value zeroPair =
-      arith::ConstantOp::create(b, pairType, b.getZeroAttr(pairType));
+  auto groupType = VectorType::get({8}, elem);
+  Value zeroGroup =
+      arith::ConstantOp::create(b, groupType, b.getZeroAttr(groupType));
   Value gid = arith::DivUIOp::create(b, lane, indexConst(b, 4));
   Value col = arith::MulIOp::create(
       b, arith::RemUIOp::create(b, lane, indexConst(b, 4)), indexConst(b, 8));
   Value firstHead =
       arith::MulIOp::create(b, site.kvHead, indexConst(b, groupSize));
-  // Rows g and g + 8 (zeros past G; the load clamped to a real head).
-  auto rowPair = [&](Value row, Value e) -> Value {
+  // Group s (16 bytes: elements 32 s + 8 i + [0, 8)) of rows g and g + 8,
+  // zeros past G (the load clamped to a real head); all loads are issued
+  // before the fragments are built.
+  auto rowGroups = [&](Value row) {
     Value real = cmp(b, arith::CmpIPredicate::ult, row, indexConst(b, groupSize));
     Value head = arith::AddIOp::create(
         b, firstHead,
         arith::MinUIOp::create(b, row, indexConst(b, groupSize - 1)));
-    Value v = vector::LoadOp::create(b, pairType, queries,
-                                     ValueRange{site.batch, head, site.query, e},
-                                     false, llvm::MaybeAlign(4));
-    return arith::SelectOp::create(b, real, v, zeroPair);
+    SmallVector<Value> groups;
+    for (int64_t s = 0; s < headDim / 32; ++s) {
+      Value e = arith::AddIOp::create(b, col, indexConst(b, 32 * s));
+      Value v = vector::LoadOp::create(
+          b, groupType, queries, ValueRange{site.batch, head, site.query, e},
+          false, llvm::MaybeAlign(16));
+      groups.push_back(arith::SelectOp::create(b, real, v, zeroGroup));
+    }
+    return groups;
   };
-  Value row0 = gid, row1 = arith::AddIOp::create(b, gid, indexConst(b, 8));
+  SmallVector<Value> row0 = rowGroups(gid);
+  SmallVector<Value> row1 =
+      rowGroups(arith::AddIOp::create(b, gid, indexConst(b, 8)));
   LeafMmaQuery query{{}, lane, groupSize};
   for (int64_t s = 0; s < headDim / 16; ++s) {
     // k-step s reads elements 32 (s / 2) + 8 i + 4 (s % 2) + [0, 4).
-    Value base = arith::AddIOp::create(
-        b, col, indexConst(b, 32 * (s / 2) + 4 * (s % 2)));
-    Value hi = arith::AddIOp::create(b, base, indexConst(b, 2));
-    query.fragments.push_back(mmaFragment(
-        b, {rowPair(row0, base), rowPair(row1, base), rowPair(row0, hi),
-            rowPair(row1, hi)}));
+    const int64_t at = 4 * (s % 2);
+    Value g0 = row0[s / 2], g1 = row1[s / 2];
+    query.fragments.push_back(
+        mmaFragment(b, {pairOf(b, g0, at), pairOf(b, g1, at),
+                        pairOf(b, g0, at + 2), pairOf(b, g1, at + 2)}));
   }
   return query;
 }

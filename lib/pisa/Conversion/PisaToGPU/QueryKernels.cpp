@@ -1,6 +1,8 @@
 //===- QueryKernels.cpp - What the selection kernels share ----------------===//
 
 #include "QueryKernels.h"
+#include "LaneWalk.h"
+#include "LeafScoreMMA.h"
 #include "PackedSequences.h"
 
 #include "../Common/LoopBuilders.h"
@@ -152,6 +154,19 @@ void guarded(ImplicitLocOpBuilder &b, Value cond,
   gpu::ReturnOp::create(b);
 }
 
+/// Narrow lane groups (WarpQuery) where a query's block of warps scores
+/// only the walk's levels with them: the lane walk with its leaves on
+/// tensor cores. Measured on the H200: fewer instructions a level
+/// (docs/performance.md, ninth session). Elsewhere the rows' loads stay one
+/// element per lane, so that many rows stay in flight.
+static int64_t warpQueryWidth(const Problem &p, int64_t warpsPerQuery) {
+  if (warpsPerQuery > 1 && fitsLaneWalk(p.fanout, p.topK) &&
+      canScoreLeavesWithMma(p.queries.getElementType(), p.groupSize,
+                            p.headDim, p.blockSize))
+    return narrowQueryWidth(p.groupSize, p.headDim);
+  return kLanes;
+}
+
 void forEachQueryWarp(ImplicitLocOpBuilder &b, const Kernel &kernel,
                       const Problem &p, Value queries, bool mmaLevels,
                       const LevelLayout *batchLayout,
@@ -191,7 +206,7 @@ void forEachQueryWarp(ImplicitLocOpBuilder &b, const Kernel &kernel,
         w.mmaQuery = loadMmaWalkQuery(rb, queries, w.site, p.headDim, w.lane);
       else
         w.query = loadWarpQuery(rb, queries, w.site, p.groupSize, p.headDim,
-                                w.lane);
+                                w.lane, warpQueryWidth(p, warpsPerQuery));
       body(rb, w, layout);
     };
     if (!seq.valid)

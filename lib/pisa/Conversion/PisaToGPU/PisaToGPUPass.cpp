@@ -1,5 +1,6 @@
 //===- PisaToGPUPass.cpp - --convert-pisa-to-gpu --------------------------===//
 
+#include "PyramidAppend.h"
 #include "KernelBuilder.h"
 #include "SparseAttention.h"
 
@@ -246,11 +247,24 @@ struct ConvertPisaToGPUPass
     placeBuffersOnDevice(getOperation());
     ConversionTarget target(getContext());
     target.addIllegalDialect<PisaDialect>();
+    // An append that a decode step's selection runs first is lowered with
+    // that selection, which erases it (PyramidAppend.h).
+    target.addDynamicallyLegalOp<PyramidAppendKernelOp>(
+        [](PyramidAppendKernelOp op) { return pisa::detail::isRunBySelection(op); });
     target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
     RewritePatternSet patterns(&getContext());
     populatePisaToGPUConversionPatterns(patterns);
     if (failed(applyPartialConversion(getOperation(), target,
                                       std::move(patterns))))
+      return signalPassFailure();
+    // Nothing of the dialect is left, fused appends included.
+    getOperation()->walk([&](Operation *op) {
+      if (isa_and_nonnull<PisaDialect>(op->getDialect())) {
+        op->emitOpError("was not lowered to the GPU");
+        ok = false;
+      }
+    });
+    if (!ok)
       return signalPassFailure();
   }
 };

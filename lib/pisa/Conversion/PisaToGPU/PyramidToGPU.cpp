@@ -18,6 +18,7 @@
 
 #include "KernelBuilder.h"
 #include "PackedSequences.h"
+#include "PyramidAppend.h"
 
 #include "../Common/LevelLayout.h"
 #include "../Common/LoopBuilders.h"
@@ -75,21 +76,21 @@ struct BlockRows {
 };
 
 /// Where a block of those kernels works: batch x KV head blockIdx.y, its
-/// threads as topLevelRows(d) rows of d features.
+/// `threads` as rows of d features.
 struct RowBlock {
   Value batch, head;
   BlockRows rows;
 };
 
 static RowBlock rowBlock(ImplicitLocOpBuilder &b, int64_t numHeads,
-                         int64_t d) {
+                         int64_t d, int64_t threads) {
   Value bh = blockIdY(b), heads = indexConst(b, numHeads);
   Value batch = arith::DivUIOp::create(b, bh, heads);
   Value head = arith::RemUIOp::create(b, bh, heads);
   Value tid = threadIdX(b), cD = indexConst(b, d);
   Value feature = arith::RemUIOp::create(b, tid, cD);
   Value row = arith::DivUIOp::create(b, tid, cD);
-  return {batch, head, {row, feature, topLevelRows(d)}};
+  return {batch, head, {row, feature, threads / d}};
 }
 
 /// Nodes first + row, first + row + rows, ... below `end` of the level at
@@ -127,7 +128,7 @@ static Kernel buildTopLevelsKernel(PatternRewriter &rewriter, Operation *op,
                                 {"childOffset", index},
                                 {"childCount", index}});
   ImplicitLocOpBuilder b(op->getLoc(), rewriter);
-  RowBlock at = rowBlock(b, numHeads, d);
+  RowBlock at = rowBlock(b, numHeads, d, topLevelRows(d) * d);
   Value cFan = indexConst(b, fan);
   Value one = indexConst(b, 1);
   // Levels above a child level of at most g x maxNodes nodes.
@@ -172,17 +173,20 @@ static int64_t maxUpperLevels(int64_t maxKeys, int64_t blockSize,
 /// contract's order (docs/semantics.md, section 4) so that the nodes are
 /// bitwise those of the general update: a masked key or sibling adds +0,
 /// which changes no sum, as a sum started from +0 is never -0.
-/// What emitLastLeafAppend holds in registers per thread (64 in a block of
-/// 1024): the leaf's keys in flight, the path's siblings; and the largest
-/// leaf it takes.
-constexpr int64_t kPathKeysInFlight = 16, kMaxPathSiblings = 24,
-                  kMaxPathLeafKeys = 256;
+/// What emitLastLeafAppend holds in registers per thread: the leaf's keys
+/// in flight (16 with 64 registers in a block of 1024, 32 with 128 in a
+/// block of 512), the path's siblings; and the largest leaf it takes.
+constexpr int64_t kMaxPathSiblings = 24, kMaxPathLeafKeys = 256;
+static int64_t pathKeysInFlight(int64_t threads) {
+  return threads > 512 ? 16 : 32;
+}
 
 static void emitLastLeafAppend(ImplicitLocOpBuilder &b, Value keys,
                                Value pyramid, Value batch, Value head,
                                Value feature, Value leaf, Value n,
                                Value capacity, int64_t blockSize, int64_t fan,
-                               int64_t levels, const RowIndices &keyAt) {
+                               int64_t levels, int64_t keysInFlight,
+                               const RowIndices &keyAt) {
   using P = arith::CmpIPredicate;
   Value zero = indexConst(b, 0), one = indexConst(b, 1);
   Value cFan = indexConst(b, fan), cBlock = indexConst(b, blockSize);
@@ -231,9 +235,9 @@ static void emitLastLeafAppend(ImplicitLocOpBuilder &b, Value keys,
     childCount = arith::CeilDivUIOp::create(b, childCount, cFan);
   }
   // The path, bottom up: s = 0 + x_0, then s = x_j + s, divided once;
-  // the leaf's keys loaded kPathKeysInFlight at a time (rows past its
-  // count load its first key, added as +0).
-  const int64_t inFlight = std::min(blockSize, kPathKeysInFlight);
+  // the leaf's keys loaded keysInFlight at a time (rows past its count
+  // load its first key, added as +0).
+  const int64_t inFlight = std::min(blockSize, keysInFlight);
   Value sum = buildLoop(
       b, zero, count, indexConst(b, inFlight), {zeroF},
       [&](ImplicitLocOpBuilder &lb, Value j0, ValueRange acc) {
@@ -270,37 +274,19 @@ static void emitLastLeafAppend(ImplicitLocOpBuilder &b, Value keys,
   }
 }
 
-/// The kernel of pisa.kernel.pyramid_append: block (0, batch x head) brings
-/// the cache of sequence `batch` from from[b] to to[b] keys. Rows of the
-/// cache follow the capacity's layout (Ncap = the keys' dimension 2, or
-/// Mp x S for a page pool read through `blockTable`); node counts follow
-/// to[b]. Threads split the nodes of a level (rows of d features), a
-/// barrier between levels.
-static Kernel buildAppendKernel(PatternRewriter &rewriter, Operation *op,
-                                MemRefType keysMem, MemRefType boundMem,
-                                MemRefType tableMem, MemRefType pyrMem,
-                                int64_t blockSize, int64_t fan) {
-  SmallVector<KernelParam> params{
-      {"keys", keysMem}, {"from", boundMem}, {"to", boundMem}};
-  if (tableMem)
-    params.push_back({"blockTable", tableMem});
-  params.push_back({"pyramid", pyrMem});
-  // A paged cache's page check combines the threads' verdicts here.
-  SmallVector<Type> workgroup;
-  if (tableMem)
-    workgroup.push_back(
-        workgroupType(rewriter.getContext(), {1}, rewriter.getI32Type()));
-  Kernel kernel = createKernel(rewriter, op, "pyramid_append", params,
-                               workgroup);
-  // A block of up to 1024 threads must launch whatever the last-leaf path
-  // holds in registers: its size is told to ptxas.
+void mlir::pisa::detail::emitPyramidAppend(ImplicitLocOpBuilder &b,
+                                           const AppendOperands &ops,
+                                           int64_t blockSize, int64_t fan,
+                                           int64_t threads) {
+  auto keysMem = cast<MemRefType>(ops.keys.getType());
+  auto pyrMem = cast<MemRefType>(ops.pyramid.getType());
+  auto tableMem = ops.blockTable ? cast<MemRefType>(ops.blockTable.getType())
+                                 : MemRefType();
   const int64_t d = keysMem.getShape()[3];
-  setOccupancyHint(kernel.func(), topLevelRows(d) * d, 1);
-  ImplicitLocOpBuilder b(op->getLoc(), rewriter);
   using P = arith::CmpIPredicate;
   const int64_t numHeads = pyrMem.getShape()[1];
-  Value keys = kernel.arg("keys"), pyramid = kernel.arg("pyramid");
-  RowBlock at = rowBlock(b, numHeads, d);
+  Value keys = ops.keys, pyramid = ops.pyramid;
+  RowBlock at = rowBlock(b, numHeads, d, threads);
   Value batch = at.batch, head = at.head, row = at.rows.row;
   Value feature = at.rows.feature;
   Value cRows = indexConst(b, at.rows.count), cFan = indexConst(b, fan);
@@ -309,8 +295,8 @@ static Kernel buildAppendKernel(PatternRewriter &rewriter, Operation *op,
   Value capacity =
       tableMem ? indexConst(b, tableMem.getShape()[1] * pageSize)
                : dimOf(b, keys, 2);
-  Value from = memref::LoadOp::create(b, kernel.arg("from"), ValueRange{batch});
-  Value to = memref::LoadOp::create(b, kernel.arg("to"), ValueRange{batch});
+  Value from = memref::LoadOp::create(b, ops.from, ValueRange{batch});
+  Value to = memref::LoadOp::create(b, ops.to, ValueRange{batch});
   // 0 <= from < to <= Ncap, else the sequence's cache is left as it is
   // (uniform per block, so the barriers below are reached by all threads).
   Value zero32 = arith::ConstantIntOp::create(b, 0, 32);
@@ -321,11 +307,11 @@ static Kernel buildAppendKernel(PatternRewriter &rewriter, Operation *op,
       cmp(b, P::ule, toIndex(b, to), capacity));
   RowIndices keyAt;
   if (tableMem) {
-    PagedKeys paged{kernel.arg("blockTable"), keys, pageSize};
+    PagedKeys paged{ops.blockTable, keys, pageSize};
     // Pages below to[b] must lie in [0, P), else the cache is left as it
     // is: the threads split the table's entries, and a shared flag holds
     // whether any of them is out of range.
-    Value flag = kernel.func().getWorkgroupAttributions()[0];
+    Value flag = ops.pageFlag;
     Value zero = indexConst(b, 0), tid = threadIdX(b);
     buildIfThen(b, cmp(b, P::eq, tid, zero), [&](ImplicitLocOpBuilder &ib) {
       memref::StoreOp::create(ib, zero32, flag, ValueRange{zero});
@@ -371,7 +357,8 @@ static Kernel buildAppendKernel(PatternRewriter &rewriter, Operation *op,
     buildIfThen(tb, cmp(tb, P::eq, row, indexConst(tb, 0)),
                 [&](ImplicitLocOpBuilder &rb) {
       emitLastLeafAppend(rb, keys, pyramid, batch, head, feature, firstLeaf, n,
-                         capacity, blockSize, fan, levels, keyAt);
+                         capacity, blockSize, fan, levels,
+                         pathKeysInFlight(threads), keyAt);
     });
   });
   buildIfThen(b,
@@ -415,6 +402,38 @@ static Kernel buildAppendKernel(PatternRewriter &rewriter, Operation *op,
               size, first};
         });
   });
+}
+
+/// The kernel of pisa.kernel.pyramid_append: block (0, batch x head) runs
+/// emitPyramidAppend for its sequence and head.
+static Kernel buildAppendKernel(PatternRewriter &rewriter, Operation *op,
+                                MemRefType keysMem, MemRefType boundMem,
+                                MemRefType tableMem, MemRefType pyrMem,
+                                int64_t blockSize, int64_t fan) {
+  SmallVector<KernelParam> params{
+      {"keys", keysMem}, {"from", boundMem}, {"to", boundMem}};
+  if (tableMem)
+    params.push_back({"blockTable", tableMem});
+  params.push_back({"pyramid", pyrMem});
+  // A paged cache's page check combines the threads' verdicts here.
+  SmallVector<Type> workgroup;
+  if (tableMem)
+    workgroup.push_back(
+        workgroupType(rewriter.getContext(), {1}, rewriter.getI32Type()));
+  Kernel kernel = createKernel(rewriter, op, "pyramid_append", params,
+                               workgroup);
+  // A block of up to 1024 threads must launch whatever the last-leaf path
+  // holds in registers: its size is told to ptxas.
+  const int64_t d = keysMem.getShape()[3];
+  setOccupancyHint(kernel.func(), topLevelRows(d) * d, 1);
+  ImplicitLocOpBuilder b(op->getLoc(), rewriter);
+  AppendOperands ops{kernel.arg("keys"), kernel.arg("from"), kernel.arg("to"),
+                     kernel.arg("pyramid")};
+  if (tableMem) {
+    ops.blockTable = kernel.arg("blockTable");
+    ops.pageFlag = kernel.func().getWorkgroupAttributions()[0];
+  }
+  emitPyramidAppend(b, ops, blockSize, fan, topLevelRows(d) * d);
   gpu::ReturnOp::create(b);
   return kernel;
 }

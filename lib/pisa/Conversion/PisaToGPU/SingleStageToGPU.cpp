@@ -7,8 +7,9 @@
 
 #include "LaneWalk.h"
 #include "LeafScoreMMA.h"
-#include "QueryKernels.h"
 #include "PackedSequences.h"
+#include "PyramidAppend.h"
+#include "QueryKernels.h"
 
 #include "../Common/LoopBuilders.h"
 
@@ -17,9 +18,11 @@
 #include "pisa/IR/PisaOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include <functional>
 
@@ -74,6 +77,13 @@ std::pair<Value, int64_t> queryGrid(ImplicitLocOpBuilder &host,
   return {host.createOrFold<arith::CeilDivUIOp>(numQueries,
                                                 indexConst(host, kWarpQueries)),
           kQueryThreads};
+}
+
+/// What may sit between an append and the selection that runs it: ops
+/// that touch no buffer, the host's assertions and new allocations.
+bool isNeutralBetween(Operation *op) {
+  return isMemoryEffectFree(op) ||
+         isa<memref::AllocOp, gpu::AllocOp, cf::AssertOp>(op);
 }
 
 /// Item a's score, for a < count, split over a query's block of warps
@@ -261,19 +271,35 @@ struct SelectSingleStageToGPU : KernelOpPattern<SelectSingleStageKernelOp> {
     Problem p = problemOf(op.getQueries(), op.getKeys(), op.getTopk(),
                           op.getBranching(), op.getBlockSize(),
                           op.getScale().convertToFloat(), Value());
+    // A decode step's append, when it comes just before, runs first in the
+    // same blocks (each owns one sequence's cache): one launch, not two.
+    PyramidAppendKernelOp append = appendRunBySelection(op);
+    SmallVector<KernelParam> params{{"queries", p.queries},
+                                    {"keys", bufferType(op.getKeys())},
+                                    {"pyramid", bufferType(op.getPyramid())},
+                                    {"offset", rewriter.getIndexType()},
+                                    {"selection", bufferType(op.getSelection())}};
+    if (append)
+      params.append({{"appendKeys", bufferType(append.getKeys())},
+                     {"appendFrom", bufferType(append.getFrom())},
+                     {"appendTo", bufferType(append.getTo())}});
     Kernel kernel;
     {
       OpBuilder::InsertionGuard guard(rewriter);
-      kernel = createKernel(rewriter, op, "select_single_stage",
-                            {{"queries", p.queries},
-                             {"keys", bufferType(op.getKeys())},
-                             {"pyramid", bufferType(op.getPyramid())},
-                             {"offset", rewriter.getIndexType()},
-                             {"selection", bufferType(op.getSelection())}},
-                            exchangeTypes(rewriter.getContext(), p),
+      kernel = createKernel(rewriter, op,
+                            append ? "append_select_single_stage"
+                                   : "select_single_stage",
+                            params, exchangeTypes(rewriter.getContext(), p),
                             scratchTypes(rewriter.getContext(), p));
       boundRegisters(kernel, p);
       ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+      if (append) {
+        emitPyramidAppend(b,
+                          {kernel.arg("appendKeys"), kernel.arg("appendFrom"),
+                           kernel.arg("appendTo"), kernel.arg("pyramid")},
+                          append.getBlockSize(), append.getBranching(),
+                          warpsPerQuery(p) * kLanes);
+      }
       Value numKeys = dimOf(b, kernel.arg("keys"), 2);
       std::optional<uint64_t> capacity = op.getCapacity();
       LevelLayout layout(b, numKeys, p.blockSize, p.fanout, Value(),
@@ -287,18 +313,29 @@ struct SelectSingleStageToGPU : KernelOpPattern<SelectSingleStageKernelOp> {
           },
           [&](ImplicitLocOpBuilder &gb, const WarpSite &w,
               const LevelLayout &layout) {
+            // The cache's new nodes are visible to the whole block before
+            // the walk reads them; the warps not appending have loaded the
+            // query meanwhile.
+            if (append)
+              gpu::BarrierOp::create(gb);
             buildSingleStageWarp(gb, kernel, p, w, layout);
           },
           nullptr, warpsPerQuery(p));
     }
     auto [gridX, threads] = queryGrid(host, p, dimOf(host, op.getQueries(), 2));
+    SmallVector<KernelOperand> operands{{"queries", op.getQueries()},
+                                        {"keys", op.getKeys()},
+                                        {"pyramid", op.getPyramid()},
+                                        {"offset", op.getQueryOffset()},
+                                        {"selection", op.getSelection()}};
+    if (append) {
+      operands.append({{"appendKeys", append.getKeys()},
+                       {"appendFrom", append.getFrom()},
+                       {"appendTo", append.getTo()}});
+      rewriter.eraseOp(append);
+    }
     launch(host, kernel, gridX,
-           groupsOf(host, op.getSelection(), p.kvHeads), threads,
-           {{"queries", op.getQueries()},
-            {"keys", op.getKeys()},
-            {"pyramid", op.getPyramid()},
-            {"offset", op.getQueryOffset()},
-            {"selection", op.getSelection()}});
+           groupsOf(host, op.getSelection(), p.kvHeads), threads, operands);
   }
 };
 
@@ -448,6 +485,42 @@ struct SelectDecodeToGPU : KernelOpPattern<SelectDecodeKernelOp> {
 };
 
 } // namespace
+
+PyramidAppendKernelOp
+mlir::pisa::detail::appendRunBySelection(SelectSingleStageKernelOp select) {
+  if (!select.hasPureBufferSemantics() || !select.getCapacity() ||
+      select.getTokenMajor())
+    return nullptr;
+  MemRefType queries = bufferType(select.getQueries());
+  // One query per batch x KV head, on a block of warps of a multiple of d
+  // threads (the append's rows).
+  const int64_t d = queries.getShape()[3];
+  if (queries.getShape()[2] != 1 || (kDecodeWarps * kLanes) % d != 0)
+    return nullptr;
+  Operation *op = select->getPrevNode();
+  while (op && isNeutralBetween(op))
+    op = op->getPrevNode();
+  auto append = dyn_cast_or_null<PyramidAppendKernelOp>(op);
+  if (!append || !append.hasPureBufferSemantics() || append.getBlockTable() ||
+      append.getPyramid() != select.getPyramid())
+    return nullptr;
+  // The same batch: the append's blocks are the selection's.
+  int64_t batch = bufferType(append.getKeys()).getShape()[0];
+  if (ShapedType::isDynamic(batch) ||
+      batch != bufferType(select.getSelection()).getShape()[0])
+    return nullptr;
+  return append;
+}
+
+bool mlir::pisa::detail::isRunBySelection(PyramidAppendKernelOp append) {
+  for (Operation *op = append->getNextNode(); op; op = op->getNextNode()) {
+    if (auto select = dyn_cast<SelectSingleStageKernelOp>(op))
+      return appendRunBySelection(select) == append;
+    if (!isNeutralBetween(op))
+      return false;
+  }
+  return false;
+}
 
 void mlir::pisa::detail::addSingleStagePatterns(RewritePatternSet &patterns) {
   patterns.add<SelectSingleStageToGPU, SelectSingleStageVarlenToGPU,

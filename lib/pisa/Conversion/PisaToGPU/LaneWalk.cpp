@@ -101,7 +101,7 @@ LaneLeaves mlir::pisa::detail::buildLaneWalk(ImplicitLocOpBuilder &b,
         b, ranked, {b.getI1Type()},
         [&](ImplicitLocOpBuilder &rb) {
           Value mine =
-              rankableScore(rb, score(rb, children, numCausal, nodeOf));
+              rankableScore(rb, score(rb, level, numCausal, nodeOf));
           Value rank = laneRank(
               rb, lane, mine, maxCandidates,
               [&](ImplicitLocOpBuilder &cb, Value other) {

@@ -264,10 +264,11 @@ Value mlir::pisa::detail::buildMmaWarpWalk(
   Value lane = query.lane, lane32 = toI32(b, lane);
   LaneLeaves leaves = buildLaneWalk(
       b, lane, layout, topK, kFanout, bt,
-      [&](ImplicitLocOpBuilder &rb, const ChildLevel &children,
+      [&](ImplicitLocOpBuilder &rb, const LevelLayout::Step &level,
           Value numCausal, LaneNodeOf nodeOf) {
         SmallVector<Value> tiles =
-            levelScores(rb, query, planes, site, children, numCausal, nodeOf,
+            levelScores(rb, query, planes, site, level.children, numCausal,
+                        nodeOf,
                         maxCandidates, headDim, scale);
         // This lane's candidate's score: tile lane / 4, lane % 4.
         Value source = arith::RemUIOp::create(rb, lane, indexConst(rb, 4));

@@ -23,7 +23,7 @@
 // The kernel: N_b = seq_lens[b] (b = block y / Hkv), checked against Nq = 1
 // and the capacity; a broken length writes K entries of -2.
 // CHECK: gpu.func @select_decode
-// CHECK-SAME: workgroup(%[[SHARED:.*]] : memref<16xf32, #gpu.address_space<workgroup>>) private(
+// CHECK-SAME: workgroup(%[[SHARED:.*]] : memref<16xf32, #gpu.address_space<workgroup>>, %[[MASK:.*]] : memref<1xi32, #gpu.address_space<workgroup>>) private(
 // CHECK-DAG: %[[M2:.*]] = arith.constant -2 : i32
 // CHECK-DAG: %[[CAP:.*]] = arith.constant 8192 : index
 // CHECK: %[[B:.*]] = arith.divui %{{.*}}, %c2 : index
@@ -33,18 +33,25 @@
 // CHECK: arith.cmpi sle, %[[N]], %[[CAP]] : index
 // g * K = 16 candidates fit the lanes: lane a holds candidate a (the
 // causal ones by a ballot); the warps split a ranked level's candidates
-// (warp w scores w, w + 16, ...), lane 0 writes its score to the shared
-// buffer, and after a barrier every lane reads its own candidate's back
-// and ranks it with shuffles; the kept set is a ballot.
+// (warp w scores w, w + 16, ...; prefetching the rows of its candidate's
+// grandchildren into L1), lane 0 writes its score to the shared buffer,
+// and after a barrier every lane reads its own candidate's back; warp 0
+// ranks it with shuffles, its lane 0 stores the kept set (a ballot), and
+// after a barrier every warp reads it.
 // CHECK: nvvm.vote.sync  ballot
 // CHECK: scf.if
 // CHECK: gpu.barrier
 // CHECK: scf.for %[[A:.*]] = %[[WARP:.*]] to %{{.*}} step %c16
+// CHECK: nvvm.prefetch level = L1
 // CHECK: memref.store %{{.*}}, %[[SHARED]][%[[A]]]
 // CHECK: gpu.barrier
 // CHECK: memref.load %[[SHARED]]
+// CHECK: scf.if
 // CHECK: gpu.shuffle idx
-// CHECK: nvvm.vote.sync  ballot
+// CHECK: %[[KEPT:.*]] = nvvm.vote.sync  ballot
+// CHECK: memref.store %[[KEPT]], %[[MASK]][%c0]
+// CHECK: gpu.barrier
+// CHECK: memref.load %[[MASK]][%c0]
 // The leaves the same way, from the raw keys on tensor cores (bf16, G =
 // 16: the heads an m16 tile, 8 keys an n8 tile), then the row on the lanes.
 // CHECK: gpu.barrier

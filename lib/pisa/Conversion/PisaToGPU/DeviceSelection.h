@@ -36,10 +36,13 @@ struct WalkConfig {
 /// `shared` ([g*K] f32, workgroup) and every warp reads them all back;
 /// the block's threads then rank the scored items, one each, into
 /// `sharedRank` ([g*K] i32, workgroup), which the next selection reads
-/// instead of ranking every item against all others on every thread.
+/// instead of ranking every item against all others on every thread. The
+/// lane walk instead ranks on warp 0 and hands its kept set (a ballot) to
+/// the others in `sharedMask` ([1] i32, workgroup).
 struct QueryScratch {
   Value cand, kept, scores;
   Value shared = nullptr, sharedRank = nullptr, warp = nullptr, lane = nullptr;
+  Value sharedMask = nullptr;
   int64_t warps = 1;
 };
 

@@ -74,7 +74,8 @@ LaneLeaves mlir::pisa::detail::buildLaneWalk(ImplicitLocOpBuilder &b,
                                              Value lane,
                                              const LevelLayout &layout,
                                              int64_t topK, int64_t fanout,
-                                             Value bt, LaneLevelScorer score) {
+                                             Value bt, LaneLevelScorer score,
+                                             LaneRankOnce rankOnce) {
   const int64_t maxCandidates = fanout * topK;
   Value one = indexConst(b, 1);
   Value cK = indexConst(b, topK), cFan = indexConst(b, fanout);
@@ -97,21 +98,27 @@ LaneLeaves mlir::pisa::detail::buildLaneWalk(ImplicitLocOpBuilder &b,
     Value childCount = children.numChildren;
     Value ranked = cmp(b, arith::CmpIPredicate::ugt, numCausal, cK);
     // Kept: every causal candidate, or the K best when there are more.
-    Value keep = buildIf(
-        b, ranked, {b.getI1Type()},
+    Value kept = buildIf(
+        b, ranked, {b.getI32Type()},
         [&](ImplicitLocOpBuilder &rb) {
           Value mine =
               rankableScore(rb, score(rb, level, numCausal, nodeOf));
-          Value rank = laneRank(
-              rb, lane, mine, maxCandidates,
-              [&](ImplicitLocOpBuilder &cb, Value other) {
-                return cmp(cb, arith::CmpIPredicate::ult, other, numCausal);
-              });
-          return SmallVector<Value>{arith::AndIOp::create(
-              rb, causal, cmp(rb, arith::CmpIPredicate::ult, rank, cK))};
+          auto rankKept = [&](ImplicitLocOpBuilder &kb) -> Value {
+            Value rank = laneRank(
+                kb, lane, mine, maxCandidates,
+                [&](ImplicitLocOpBuilder &cb, Value other) {
+                  return cmp(cb, arith::CmpIPredicate::ult, other, numCausal);
+                });
+            return ballot(kb, arith::AndIOp::create(
+                                  kb, causal,
+                                  cmp(kb, arith::CmpIPredicate::ult, rank, cK)));
+          };
+          return SmallVector<Value>{rankOnce ? rankOnce(rb, rankKept)
+                                             : rankKept(rb)};
         },
-        [&](ImplicitLocOpBuilder &) { return SmallVector<Value>{causal}; })[0];
-    Value kept = ballot(b, keep);
+        [&](ImplicitLocOpBuilder &eb) {
+          return SmallVector<Value>{ballot(eb, causal)};
+        })[0];
     Value numKept = popCount(b, kept);
     // Lane j takes child j % g of the (j / g)-th kept candidate.
     Value source =

@@ -59,11 +59,21 @@ struct LaneLeaves {
   Value leaf, contender, mask;
 };
 
+/// The kept set of a ranked level (a ballot) from `rankKept`, which ranks
+/// this lane's candidate: run on one warp of the query and handed to the
+/// others (it may hold barriers), so that the warps of a block do not all
+/// rank alike.
+using LaneRankOnce = llvm::function_ref<Value(
+    ImplicitLocOpBuilder &,
+    llvm::function_ref<Value(ImplicitLocOpBuilder &)> rankKept)>;
+
 /// Walks levels L..2 from the root, `score` ranking a level when it has
-/// more than K causal candidates, then filters the leaves.
+/// more than K causal candidates, then filters the leaves. Without
+/// `rankOnce` every warp that runs the walk ranks.
 LaneLeaves buildLaneWalk(ImplicitLocOpBuilder &b, Value lane,
                          const LevelLayout &layout, int64_t topK,
-                         int64_t fanout, Value bt, LaneLevelScorer score);
+                         int64_t fanout, Value bt, LaneLevelScorer score,
+                         LaneRankOnce rankOnce = nullptr);
 
 /// Writes a query's row (docs/semantics.md, section 3, step 3): the forced
 /// blocks and the best `slots` contenders of `leaves` (all when there are no

@@ -195,8 +195,12 @@ void forEachQueryWarp(ImplicitLocOpBuilder &b, const Kernel &kernel,
         // The query's warps exchange scores and ranks through the
         // kernel's workgroup buffers.
         auto exchange = kernel.func().getWorkgroupAttributions();
-        if (exchange.size() > 1) // the lane walk ranks in registers
-          w.scratch->sharedRank = exchange[1];
+        if (exchange.size() > 1) {
+          if (fitsLaneWalk(p.fanout, p.topK))
+            w.scratch->sharedMask = exchange[1];
+          else
+            w.scratch->sharedRank = exchange[1];
+        }
         w.scratch->shared = exchange[0];
         w.scratch->warp = at[5];
         w.scratch->lane = at[4];

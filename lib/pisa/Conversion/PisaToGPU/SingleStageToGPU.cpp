@@ -55,16 +55,16 @@ void boundRegisters(const Kernel &kernel, const Problem &p) {
 }
 
 /// The workgroup buffers where a query's warps exchange scores and ranks
-/// ([g*K] f32, [g*K] i32); the lane walk ranks in registers and needs only
-/// the scores.
+/// ([g*K] f32, [g*K] i32); the lane walk ranks in registers on warp 0 and
+/// hands the others its kept set ([1] i32).
 SmallVector<Type> exchangeTypes(MLIRContext *ctx, const Problem &p) {
   if (warpsPerQuery(p) == 1)
     return {};
   SmallVector<Type> types{
       workgroupType(ctx, {p.candidates()}, Float32Type::get(ctx))};
-  if (!fitsLaneWalk(p.fanout, p.topK))
-    types.push_back(
-        workgroupType(ctx, {p.candidates()}, IntegerType::get(ctx, 32)));
+  types.push_back(workgroupType(
+      ctx, {fitsLaneWalk(p.fanout, p.topK) ? 1 : p.candidates()},
+      IntegerType::get(ctx, 32)));
   return types;
 }
 
@@ -141,9 +141,10 @@ void prefetchGrandchildren(ImplicitLocOpBuilder &b, Value pyramid,
 
 /// The single-stage body of a query's block of warps when a level's
 /// candidates fit the lanes (g * K <= 32): every warp runs the lane walk
-/// and the final selection alike (LaneWalk.h), with their state in
-/// registers; a level or the leaves that must be ranked are scored split
-/// over the warps (exchangeScores). Warp 0's lanes write the row.
+/// (LaneWalk.h) with its state in registers; a level or the leaves that
+/// must be ranked are scored split over the warps (exchangeScores), warp 0
+/// ranks a level and hands the kept set to the others (sharedMask), and
+/// warp 0 alone runs the final selection and writes the row.
 void buildBlockLaneSelection(ImplicitLocOpBuilder &gb, const Kernel &kernel,
                              const Problem &p, const WarpSite &w,
                              const LevelLayout &layout,
@@ -165,6 +166,25 @@ void buildBlockLaneSelection(ImplicitLocOpBuilder &gb, const Kernel &kernel,
                                     node, lane, p.headDim);
               return summaries(lb, level.children, node);
             });
+      },
+      [&](ImplicitLocOpBuilder &rb,
+          llvm::function_ref<Value(ImplicitLocOpBuilder &)> rankKept) {
+        // Warp 0 ranks; the others wait for its kept set (the next
+        // exchange's first barrier keeps warp 0 from overwriting it early).
+        Value zero = indexConst(rb, 0);
+        buildIfThen(rb, cmp(rb, arith::CmpIPredicate::eq, w.warp, zero),
+                    [&](ImplicitLocOpBuilder &wb) {
+                      Value mask = rankKept(wb);
+                      buildIfThen(wb, isLaneZero(wb, lane),
+                                  [&](ImplicitLocOpBuilder &sb) {
+                                    memref::StoreOp::create(
+                                        sb, mask, scratch.sharedMask,
+                                        ValueRange{zero});
+                                  });
+                    });
+        gpu::BarrierOp::create(rb);
+        return memref::LoadOp::create(rb, scratch.sharedMask, ValueRange{zero})
+            .getResult();
       });
   Value count = popCount(gb, leaves.mask);
   Value ranked = cmp(gb, arith::CmpIPredicate::ugt, count,
@@ -199,16 +219,18 @@ void buildBlockLaneSelection(ImplicitLocOpBuilder &gb, const Kernel &kernel,
       [&](ImplicitLocOpBuilder &eb) {
         return SmallVector<Value>{f32Const(eb, 0.0f)};
       })[0];
-  Value writer = cmp(gb, arith::CmpIPredicate::eq, w.warp, indexConst(gb, 0));
-  buildLaneFinalSelection(
-      gb, lane, p.topK, p.candidates(), w.bt, leaves, ranked, score,
-      [&](ImplicitLocOpBuilder &lb, Value pos, Value value) {
-        buildIfThen(lb, writer, [&](ImplicitLocOpBuilder &sb) {
-          memref::StoreOp::create(
-              sb, arith::IndexCastOp::create(sb, sb.getI32Type(), value),
-              kernel.arg("selection"),
-              ValueRange{site.batch, site.kvHead, site.query, pos});
-        });
+  // Warp 0 alone selects and writes the row.
+  buildIfThen(
+      gb, cmp(gb, arith::CmpIPredicate::eq, w.warp, indexConst(gb, 0)),
+      [&](ImplicitLocOpBuilder &fb) {
+        buildLaneFinalSelection(
+            fb, lane, p.topK, p.candidates(), w.bt, leaves, ranked, score,
+            [&](ImplicitLocOpBuilder &sb, Value pos, Value value) {
+              memref::StoreOp::create(
+                  sb, arith::IndexCastOp::create(sb, sb.getI32Type(), value),
+                  kernel.arg("selection"),
+                  ValueRange{site.batch, site.kvHead, site.query, pos});
+            });
       });
 }
 

@@ -33,16 +33,14 @@
 // CHECK: arith.cmpi sle, %[[N]], %[[CAP]] : index
 // g * K = 16 candidates fit the lanes: lane a holds candidate a (the
 // causal ones by a ballot); the warps split a ranked level's candidates
-// (warp w scores w, w + 16, ...; prefetching the rows of its candidate's
-// grandchildren into L1), lane 0 writes its score to the shared buffer,
-// and after a barrier every lane reads its own candidate's back; warp 0
-// ranks it with shuffles, its lane 0 stores the kept set (a ballot), and
-// after a barrier every warp reads it.
+// (warp w scores w, w + 16, ...), lane 0 writes its score to the shared
+// buffer, and after a barrier every lane reads its own candidate's back;
+// warp 0 ranks it with shuffles, its lane 0 stores the kept set (a
+// ballot), and after a barrier every warp reads it.
 // CHECK: nvvm.vote.sync  ballot
 // CHECK: scf.if
 // CHECK: gpu.barrier
 // CHECK: scf.for %[[A:.*]] = %[[WARP:.*]] to %{{.*}} step %c16
-// CHECK: nvvm.prefetch level = L1
 // CHECK: memref.store %{{.*}}, %[[SHARED]][%[[A]]]
 // CHECK: gpu.barrier
 // CHECK: memref.load %[[SHARED]]

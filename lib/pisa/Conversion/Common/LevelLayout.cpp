@@ -88,53 +88,35 @@ SmallVector<Value> LevelLayout::walkDown(ImplicitLocOpBuilder &b,
                 {inBuffer(indexConst(b, layout->offset(level - 1))),
                  indexConst(b, layout->size(level - 1)), indexConst(b, fan),
                  indexConst(b, layout->leavesPerNode(level - 1) * block)}};
-      if (level >= 3) {
-        step.grandchildRow = inBuffer(indexConst(b, layout->offset(level - 2)));
-        step.grandchildCount = indexConst(b, layout->size(level - 2));
-      }
       st = body(b, step, st);
     }
     return st;
   }
-  // Level l's span and its child level's first row, node count and span
-  // carried down, the child level's computed one step ahead (as the level
-  // below the children, for the step before): the children's level has
-  // ceil(M_1 / (span / g)) nodes and ends where level l starts (in the
-  // capacity's layout with a capacity: its node count there, not N's).
+  // Level l's first row and span carried down: the children's level has
+  // ceil(M_1 / (span / g)) nodes and ends where level l starts.
   Value one = indexConst(b, 1), g = indexConst(b, fan);
-  struct Below {
-    Value span, row, count;
-  };
-  auto below = [&](ImplicitLocOpBuilder &lb, Value span, Value row) {
-    // At least 1: below the leaves there is no level (the step says so).
-    Value childSpan = arith::MaxUIOp::create(
-        lb, arith::DivUIOp::create(lb, span, g), one);
-    Value childCount = arith::CeilDivUIOp::create(lb, leaves, childSpan);
-    Value childRows =
-        capacityLeaves == leaves
-            ? childCount
-            : arith::CeilDivUIOp::create(lb, capacityLeaves, childSpan)
-                  .getResult();
-    return Below{childSpan, arith::SubIOp::create(lb, row, childRows),
-                 childCount};
-  };
-  Below root = below(b, rootSpan, inBuffer(rootRow));
-  SmallVector<Value> init{rootSpan, root.span, root.row, root.count};
+  // The child level ends where level l starts (in the capacity's layout
+  // with a capacity: its node count there, not N's).
+  SmallVector<Value> init{rootSpan, inBuffer(rootRow)};
   init.append(st);
   SmallVector<Value> out = buildLoop(
       b, one, levels, init,
       [&](ImplicitLocOpBuilder &lb, Value, ValueRange carried) {
-        Value span = carried[0], childSpan = carried[1];
-        Value childRow = carried[2], childCount = carried[3];
-        Below grand = below(lb, childSpan, childRow);
+        Value span = carried[0];
+        Value childSpan = arith::DivUIOp::create(lb, span, g);
+        Value childCount = arith::CeilDivUIOp::create(lb, leaves, childSpan);
+        Value childRows =
+            capacityLeaves == leaves
+                ? childCount
+                : arith::CeilDivUIOp::create(lb, capacityLeaves, childSpan)
+                      .getResult();
+        Value childRow = arith::SubIOp::create(lb, carried[1], childRows);
         Step step{span,
                   {childRow, childCount, g,
-                   arith::MulIOp::create(lb, childSpan, indexConst(lb, block))},
-                  grand.row, grand.count,
-                  cmp(lb, arith::CmpIPredicate::ugt, childSpan, one)};
-        SmallVector<Value> next{childSpan, grand.span, grand.row, grand.count};
-        next.append(body(lb, step, carried.drop_front(4)));
+                   arith::MulIOp::create(lb, childSpan, indexConst(lb, block))}};
+        SmallVector<Value> next{childSpan, childRow};
+        next.append(body(lb, step, carried.drop_front(2)));
         return next;
       });
-  return SmallVector<Value>(out.begin() + 4, out.end());
+  return SmallVector<Value>(out.begin() + 2, out.end());
 }

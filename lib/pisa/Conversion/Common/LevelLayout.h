@@ -49,11 +49,6 @@ public:
   struct Step {
     Value span;
     ChildLevel children;
-    /// The level below the children (its first row of the buffer and node
-    /// count), where it is a level of the pyramid: when `hasGrandchildren`
-    /// (i1) holds, or always if that is null; all null at level 2, whose
-    /// children are the leaves. For prefetching the next step's rows.
-    Value grandchildRow, grandchildCount, hasGrandchildren;
   };
   using StepBody = llvm::function_ref<SmallVector<Value>(
       ImplicitLocOpBuilder &, const Step &, ValueRange state)>;

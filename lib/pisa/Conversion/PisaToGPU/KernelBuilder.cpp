@@ -9,7 +9,6 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
-#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -250,30 +249,6 @@ Value mlir::pisa::detail::mmaFragment(ImplicitLocOpBuilder &b,
   for (auto [i, pair] : llvm::enumerate(pairs))
     v = vector::InsertOp::create(b, pair, v, ArrayRef<int64_t>{int64_t(i)});
   return v;
-}
-
-void mlir::pisa::detail::prefetchToL1(ImplicitLocOpBuilder &b, Value mem,
-                                      ValueRange indices) {
-  auto type = cast<MemRefType>(mem.getType());
-  auto meta = memref::ExtractStridedMetadataOp::create(b, mem);
-  Value linear = meta.getOffset();
-  for (auto [i, index] : llvm::enumerate(indices))
-    linear = arith::AddIOp::create(
-        b, linear, arith::MulIOp::create(b, index, meta.getStrides()[i]));
-  Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, mem);
-  Value address = arith::AddIOp::create(
-      b, base,
-      arith::MulIOp::create(
-          b, linear,
-          indexConst(b, type.getElementType().getIntOrFloatBitWidth() / 8)));
-  Value pointer = LLVM::IntToPtrOp::create(
-      b, LLVM::LLVMPointerType::get(b.getContext()),
-      ValueRange{arith::IndexCastUIOp::create(b, b.getI64Type(), address)});
-  NVVM::PrefetchOp::create(
-      b, NVVM::PrefetchCacheLevelAttr::get(b.getContext(),
-                                           NVVM::PrefetchCacheLevel::L1),
-      /*evictPriority=*/nullptr, pointer, /*predicate=*/Value(),
-      /*tensormap=*/nullptr, /*uniform=*/nullptr, /*in_param_space=*/nullptr);
 }
 
 Value mlir::pisa::detail::concatVectors(ImplicitLocOpBuilder &b, Value x,

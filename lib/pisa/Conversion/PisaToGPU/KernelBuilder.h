@@ -109,10 +109,6 @@ Value concatVectors(ImplicitLocOpBuilder &b, Value x, Value y);
 /// An mma.sync operand fragment, vector<N x 2 x elem>, from N
 /// vector<2 x elem> registers.
 Value mmaFragment(ImplicitLocOpBuilder &b, ArrayRef<Value> pairs);
-
-/// Brings the cache line of global buffer element mem[indices] into L1: a
-/// hint that neither waits nor faults, so that a later load hits.
-void prefetchToL1(ImplicitLocOpBuilder &b, Value mem, ValueRange indices);
 /// A paged key cache inside a kernel (docs/semantics.md, section 4): a pool
 /// [P, S, H, d] read through a block table [B, Mp]. The one definition of
 /// the page arithmetic for the append and the decode selection kernels.

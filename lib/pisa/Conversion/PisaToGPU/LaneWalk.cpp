@@ -102,7 +102,7 @@ LaneLeaves mlir::pisa::detail::buildLaneWalk(ImplicitLocOpBuilder &b,
         b, ranked, {b.getI32Type()},
         [&](ImplicitLocOpBuilder &rb) {
           Value mine =
-              rankableScore(rb, score(rb, level, numCausal, nodeOf));
+              rankableScore(rb, score(rb, children, numCausal, nodeOf));
           auto rankKept = [&](ImplicitLocOpBuilder &kb) -> Value {
             Value rank = laneRank(
                 kb, lane, mine, maxCandidates,

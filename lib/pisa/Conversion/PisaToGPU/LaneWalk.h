@@ -46,10 +46,10 @@ Value nthSetBit(ImplicitLocOpBuilder &b, Value mask, Value k);
 using LaneNodeOf = llvm::function_ref<Value(ImplicitLocOpBuilder &, Value a)>;
 
 /// The score of this lane's candidate at a level that must be ranked, its
-/// children at `level.children`; any value on lanes at or past `numCausal`.
-/// Runs on every lane of every warp of the query (it may hold barriers).
+/// children at `level`; any value on lanes at or past `numCausal`. Runs on
+/// every lane of every warp of the query (it may hold barriers).
 using LaneLevelScorer = llvm::function_ref<Value(
-    ImplicitLocOpBuilder &, const LevelLayout::Step &level, Value numCausal,
+    ImplicitLocOpBuilder &, const ChildLevel &level, Value numCausal,
     LaneNodeOf nodeOf)>;
 
 /// The leaves a lane walk ends on: lane a's leaf (an index; any value past

@@ -98,47 +98,6 @@ Value exchangeScores(
   return memref::LoadOp::create(b, scratch.shared, ValueRange{at});
 }
 
-/// The next step's rows for candidate `node`, into L1 while this step's
-/// are scored: its children's children (whichever of its children the
-/// walk keeps), where they are pyramid rows. Each lane takes 128-byte
-/// lines of the g * g rows of d f32 (rows past the level's last clamped to
-/// it). The level loop waited mostly on its row loads (ncu, 131K).
-void prefetchGrandchildren(ImplicitLocOpBuilder &b, Value pyramid,
-                           const QuerySite &site,
-                           const LevelLayout::Step &level, Value node,
-                           Value lane, int64_t headDim) {
-  if (!level.grandchildRow)
-    return;
-  auto emit = [&](ImplicitLocOpBuilder &pb) {
-    Value fan = level.children.fanout;
-    const int64_t linesPerRow = std::max<int64_t>(1, headDim * 4 / 128);
-    Value last = arith::SubIOp::create(pb, level.grandchildCount,
-                                       indexConst(pb, 1));
-    Value first = arith::MulIOp::create(pb, arith::MulIOp::create(pb, node, fan),
-                                        fan);
-    Value lines = arith::MulIOp::create(
-        pb, arith::MulIOp::create(pb, fan, fan), indexConst(pb, linesPerRow));
-    buildLoop(pb, lane, lines, indexConst(pb, kLanes), {},
-              [&](ImplicitLocOpBuilder &lb, Value i, ValueRange) {
-                Value r = arith::DivUIOp::create(lb, i, indexConst(lb, linesPerRow));
-                Value row = arith::AddIOp::create(
-                    lb, level.grandchildRow,
-                    arith::MinUIOp::create(
-                        lb, arith::AddIOp::create(lb, first, r), last));
-                Value e = arith::MulIOp::create(
-                    lb, arith::RemUIOp::create(lb, i, indexConst(lb, linesPerRow)),
-                    indexConst(lb, 32));
-                prefetchToL1(lb, pyramid,
-                             level.children.at(lb, site, row, e));
-                return SmallVector<Value>{};
-              });
-  };
-  if (level.hasGrandchildren)
-    buildIfThen(b, level.hasGrandchildren, emit);
-  else
-    emit(b);
-}
-
 /// The single-stage body of a query's block of warps when a level's
 /// candidates fit the lanes (g * K <= 32): every warp runs the lane walk
 /// (LaneWalk.h) with its state in registers; a level or the leaves that
@@ -156,16 +115,12 @@ void buildBlockLaneSelection(ImplicitLocOpBuilder &gb, const Kernel &kernel,
   Value lane = w.lane;
   LaneLeaves leaves = buildLaneWalk(
       gb, lane, layout, p.topK, p.fanout, w.bt,
-      [&](ImplicitLocOpBuilder &rb, const LevelLayout::Step &level,
+      [&](ImplicitLocOpBuilder &rb, const ChildLevel &children,
           Value numCausal, LaneNodeOf nodeOf) {
-        return exchangeScores(
-            rb, scratch, numCausal, lane,
-            [&](ImplicitLocOpBuilder &lb, Value a) {
-              Value node = nodeOf(lb, a);
-              prefetchGrandchildren(lb, kernel.arg("pyramid"), site, level,
-                                    node, lane, p.headDim);
-              return summaries(lb, level.children, node);
-            });
+        return exchangeScores(rb, scratch, numCausal, lane,
+                              [&](ImplicitLocOpBuilder &lb, Value a) {
+                                return summaries(lb, children, nodeOf(lb, a));
+                              });
       },
       [&](ImplicitLocOpBuilder &rb,
           llvm::function_ref<Value(ImplicitLocOpBuilder &)> rankKept) {

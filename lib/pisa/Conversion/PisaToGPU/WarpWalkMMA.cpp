@@ -264,11 +264,10 @@ Value mlir::pisa::detail::buildMmaWarpWalk(
   Value lane = query.lane, lane32 = toI32(b, lane);
   LaneLeaves leaves = buildLaneWalk(
       b, lane, layout, topK, kFanout, bt,
-      [&](ImplicitLocOpBuilder &rb, const LevelLayout::Step &level,
+      [&](ImplicitLocOpBuilder &rb, const ChildLevel &children,
           Value numCausal, LaneNodeOf nodeOf) {
         SmallVector<Value> tiles =
-            levelScores(rb, query, planes, site, level.children, numCausal,
-                        nodeOf,
+            levelScores(rb, query, planes, site, children, numCausal, nodeOf,
                         maxCandidates, headDim, scale);
         // This lane's candidate's score: tile lane / 4, lane % 4.
         Value source = arith::RemUIOp::create(rb, lane, indexConst(rb, 4));

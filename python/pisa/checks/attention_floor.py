@@ -18,7 +18,6 @@ after a warm-up call, median of --samples, fresh inputs before each.
 
 import argparse
 import os
-import statistics
 import sys
 
 
@@ -34,6 +33,7 @@ def main(argv=None):
     import triton
     import triton.language as tl
     from pisa import aot
+    from pisa.checks.check_attention import timed
 
     C, D, K = 64, 128, 8
 
@@ -57,21 +57,6 @@ def main(argv=None):
             acc += kk.to(tl.float32) + vv.to(tl.float32)
         tl.store(out_ptr + q, tl.sum(acc))
 
-    def timed(fn, fresh):
-        fresh()
-        fn()
-        times = []
-        for _ in range(args.samples):
-            fresh()
-            torch.cuda.synchronize()
-            start, end = torch.cuda.Event(True), torch.cuda.Event(True)
-            start.record()
-            fn()
-            end.record()
-            torch.cuda.synchronize()
-            times.append(start.elapsed_time(end))
-        return statistics.median(times)
-
     lib = aot.Library(os.path.join(args.dir, "libpaper.so"))
     ws = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
     print("| N | attention pass ms | floor (gather only) ms | floor GB/s | bytes per query (KiB) | pass / floor |")
@@ -89,9 +74,9 @@ def main(argv=None):
         out = torch.empty(1, 16, n, D, dtype=torch.bfloat16, device="cuda")
         sums = torch.empty(n, dtype=torch.float32, device="cuda")
         attn = timed(lambda: lib("attend", box["q"], box["k"], box["v"], box["sel"], 0,
-                                 out=out, workspace=ws), fresh)
+                                 out=out, workspace=ws), args.samples, fresh)
         floor = timed(lambda: gather[(n,)](box["k"], box["v"], box["sel"], sums, K=K, C=C,
-                                           D=D, num_warps=4), fresh)
+                                           D=D, num_warps=4), args.samples, fresh)
         # The bytes: attended blocks of the last selection drawn.
         sel = box["sel"].reshape(n, K).long()
         pos = torch.arange(n, device="cuda").unsqueeze(1)

@@ -30,10 +30,10 @@ struct AppendOperands {
 /// or Mp x S for a page pool); node counts follow to[b]. The threads split
 /// the nodes of a level (rows of d features), a barrier between levels; an
 /// append within the last leaf updates its path in registers (row 0's
-/// threads, with twice as many of the leaf's keys in flight in a block of 512
-/// threads, whose registers allow it). An invalid
-/// range (not 0 <= from < to <= Ncap, or a page outside the pool) leaves
-/// the cache as it is. Every thread of the block must run it.
+/// threads; 32 of the leaf's keys in flight in a block of at most 512
+/// threads, 16 in a larger one, as their registers allow). An invalid range
+/// (not 0 <= from < to <= Ncap, or a page outside the pool) leaves the
+/// cache as it is. Every thread of the block must run it.
 void emitPyramidAppend(ImplicitLocOpBuilder &b, const AppendOperands &ops,
                        int64_t blockSize, int64_t fan, int64_t threads);
 

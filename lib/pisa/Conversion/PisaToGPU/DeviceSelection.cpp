@@ -106,9 +106,29 @@ Value mlir::pisa::detail::contenderSlots(ImplicitLocOpBuilder &b, int64_t topK,
                                forcedBlockCount(b, bt));
 }
 
+/// `vec` consecutive elements of `mem` from `indices` (its last index a
+/// multiple of vec, so aligned), as f32 values: one vector load.
+static SmallVector<Value> loadF32Vector(ImplicitLocOpBuilder &b, Value mem,
+                                        ValueRange indices, int64_t vec) {
+  Type elem = cast<MemRefType>(mem.getType()).getElementType();
+  Value v = vector::LoadOp::create(
+      b, VectorType::get({vec}, elem), mem, indices, false,
+      llvm::MaybeAlign(vec * elem.getIntOrFloatBitWidth() / 8));
+  SmallVector<Value> out;
+  for (int64_t i = 0; i < vec; ++i) {
+    Value x = vector::ExtractOp::create(b, v, ArrayRef<int64_t>{i});
+    out.push_back(elem.isF32()
+                      ? x
+                      : arith::ExtFOp::create(b, b.getF32Type(), x).getResult());
+  }
+  return out;
+}
+
 int64_t WarpQuery::padded() const {
   return int64_t(llvm::PowerOf2Ceil(groupSize));
 }
+
+int64_t WarpQuery::headsPerGroup() const { return padded() * width / 32; }
 
 Value WarpQuery::elementOf(ImplicitLocOpBuilder &b, int64_t j) const {
   if (vec == 1)
@@ -139,12 +159,11 @@ std::optional<WarpQuery> mlir::pisa::detail::loadWarpQuery(
   const int64_t span = headDim / width;
   query.vec = width == 32 ? 1 : span % 4 == 0 ? 4 : span % 2 == 0 ? 2 : 1;
   query.part = lane;
-  const int64_t heads = width == 32 ? groupSize
-                                    : query.padded() * width / 32;
   Value head0 =
       arith::MulIOp::create(b, site.kvHead, indexConst(b, groupSize));
   if (width == 32) {
-    for (int64_t h = 0; h < heads; ++h) {
+    // The G rows (the heads past G up to P are zero partials, not rows).
+    for (int64_t h = 0; h < groupSize; ++h) {
       Value head = arith::AddIOp::create(b, head0, indexConst(b, h));
       SmallVector<Value> row;
       for (int64_t j = 0; j < span; ++j)
@@ -158,8 +177,7 @@ std::optional<WarpQuery> mlir::pisa::detail::loadWarpQuery(
   // head), a vector of `vec` elements at a time.
   query.part = arith::RemUIOp::create(b, lane, indexConst(b, width));
   query.headGroup = arith::DivUIOp::create(b, lane, indexConst(b, width));
-  Type elem = cast<MemRefType>(queries.getType()).getElementType();
-  auto vecType = VectorType::get({query.vec}, elem);
+  const int64_t heads = query.headsPerGroup();
   for (int64_t k = 0; k < heads; ++k) {
     Value h = arith::AddIOp::create(
         b, arith::MulIOp::create(b, query.headGroup, indexConst(b, heads)),
@@ -168,18 +186,12 @@ std::optional<WarpQuery> mlir::pisa::detail::loadWarpQuery(
     Value head = arith::AddIOp::create(
         b, head0, arith::MinUIOp::create(b, h, indexConst(b, groupSize - 1)));
     SmallVector<Value> row;
-    for (int64_t j = 0; j < span; j += query.vec) {
-      Value v = vector::LoadOp::create(
-          b, vecType, queries,
-          ValueRange{site.batch, head, site.query, query.elementOf(b, j)},
-          false, llvm::MaybeAlign(query.vec * elem.getIntOrFloatBitWidth() / 8));
-      for (int64_t i = 0; i < query.vec; ++i) {
-        Value x = vector::ExtractOp::create(b, v, ArrayRef<int64_t>{i});
-        if (!elem.isF32())
-          x = arith::ExtFOp::create(b, b.getF32Type(), x);
+    for (int64_t j = 0; j < span; j += query.vec)
+      for (Value x : loadF32Vector(
+               b, queries,
+               {site.batch, head, site.query, query.elementOf(b, j)},
+               query.vec))
         row.push_back(arith::SelectOp::create(b, real, x, f32Const(b, 0.0f)));
-      }
-    }
     query.rows.push_back(std::move(row));
   }
   return query;
@@ -218,7 +230,7 @@ static Value reduceScatterHeads(ImplicitLocOpBuilder &b, Value lane,
 }
 
 /// The head (of the query's P) whose sum reduceScatterHeads leaves in the
-/// query's lane.
+/// query's lane, its group holding `heads` of them.
 static Value headOfLane(ImplicitLocOpBuilder &b, const WarpQuery &query,
                         int64_t heads) {
   Value head = query.width == 32
@@ -245,17 +257,14 @@ Value mlir::pisa::detail::buildWarpGroupScore(ImplicitLocOpBuilder &b,
                                               Value node, float scale,
                                               int64_t rowsInFlight) {
   const int64_t chunks = query.rows[0].size();
-  // Heads per lane: every head (P of them, zero partials past G) with
-  // groups of 32, else the group's H.
-  const int64_t padded = query.width == 32 ? query.padded()
-                                           : int64_t(query.rows.size());
+  // Partials per lane: the group's heads (zeros past G).
+  const int64_t padded = query.headsPerGroup();
   auto valid = validChildren(b, site, level, node);
   Value rowBase = arith::AddIOp::create(b, level.rowBase, valid.first);
   auto fast = arith::FastMathFlags::reassoc | arith::FastMathFlags::contract;
   Value zeroF = f32Const(b, 0.0f);
   Value negInf = f32Const(b, -std::numeric_limits<float>::infinity());
   Value scaleF = f32Const(b, scale);
-  Type elem = cast<MemRefType>(children.getType()).getElementType();
   auto loadChild = [&](ImplicitLocOpBuilder &cb, Value c) {
     Value row = arith::AddIOp::create(cb, rowBase, c);
     SmallVector<Value> child;
@@ -265,20 +274,11 @@ Value mlir::pisa::detail::buildWarpGroupScore(ImplicitLocOpBuilder &b,
             cb, children, level.at(cb, site, row, query.elementOf(cb, j))));
       return child;
     }
-    auto vecType = VectorType::get({query.vec}, elem);
-    for (int64_t j = 0; j < chunks; j += query.vec) {
-      Value v = vector::LoadOp::create(
-          cb, vecType, children,
-          level.at(cb, site, row, query.elementOf(cb, j)), false,
-          llvm::MaybeAlign(query.vec * elem.getIntOrFloatBitWidth() / 8));
-      for (int64_t i = 0; i < query.vec; ++i) {
-        Value x = vector::ExtractOp::create(cb, v, ArrayRef<int64_t>{i});
-        child.push_back(elem.isF32()
-                            ? x
-                            : arith::ExtFOp::create(cb, cb.getF32Type(), x)
-                                  .getResult());
-      }
-    }
+    for (int64_t j = 0; j < chunks; j += query.vec)
+      llvm::append_range(
+          child, loadF32Vector(cb, children,
+                               level.at(cb, site, row, query.elementOf(cb, j)),
+                               query.vec));
     return child;
   };
   // Folds one child into the running (max, sum) of the lane's head.

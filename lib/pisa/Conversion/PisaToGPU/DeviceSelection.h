@@ -100,7 +100,10 @@ struct WarpQuery {
   SmallVector<SmallVector<Value>> rows; ///< [H][d / width]
   Value lane, part, headGroup;
   int64_t width = 32, vec = 1, groupSize = 0;
+  /// P, and the heads of a group (H; P when width = 32, whose lanes hold
+  /// only the G rows).
   int64_t padded() const;
+  int64_t headsPerGroup() const;
   /// Element j of the lane's part of a row (an index).
   Value elementOf(ImplicitLocOpBuilder &b, int64_t j) const;
 };

@@ -29,7 +29,6 @@ constexpr int64_t kHeadRows = 16, kKeysPerTile = 8;
 /// tiles of a C = 64 leaf at once measured no faster (performance.md).
 constexpr int64_t kKeyRegistersInFlight = 64;
 
-
 /// Elements [at, at + 2) of a 16-byte group.
 Value pairOf(ImplicitLocOpBuilder &b, Value group, int64_t at) {
   return vector::ShuffleOp::create(b, group, group,

@@ -1,7 +1,7 @@
 //===- PisaToGPUPass.cpp - --convert-pisa-to-gpu --------------------------===//
 
-#include "PyramidAppend.h"
 #include "KernelBuilder.h"
+#include "PyramidAppend.h"
 #include "SparseAttention.h"
 
 #include "pisa/Conversion/Passes.h"

@@ -161,11 +161,18 @@ void guarded(ImplicitLocOpBuilder &b, Value cond,
 /// element per lane, so that many rows stay in flight (the SIMT leaf
 /// scorer's 8 key rows).
 static int64_t warpQueryWidth(const Problem &p, int64_t warpsPerQuery) {
-  if (warpsPerQuery > 1 && fitsLaneWalk(p.fanout, p.topK) &&
-      canScoreLeavesWithMma(p.queries.getElementType(), p.groupSize,
-                            p.headDim, p.blockSize))
+  if (usesBlockLaneWalk(p, warpsPerQuery) && scoresLeavesWithMma(p))
     return narrowQueryWidth(p.groupSize, p.headDim);
   return kLanes;
+}
+
+bool usesBlockLaneWalk(const Problem &p, int64_t warpsPerQuery) {
+  return warpsPerQuery > 1 && fitsLaneWalk(p.fanout, p.topK);
+}
+
+bool scoresLeavesWithMma(const Problem &p) {
+  return canScoreLeavesWithMma(p.queries.getElementType(), p.groupSize,
+                               p.headDim, p.blockSize);
 }
 
 void forEachQueryWarp(ImplicitLocOpBuilder &b, const Kernel &kernel,
@@ -197,7 +204,7 @@ void forEachQueryWarp(ImplicitLocOpBuilder &b, const Kernel &kernel,
         // kernel's workgroup buffers.
         auto exchange = kernel.func().getWorkgroupAttributions();
         if (exchange.size() > 1) {
-          if (fitsLaneWalk(p.fanout, p.topK))
+          if (usesBlockLaneWalk(p, warpsPerQuery))
             w.scratch->sharedMask = exchange[1];
           else
             w.scratch->sharedRank = exchange[1];

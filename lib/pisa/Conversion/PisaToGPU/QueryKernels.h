@@ -46,6 +46,13 @@ struct Problem {
   bool dynamicKeys() const { return !numKeys; }
 };
 
+/// Whether a query's block of warps (warpsPerQuery > 1) walks with one
+/// candidate per lane (g * K <= 32, buildBlockLaneSelection), and whether
+/// the leaves are scored on tensor cores: the query's load (its lane
+/// groups) and the kernel's body follow these two decisions alike.
+bool usesBlockLaneWalk(const Problem &p, int64_t warpsPerQuery);
+bool scoresLeavesWithMma(const Problem &p);
+
 /// The memref type of a kernel op's operand (buffer form).
 MemRefType bufferType(Value v);
 

@@ -63,7 +63,7 @@ SmallVector<Type> exchangeTypes(MLIRContext *ctx, const Problem &p) {
   SmallVector<Type> types{
       workgroupType(ctx, {p.candidates()}, Float32Type::get(ctx))};
   types.push_back(workgroupType(
-      ctx, {fitsLaneWalk(p.fanout, p.topK) ? 1 : p.candidates()},
+      ctx, {usesBlockLaneWalk(p, warpsPerQuery(p)) ? 1 : p.candidates()},
       IntegerType::get(ctx, 32)));
   return types;
 }
@@ -154,8 +154,7 @@ void buildBlockLaneSelection(ImplicitLocOpBuilder &gb, const Kernel &kernel,
         // The leaves on tensor cores when the sizes allow (the query's
         // fragments loaded here, after the walk's f32 rows are dead).
         std::optional<LeafMmaQuery> mmaQuery;
-        if (canScoreLeavesWithMma(p.queries.getElementType(), p.groupSize,
-                                  p.headDim, p.blockSize))
+        if (scoresLeavesWithMma(p))
           mmaQuery = loadLeafMmaQuery(rb, kernel.arg("queries"), site,
                                       p.groupSize, p.headDim, lane);
         return SmallVector<Value>{exchangeScores(
@@ -215,7 +214,7 @@ void buildSingleStageWarp(ImplicitLocOpBuilder &gb, const Kernel &kernel,
     keyLevel.rowAt = [&](ImplicitLocOpBuilder &b, Value row, Value e) {
       return paged->at(b, site.batch, row, site.kvHead, e);
     };
-  if (scratch.warps > 1 && fitsLaneWalk(p.fanout, p.topK))
+  if (usesBlockLaneWalk(p, scratch.warps))
     return buildBlockLaneSelection(gb, kernel, p, w, layout, summaries,
                                    rawKeys, keyLevel);
   // The SIMT walk here: with the tensor-core level scorer this kernel also

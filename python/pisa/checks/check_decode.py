@@ -475,13 +475,15 @@ def bench(args):
     replays, median of --samples after a warm-up replay (graph_time)."""
     import torch
     from pisa import aot
+    from pisa.checks.flat_decode import flat_select, overlap
 
     paper = PaperDecode(args.dir, args.capacity)
     lib, q, out, ws = paper.lib, paper.q, paper.out, paper.ws
     cap, d, C, g = paper.cap, paper.d, paper.C, paper.g
     c = PAPER
-    print("| N | decode step (append + select) us | rebuild + select us | rebuild / step |")
-    print("|---|---|---|---|")
+    print("| N | decode step (append + select) us | rebuild + select us | "
+          "flat selection us | rebuild / step | flat / step | flat top-K in step's |")
+    print("|---|---|---|---|---|---|---|")
     for n in args.lengths:
         n = min(n, cap - args.steps - 1)
         cache, bounds = paper.filled(n, args.steps)
@@ -491,11 +493,21 @@ def bench(args):
 
         step = graph_time(lambda i: paper.step(cache, bounds[i], n + i + 1),
                           args.steps, args.samples)
+        # The last replay's last step selected for n + steps keys.
+        last = paper.out.clone()
         rebuild = graph_time(lambda i: (lib("build", k, out=built, workspace=ws),
                                         lib("select", q, k, built, n - 1, out=out,
                                             workspace=ws)),
                              args.steps, args.samples)
-        print(f"| {n} | {step:.1f} | {rebuild:.1f} | {rebuild / step:.1f} |", flush=True)
+        top = n + args.steps
+        lens = [paper.one(n + i + 1) for i in range(args.steps)]
+        scores = torch.empty(1, -(-top // C), device="cuda")
+        flat = graph_time(lambda i: flat_select(q, paper.keys, lens[i], C, c["K"], top,
+                                                scores),
+                          args.steps, args.samples)
+        share = overlap(last, flat_select(q, paper.keys, paper.one(top), C, c["K"], top))
+        print(f"| {n} | {step:.1f} | {rebuild:.1f} | {flat:.1f} | {rebuild / step:.1f} | "
+              f"{flat / step:.1f} | {share:.3f} |", flush=True)
     batched = os.path.join(args.dir, "libpaper64.so")
     if os.path.exists(batched):
         # 64 sequences of about 32K keys each, one decode step each
@@ -516,8 +528,16 @@ def bench(args):
         per_step = graph_time(lambda i: lib64("decode_batch", q64, keys64, cache64,
                                               *steps64[i], out=out64, workspace=ws),
                               args.steps, args.samples)
+        last = out64.clone()
+        top = start[0] + args.steps
+        scores = torch.empty(B, -(-top // C), device="cuda")
+        flat = graph_time(lambda i: flat_select(q64, keys64, steps64[i][1], C, c["K"], top,
+                                                scores),
+                          args.steps, args.samples)
+        share = overlap(last, flat_select(q64, keys64, steps64[-1][1], C, c["K"], top))
         print(f"B = 64 sequences of {start[-1]}..{start[0]} keys (32K cache): "
-              f"{per_step:.1f} us per step (append + decode_select)")
+              f"{per_step:.1f} us per step (append + decode_select); flat selection "
+              f"{flat:.1f} us ({flat / per_step:.1f}x), flat top-K in the step's: {share:.3f}")
     return 0
 
 

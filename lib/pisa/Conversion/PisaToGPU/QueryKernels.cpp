@@ -160,6 +160,31 @@ void guarded(ImplicitLocOpBuilder &b, Value cond,
 /// docs/performance.md, ninth session). Elsewhere the rows' loads stay one
 /// element per lane, so that many rows stay in flight (the SIMT leaf
 /// scorer's 8 key rows).
+/// [g*K] f32 scores; then the lane walk's kept set ([1] i32: warp 0 ranks
+/// in registers and hands it out) or the other walk's ranks ([g*K] i32).
+SmallVector<Type> exchangeTypes(MLIRContext *ctx, const Problem &p,
+                                int64_t warpsPerQuery) {
+  if (warpsPerQuery == 1)
+    return {};
+  return {workgroupType(ctx, {p.candidates()}, Float32Type::get(ctx)),
+          workgroupType(ctx,
+                        {usesBlockLaneWalk(p, warpsPerQuery) ? 1
+                                                             : p.candidates()},
+                        IntegerType::get(ctx, 32))};
+}
+
+/// Binds exchangeTypes' buffers of `kernel` to the scratch's fields.
+static void bindExchange(QueryScratch &scratch, const Kernel &kernel,
+                         const Problem &p, int64_t warpsPerQuery) {
+  auto exchange = kernel.func().getWorkgroupAttributions();
+  assert(exchange.size() == 2 && "a query's block has exchangeTypes' buffers");
+  scratch.shared = exchange[0];
+  if (usesBlockLaneWalk(p, warpsPerQuery))
+    scratch.sharedMask = exchange[1];
+  else
+    scratch.sharedRank = exchange[1];
+}
+
 static int64_t warpQueryWidth(const Problem &p, int64_t warpsPerQuery) {
   if (usesBlockLaneWalk(p, warpsPerQuery) && scoresLeavesWithMma(p))
     return narrowQueryWidth(p.groupSize, p.headDim);
@@ -202,14 +227,7 @@ void forEachQueryWarp(ImplicitLocOpBuilder &b, const Kernel &kernel,
       if (warpsPerQuery > 1 && w.scratch) {
         // The query's warps exchange scores and ranks through the
         // kernel's workgroup buffers.
-        auto exchange = kernel.func().getWorkgroupAttributions();
-        if (exchange.size() > 1) {
-          if (usesBlockLaneWalk(p, warpsPerQuery))
-            w.scratch->sharedMask = exchange[1];
-          else
-            w.scratch->sharedRank = exchange[1];
-        }
-        w.scratch->shared = exchange[0];
+        bindExchange(*w.scratch, kernel, p, warpsPerQuery);
         w.scratch->warp = at[5];
         w.scratch->lane = at[4];
         w.scratch->warps = warpsPerQuery;

@@ -134,6 +134,12 @@ std::optional<QueryScratch> scratchOf(const Kernel &kernel);
 /// The private scratch of a SIMT walk (QueryScratch).
 SmallVector<Type> scratchTypes(MLIRContext *ctx, const Problem &p);
 
+/// The workgroup buffers where a query's block of `warpsPerQuery` warps
+/// exchanges scores and ranks (none for a warp alone); forEachQueryWarp
+/// binds them to QueryScratch's fields the same way.
+SmallVector<Type> exchangeTypes(MLIRContext *ctx, const Problem &p,
+                                int64_t warpsPerQuery);
+
 /// Emits `body` under `if (cond)` and a gpu.return after it.
 void guarded(ImplicitLocOpBuilder &b, Value cond,
              llvm::function_ref<void(ImplicitLocOpBuilder &)> body);

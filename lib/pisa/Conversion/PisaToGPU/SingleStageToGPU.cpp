@@ -54,20 +54,6 @@ void boundRegisters(const Kernel &kernel, const Problem &p) {
     setOccupancyHint(kernel.func(), warps * kLanes, 1);
 }
 
-/// The workgroup buffers where a query's warps exchange scores and ranks
-/// ([g*K] f32, [g*K] i32); the lane walk ranks in registers on warp 0 and
-/// hands the others its kept set ([1] i32).
-SmallVector<Type> exchangeTypes(MLIRContext *ctx, const Problem &p) {
-  if (warpsPerQuery(p) == 1)
-    return {};
-  SmallVector<Type> types{
-      workgroupType(ctx, {p.candidates()}, Float32Type::get(ctx))};
-  types.push_back(workgroupType(
-      ctx, {usesBlockLaneWalk(p, warpsPerQuery(p)) ? 1 : p.candidates()},
-      IntegerType::get(ctx, 32)));
-  return types;
-}
-
 /// Grid x and threads of a single-stage kernel over `numQueries` queries.
 std::pair<Value, int64_t> queryGrid(ImplicitLocOpBuilder &host,
                                     const Problem &p, Value numQueries) {
@@ -310,7 +296,7 @@ struct SelectSingleStageToGPU : KernelOpPattern<SelectSingleStageKernelOp> {
       kernel = createKernel(rewriter, op,
                             append ? "append_select_single_stage"
                                    : "select_single_stage",
-                            params, exchangeTypes(rewriter.getContext(), p),
+                            params, exchangeTypes(rewriter.getContext(), p, warpsPerQuery(p)),
                             scratchTypes(rewriter.getContext(), p));
       boundRegisters(kernel, p);
       ImplicitLocOpBuilder b(op.getLoc(), rewriter);
@@ -439,7 +425,7 @@ struct SelectDecodeToGPU : KernelOpPattern<SelectDecodeKernelOp> {
     {
       OpBuilder::InsertionGuard guard(rewriter);
       kernel = createKernel(rewriter, op, "select_decode", params,
-                            exchangeTypes(rewriter.getContext(), p),
+                            exchangeTypes(rewriter.getContext(), p, warpsPerQuery(p)),
                             scratchTypes(rewriter.getContext(), p));
       boundRegisters(kernel, p);
       ImplicitLocOpBuilder b(op.getLoc(), rewriter);

@@ -1,14 +1,16 @@
 """Where a kernel's warps spend their time, from Nsight Compute's SASS page.
 
-  ncu --clock-control none --warp-sampling-interval 0 --import-source no \\
-      --section SourceCounters --section WarpStateStats -k regex:KERNEL \\
-      --launch-skip 5 -c 1 -o sel COMMAND...
+  ncu --cache-control none --clock-control none --warp-sampling-interval 0 \\
+      --import-source no --section SourceCounters --section WarpStateStats \\
+      -k regex:KERNEL --launch-skip 5 -c 1 -o sel COMMAND...
   ncu -i sel.ncu-rep --page source --csv --print-source sass > sass.csv
   python3 -m pisa.checks.sass_profile sass.csv [--min-share 0.5]
 
-Consecutive instructions that run equally often form one region (a loop
-body, a branch, straight-line code between barriers; a barrier ends one);
-each region with at least --min-share percent of the warp-state samples is
+(`--cache-control none` keeps the L2 as the benchmark has it; ncu's
+default flushes it before the kernel, which made a decode step 30 us
+instead of 23-25.) Consecutive instructions that run equally often form
+one region (a loop body, a branch, straight-line code between barriers;
+a barrier ends one); each region with at least --min-share percent of the warp-state samples is
 printed with its instruction range, samples, executed instructions, its
 three largest stall reasons and its most frequent opcodes. Runs here
 (no GPU needed): the CSV is read as ncu wrote it.

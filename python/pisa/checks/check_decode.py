@@ -4,7 +4,7 @@ pyramid and a prefill selection, through one AOT library per configuration.
 
   python3 -m pisa.checks.check_decode build DIR --seed S --count N   # here
   python3 -m pisa.checks.check_decode check DIR [--steps 100]        # GPU
-  python3 -m pisa.checks.check_decode bench DIR                      # GPU, timing
+  python3 -m pisa.checks.check_decode bench DIR                      # GPU, timing, peers
   python3 -m pisa.checks.check_decode profile DIR                    # GPU, per kernel
 
 Configurations (Hkv, G, d, C, K, g, dtype, key inputs, capacity Ncap) are
@@ -469,7 +469,8 @@ class PaperDecode:
 
 def bench(args):
     """GPU time of one decode step (append one key + select) against
-    rebuilding the pyramid and selecting over it, paper setting, at
+    rebuilding the pyramid and selecting over it and against flat
+    selection over all N keys (flat_decode.py), paper setting, at
     several lengths of a 128K cache: --steps steps (their from/to prepared
     on the device) captured in a CUDA graph, CUDA events around its
     replays, median of --samples after a warm-up replay (graph_time)."""

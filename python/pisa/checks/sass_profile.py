@@ -66,7 +66,9 @@ def main(argv=None):
     args = parser.parse_args(argv)
     found = regions(args.csv)
     total = sum(r[2] for r in found) or 1
-    print(f"{total} samples")
+    # Executed counts are warp instructions: divided by the kernel's warps
+    # and its cycles they give a warp's cycles an instruction.
+    print(f"{total} samples, {sum(r[3] for r in found)} warp instructions executed")
     for first, last, samples, executed, stalls, opcodes in found:
         share = 100.0 * samples / total
         if share < args.min_share:

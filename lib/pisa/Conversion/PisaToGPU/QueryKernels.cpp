@@ -154,12 +154,6 @@ void guarded(ImplicitLocOpBuilder &b, Value cond,
   gpu::ReturnOp::create(b);
 }
 
-/// Narrow lane groups (WarpQuery) where a query's block of warps scores
-/// only the walk's levels with them: the lane walk with its leaves on
-/// tensor cores (the select kernel 25.3 -> 22.3 us at 131K on the H200,
-/// docs/performance.md, ninth session). Elsewhere the rows' loads stay one
-/// element per lane, so that many rows stay in flight (the SIMT leaf
-/// scorer's 8 key rows).
 /// [g*K] f32 scores; then the lane walk's kept set ([1] i32: warp 0 ranks
 /// in registers and hands it out) or the other walk's ranks ([g*K] i32).
 SmallVector<Type> exchangeTypes(MLIRContext *ctx, const Problem &p,
@@ -185,6 +179,12 @@ static void bindExchange(QueryScratch &scratch, const Kernel &kernel,
     scratch.sharedRank = exchange[1];
 }
 
+/// Narrow lane groups (WarpQuery) where a query's block of warps scores
+/// only the walk's levels with them: the lane walk with its leaves on
+/// tensor cores (the select kernel 25.3 -> 22.3 us at 131K on the H200,
+/// docs/performance.md, ninth session). Elsewhere the rows' loads stay one
+/// element per lane, so that many rows stay in flight (the SIMT leaf
+/// scorer's 8 key rows).
 static int64_t warpQueryWidth(const Problem &p, int64_t warpsPerQuery) {
   if (usesBlockLaneWalk(p, warpsPerQuery) && scoresLeavesWithMma(p))
     return narrowQueryWidth(p.groupSize, p.headDim);

@@ -296,7 +296,9 @@ struct SelectSingleStageToGPU : KernelOpPattern<SelectSingleStageKernelOp> {
       kernel = createKernel(rewriter, op,
                             append ? "append_select_single_stage"
                                    : "select_single_stage",
-                            params, exchangeTypes(rewriter.getContext(), p, warpsPerQuery(p)),
+                            params,
+                            exchangeTypes(rewriter.getContext(), p,
+                                          warpsPerQuery(p)),
                             scratchTypes(rewriter.getContext(), p));
       boundRegisters(kernel, p);
       ImplicitLocOpBuilder b(op.getLoc(), rewriter);
@@ -425,7 +427,8 @@ struct SelectDecodeToGPU : KernelOpPattern<SelectDecodeKernelOp> {
     {
       OpBuilder::InsertionGuard guard(rewriter);
       kernel = createKernel(rewriter, op, "select_decode", params,
-                            exchangeTypes(rewriter.getContext(), p, warpsPerQuery(p)),
+                            exchangeTypes(rewriter.getContext(), p,
+                                          warpsPerQuery(p)),
                             scratchTypes(rewriter.getContext(), p));
       boundRegisters(kernel, p);
       ImplicitLocOpBuilder b(op.getLoc(), rewriter);

@@ -53,13 +53,24 @@ TOLERANCE = {"bf16": 2e-2, "f16": 5e-3}
 LSE_TOLERANCE = 1e-3
 
 
-def draw_config(rng, index):
+def draw_config(rng, index, space="all"):
+    """A configuration over the whole space, or (space "registers") over the
+    register kernel's (SparseAttention.h, attendsInRegisters: G <= 16, d and
+    dv <= 128, C <= 64)."""
+    small = space == "registers"
+    max_g = 16 if small else 64
     cfg = {"name": f"a{index:04d}", "Hkv": rng.randint(1, 4),
-           "G": rng.choice((1, 2, 4, 8, 16, 32, 64)) if rng.random() < 0.6
-           else rng.randint(1, 64),
-           "d": rng.choice(ATTENTION_HEAD_DIMS), "dv": rng.choice(VALUE_DIMS),
-           "C": rng.choice(ATTENTION_BLOCK_SIZES), "K": rng.randint(3, 16),
+           "G": rng.choice([g for g in (1, 2, 4, 8, 16, 32, 64) if g <= max_g])
+           if rng.random() < 0.6 else rng.randint(1, max_g),
+           "d": rng.choice([d for d in ATTENTION_HEAD_DIMS
+                            if not small or (d % 32 == 0 and d <= 128)]),
+           "dv": rng.choice([v for v in VALUE_DIMS if not small or v <= 128]),
+           "C": rng.choice([c for c in ATTENTION_BLOCK_SIZES
+                            if not small or c <= 64]),
+           "K": rng.randint(3, 16),
            "g": rng.randint(2, 4), "dtype": rng.choice(DTYPES)}
+    if small:
+        return cfg
     if rng.random() < 0.12:
         change, words = rng.choice(OUTSIDE)
         cfg.update(change, expect_error=words)
@@ -129,7 +140,7 @@ func.func @prefill_selection(%q: {q}, %k: {k}, %off: index) -> {s} {{
 
 def build(args):
     rng = random.Random(args.seed)
-    cfgs = [draw_config(rng, i) for i in range(args.count)]
+    cfgs = [draw_config(rng, i, args.space) for i in range(args.count)]
     if args.paper:
         cfgs.append(dict(PAPER))
     t0 = time.time()
@@ -409,6 +420,8 @@ def main(argv=None):
     b.add_argument("--count", type=int, default=30)
     b.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     b.add_argument("--pisa-compile", default="build/bin/pisa-compile")
+    b.add_argument("--space", choices=("all", "registers"), default="all",
+                   help="draw over the whole space or the register kernel's")
     b.add_argument("--paper", action="store_true",
                    help="also the paper setting (libpaper.so, for bench)")
     c = sub.add_parser("check")

@@ -24,10 +24,6 @@ using namespace mlir::pisa::detail;
 
 namespace {
 constexpr int64_t kHeadRows = 16, kKeysPerTile = 8;
-/// Registers of key rows loaded before any is multiplied (their latencies
-/// overlap): a tile takes d / 8 (16 at d = 128, so 4 tiles). Loading all 8
-/// tiles of a C = 64 leaf at once measured no faster (performance.md).
-constexpr int64_t kKeyRegistersInFlight = 64;
 
 /// Elements [at, at + 2) of a 16-byte group.
 Value pairOf(ImplicitLocOpBuilder &b, Value group, int64_t at) {
@@ -90,29 +86,27 @@ LeafMmaQuery mlir::pisa::detail::loadLeafMmaQuery(ImplicitLocOpBuilder &b,
   return query;
 }
 
-Value mlir::pisa::detail::buildLeafScoreMma(
+SmallVector<Value> mlir::pisa::detail::buildKeyTileProducts(
     ImplicitLocOpBuilder &b, const LeafMmaQuery &query, Value keys,
-    const QuerySite &site, const ChildLevel &keyLevel, Value leaf,
-    int64_t blockSize, int64_t headDim, float scale) {
-  using P = arith::CmpIPredicate;
+    const QuerySite &site, const ChildLevel &keyLevel, Value rowBase,
+    Value count, int64_t blockSize, int64_t headDim,
+    int64_t registersInFlight) {
   Type f32 = b.getF32Type();
   Type elem = cast<MemRefType>(keys.getType()).getElementType();
   const int64_t tiles = blockSize / kKeysPerTile, groups = headDim / 32;
   const int64_t tilesInFlight =
-      std::max<int64_t>(1, kKeyRegistersInFlight / (4 * groups));
+      std::max<int64_t>(1, registersInFlight / (4 * groups));
   Value lane = query.lane;
   Value gid = arith::DivUIOp::create(b, lane, indexConst(b, 4));
   Value tig = arith::RemUIOp::create(b, lane, indexConst(b, 4));
   Value groupCol = arith::MulIOp::create(b, tig, indexConst(b, 8));
-  auto [first, count] = validChildren(b, site, keyLevel, leaf);
-  Value rowBase = arith::AddIOp::create(b, keyLevel.rowBase, first);
   // Rows past the valid ones load the last valid row (in bounds; their
   // columns are masked).
   Value lastRow = arith::SubIOp::create(
       b, arith::MaxSIOp::create(b, count, indexConst(b, 1)), indexConst(b, 1));
   auto groupType = VectorType::get({8}, elem);
 
-  // S = Q K^T, tile by tile: lane loads key row 8 t + g of tile t.
+  // Tile by tile: lane loads key row 8 t + g of tile t.
   auto accType = VectorType::get({2, 2}, f32);
   SmallVector<Value> acc;
   for (int64_t t0 = 0; t0 < tiles; t0 += tilesInFlight) {
@@ -146,6 +140,23 @@ Value mlir::pisa::detail::buildLeafScoreMma(
       acc.push_back(c);
     }
   }
+  return acc;
+}
+
+Value mlir::pisa::detail::buildLeafScoreMma(
+    ImplicitLocOpBuilder &b, const LeafMmaQuery &query, Value keys,
+    const QuerySite &site, const ChildLevel &keyLevel, Value leaf,
+    int64_t blockSize, int64_t headDim, float scale) {
+  using P = arith::CmpIPredicate;
+  const int64_t tiles = blockSize / kKeysPerTile;
+  Value lane = query.lane;
+  Value gid = arith::DivUIOp::create(b, lane, indexConst(b, 4));
+  Value tig = arith::RemUIOp::create(b, lane, indexConst(b, 4));
+  auto [first, count] = validChildren(b, site, keyLevel, leaf);
+  SmallVector<Value> acc = buildKeyTileProducts(
+      b, query, keys, site, keyLevel,
+      arith::AddIOp::create(b, keyLevel.rowBase, first), count, blockSize,
+      headDim);
 
   // Per head row (g, g + 8): LSE over the valid keys in base 2 with the
   // scale folded in, over the lane's columns and then its quad.

@@ -8,6 +8,9 @@
 #ifndef PISA_LIB_CONVERSION_PISATOGPU_SPARSEATTENTION_H
 #define PISA_LIB_CONVERSION_PISATOGPU_SPARSEATTENTION_H
 
+#include "KernelBuilder.h"
+
+#include "mlir/IR/ImplicitLocOpBuilder.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/IR/Types.h"
 
@@ -60,6 +63,41 @@ std::optional<std::string> attentionLimitViolation(Type elem,
                                                    int64_t valueDim,
                                                    int64_t blockSize,
                                                    int64_t topK);
+
+/// The blocks a query attends, in order, written to `list` (workgroup i32
+/// [K]) by thread `tid` = 0; every thread gets the count. An entry s of the
+/// selection row `row` ({batch, KV head, query}) is used when 0 <= s <
+/// ceil(N / C) and s > the last one used (docs/semantics.md, section 6),
+/// attended when its block starts before `keyEnd` (min(N, position + 1)).
+Value listAttendedBlocks(ImplicitLocOpBuilder &b, Value selection,
+                         ValueRange row, Value numKeys, Value keyEnd,
+                         int64_t blockSize, int64_t topK, Value tid,
+                         Value list);
+
+/// Whether the query's heads fit one m16 tile and S, O and Q's fragments a
+/// lane's registers (G <= 16, d a multiple of 32 up to 128, dv a multiple
+/// of 8 up to 128, C a multiple of 16 up to 64; f16 or bf16): then the
+/// kernel is AttentionInRegisters.cpp's, each warp attending its own
+/// blocks, else the staged one.
+bool attendsInRegisters(Type elem, int64_t groupSize, int64_t headDim,
+                        int64_t valueDim, int64_t blockSize);
+
+/// The register kernel's shared memory: each warp's V tile [C x dv]
+/// (rows padded by 8 elements for ldmatrix), which the warps' partial
+/// results reuse at the end, then the list of attended blocks [K] (i32).
+struct RegisterAttentionPlan {
+  int64_t headDim, valueDim, blockSize, topK;
+  /// V's row stride (elements), one warp's tile (bytes), one warp's merge
+  /// row (f32 elements), the list's byte offset and the total.
+  int64_t valueStride, valueTileBytes, mergeStride, listOffset, bytes;
+  RegisterAttentionPlan(int64_t headDim, int64_t valueDim, int64_t blockSize,
+                        int64_t topK);
+};
+
+/// The register kernel's body (kernel parameters as the staged kernel's).
+void buildRegisterAttention(ImplicitLocOpBuilder &b, const Kernel &kernel,
+                            const RegisterAttentionPlan &plan,
+                            int64_t groupSize, int64_t kvHeads, float scale);
 
 } // namespace mlir::pisa::detail
 

@@ -115,6 +115,44 @@ mlir::pisa::detail::attentionLimitViolation(Type elem, int64_t groupSize,
   return why;
 }
 
+Value mlir::pisa::detail::listAttendedBlocks(
+    ImplicitLocOpBuilder &b, Value selection, ValueRange row, Value numKeys,
+    Value keyEnd, int64_t blockSize, int64_t topK, Value tid, Value list) {
+  using P = arith::CmpIPredicate;
+  Value zero = indexConst(b, 0), one = indexConst(b, 1);
+  Value numBlocks =
+      arith::CeilDivUIOp::create(b, numKeys, indexConst(b, blockSize));
+  SmallVector<Value> walked = buildLoop(
+      b, zero, indexConst(b, topK), ValueRange{indexConst(b, -1), zero},
+      [&](ImplicitLocOpBuilder &lb, Value entry,
+          ValueRange st) -> SmallVector<Value> {
+        Value last = st[0], count = st[1];
+        Value s32 = memref::LoadOp::create(
+            lb, selection, ValueRange{row[0], row[1], row[2], entry});
+        Value s = toIndex(lb, s32);
+        Value used = arith::AndIOp::create(
+            lb,
+            arith::AndIOp::create(lb, cmp(lb, P::sge, s, zero),
+                                  cmp(lb, P::slt, s, numBlocks)),
+            cmp(lb, P::sgt, s, last));
+        Value attended = arith::AndIOp::create(
+            lb, used,
+            cmp(lb, P::slt, arith::MulIOp::create(lb, s, indexConst(lb, blockSize)),
+                keyEnd));
+        buildIfThen(lb,
+                    arith::AndIOp::create(lb, attended,
+                                          cmp(lb, P::eq, tid, zero)),
+                    [&](ImplicitLocOpBuilder &wb) {
+                      memref::StoreOp::create(wb, s32, list, count);
+                    });
+        return {arith::SelectOp::create(lb, used, s, last),
+                arith::SelectOp::create(
+                    lb, attended, arith::AddIOp::create(lb, count, one),
+                    count)};
+      });
+  return walked[1];
+}
+
 namespace {
 
 /// max or sum of `v` over the `width` consecutive lanes that share a row.
@@ -182,7 +220,9 @@ public:
     vector::StoreOp::create(b, f32Splat(b, outRowType(b), 0.0f), oTile,
                             ValueRange{row, outCol0}, false,
                             llvm::MaybeAlign(16));
-    Value count = listAttendedBlocks(b);
+    Value count =
+        listAttendedBlocks(b, e.arg("selection"), {batch, kv, query}, numKeys,
+                           keyEnd, t.blockSize, t.topK, tid, blockList);
     gpu::BarrierOp::create(b); // the list and Q are visible to all
     // Q's tile is read once, before the loop: its A fragments stay in
     // registers for every block's score product.
@@ -253,48 +293,6 @@ private:
               ValueRange{divide(lb, i, perRow), columnOf(lb, i, perRow)},
               false, llvm::MaybeAlign(16));
         });
-  }
-
-  /// The blocks the query attends, in order, into the shared list: an
-  /// entry is used when 0 <= s < ceil(N / C) and s > the last one used
-  /// (docs/semantics.md, section 6), attended when it starts at or before
-  /// the query. Every thread walks the row (the same for the block) and
-  /// gets the count; thread 0 writes the list.
-  Value listAttendedBlocks(ImplicitLocOpBuilder &b) {
-    using P = arith::CmpIPredicate;
-    Value zero = indexConst(b, 0), one = indexConst(b, 1);
-    Value numBlocks =
-        arith::CeilDivUIOp::create(b, numKeys, indexConst(b, t.blockSize));
-    SmallVector<Value> walked = buildLoop(
-        b, zero, indexConst(b, t.topK), ValueRange{indexConst(b, -1), zero},
-        [&](ImplicitLocOpBuilder &lb, Value entry,
-            ValueRange st) -> SmallVector<Value> {
-          Value last = st[0], count = st[1];
-          Value s32 = memref::LoadOp::create(
-              lb, e.arg("selection"), ValueRange{batch, kv, query, entry});
-          Value s = toIndex(lb, s32);
-          Value used = arith::AndIOp::create(
-              lb,
-              arith::AndIOp::create(lb, cmp(lb, P::sge, s, zero),
-                                    cmp(lb, P::slt, s, numBlocks)),
-              cmp(lb, P::sgt, s, last));
-          Value attended = arith::AndIOp::create(
-              lb, used,
-              cmp(lb, P::slt,
-                  arith::MulIOp::create(lb, s, indexConst(lb, t.blockSize)),
-                  keyEnd));
-          buildIfThen(lb,
-                      arith::AndIOp::create(lb, attended,
-                                            cmp(lb, P::eq, tid, zero)),
-                      [&](ImplicitLocOpBuilder &wb) {
-                        memref::StoreOp::create(wb, s32, blockList, count);
-                      });
-          return {arith::SelectOp::create(lb, used, s, last),
-                  arith::SelectOp::create(
-                      lb, attended, arith::AddIOp::create(lb, count, one),
-                      count)};
-        });
-    return walked[1];
   }
 
   /// The first key of list entry j.
@@ -531,9 +529,15 @@ struct SparseAttentionToGPU : KernelOpPattern<SparseAttentionKernelOp> {
     MemRefType qType = bufferType(op.getQueries());
     const int64_t kvHeads = bufferType(op.getKeys()).getShape()[1];
     const int64_t G = qType.getShape()[1] / kvHeads;
-    const AttentionTiles tiles(
-        G, qType.getShape()[3], bufferType(op.getValues()).getShape()[3],
-        op.getBlockSize(), bufferType(op.getSelection()).getShape()[3]);
+    const int64_t d = qType.getShape()[3];
+    const int64_t dv = bufferType(op.getValues()).getShape()[3];
+    const int64_t topK = bufferType(op.getSelection()).getShape()[3];
+    const float scale = op.getScale().convertToFloat();
+    const bool inRegisters = attendsInRegisters(qType.getElementType(), G, d,
+                                                dv, op.getBlockSize());
+    const AttentionTiles tiles(G, d, dv, op.getBlockSize(), topK);
+    const RegisterAttentionPlan plan(d, dv, op.getBlockSize(), topK);
+    const int64_t sharedBytes = inRegisters ? plan.bytes : tiles.bytes;
     Kernel kernel;
     {
       OpBuilder::InsertionGuard guard(rewriter);
@@ -549,12 +553,13 @@ struct SparseAttentionToGPU : KernelOpPattern<SparseAttentionKernelOp> {
       // Blocks per SM as shared memory allows, so that ptxas keeps
       // registers within that occupancy.
       setOccupancyHint(kernel.func(), kAttentionThreads,
-                       std::clamp<int64_t>((228 * 1024) / (tiles.bytes + 1024),
-                                           1, 16));
+                       std::clamp<int64_t>((228 * 1024) / (sharedBytes + 1024),
+                                           1, inRegisters ? 2 : 16));
       ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-      AttentionBlock(b, kernel, tiles, G, kvHeads,
-                     op.getScale().convertToFloat())
-          .build(b);
+      if (inRegisters)
+        buildRegisterAttention(b, kernel, plan, G, kvHeads, scale);
+      else
+        AttentionBlock(b, kernel, tiles, G, kvHeads, scale).build(b);
     }
     Value groups = arith::MulIOp::create(
         host, dimOf(host, op.getQueries(), 0), indexConst(host, kvHeads));
@@ -567,7 +572,7 @@ struct SparseAttentionToGPU : KernelOpPattern<SparseAttentionKernelOp> {
             {"queryOffset", op.getQueryOffset()},
             {"output", op.getOutput()},
             {"lse", op.getLse()}},
-           tiles.bytes);
+           sharedBytes);
   }
 };
 

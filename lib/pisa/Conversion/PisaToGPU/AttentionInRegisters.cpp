@@ -1,0 +1,436 @@
+//===- AttentionInRegisters.cpp - Sparse attention, a block per warp ------===//
+//
+// pisa.kernel.sparse_attention when the query's G heads fit one m16 tile
+// (attendsInRegisters): one block of four warps per (query, batch x KV
+// head), each warp attending its own share of the query's blocks (list
+// entries warp, warp + 4, ...) from start to end, FlashAttention-2 style:
+//
+//   S = Q K^T      the keys loaded from global memory straight into mma
+//                  B fragments (the leaf scorer's d-permuted 16-byte loads,
+//                  LeafScoreMMA.h); Q's A fragments loaded once
+//   softmax        online, per head row, on the S accumulators in registers
+//   O = O alpha + P V   P's A fragments are S's accumulators rounded to the
+//                  element type (an m16n8 C pair is an m16n8k16 A); V
+//                  copied asynchronously (cp.async) into the warp's own
+//                  shared tile while S is computed, read with ldmatrix.trans
+//
+// so that only V passes through shared memory, once. At the end the warps'
+// partial (max, sum, O) are merged through shared memory (the V tiles'
+// bytes) and each row written divided by its sum, with its lse.
+//
+// The staged kernel (SparseAttentionToGPU.cpp) measured bound by its
+// shared-memory traffic (Q, K, V, S, P and O tiles: about 130 KB a block
+// for the 32 KB staged; docs/performance.md); this one moves 32 KB.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelBuilder.h"
+#include "LeafScoreMMA.h"
+#include "QueryKernels.h"
+#include "SparseAttention.h"
+
+#include "../Common/LoopBuilders.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+#include <limits>
+
+using namespace mlir;
+using namespace mlir::pisa;
+using namespace mlir::pisa::detail;
+
+namespace {
+constexpr int64_t kHeadRows = 16;       // one m16 tile of head rows
+constexpr int64_t kKeysPerTile = 8;     // an n8 tile of S
+constexpr int64_t kKeysPerStep = 16;    // a k16 step of P V
+constexpr int64_t kValuesPerTile = 8;   // an n8 tile of O
+constexpr int64_t kChunkElems = 8;      // 16-bit elements per 16 bytes
+/// Registers a lane gives O and S (dv / 2 and C / 2): within ptxas's 255
+/// with Q's fragments (d / 4) and the keys in flight.
+constexpr int64_t kMaxRegisterValueDim = 128;
+constexpr int64_t kMaxRegisterBlockSize = 64;
+constexpr int64_t kMaxRegisterHeadDim = 128;
+
+int64_t roundUp(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
+} // namespace
+
+bool mlir::pisa::detail::attendsInRegisters(Type elem, int64_t groupSize,
+                                            int64_t d, int64_t dv, int64_t c) {
+  return canScoreLeavesWithMma(elem, groupSize, d, c) && groupSize <= kHeadRows &&
+         d <= kMaxRegisterHeadDim && dv % kValuesPerTile == 0 &&
+         dv <= kMaxRegisterValueDim && c % kKeysPerStep == 0 &&
+         c <= kMaxRegisterBlockSize;
+}
+
+RegisterAttentionPlan::RegisterAttentionPlan(int64_t d, int64_t dv, int64_t c,
+                                             int64_t topK)
+    : headDim(d), valueDim(dv), blockSize(c), topK(topK) {
+  valueStride = dv + kChunkElems;
+  valueTileBytes = roundUp(c * valueStride * 2, 16);
+  // The merge: per warp, O [16 x dv] then max and sum [16] each (f32).
+  mergeStride = kHeadRows * dv + 2 * kHeadRows;
+  int64_t tiles = std::max(kAttentionWarps * valueTileBytes,
+                           kAttentionWarps * mergeStride * 4);
+  listOffset = roundUp(tiles, 16);
+  bytes = listOffset + roundUp(topK * 4, 16);
+}
+
+namespace {
+
+/// The kernel body. Lane (g, i) = (lane / 4, lane % 4) holds rows g and
+/// g + 8 of every accumulator (the m16n8 C layout).
+class WarpAttention {
+public:
+  WarpAttention(ImplicitLocOpBuilder &b, const Kernel &e,
+                const RegisterAttentionPlan &plan, int64_t groupSize,
+                int64_t kvHeads, float scale)
+      : e(e), plan(plan), G(groupSize), scale(scale) {
+    MLIRContext *ctx = b.getContext();
+    elem = cast<MemRefType>(e.arg("queries").getType()).getElementType();
+    bytes = gpu::DynamicSharedMemoryOp::create(
+        b, MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
+                           MemRefLayoutAttrInterface(),
+                           gpu::AddressSpaceAttr::get(
+                               ctx, gpu::GPUDialect::getWorkgroupAddressSpace())));
+    query = blockIdX(b);
+    batch = arith::DivUIOp::create(b, blockIdY(b), indexConst(b, kvHeads));
+    kv = arith::RemUIOp::create(b, blockIdY(b), indexConst(b, kvHeads));
+    tid = threadIdX(b);
+    warp = arith::DivUIOp::create(b, tid, indexConst(b, 32));
+    lane = arith::RemUIOp::create(b, tid, indexConst(b, 32));
+    gid = arith::DivUIOp::create(b, lane, indexConst(b, 4));
+    tig = arith::RemUIOp::create(b, lane, indexConst(b, 4));
+    numKeys = dimOf(b, e.arg("keys"), 2);
+    Value position = arith::AddIOp::create(b, e.arg("queryOffset"), query);
+    keyEnd = arith::MinUIOp::create(
+        b, numKeys, arith::AddIOp::create(b, position, indexConst(b, 1)));
+    site = QuerySite{batch, kv, query, position};
+    list = view(b, indexConst(b, plan.listOffset), {plan.topK},
+                b.getI32Type());
+    valueTile = view(b,
+                     arith::MulIOp::create(b, warp,
+                                           indexConst(b, plan.valueTileBytes)),
+                     {plan.blockSize, plan.valueStride}, elem);
+  }
+
+  void build(ImplicitLocOpBuilder &b) {
+    const float negInf = -std::numeric_limits<float>::infinity();
+    Value count = listAttendedBlocks(b, e.arg("selection"), {batch, kv, query},
+                                     numKeys, keyEnd, plan.blockSize,
+                                     plan.topK, tid, list);
+    LeafMmaQuery q = loadLeafMmaQuery(b, e.arg("queries"), site, G,
+                                      plan.headDim, lane);
+    gpu::BarrierOp::create(b); // the list is visible to all
+
+    // State: max and sum of rows g and g + 8 (the sums this lane's
+    // columns' share), then O's accumulators, one per n8 tile of dv.
+    const int64_t valueTiles = plan.valueDim / kValuesPerTile;
+    auto accType = VectorType::get({2, 2}, b.getF32Type());
+    SmallVector<Value> init{f32Const(b, negInf), f32Const(b, negInf),
+                            f32Const(b, 0.0f), f32Const(b, 0.0f)};
+    for (int64_t t = 0; t < valueTiles; ++t)
+      init.push_back(
+          arith::ConstantOp::create(b, accType, b.getZeroAttr(accType)));
+    SmallVector<Value> state = buildLoop(
+        b, warp, count, indexConst(b, kAttentionWarps), init,
+        [&](ImplicitLocOpBuilder &lb, Value j,
+            ValueRange st) -> SmallVector<Value> {
+          return attend(lb, q, j, st);
+        });
+    merge(b, state);
+    gpu::ReturnOp::create(b);
+  }
+
+private:
+  Value view(ImplicitLocOpBuilder &b, Value offset, ArrayRef<int64_t> shape,
+             Type type) const {
+    return memref::ViewOp::create(
+               b, workgroupType(b.getContext(), shape, type), bytes, offset,
+               ValueRange{})
+        .getResult();
+  }
+
+  /// V's rows of the block from `firstKey` into the warp's tile, 16 bytes a
+  /// copy, asynchronously; rows past N are zero-filled (a zero probability
+  /// times a stale NaN would be NaN).
+  Value copyValues(ImplicitLocOpBuilder &b, Value firstKey) const {
+    const int64_t perRow = plan.valueDim / kChunkElems;
+    const int64_t chunks = plan.blockSize * perRow;
+    Value lastKey = arith::SubIOp::create(b, numKeys, indexConst(b, 1));
+    SmallVector<Value> tokens;
+    for (int64_t n = 0; n * 32 < chunks; ++n) {
+      Value i = arith::AddIOp::create(b, lane, indexConst(b, 32 * n));
+      auto copy = [&](ImplicitLocOpBuilder &cb) {
+        Value row = arith::DivUIOp::create(cb, i, indexConst(cb, perRow));
+        Value col = arith::MulIOp::create(
+            cb, arith::RemUIOp::create(cb, i, indexConst(cb, perRow)),
+            indexConst(cb, kChunkElems));
+        Value key = arith::AddIOp::create(cb, firstKey, row);
+        Value real = cmp(cb, arith::CmpIPredicate::ult, key, numKeys);
+        Value srcElements = arith::SelectOp::create(
+            cb, real, indexConst(cb, kChunkElems), indexConst(cb, 0));
+        Value token = nvgpu::DeviceAsyncCopyOp::create(
+            cb, valueTile, ValueRange{row, col}, e.arg("values"),
+            ValueRange{batch, kv, arith::MinUIOp::create(cb, key, lastKey),
+                       col},
+            cb.getIndexAttr(kChunkElems), srcElements, cb.getUnitAttr());
+        return token;
+      };
+      // A chunk past the tile (C dv / 8 not a multiple of 32) copies nothing.
+      if ((n + 1) * 32 > chunks)
+        i = arith::MinUIOp::create(b, i, indexConst(b, chunks - 1));
+      tokens.push_back(copy(b));
+    }
+    return nvgpu::DeviceAsyncCreateGroupOp::create(
+        b, nvgpu::DeviceAsyncTokenType::get(b.getContext()), tokens);
+  }
+
+  /// List entry j: S, the online softmax and O = O alpha + P V. `st` and
+  /// the result are the loop's state (build()).
+  SmallVector<Value> attend(ImplicitLocOpBuilder &b, const LeafMmaQuery &q,
+                            Value j, ValueRange st) const {
+    using P = arith::CmpIPredicate;
+    Type f32 = b.getF32Type();
+    const float negInfF = -std::numeric_limits<float>::infinity();
+    Value negInf = f32Const(b, negInfF);
+    Value firstKey = arith::MulIOp::create(
+        b, toIndex(b, memref::LoadOp::create(b, list, j)),
+        indexConst(b, plan.blockSize));
+    // The lanes' reads of the previous block's tile are done before it is
+    // overwritten.
+    NVVM::SyncWarpOp::create(b, arith::ConstantIntOp::create(b, -1, 32));
+    Value copied = copyValues(b, firstKey);
+
+    // The block's keys before the query and N: at least one (an attended
+    // block starts before keyEnd).
+    Value visible = arith::MinUIOp::create(
+        b, arith::SubIOp::create(b, keyEnd, firstKey),
+        indexConst(b, plan.blockSize));
+    ChildLevel keyRows{indexConst(b, 0), numKeys, indexConst(b, 1),
+                       indexConst(b, 1)};
+    SmallVector<Value> s =
+        buildKeyTileProducts(b, q, e.arg("keys"), site, keyRows, firstKey,
+                             visible, plan.blockSize, plan.headDim,
+                             kKeyRegistersInFlight / 2);
+
+    // Per row half (g, g + 8): logits in base 2, masked past `visible`.
+    const int64_t tiles = plan.blockSize / kKeysPerTile;
+    Value scaleF = f32Const(b, scale * kLog2E);
+    SmallVector<Value> next(st.begin(), st.end());
+    SmallVector<Value> alpha(2), probs[2];
+    for (int64_t half = 0; half < 2; ++half) {
+      SmallVector<Value> logits;
+      for (int64_t t = 0; t < tiles; ++t)
+        for (int64_t c = 0; c < 2; ++c) {
+          Value key = arith::AddIOp::create(
+              b, arith::MulIOp::create(b, tig, indexConst(b, 2)),
+              indexConst(b, kKeysPerTile * t + c));
+          Value x = vector::ExtractOp::create(b, s[t],
+                                              ArrayRef<int64_t>{half, c});
+          logits.push_back(arith::SelectOp::create(
+              b, cmp(b, P::ult, key, visible),
+              arith::MulFOp::create(b, x, scaleF), negInf));
+        }
+      Value m = logits[0];
+      for (Value x : ArrayRef<Value>(logits).drop_front())
+        m = arith::MaximumFOp::create(b, m, x);
+      for (int64_t offset : {1, 2})
+        m = arith::MaximumFOp::create(b, m, shuffleXor(b, m, offset));
+      Value oldMax = st[half];
+      Value newMax = arith::MaximumFOp::create(b, oldMax, m);
+      // A row that has seen no key yet keeps max = -inf: shift by 0 there.
+      Value shift = arith::SelectOp::create(
+          b, arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, newMax, negInf),
+          f32Const(b, 0.0f), newMax);
+      Value sum = f32Const(b, 0.0f);
+      for (Value x : logits) {
+        Value p = math::Exp2Op::create(b, arith::SubFOp::create(b, x, shift));
+        probs[half].push_back(p);
+        sum = arith::AddFOp::create(b, sum, p);
+      }
+      alpha[half] =
+          math::Exp2Op::create(b, arith::SubFOp::create(b, oldMax, shift));
+      next[half] = newMax;
+      next[2 + half] = arith::AddFOp::create(
+          b, arith::MulFOp::create(b, st[2 + half], alpha[half]), sum);
+    }
+    auto accType = VectorType::get({2, 2}, f32);
+    Value alphaTile = vector::FromElementsOp::create(
+        b, accType, ValueRange{alpha[0], alpha[0], alpha[1], alpha[1]});
+
+    // P's A fragments: k-step u is S's tiles 2u and 2u + 1.
+    auto pairType = VectorType::get({2}, elem);
+    auto pair = [&](int64_t half, int64_t t) -> Value {
+      Value v = vector::FromElementsOp::create(
+          b, VectorType::get({2}, f32),
+          ValueRange{probs[half][2 * t], probs[half][2 * t + 1]});
+      return arith::TruncFOp::create(b, pairType, v);
+    };
+    SmallVector<Value> pFrags;
+    for (int64_t u = 0; u < plan.blockSize / kKeysPerStep; ++u)
+      pFrags.push_back(mmaFragment(b, {pair(0, 2 * u), pair(1, 2 * u),
+                                       pair(0, 2 * u + 1),
+                                       pair(1, 2 * u + 1)}));
+
+    // V is in the tile, seen by every lane of the warp.
+    nvgpu::DeviceAsyncWaitOp::create(b, copied, b.getI32IntegerAttr(0));
+    NVVM::SyncWarpOp::create(b, arith::ConstantIntOp::create(b, -1, 32));
+    Value row16 = arith::RemUIOp::create(b, lane, indexConst(b, 16));
+    auto bType = VectorType::get({2, 2}, elem);
+    for (int64_t t = 0; t < plan.valueDim / kValuesPerTile; ++t) {
+      Value o = arith::MulFOp::create(b, st[4 + t], alphaTile);
+      for (int64_t u = 0; u < plan.blockSize / kKeysPerStep; ++u) {
+        Value vFrag = nvgpu::LdMatrixOp::create(
+            b, bType, valueTile,
+            ValueRange{arith::AddIOp::create(b, row16,
+                                             indexConst(b, kKeysPerStep * u)),
+                       indexConst(b, kValuesPerTile * t)},
+            /*transpose=*/true, /*numTiles=*/2);
+        o = nvgpu::MmaSyncOp::create(b, pFrags[u], vFrag, o,
+                                     ArrayRef<int64_t>{16, 8, 16});
+      }
+      next[4 + t] = o;
+    }
+    return next;
+  }
+
+  /// The warps' partial results combined per row: weights exp2(max_w -
+  /// max), o = sum_w O_w weight_w / sum (0 without keys), lse = ln 2 (max +
+  /// log2 sum) (-inf without keys).
+  void merge(ImplicitLocOpBuilder &b, ValueRange st) const {
+    using P = arith::CmpIPredicate;
+    Type f32 = b.getF32Type();
+    const float negInfF = -std::numeric_limits<float>::infinity();
+    const int64_t dv = plan.valueDim, stride = plan.mergeStride;
+    // Sums over the quad: each lane summed its own columns.
+    SmallVector<Value> sums{st[2], st[3]};
+    for (Value &sum : sums)
+      for (int64_t offset : {1, 2})
+        sum = arith::AddFOp::create(b, sum, shuffleXor(b, sum, offset));
+    gpu::BarrierOp::create(b); // every warp is done with its V tile
+    Value part = view(b, indexConst(b, 0), {kAttentionWarps, stride}, f32);
+    for (int64_t half = 0; half < 2; ++half) {
+      Value row = arith::AddIOp::create(b, gid, indexConst(b, 8 * half));
+      for (int64_t t = 0; t < dv / kValuesPerTile; ++t) {
+        Value col = arith::AddIOp::create(
+            b, arith::MulIOp::create(b, tig, indexConst(b, 2)),
+            indexConst(b, kValuesPerTile * t));
+        Value at = arith::AddIOp::create(
+            b, arith::MulIOp::create(b, row, indexConst(b, dv)), col);
+        Value v = vector::ExtractOp::create(b, st[4 + t],
+                                            ArrayRef<int64_t>{half});
+        vector::StoreOp::create(b, v, part, ValueRange{warp, at});
+      }
+      buildIfThen(b, cmp(b, P::eq, tig, indexConst(b, 0)),
+                  [&](ImplicitLocOpBuilder &wb) {
+                    Value at = arith::AddIOp::create(
+                        wb, row, indexConst(wb, kHeadRows * dv));
+                    memref::StoreOp::create(wb, st[half], part,
+                                            ValueRange{warp, at});
+                    memref::StoreOp::create(
+                        wb, sums[half], part,
+                        ValueRange{warp, arith::AddIOp::create(
+                                             wb, at, indexConst(wb, kHeadRows))});
+                  });
+    }
+    gpu::BarrierOp::create(b);
+
+    // Thread n takes 8 columns of a row: items tid, tid + 128, ...
+    const int64_t perRow = dv / kChunkElems, items = G * perRow;
+    auto chunkType = VectorType::get({kChunkElems}, f32);
+    for (int64_t n = 0; n * kAttentionThreads < items; ++n) {
+      Value i = arith::AddIOp::create(b, tid,
+                                      indexConst(b, n * kAttentionThreads));
+      buildIfThen(b, cmp(b, P::ult, i, indexConst(b, items)),
+                  [&](ImplicitLocOpBuilder &wb) {
+        Value row = arith::DivUIOp::create(wb, i, indexConst(wb, perRow));
+        Value col = arith::MulIOp::create(
+            wb, arith::RemUIOp::create(wb, i, indexConst(wb, perRow)),
+            indexConst(wb, kChunkElems));
+        Value maxAt = arith::AddIOp::create(wb, row,
+                                            indexConst(wb, kHeadRows * dv));
+        Value sumAt = arith::AddIOp::create(wb, maxAt,
+                                            indexConst(wb, kHeadRows));
+        SmallVector<Value> maxes, partSums;
+        Value m = f32Const(wb, negInfF);
+        for (int64_t w = 0; w < kAttentionWarps; ++w) {
+          maxes.push_back(memref::LoadOp::create(
+              wb, part, ValueRange{indexConst(wb, w), maxAt}));
+          partSums.push_back(memref::LoadOp::create(
+              wb, part, ValueRange{indexConst(wb, w), sumAt}));
+          m = arith::MaximumFOp::create(wb, m, maxes.back());
+        }
+        Value shift = arith::SelectOp::create(
+            wb,
+            arith::CmpFOp::create(wb, arith::CmpFPredicate::OEQ, m,
+                                  f32Const(wb, negInfF)),
+            f32Const(wb, 0.0f), m);
+        Value total = f32Const(wb, 0.0f);
+        Value o = f32Splat(wb, chunkType, 0.0f);
+        Value at = arith::AddIOp::create(
+            wb, arith::MulIOp::create(wb, row, indexConst(wb, dv)), col);
+        for (int64_t w = 0; w < kAttentionWarps; ++w) {
+          Value weight = math::Exp2Op::create(
+              wb, arith::SubFOp::create(wb, maxes[w], shift));
+          total = arith::AddFOp::create(
+              wb, total, arith::MulFOp::create(wb, partSums[w], weight));
+          Value ow = vector::LoadOp::create(
+              wb, chunkType, part, ValueRange{indexConst(wb, w), at});
+          o = arith::AddFOp::create(
+              wb, o,
+              arith::MulFOp::create(
+                  wb, ow, vector::BroadcastOp::create(wb, chunkType, weight)));
+        }
+        Value empty = arith::CmpFOp::create(wb, arith::CmpFPredicate::OEQ,
+                                            total, f32Const(wb, 0.0f));
+        Value inverse = arith::SelectOp::create(
+            wb, empty, f32Const(wb, 0.0f),
+            arith::DivFOp::create(wb, f32Const(wb, 1.0f), total));
+        Value head = arith::AddIOp::create(
+            wb, arith::MulIOp::create(wb, kv, indexConst(wb, G)), row);
+        Value out = arith::TruncFOp::create(
+            wb, VectorType::get({kChunkElems}, elem),
+            arith::MulFOp::create(
+                wb, o, vector::BroadcastOp::create(wb, chunkType, inverse)));
+        vector::StoreOp::create(wb, out, e.arg("output"),
+                                ValueRange{batch, head, query, col}, false,
+                                llvm::MaybeAlign(16));
+        buildIfThen(wb, cmp(wb, P::eq, col, indexConst(wb, 0)),
+                    [&](ImplicitLocOpBuilder &lb) {
+          Value lse = arith::SelectOp::create(
+              lb, empty, f32Const(lb, negInfF),
+              arith::MulFOp::create(
+                  lb,
+                  arith::AddFOp::create(lb, m, math::Log2Op::create(lb, total)),
+                  f32Const(lb, kLn2)));
+          memref::StoreOp::create(lb, lse, e.arg("lse"),
+                                  ValueRange{batch, head, query});
+        });
+      });
+    }
+  }
+
+  const Kernel &e;
+  const RegisterAttentionPlan &plan;
+  int64_t G;
+  float scale;
+  Type elem;
+  Value bytes, list, valueTile;
+  QuerySite site;
+  Value query, batch, kv, tid, warp, lane, gid, tig, numKeys, keyEnd;
+};
+
+} // namespace
+
+void mlir::pisa::detail::buildRegisterAttention(
+    ImplicitLocOpBuilder &b, const Kernel &kernel,
+    const RegisterAttentionPlan &plan, int64_t groupSize, int64_t kvHeads,
+    float scale) {
+  WarpAttention(b, kernel, plan, groupSize, kvHeads, scale).build(b);
+}

@@ -364,16 +364,21 @@ def bench(args):
     """Paper setting (B = 1, Hkv = 1, G = 16, d = dv = 128, C = 64, K = 8,
     bf16): the attention pass alone (over the prefill's own selection), the
     whole sparse prefill (pyramid + selection + attention, one library
-    call), and dense causal attention (PyTorch SDPA, flash backend) on the
-    same q, k, v, in one run."""
+    call), the NSA-style Triton peer (nsa_peer.py, fla's parallel_nsa_fwd
+    design) over the same selection, and dense causal attention (PyTorch
+    SDPA, flash backend) on the same q, k, v, in one run. The last column is
+    the largest |o - o_peer| of the last sample (the two compute the same
+    rows)."""
     import torch
     import torch.nn.functional as F
     from pisa import aot
+    from pisa.checks import nsa_peer
 
     lib = aot.Library(os.path.join(args.dir, args.library))
     print(f"{args.library}:")
-    print("| N | attention pass ms | sparse prefill ms | dense SDPA ms | dense / sparse |")
-    print("|---|---|---|---|---|")
+    print("| N | attention pass ms | NSA peer ms | peer / pass | sparse prefill ms "
+          "| dense SDPA ms | dense / sparse | max |o - o_peer| |")
+    print("|---|---|---|---|---|---|---|---|")
     for n in args.lengths:
         box = {}
 
@@ -393,6 +398,12 @@ def bench(args):
 
         attn = timed(lambda: lib("attend", box["q"], box["k"], box["v"], sel, 0, out=out,
                                  workspace=ws), args.samples, refresh_selection)
+        peer_out = torch.empty_like(out)
+        peer = timed(lambda: nsa_peer.sparse_attention(box["q"], box["k"], box["v"], sel, 0, 64,
+                                                       out=peer_out), args.samples,
+                     refresh_selection)
+        lib("attend", box["q"], box["k"], box["v"], sel, 0, out=out, workspace=ws)
+        differ = float((out.float() - peer_out.float()).abs().max())
         prefill = timed(lambda: lib("prefill", box["q"], box["k"], box["v"], 0, out=out,
                                     workspace=ws), args.samples, fresh)
         dense = float("nan")
@@ -405,8 +416,8 @@ def bench(args):
                         box["q"], box["k"].expand(1, 16, n, 128),
                         box["v"].expand(1, 16, n, 128), is_causal=True)
             dense = timed(sdpa, max(3, args.samples // 3), fresh)
-        print(f"| {n} | {attn:.3f} | {prefill:.3f} | {dense:.2f} | {dense / prefill:.1f} |",
-              flush=True)
+        print(f"| {n} | {attn:.3f} | {peer:.3f} | {peer / attn:.2f} | {prefill:.3f} "
+              f"| {dense:.2f} | {dense / prefill:.1f} | {differ:.1e} |", flush=True)
     return 0
 
 

@@ -216,8 +216,7 @@ private:
                        indexConst(b, 1)};
     SmallVector<Value> s =
         buildKeyTileProducts(b, q, e.arg("keys"), site, keyRows, firstKey,
-                             visible, plan.blockSize, plan.headDim,
-                             kKeyRegistersInFlight / 2);
+                             visible, plan.blockSize, plan.headDim);
 
     // Per row half (g, g + 8): logits in base 2, masked past `visible`.
     const int64_t tiles = plan.blockSize / kKeysPerTile;

@@ -24,6 +24,10 @@ using namespace mlir::pisa::detail;
 
 namespace {
 constexpr int64_t kHeadRows = 16, kKeysPerTile = 8;
+/// Registers of key rows loaded before any is multiplied (their latencies
+/// overlap): a tile takes d / 8 (16 at d = 128, so 4 tiles). Loading all 8
+/// tiles of a C = 64 leaf at once measured no faster (performance.md).
+constexpr int64_t kKeyRegistersInFlight = 64;
 
 /// Elements [at, at + 2) of a 16-byte group.
 Value pairOf(ImplicitLocOpBuilder &b, Value group, int64_t at) {
@@ -89,13 +93,12 @@ LeafMmaQuery mlir::pisa::detail::loadLeafMmaQuery(ImplicitLocOpBuilder &b,
 SmallVector<Value> mlir::pisa::detail::buildKeyTileProducts(
     ImplicitLocOpBuilder &b, const LeafMmaQuery &query, Value keys,
     const QuerySite &site, const ChildLevel &keyLevel, Value rowBase,
-    Value count, int64_t blockSize, int64_t headDim,
-    int64_t registersInFlight) {
+    Value count, int64_t blockSize, int64_t headDim) {
   Type f32 = b.getF32Type();
   Type elem = cast<MemRefType>(keys.getType()).getElementType();
   const int64_t tiles = blockSize / kKeysPerTile, groups = headDim / 32;
   const int64_t tilesInFlight =
-      std::max<int64_t>(1, registersInFlight / (4 * groups));
+      std::max<int64_t>(1, kKeyRegistersInFlight / (4 * groups));
   Value lane = query.lane;
   Value gid = arith::DivUIOp::create(b, lane, indexConst(b, 4));
   Value tig = arith::RemUIOp::create(b, lane, indexConst(b, 4));

@@ -42,23 +42,16 @@ LeafMmaQuery loadLeafMmaQuery(ImplicitLocOpBuilder &b, Value queries,
                               const QuerySite &site, int64_t groupSize,
                               int64_t headDim, Value lane);
 
-/// Registers of key rows a leaf scorer loads before any is multiplied: 4
-/// tiles at d = 128. Loading all 8 tiles of a C = 64 leaf at once measured
-/// no faster (performance.md).
-constexpr int64_t kKeyRegistersInFlight = 64;
-
 /// S = Q K^T for the `blockSize` key rows from `rowBase` of `keyLevel`
 /// (rows at or past `count` > 0 load row count - 1; mask their columns):
 /// one m16n8 accumulator per 8 keys, lane (g, i) holding heads g and g + 8
-/// against keys 8 t + 2 i and 8 t + 2 i + 1 of tile t. The rows are loaded
-/// `registersInFlight` registers at a time (a tile takes d / 8), so that
-/// their latencies overlap.
-SmallVector<Value>
-buildKeyTileProducts(ImplicitLocOpBuilder &b, const LeafMmaQuery &query,
-                     Value keys, const QuerySite &site,
-                     const ChildLevel &keyLevel, Value rowBase, Value count,
-                     int64_t blockSize, int64_t headDim,
-                     int64_t registersInFlight = kKeyRegistersInFlight);
+/// against keys 8 t + 2 i and 8 t + 2 i + 1 of tile t.
+SmallVector<Value> buildKeyTileProducts(ImplicitLocOpBuilder &b,
+                                        const LeafMmaQuery &query, Value keys,
+                                        const QuerySite &site,
+                                        const ChildLevel &keyLevel,
+                                        Value rowBase, Value count,
+                                        int64_t blockSize, int64_t headDim);
 
 /// The group score of `leaf` over its valid keys (validChildren of
 /// `keyLevel`, whose rows are the raw keys): -inf when it has none. The

@@ -551,7 +551,9 @@ struct SparseAttentionToGPU : KernelOpPattern<SparseAttentionKernelOp> {
            {"output", bufferType(op.getOutput())},
            {"lse", bufferType(op.getLse())}});
       // Blocks per SM as shared memory allows, so that ptxas keeps
-      // registers within that occupancy.
+      // registers within that occupancy; at most 2 for the register
+      // kernel, whose 255 registers fit no more without spills (3 spilled
+      // and measured slower: performance.md).
       setOccupancyHint(kernel.func(), kAttentionThreads,
                        std::clamp<int64_t>((228 * 1024) / (sharedBytes + 1024),
                                            1, inRegisters ? 2 : 16));

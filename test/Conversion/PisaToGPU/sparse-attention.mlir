@@ -3,15 +3,17 @@
 // Sparse attention with B, N and Nq dynamic, G = 16, d = dv = 128, C = 64
 // (the paper's setting, two KV heads): the G heads fit one m16 tile, so the
 // register kernel (AttentionInRegisters.cpp) takes it: four warps per
-// (query, batch x KV head), each attending its own list entries with S, P
-// and O in registers and only V staged, in its own shared tile.
+// four consecutive queries of a batch x KV head, one after the other,
+// each warp attending its own list entries with S, P and O in registers
+// and only V staged, in its own shared tile.
 // (sparse-attention-staged.mlir has the kernel for G > 16.)
 
 // CHECK-LABEL: func.func @attend
-// The grid is (Nq, B x Hkv) x 128 threads with four V tiles of 64 x 136
-// bf16 (17408 bytes each) and the list of 8 blocks: 69664 bytes.
+// The grid is (ceil(Nq / 4), B x Hkv) x 128 threads with four V tiles of
+// 64 x 136 bf16 (17408 bytes each) and the list of 8 blocks: 69664 bytes.
 // CHECK-DAG: %[[SMEM:.*]] = arith.constant 69664 : i32
-// CHECK: gpu.launch_func @pisa_kernels::@sparse_attention blocks in (%{{.*}}, %{{.*}}, %c1) threads in (%c128, %c1, %c1) dynamic_shared_memory_size %[[SMEM]]
+// CHECK-DAG: %[[GX:.*]] = arith.ceildivui %{{.*}}, %c4 : index
+// CHECK: gpu.launch_func @pisa_kernels::@sparse_attention blocks in (%[[GX]], %{{.*}}, %c1) threads in (%c128, %c1, %c1) dynamic_shared_memory_size %[[SMEM]]
 
 // CHECK: gpu.func @sparse_attention
 // CHECK-SAME: known_block_size = array<i32: 128, 1, 1>
@@ -21,6 +23,9 @@
 // CHECK-DAG: %[[WARP:.*]] = arith.divui %{{.*}}, %c32 : index
 // CHECK-DAG: %[[VOFF:.*]] = arith.muli %[[WARP]], %c17408 : index
 // CHECK-DAG: %[[VTILE:.*]] = memref.view %[[BYTES]][%[[VOFF]]][] : {{.*}} to memref<64x136xbf16, #gpu.address_space<workgroup>>
+// The block's four queries in turn (those below Nq).
+// CHECK: scf.for %{{.*}} = %c0 to %c4 step %c1 {
+// CHECK: scf.if
 // The attended blocks into the list (thread 0), then a barrier.
 // CHECK: %[[WALK:.*]]:2 = scf.for %{{.*}} = %c0 to %c8 step %c1 iter_args
 // CHECK: memref.store %{{.*}}, %[[LIST]][%{{.*}}]
@@ -30,8 +35,9 @@
 // CHECK: %[[LOOP:.*]]:20 = scf.for %[[J:.*]] = %[[WARP]] to %[[WALK]]#1 step %c4 iter_args({{.*}}) -> (f32, f32, f32, f32, vector<2x2xf32>,
 // CHECK: memref.load %[[LIST]][%[[J]]]
 // CHECK: nvvm.bar.warp.sync
-// V's 64 rows copied asynchronously into the warp's tile, zero-filled past N.
-// CHECK-COUNT-32: nvgpu.device_async_copy %{{.*}}, %[[VTILE]][%{{.*}}], 8, %{{.*}} {bypassL1}
+// V's 64 rows copied asynchronously into the warp's tile, zero-filled past
+// N, through L1 (the next queries attend many of the same blocks).
+// CHECK-COUNT-32: nvgpu.device_async_copy %{{.*}}, %[[VTILE]][%{{.*}}], 8, %{{.*}} : memref<?x2x?x128xbf16> to memref<64x136xbf16, #gpu.address_space<workgroup>>
 // CHECK: %[[COPIED:.*]] = nvgpu.device_async_create_group
 // S = Q K^T on tensor cores, the keys straight from global memory.
 // CHECK: vector.load %{{.*}} : memref<?x2x?x128xbf16>, vector<8xbf16>
@@ -54,6 +60,8 @@
 // CHECK: math.exp2
 // CHECK: arith.truncf %{{.*}} : vector<8xf32> to vector<8xbf16>
 // CHECK: vector.store %{{.*}} : memref<?x32x?x128xbf16>, vector<8xbf16>
+// The next query's list and V tiles wait until this one's merge is read.
+// CHECK: gpu.barrier
 // CHECK: gpu.return
 func.func @attend(%q: tensor<?x32x?x128xbf16>, %k: tensor<?x2x?x128xbf16>,
                   %v: tensor<?x2x?x128xbf16>, %s: tensor<?x2x?x8xi32>, %off: index)

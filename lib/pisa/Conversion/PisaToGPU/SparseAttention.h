@@ -82,6 +82,11 @@ Value listAttendedBlocks(ImplicitLocOpBuilder &b, Value selection,
 bool attendsInRegisters(Type elem, int64_t groupSize, int64_t headDim,
                         int64_t valueDim, int64_t blockSize);
 
+/// Consecutive queries a block of the register kernel attends in turn: they
+/// share their forced blocks (0 and the last two), whose keys and values
+/// the second and later find in L1.
+constexpr int64_t kAttentionQueriesPerBlock = 4;
+
 /// The register kernel's shared memory: each warp's V tile [C x dv]
 /// (rows padded by 8 elements for ldmatrix), which the warps' partial
 /// results reuse at the end, then the list of attended blocks [K] (i32).

@@ -565,7 +565,11 @@ struct SparseAttentionToGPU : KernelOpPattern<SparseAttentionKernelOp> {
     }
     Value groups = arith::MulIOp::create(
         host, dimOf(host, op.getQueries(), 0), indexConst(host, kvHeads));
-    launch(host, kernel, dimOf(host, op.getQueries(), 2), groups,
+    Value gridX = dimOf(host, op.getQueries(), 2);
+    if (inRegisters)
+      gridX = host.createOrFold<arith::CeilDivUIOp>(
+          gridX, indexConst(host, kAttentionQueriesPerBlock));
+    launch(host, kernel, gridX, groups,
            kAttentionThreads,
            {{"queries", op.getQueries()},
             {"keys", op.getKeys()},

@@ -50,7 +50,6 @@ using namespace mlir::pisa::detail;
 
 namespace {
 constexpr int64_t kHeadRows = 16;       // one m16 tile of head rows
-constexpr int64_t kKeysPerTile = 8;     // an n8 tile of S
 constexpr int64_t kKeysPerStep = 16;    // a k16 step of P V
 constexpr int64_t kValuesPerTile = 8;   // an n8 tile of O
 constexpr int64_t kChunkElems = 8;      // 16-bit elements per 16 bytes
@@ -218,7 +217,6 @@ private:
   /// the result are the loop's state (build()).
   SmallVector<Value> attend(ImplicitLocOpBuilder &b, const LeafMmaQuery &q,
                             Value j, ValueRange st) const {
-    using P = arith::CmpIPredicate;
     Type f32 = b.getF32Type();
     const float negInfF = -std::numeric_limits<float>::infinity();
     Value negInf = f32Const(b, negInfF);
@@ -242,28 +240,12 @@ private:
                              visible, plan.blockSize, plan.headDim);
 
     // Per row half (g, g + 8): logits in base 2, masked past `visible`.
-    const int64_t tiles = plan.blockSize / kKeysPerTile;
-    Value scaleF = f32Const(b, scale * kLog2E);
     SmallVector<Value> next(st.begin(), st.end());
     SmallVector<Value> alpha(2), probs[2];
     for (int64_t half = 0; half < 2; ++half) {
-      SmallVector<Value> logits;
-      for (int64_t t = 0; t < tiles; ++t)
-        for (int64_t c = 0; c < 2; ++c) {
-          Value key = arith::AddIOp::create(
-              b, arith::MulIOp::create(b, tig, indexConst(b, 2)),
-              indexConst(b, kKeysPerTile * t + c));
-          Value x = vector::ExtractOp::create(b, s[t],
-                                              ArrayRef<int64_t>{half, c});
-          logits.push_back(arith::SelectOp::create(
-              b, cmp(b, P::ult, key, visible),
-              arith::MulFOp::create(b, x, scaleF), negInf));
-        }
-      Value m = logits[0];
-      for (Value x : ArrayRef<Value>(logits).drop_front())
-        m = arith::MaximumFOp::create(b, m, x);
-      for (int64_t offset : {1, 2})
-        m = arith::MaximumFOp::create(b, m, shuffleXor(b, m, offset));
+      SmallVector<Value> logits =
+          rowLogits(b, s, half, lane, visible, scale);
+      Value m = quadRowMax(b, logits);
       Value oldMax = st[half];
       Value newMax = arith::MaximumFOp::create(b, oldMax, m);
       // A row that has seen no key yet keeps max = -inf: shift by 0 there.
@@ -409,11 +391,8 @@ private:
               arith::MulFOp::create(
                   wb, ow, vector::BroadcastOp::create(wb, chunkType, weight)));
         }
-        Value empty = arith::CmpFOp::create(wb, arith::CmpFPredicate::OEQ,
-                                            total, f32Const(wb, 0.0f));
-        Value inverse = arith::SelectOp::create(
-            wb, empty, f32Const(wb, 0.0f),
-            arith::DivFOp::create(wb, f32Const(wb, 1.0f), total));
+        std::pair<Value, Value> end = rowEnd(wb, m, total);
+        Value inverse = end.first, lse = end.second;
         Value head = arith::AddIOp::create(
             wb, arith::MulIOp::create(wb, kv, indexConst(wb, G)), row);
         Value out = arith::TruncFOp::create(
@@ -425,12 +404,6 @@ private:
                                 llvm::MaybeAlign(16));
         buildIfThen(wb, cmp(wb, P::eq, col, indexConst(wb, 0)),
                     [&](ImplicitLocOpBuilder &lb) {
-          Value lse = arith::SelectOp::create(
-              lb, empty, f32Const(lb, negInfF),
-              arith::MulFOp::create(
-                  lb,
-                  arith::AddFOp::create(lb, m, math::Log2Op::create(lb, total)),
-                  f32Const(lb, kLn2)));
           memref::StoreOp::create(lb, lse, e.arg("lse"),
                                   ValueRange{batch, head, query});
         });

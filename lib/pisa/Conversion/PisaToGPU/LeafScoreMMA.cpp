@@ -146,15 +146,44 @@ SmallVector<Value> mlir::pisa::detail::buildKeyTileProducts(
   return acc;
 }
 
+SmallVector<Value> mlir::pisa::detail::rowLogits(ImplicitLocOpBuilder &b,
+                                                ArrayRef<Value> acc,
+                                                int64_t half, Value lane,
+                                                Value count, float scale) {
+  Value tig = arith::RemUIOp::create(b, lane, indexConst(b, 4));
+  Value scaleF = f32Const(b, scale * kLog2E);
+  Value negInf = f32Const(b, -std::numeric_limits<float>::infinity());
+  SmallVector<Value> logits;
+  for (auto [t, tile] : llvm::enumerate(acc))
+    for (int64_t c = 0; c < 2; ++c) {
+      Value key = arith::AddIOp::create(
+          b, arith::MulIOp::create(b, tig, indexConst(b, 2)),
+          indexConst(b, kKeysPerTile * int64_t(t) + c));
+      Value x = vector::ExtractOp::create(b, tile, ArrayRef<int64_t>{half, c});
+      logits.push_back(arith::SelectOp::create(
+          b, cmp(b, arith::CmpIPredicate::ult, key, count),
+          arith::MulFOp::create(b, x, scaleF), negInf));
+    }
+  return logits;
+}
+
+Value mlir::pisa::detail::quadRowMax(ImplicitLocOpBuilder &b,
+                                     ArrayRef<Value> logits) {
+  Value m = logits[0];
+  for (Value x : logits.drop_front())
+    m = arith::MaximumFOp::create(b, m, x);
+  for (int64_t offset : {1, 2})
+    m = arith::MaximumFOp::create(b, m, shuffleXor(b, m, offset));
+  return m;
+}
+
 Value mlir::pisa::detail::buildLeafScoreMma(
     ImplicitLocOpBuilder &b, const LeafMmaQuery &query, Value keys,
     const QuerySite &site, const ChildLevel &keyLevel, Value leaf,
     int64_t blockSize, int64_t headDim, float scale) {
   using P = arith::CmpIPredicate;
-  const int64_t tiles = blockSize / kKeysPerTile;
   Value lane = query.lane;
   Value gid = arith::DivUIOp::create(b, lane, indexConst(b, 4));
-  Value tig = arith::RemUIOp::create(b, lane, indexConst(b, 4));
   auto [first, count] = validChildren(b, site, keyLevel, leaf);
   SmallVector<Value> acc = buildKeyTileProducts(
       b, query, keys, site, keyLevel,
@@ -165,26 +194,11 @@ Value mlir::pisa::detail::buildLeafScoreMma(
   // scale folded in, over the lane's columns and then its quad.
   const float negInfF = -std::numeric_limits<float>::infinity();
   Value negInf = f32Const(b, negInfF);
-  Value scaleF = f32Const(b, scale * kLog2E);
   Value sum = f32Const(b, 0.0f);
   for (int64_t half = 0; half < 2; ++half) {
-    SmallVector<Value> logits;
-    for (int64_t t = 0; t < tiles; ++t)
-      for (int64_t c = 0; c < 2; ++c) {
-        Value key = arith::AddIOp::create(
-            b, arith::MulIOp::create(b, tig, indexConst(b, 2)),
-            indexConst(b, kKeysPerTile * t + c));
-        Value x = vector::ExtractOp::create(b, acc[t],
-                                            ArrayRef<int64_t>{half, c});
-        logits.push_back(arith::SelectOp::create(
-            b, cmp(b, P::ult, key, count),
-            arith::MulFOp::create(b, x, scaleF), negInf));
-      }
-    Value m = logits[0];
-    for (Value x : ArrayRef<Value>(logits).drop_front())
-      m = arith::MaximumFOp::create(b, m, x);
-    for (int64_t offset : {1, 2})
-      m = arith::MaximumFOp::create(b, m, shuffleXor(b, m, offset));
+    SmallVector<Value> logits =
+        rowLogits(b, acc, half, lane, count, scale);
+    Value m = quadRowMax(b, logits);
     Value shift = arith::SelectOp::create(
         b, arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, m, negInf),
         f32Const(b, 0.0f), m);

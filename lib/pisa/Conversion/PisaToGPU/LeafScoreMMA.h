@@ -53,6 +53,17 @@ SmallVector<Value> buildKeyTileProducts(ImplicitLocOpBuilder &b,
                                         Value rowBase, Value count,
                                         int64_t blockSize, int64_t headDim);
 
+/// Row half `half` (head g, or g + 8 for 1) of buildKeyTileProducts'
+/// accumulators as logits in base 2 (scale times log2 e folded into one
+/// multiply), the keys at or past `count` -inf: the lane's 2 per tile.
+SmallVector<Value> rowLogits(ImplicitLocOpBuilder &b, ArrayRef<Value> acc,
+                             int64_t half, Value lane, Value count,
+                             float scale);
+
+/// The max of a row's logits over the lane's columns and then its quad
+/// (the four lanes that share the row).
+Value quadRowMax(ImplicitLocOpBuilder &b, ArrayRef<Value> logits);
+
 /// The group score of `leaf` over its valid keys (validChildren of
 /// `keyLevel`, whose rows are the raw keys): -inf when it has none. The
 /// same on every lane.

@@ -74,6 +74,10 @@ Value listAttendedBlocks(ImplicitLocOpBuilder &b, Value selection,
                          int64_t blockSize, int64_t topK, Value tid,
                          Value list);
 
+/// A row's end from its max and sum (base 2): the factor o = O * inverse
+/// (0 for a row with no key) and lse = ln 2 (max + log2 sum) (-inf then).
+std::pair<Value, Value> rowEnd(ImplicitLocOpBuilder &b, Value max, Value sum);
+
 /// Whether the query's heads fit one m16 tile and S, O and Q's fragments a
 /// lane's registers (G <= 16, d a multiple of 32 up to 128, dv a multiple
 /// of 8 up to 128, C a multiple of 16 up to 64; f16 or bf16): then the

@@ -153,6 +153,21 @@ Value mlir::pisa::detail::listAttendedBlocks(
   return walked[1];
 }
 
+std::pair<Value, Value> mlir::pisa::detail::rowEnd(ImplicitLocOpBuilder &b,
+                                                  Value max, Value sum) {
+  Value empty = arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, sum,
+                                      f32Const(b, 0.0f));
+  Value inverse = arith::SelectOp::create(
+      b, empty, f32Const(b, 0.0f),
+      arith::DivFOp::create(b, f32Const(b, 1.0f), sum));
+  Value lse = arith::SelectOp::create(
+      b, empty, f32Const(b, -std::numeric_limits<float>::infinity()),
+      arith::MulFOp::create(
+          b, arith::AddFOp::create(b, max, math::Log2Op::create(b, sum)),
+          f32Const(b, kLn2)));
+  return {inverse, lse};
+}
+
 namespace {
 
 /// max or sum of `v` over the `width` consecutive lanes that share a row.
@@ -478,16 +493,8 @@ private:
   /// ln 2 (max + log2 sum) (-inf without keys).
   void writeOutput(ImplicitLocOpBuilder &b, Value max, Value sum) const {
     using P = arith::CmpIPredicate;
-    Value empty = arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, sum,
-                                        f32Const(b, 0.0f));
-    Value inverse = arith::SelectOp::create(
-        b, empty, f32Const(b, 0.0f),
-        arith::DivFOp::create(b, f32Const(b, 1.0f), sum));
-    Value lse = arith::SelectOp::create(
-        b, empty, f32Const(b, -std::numeric_limits<float>::infinity()),
-        arith::MulFOp::create(
-            b, arith::AddFOp::create(b, max, math::Log2Op::create(b, sum)),
-            f32Const(b, kLn2)));
+    std::pair<Value, Value> end = rowEnd(b, max, sum);
+    Value inverse = end.first, lse = end.second;
     buildIfThen(b, cmp(b, P::ult, row, indexConst(b, G)),
                 [&](ImplicitLocOpBuilder &wb) {
       Value head = arith::AddIOp::create(wb, firstHead, row);

@@ -34,9 +34,34 @@ class AttentionDrawTest(unittest.TestCase):
             self.assertEqual("expect_error" not in c, inside, c)
 
     def test_shared_bytes_of_the_paper_setting(self):
-        # SparseAttention.h's tiles: Q, K, V, S, P, O of 16 rows and the
-        # block list (test/Conversion/PisaToGPU/sparse-attention.mlir).
+        # SparseAttention.h's staged tiles: Q, K, V, S, P, O of 16 rows and
+        # the block list (the register kernel takes this shape, with less).
         self.assertEqual(check_attention.shared_bytes(check_attention.PAPER), 54304)
+
+
+class AttentionRegisterDrawTest(unittest.TestCase):
+    @staticmethod
+    def in_registers(c):
+        # SparseAttention.h, attendsInRegisters: the register kernel's space.
+        return (c["dtype"] in ("f16", "bf16") and c["G"] <= 16
+                and c["d"] % 32 == 0 and c["d"] <= 128 and c["dv"] % 8 == 0
+                and c["dv"] <= 128 and c["C"] % 16 == 0 and c["C"] <= 64)
+
+    def test_the_register_space_draw_stays_inside_it_and_covers_it(self):
+        rng = random.Random(9)
+        cfgs = [check_attention.draw_config(rng, i, "registers") for i in range(300)]
+        self.assertTrue(all(self.in_registers(c) and "expect_error" not in c
+                            for c in cfgs))
+        for key, values in (("G", range(1, 17)), ("d", (32, 64, 96, 128)),
+                            ("dv", (32, 64, 96, 128)), ("C", (32, 64))):
+            self.assertEqual({c[key] for c in cfgs}, set(values), key)
+
+    def test_the_general_draw_reaches_both_kernels(self):
+        rng = random.Random(10)
+        cfgs = [c for c in (check_attention.draw_config(rng, i) for i in range(400))
+                if "expect_error" not in c]
+        inside = sum(self.in_registers(c) for c in cfgs)
+        self.assertTrue(10 < inside < len(cfgs) - 10, inside)
 
 
 class DecodeDrawTest(unittest.TestCase):

@@ -56,13 +56,19 @@ def top_blocks(scores, t, C, K):
     causal = blocks[None, :] * C <= t[:, None]
     ranked = scores.masked_fill(~causal | is_forced, -math.inf)
     slots = K - (forced >= 0).sum(-1)
-    order = torch.sort(ranked, dim=-1, descending=True, stable=True).indices[:, :K]
-    take = (torch.arange(K, device=scores.device)[None, :] < slots[:, None]) & \
+    # At most K of the nb blocks (K may exceed them: then every one).
+    kk = min(K, nb)
+    order = torch.sort(ranked, dim=-1, descending=True, stable=True).indices[:, :kk]
+    take = (torch.arange(kk, device=scores.device)[None, :] < slots[:, None]) & \
         torch.isfinite(torch.gather(ranked, 1, order))
     chosen = torch.where(take, order, -1)
     both = torch.cat([forced, chosen], -1)
     big = torch.iinfo(both.dtype).max
-    both = torch.sort(torch.where(both < 0, big, both), -1).values[:, :K]
+    both = torch.where(both < 0, big, both)
+    if both.shape[1] < K:  # (torch's pad would round `big` through a float)
+        both = torch.cat([both, torch.full((n, K - both.shape[1]), big,
+                                           dtype=both.dtype, device=both.device)], -1)
+    both = torch.sort(both, -1).values[:, :K]
     return torch.where(both == big, -1, both)
 
 

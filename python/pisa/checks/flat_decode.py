@@ -91,13 +91,13 @@ def overlap(pisa, flat):
     """Mean over rows of the share of the flat selection's blocks (the
     exact top K by leaf score, forced ones included) that PISA's row holds;
     both [..., K], -1 padded."""
-    pisa = pisa.reshape(-1, pisa.shape[-1]).tolist()
-    flat = flat.reshape(-1, flat.shape[-1]).tolist()
-    shares = []
-    for a, b in zip(pisa, flat):
-        want = {x for x in b if x >= 0}
-        shares.append(len(want & {x for x in a if x >= 0}) / max(1, len(want)))
-    return sum(shares) / max(1, len(shares))
+    from pisa.quality import _membership
+
+    nb = int(max(pisa.max(), flat.max())) + 1
+    want = _membership(flat.reshape(-1, flat.shape[-1]), nb)
+    held = _membership(pisa.reshape(-1, pisa.shape[-1]).to(flat.device), nb)
+    share = (want & held).sum(-1) / want.sum(-1).clamp(min=1)
+    return float(share.double().mean())
 
 
 def _reference_scores(q, keys, n, C):
@@ -124,6 +124,8 @@ def main(argv=None):
     import random
     import torch
 
+    from pisa.quality import top_blocks
+
     parser = argparse.ArgumentParser(description=main.__doc__)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--count", type=int, default=24)
@@ -146,19 +148,23 @@ def main(argv=None):
         finite = [j for j in range(blocks) if j not in forced]
         got = scores[:, finite].double()
         ok = torch.allclose(got, ref[:, finite], rtol=1e-3, atol=1e-3)
+        # The expected rows: hier_topk's final selection over the float64
+        # scores (quality.top_blocks), one row per KV head at t = n - 1.
+        t = torch.full((Hkv,), n - 1, dtype=torch.long)
+        take = top_blocks(ref.cpu(), t, C, K).tolist()
         for h in range(Hkv):
-            order = sorted(finite, key=lambda j: -float(ref[h, j]))
-            take = sorted(forced | set(order[:max(0, K - len(forced))]))
-            row = [int(x) for x in sel[0, h, 0].tolist() if x >= 0]
-            if row != take:
+            row = sel[0, h, 0].tolist()
+            if row != take[h]:
                 # A near-tie at the cut may differ: the K-th and the next
                 # reference scores within the score tolerance.
+                order = sorted(finite, key=lambda j: -float(ref[h, j]))
                 cut = max(0, K - len(forced))
                 near = (0 < cut < len(order) and
                         abs(float(ref[h, order[cut - 1]] - ref[h, order[cut]])) < 2e-3)
                 ok = ok and near
         failed += not ok
-        print(f"{'ok ' if ok else 'FAIL'} Hkv={Hkv} G={G} d={d} C={C} K={K} N={n}")
+        why = "" if ok else f": {sel[0, :, 0].tolist()} against {take}"
+        print(f"{'ok ' if ok else 'FAIL'} Hkv={Hkv} G={G} d={d} C={C} K={K} N={n}{why}")
     print(f"flat_decode: {args.count - failed} passed, {failed} failed")
     return 1 if failed else 0
 

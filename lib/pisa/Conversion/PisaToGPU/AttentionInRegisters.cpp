@@ -1,4 +1,4 @@
-//===- AttentionInRegisters.cpp - Sparse attention, a block per warp ------===//
+//===- AttentionInRegisters.cpp - Sparse attention, S, P, O in registers -===//
 //
 // pisa.kernel.sparse_attention when the query's G heads fit one m16 tile
 // (attendsInRegisters): one block of four warps per four consecutive

@@ -49,10 +49,10 @@ using namespace mlir::pisa;
 using namespace mlir::pisa::detail;
 
 namespace {
-constexpr int64_t kHeadRows = 16;       // one m16 tile of head rows
-constexpr int64_t kKeysPerStep = 16;    // a k16 step of P V
-constexpr int64_t kValuesPerTile = 8;   // an n8 tile of O
-constexpr int64_t kChunkElems = 8;      // 16-bit elements per 16 bytes
+constexpr int64_t kHeadRows = 16;     // one m16 tile of head rows
+constexpr int64_t kKeysPerStep = 16;  // a k16 step of P V
+constexpr int64_t kValuesPerTile = 8; // an n8 tile of O
+constexpr int64_t kChunkElems = 8;    // 16-bit elements per 16 bytes
 /// Registers a lane gives O and S (dv / 2 and C / 2): within ptxas's 255
 /// with Q's fragments (d / 4) and the keys in flight.
 constexpr int64_t kMaxRegisterValueDim = 128;
@@ -64,10 +64,10 @@ int64_t roundUp(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
 
 bool mlir::pisa::detail::attendsInRegisters(Type elem, int64_t groupSize,
                                             int64_t d, int64_t dv, int64_t c) {
-  return canScoreLeavesWithMma(elem, groupSize, d, c) && groupSize <= kHeadRows &&
-         d <= kMaxRegisterHeadDim && dv % kValuesPerTile == 0 &&
-         dv <= kMaxRegisterValueDim && c % kKeysPerStep == 0 &&
-         c <= kMaxRegisterBlockSize;
+  return canScoreLeavesWithMma(elem, groupSize, d, c) &&
+         groupSize <= kHeadRows && d <= kMaxRegisterHeadDim &&
+         dv % kValuesPerTile == 0 && dv <= kMaxRegisterValueDim &&
+         c % kKeysPerStep == 0 && c <= kMaxRegisterBlockSize;
 }
 
 RegisterAttentionPlan::RegisterAttentionPlan(int64_t d, int64_t dv, int64_t c,
@@ -96,10 +96,11 @@ public:
     MLIRContext *ctx = b.getContext();
     elem = cast<MemRefType>(e.arg("queries").getType()).getElementType();
     bytes = gpu::DynamicSharedMemoryOp::create(
-        b, MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
-                           MemRefLayoutAttrInterface(),
-                           gpu::AddressSpaceAttr::get(
-                               ctx, gpu::GPUDialect::getWorkgroupAddressSpace())));
+        b,
+        MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
+                        MemRefLayoutAttrInterface(),
+                        gpu::AddressSpaceAttr::get(
+                            ctx, gpu::GPUDialect::getWorkgroupAddressSpace())));
     batch = arith::DivUIOp::create(b, blockIdY(b), indexConst(b, kvHeads));
     kv = arith::RemUIOp::create(b, blockIdY(b), indexConst(b, kvHeads));
     tid = threadIdX(b);
@@ -108,24 +109,24 @@ public:
     gid = arith::DivUIOp::create(b, lane, indexConst(b, 4));
     tig = arith::RemUIOp::create(b, lane, indexConst(b, 4));
     numKeys = dimOf(b, e.arg("keys"), 2);
-    list = view(b, indexConst(b, plan.listOffset), {plan.topK},
-                b.getI32Type());
-    valueTile = view(b,
-                     arith::MulIOp::create(b, warp,
-                                           indexConst(b, plan.valueTileBytes)),
-                     {plan.blockSize, plan.valueStride}, elem);
+    list = view(b, indexConst(b, plan.listOffset), {plan.topK}, b.getI32Type());
+    valueTile = view(
+        b, arith::MulIOp::create(b, warp, indexConst(b, plan.valueTileBytes)),
+        {plan.blockSize, plan.valueStride}, elem);
   }
 
   void build(ImplicitLocOpBuilder &b) {
     const int64_t perBlock = kAttentionQueriesPerBlock;
     Value numQueries = dimOf(b, e.arg("queries"), 2);
-    Value first = arith::MulIOp::create(b, blockIdX(b), indexConst(b, perBlock));
+    Value first =
+        arith::MulIOp::create(b, blockIdX(b), indexConst(b, perBlock));
     buildLoop(b, indexConst(b, 0), indexConst(b, perBlock), ValueRange{},
               [&](ImplicitLocOpBuilder &lb, Value i,
                   ValueRange) -> SmallVector<Value> {
                 Value q = arith::AddIOp::create(lb, first, i);
-                buildIfThen(lb, cmp(lb, arith::CmpIPredicate::ult, q, numQueries),
-                            [&](ImplicitLocOpBuilder &qb) { attendQuery(qb, q); });
+                buildIfThen(
+                    lb, cmp(lb, arith::CmpIPredicate::ult, q, numQueries),
+                    [&](ImplicitLocOpBuilder &qb) { attendQuery(qb, q); });
                 return {};
               });
     gpu::ReturnOp::create(b);
@@ -141,11 +142,11 @@ public:
     keyEnd = arith::MinUIOp::create(
         b, numKeys, arith::AddIOp::create(b, position, indexConst(b, 1)));
     site = QuerySite{batch, kv, query, position};
-    Value count = listAttendedBlocks(b, e.arg("selection"), {batch, kv, query},
-                                     numKeys, keyEnd, plan.blockSize,
-                                     plan.topK, tid, list);
-    LeafMmaQuery q = loadLeafMmaQuery(b, e.arg("queries"), site, G,
-                                      plan.headDim, lane);
+    Value count =
+        listAttendedBlocks(b, e.arg("selection"), {batch, kv, query}, numKeys,
+                           keyEnd, plan.blockSize, plan.topK, tid, list);
+    LeafMmaQuery q =
+        loadLeafMmaQuery(b, e.arg("queries"), site, G, plan.headDim, lane);
     gpu::BarrierOp::create(b); // the list is visible to all
 
     // State: max and sum of rows g and g + 8 (the sums this lane's
@@ -157,12 +158,10 @@ public:
     for (int64_t t = 0; t < valueTiles; ++t)
       init.push_back(
           arith::ConstantOp::create(b, accType, b.getZeroAttr(accType)));
-    SmallVector<Value> state = buildLoop(
-        b, warp, count, indexConst(b, kAttentionWarps), init,
-        [&](ImplicitLocOpBuilder &lb, Value j,
-            ValueRange st) -> SmallVector<Value> {
-          return attend(lb, q, j, st);
-        });
+    SmallVector<Value> state =
+        buildLoop(b, warp, count, indexConst(b, kAttentionWarps), init,
+                  [&](ImplicitLocOpBuilder &lb, Value j, ValueRange st)
+                      -> SmallVector<Value> { return attend(lb, q, j, st); });
     merge(b, state);
     gpu::BarrierOp::create(b); // the merge is read before the next query
   }
@@ -170,9 +169,8 @@ public:
 private:
   Value view(ImplicitLocOpBuilder &b, Value offset, ArrayRef<int64_t> shape,
              Type type) const {
-    return memref::ViewOp::create(
-               b, workgroupType(b.getContext(), shape, type), bytes, offset,
-               ValueRange{})
+    return memref::ViewOp::create(b, workgroupType(b.getContext(), shape, type),
+                                  bytes, offset, ValueRange{})
         .getResult();
   }
 
@@ -188,26 +186,22 @@ private:
     SmallVector<Value> tokens;
     for (int64_t n = 0; n * 32 < chunks; ++n) {
       Value i = arith::AddIOp::create(b, lane, indexConst(b, 32 * n));
-      auto copy = [&](ImplicitLocOpBuilder &cb) {
-        Value row = arith::DivUIOp::create(cb, i, indexConst(cb, perRow));
-        Value col = arith::MulIOp::create(
-            cb, arith::RemUIOp::create(cb, i, indexConst(cb, perRow)),
-            indexConst(cb, kChunkElems));
-        Value key = arith::AddIOp::create(cb, firstKey, row);
-        Value real = cmp(cb, arith::CmpIPredicate::ult, key, numKeys);
-        Value srcElements = arith::SelectOp::create(
-            cb, real, indexConst(cb, kChunkElems), indexConst(cb, 0));
-        Value token = nvgpu::DeviceAsyncCopyOp::create(
-            cb, valueTile, ValueRange{row, col}, e.arg("values"),
-            ValueRange{batch, kv, arith::MinUIOp::create(cb, key, lastKey),
-                       col},
-            cb.getIndexAttr(kChunkElems), srcElements, /*bypassL1=*/UnitAttr());
-        return token;
-      };
-      // A chunk past the tile (C dv / 8 not a multiple of 32) copies nothing.
+      // A lane past the tile's chunks (C dv / 8 not a multiple of 32)
+      // copies the last one again: the same bytes to the same place.
       if ((n + 1) * 32 > chunks)
         i = arith::MinUIOp::create(b, i, indexConst(b, chunks - 1));
-      tokens.push_back(copy(b));
+      Value row = arith::DivUIOp::create(b, i, indexConst(b, perRow));
+      Value col = arith::MulIOp::create(
+          b, arith::RemUIOp::create(b, i, indexConst(b, perRow)),
+          indexConst(b, kChunkElems));
+      Value key = arith::AddIOp::create(b, firstKey, row);
+      Value real = cmp(b, arith::CmpIPredicate::ult, key, numKeys);
+      Value srcElements = arith::SelectOp::create(
+          b, real, indexConst(b, kChunkElems), indexConst(b, 0));
+      tokens.push_back(nvgpu::DeviceAsyncCopyOp::create(
+          b, valueTile, ValueRange{row, col}, e.arg("values"),
+          ValueRange{batch, kv, arith::MinUIOp::create(b, key, lastKey), col},
+          b.getIndexAttr(kChunkElems), srcElements, /*bypassL1=*/UnitAttr()));
     }
     return nvgpu::DeviceAsyncCreateGroupOp::create(
         b, nvgpu::DeviceAsyncTokenType::get(b.getContext()), tokens);
@@ -220,9 +214,9 @@ private:
     Type f32 = b.getF32Type();
     const float negInfF = -std::numeric_limits<float>::infinity();
     Value negInf = f32Const(b, negInfF);
-    Value firstKey = arith::MulIOp::create(
-        b, toIndex(b, memref::LoadOp::create(b, list, j)),
-        indexConst(b, plan.blockSize));
+    Value firstKey =
+        arith::MulIOp::create(b, toIndex(b, memref::LoadOp::create(b, list, j)),
+                              indexConst(b, plan.blockSize));
     // The lanes' reads of the previous block's tile are done before it is
     // overwritten.
     NVVM::SyncWarpOp::create(b, arith::ConstantIntOp::create(b, -1, 32));
@@ -230,9 +224,9 @@ private:
 
     // The block's keys before the query and N: at least one (an attended
     // block starts before keyEnd).
-    Value visible = arith::MinUIOp::create(
-        b, arith::SubIOp::create(b, keyEnd, firstKey),
-        indexConst(b, plan.blockSize));
+    Value visible =
+        arith::MinUIOp::create(b, arith::SubIOp::create(b, keyEnd, firstKey),
+                               indexConst(b, plan.blockSize));
     ChildLevel keyRows{indexConst(b, 0), numKeys, indexConst(b, 1),
                        indexConst(b, 1)};
     SmallVector<Value> s =
@@ -243,14 +237,14 @@ private:
     SmallVector<Value> next(st.begin(), st.end());
     SmallVector<Value> alpha(2), probs[2];
     for (int64_t half = 0; half < 2; ++half) {
-      SmallVector<Value> logits =
-          rowLogits(b, s, half, lane, visible, scale);
+      SmallVector<Value> logits = rowLogits(b, s, half, lane, visible, scale);
       Value m = quadRowMax(b, logits);
       Value oldMax = st[half];
       Value newMax = arith::MaximumFOp::create(b, oldMax, m);
       // A row that has seen no key yet keeps max = -inf: shift by 0 there.
       Value shift = arith::SelectOp::create(
-          b, arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, newMax, negInf),
+          b,
+          arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, newMax, negInf),
           f32Const(b, 0.0f), newMax);
       Value sum = f32Const(b, 0.0f);
       for (Value x : logits) {
@@ -278,9 +272,9 @@ private:
     };
     SmallVector<Value> pFrags;
     for (int64_t u = 0; u < plan.blockSize / kKeysPerStep; ++u)
-      pFrags.push_back(mmaFragment(b, {pair(0, 2 * u), pair(1, 2 * u),
-                                       pair(0, 2 * u + 1),
-                                       pair(1, 2 * u + 1)}));
+      pFrags.push_back(
+          mmaFragment(b, {pair(0, 2 * u), pair(1, 2 * u), pair(0, 2 * u + 1),
+                          pair(1, 2 * u + 1)}));
 
     // V is in the tile, seen by every lane of the warp.
     nvgpu::DeviceAsyncWaitOp::create(b, copied, b.getI32IntegerAttr(0));
@@ -327,21 +321,21 @@ private:
             indexConst(b, kValuesPerTile * t));
         Value at = arith::AddIOp::create(
             b, arith::MulIOp::create(b, row, indexConst(b, dv)), col);
-        Value v = vector::ExtractOp::create(b, st[4 + t],
-                                            ArrayRef<int64_t>{half});
+        Value v =
+            vector::ExtractOp::create(b, st[4 + t], ArrayRef<int64_t>{half});
         vector::StoreOp::create(b, v, part, ValueRange{warp, at});
       }
-      buildIfThen(b, cmp(b, P::eq, tig, indexConst(b, 0)),
-                  [&](ImplicitLocOpBuilder &wb) {
-                    Value at = arith::AddIOp::create(
-                        wb, row, indexConst(wb, kHeadRows * dv));
-                    memref::StoreOp::create(wb, st[half], part,
-                                            ValueRange{warp, at});
-                    memref::StoreOp::create(
-                        wb, sums[half], part,
-                        ValueRange{warp, arith::AddIOp::create(
-                                             wb, at, indexConst(wb, kHeadRows))});
-                  });
+      buildIfThen(
+          b, cmp(b, P::eq, tig, indexConst(b, 0)),
+          [&](ImplicitLocOpBuilder &wb) {
+            Value at =
+                arith::AddIOp::create(wb, row, indexConst(wb, kHeadRows * dv));
+            memref::StoreOp::create(wb, st[half], part, ValueRange{warp, at});
+            memref::StoreOp::create(
+                wb, sums[half], part,
+                ValueRange{warp, arith::AddIOp::create(
+                                     wb, at, indexConst(wb, kHeadRows))});
+          });
     }
     gpu::BarrierOp::create(b);
 
@@ -349,65 +343,69 @@ private:
     const int64_t perRow = dv / kChunkElems, items = G * perRow;
     auto chunkType = VectorType::get({kChunkElems}, f32);
     for (int64_t n = 0; n * kAttentionThreads < items; ++n) {
-      Value i = arith::AddIOp::create(b, tid,
-                                      indexConst(b, n * kAttentionThreads));
-      buildIfThen(b, cmp(b, P::ult, i, indexConst(b, items)),
-                  [&](ImplicitLocOpBuilder &wb) {
-        Value row = arith::DivUIOp::create(wb, i, indexConst(wb, perRow));
-        Value col = arith::MulIOp::create(
-            wb, arith::RemUIOp::create(wb, i, indexConst(wb, perRow)),
-            indexConst(wb, kChunkElems));
-        Value maxAt = arith::AddIOp::create(wb, row,
-                                            indexConst(wb, kHeadRows * dv));
-        Value sumAt = arith::AddIOp::create(wb, maxAt,
-                                            indexConst(wb, kHeadRows));
-        SmallVector<Value> maxes, partSums;
-        Value m = f32Const(wb, negInfF);
-        for (int64_t w = 0; w < kAttentionWarps; ++w) {
-          maxes.push_back(memref::LoadOp::create(
-              wb, part, ValueRange{indexConst(wb, w), maxAt}));
-          partSums.push_back(memref::LoadOp::create(
-              wb, part, ValueRange{indexConst(wb, w), sumAt}));
-          m = arith::MaximumFOp::create(wb, m, maxes.back());
-        }
-        Value shift = arith::SelectOp::create(
-            wb,
-            arith::CmpFOp::create(wb, arith::CmpFPredicate::OEQ, m,
-                                  f32Const(wb, negInfF)),
-            f32Const(wb, 0.0f), m);
-        Value total = f32Const(wb, 0.0f);
-        Value o = f32Splat(wb, chunkType, 0.0f);
-        Value at = arith::AddIOp::create(
-            wb, arith::MulIOp::create(wb, row, indexConst(wb, dv)), col);
-        for (int64_t w = 0; w < kAttentionWarps; ++w) {
-          Value weight = math::Exp2Op::create(
-              wb, arith::SubFOp::create(wb, maxes[w], shift));
-          total = arith::AddFOp::create(
-              wb, total, arith::MulFOp::create(wb, partSums[w], weight));
-          Value ow = vector::LoadOp::create(
-              wb, chunkType, part, ValueRange{indexConst(wb, w), at});
-          o = arith::AddFOp::create(
-              wb, o,
-              arith::MulFOp::create(
-                  wb, ow, vector::BroadcastOp::create(wb, chunkType, weight)));
-        }
-        std::pair<Value, Value> end = rowEnd(wb, m, total);
-        Value inverse = end.first, lse = end.second;
-        Value head = arith::AddIOp::create(
-            wb, arith::MulIOp::create(wb, kv, indexConst(wb, G)), row);
-        Value out = arith::TruncFOp::create(
-            wb, VectorType::get({kChunkElems}, elem),
-            arith::MulFOp::create(
-                wb, o, vector::BroadcastOp::create(wb, chunkType, inverse)));
-        vector::StoreOp::create(wb, out, e.arg("output"),
-                                ValueRange{batch, head, query, col}, false,
-                                llvm::MaybeAlign(16));
-        buildIfThen(wb, cmp(wb, P::eq, col, indexConst(wb, 0)),
-                    [&](ImplicitLocOpBuilder &lb) {
-          memref::StoreOp::create(lb, lse, e.arg("lse"),
-                                  ValueRange{batch, head, query});
-        });
-      });
+      Value i =
+          arith::AddIOp::create(b, tid, indexConst(b, n * kAttentionThreads));
+      buildIfThen(
+          b, cmp(b, P::ult, i, indexConst(b, items)),
+          [&](ImplicitLocOpBuilder &wb) {
+            Value row = arith::DivUIOp::create(wb, i, indexConst(wb, perRow));
+            Value col = arith::MulIOp::create(
+                wb, arith::RemUIOp::create(wb, i, indexConst(wb, perRow)),
+                indexConst(wb, kChunkElems));
+            Value maxAt =
+                arith::AddIOp::create(wb, row, indexConst(wb, kHeadRows * dv));
+            Value sumAt =
+                arith::AddIOp::create(wb, maxAt, indexConst(wb, kHeadRows));
+            SmallVector<Value> maxes, partSums;
+            Value m = f32Const(wb, negInfF);
+            for (int64_t w = 0; w < kAttentionWarps; ++w) {
+              maxes.push_back(memref::LoadOp::create(
+                  wb, part, ValueRange{indexConst(wb, w), maxAt}));
+              partSums.push_back(memref::LoadOp::create(
+                  wb, part, ValueRange{indexConst(wb, w), sumAt}));
+              m = arith::MaximumFOp::create(wb, m, maxes.back());
+            }
+            Value shift = arith::SelectOp::create(
+                wb,
+                arith::CmpFOp::create(wb, arith::CmpFPredicate::OEQ, m,
+                                      f32Const(wb, negInfF)),
+                f32Const(wb, 0.0f), m);
+            Value total = f32Const(wb, 0.0f);
+            Value o = f32Splat(wb, chunkType, 0.0f);
+            Value at = arith::AddIOp::create(
+                wb, arith::MulIOp::create(wb, row, indexConst(wb, dv)), col);
+            for (int64_t w = 0; w < kAttentionWarps; ++w) {
+              Value weight = math::Exp2Op::create(
+                  wb, arith::SubFOp::create(wb, maxes[w], shift));
+              total = arith::AddFOp::create(
+                  wb, total, arith::MulFOp::create(wb, partSums[w], weight));
+              Value ow = vector::LoadOp::create(
+                  wb, chunkType, part, ValueRange{indexConst(wb, w), at});
+              o = arith::AddFOp::create(
+                  wb, o,
+                  arith::MulFOp::create(
+                      wb, ow,
+                      vector::BroadcastOp::create(wb, chunkType, weight)));
+            }
+            std::pair<Value, Value> end = rowEnd(wb, m, total);
+            Value inverse = end.first, lse = end.second;
+            Value head = arith::AddIOp::create(
+                wb, arith::MulIOp::create(wb, kv, indexConst(wb, G)), row);
+            Value out = arith::TruncFOp::create(
+                wb, VectorType::get({kChunkElems}, elem),
+                arith::MulFOp::create(
+                    wb, o,
+                    vector::BroadcastOp::create(wb, chunkType, inverse)));
+            vector::StoreOp::create(wb, out, e.arg("output"),
+                                    ValueRange{batch, head, query, col}, false,
+                                    llvm::MaybeAlign(16));
+            buildIfThen(wb, cmp(wb, P::eq, col, indexConst(wb, 0)),
+                        [&](ImplicitLocOpBuilder &lb) {
+                          memref::StoreOp::create(
+                              lb, lse, e.arg("lse"),
+                              ValueRange{batch, head, query});
+                        });
+          });
     }
   }
 

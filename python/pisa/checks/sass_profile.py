@@ -10,9 +10,10 @@
 default flushes it before the kernel, which made a decode step 30 us
 instead of 23-25.) Consecutive instructions that run equally often form
 one region (a loop body, a branch, straight-line code between barriers;
-a barrier ends one); each region with at least --min-share percent of the warp-state samples is
-printed with its instruction range, samples, executed instructions, its
-three largest stall reasons and its most frequent opcodes. Runs here
+a barrier ends one); each region with at least --min-share percent of
+the warp-state samples is printed with its instruction range, samples,
+executed instructions, its three largest stall reasons and its most
+frequent opcodes. Runs here
 (no GPU needed): the CSV is read as ncu wrote it.
 """
 

@@ -7,7 +7,7 @@
 //       docs/examples/aot-call.cpp -Lbuild/examples -lprefill \
 //       -L/usr/local/cuda/lib64 -lcudart -Wl,-rpath,build/examples \
 //       -o build/examples/aot-call
-//   build/examples/aot-call        # on a machine with an sm_90 GPU
+//   build/examples/aot-call        # on a machine with a Hopper (sm_90) GPU
 //
 // It checks that every result row is a valid selection (section 3 of
 // docs/semantics.md: min(K, b_t + 1) distinct blocks of 0..b_t, ascending,

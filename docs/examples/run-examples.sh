@@ -62,7 +62,7 @@ if [ ! -x "$bin/pisa-compile" ]; then
   echo "== pisa-compile: not built (configured without the CUDA toolkit)"
   exit 0
 fi
-echo "== pisa-compile: AOT libraries for sm_90 (run them with python/pisa/aot.py)"
+echo "== pisa-compile: AOT libraries for sm_90a (run them with python/pisa/aot.py)"
 for spec in prefill-select:prefill sparse-prefill:sparse-prefill \
             decode-select:decode varlen-select:varlen decode-step:decode-step \
             decode-paged:decode-paged; do

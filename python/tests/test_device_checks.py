@@ -1,7 +1,8 @@
-"""GPU-free tests of the decode and attention checks' generators
-(pisa.checks.check_decode, pisa.checks.check_attention): the programs they
-compile are valid pisa, and the attention draw marks the shapes the GPU
-kernel does not take."""
+"""GPU-free tests of the decode, attention and sweep checks' generators
+(pisa.checks.check_decode, pisa.checks.check_attention, pisa.checks.sweep):
+the programs they compile are valid pisa, the attention draw marks the
+shapes the GPU kernel does not take, and the sweep's wgmma space is where
+the compiler picks the wgmma scorer."""
 
 import os
 import random
@@ -77,6 +78,36 @@ class DecodeDrawTest(unittest.TestCase):
         # ... and the others range over the whole space.
         self.assertTrue(any(c["g"] * c["K"] > 32 for c in cfgs[0::2]))
         self.assertTrue(all(c["Ncap"] % c["S"] == 0 for c in cfgs))
+
+
+class SweepWgmmaDrawTest(unittest.TestCase):
+    def test_the_wgmma_draw_stays_inside_its_space_and_covers_it(self):
+        cfgs = sweep.draw(5, 200, space="wgmma")
+        self.assertTrue(all(c["G"] == 16 and c["dtype"] in ("f16", "bf16")
+                            and c["mode"] != "decode"
+                            and 2 * (128 * c["d"] + c["C"] * c["d"]) <= 48 * 1024
+                            for c in cfgs))
+        self.assertEqual({(c["d"], c["C"]) for c in cfgs},
+                         set(sweep.WGMMA_SPACE["d_C"]))
+        self.assertEqual({c["mode"] for c in cfgs}, {"prefill", "chunk"})
+
+    def test_the_whole_space_draw_is_unchanged_by_the_option(self):
+        self.assertEqual(sweep.draw(12, 30), sweep.draw(12, 30, space="all"))
+        self.assertTrue(any(c["G"] != 16 for c in sweep.draw(12, 30)))
+
+    @unittest.skipUnless(shutil.which(PISA_OPT), "pisa-opt not on PATH")
+    def test_the_compiler_scores_the_wgmma_space_with_wgmma(self):
+        # sm_90a (the default chip) picks the wgmma scorer for every draw
+        # with a two-stage schedule (more than one query), sm_90 never.
+        for cfg in sweep.draw(6, 5, space="wgmma", max_n=5000):
+            cfg.update(dynamic=False, token_major=False)
+            for chip, expected in (("sm_90a", cfg["Nq"] > 1), ("sm_90", False)):
+                r = subprocess.run(
+                    [PISA_OPT, "-", "--pisa-lower-to-nvvm-pipeline=format=isa chip=" + chip],
+                    input=sweep.program(cfg), capture_output=True, text=True)
+                self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+                self.assertEqual("select_stage2_score_tiles_wgmma" in r.stdout, expected,
+                                 (chip, cfg))
 
 
 @unittest.skipUnless(shutil.which(PISA_OPT), "pisa-opt not on PATH")

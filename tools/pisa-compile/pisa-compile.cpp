@@ -1,6 +1,6 @@
 //===- pisa-compile.cpp - AOT GPU libraries from pisa programs ------------===//
 //
-//   pisa-compile INPUT.mlir -o libNAME.so [--chip sm_90] [--features +ptx80]
+//   pisa-compile INPUT.mlir -o libNAME.so [--chip sm_90a] [--features +ptx80]
 //       [--q-tile 4] [--emit so|mlir|llvm]
 //
 // Lowers every public function of INPUT (pisa ops in host functions with
@@ -62,9 +62,10 @@ static int fail(const llvm::Twine &message) {
 
 namespace {
 constexpr const char *kUsage =
-    "usage: pisa-compile INPUT.mlir -o libNAME.so [--chip sm_90|sm_90a]\n"
+    "usage: pisa-compile INPUT.mlir -o libNAME.so [--chip sm_90a|sm_90]\n"
     "           [--features +ptx80] [--q-tile 4] [--emit so|mlir|llvm]\n"
-    "Lowers every public function of INPUT.mlir to sm_90 kernels and host\n"
+    "Lowers every public function of INPUT.mlir to Hopper kernels (sm_90a:\n"
+    "with wgmma; sm_90: without) and host\n"
     "code and links an AOT library (only libcuda and libc needed at run\n"
     "time), with NAME.json (manifest) and NAME.h (C header) beside it.\n"
     "Errors: one line on stderr, exit code 2, no output file.\n";
@@ -120,7 +121,7 @@ std::optional<std::string> parseArgs(int argc, char **argv, Options &opts) {
   }
   if (opts.input.empty() || opts.output.empty())
     return std::string("usage: pisa-compile INPUT.mlir -o libNAME.so "
-                       "[--chip sm_90] [--features +ptx80] [--q-tile 4] "
+                       "[--chip sm_90a] [--features +ptx80] [--q-tile 4] "
                        "[--emit so|mlir|llvm]");
   if (auto why = mlir::pisa::unsupportedGPUTarget(opts.pipeline.chip,
                                                   opts.pipeline.format))

@@ -67,7 +67,14 @@ def ConvertPisaToGPU : Pass<"convert-pisa-to-gpu", "::mlir::ModuleOp"> {
     blocks and the top-K. B, N, Nq and the pyramid's rows may be dynamic:
     kernels read them from their buffers' sizes and walk a layout computed
     from N.
+
+    `chip` (sm_90 or sm_90a) picks the kernels: with sm_90a, stage 2
+    scores 64-row tiles with wgmma where the shape allows.
   }];
+  let options = [
+    Option<"chip", "chip", "std::string", /*default=*/"\"sm_90a\"",
+           "GPU chip the kernels are built for (sm_90 | sm_90a)">
+  ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::bufferization::BufferizationDialect",
     "::mlir::cf::ControlFlowDialect",

@@ -19,7 +19,7 @@ void buildPisaCPUPipeline(OpPassManager &pm);
 
 /// Options of pisa-lower-to-nvvm-pipeline.
 struct PisaGPUPipelineOptions {
-  std::string chip = "sm_90";
+  std::string chip = "sm_90a";
   std::string features = "+ptx80";
   /// isa (PTX text), bin (cubin) or fatbin.
   std::string format = "fatbin";

@@ -57,7 +57,7 @@ def PisaCheckGPUTarget : Pass<"pisa-check-gpu-target", "::mlir::ModuleOp"> {
     backend would otherwise abort on bf16 mma.sync for older chips).
   }];
   let options = [
-    Option<"chip", "chip", "std::string", /*default=*/"\"sm_90\"",
+    Option<"chip", "chip", "std::string", /*default=*/"\"sm_90a\"",
            "GPU chip the kernels are built for">,
     Option<"format", "format", "std::string", /*default=*/"\"fatbin\"",
            "isa | bin | fatbin">

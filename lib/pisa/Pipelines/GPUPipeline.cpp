@@ -5,7 +5,7 @@
 // deallocation -> gpu kernels + launches on device buffers (tile products
 // as vector.contract, then nvgpu/nvvm mma.sync) -> async GPU ops ->
 // upstream gpu-lower-to-nvvm-pipeline, whose tail serialises the kernels
-// (sm_90 by default) into a gpu.binary.
+// (sm_90a by default) into a gpu.binary.
 //
 //===----------------------------------------------------------------------===//
 
@@ -40,7 +40,9 @@ void mlir::pisa::buildPisaGPUHostPipeline(
   pm.addPass(createCSEPass());
   addModuleBufferization(pm);
   bufferization::buildBufferDeallocationPipeline(pm);
-  pm.addPass(createConvertPisaToGPU());
+  ConvertPisaToGPUOptions kernels;
+  kernels.chip = options.chip;
+  pm.addPass(createConvertPisaToGPU(kernels));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   // Warp tile products (vector.contract) to nvgpu/nvvm mma.sync.
@@ -68,7 +70,7 @@ namespace {
 struct GPUPipelineCLOptions
     : public PassPipelineOptions<GPUPipelineCLOptions> {
   Option<std::string> chip{*this, "chip", llvm::cl::desc("GPU chip"),
-                           llvm::cl::init("sm_90")};
+                           llvm::cl::init("sm_90a")};
   Option<std::string> features{*this, "features",
                                llvm::cl::desc("PTX features"),
                                llvm::cl::init("+ptx80")};
@@ -84,7 +86,7 @@ struct GPUPipelineCLOptions
 void mlir::pisa::registerPisaGPUPipeline() {
   PassPipelineRegistration<GPUPipelineCLOptions>(
       "pisa-lower-to-nvvm-pipeline",
-      "lower pisa to gpu kernels, NVVM and a gpu.binary (sm_90 by default), "
+      "lower pisa to gpu kernels, NVVM and a gpu.binary (sm_90a by default), "
       "with host code in the LLVM dialect",
       [](OpPassManager &pm, const GPUPipelineCLOptions &cl) {
         PisaGPUPipelineOptions options;

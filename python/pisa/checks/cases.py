@@ -74,6 +74,7 @@ def main():
     parser.add_argument("--pisa-compile", default="build/bin/pisa-compile")
     parser.add_argument("--q-tile", type=int, default=4,
                         help="queries per stage-2 key tile (two_stage)")
+    parser.add_argument("--chip", help="pisa-compile's --chip (its default when left out)")
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
     cases = []
@@ -85,7 +86,8 @@ def main():
         with open(src, "w") as f:
             f.write(program(n, nq, offset, G, d, C, K, dtype, q_tile=args.q_tile))
         lib = f"lib{name}.so"
-        subprocess.run([args.pisa_compile, src, "-o", os.path.join(args.out, lib)],
+        chip = ["--chip", args.chip] if args.chip else []
+        subprocess.run([args.pisa_compile, src, "-o", os.path.join(args.out, lib)] + chip,
                        check=True)
         cases.append({"name": name, "lib": lib, "N": n, "Nq": nq, "offset": offset,
                       "G": G, "d": d, "C": C, "K": K, "g": 2, "dtype": dtype,

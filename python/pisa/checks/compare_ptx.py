@@ -9,10 +9,11 @@ A kernel that differs is also reported as "reordered" when its
 instructions are the same multiset with registers and labels renamed (the
 same code in another order). --drawn N adds N programs of the shape sweep
 (pisa.checks.sweep, seed 12: every other one dynamic, every third one
-token-major).
+token-major). --chip C builds both for chip C (sm_90 or sm_90a; the
+default is the pipeline's, which may differ between the two binaries).
 
 usage: python3 -m pisa.checks.compare_ptx OLD_PISA_OPT NEW_PISA_OPT
-           [--drawn N] PROGRAM.mlir...
+           [--drawn N] [--chip C] PROGRAM.mlir...
 """
 
 import collections
@@ -23,11 +24,13 @@ import sys
 import tempfile
 
 
-def kernels(pisa_opt, program):
-    """{kernel name: normalised PTX} of one program, or None if it fails."""
+def kernels(pisa_opt, program, chip=None):
+    """{kernel name: normalised PTX} of one program, or None if it fails;
+    for `chip` when given, else the pipeline's default."""
+    options = "format=isa" + (f" chip={chip}" if chip else "")
     with tempfile.TemporaryDirectory() as tmp:
         out = f"{tmp}/out.mlir"
-        r = subprocess.run([pisa_opt, program, "--pisa-lower-to-nvvm-pipeline=format=isa",
+        r = subprocess.run([pisa_opt, program, f"--pisa-lower-to-nvvm-pipeline={options}",
                             "-o", out], capture_output=True, text=True)
         if r.returncode != 0:
             return None
@@ -66,10 +69,14 @@ def drawn_programs(count, directory):
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
-    drawn = 0
+    drawn, chip = 0, None
     if "--drawn" in argv:
         at = argv.index("--drawn")
         drawn = int(argv[at + 1])
+        argv = argv[:at] + argv[at + 2:]
+    if "--chip" in argv:
+        at = argv.index("--chip")
+        chip = argv[at + 1]
         argv = argv[:at] + argv[at + 2:]
     if len(argv) < 2 or (len(argv) < 3 and not drawn):
         print(__doc__.strip(), file=sys.stderr)
@@ -78,7 +85,7 @@ def main(argv=None):
     same = differ = failed = 0
     with tempfile.TemporaryDirectory() as tmp:
         for program in programs + drawn_programs(drawn, tmp):
-            a, b = kernels(old, program), kernels(new, program)
+            a, b = kernels(old, program, chip), kernels(new, program, chip)
             if a is None and b is None:
                 failed += 1  # both refuse it (e.g. a limits test): not a change
                 continue

@@ -71,19 +71,37 @@ def draw_length(rng, C, max_n):
     return max(1, min(max_n, int(math.exp(rng.uniform(0, math.log(max_n))))))
 
 
-def draw_config(rng, index, max_n=300000, max_batch=3):
-    """One configuration of the supported space."""
-    G = rng.choice((1, 2, 4, 8, 16, 32)) if rng.random() < 0.5 else rng.randint(1, 32)
-    C = rng.choice(BLOCK_SIZES)
+# The space where stage 2 runs on wgmma (sm_90a, docs/gpu.md,
+# canScoreWithWgmma): 64-row tiles (G = 16 at the default q_tile of 4),
+# f16/bf16, d a multiple of 64 with two query tiles and the key tile in
+# 48 KiB (2 * 64 d + C d elements of 2 bytes), C with a two-stage schedule
+# (G + C / 4 < C).
+WGMMA_SPACE = {"G": 16, "dtype": ("f16", "bf16"),
+               "d_C": ((64, 32), (64, 64), (64, 128), (128, 32), (128, 64))}
+
+
+def draw_config(rng, index, max_n=300000, max_batch=3, space="all"):
+    """One configuration of the supported space (space="all") or of the
+    wgmma scorer's (space="wgmma": prefill and chunked prefill only, the
+    schedules that are two-stage)."""
+    wg = space == "wgmma"
+    if wg:
+        G = WGMMA_SPACE["G"]
+        d, C = rng.choice(WGMMA_SPACE["d_C"])
+    else:
+        G = rng.choice((1, 2, 4, 8, 16, 32)) if rng.random() < 0.5 else rng.randint(1, 32)
+        C = rng.choice(BLOCK_SIZES)
     cfg = {
         "name": f"s{index:04d}",
         "B": rng.randint(1, max_batch), "Hkv": rng.randint(1, 8), "G": G,
-        "d": rng.choice(HEAD_DIMS), "C": C, "K": rng.randint(3, 32),
-        "g": rng.randint(2, 4), "dtype": rng.choice(DTYPES),
+        "d": d if wg else rng.choice(HEAD_DIMS), "C": C,
+        "K": rng.randint(3, 32), "g": rng.randint(2, 4),
+        "dtype": rng.choice(WGMMA_SPACE["dtype"] if wg else DTYPES),
         "inputs": rng.choices(INPUTS, (0.6, 0.25, 0.15))[0],
     }
     N = draw_length(rng, C, max_n)
-    mode = rng.choices(("prefill", "chunk", "decode"), (0.5, 0.25, 0.25))[0]
+    mode = rng.choices(("prefill", "chunk", "decode"),
+                       (0.7, 0.3, 0.0) if wg else (0.5, 0.25, 0.25))[0]
     if mode == "prefill" or N == 1:
         nq, offset = N, 0
     elif mode == "chunk":
@@ -281,7 +299,7 @@ def call(lib, cfg, q, k, **kwargs):
 
 
 def build(args):
-    cfgs = draw(args.seed, args.count, max_n=args.max_n)
+    cfgs = draw(args.seed, args.count, max_n=args.max_n, space=args.space)
     if args.extra:
         with open(args.extra) as f:
             cfgs += json.load(f)
@@ -559,6 +577,8 @@ def main(argv=None):
     b.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     b.add_argument("--extra", help="JSON list of further configurations (regressions)")
     b.add_argument("--pisa-compile", default="build/bin/pisa-compile")
+    b.add_argument("--space", choices=("all", "wgmma"), default="all",
+                   help="draw from the whole space or the wgmma scorer's")
     b.add_argument("--token-major-share", type=float, default=0.0,
                    help="share of configurations built token-major ([B, T, H, X] "
                         "queries, keys and selection; drawn apart from the shapes)")

@@ -35,7 +35,7 @@
 // CHECK: gpu.alloc (%[[B]], %[[NQ]]) : memref<?x1x?x16xi32>
 // The walk and the final kernel take N as a parameter (no keys buffer).
 // CHECK: gpu.launch_func @pisa_kernels::@select_stage1_walk {{.*}}, %[[N:.*]] : index)
-// CHECK: gpu.launch_func @pisa_kernels::@select_stage2_score_tiles_mma
+// CHECK: gpu.launch_func @pisa_kernels::@select_stage2_score_tiles_wgmma
 // CHECK: gpu.launch_func @pisa_kernels::@select_final {{.*}}, %[[SEL]] : memref<?x1x?x8xi32>, %[[N]] : index)
 // CHECK: return
 func.func @select(%q: tensor<?x16x?x128xbf16>, %k: tensor<?x1x?x128xbf16>, %off: index) -> tensor<?x1x?x8xi32> {

@@ -13,7 +13,7 @@
 // CHECK: %[[SEL:.*]] = gpu.alloc (%{{.*}}, %{{.*}}) : memref<?x?x1x8xi32>
 // CHECK: %[[QV:.*]] = memref.transpose %[[Q]] (d0, d1, d2, d3) -> (d0, d2, d1, d3) : memref<?x?x16x128xbf16> to memref<?x16x?x128xbf16, strided<[?, 128, 2048, 1]>>
 // CHECK: gpu.launch_func @pisa_kernels::@select_stage1_walk {{.*}} args(%[[QV]] : memref<?x16x?x128xbf16, strided<[?, 128, 2048, 1]>>
-// CHECK: gpu.launch_func @pisa_kernels::@select_stage2_score_tiles_mma {{.*}} args(%[[QV]] : {{.*}}, %[[KV]] :
+// CHECK: gpu.launch_func @pisa_kernels::@select_stage2_score_tiles_wgmma {{.*}} args(%[[QV]] : {{.*}}, %[[KV]] :
 // CHECK: %[[SV:.*]] = memref.transpose %[[SEL]] (d0, d1, d2, d3) -> (d0, d2, d1, d3) : memref<?x?x1x8xi32> to memref<?x1x?x8xi32, strided<[?, 8, 8, 1]>>
 // CHECK: gpu.launch_func @pisa_kernels::@select_final {{.*}}, %[[SV]] : memref<?x1x?x8xi32, strided<[?, 8, 8, 1]>>
 // CHECK: return %[[SEL]] : memref<?x?x1x8xi32>

@@ -8,7 +8,7 @@
 // CHECK: vector.load %arg0{{.*}} : memref<1x16x4096x128xbf16>, vector<2xbf16>
 // CHECK: nvvm.vote.sync  ballot
 // CHECK-COUNT-8: nvgpu.mma.sync
-// CHECK: gpu.func @select_stage2_score_tiles_mma
+// CHECK: gpu.func @select_stage2_score_tiles_wgmma
 func.func @prefill_k16(%q: tensor<1x16x4096x128xbf16>, %k: tensor<1x1x4096x128xbf16>,
                        %p: tensor<1x1x127x128xf32>, %off: index) -> tensor<1x1x4096x16xi32> {
   %s = pisa.hier_topk %q, %k, %p, %off topk = 16 block_size = 64 branching = 2

@@ -177,6 +177,24 @@ Value mlir::pisa::detail::quadRowMax(ImplicitLocOpBuilder &b,
   return m;
 }
 
+Value mlir::pisa::detail::quadRowLse(ImplicitLocOpBuilder &b,
+                                     ArrayRef<Value> logits) {
+  Value m = quadRowMax(b, logits);
+  // An empty row (every key masked) shifts by 0, not by -inf (NaN).
+  Value shift = arith::SelectOp::create(
+      b,
+      arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, m,
+                            f32Const(b, -std::numeric_limits<float>::infinity())),
+      f32Const(b, 0.0f), m);
+  Value total = f32Const(b, 0.0f);
+  for (Value x : logits)
+    total = arith::AddFOp::create(
+        b, total, math::Exp2Op::create(b, arith::SubFOp::create(b, x, shift)));
+  for (int64_t offset : {1, 2})
+    total = arith::AddFOp::create(b, total, shuffleXor(b, total, offset));
+  return arith::AddFOp::create(b, m, math::Log2Op::create(b, total));
+}
+
 Value mlir::pisa::detail::buildLeafScoreMma(
     ImplicitLocOpBuilder &b, const LeafMmaQuery &query, Value keys,
     const QuerySite &site, const ChildLevel &keyLevel, Value leaf,
@@ -191,24 +209,10 @@ Value mlir::pisa::detail::buildLeafScoreMma(
       headDim);
 
   // Per head row (g, g + 8): LSE over the valid keys in base 2 with the
-  // scale folded in, over the lane's columns and then its quad.
-  const float negInfF = -std::numeric_limits<float>::infinity();
-  Value negInf = f32Const(b, negInfF);
+  // scale folded in.
   Value sum = f32Const(b, 0.0f);
   for (int64_t half = 0; half < 2; ++half) {
-    SmallVector<Value> logits =
-        rowLogits(b, acc, half, lane, count, scale);
-    Value m = quadRowMax(b, logits);
-    Value shift = arith::SelectOp::create(
-        b, arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, m, negInf),
-        f32Const(b, 0.0f), m);
-    Value total = f32Const(b, 0.0f);
-    for (Value x : logits)
-      total = arith::AddFOp::create(
-          b, total, math::Exp2Op::create(b, arith::SubFOp::create(b, x, shift)));
-    for (int64_t offset : {1, 2})
-      total = arith::AddFOp::create(b, total, shuffleXor(b, total, offset));
-    Value lse = arith::AddFOp::create(b, m, math::Log2Op::create(b, total));
+    Value lse = quadRowLse(b, rowLogits(b, acc, half, lane, count, scale));
     // Heads past G hold zero rows: not summed.
     Value head = arith::AddIOp::create(b, gid, indexConst(b, 8 * half));
     sum = arith::AddFOp::create(

@@ -64,6 +64,10 @@ SmallVector<Value> rowLogits(ImplicitLocOpBuilder &b, ArrayRef<Value> acc,
 /// (the four lanes that share the row).
 Value quadRowMax(ImplicitLocOpBuilder &b, ArrayRef<Value> logits);
 
+/// The LSE in base 2 of a row's logits over the lane's columns and then its
+/// quad: -inf when every logit is -inf.
+Value quadRowLse(ImplicitLocOpBuilder &b, ArrayRef<Value> logits);
+
 /// The group score of `leaf` over its valid keys (validChildren of
 /// `keyLevel`, whose rows are the raw keys): -inf when it has none. The
 /// same on every lane.

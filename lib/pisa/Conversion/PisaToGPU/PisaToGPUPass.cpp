@@ -4,6 +4,7 @@
 #include "PyramidAppend.h"
 #include "SparseAttention.h"
 
+#include "pisa/Analysis/GPUTarget.h"
 #include "pisa/Conversion/Passes.h"
 #include "pisa/Conversion/PisaToGPU/PisaToGPU.h"
 #include "pisa/IR/PisaDialect.h"
@@ -32,10 +33,16 @@ namespace mlir::pisa {
 using namespace mlir;
 using namespace mlir::pisa;
 
+GPUTargetFeatures mlir::pisa::gpuTargetFeatures(std::string_view chip) {
+  GPUTargetFeatures features;
+  features.warpgroupMma = chip == "sm_90a";
+  return features;
+}
+
 void mlir::pisa::populatePisaToGPUConversionPatterns(
-    RewritePatternSet &patterns) {
+    RewritePatternSet &patterns, const GPUTargetFeatures &features) {
   populatePyramidKernelToGPUPatterns(patterns);
-  populateSelectionKernelsToGPUPatterns(patterns);
+  populateSelectionKernelsToGPUPatterns(patterns, features);
   populateAttentionKernelToGPUPatterns(patterns);
 }
 
@@ -253,7 +260,11 @@ struct ConvertPisaToGPUPass
         [](PyramidAppendKernelOp op) { return pisa::detail::isRunBySelection(op); });
     target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
     RewritePatternSet patterns(&getContext());
-    populatePisaToGPUConversionPatterns(patterns);
+    if (auto error = unsupportedGPUTarget(chip, "isa")) {
+      getOperation()->emitError(*error);
+      return signalPassFailure();
+    }
+    populatePisaToGPUConversionPatterns(patterns, gpuTargetFeatures(chip));
     if (failed(applyPartialConversion(getOperation(), target,
                                       std::move(patterns))))
       return signalPassFailure();

@@ -169,6 +169,23 @@ TileSpan mlir::pisa::detail::loadTileSpan(ImplicitLocOpBuilder &b,
           queryShift};
 }
 
+BlockTiles mlir::pisa::detail::loadBlockTiles(ImplicitLocOpBuilder &b,
+                                              const Kernel &score,
+                                              const TileProblem &p,
+                                              int64_t tilesPerBlock) {
+  Value heads = indexConst(b, p.kvHeads);
+  Value batch = arith::DivUIOp::create(b, blockIdY(b), heads);
+  Value kv = arith::RemUIOp::create(b, blockIdY(b), heads);
+  Value numTiles = toIndex(
+      b, memref::LoadOp::create(b, score.arg("numTiles"), ValueRange{batch, kv}));
+  Value first =
+      arith::MulIOp::create(b, blockIdX(b), indexConst(b, tilesPerBlock));
+  Value end = arith::MinUIOp::create(
+      b, arith::AddIOp::create(b, first, indexConst(b, tilesPerBlock)),
+      numTiles);
+  return {batch, kv, first, end};
+}
+
 TileMember mlir::pisa::detail::loadTileMember(ImplicitLocOpBuilder &b,
                                               const Kernel &score,
                                               const TileProblem &p,
@@ -355,7 +372,13 @@ ScoreKernel mlir::pisa::detail::buildScoreKernel(PatternRewriter &rewriter,
   Type f32 = rewriter.getF32Type();
   MLIRContext *ctx = rewriter.getContext();
   ScoreKernel k{{}, 0, 1};
-  // scoreKernelParams, tensor-core or SIMT.
+  // scoreKernelParams, warpgroup tensor cores, tensor cores or SIMT.
+  if (canScoreWithWgmma(p)) {
+    k.kernel = buildWgmmaScoreKernel(rewriter, anchor, p);
+    k.threads = wgmmaScoreThreads();
+    k.tilesPerBlock = wgmmaTilesPerBlock();
+    return k;
+  }
   if (canScoreWithMma(p)) {
     k.kernel = buildMmaScoreKernel(rewriter, anchor, p);
     k.threads = mmaScoreThreads(p);

@@ -44,6 +44,9 @@ struct TileProblem {
   /// kernels take both cu_seqlens, each query row finds its sequence and
   /// the leaf arrays number leaves over the batch (PackedSequences.h).
   MemRefType cuSeqlensQ, cuSeqlensK;
+  /// The target has wgmma (sm_90a): 64-row tiles may be scored on
+  /// warpgroup tensor cores (canScoreWithWgmma).
+  bool warpgroupMma = false;
   bool packed() const { return bool(cuSeqlensQ); }
 };
 
@@ -86,6 +89,15 @@ struct TileSpan {
 TileSpan loadTileSpan(ImplicitLocOpBuilder &b, const Kernel &score,
                       const TileProblem &p, Value batch, Value kv, Value tile);
 
+/// The tiles a block of a scoring kernel owns: grid y is batch x KV head,
+/// block x takes tiles [x T, x T + T) of its (batch, KV head) that exist,
+/// T = tilesPerBlock. Reads the kernel's numTiles.
+struct BlockTiles {
+  Value batch, kv, first, end;
+};
+BlockTiles loadBlockTiles(ImplicitLocOpBuilder &b, const Kernel &score,
+                          const TileProblem &p, int64_t tilesPerBlock);
+
 /// What member `member` (< Q_tile) of a tile scores: its query, the
 /// contender slot of the pair, and `limit`, the first key position it may
 /// not see (min(N, t + 1)). Loads are clamped so that idle members stay in
@@ -106,6 +118,16 @@ int64_t mmaScoreThreads(const TileProblem &problem);
 int64_t mmaTilesPerBlock();
 Kernel buildMmaScoreKernel(PatternRewriter &rewriter, Operation *anchor,
                            const TileProblem &problem);
+
+/// Warpgroup scoring (sm_90a, TileScoringWgmma.cpp) applies to f16 and bf16
+/// inputs with Q_tile * G = 64 (wgmma's M) and G dividing 16, C a multiple
+/// of 8 up to 256, d of 16, and both tiles within 48 KiB; it is preferred
+/// to mma.sync where it applies.
+bool canScoreWithWgmma(const TileProblem &problem);
+int64_t wgmmaScoreThreads();
+int64_t wgmmaTilesPerBlock();
+Kernel buildWgmmaScoreKernel(PatternRewriter &rewriter, Operation *anchor,
+                             const TileProblem &problem);
 
 /// Kernels of pisa.kernel.bucket; reads only the sizes, contenders, counts
 /// and sort buffers of `problem`.

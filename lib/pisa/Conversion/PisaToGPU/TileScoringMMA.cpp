@@ -253,20 +253,12 @@ Kernel mlir::pisa::detail::buildMmaScoreKernel(
                         ? Value()
                         : view(0, {l.rows, l.scoreStride}, f32);
 
-  Value heads = indexConst(b, p.kvHeads);
-  Value batch = arith::DivUIOp::create(b, blockIdY(b), heads);
-  Value kv = arith::RemUIOp::create(b, blockIdY(b), heads);
+  // Block x scores tiles [8x, 8x + 8) that exist, in order.
+  BlockTiles owned = loadBlockTiles(b, e, p, kTilesPerBlock);
+  Value batch = owned.batch, kv = owned.kv;
+  Value firstTile = owned.first, endTile = owned.end;
   Value tid = threadIdX(b);
   Value zero = indexConst(b, 0);
-  Value numTiles = toIndex(
-      b, memref::LoadOp::create(b, e.arg("numTiles"), ValueRange{batch, kv}));
-
-  // Block x scores tiles [8x, 8x + 8) that exist, in order.
-  Value firstTile =
-      arith::MulIOp::create(b, blockIdX(b), indexConst(b, kTilesPerBlock));
-  Value endTile = arith::MinUIOp::create(
-      b, arith::AddIOp::create(b, firstTile, indexConst(b, kTilesPerBlock)),
-      numTiles);
   Value noLeaf = indexConst(b, -1);
   buildLoop(b, firstTile, endTile, ValueRange{noLeaf},
             [&](ImplicitLocOpBuilder &tb, Value tile,

@@ -221,7 +221,9 @@ struct BucketToGPU : KernelOpPattern<BucketKernelOp> {
 };
 
 struct ScoreTilesToGPU : KernelOpPattern<ScoreTilesKernelOp> {
-  using KernelOpPattern::KernelOpPattern;
+  ScoreTilesToGPU(MLIRContext *ctx, const GPUTargetFeatures &features)
+      : KernelOpPattern(ctx), features(features) {}
+  GPUTargetFeatures features;
   void lower(ScoreTilesKernelOp op, PatternRewriter &rewriter,
              ImplicitLocOpBuilder &host) const override {
     // Only the types of the buffers the scoring kernel reads matter here.
@@ -235,6 +237,7 @@ struct ScoreTilesToGPU : KernelOpPattern<ScoreTilesKernelOp> {
                                 candidates, op.getQTile(), op.getBlockSize(),
                                 op.getScale().convertToFloat(),
                                 op.getCuSeqlensQ(), op.getCuSeqlensK());
+    p.warpgroupMma = features.warpgroupMma;
     ScoreKernel kernel = buildScoreKernel(rewriter, op, p);
     SmallVector<KernelOperand> operands{
         {"queries", op.getQueries()},
@@ -351,9 +354,10 @@ struct SelectFinalToGPU : KernelOpPattern<SelectFinalKernelOp> {
 } // namespace
 
 void mlir::pisa::populateSelectionKernelsToGPUPatterns(
-    RewritePatternSet &patterns) {
+    RewritePatternSet &patterns, const GPUTargetFeatures &features) {
   addSingleStagePatterns(patterns);
   patterns.add<FragmentPlanesToGPU, WalkToGPU,
-               BucketToGPU, ScoreTilesToGPU, SelectFinalToGPU>(
+               BucketToGPU, SelectFinalToGPU>(
       patterns.getContext());
+  patterns.add<ScoreTilesToGPU>(patterns.getContext(), features);
 }

@@ -1,0 +1,373 @@
+//===- TileScoringWgmma.cpp - Stage-2 tile scoring on warpgroup MMA -------===//
+//
+// sm_90a: a block is one warpgroup (4 warps) and scores a 64-row tile
+// (Q_tile queries x G heads) against its leaf's C keys with wgmma
+// m64nCk16, both operands read by the tensor cores from shared memory
+// through matrix descriptors, the 64 x C product left in the warpgroup's
+// registers. Against the mma.sync scorer (TileScoringMMA.cpp) no warp reads
+// operand fragments out of shared memory itself: each key tile is read once
+// a tile instead of once per warp, the query rows are copied in by cp.async
+// without passing through registers, and the tensor cores take a
+// warpgroup's 64 rows at once.
+//
+// Tiles are stored K-major in the 128-byte swizzle: 64 columns a 128-byte
+// row, the 16-byte chunk c of row r at position c ^ (r % 8). Consecutive
+// threads copy consecutive chunks of a row (whole rows from global memory)
+// and the eight chunks of a row land in distinct bank groups. (Unswizzled
+// 8 x 16-byte core matrices measured 1.4x slower than mma.sync, Nsight
+// Compute's Mem Busy at 90%; docs/performance.md.) The block copies the
+// next tile's queries into the second buffer while it scores the current
+// one.
+//
+// The accumulators are read where wgmma leaves them (warp w holds rows
+// 16 w + lane / 4 and that + 8; the quad's lanes split each row's columns)
+// and the per-row LSE (base 2, the scale folded in) and the head sums are
+// quad and warp shuffles, as in the mma.sync scorer's register epilogue.
+//
+// wgmma has no vector.contract lowering that leaves its accumulators in
+// registers for such an epilogue (nvgpu.warpgroup.mma's accumulator is
+// opaque until stored to memory), so this kernel states the product with
+// the NVVM ops directly; docs/gpu.md says so.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelBuilder.h"
+#include "LeafScoreMMA.h"
+#include "TileScoring.h"
+
+#include "../Common/LoopBuilders.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+
+#include <algorithm>
+
+using namespace mlir;
+using namespace mlir::pisa::detail;
+
+namespace {
+constexpr int64_t kWarpgroupRows = 64; // wgmma's M
+constexpr int64_t kWarpgroupThreads = 128;
+constexpr int64_t kChunk = 8;          // 16-bit elements per 16-byte copy
+constexpr int64_t kCoreBytes = 128;    // a core matrix: 8 rows of 16 bytes
+constexpr int64_t kKStep = 16;         // wgmma's K for 16-bit inputs
+constexpr int64_t kMaxN = 256;         // wgmma's largest N
+constexpr int64_t kTilesPerBlock = 8;
+constexpr int64_t kStaticSharedLimit = 48 * 1024;
+// sm_90: 228 KiB of shared memory per SM, 1 KiB of it reserved per block.
+constexpr int64_t kSharedPerSM = 228 * 1024;
+constexpr int64_t kSharedReservedPerBlock = 1024;
+constexpr int64_t kRegistersPerSM = 64 * 1024;
+
+/// The block's shared memory: two query tiles (64 x d; the next tile's
+/// rows are copied in while the current one is scored), then the key tile
+/// (C x d), all in core matrices.
+struct WgmmaTileLayout {
+  int64_t queryBytes, keyOffset, bytes;
+  explicit WgmmaTileLayout(const TileProblem &p)
+      : queryBytes(kWarpgroupRows * p.headDim * 2),
+        keyOffset(2 * queryBytes),
+        bytes(keyOffset + p.blockSize * p.headDim * 2) {}
+};
+} // namespace
+
+bool mlir::pisa::detail::canScoreWithWgmma(const TileProblem &p) {
+  Type elem = p.keys.getElementType();
+  const int64_t g = p.groupSize;
+  return p.warpgroupMma && (elem.isBF16() || elem.isF16()) &&
+         p.qTile * g == kWarpgroupRows && 16 % g == 0 &&
+         p.blockSize % 8 == 0 && p.blockSize <= kMaxN &&
+         p.headDim % 64 == 0 &&
+         WgmmaTileLayout(p).bytes <= kStaticSharedLimit;
+}
+
+int64_t mlir::pisa::detail::wgmmaScoreThreads() { return kWarpgroupThreads; }
+int64_t mlir::pisa::detail::wgmmaTilesPerBlock() { return kTilesPerBlock; }
+
+/// Where a tile row comes from: the global memref, the indices of the row's
+/// first element (the last index is the column) and how many of a copy's
+/// elements are real (8, or 0 to zero-fill).
+struct RowSource {
+  Value memref;
+  SmallVector<Value> at;
+  Value real;
+};
+
+/// Copies rows [0, rows) of a tile into buffer `buffer` of `tiles`
+/// ([buffers, d / 64, R, 8, 8]: 128-byte rows of 64 columns, the 16-byte
+/// chunk c of row r at c ^ (r % 8), the 128-byte swizzle) by cp.async, 16
+/// bytes a copy, and commits them as one group. Consecutive threads take
+/// consecutive chunks of a row: whole rows from global memory, and the
+/// eight chunks of a row land in eight different bank groups.
+static Value copyTile(
+    ImplicitLocOpBuilder &b, Value tid, Value tiles, Value buffer,
+    int64_t rows, int64_t d,
+    llvm::function_ref<RowSource(ImplicitLocOpBuilder &, Value)> source) {
+  const int64_t chunksPerRow = d / kChunk;
+  const int64_t chunks = rows * chunksPerRow;
+  SmallVector<Value> tokens;
+  for (int64_t n = 0; n * kWarpgroupThreads < chunks; ++n) {
+    Value i = arith::AddIOp::create(
+        b, tid, indexConst(b, n * kWarpgroupThreads));
+    if ((n + 1) * kWarpgroupThreads > chunks)
+      i = arith::MinUIOp::create(b, i, indexConst(b, chunks - 1));
+    Value row = arith::DivUIOp::create(b, i, indexConst(b, chunksPerRow));
+    Value col = arith::RemUIOp::create(b, i, indexConst(b, chunksPerRow));
+    Value block = arith::DivUIOp::create(b, col, indexConst(b, 8));
+    Value swizzled = arith::XOrIOp::create(
+        b, arith::RemUIOp::create(b, col, indexConst(b, 8)),
+        arith::RemUIOp::create(b, row, indexConst(b, 8)));
+    RowSource src = source(b, row);
+    SmallVector<Value> at(src.at);
+    at.back() = arith::AddIOp::create(
+        b, at.back(), arith::MulIOp::create(b, col, indexConst(b, kChunk)));
+    tokens.push_back(nvgpu::DeviceAsyncCopyOp::create(
+        b, tiles, ValueRange{buffer, block, row, swizzled, indexConst(b, 0)},
+        src.memref, at, b.getIndexAttr(kChunk), src.real,
+        /*bypassL1=*/UnitAttr()));
+  }
+  return nvgpu::DeviceAsyncCreateGroupOp::create(
+      b, nvgpu::DeviceAsyncTokenType::get(b.getContext()), tokens);
+}
+
+/// The wgmma descriptor of a K-major tile in the 128-byte swizzle at shared
+/// address `address` (i64, 1024-byte aligned): the start address, 16
+/// bytes as the leading offset (unused by this layout), 1024 bytes (8 rows)
+/// as the stride, each in units of 16 bytes, and the swizzle mode (1 in
+/// bits 62-63). K-step s of an R-row tile starts (s / 4) R 128 + (s % 4)
+/// 32 bytes further (stepOffset).
+static Value tileDescriptor(ImplicitLocOpBuilder &b, Value address) {
+  auto c64 = [&](int64_t v) { return arith::ConstantIntOp::create(b, v, 64); };
+  Value start = arith::ShRUIOp::create(
+      b, arith::AndIOp::create(b, address, c64(0x3FFFF)), c64(4));
+  return arith::OrIOp::create(
+      b, start, c64((int64_t(1) << 16) | (int64_t(1024 >> 4) << 32) |
+                    (int64_t(1) << 62)));
+}
+
+/// K-step s's start in a tile of `rows` rows, in the descriptor's 16-byte
+/// units.
+static int64_t stepOffset(int64_t s, int64_t rows) {
+  return ((s / 4) * rows * kCoreBytes + (s % 4) * 32) >> 4;
+}
+
+/// The score of each member of the tile from the warpgroup's 64 x C
+/// product (`acc`, C / 2 f32 a thread): per row the LSE over the C keys
+/// (base 2, the scale folded in) across the quad, per member the sum over
+/// its G rows across the warp, written by one lane for members < n. No key
+/// mask: stage 2 scores contenders only, leaves at most b_t - 2, so every
+/// key of the leaf exists and every query of the tile sees it.
+static void buildWarpgroupEpilogue(ImplicitLocOpBuilder &b, const Kernel &e,
+                                   const TileProblem &p, Value acc,
+                                   Value tid, Value batch, Value kv,
+                                   const TileSpan &span) {
+  const int64_t c = p.blockSize, G = p.groupSize;
+  Value lane = arith::RemUIOp::create(b, tid, indexConst(b, 32));
+  Value warp = arith::DivUIOp::create(b, tid, indexConst(b, 32));
+  Value quadRow = arith::DivUIOp::create(b, lane, indexConst(b, 4));
+  Value scale = f32Const(b, p.scale * kLog2E);
+  // Accumulator 4 j + e: row 16 w + lane / 4 + 8 (e / 2), column
+  // 8 j + 2 (lane % 4) + e % 2.
+  Value lse[2];
+  for (int64_t half = 0; half < 2; ++half) {
+    SmallVector<Value> logits;
+    for (int64_t j = 0; j < c / 8; ++j)
+      for (int64_t e2 = 0; e2 < 2; ++e2)
+        logits.push_back(arith::MulFOp::create(
+            b,
+            LLVM::ExtractValueOp::create(
+                b, acc, ArrayRef<int64_t>{4 * j + 2 * half + e2}),
+            scale));
+    lse[half] = quadRowLse(b, logits);
+  }
+  // A member's G rows: G consecutive quad rows (G <= 8) or both halves of
+  // the warp's 8 (G = 16). Lanes 4 apart hold consecutive quad rows.
+  const int64_t span8 = std::min<int64_t>(G, 8);
+  const int64_t halves = G == 16 ? 1 : 2;
+  if (G == 16)
+    lse[0] = arith::AddFOp::create(b, lse[0], lse[1]);
+  for (int64_t half = 0; half < halves; ++half) {
+    Value total = lse[half];
+    for (int64_t m = 1; m < span8; m *= 2)
+      total = arith::AddFOp::create(b, total, shuffleXor(b, total, 4 * m));
+    total = arith::MulFOp::create(b, total, f32Const(b, kLn2));
+    Value row = arith::AddIOp::create(
+        b,
+        arith::MulIOp::create(b, warp, indexConst(b, 16)),
+        arith::AddIOp::create(b, quadRow, indexConst(b, 8 * half)));
+    Value member = arith::DivUIOp::create(b, row, indexConst(b, G));
+    Value writes = arith::AndIOp::create(
+        b,
+        cmp(b, arith::CmpIPredicate::eq,
+            arith::RemUIOp::create(b, lane, indexConst(b, 4 * span8)),
+            indexConst(b, 0)),
+        cmp(b, arith::CmpIPredicate::ult, member, span.size));
+    buildIfThen(b, writes, [&](ImplicitLocOpBuilder &wb) {
+      TileMember scored = loadTileMember(wb, e, p, batch, kv, span, member);
+      memref::StoreOp::create(wb, total, e.arg("scores"),
+                              ValueRange{batch, kv, scored.query, scored.slot});
+    });
+  }
+}
+
+Kernel mlir::pisa::detail::buildWgmmaScoreKernel(PatternRewriter &rewriter,
+                                                 Operation *anchor,
+                                                 const TileProblem &p) {
+  OpBuilder::InsertionGuard guard(rewriter);
+  MLIRContext *ctx = rewriter.getContext();
+  Type f32 = rewriter.getF32Type(), elem = p.keys.getElementType();
+  const WgmmaTileLayout l(p);
+  const int64_t d = p.headDim, c = p.blockSize, G = p.groupSize;
+
+  Kernel e = createKernel(
+      rewriter, anchor, "select_stage2_score_tiles_wgmma",
+      scoreKernelParams(p),
+      {workgroupType(ctx, {l.bytes}, rewriter.getI8Type())});
+  gpu::GPUFuncOp kernel = e.func();
+  kernel.setWorkgroupAttributionAttr(0, LLVM::LLVMDialect::getAlignAttrName(),
+                                     rewriter.getI64IntegerAttr(1024));
+  // As many blocks per SM as shared memory allows, but no more than leave
+  // each thread the C / 2 accumulators and about 64 registers besides
+  // (ptxas refuses wgmma with fewer: C = 128 at six blocks had 80).
+  const int64_t perBlock = l.bytes + kSharedReservedPerBlock;
+  const int64_t registers = c / 2 + 64;
+  const int64_t byRegisters = kRegistersPerSM / (kWarpgroupThreads * registers);
+  setOccupancyHint(kernel, kWarpgroupThreads,
+                   std::clamp<int64_t>(
+                       std::min(kSharedPerSM / perBlock, byRegisters), 1, 8));
+  ImplicitLocOpBuilder b(anchor->getLoc(), rewriter);
+  Value bytes = kernel.getWorkgroupAttributions()[0];
+  auto swizzledTiles = [&](int64_t offset, int64_t buffers, int64_t rows) {
+    return memref::ViewOp::create(
+               b,
+               workgroupType(ctx, {buffers, d / 64, rows, 8, kChunk}, elem),
+               bytes, indexConst(b, offset), ValueRange{})
+        .getResult();
+  };
+  Value queryTiles = swizzledTiles(0, 2, kWarpgroupRows);
+  Value keyTile = swizzledTiles(l.keyOffset, 1, c);
+  Value base = arith::IndexCastOp::create(
+      b, b.getI64Type(),
+      memref::ExtractAlignedPointerAsIndexOp::create(b, bytes));
+  Value queryDesc = tileDescriptor(b, base);
+  Value keyDesc = tileDescriptor(
+      b, arith::AddIOp::create(
+             b, base, arith::ConstantIntOp::create(b, l.keyOffset, 64)));
+
+  BlockTiles owned = loadBlockTiles(b, e, p, kTilesPerBlock);
+  Value batch = owned.batch, kv = owned.kv;
+  Value firstTile = owned.first, endTile = owned.end;
+  Value tid = threadIdX(b);
+  Value lastTile = arith::SubIOp::create(b, endTile, indexConst(b, 1));
+  auto parity = [&](ImplicitLocOpBuilder &pb, Value tile) {
+    return arith::RemUIOp::create(
+        pb, arith::SubIOp::create(pb, tile, firstTile), indexConst(pb, 2));
+  };
+  // Copies the query rows (member * G + head) of tile `source` into the
+  // buffer of tile `tile`; `real` false zero-fills instead (past the
+  // block's last tile, where `source` is clamped). Idle members copy a
+  // clamped row that no result reads.
+  Value g = indexConst(b, G);
+  auto copyQueries = [&](ImplicitLocOpBuilder &qb, Value tile, Value source,
+                         Value real) {
+    TileSpan span = loadTileSpan(qb, e, p, batch, kv, source);
+    Value elements = arith::SelectOp::create(qb, real, indexConst(qb, kChunk),
+                                             indexConst(qb, 0));
+    return copyTile(
+        qb, tid, queryTiles, parity(qb, tile), kWarpgroupRows, d,
+        [&](ImplicitLocOpBuilder &lb, Value r) -> RowSource {
+          Value head = arith::AddIOp::create(
+              lb, arith::MulIOp::create(lb, kv, g),
+              arith::RemUIOp::create(lb, r, g));
+          TileMember m = loadTileMember(lb, e, p, batch, kv, span,
+                                        arith::DivUIOp::create(lb, r, g));
+          return {e.arg("queries"),
+                  {batch, head, m.query, indexConst(lb, 0)},
+                  elements};
+        });
+  };
+  buildIfThen(b, cmp(b, arith::CmpIPredicate::ult, firstTile, endTile),
+              [&](ImplicitLocOpBuilder &pb) {
+                copyQueries(pb, firstTile, firstTile,
+                            arith::ConstantIntOp::create(pb, 1, 1));
+              });
+
+  auto accType = LLVM::LLVMStructType::getLiteral(
+      ctx, SmallVector<Type>(c / 2, f32));
+  NVVM::WGMMATypes inType =
+      elem.isBF16() ? NVVM::WGMMATypes::bf16 : NVVM::WGMMATypes::f16;
+  buildLoop(b, firstTile, endTile, ValueRange{indexConst(b, -1)},
+            [&](ImplicitLocOpBuilder &tb, Value tile,
+                ValueRange stagedLeaf) -> SmallVector<Value> {
+    // Every thread is past the previous tile's wgmma (it waited for it), so
+    // the key tile and the other query buffer may be overwritten.
+    gpu::BarrierOp::create(tb);
+    TileSpan span = loadTileSpan(tb, e, p, batch, kv, tile);
+    Value newLeaf =
+        cmp(tb, arith::CmpIPredicate::ne, span.leaf, stagedLeaf.front());
+    buildIfThen(tb, newLeaf, [&](ImplicitLocOpBuilder &kb) {
+      Value lastKey =
+          arith::SubIOp::create(kb, span.numKeys, indexConst(kb, 1));
+      copyTile(kb, tid, keyTile, indexConst(kb, 0), c, d,
+               [&](ImplicitLocOpBuilder &lb, Value r) -> RowSource {
+                 Value key = arith::AddIOp::create(lb, span.firstKey, r);
+                 Value row = arith::AddIOp::create(
+                     lb, span.keyShift,
+                     arith::MinUIOp::create(lb, key, lastKey));
+                 Value real = arith::SelectOp::create(
+                     lb, cmp(lb, arith::CmpIPredicate::ule, key, lastKey),
+                     indexConst(lb, kChunk), indexConst(lb, 0));
+                 return {e.arg("keys"), {batch, kv, row, indexConst(lb, 0)},
+                         real};
+               });
+    });
+    // The next tile's queries go in flight (zero-filled past the block's
+    // last tile, so that every thread commits the same groups)...
+    Value next = arith::AddIOp::create(tb, tile, indexConst(tb, 1));
+    Value nextQueries =
+        copyQueries(tb, next, arith::MinUIOp::create(tb, next, lastTile),
+                    cmp(tb, arith::CmpIPredicate::ult, next, endTile));
+    // ...and every older group (this tile's queries, its keys) completes.
+    nvgpu::DeviceAsyncWaitOp::create(tb, nextQueries,
+                                     tb.getI32IntegerAttr(1));
+    // cp.async wrote through the generic proxy; wgmma reads through the
+    // async proxy.
+    NVVM::FenceProxyOp::create(
+        tb, NVVM::ProxyKind::async_shared,
+        NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
+    gpu::BarrierOp::create(tb);
+
+    // Buffer i starts 64 * d * 2 bytes further: that >> 4 in the address.
+    Value bufferStep = arith::MulIOp::create(
+        tb, arith::IndexCastOp::create(tb, tb.getI64Type(), parity(tb, tile)),
+        arith::ConstantIntOp::create(tb, l.queryBytes >> 4, 64));
+    Value tileDesc = arith::AddIOp::create(tb, queryDesc, bufferStep);
+    Value acc = LLVM::PoisonOp::create(tb, accType);
+    NVVM::WgmmaFenceAlignedOp::create(tb);
+    for (int64_t s = 0; s < d / kKStep; ++s) {
+      auto step = [&](int64_t rows) {
+        return arith::ConstantIntOp::create(tb, stepOffset(s, rows), 64);
+      };
+      acc = NVVM::WgmmaMmaAsyncOp::create(
+          tb, accType, acc,
+          arith::AddIOp::create(tb, tileDesc, step(kWarpgroupRows)),
+          arith::AddIOp::create(tb, keyDesc, step(c)),
+          NVVM::MMAShapeAttr::get(ctx, kWarpgroupRows, c, kKStep), inType,
+          inType, NVVM::WGMMATypes::f32,
+          s == 0 ? NVVM::WGMMAScaleOut::zero : NVVM::WGMMAScaleOut::one,
+          NVVM::WGMMAScaleIn::one, NVVM::WGMMAScaleIn::one,
+          NVVM::MMALayout::row, NVVM::MMALayout::col,
+          /*satfinite=*/NVVM::MMAIntOverflowAttr());
+    }
+    NVVM::WgmmaGroupSyncAlignedOp::create(tb);
+    NVVM::WgmmaWaitGroupSyncOp::create(tb, 0);
+    buildWarpgroupEpilogue(tb, e, p, acc, tid, batch, kv, span);
+    return {span.leaf};
+  });
+  gpu::ReturnOp::create(b);
+  return e;
+}

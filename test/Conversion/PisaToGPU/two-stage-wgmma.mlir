@@ -1,0 +1,74 @@
+// RUN: pisa-opt %s --pisa-decompose-to-kernels %bufferize --convert-pisa-to-gpu | FileCheck %s --enable-var-scope
+// RUN: pisa-opt %s --pisa-decompose-to-kernels %bufferize --convert-pisa-to-gpu=chip=sm_90 | FileCheck %s --check-prefix=SM90 --enable-var-scope
+
+// Stage 2 at the paper's setting for sm_90a (the default chip): a block is
+// one warpgroup scoring 64-row tiles (4 queries x G = 16) with wgmma. Both
+// operands come from shared memory in the 128-byte swizzle, copied in by
+// cp.async; the next tile's queries are in flight while a tile is scored.
+// sm_90 keeps the mma.sync scorer (two-stage.mlir).
+
+// SM90: gpu.launch_func @pisa_kernels::@select_stage2_score_tiles_mma
+// SM90-NOT: wgmma
+
+//   Up to 16384 + 64 tiles, 8 per block: 2056 blocks of one warpgroup.
+// CHECK: gpu.launch_func @pisa_kernels::@select_stage2_score_tiles_wgmma blocks in ({{%c2056(_[0-9]+)?}}, {{.*}} threads in ({{%c128(_[0-9]+)?}}
+//   Two 16 KiB query buffers and the 16 KiB key tile, 1024-byte aligned as
+//   the swizzle needs; four blocks fit an SM.
+// CHECK: gpu.func @select_stage2_score_tiles_wgmma({{.*}}) workgroup(%[[SMEM:.*]] : memref<49152xi8, #gpu.address_space<workgroup>> {llvm.align = 1024 : i64}) kernel attributes {known_block_size = array<i32: 128, 1, 1>, nvvm.minctasm = 4 : i32}
+//   [buffer, 64-column block, row, swizzled 16-byte chunk, 8]
+// CHECK: %[[QT:.*]] = memref.view %[[SMEM]][%{{.*}}][] : {{.*}} to memref<2x2x64x8x8xbf16, #gpu.address_space<workgroup>>
+// CHECK: %[[KT:.*]] = memref.view %[[SMEM]][%c32768][] : {{.*}} to memref<1x2x64x8x8xbf16, #gpu.address_space<workgroup>>
+//   Descriptors: the shared address >> 4, leading 1, stride 1024 >> 4 =
+//   64 (bits 32-45), 128-byte swizzle (bit 62): 1 << 16 | 64 << 32 | 1 << 62.
+// CHECK: %[[BASE:.*]] = memref.extract_aligned_pointer_as_index %[[SMEM]]
+// CHECK: arith.constant 4611686293305360384 : i64
+//   The first tile's queries before the loop; chunk c of row r lands at
+//   c ^ (r % 8).
+// CHECK: scf.if
+// CHECK: arith.xori
+// CHECK: nvgpu.device_async_copy %arg0[{{.*}}], %[[QT]][{{.*}}], 8
+// CHECK: nvgpu.device_async_create_group
+// CHECK: scf.for {{.*}} iter_args(%[[STAGED:.*]] = %{{.*}}) -> (index)
+// CHECK-NEXT: gpu.barrier
+// CHECK: %[[NEWLEAF:.*]] = arith.cmpi ne, %{{.*}}, %[[STAGED]] : index
+// CHECK-NEXT: scf.if %[[NEWLEAF]]
+// CHECK: nvgpu.device_async_copy %arg1[{{.*}}], %[[KT]][{{.*}}], 8
+// CHECK: nvgpu.device_async_create_group
+//   The next tile's queries, then every older group complete.
+// CHECK: nvgpu.device_async_copy %arg0[{{.*}}], %[[QT]][{{.*}}], 8
+// CHECK: %[[NEXT:.*]] = nvgpu.device_async_create_group
+// CHECK-NEXT: nvgpu.device_async_wait %[[NEXT]] {numGroups = 1 : i32}
+// CHECK-NEXT: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
+// CHECK-NEXT: gpu.barrier
+// CHECK: nvvm.wgmma.fence.aligned
+//   Eight k-steps of 16: 32 bytes apart in a 64-column block, the second
+//   block 64 rows x 128 bytes on (512 in 16-byte units).
+// CHECK: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 64, k = 16>, D[<f32>, <zero>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
+// CHECK: %c2_i64
+// CHECK: nvvm.wgmma.mma_async {{.*}} D[<f32>, <one>]
+// CHECK: %c512_i64
+// CHECK-COUNT-4: nvvm.wgmma.mma_async {{.*}} D[<f32>, <one>]
+// CHECK: nvvm.wgmma.commit.group.sync.aligned
+// CHECK-NEXT: nvvm.wgmma.wait.group.sync.aligned 0
+//   The epilogue reads the accumulators in registers: per row the LSE over
+//   the quad (xor 1, 2), the 16 heads over the warp (xor 4, 8, 16).
+// CHECK: llvm.extractvalue
+// CHECK: gpu.shuffle  xor %{{.*}}, %c1_i32
+// CHECK: gpu.shuffle  xor %{{.*}}, %c2_i32
+// CHECK: math.exp2
+// CHECK: math.log2
+// CHECK: gpu.shuffle  xor %{{.*}}, %c4_i32
+// CHECK: gpu.shuffle  xor %{{.*}}, %c8_i32
+// CHECK: gpu.shuffle  xor %{{.*}}, %c16_i32
+// CHECK: memref.store %{{.*}}, %arg9
+// CHECK-NOT: gpu.barrier
+// CHECK: scf.yield
+// CHECK: gpu.func @select_final
+func.func @prefill(%q: tensor<1x16x4096x128xbf16>, %k: tensor<1x1x4096x128xbf16>,
+                   %p: tensor<1x1x127x128xf32>, %off: index) -> tensor<1x1x4096x8xi32> {
+  %s = pisa.hier_topk %q, %k, %p, %off topk = 8 block_size = 64 branching = 2
+      {schedule = #pisa.schedule<two_stage, q_tile = 4, io_two_stage = 4096, io_single_stage = 8192>}
+      : tensor<1x16x4096x128xbf16>, tensor<1x1x4096x128xbf16>, tensor<1x1x127x128xf32>
+      -> tensor<1x1x4096x8xi32>
+  return %s : tensor<1x1x4096x8xi32>
+}

@@ -4,7 +4,8 @@
 // Stage 2 at the paper's setting for sm_90a (the default chip): a block is
 // one warpgroup scoring 64-row tiles (4 queries x G = 16) with wgmma. Both
 // operands come from shared memory in the 128-byte swizzle, copied in by
-// cp.async; the next tile's queries are in flight while a tile is scored.
+// cp.async bypassing L1; the next tile's queries are in flight while a
+// tile is scored.
 // sm_90 keeps the mma.sync scorer (two-stage.mlir).
 
 // SM90: gpu.launch_func @pisa_kernels::@select_stage2_score_tiles_mma
@@ -26,16 +27,16 @@
 //   c ^ (r % 8).
 // CHECK: scf.if
 // CHECK: arith.xori
-// CHECK: nvgpu.device_async_copy %arg0[{{.*}}], %[[QT]][{{.*}}], 8
+// CHECK: nvgpu.device_async_copy %arg0[{{.*}}], %[[QT]][{{.*}}], 8, %{{.*}} {bypassL1}
 // CHECK: nvgpu.device_async_create_group
 // CHECK: scf.for {{.*}} iter_args(%[[STAGED:.*]] = %{{.*}}) -> (index)
 // CHECK-NEXT: gpu.barrier
 // CHECK: %[[NEWLEAF:.*]] = arith.cmpi ne, %{{.*}}, %[[STAGED]] : index
 // CHECK-NEXT: scf.if %[[NEWLEAF]]
-// CHECK: nvgpu.device_async_copy %arg1[{{.*}}], %[[KT]][{{.*}}], 8
+// CHECK: nvgpu.device_async_copy %arg1[{{.*}}], %[[KT]][{{.*}}], 8, %{{.*}} {bypassL1}
 // CHECK: nvgpu.device_async_create_group
 //   The next tile's queries, then every older group complete.
-// CHECK: nvgpu.device_async_copy %arg0[{{.*}}], %[[QT]][{{.*}}], 8
+// CHECK: nvgpu.device_async_copy %arg0[{{.*}}], %[[QT]][{{.*}}], 8, %{{.*}} {bypassL1}
 // CHECK: %[[NEXT:.*]] = nvgpu.device_async_create_group
 // CHECK-NEXT: nvgpu.device_async_wait %[[NEXT]] {numGroups = 1 : i32}
 // CHECK-NEXT: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}

@@ -53,7 +53,9 @@ namespace {
 constexpr int64_t kWarpgroupRows = 64; // wgmma's M
 constexpr int64_t kWarpgroupThreads = 128;
 constexpr int64_t kChunk = 8;          // 16-bit elements per 16-byte copy
-constexpr int64_t kCoreBytes = 128;    // a core matrix: 8 rows of 16 bytes
+// The 128-byte swizzle: a row of 64 16-bit columns, 8 chunks of 16 bytes.
+constexpr int64_t kSwizzleRowBytes = 128;
+constexpr int64_t kSwizzleColumns = 64;
 constexpr int64_t kKStep = 16;         // wgmma's K for 16-bit inputs
 constexpr int64_t kMaxN = 256;         // wgmma's largest N
 constexpr int64_t kTilesPerBlock = 8;
@@ -65,7 +67,7 @@ constexpr int64_t kRegistersPerSM = 64 * 1024;
 
 /// The block's shared memory: two query tiles (64 x d; the next tile's
 /// rows are copied in while the current one is scored), then the key tile
-/// (C x d), all in core matrices.
+/// (C x d), all in the 128-byte swizzle (copyTile).
 struct WgmmaTileLayout {
   int64_t queryBytes, keyOffset, bytes;
   explicit WgmmaTileLayout(const TileProblem &p)
@@ -73,20 +75,6 @@ struct WgmmaTileLayout {
         keyOffset(2 * queryBytes),
         bytes(keyOffset + p.blockSize * p.headDim * 2) {}
 };
-} // namespace
-
-bool mlir::pisa::detail::canScoreWithWgmma(const TileProblem &p) {
-  Type elem = p.keys.getElementType();
-  const int64_t g = p.groupSize;
-  return p.warpgroupMma && (elem.isBF16() || elem.isF16()) &&
-         p.qTile * g == kWarpgroupRows && 16 % g == 0 &&
-         p.blockSize % 8 == 0 && p.blockSize <= kMaxN &&
-         p.headDim % 64 == 0 &&
-         WgmmaTileLayout(p).bytes <= kStaticSharedLimit;
-}
-
-int64_t mlir::pisa::detail::wgmmaScoreThreads() { return kWarpgroupThreads; }
-int64_t mlir::pisa::detail::wgmmaTilesPerBlock() { return kTilesPerBlock; }
 
 /// Where a tile row comes from: the global memref, the indices of the row's
 /// first element (the last index is the column) and how many of a copy's
@@ -96,6 +84,21 @@ struct RowSource {
   SmallVector<Value> at;
   Value real;
 };
+} // namespace
+
+bool mlir::pisa::detail::canScoreWithWgmma(const TileProblem &p) {
+  Type elem = p.keys.getElementType();
+  const int64_t g = p.groupSize;
+  return p.warpgroupMma && (elem.isBF16() || elem.isF16()) &&
+         p.qTile * g == kWarpgroupRows && 16 % g == 0 &&
+         p.blockSize % 8 == 0 && p.blockSize <= kMaxN &&
+         p.headDim % kSwizzleColumns == 0 &&
+         WgmmaTileLayout(p).bytes <= kStaticSharedLimit;
+}
+
+int64_t mlir::pisa::detail::wgmmaScoreThreads() { return kWarpgroupThreads; }
+int64_t mlir::pisa::detail::wgmmaTilesPerBlock() { return kTilesPerBlock; }
+
 
 /// Copies rows [0, rows) of a tile into buffer `buffer` of `tiles`
 /// ([buffers, d / 64, R, 8, 8]: 128-byte rows of 64 columns, the 16-byte
@@ -119,10 +122,13 @@ static Value copyTile(
       i = arith::MinUIOp::create(b, i, indexConst(b, chunks - 1));
     Value row = arith::DivUIOp::create(b, i, indexConst(b, chunksPerRow));
     Value col = arith::RemUIOp::create(b, i, indexConst(b, chunksPerRow));
-    Value block = arith::DivUIOp::create(b, col, indexConst(b, 8));
+    // Chunk `col` of the row: 64-column block col / 8, position
+    // (col % 8) ^ (row % 8) in its 128-byte row.
+    Value perRow = indexConst(b, kSwizzleRowBytes / 16);
+    Value block = arith::DivUIOp::create(b, col, perRow);
     Value swizzled = arith::XOrIOp::create(
-        b, arith::RemUIOp::create(b, col, indexConst(b, 8)),
-        arith::RemUIOp::create(b, row, indexConst(b, 8)));
+        b, arith::RemUIOp::create(b, col, perRow),
+        arith::RemUIOp::create(b, row, perRow));
     RowSource src = source(b, row);
     SmallVector<Value> at(src.at);
     at.back() = arith::AddIOp::create(
@@ -154,7 +160,9 @@ static Value tileDescriptor(ImplicitLocOpBuilder &b, Value address) {
 /// K-step s's start in a tile of `rows` rows, in the descriptor's 16-byte
 /// units.
 static int64_t stepOffset(int64_t s, int64_t rows) {
-  return ((s / 4) * rows * kCoreBytes + (s % 4) * 32) >> 4;
+  const int64_t stepsPerRow = kSwizzleColumns / kKStep;
+  return ((s / stepsPerRow) * rows * kSwizzleRowBytes +
+          (s % stepsPerRow) * kKStep * 2) >> 4;
 }
 
 /// The score of each member of the tile from the warpgroup's 64 x C
@@ -246,7 +254,8 @@ Kernel mlir::pisa::detail::buildWgmmaScoreKernel(PatternRewriter &rewriter,
   auto swizzledTiles = [&](int64_t offset, int64_t buffers, int64_t rows) {
     return memref::ViewOp::create(
                b,
-               workgroupType(ctx, {buffers, d / 64, rows, 8, kChunk}, elem),
+               workgroupType(ctx, {buffers, d / kSwizzleColumns, rows, 8, kChunk},
+                             elem),
                bytes, indexConst(b, offset), ValueRange{})
         .getResult();
   };

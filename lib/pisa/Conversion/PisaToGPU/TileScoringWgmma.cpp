@@ -86,11 +86,14 @@ struct RowSource {
 };
 } // namespace
 
+// G = 8 (q_tile 8) and 16 (q_tile 4) have run on the H200. The epilogue
+// also handles G = 1, 2 and 4 (q_tile 64, 32, 16), which keep the mma.sync
+// scorer until they have been checked there.
 bool mlir::pisa::detail::canScoreWithWgmma(const TileProblem &p) {
   Type elem = p.keys.getElementType();
   const int64_t g = p.groupSize;
   return p.warpgroupMma && (elem.isBF16() || elem.isF16()) &&
-         p.qTile * g == kWarpgroupRows && 16 % g == 0 &&
+         p.qTile * g == kWarpgroupRows && (g == 8 || g == 16) &&
          p.blockSize % 8 == 0 && p.blockSize <= kMaxN &&
          p.headDim % kSwizzleColumns == 0 &&
          WgmmaTileLayout(p).bytes <= kStaticSharedLimit;

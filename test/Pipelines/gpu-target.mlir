@@ -8,6 +8,8 @@
 // RUN: not pisa-opt %s --pisa-lower-to-nvvm-pipeline=format=xyz -o %t.xyz 2>&1 | FileCheck %s --enable-var-scope --check-prefix=FORMAT
 // RUN: test ! -e %t.xyz
 // RUN: pisa-opt %s --pisa-check-gpu-target=chip=sm_90a | FileCheck %s --enable-var-scope --check-prefix=OK
+// The conversion's own chip option (it picks the kernels) is checked too.
+// RUN: not pisa-opt %s --convert-pisa-to-gpu=chip=sm_70 2>&1 | FileCheck %s --enable-var-scope --check-prefix=SM70
 
 // SM70: error: unsupported GPU chip 'sm_70': pisa's kernels are built for sm_90 and sm_90a (Hopper) only
 // SM70-NOT: LLVM ERROR

@@ -1,8 +1,10 @@
 //===- GPUTarget.h - The GPU targets pisa's kernels support -----*- C++ -*-===//
 //
-// pisa's kernels use bf16/f16 mma.sync and are tuned for Hopper's shared
-// memory; they are built and tested for sm_90 only. Other chips are an
-// error up front, never an LLVM "Cannot select" abort in the NVPTX backend.
+// pisa's kernels use bf16/f16 mma.sync (and, on sm_90a, wgmma) and are
+// tuned for Hopper's shared memory; they are built and tested for sm_90 and
+// sm_90a only. Other chips are an error up front, never an LLVM "Cannot
+// select" abort in the NVPTX backend. The one definition of what each
+// supported chip offers the lowering.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,9 +17,21 @@
 
 namespace mlir::pisa {
 
+/// Why `chip` cannot be compiled for, or nullopt when it can.
+std::optional<std::string> unsupportedGPUChip(std::string_view chip);
+
 /// Why (chip, format) cannot be compiled for, or nullopt when it can.
 std::optional<std::string> unsupportedGPUTarget(std::string_view chip,
                                                 std::string_view format);
+
+/// What a supported chip offers beyond sm_90's instructions.
+struct GPUTargetFeatures {
+  /// wgmma (sm_90a only): stage 2 scores 64-row tiles on warpgroup tensor
+  /// cores.
+  bool warpgroupMma = false;
+};
+/// The features of `chip` (one unsupportedGPUChip accepts).
+GPUTargetFeatures gpuTargetFeatures(std::string_view chip);
 
 } // namespace mlir::pisa
 

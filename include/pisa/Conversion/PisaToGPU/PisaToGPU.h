@@ -3,10 +3,11 @@
 #ifndef PISA_CONVERSION_PISATOGPU_PISATOGPU_H
 #define PISA_CONVERSION_PISATOGPU_PISATOGPU_H
 
+#include "pisa/Analysis/GPUTarget.h"
+
 #include <cstdint>
 #include <optional>
 #include <string>
-#include <string_view>
 
 namespace mlir {
 class ModuleOp;
@@ -30,15 +31,6 @@ constexpr int64_t kMaxGPUKeys = (int64_t(1) << 31) - 1;  ///< N (i32 leaves)
 /// IR. Limits on dynamic sizes are
 /// checked at run time (host assertions, a call's error in an AOT library).
 std::optional<std::string> gpuLimitViolation(Operation *op);
-
-/// What the target chip offers beyond sm_90's instructions.
-struct GPUTargetFeatures {
-  /// wgmma (sm_90a only): stage 2 scores 64-row tiles on warpgroup tensor
-  /// cores.
-  bool warpgroupMma = false;
-};
-/// The features of `chip` (one of those unsupportedGPUTarget accepts).
-GPUTargetFeatures gpuTargetFeatures(std::string_view chip);
 
 /// Kernel-level ops (buffer form) to gpu.func kernels and their launches:
 /// pisa.kernel.pyramid, and the selection kernels of both schedules.

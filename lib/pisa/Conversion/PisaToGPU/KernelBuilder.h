@@ -97,6 +97,14 @@ Value blockIdX(ImplicitLocOpBuilder &b);
 Value blockIdY(ImplicitLocOpBuilder &b);
 Value threadIdX(ImplicitLocOpBuilder &b);
 
+/// sm_90 shared memory: a block's static shared memory is at most 48 KiB;
+/// an SM has 228 KiB, of which each resident block reserves 1 KiB.
+constexpr int64_t kStaticSharedBytes = 48 * 1024;
+/// How many blocks using `bytesPerBlock` of shared memory fit one SM.
+constexpr int64_t blocksBySharedMemory(int64_t bytesPerBlock) {
+  return (228 * 1024) / (bytesPerBlock + 1024);
+}
+
 /// Tells ptxas the block size and that `blocksPerSM` blocks should fit an
 /// SM (known_block_size + nvvm.minctasm), so that it keeps registers within
 /// that occupancy.

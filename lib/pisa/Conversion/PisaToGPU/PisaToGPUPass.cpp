@@ -4,7 +4,6 @@
 #include "PyramidAppend.h"
 #include "SparseAttention.h"
 
-#include "pisa/Analysis/GPUTarget.h"
 #include "pisa/Conversion/Passes.h"
 #include "pisa/Conversion/PisaToGPU/PisaToGPU.h"
 #include "pisa/IR/PisaDialect.h"
@@ -32,12 +31,6 @@ namespace mlir::pisa {
 
 using namespace mlir;
 using namespace mlir::pisa;
-
-GPUTargetFeatures mlir::pisa::gpuTargetFeatures(std::string_view chip) {
-  GPUTargetFeatures features;
-  features.warpgroupMma = chip == "sm_90a";
-  return features;
-}
 
 void mlir::pisa::populatePisaToGPUConversionPatterns(
     RewritePatternSet &patterns, const GPUTargetFeatures &features) {
@@ -234,6 +227,11 @@ struct ConvertPisaToGPUPass
   using Base::Base;
 
   void runOnOperation() override {
+    // The chip picks the kernels (gpuTargetFeatures).
+    if (auto error = unsupportedGPUChip(chip)) {
+      getOperation()->emitError(*error);
+      return signalPassFailure();
+    }
     // The kernel-level ops in buffer form are what this pass lowers.
     bool ok = true;
     getOperation()->walk([&](Operation *op) {
@@ -260,10 +258,6 @@ struct ConvertPisaToGPUPass
         [](PyramidAppendKernelOp op) { return pisa::detail::isRunBySelection(op); });
     target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
     RewritePatternSet patterns(&getContext());
-    if (auto error = unsupportedGPUTarget(chip, "isa")) {
-      getOperation()->emitError(*error);
-      return signalPassFailure();
-    }
     populatePisaToGPUConversionPatterns(patterns, gpuTargetFeatures(chip));
     if (failed(applyPartialConversion(getOperation(), target,
                                       std::move(patterns))))

@@ -562,7 +562,7 @@ struct SparseAttentionToGPU : KernelOpPattern<SparseAttentionKernelOp> {
       // kernel, whose 255 registers fit no more without spills (3 spilled
       // and measured slower: performance.md).
       setOccupancyHint(kernel.func(), kAttentionThreads,
-                       std::clamp<int64_t>((228 * 1024) / (sharedBytes + 1024),
+                       std::clamp<int64_t>(blocksBySharedMemory(sharedBytes),
                                            1, inRegisters ? 2 : 16));
       ImplicitLocOpBuilder b(op.getLoc(), rewriter);
       if (inRegisters)

@@ -121,8 +121,8 @@ Kernel buildMmaScoreKernel(PatternRewriter &rewriter, Operation *anchor,
 
 /// Warpgroup scoring (sm_90a, TileScoringWgmma.cpp) applies to f16 and bf16
 /// inputs with Q_tile * G = 64 (wgmma's M) and G = 8 or 16, C a multiple
-/// of 8 up to 256, d of 16, and both tiles within 48 KiB; it is preferred
-/// to mma.sync where it applies.
+/// of 8 up to 256, d of 64, and two query tiles and the key tile within
+/// 48 KiB; it is preferred to mma.sync where it applies.
 bool canScoreWithWgmma(const TileProblem &problem);
 int64_t wgmmaScoreThreads();
 int64_t wgmmaTilesPerBlock();

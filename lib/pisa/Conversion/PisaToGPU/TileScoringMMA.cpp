@@ -77,10 +77,6 @@ struct MmaTileLayout {
 // Consecutive tiles mostly share a leaf (the scatter groups them by leaf),
 // so a block scoring several in turn stages each leaf's keys once.
 constexpr int64_t kTilesPerBlock = 8;
-// sm_90: 228 KiB of shared memory per SM, 1 KiB of it reserved per block.
-constexpr int64_t kSharedPerSM = 228 * 1024;
-constexpr int64_t kSharedReservedPerBlock = 1024;
-constexpr int64_t kStaticSharedLimit = 48 * 1024;
 constexpr int64_t kChunk = 8; // 16-bit elements per 16-byte copy
 } // namespace
 
@@ -90,7 +86,7 @@ bool mlir::pisa::detail::canScoreWithMma(const TileProblem &p) {
   Type elem = p.keys.getElementType();
   return (elem.isBF16() || elem.isF16()) && l.rows % 16 == 0 &&
          l.rows / l.rowsPerWarp <= 32 && c % 8 == 0 && p.headDim % 16 == 0 &&
-         l.bytes + l.rowLseBytes <= kStaticSharedLimit;
+         l.bytes + l.rowLseBytes <= kStaticSharedBytes;
 }
 
 int64_t mlir::pisa::detail::mmaTilesPerBlock() {
@@ -234,9 +230,9 @@ Kernel mlir::pisa::detail::buildMmaScoreKernel(
                                      rewriter.getI64IntegerAttr(16));
   // As many blocks per SM as shared memory allows (ptxas would otherwise
   // keep every hoisted address in registers and fit fewer).
-  const int64_t perBlock = l.bytes + l.rowLseBytes + kSharedReservedPerBlock;
   setOccupancyHint(kernel, threads,
-                   std::clamp<int64_t>(kSharedPerSM / perBlock, 1, 8));
+                   std::clamp<int64_t>(
+                       blocksBySharedMemory(l.bytes + l.rowLseBytes), 1, 8));
   ImplicitLocOpBuilder b(anchor->getLoc(), rewriter);
   Value bytes = kernel.getWorkgroupAttributions()[0];
   Value rowLse;

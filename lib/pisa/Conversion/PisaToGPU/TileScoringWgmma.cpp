@@ -59,10 +59,6 @@ constexpr int64_t kSwizzleColumns = 64;
 constexpr int64_t kKStep = 16;         // wgmma's K for 16-bit inputs
 constexpr int64_t kMaxN = 256;         // wgmma's largest N
 constexpr int64_t kTilesPerBlock = 8;
-constexpr int64_t kStaticSharedLimit = 48 * 1024;
-// sm_90: 228 KiB of shared memory per SM, 1 KiB of it reserved per block.
-constexpr int64_t kSharedPerSM = 228 * 1024;
-constexpr int64_t kSharedReservedPerBlock = 1024;
 constexpr int64_t kRegistersPerSM = 64 * 1024;
 
 /// The block's shared memory: two query tiles (64 x d; the next tile's
@@ -96,7 +92,7 @@ bool mlir::pisa::detail::canScoreWithWgmma(const TileProblem &p) {
          p.qTile * g == kWarpgroupRows && (g == 8 || g == 16) &&
          p.blockSize % 8 == 0 && p.blockSize <= kMaxN &&
          p.headDim % kSwizzleColumns == 0 &&
-         WgmmaTileLayout(p).bytes <= kStaticSharedLimit;
+         WgmmaTileLayout(p).bytes <= kStaticSharedBytes;
 }
 
 int64_t mlir::pisa::detail::wgmmaScoreThreads() { return kWarpgroupThreads; }
@@ -246,12 +242,12 @@ Kernel mlir::pisa::detail::buildWgmmaScoreKernel(PatternRewriter &rewriter,
   // As many blocks per SM as shared memory allows, but no more than leave
   // each thread the C / 2 accumulators and about 64 registers besides
   // (ptxas refuses wgmma with fewer: C = 128 at six blocks had 80).
-  const int64_t perBlock = l.bytes + kSharedReservedPerBlock;
   const int64_t registers = c / 2 + 64;
   const int64_t byRegisters = kRegistersPerSM / (kWarpgroupThreads * registers);
   setOccupancyHint(kernel, kWarpgroupThreads,
                    std::clamp<int64_t>(
-                       std::min(kSharedPerSM / perBlock, byRegisters), 1, 8));
+                       std::min(blocksBySharedMemory(l.bytes), byRegisters), 1,
+                       8));
   ImplicitLocOpBuilder b(anchor->getLoc(), rewriter);
   Value bytes = kernel.getWorkgroupAttributions()[0];
   auto swizzledTiles = [&](int64_t offset, int64_t buffers, int64_t rows) {

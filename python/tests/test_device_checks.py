@@ -82,6 +82,17 @@ class DecodeDrawTest(unittest.TestCase):
         self.assertTrue(all(c["Ncap"] % c["S"] == 0 for c in cfgs))
 
 
+    def test_the_tensor_levels_draw_stays_inside_that_scorer(self):
+        # docs/gpu.md: bf16, G <= 16, d % 32 == 0, C % 8 == 0, g = 2 and
+        # g * K <= 32 (the lane walk).
+        cfgs = check_decode.draw_configs(11, 200, 20000, space="tensor-levels")
+        self.assertTrue(all(c["dtype"] == "bf16" and c["G"] <= 16 and c["g"] == 2
+                            and c["K"] <= 16 and c["d"] % 32 == 0
+                            and c["C"] % 8 == 0 for c in cfgs))
+        self.assertEqual({c["G"] for c in cfgs}, set(range(1, 17)))
+        self.assertGreater(len({(c["d"], c["C"]) for c in cfgs}), 10)
+
+
 class SweepWgmmaDrawTest(unittest.TestCase):
     def test_the_wgmma_draw_stays_inside_its_space_and_covers_it(self):
         cfgs = sweep.draw(5, 200, space="wgmma")

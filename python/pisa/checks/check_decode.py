@@ -124,8 +124,11 @@ func.func @select(%q: {q}, %k: {k}, %p: {p}, %t: index) -> {s} {{
 """
 
 
-def draw_configs(seed, count, max_cap):
-    """The drawn configurations of `build` (without the paper's)."""
+def draw_configs(seed, count, max_cap, space=None):
+    """The drawn configurations of `build` (without the paper's). With
+    space="tensor-levels" every one is in the block's tensor-core level
+    scorer (docs/gpu.md): bf16, G <= 16, g = 2, K <= 16 (every d and C of
+    the sweep qualifies)."""
     rng = random.Random(seed)
     cfgs = []
     for i in range(count):
@@ -133,7 +136,9 @@ def draw_configs(seed, count, max_cap):
         cfg = {x: c[x] for x in ("Hkv", "G", "d", "C", "K", "g", "dtype", "inputs")}
         cfg["name"] = f"d{i:04d}"
         cfg["Hkv"] = min(cfg["Hkv"], 4)
-        if i % 2:
+        if space == "tensor-levels":
+            cfg.update(g=2, dtype="bf16", G=rng.randint(1, 16), K=rng.randint(3, 16))
+        elif i % 2:
             # Every other configuration in the decode block's fast paths
             # (docs/gpu.md): g * K <= 32 (the lane walk), and most of them
             # 16-bit with G <= 16 (tensor-core leaves when d % 32 == 0).
@@ -150,7 +155,7 @@ def draw_configs(seed, count, max_cap):
 
 
 def build(args):
-    cfgs = draw_configs(args.seed, args.count, args.max_cap)
+    cfgs = draw_configs(args.seed, args.count, args.max_cap, args.space)
     if args.paper:
         cfgs.append(dict(PAPER, Ncap=args.paper_capacity))
         # 64 sequences of 32K, the batched decode of issue 13's goals.
@@ -579,6 +584,8 @@ def main(argv=None):
     b.add_argument("--pisa-compile", default="build/bin/pisa-compile")
     b.add_argument("--paper", action="store_true",
                    help="also the paper setting with a 128K cache (libpaper.so, for bench)")
+    b.add_argument("--space", choices=("tensor-levels",),
+                   help="draw only inside the block's tensor-core level scorer")
     b.add_argument("--paper-capacity", type=int, default=PAPER["Ncap"],
                    help="libpaper.so's Ncap (bench --capacity must match)")
     c = sub.add_parser("check")

@@ -32,15 +32,23 @@
 // CHECK: arith.cmpi sge, %[[N]], %c1 : index
 // CHECK: arith.cmpi sle, %[[N]], %[[CAP]] : index
 // g * K = 16 candidates fit the lanes: lane a holds candidate a (the
-// causal ones by a ballot); the warps split a ranked level's candidates
-// (warp w scores w, w + 16, ...), lane 0 writes its score to the shared
-// buffer, and after a barrier every lane reads its own candidate's back;
-// warp 0 ranks it with shuffles, its lane 0 stores the kept set (a
-// ballot), and after a barrier every warp reads it.
+// causal ones by a ballot); a ranked level is scored on tensor cores, warp
+// w candidates 4 w .. 4 w + 3 (bf16, G = 16, g = 2: the heads an m16 tile,
+// the candidates' 8 child summaries an n8 tile, each f32 row split into a
+// high half, its top 16 bits, and the rest), lanes 0-3 write the scores to
+// the shared buffer, and after a barrier every lane reads its own
+// candidate's back; warp 0 ranks it with shuffles, its lane 0 stores the
+// kept set (a ballot), and after a barrier every warp reads it.
 // CHECK: nvvm.vote.sync  ballot
 // CHECK: scf.if
 // CHECK: gpu.barrier
-// CHECK: scf.for %[[A:.*]] = %[[WARP:.*]] to %{{.*}} step %c16
+// CHECK: %[[FIRST:.*]] = arith.muli %{{.*}}, %c4 : index
+// CHECK: scf.if
+// CHECK: arith.andi %{{.*}}, %{{.*}} : vector<4xi32>
+// CHECK: nvgpu.mma.sync
+// CHECK: nvgpu.mma.sync
+// CHECK: math.log2 %{{.*}} fastmath<afn> : f32
+// CHECK: %[[A:.*]] = arith.addi %[[FIRST]], %{{.*}} : index
 // CHECK: memref.store %{{.*}}, %[[SHARED]][%[[A]]]
 // CHECK: gpu.barrier
 // CHECK: memref.load %[[SHARED]]

@@ -109,7 +109,7 @@ func.func @two_queries(%q: tensor<1x16x2x128xbf16>, %kc: tensor<1x1x8192x128xbf1
 // CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c4
 // CHECK: arith.divf
 // CHECK: gpu.barrier
-// CHECK: vector.load {{.*}} vector<4xbf16>
+// CHECK: vector.load {{.*}} vector<8xbf16>
 // CHECK-NOT: nvvm.vote.sync
 // CHECK: gpu.barrier
 // CHECK: nvvm.vote.sync ballot

@@ -12,9 +12,11 @@
 // CHECK: gpu.module @pisa_kernels
 // CHECK-COUNT-1: gpu.func
 // CHECK-SAME: @select_single_stage
-// CHECK-NOT: nvgpu.mma.sync
-// CHECK: math.exp
-// CHECK: math.log
+// bf16 with G = 16 and g = 2: the levels on tensor cores (each f32 summary
+// split into bf16 halves), the log2 of their LSEs one MUFU instruction.
+// CHECK: arith.andi %{{.*}}, %{{.*}} : vector<4xi32>
+// CHECK: nvgpu.mma.sync
+// CHECK: math.log2 %{{.*}} fastmath<afn> : f32
 func.func @decode(%q: tensor<1x16x1x128xbf16>, %k: tensor<1x1x4096x128xbf16>,
                   %p: tensor<1x1x127x128xf32>, %t: index) -> tensor<1x1x1x8xi32> {
   %s = pisa.hier_topk %q, %k, %p, %t topk = 8 block_size = 64 branching = 2

@@ -57,7 +57,7 @@
 // CHECK: gpu.shuffle  xor %{{.*}}, %c1_i32
 // CHECK: gpu.shuffle  xor %{{.*}}, %c2_i32
 // CHECK: math.exp2
-// CHECK: math.log2
+// CHECK: math.log2 {{.*}} fastmath<afn>
 // CHECK: gpu.shuffle  xor %{{.*}}, %c4_i32
 // CHECK: gpu.shuffle  xor %{{.*}}, %c8_i32
 // CHECK: gpu.shuffle  xor %{{.*}}, %c16_i32

@@ -10,6 +10,7 @@
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
@@ -249,6 +250,12 @@ Value mlir::pisa::detail::mmaFragment(ImplicitLocOpBuilder &b,
   for (auto [i, pair] : llvm::enumerate(pairs))
     v = vector::InsertOp::create(b, pair, v, ArrayRef<int64_t>{int64_t(i)});
   return v;
+}
+
+Value mlir::pisa::detail::fastLog2(ImplicitLocOpBuilder &b, Value x) {
+  return math::Log2Op::create(
+      b, x, arith::FastMathFlagsAttr::get(b.getContext(),
+                                          arith::FastMathFlags::afn));
 }
 
 Value mlir::pisa::detail::concatVectors(ImplicitLocOpBuilder &b, Value x,

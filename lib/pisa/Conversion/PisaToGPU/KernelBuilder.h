@@ -145,6 +145,12 @@ Value f32Splat(ImplicitLocOpBuilder &b, VectorType type, float v);
 Value tileProduct(ImplicitLocOpBuilder &b, Value lhs, Value rhs, Value acc,
                   bool rhsIsKN);
 
+/// log2 of an f32 scalar or vector as one MUFU instruction (`afn`: the NVVM
+/// lowering takes __nv_fast_log2f, lg2.approx.f32, about 22 bits) instead
+/// of libdevice's 30-instruction polynomial: the scorers' LSEs add it to a
+/// row's max once per row, after exp2s of the same precision.
+Value fastLog2(ImplicitLocOpBuilder &b, Value x);
+
 /// The constant vector<n x i32> [0, 1, ..., n - 1].
 Value iotaI32(ImplicitLocOpBuilder &b, int64_t n);
 

@@ -43,6 +43,14 @@ bool mlir::pisa::detail::canScoreLeavesWithMma(Type elem, int64_t groupSize,
          headDim % 32 == 0 && blockSize % kKeysPerTile == 0;
 }
 
+bool mlir::pisa::detail::canScoreLevelsWithMma(Type elem, int64_t groupSize,
+                                               int64_t headDim,
+                                               int64_t blockSize,
+                                               int64_t fanout) {
+  return elem.isBF16() && fanout == 2 &&
+         canScoreLeavesWithMma(elem, groupSize, headDim, blockSize);
+}
+
 LeafMmaQuery mlir::pisa::detail::loadLeafMmaQuery(ImplicitLocOpBuilder &b,
                                                   Value queries,
                                                   const QuerySite &site,
@@ -192,7 +200,7 @@ Value mlir::pisa::detail::quadRowLse(ImplicitLocOpBuilder &b,
         b, total, math::Exp2Op::create(b, arith::SubFOp::create(b, x, shift)));
   for (int64_t offset : {1, 2})
     total = arith::AddFOp::create(b, total, shuffleXor(b, total, offset));
-  return arith::AddFOp::create(b, m, math::Log2Op::create(b, total));
+  return arith::AddFOp::create(b, m, fastLog2(b, total));
 }
 
 Value mlir::pisa::detail::buildLeafScoreMma(
@@ -222,6 +230,134 @@ Value mlir::pisa::detail::buildLeafScoreMma(
             f32Const(b, 0.0f)));
   }
   // Heads g and g + 8 here; the others on the quads sharing i.
+  for (int64_t offset : {4, 8, 16})
+    sum = arith::AddFOp::create(b, sum, shuffleXor(b, sum, offset));
+  return arith::MulFOp::create(b, sum, f32Const(b, kLn2));
+}
+
+Value mlir::pisa::detail::buildLevelScoreMma(
+    ImplicitLocOpBuilder &b, const LeafMmaQuery &query, Value summaries,
+    const QuerySite &site, const ChildLevel &level, Value tile,
+    Value numCausal,
+    llvm::function_ref<Value(ImplicitLocOpBuilder &, Value)> nodeOf,
+    int64_t headDim, float scale) {
+  using P = arith::CmpIPredicate;
+  Type f32 = b.getF32Type(), bf16 = b.getBF16Type();
+  Value lane = query.lane;
+  Value two = indexConst(b, 2), four = indexConst(b, 4);
+  Value gid = arith::DivUIOp::create(b, lane, four);
+  Value tig = arith::RemUIOp::create(b, lane, four);
+  Value firstCandidate = arith::MulIOp::create(b, tile, four);
+  Value lastCausal =
+      arith::DivUIOp::create(b, site.position, level.keysPerChild);
+  // Child c of candidate a (node `node`): its row within the level and
+  // whether it counts (the candidate is causal, the child exists and starts
+  // at or before the query).
+  auto child = [&](Value a, Value node, Value c) -> std::pair<Value, Value> {
+    Value row =
+        arith::AddIOp::create(b, arith::MulIOp::create(b, node, two), c);
+    Value valid = arith::AndIOp::create(
+        b, cmp(b, P::ult, a, numCausal),
+        arith::AndIOp::create(b, cmp(b, P::ult, row, level.numChildren),
+                              cmp(b, P::ule, row, lastCausal)));
+    return {row, valid};
+  };
+
+  // B: this lane's column is child gid % 2 of candidate gid / 2 (row 0 of
+  // the level when it does not count, so that the loads stay in bounds);
+  // k-step s reads elements 32 (s / 2) + 8 i + 4 (s % 2) + [0, 4), one
+  // 16-byte load, all issued before the first product.
+  Value columnCandidate = arith::AddIOp::create(
+      b, firstCandidate, arith::DivUIOp::create(b, gid, two));
+  auto [columnRow, columnValid] =
+      child(columnCandidate, nodeOf(b, columnCandidate),
+            arith::RemUIOp::create(b, gid, two));
+  Value row = arith::AddIOp::create(
+      b, level.rowBase,
+      arith::SelectOp::create(b, columnValid, columnRow, indexConst(b, 0)));
+  auto quadType = VectorType::get({4}, f32);
+  Value groupCol = arith::MulIOp::create(b, tig, indexConst(b, 8));
+  SmallVector<Value> quads;
+  for (int64_t s = 0; s < headDim / 16; ++s)
+    quads.push_back(vector::LoadOp::create(
+        b, quadType, summaries,
+        level.at(b, site, row,
+                 arith::AddIOp::create(
+                     b, groupCol, indexConst(b, 32 * (s / 2) + 4 * (s % 2)))),
+        false, llvm::MaybeAlign(16)));
+
+  // Each summary split into bf16 halves: the high one its top 16 bits (a
+  // mask, exact in bf16), the low one the exact rest rounded to bf16, so
+  // x is represented to 2^-15 of itself (the two-stage walk's planes round
+  // the high half, 2^-16, which takes twice the instructions here: 0.6 us
+  // of a 131K decode step, docs/performance.md). The products accumulate
+  // in f32 in two chains (the level is on the walk's critical path),
+  // added at the end.
+  auto pairBF16 = VectorType::get({2}, bf16);
+  auto accType = VectorType::get({2, 2}, f32);
+  Value accHi = arith::ConstantOp::create(b, accType, b.getZeroAttr(accType));
+  Value accLo = accHi;
+  auto quadI32 = VectorType::get({4}, b.getI32Type());
+  Value highMask = arith::ConstantOp::create(
+      b, quadI32, DenseElementsAttr::get(quadI32, int32_t(0xFFFF0000u)));
+  for (auto [s, quad] : llvm::enumerate(quads)) {
+    Value high = vector::BitCastOp::create(
+        b, quadType,
+        arith::AndIOp::create(b, vector::BitCastOp::create(b, quadI32, quad),
+                              highMask));
+    Value low = arith::SubFOp::create(b, quad, high);
+    SmallVector<Value> hi, lo;
+    for (int64_t at : {0, 2}) {
+      auto pair = [&](Value v) {
+        return arith::TruncFOp::create(
+            b, pairBF16,
+            vector::ShuffleOp::create(b, v, v, ArrayRef<int64_t>{at, at + 1}));
+      };
+      hi.push_back(pair(high));
+      lo.push_back(pair(low));
+    }
+    accHi = nvgpu::MmaSyncOp::create(b, query.fragments[s], mmaFragment(b, hi),
+                                     accHi, ArrayRef<int64_t>{16, 8, 16});
+    accLo = nvgpu::MmaSyncOp::create(b, query.fragments[s], mmaFragment(b, lo),
+                                     accLo, ArrayRef<int64_t>{16, 8, 16});
+  }
+  Value acc = arith::AddFOp::create(b, accHi, accLo);
+
+  // C: candidate 4 tile + i, its children in columns 2 i and 2 i + 1; per
+  // head row (gid, gid + 8) the LSE over them in base 2 with the scale
+  // folded in, heads past G left out of the sum.
+  Value a = arith::AddIOp::create(b, firstCandidate, tig);
+  Value node = nodeOf(b, a);
+  Value valid[2] = {child(a, node, indexConst(b, 0)).second,
+                    child(a, node, indexConst(b, 1)).second};
+  Value scaleF = f32Const(b, scale * kLog2E);
+  Value negInf = f32Const(b, -std::numeric_limits<float>::infinity());
+  Value sum = f32Const(b, 0.0f);
+  for (int64_t half = 0; half < 2; ++half) {
+    SmallVector<Value> logits;
+    for (int64_t c = 0; c < 2; ++c)
+      logits.push_back(arith::SelectOp::create(
+          b, valid[c],
+          arith::MulFOp::create(
+              b, vector::ExtractOp::create(b, acc, ArrayRef<int64_t>{half, c}),
+              scaleF),
+          negInf));
+    Value m = arith::MaximumFOp::create(b, logits[0], logits[1]);
+    Value shift = arith::SelectOp::create(
+        b, arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, m, negInf),
+        f32Const(b, 0.0f), m);
+    Value total = arith::AddFOp::create(
+        b, math::Exp2Op::create(b, arith::SubFOp::create(b, logits[0], shift)),
+        math::Exp2Op::create(b, arith::SubFOp::create(b, logits[1], shift)));
+    Value lse = arith::AddFOp::create(b, m, fastLog2(b, total));
+    Value head = arith::AddIOp::create(b, gid, indexConst(b, 8 * half));
+    sum = arith::AddFOp::create(
+        b, sum,
+        arith::SelectOp::create(
+            b, cmp(b, P::ult, head, indexConst(b, query.groupSize)), lse,
+            f32Const(b, 0.0f)));
+  }
+  // Heads gid and gid + 8 here; the others on the lanes sharing i.
   for (int64_t offset : {4, 8, 16})
     sum = arith::AddFOp::create(b, sum, shuffleXor(b, sum, offset));
   return arith::MulFOp::create(b, sum, f32Const(b, kLn2));

@@ -1,4 +1,4 @@
-//===- LeafScoreMMA.h - A leaf's group score on tensor cores ----*- C++ -*-===//
+//===- LeafScoreMMA.h - Leaf and level group scores on tensor cores -*- C++ -*-===//
 //
 // The single-stage kernels score a contender leaf from its C raw keys:
 // u = sum over the G heads of log sum_j exp(scale q_h . k_j). On one warp
@@ -14,6 +14,12 @@
 // elements 32 s + 8 i + [0, 4) and [4, 8), which mma.sync reads as its
 // k = 2i, 2i + 1, 2i + 8, 2i + 9.
 //
+// A query's block of warps (decode) scores its walk's levels with the same
+// query fragments: a candidate's g = 2 child summaries are two columns, each
+// f32 row split into bf16 high and low halves in registers (about the
+// two-stage walk's precision, WarpWalkMMA.h, without its fragment planes,
+// which a cache updated in place would have to keep too).
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef PISA_LIB_CONVERSION_PISATOGPU_LEAFSCOREMMA_H
@@ -22,6 +28,7 @@
 #include "../Common/NodeScore.h"
 
 #include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 
 namespace mlir::pisa::detail {
 
@@ -30,6 +37,13 @@ namespace mlir::pisa::detail {
 /// k-steps) and C a multiple of 8 (n8 tiles).
 bool canScoreLeavesWithMma(Type elem, int64_t groupSize, int64_t headDim,
                            int64_t blockSize);
+
+/// Whether a query's block can also score its walk's levels on tensor
+/// cores: the leaves' conditions with bf16 queries (f16 low halves would
+/// fall below f16's range) and fanout 2 (a candidate's two children land in
+/// one lane's accumulator pair).
+bool canScoreLevelsWithMma(Type elem, int64_t groupSize, int64_t headDim,
+                           int64_t blockSize, int64_t fanout);
 
 /// The query's A fragments in the permuted order, one per k-step; head rows
 /// past G are zeros.
@@ -75,6 +89,21 @@ Value buildLeafScoreMma(ImplicitLocOpBuilder &b, const LeafMmaQuery &query,
                         Value keys, const QuerySite &site,
                         const ChildLevel &keyLevel, Value leaf,
                         int64_t blockSize, int64_t headDim, float scale);
+
+/// The group scores of a level's candidates 4 `tile` .. 4 `tile` + 3 (node
+/// of candidate a: `nodeOf(a)`, a shuffle every lane runs), whose fanout-2
+/// children are rows of the f32 `summaries` at `level`: the query's heads
+/// against the 8 child rows (each split into bf16 high and low halves, x
+/// to 2^-15 of itself, both products accumulated in f32), per candidate
+/// and head the LSE over its valid children, then the sum over the G
+/// heads. Lane i (lane % 4) returns candidate 4 `tile` + i's; candidates
+/// at or past `numCausal` score -inf.
+Value buildLevelScoreMma(
+    ImplicitLocOpBuilder &b, const LeafMmaQuery &query, Value summaries,
+    const QuerySite &site, const ChildLevel &level, Value tile,
+    Value numCausal,
+    llvm::function_ref<Value(ImplicitLocOpBuilder &, Value)> nodeOf,
+    int64_t headDim, float scale);
 
 } // namespace mlir::pisa::detail
 

@@ -200,6 +200,12 @@ bool scoresLeavesWithMma(const Problem &p) {
                                p.headDim, p.blockSize);
 }
 
+bool scoresBlockLevelsWithMma(const Problem &p, int64_t warpsPerQuery) {
+  return usesBlockLaneWalk(p, warpsPerQuery) &&
+         canScoreLevelsWithMma(p.queries.getElementType(), p.groupSize,
+                               p.headDim, p.blockSize, p.fanout);
+}
+
 void forEachQueryWarp(ImplicitLocOpBuilder &b, const Kernel &kernel,
                       const Problem &p, Value queries, bool mmaLevels,
                       const LevelLayout *batchLayout,
@@ -223,6 +229,7 @@ void forEachQueryWarp(ImplicitLocOpBuilder &b, const Kernel &kernel,
                  seq.firstKey,
                  scratchOf(kernel),
                  std::nullopt,
+                 std::nullopt,
                  std::nullopt};
       if (warpsPerQuery > 1 && w.scratch) {
         // The query's warps exchange scores and ranks through the
@@ -234,6 +241,9 @@ void forEachQueryWarp(ImplicitLocOpBuilder &b, const Kernel &kernel,
       }
       if (mmaLevels)
         w.mmaQuery = loadMmaWalkQuery(rb, queries, w.site, p.headDim, w.lane);
+      else if (scoresBlockLevelsWithMma(p, warpsPerQuery))
+        w.leafQuery = loadLeafMmaQuery(rb, queries, w.site, p.groupSize,
+                                       p.headDim, w.lane);
       else
         w.query = loadWarpQuery(rb, queries, w.site, p.groupSize, p.headDim,
                                 w.lane, warpQueryWidth(p, warpsPerQuery));

@@ -13,6 +13,7 @@
 
 #include "DeviceSelection.h"
 #include "KernelBuilder.h"
+#include "LeafScoreMMA.h"
 #include "WarpWalkMMA.h"
 
 #include "../Common/LevelLayout.h"
@@ -47,11 +48,13 @@ struct Problem {
 };
 
 /// Whether a query's block of warps (warpsPerQuery > 1) walks with one
-/// candidate per lane (g * K <= 32, buildBlockLaneSelection), and whether
-/// the leaves are scored on tensor cores: the query's load (its lane
-/// groups) and the kernel's body follow these two decisions alike.
+/// candidate per lane (g * K <= 32, buildBlockLaneSelection), whether the
+/// leaves are scored on tensor cores, and whether such a block scores its
+/// levels on tensor cores too: the query's load (lane groups or mma
+/// fragments) and the kernel's body follow these decisions alike.
 bool usesBlockLaneWalk(const Problem &p, int64_t warpsPerQuery);
 bool scoresLeavesWithMma(const Problem &p);
+bool scoresBlockLevelsWithMma(const Problem &p, int64_t warpsPerQuery);
 
 /// The memref type of a kernel op's operand (buffer form).
 MemRefType bufferType(Value v);
@@ -173,6 +176,9 @@ struct WarpSite {
   std::optional<WarpQuery> query;
   /// A fragments when the walk's levels score on tensor cores.
   std::optional<MmaWalkQuery> mmaQuery;
+  /// A fragments of a query's block that scores levels and leaves on
+  /// tensor cores (scoresBlockLevelsWithMma), loaded once for both.
+  std::optional<LeafMmaQuery> leafQuery;
 };
 
 using QueryWarpBody = llvm::function_ref<void(

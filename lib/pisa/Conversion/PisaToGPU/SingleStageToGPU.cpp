@@ -84,10 +84,39 @@ Value exchangeScores(
   return memref::LoadOp::create(b, scratch.shared, ValueRange{at});
 }
 
+/// Candidate a's score, for a < count, when warp w scores candidates 4 w ..
+/// 4 w + 3 at once (`tileScore`: lane i returns candidate 4 w + i's, as
+/// buildLevelScoreMma); returns item `readAt`'s (clamped to the last).
+Value exchangeTileScores(
+    ImplicitLocOpBuilder &b, const QueryScratch &scratch, Value count,
+    Value readAt, llvm::function_ref<Value(ImplicitLocOpBuilder &)> tileScore) {
+  using P = arith::CmpIPredicate;
+  Value four = indexConst(b, 4);
+  // The previous exchange's reads of `shared` are done.
+  gpu::BarrierOp::create(b);
+  Value first = arith::MulIOp::create(b, scratch.warp, four);
+  buildIfThen(b, cmp(b, P::ult, first, count), [&](ImplicitLocOpBuilder &tb) {
+    Value u = tileScore(tb);
+    Value a = arith::AddIOp::create(tb, first, scratch.lane);
+    buildIfThen(tb,
+                arith::AndIOp::create(tb, cmp(tb, P::ult, scratch.lane, four),
+                                      cmp(tb, P::ult, a, count)),
+                [&](ImplicitLocOpBuilder &sb) {
+                  memref::StoreOp::create(sb, u, scratch.shared, ValueRange{a});
+                });
+  });
+  gpu::BarrierOp::create(b);
+  Value at = arith::MinUIOp::create(
+      b, readAt, arith::SubIOp::create(b, count, indexConst(b, 1)));
+  return memref::LoadOp::create(b, scratch.shared, ValueRange{at});
+}
+
 /// The single-stage body of a query's block of warps when a level's
 /// candidates fit the lanes (g * K <= 32): every warp runs the lane walk
 /// (LaneWalk.h) with its state in registers; a level or the leaves that
-/// must be ranked are scored split over the warps (exchangeScores), warp 0
+/// must be ranked are scored split over the warps (exchangeScores; a
+/// level on tensor cores four candidates a warp when the query's mma
+/// fragments were loaded, exchangeTileScores), warp 0
 /// ranks a level and hands the kept set to the others (sharedMask), and
 /// warp 0 alone runs the final selection and writes the row.
 void buildBlockLaneSelection(ImplicitLocOpBuilder &gb, const Kernel &kernel,
@@ -103,6 +132,14 @@ void buildBlockLaneSelection(ImplicitLocOpBuilder &gb, const Kernel &kernel,
       gb, lane, layout, p.topK, p.fanout, w.bt,
       [&](ImplicitLocOpBuilder &rb, const ChildLevel &children,
           Value numCausal, LaneNodeOf nodeOf) {
+        if (w.leafQuery)
+          return exchangeTileScores(
+              rb, scratch, numCausal, lane, [&](ImplicitLocOpBuilder &lb) {
+                return buildLevelScoreMma(lb, *w.leafQuery,
+                                          kernel.arg("pyramid"), site,
+                                          children, w.warp, numCausal, nodeOf,
+                                          p.headDim, p.scale);
+              });
         return exchangeScores(rb, scratch, numCausal, lane,
                               [&](ImplicitLocOpBuilder &lb, Value a) {
                                 return summaries(lb, children, nodeOf(lb, a));
@@ -138,9 +175,10 @@ void buildBlockLaneSelection(ImplicitLocOpBuilder &gb, const Kernel &kernel,
         Value position =
             popCount(rb, bitsBelow(rb, leaves.mask, toI32(rb, lane)));
         // The leaves on tensor cores when the sizes allow (the query's
-        // fragments loaded here, after the walk's f32 rows are dead).
-        std::optional<LeafMmaQuery> mmaQuery;
-        if (scoresLeavesWithMma(p))
+        // fragments loaded with the query when the levels use them too,
+        // else here, after the walk's f32 rows are dead).
+        std::optional<LeafMmaQuery> mmaQuery = w.leafQuery;
+        if (!mmaQuery && scoresLeavesWithMma(p))
           mmaQuery = loadLeafMmaQuery(rb, kernel.arg("queries"), site,
                                       p.groupSize, p.headDim, lane);
         return SmallVector<Value>{exchangeScores(

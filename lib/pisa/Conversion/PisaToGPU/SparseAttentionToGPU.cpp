@@ -163,7 +163,7 @@ std::pair<Value, Value> mlir::pisa::detail::rowEnd(ImplicitLocOpBuilder &b,
   Value lse = arith::SelectOp::create(
       b, empty, f32Const(b, -std::numeric_limits<float>::infinity()),
       arith::MulFOp::create(
-          b, arith::AddFOp::create(b, max, math::Log2Op::create(b, sum)),
+          b, arith::AddFOp::create(b, max, fastLog2(b, sum)),
           f32Const(b, kLn2)));
   return {inverse, lse};
 }

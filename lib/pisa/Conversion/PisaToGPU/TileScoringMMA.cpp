@@ -175,7 +175,7 @@ static void buildRegisterEpilogue(ImplicitLocOpBuilder &b, const Kernel &e,
       b, exps, splat(rowType, 0.0f), ArrayRef<bool>{false, true},
       vector::CombiningKind::ADD);
   Value lse2 =
-      arith::AddFOp::create(b, rowMax, math::Log2Op::create(b, sums));
+      arith::AddFOp::create(b, rowMax, fastLog2(b, sums));
   const int64_t members = warpRows / G;
   for (int64_t i = 0; i < members; ++i) {
     Value heads = vector::ExtractStridedSliceOp::create(
@@ -412,7 +412,7 @@ Kernel mlir::pisa::detail::buildMmaScoreKernel(
     if (lanesPerRow == 2)
       sum = combineHalves(tb, sum, /*isMax=*/false);
     Value lse = arith::MulFOp::create(
-        tb, arith::AddFOp::create(tb, rowMax, math::Log2Op::create(tb, sum)),
+        tb, arith::AddFOp::create(tb, rowMax, fastLog2(tb, sum)),
         f32Const(tb, kLn2));
     buildIfThen(tb, cmp(tb, arith::CmpIPredicate::eq, part, zero),
                 [&](ImplicitLocOpBuilder &wb) {

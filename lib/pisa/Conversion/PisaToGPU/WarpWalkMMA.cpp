@@ -241,7 +241,7 @@ levelScores(ImplicitLocOpBuilder &b, const MmaWalkQuery &query, Value planes,
           b, math::Exp2Op::create(b, arith::SubFOp::create(b, logit[0], shift)),
           math::Exp2Op::create(b, arith::SubFOp::create(b, logit[1], shift)));
       sum = arith::AddFOp::create(
-          b, sum, arith::AddFOp::create(b, m, math::Log2Op::create(b, total)));
+          b, sum, arith::AddFOp::create(b, m, fastLog2(b, total)));
     }
     // Heads gid and gid + 8 here; the other 14 on the lanes sharing tig.
     for (int64_t offset : {4, 8, 16})

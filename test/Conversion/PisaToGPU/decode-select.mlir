@@ -60,9 +60,13 @@
 // CHECK: memref.load %[[MASK]][%c0]
 // The leaves the same way, from the raw keys on tensor cores (bf16, G =
 // 16: the heads an m16 tile, 8 keys an n8 tile), then the row on the lanes.
+// A contender's keys all count: no key is masked, and the scale is applied
+// in the exponent's fused multiply-add.
 // CHECK: gpu.barrier
 // CHECK: scf.for %[[L:.*]] = %[[WARP2:.*]] to %{{.*}} step %c16
 // CHECK: nvgpu.mma.sync
+// CHECK-NOT: arith.select
+// CHECK: math.fma
 // CHECK: memref.store %{{.*}}, %[[SHARED]][%[[L]]]
 // CHECK: gpu.barrier
 // CHECK: memref.load %[[SHARED]]

@@ -210,17 +210,35 @@ Value mlir::pisa::detail::buildLeafScoreMma(
   using P = arith::CmpIPredicate;
   Value lane = query.lane;
   Value gid = arith::DivUIOp::create(b, lane, indexConst(b, 4));
-  auto [first, count] = validChildren(b, site, keyLevel, leaf);
+  // A contender's C keys all exist and are visible: no column is masked.
+  Value cBlock = indexConst(b, blockSize);
   SmallVector<Value> acc = buildKeyTileProducts(
       b, query, keys, site, keyLevel,
-      arith::AddIOp::create(b, keyLevel.rowBase, first), count, blockSize,
-      headDim);
+      arith::AddIOp::create(b, keyLevel.rowBase,
+                            arith::MulIOp::create(b, leaf, cBlock)),
+      cBlock, blockSize, headDim);
 
-  // Per head row (g, g + 8): LSE over the valid keys in base 2 with the
-  // scale folded in.
+  // Per head row (g, g + 8): the LSE over the keys in base 2, the scale
+  // (positive, so max(scale x) = scale max(x)) applied in the exponent's
+  // fused multiply-add.
+  Value scaleF = f32Const(b, scale * kLog2E);
   Value sum = f32Const(b, 0.0f);
   for (int64_t half = 0; half < 2; ++half) {
-    Value lse = quadRowLse(b, rowLogits(b, acc, half, lane, count, scale));
+    SmallVector<Value> products;
+    for (Value tile : acc)
+      for (int64_t c = 0; c < 2; ++c)
+        products.push_back(
+            vector::ExtractOp::create(b, tile, ArrayRef<int64_t>{half, c}));
+    Value shift = arith::MulFOp::create(b, quadRowMax(b, products), scaleF);
+    Value negShift = arith::NegFOp::create(b, shift);
+    Value total = f32Const(b, 0.0f);
+    for (Value x : products)
+      total = arith::AddFOp::create(
+          b, total,
+          math::Exp2Op::create(b, math::FmaOp::create(b, x, scaleF, negShift)));
+    for (int64_t offset : {1, 2})
+      total = arith::AddFOp::create(b, total, shuffleXor(b, total, offset));
+    Value lse = arith::AddFOp::create(b, shift, fastLog2(b, total));
     // Heads past G hold zero rows: not summed.
     Value head = arith::AddIOp::create(b, gid, indexConst(b, 8 * half));
     sum = arith::AddFOp::create(

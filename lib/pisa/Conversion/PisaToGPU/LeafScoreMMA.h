@@ -82,9 +82,10 @@ Value quadRowMax(ImplicitLocOpBuilder &b, ArrayRef<Value> logits);
 /// quad: -inf when every logit is -inf.
 Value quadRowLse(ImplicitLocOpBuilder &b, ArrayRef<Value> logits);
 
-/// The group score of `leaf` over its valid keys (validChildren of
-/// `keyLevel`, whose rows are the raw keys): -inf when it has none. The
-/// same on every lane.
+/// The group score of contender `leaf` from its C raw keys (rows of
+/// `keyLevel`): a contender is at most b_t - 2, so all its keys exist and
+/// are visible to the query (docs/semantics.md, section 3) and none is
+/// masked. The same on every lane.
 Value buildLeafScoreMma(ImplicitLocOpBuilder &b, const LeafMmaQuery &query,
                         Value keys, const QuerySite &site,
                         const ChildLevel &keyLevel, Value leaf,

@@ -203,13 +203,68 @@ Value mlir::pisa::detail::quadRowLse(ImplicitLocOpBuilder &b,
   return arith::AddFOp::create(b, m, fastLog2(b, total));
 }
 
+namespace {
+/// The LSE in base 2 over row `half`'s two columns of `acc`.
+Value childPairLse2(ImplicitLocOpBuilder &b, Value acc, int64_t half,
+                    ArrayRef<Value> valid, float scale) {
+  Value scaleF = f32Const(b, scale * kLog2E);
+  Value negInf = f32Const(b, -std::numeric_limits<float>::infinity());
+  Value logit[2];
+  for (int64_t c = 0; c < 2; ++c)
+    logit[c] = arith::SelectOp::create(
+        b, valid[c],
+        arith::MulFOp::create(
+            b, vector::ExtractOp::create(b, acc, ArrayRef<int64_t>{half, c}),
+            scaleF),
+        negInf);
+  Value m = arith::MaximumFOp::create(b, logit[0], logit[1]);
+  Value shift = arith::SelectOp::create(
+      b, arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, m, negInf),
+      f32Const(b, 0.0f), m);
+  Value total = arith::AddFOp::create(
+      b, math::Exp2Op::create(b, arith::SubFOp::create(b, logit[0], shift)),
+      math::Exp2Op::create(b, arith::SubFOp::create(b, logit[1], shift)));
+  return arith::AddFOp::create(b, m, fastLog2(b, total));
+}
+} // namespace
+
+Value mlir::pisa::detail::childPairGroupScore(ImplicitLocOpBuilder &b,
+                                              Value acc, ArrayRef<Value> valid,
+                                              Value lane, int64_t groupSize,
+                                              float scale) {
+  SmallVector<Value> lse2;
+  for (int64_t half = 0; half < 2; ++half)
+    lse2.push_back(childPairLse2(b, acc, half, valid, scale));
+  return sumHeadRows(b, lse2, lane, groupSize);
+}
+
+Value mlir::pisa::detail::sumHeadRows(ImplicitLocOpBuilder &b,
+                                      ArrayRef<Value> lse2, Value lane,
+                                      int64_t groupSize) {
+  Value gid = arith::DivUIOp::create(b, lane, indexConst(b, 4));
+  Value sum = f32Const(b, 0.0f);
+  for (auto [half, lse] : llvm::enumerate(lse2)) {
+    Value term = lse;
+    // Heads past G hold zero rows: not summed.
+    if (groupSize < kHeadRows)
+      term = arith::SelectOp::create(
+          b,
+          cmp(b, arith::CmpIPredicate::ult,
+              arith::AddIOp::create(b, gid, indexConst(b, 8 * int64_t(half))),
+              indexConst(b, groupSize)),
+          lse, f32Const(b, 0.0f));
+    sum = arith::AddFOp::create(b, sum, term);
+  }
+  // Heads gid and gid + 8 here; the others on the lanes sharing lane % 4.
+  for (int64_t offset : {4, 8, 16})
+    sum = arith::AddFOp::create(b, sum, shuffleXor(b, sum, offset));
+  return arith::MulFOp::create(b, sum, f32Const(b, kLn2));
+}
+
 Value mlir::pisa::detail::buildLeafScoreMma(
     ImplicitLocOpBuilder &b, const LeafMmaQuery &query, Value keys,
     const QuerySite &site, const ChildLevel &keyLevel, Value leaf,
     int64_t blockSize, int64_t headDim, float scale) {
-  using P = arith::CmpIPredicate;
-  Value lane = query.lane;
-  Value gid = arith::DivUIOp::create(b, lane, indexConst(b, 4));
   // A contender's C keys all exist and are visible: no column is masked.
   Value cBlock = indexConst(b, blockSize);
   SmallVector<Value> acc = buildKeyTileProducts(
@@ -222,7 +277,7 @@ Value mlir::pisa::detail::buildLeafScoreMma(
   // (positive, so max(scale x) = scale max(x)) applied in the exponent's
   // fused multiply-add.
   Value scaleF = f32Const(b, scale * kLog2E);
-  Value sum = f32Const(b, 0.0f);
+  SmallVector<Value> lse2;
   for (int64_t half = 0; half < 2; ++half) {
     SmallVector<Value> products;
     for (Value tile : acc)
@@ -238,19 +293,9 @@ Value mlir::pisa::detail::buildLeafScoreMma(
           math::Exp2Op::create(b, math::FmaOp::create(b, x, scaleF, negShift)));
     for (int64_t offset : {1, 2})
       total = arith::AddFOp::create(b, total, shuffleXor(b, total, offset));
-    Value lse = arith::AddFOp::create(b, shift, fastLog2(b, total));
-    // Heads past G hold zero rows: not summed.
-    Value head = arith::AddIOp::create(b, gid, indexConst(b, 8 * half));
-    sum = arith::AddFOp::create(
-        b, sum,
-        arith::SelectOp::create(
-            b, cmp(b, P::ult, head, indexConst(b, query.groupSize)), lse,
-            f32Const(b, 0.0f)));
+    lse2.push_back(arith::AddFOp::create(b, shift, fastLog2(b, total)));
   }
-  // Heads g and g + 8 here; the others on the quads sharing i.
-  for (int64_t offset : {4, 8, 16})
-    sum = arith::AddFOp::create(b, sum, shuffleXor(b, sum, offset));
-  return arith::MulFOp::create(b, sum, f32Const(b, kLn2));
+  return sumHeadRows(b, lse2, query.lane, query.groupSize);
 }
 
 Value mlir::pisa::detail::buildLevelScoreMma(
@@ -348,35 +393,5 @@ Value mlir::pisa::detail::buildLevelScoreMma(
   Value node = nodeOf(b, a);
   Value valid[2] = {child(a, node, indexConst(b, 0)).second,
                     child(a, node, indexConst(b, 1)).second};
-  Value scaleF = f32Const(b, scale * kLog2E);
-  Value negInf = f32Const(b, -std::numeric_limits<float>::infinity());
-  Value sum = f32Const(b, 0.0f);
-  for (int64_t half = 0; half < 2; ++half) {
-    SmallVector<Value> logits;
-    for (int64_t c = 0; c < 2; ++c)
-      logits.push_back(arith::SelectOp::create(
-          b, valid[c],
-          arith::MulFOp::create(
-              b, vector::ExtractOp::create(b, acc, ArrayRef<int64_t>{half, c}),
-              scaleF),
-          negInf));
-    Value m = arith::MaximumFOp::create(b, logits[0], logits[1]);
-    Value shift = arith::SelectOp::create(
-        b, arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, m, negInf),
-        f32Const(b, 0.0f), m);
-    Value total = arith::AddFOp::create(
-        b, math::Exp2Op::create(b, arith::SubFOp::create(b, logits[0], shift)),
-        math::Exp2Op::create(b, arith::SubFOp::create(b, logits[1], shift)));
-    Value lse = arith::AddFOp::create(b, m, fastLog2(b, total));
-    Value head = arith::AddIOp::create(b, gid, indexConst(b, 8 * half));
-    sum = arith::AddFOp::create(
-        b, sum,
-        arith::SelectOp::create(
-            b, cmp(b, P::ult, head, indexConst(b, query.groupSize)), lse,
-            f32Const(b, 0.0f)));
-  }
-  // Heads gid and gid + 8 here; the others on the lanes sharing i.
-  for (int64_t offset : {4, 8, 16})
-    sum = arith::AddFOp::create(b, sum, shuffleXor(b, sum, offset));
-  return arith::MulFOp::create(b, sum, f32Const(b, kLn2));
+  return childPairGroupScore(b, acc, valid, lane, query.groupSize, scale);
 }

@@ -82,6 +82,20 @@ Value quadRowMax(ImplicitLocOpBuilder &b, ArrayRef<Value> logits);
 /// quad: -inf when every logit is -inf.
 Value quadRowLse(ImplicitLocOpBuilder &b, ArrayRef<Value> logits);
 
+/// The group score of the candidate whose two children are this lane's
+/// columns of the m16n8 accumulator `acc` (`valid`: whether each child
+/// counts): per head row the LSE over them in base 2 (scale times log2 e
+/// folded in; -inf when neither counts), then sumHeadRows.
+Value childPairGroupScore(ImplicitLocOpBuilder &b, Value acc,
+                          ArrayRef<Value> valid, Value lane,
+                          int64_t groupSize, float scale);
+
+/// A group score from this lane's two head rows' LSEs in base 2 (`lse2`:
+/// heads lane / 4 and lane / 4 + 8; heads at or past `groupSize` left out):
+/// their sum over the lanes that share lane % 4, back in base e.
+Value sumHeadRows(ImplicitLocOpBuilder &b, ArrayRef<Value> lse2, Value lane,
+                  int64_t groupSize);
+
 /// The group score of contender `leaf` from its C raw keys (rows of
 /// `keyLevel`): a contender is at most b_t - 2, so all its keys exist and
 /// are visible to the query (docs/semantics.md, section 3) and none is

@@ -14,6 +14,7 @@
 
 #include "KernelBuilder.h"
 #include "LaneWalk.h"
+#include "LeafScoreMMA.h"
 
 #include "../Common/ForcedBlocks.h"
 #include "../Common/LoopBuilders.h"
@@ -184,10 +185,9 @@ levelScores(ImplicitLocOpBuilder &b, const MmaWalkQuery &query, Value planes,
 
   auto accType = VectorType::get({2, 2}, f32);
   auto groupType = VectorType::get({8}, bf16);
-  Value negInf = f32Const(b, -std::numeric_limits<float>::infinity());
-  // Base 2 with the scale folded in (exp2 and log2 are single
-  // instructions); the head sum is taken back to base e once.
-  Value scaleF = f32Const(b, scale * kLog2E);
+  // Scores in base 2 with the scale folded in (exp2 and log2 are single
+  // instructions), the head sum taken back to base e once
+  // (childPairGroupScore).
   // B: this lane's column of tile t is child gid % 2 of candidate
   // 4t + gid / 2.
   Value columnCandidate = arith::DivUIOp::create(b, gid, indexConst(b, 2));
@@ -222,33 +222,8 @@ levelScores(ImplicitLocOpBuilder &b, const MmaWalkQuery &query, Value planes,
     Value node = nodeOf(b, a);
     Value valid[2] = {child(a, node, indexConst(b, 0)).second,
                       child(a, node, indexConst(b, 1)).second};
-    Value sum = f32Const(b, 0.0f);
-    for (int64_t head = 0; head < 2; ++head) {
-      Value logit[2];
-      for (int64_t c = 0; c < 2; ++c)
-        logit[c] = arith::SelectOp::create(
-            b, valid[c],
-            arith::MulFOp::create(
-                b,
-                vector::ExtractOp::create(b, acc, ArrayRef<int64_t>{head, c}),
-                scaleF),
-            negInf);
-      Value m = arith::MaximumFOp::create(b, logit[0], logit[1]);
-      Value shift = arith::SelectOp::create(
-          b, arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, m, negInf),
-          f32Const(b, 0.0f), m);
-      Value total = arith::AddFOp::create(
-          b, math::Exp2Op::create(b, arith::SubFOp::create(b, logit[0], shift)),
-          math::Exp2Op::create(b, arith::SubFOp::create(b, logit[1], shift)));
-      sum = arith::AddFOp::create(
-          b, sum, arith::AddFOp::create(b, m, fastLog2(b, total)));
-    }
-    // Heads gid and gid + 8 here; the other 14 on the lanes sharing tig.
-    for (int64_t offset : {4, 8, 16})
-      sum = arith::AddFOp::create(
-          b, sum, shuffleXor(b, sum, offset));
     tileScores.push_back(
-        arith::MulFOp::create(b, sum, f32Const(b, kLn2)));
+        childPairGroupScore(b, acc, valid, lane, kHeads, scale));
   }
   return tileScores;
 }

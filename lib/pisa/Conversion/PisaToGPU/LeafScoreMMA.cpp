@@ -228,6 +228,22 @@ Value childPairLse2(ImplicitLocOpBuilder &b, Value acc, int64_t half,
 }
 } // namespace
 
+std::pair<Value, Value>
+mlir::pisa::detail::pairChild(ImplicitLocOpBuilder &b, const QuerySite &site,
+                              const ChildLevel &level, Value numCausal,
+                              Value a, Value node, Value c) {
+  using P = arith::CmpIPredicate;
+  Value row = arith::AddIOp::create(
+      b, arith::MulIOp::create(b, node, indexConst(b, 2)), c);
+  Value lastCausal =
+      arith::DivUIOp::create(b, site.position, level.keysPerChild);
+  Value valid = arith::AndIOp::create(
+      b, cmp(b, P::ult, a, numCausal),
+      arith::AndIOp::create(b, cmp(b, P::ult, row, level.numChildren),
+                            cmp(b, P::ule, row, lastCausal)));
+  return {arith::SelectOp::create(b, valid, row, indexConst(b, 0)), valid};
+}
+
 Value mlir::pisa::detail::childPairGroupScore(ImplicitLocOpBuilder &b,
                                               Value acc, ArrayRef<Value> valid,
                                               Value lane, int64_t groupSize,
@@ -304,26 +320,14 @@ Value mlir::pisa::detail::buildLevelScoreMma(
     Value numCausal,
     llvm::function_ref<Value(ImplicitLocOpBuilder &, Value)> nodeOf,
     int64_t headDim, float scale) {
-  using P = arith::CmpIPredicate;
   Type f32 = b.getF32Type(), bf16 = b.getBF16Type();
   Value lane = query.lane;
   Value two = indexConst(b, 2), four = indexConst(b, 4);
   Value gid = arith::DivUIOp::create(b, lane, four);
   Value tig = arith::RemUIOp::create(b, lane, four);
   Value firstCandidate = arith::MulIOp::create(b, tile, four);
-  Value lastCausal =
-      arith::DivUIOp::create(b, site.position, level.keysPerChild);
-  // Child c of candidate a (node `node`): its row within the level and
-  // whether it counts (the candidate is causal, the child exists and starts
-  // at or before the query).
-  auto child = [&](Value a, Value node, Value c) -> std::pair<Value, Value> {
-    Value row =
-        arith::AddIOp::create(b, arith::MulIOp::create(b, node, two), c);
-    Value valid = arith::AndIOp::create(
-        b, cmp(b, P::ult, a, numCausal),
-        arith::AndIOp::create(b, cmp(b, P::ult, row, level.numChildren),
-                              cmp(b, P::ule, row, lastCausal)));
-    return {row, valid};
+  auto child = [&](Value a, Value node, Value c) {
+    return pairChild(b, site, level, numCausal, a, node, c);
   };
 
   // B: this lane's column is child gid % 2 of candidate gid / 2 (row 0 of
@@ -332,12 +336,11 @@ Value mlir::pisa::detail::buildLevelScoreMma(
   // 16-byte load, all issued before the first product.
   Value columnCandidate = arith::AddIOp::create(
       b, firstCandidate, arith::DivUIOp::create(b, gid, two));
-  auto [columnRow, columnValid] =
-      child(columnCandidate, nodeOf(b, columnCandidate),
-            arith::RemUIOp::create(b, gid, two));
   Value row = arith::AddIOp::create(
       b, level.rowBase,
-      arith::SelectOp::create(b, columnValid, columnRow, indexConst(b, 0)));
+      child(columnCandidate, nodeOf(b, columnCandidate),
+            arith::RemUIOp::create(b, gid, two))
+          .first);
   auto quadType = VectorType::get({4}, f32);
   Value groupCol = arith::MulIOp::create(b, tig, indexConst(b, 8));
   SmallVector<Value> quads;

@@ -82,6 +82,16 @@ Value quadRowMax(ImplicitLocOpBuilder &b, ArrayRef<Value> logits);
 /// quad: -inf when every logit is -inf.
 Value quadRowLse(ImplicitLocOpBuilder &b, ArrayRef<Value> logits);
 
+/// Child c of candidate a (node `node`) of a fanout-2 level scored on
+/// tensor cores, its children at `level`: its row within the level (row 0
+/// when it does not count, so that loads stay in bounds) and whether it
+/// counts (a < numCausal, the child exists and starts at or before the
+/// query).
+std::pair<Value, Value> pairChild(ImplicitLocOpBuilder &b,
+                                  const QuerySite &site,
+                                  const ChildLevel &level, Value numCausal,
+                                  Value a, Value node, Value c);
+
 /// The group score of the candidate whose two children are this lane's
 /// columns of the m16n8 accumulator `acc` (`valid`: whether each child
 /// counts): per head row the LSE over them in base 2 (scale times log2 e

@@ -164,23 +164,12 @@ levelScores(ImplicitLocOpBuilder &b, const MmaWalkQuery &query, Value planes,
   Value gid = arith::DivUIOp::create(b, lane, indexConst(b, 4));
   Value tig = arith::RemUIOp::create(b, lane, indexConst(b, 4));
   Value groupCol = arith::MulIOp::create(b, tig, indexConst(b, 8));
-  Value lastCausal =
-      arith::DivUIOp::create(b, site.position, level.keysPerChild);
-  Value zero = indexConst(b, 0);
 
   // Child `c` of candidate `a` (whose node is `node`): its row within the
   // level (row 0 when it is not a valid child, so that loads stay in
   // bounds) and whether it counts.
-  auto child = [&](Value a, Value node, Value c) -> std::pair<Value, Value> {
-    Value inRange = cmp(b, arith::CmpIPredicate::ult, a, numCausal);
-    Value row = arith::AddIOp::create(
-        b, arith::MulIOp::create(b, node, indexConst(b, kFanout)), c);
-    Value valid = arith::AndIOp::create(
-        b, inRange,
-        arith::AndIOp::create(
-            b, cmp(b, arith::CmpIPredicate::ult, row, level.numChildren),
-            cmp(b, arith::CmpIPredicate::ule, row, lastCausal)));
-    return {arith::SelectOp::create(b, valid, row, zero), valid};
+  auto child = [&](Value a, Value node, Value c) {
+    return pairChild(b, site, level, numCausal, a, node, c);
   };
 
   auto accType = VectorType::get({2, 2}, f32);

@@ -23,7 +23,7 @@
 // The kernel: N_b = seq_lens[b] (b = block y / Hkv), checked against Nq = 1
 // and the capacity; a broken length writes K entries of -2.
 // CHECK: gpu.func @select_decode
-// CHECK-SAME: workgroup(%[[SHARED:.*]] : memref<16xf32, #gpu.address_space<workgroup>>, %[[MASK:.*]] : memref<1xi32, #gpu.address_space<workgroup>>) private(
+// CHECK-SAME: workgroup(%[[SHARED:.*]] : memref<16xf32, #gpu.address_space<workgroup>>, %[[MASK:.*]] : memref<9xi32, #gpu.address_space<workgroup>>) private(
 // CHECK-DAG: %[[M2:.*]] = arith.constant -2 : i32
 // CHECK-DAG: %[[CAP:.*]] = arith.constant 8192 : index
 // CHECK: %[[B:.*]] = arith.divui %{{.*}}, %c2 : index
@@ -37,8 +37,10 @@
 // the candidates' 8 child summaries an n8 tile, each f32 row split into a
 // high half, its top 16 bits, and the rest), lanes 0-3 write the scores to
 // the shared buffer, and after a barrier every lane reads its own
-// candidate's back; warp 0 ranks it with shuffles, its lane 0 stores the
-// kept set (a ballot), and after a barrier every warp reads it.
+// candidate's back; warp 0 ranks it with shuffles, stores the kept set (a
+// ballot, by lane 0) and the kept lanes in order (kept lane i at 1 + the
+// kept ones below it), and after a barrier every lane reads the mask and
+// its source, the (lane / g)-th kept lane (no search of the mask).
 // CHECK: nvvm.vote.sync  ballot
 // CHECK: scf.if
 // CHECK: gpu.barrier
@@ -55,9 +57,29 @@
 // CHECK: scf.if
 // CHECK: gpu.shuffle idx
 // CHECK: %[[KEPT:.*]] = nvvm.vote.sync  ballot
+// CHECK: math.ctpop
+// CHECK: %[[AT:.*]] = arith.addi %{{.*}}, %c1 : index
+// CHECK: memref.store %{{.*}}, %[[MASK]][%[[AT]]]
 // CHECK: memref.store %[[KEPT]], %[[MASK]][%c0]
 // CHECK: gpu.barrier
+// CHECK: %[[PAIR:.*]] = arith.minui %{{.*}}, %c7 : index
 // CHECK: memref.load %[[MASK]][%c0]
+// CHECK: %[[SOURCE:.*]] = arith.addi %[[PAIR]], %c1 : index
+// CHECK: memref.load %[[MASK]][%[[SOURCE]]]
+// A level that is not ranked while none has been (the walk's top levels):
+// its kept set is a prefix, lane j's source is j / g and its next
+// candidate node j, without the search or the shuffle.
+// CHECK: } else {
+// CHECK: nvvm.vote.sync  ballot
+// CHECK: scf.if %{{.*}} -> (index) {
+// CHECK-NEXT: scf.yield %[[PAIR0:.*]] : index
+// CHECK: } else {
+// CHECK: math.ctpop
+// CHECK: scf.if %{{.*}} -> (index) {
+// CHECK-NEXT: scf.yield %[[LANE:.*]] : index
+// CHECK-NEXT: } else {
+// CHECK-NEXT: arith.index_cast
+// CHECK-NEXT: gpu.shuffle idx
 // The leaves the same way, from the raw keys on tensor cores (bf16, G =
 // 16: the heads an m16 tile, 8 keys an n8 tile), then the row on the lanes.
 // A contender's keys all count: no key is masked, and the scale is applied

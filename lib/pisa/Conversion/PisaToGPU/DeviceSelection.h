@@ -38,7 +38,8 @@ struct WalkConfig {
 /// `sharedRank` ([g*K] i32, workgroup), which the next selection reads
 /// instead of ranking every item against all others on every thread. The
 /// lane walk instead ranks on warp 0 and hands its kept set (a ballot) to
-/// the others in `sharedMask` ([1] i32, workgroup).
+/// the others in `sharedMask` ([1 + K] i32, workgroup: the ballot, then
+/// the kept lanes in order).
 struct QueryScratch {
   Value cand, kept, scores;
   Value shared = nullptr, sharedRank = nullptr, warp = nullptr, lane = nullptr;

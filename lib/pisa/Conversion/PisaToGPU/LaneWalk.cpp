@@ -79,10 +79,11 @@ LaneLeaves mlir::pisa::detail::buildLaneWalk(ImplicitLocOpBuilder &b,
   const int64_t maxCandidates = fanout * topK;
   Value one = indexConst(b, 1);
   Value cK = indexConst(b, topK), cFan = indexConst(b, fanout);
-  // Lane a's candidate node (i32) and how many candidates there are.
+  // Lane a's candidate node (i32), how many candidates there are, and
+  // whether every level so far kept all its causal candidates.
   auto step = [&](ImplicitLocOpBuilder &b, const LevelLayout::Step &level,
                   ValueRange state) -> SmallVector<Value> {
-    Value cand = state[0], numCand = state[1];
+    Value cand = state[0], numCand = state[1], whole = state[2];
     auto nodeOf = [&](ImplicitLocOpBuilder &lb, Value a) -> Value {
       return toIndex(lb, shuffleFrom(lb, cand, a));
     };
@@ -97,9 +98,11 @@ LaneLeaves mlir::pisa::detail::buildLaneWalk(ImplicitLocOpBuilder &b,
     const ChildLevel &children = level.children;
     Value childCount = children.numChildren;
     Value ranked = cmp(b, arith::CmpIPredicate::ugt, numCausal, cK);
-    // Kept: every causal candidate, or the K best when there are more.
-    Value kept = buildIf(
-        b, ranked, {b.getI32Type()},
+    Value lanePair = arith::DivUIOp::create(b, lane, cFan);
+    // Kept: every causal candidate, or the K best when there are more; and
+    // this lane's source, the (lane / g)-th kept candidate's lane.
+    SmallVector<Value> kept = buildIf(
+        b, ranked, {b.getI32Type(), b.getIndexType()},
         [&](ImplicitLocOpBuilder &rb) {
           Value mine =
               rankableScore(rb, score(rb, children, numCausal, nodeOf));
@@ -113,28 +116,54 @@ LaneLeaves mlir::pisa::detail::buildLaneWalk(ImplicitLocOpBuilder &b,
                                   kb, causal,
                                   cmp(kb, arith::CmpIPredicate::ult, rank, cK)));
           };
-          return SmallVector<Value>{rankOnce ? rankOnce(rb, rankKept)
-                                             : rankKept(rb)};
+          LaneKept k = rankOnce ? rankOnce(rb, rankKept)
+                                : LaneKept{rankKept(rb), nullptr};
+          if (!k.source)
+            k.source = nthSetBit(rb, k.mask, lanePair);
+          return SmallVector<Value>{k.mask, k.source};
         },
         [&](ImplicitLocOpBuilder &eb) {
-          return SmallVector<Value>{ballot(eb, causal)};
+          Value mask = ballot(eb, causal);
+          // While no level has been ranked the kept set is a prefix.
+          Value source = buildIf(
+              eb, whole, {eb.getIndexType()},
+              [&](ImplicitLocOpBuilder &) {
+                return SmallVector<Value>{lanePair};
+              },
+              [&](ImplicitLocOpBuilder &sb) {
+                return SmallVector<Value>{nthSetBit(sb, mask, lanePair)};
+              })[0];
+          return SmallVector<Value>{mask, source};
+        });
+    Value numKept = popCount(b, kept[0]);
+    // Lane j takes child j % g of its source. While no level has been
+    // ranked the candidates are nodes 0, 1, ... in lane order and all
+    // causal ones are kept, so that child is node j: the top levels of
+    // every walk skip the search and the shuffle.
+    Value stillWhole = arith::AndIOp::create(
+        b, whole,
+        arith::XOrIOp::create(b, ranked, arith::ConstantIntOp::create(b, 1, 1)));
+    Value child = buildIf(
+        b, stillWhole, {b.getIndexType()},
+        [&](ImplicitLocOpBuilder &) { return SmallVector<Value>{lane}; },
+        [&](ImplicitLocOpBuilder &sb) {
+          return SmallVector<Value>{arith::AddIOp::create(
+              sb, arith::MulIOp::create(sb, nodeOf(sb, kept[1]), cFan),
+              arith::RemUIOp::create(sb, lane, cFan))};
         })[0];
-    Value numKept = popCount(b, kept);
-    // Lane j takes child j % g of the (j / g)-th kept candidate.
-    Value source =
-        nthSetBit(b, kept, arith::DivUIOp::create(b, lane, cFan));
-    Value child = arith::AddIOp::create(
-        b, arith::MulIOp::create(b, nodeOf(b, source), cFan),
-        arith::RemUIOp::create(b, lane, cFan));
     Value next = arith::AndIOp::create(
         b,
         cmp(b, arith::CmpIPredicate::ult, lane,
             arith::MulIOp::create(b, numKept, cFan)),
         cmp(b, arith::CmpIPredicate::ult, child, childCount));
-    return SmallVector<Value>{toI32(b, child), popCount(b, ballot(b, next))};
+    return SmallVector<Value>{toI32(b, child), popCount(b, ballot(b, next)),
+                              stillWhole};
   };
   SmallVector<Value> walked = layout.walkDown(
-      b, {arith::ConstantIntOp::create(b, 0, 32), one}, step);
+      b,
+      {arith::ConstantIntOp::create(b, 0, 32), one,
+       arith::ConstantIntOp::create(b, 1, 1)},
+      step);
   Value cand = walked[0], numCand = walked[1];
   // Leaves: the causal ones outside the forced set {0, b_t - 1, b_t}.
   LaneLeaves leaves;

@@ -59,11 +59,17 @@ struct LaneLeaves {
   Value leaf, contender, mask;
 };
 
-/// The kept set of a ranked level (a ballot) from `rankKept`, which ranks
-/// this lane's candidate: run on one warp of the query and handed to the
-/// others (it may hold barriers), so that the warps of a block do not all
-/// rank alike.
-using LaneRankOnce = llvm::function_ref<Value(
+/// A ranked level's kept set (a ballot) and, when the ranker hands it out,
+/// this lane's source: the lane of the (lane / g)-th kept candidate (an
+/// index; null: the walk searches the set for it).
+struct LaneKept {
+  Value mask, source;
+};
+
+/// The kept set of a ranked level from `rankKept`, which ranks this lane's
+/// candidate: run on one warp of the query and handed to the others (it
+/// may hold barriers), so that the warps of a block do not all rank alike.
+using LaneRankOnce = llvm::function_ref<LaneKept(
     ImplicitLocOpBuilder &,
     llvm::function_ref<Value(ImplicitLocOpBuilder &)> rankKept)>;
 

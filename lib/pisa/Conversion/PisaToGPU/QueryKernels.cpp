@@ -154,15 +154,16 @@ void guarded(ImplicitLocOpBuilder &b, Value cond,
   gpu::ReturnOp::create(b);
 }
 
-/// [g*K] f32 scores; then the lane walk's kept set ([1] i32: warp 0 ranks
-/// in registers and hands it out) or the other walk's ranks ([g*K] i32).
+/// [g*K] f32 scores; then the lane walk's kept set ([1 + K] i32: warp 0
+/// ranks in registers and hands out the mask and the kept lanes in order)
+/// or the other walk's ranks ([g*K] i32).
 SmallVector<Type> exchangeTypes(MLIRContext *ctx, const Problem &p,
                                 int64_t warpsPerQuery) {
   if (warpsPerQuery == 1)
     return {};
   return {workgroupType(ctx, {p.candidates()}, Float32Type::get(ctx)),
           workgroupType(ctx,
-                        {usesBlockLaneWalk(p, warpsPerQuery) ? 1
+                        {usesBlockLaneWalk(p, warpsPerQuery) ? 1 + p.topK
                                                              : p.candidates()},
                         IntegerType::get(ctx, 32))};
 }

@@ -147,22 +147,45 @@ void buildBlockLaneSelection(ImplicitLocOpBuilder &gb, const Kernel &kernel,
       },
       [&](ImplicitLocOpBuilder &rb,
           llvm::function_ref<Value(ImplicitLocOpBuilder &)> rankKept) {
-        // Warp 0 ranks; the others wait for its kept set (the next
-        // exchange's first barrier keeps warp 0 from overwriting it early).
-        Value zero = indexConst(rb, 0);
-        buildIfThen(rb, cmp(rb, arith::CmpIPredicate::eq, w.warp, zero),
-                    [&](ImplicitLocOpBuilder &wb) {
-                      Value mask = rankKept(wb);
-                      buildIfThen(wb, isLaneZero(wb, lane),
-                                  [&](ImplicitLocOpBuilder &sb) {
-                                    memref::StoreOp::create(
-                                        sb, mask, scratch.sharedMask,
-                                        ValueRange{zero});
-                                  });
-                    });
+        // Warp 0 ranks and hands out its kept set: the mask, and the
+        // kept lanes in order (the k-th at 1 + k), so that lane j reads its
+        // source, the (j / g)-th, instead of searching the mask. The others
+        // wait at the barrier (the next exchange's first barrier keeps warp
+        // 0 from overwriting it early).
+        Value zero = indexConst(rb, 0), one = indexConst(rb, 1);
+        buildIfThen(
+            rb, cmp(rb, arith::CmpIPredicate::eq, w.warp, zero),
+            [&](ImplicitLocOpBuilder &wb) {
+              Value mask = rankKept(wb);
+              Value bit = arith::AndIOp::create(
+                  wb, arith::ShRUIOp::create(wb, mask, toI32(wb, lane)),
+                  arith::ConstantIntOp::create(wb, 1, 32));
+              buildIfThen(
+                  wb,
+                  cmp(wb, arith::CmpIPredicate::ne, bit,
+                      arith::ConstantIntOp::create(wb, 0, 32)),
+                  [&](ImplicitLocOpBuilder &kb) {
+                    Value k = popCount(kb, bitsBelow(kb, mask, toI32(kb, lane)));
+                    memref::StoreOp::create(
+                        kb, toI32(kb, lane), scratch.sharedMask,
+                        ValueRange{arith::AddIOp::create(kb, one, k)});
+                  });
+              buildIfThen(wb, isLaneZero(wb, lane),
+                          [&](ImplicitLocOpBuilder &sb) {
+                            memref::StoreOp::create(sb, mask,
+                                                    scratch.sharedMask,
+                                                    ValueRange{zero});
+                          });
+            });
         gpu::BarrierOp::create(rb);
-        return memref::LoadOp::create(rb, scratch.sharedMask, ValueRange{zero})
-            .getResult();
+        Value pair = arith::MinUIOp::create(
+            rb, arith::DivUIOp::create(rb, lane, indexConst(rb, p.fanout)),
+            indexConst(rb, p.topK - 1));
+        return LaneKept{
+            memref::LoadOp::create(rb, scratch.sharedMask, ValueRange{zero}),
+            toIndex(rb, memref::LoadOp::create(
+                            rb, scratch.sharedMask,
+                            ValueRange{arith::AddIOp::create(rb, one, pair)}))};
       });
   Value count = popCount(gb, leaves.mask);
   Value ranked = cmp(gb, arith::CmpIPredicate::ugt, count,

@@ -86,14 +86,14 @@ Value exchangeScores(
 
 /// Candidate a's score, for a < count, when warp w scores candidates 4 w ..
 /// 4 w + 3 at once (`tileScore`: lane i returns candidate 4 w + i's, as
-/// buildLevelScoreMma); returns item `readAt`'s (clamped to the last).
+/// buildLevelScoreMma); returns item `readAt`'s (clamped to the last). A
+/// lane walk's level: the previous level's reads of `shared` came before
+/// its rank's barrier, so none is needed before the stores.
 Value exchangeTileScores(
     ImplicitLocOpBuilder &b, const QueryScratch &scratch, Value count,
     Value readAt, llvm::function_ref<Value(ImplicitLocOpBuilder &)> tileScore) {
   using P = arith::CmpIPredicate;
   Value four = indexConst(b, 4);
-  // The previous exchange's reads of `shared` are done.
-  gpu::BarrierOp::create(b);
   Value first = arith::MulIOp::create(b, scratch.warp, four);
   buildIfThen(b, cmp(b, P::ult, first, count), [&](ImplicitLocOpBuilder &tb) {
     Value u = tileScore(tb);

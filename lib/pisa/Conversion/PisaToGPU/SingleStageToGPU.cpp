@@ -150,8 +150,8 @@ void buildBlockLaneSelection(ImplicitLocOpBuilder &gb, const Kernel &kernel,
         // Warp 0 ranks and hands out its kept set: the mask, and the
         // kept lanes in order (the k-th at 1 + k), so that lane j reads its
         // source, the (j / g)-th, instead of searching the mask. The others
-        // wait at the barrier (the next exchange's first barrier keeps warp
-        // 0 from overwriting it early).
+        // wait at the barrier and read it before the next level's exchange
+        // barrier, which warp 0 passes before it writes again.
         Value zero = indexConst(rb, 0), one = indexConst(rb, 1);
         buildIfThen(
             rb, cmp(rb, arith::CmpIPredicate::eq, w.warp, zero),

@@ -52,10 +52,13 @@ namespace {
 /// at a lower lane (buildRank's tie rule; lanes ascend with the index).
 Value laneRank(ImplicitLocOpBuilder &b, Value lane, Value mine, int64_t lanes,
                llvm::function_ref<Value(ImplicitLocOpBuilder &, Value)>
-                   competes) {
+                   competes,
+               LaneScoreAt scoreAt = nullptr) {
   Value rank = indexConst(b, 0), one = indexConst(b, 1);
   for (int64_t other = 0; other < lanes; ++other) {
-    Value theirs = shuffleFrom(b, mine, indexConst(b, other));
+    Value theirs =
+        scoreAt ? rankableScore(b, scoreAt(b, indexConst(b, other)))
+                : shuffleFrom(b, mine, indexConst(b, other));
     Value beats = arith::OrIOp::create(
         b, arith::CmpFOp::create(b, arith::CmpFPredicate::OGT, theirs, mine),
         arith::AndIOp::create(
@@ -75,7 +78,8 @@ LaneLeaves mlir::pisa::detail::buildLaneWalk(ImplicitLocOpBuilder &b,
                                              const LevelLayout &layout,
                                              int64_t topK, int64_t fanout,
                                              Value bt, LaneLevelScorer score,
-                                             LaneRankOnce rankOnce) {
+                                             LaneRankOnce rankOnce,
+                                             LaneScoreAt scoreAt) {
   const int64_t maxCandidates = fanout * topK;
   Value one = indexConst(b, 1);
   Value cK = indexConst(b, topK), cFan = indexConst(b, fanout);
@@ -111,7 +115,8 @@ LaneLeaves mlir::pisa::detail::buildLaneWalk(ImplicitLocOpBuilder &b,
                 kb, lane, mine, maxCandidates,
                 [&](ImplicitLocOpBuilder &cb, Value other) {
                   return cmp(cb, arith::CmpIPredicate::ult, other, numCausal);
-                });
+                },
+                scoreAt);
             return ballot(kb, arith::AndIOp::create(
                                   kb, causal,
                                   cmp(kb, arith::CmpIPredicate::ult, rank, cK)));

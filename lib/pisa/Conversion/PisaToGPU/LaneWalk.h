@@ -73,13 +73,20 @@ using LaneRankOnce = llvm::function_ref<LaneKept(
     ImplicitLocOpBuilder &,
     llvm::function_ref<Value(ImplicitLocOpBuilder &)> rankKept)>;
 
+/// Candidate `other`'s score at a ranked level (`other` a constant below
+/// g K; any value at or past the causal ones), where the ranker can read
+/// it without a shuffle; it must equal what that lane's scorer returned.
+using LaneScoreAt = llvm::function_ref<Value(ImplicitLocOpBuilder &, Value)>;
+
 /// Walks levels L..2 from the root, `score` ranking a level when it has
 /// more than K causal candidates, then filters the leaves. Without
-/// `rankOnce` every warp that runs the walk ranks.
+/// `rankOnce` every warp that runs the walk ranks; with `scoreAt` the
+/// ranker reads the others' scores there instead of shuffling them.
 LaneLeaves buildLaneWalk(ImplicitLocOpBuilder &b, Value lane,
                          const LevelLayout &layout, int64_t topK,
                          int64_t fanout, Value bt, LaneLevelScorer score,
-                         LaneRankOnce rankOnce = nullptr);
+                         LaneRankOnce rankOnce = nullptr,
+                         LaneScoreAt scoreAt = nullptr);
 
 /// Writes a query's row (docs/semantics.md, section 3, step 3): the forced
 /// blocks and the best `slots` contenders of `leaves` (all when there are no

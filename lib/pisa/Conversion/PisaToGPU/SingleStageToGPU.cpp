@@ -186,6 +186,11 @@ void buildBlockLaneSelection(ImplicitLocOpBuilder &gb, const Kernel &kernel,
             toIndex(rb, memref::LoadOp::create(
                             rb, scratch.sharedMask,
                             ValueRange{arith::AddIOp::create(rb, one, pair)}))};
+      },
+      // Candidate a's score is in the exchange's buffer (read back from
+      // there by lane a): warp 0 reads the others' there too.
+      [&](ImplicitLocOpBuilder &sb, Value other) -> Value {
+        return memref::LoadOp::create(sb, scratch.shared, ValueRange{other});
       });
   Value count = popCount(gb, leaves.mask);
   Value ranked = cmp(gb, arith::CmpIPredicate::ugt, count,

@@ -37,10 +37,11 @@
 // the candidates' 8 child summaries an n8 tile, each f32 row split into a
 // high half, its top 16 bits, and the rest), lanes 0-3 write the scores to
 // the shared buffer, and after a barrier every lane reads its own
-// candidate's back; warp 0 ranks it with shuffles, stores the kept set (a
-// ballot, by lane 0) and the kept lanes in order (kept lane i at 1 + the
-// kept ones below it), and after a barrier every lane reads the mask and
-// its source, the (lane / g)-th kept lane (no search of the mask).
+// candidate's back; warp 0 ranks it reading the others' scores from the
+// same buffer (no shuffles), stores the kept set (a ballot, by lane 0) and
+// the kept lanes in order (kept lane i at 1 + the kept ones below it), and
+// after a barrier every lane reads the mask and its source, the
+// (lane / g)-th kept lane (no search of the mask).
 // No barrier before the scores' stores: the previous level's reads of the
 // buffer came before its rank's barrier.
 // CHECK: nvvm.vote.sync  ballot
@@ -57,7 +58,11 @@
 // CHECK: gpu.barrier
 // CHECK: memref.load %[[SHARED]]
 // CHECK: scf.if
-// CHECK: gpu.shuffle idx
+// CHECK-NOT: gpu.shuffle
+// CHECK: memref.load %[[SHARED]][%c0]
+// CHECK-NOT: gpu.shuffle
+// CHECK: memref.load %[[SHARED]][%c15]
+// CHECK-NOT: gpu.shuffle
 // CHECK: %[[KEPT:.*]] = nvvm.vote.sync  ballot
 // CHECK: math.ctpop
 // CHECK: %[[AT:.*]] = arith.addi %{{.*}}, %c1 : index
@@ -94,6 +99,14 @@
 // CHECK: memref.store %{{.*}}, %[[SHARED]][%[[L]]]
 // CHECK: gpu.barrier
 // CHECK: memref.load %[[SHARED]]
+// Warp 0 ranks the contenders by their position among them, reading the
+// others' scores from the same buffer (no shuffles).
+// CHECK: scf.if
+// CHECK-NOT: gpu.shuffle
+// CHECK: memref.load %[[SHARED]][%c0]
+// CHECK-NOT: gpu.shuffle
+// CHECK: memref.load %[[SHARED]][%c15]
+// CHECK-NOT: gpu.shuffle
 // CHECK: memref.store %c-1_i32
 // CHECK: } else {
 // CHECK: memref.store %[[M2]]

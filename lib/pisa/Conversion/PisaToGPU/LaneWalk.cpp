@@ -183,7 +183,7 @@ LaneLeaves mlir::pisa::detail::buildLaneWalk(ImplicitLocOpBuilder &b,
 void mlir::pisa::detail::buildLaneFinalSelection(
     ImplicitLocOpBuilder &b, Value lane, int64_t topK, int64_t candidates,
     Value bt, const LaneLeaves &leaves, Value ranked, Value score,
-    IndexStorer store) {
+    IndexStorer store, LaneScoreAt scoreAt) {
   using P = arith::CmpIPredicate;
   Value zero = indexConst(b, 0), one = indexConst(b, 1), two = indexConst(b, 2);
   Value lane32 = toI32(b, lane);
@@ -192,15 +192,32 @@ void mlir::pisa::detail::buildLaneFinalSelection(
   Value keep = buildIf(
       b, ranked, {b.getI1Type()},
       [&](ImplicitLocOpBuilder &rb) {
-        Value rank = laneRank(
-            rb, lane, rankableScore(rb, score), candidates,
-            [&](ImplicitLocOpBuilder &cb, Value other) {
-              Value bit = arith::AndIOp::create(
-                  cb, leaves.mask,
-                  arith::ShLIOp::create(cb, arith::ConstantIntOp::create(cb, 1, 32),
-                                        toI32(cb, other)));
-              return cmp(cb, P::ne, bit, arith::ConstantIntOp::create(cb, 0, 32));
-            });
+        Value mine = rankableScore(rb, score);
+        Value rank;
+        if (scoreAt) {
+          // Contenders ascend with the lane, so ranking them by their
+          // position among the contenders keeps the tie rule.
+          Value count = popCount(rb, leaves.mask);
+          rank = laneRank(
+              rb, popCount(rb, bitsBelow(rb, leaves.mask, lane32)), mine,
+              candidates,
+              [&](ImplicitLocOpBuilder &cb, Value q) {
+                return cmp(cb, P::ult, q, count);
+              },
+              scoreAt);
+        } else {
+          rank = laneRank(
+              rb, lane, mine, candidates,
+              [&](ImplicitLocOpBuilder &cb, Value other) {
+                Value bit = arith::AndIOp::create(
+                    cb, leaves.mask,
+                    arith::ShLIOp::create(
+                        cb, arith::ConstantIntOp::create(cb, 1, 32),
+                        toI32(cb, other)));
+                return cmp(cb, P::ne, bit,
+                           arith::ConstantIntOp::create(cb, 0, 32));
+              });
+        }
         return SmallVector<Value>{arith::AndIOp::create(
             rb, leaves.contender, cmp(rb, P::ult, rank, slots))};
       },

@@ -93,11 +93,14 @@ LaneLeaves buildLaneWalk(ImplicitLocOpBuilder &b, Value lane,
 /// more), ascending, padded with -1 to K. `score` is this lane's contender
 /// score, read only when the contenders are ranked; `ranked` must be
 /// popCount(mask) > contenderSlots; `candidates` is g * K. store(pos, value) runs on
-/// the lane that owns an entry (K <= 32 lanes).
+/// the lane that owns an entry (K <= 32 lanes). With `scoreAt` (q: the
+/// q-th contender, the q-th set bit of the mask) the ranking reads the
+/// others' scores there instead of shuffling them.
 void buildLaneFinalSelection(ImplicitLocOpBuilder &b, Value lane,
                              int64_t topK, int64_t candidates, Value bt,
                              const LaneLeaves &leaves, Value ranked,
-                             Value score, IndexStorer store);
+                             Value score, IndexStorer store,
+                             LaneScoreAt scoreAt = nullptr);
 
 } // namespace mlir::pisa::detail
 

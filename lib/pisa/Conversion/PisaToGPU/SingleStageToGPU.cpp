@@ -236,6 +236,10 @@ void buildBlockLaneSelection(ImplicitLocOpBuilder &gb, const Kernel &kernel,
                   sb, arith::IndexCastOp::create(sb, sb.getI32Type(), value),
                   kernel.arg("selection"),
                   ValueRange{site.batch, site.kvHead, site.query, pos});
+            },
+            // Contender q's score is where exchangeScores put it.
+            [&](ImplicitLocOpBuilder &sb, Value q) -> Value {
+              return memref::LoadOp::create(sb, scratch.shared, ValueRange{q});
             });
       });
 }

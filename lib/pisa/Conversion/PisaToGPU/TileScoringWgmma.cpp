@@ -15,9 +15,11 @@
 // threads copy consecutive chunks of a row (whole rows from global memory)
 // and the eight chunks of a row land in distinct bank groups. (Unswizzled
 // 8 x 16-byte core matrices measured 1.4x slower than mma.sync, Nsight
-// Compute's Mem Busy at 90%; docs/performance.md.) The block copies the
-// next tile's queries into the second buffer while it scores the current
-// one.
+// Compute's Mem Busy at 90%; docs/performance.md.) A block keeps one query
+// tile: copying the next tile's queries into a second buffer while the
+// current one is scored measured 9% slower at 256K, since the 16 KiB more
+// shared memory cost a block an SM (4 instead of 6) and the kernel is
+// bound by issue and latency (docs/performance.md, fifteenth session).
 //
 // The accumulators are read where wgmma leaves them (warp w holds rows
 // 16 w + lane / 4 and that + 8; the quad's lanes split each row's columns)
@@ -61,14 +63,12 @@ constexpr int64_t kMaxN = 256;         // wgmma's largest N
 constexpr int64_t kTilesPerBlock = 8;
 constexpr int64_t kRegistersPerSM = 64 * 1024;
 
-/// The block's shared memory: two query tiles (64 x d; the next tile's
-/// rows are copied in while the current one is scored), then the key tile
-/// (C x d), all in the 128-byte swizzle (copyTile).
+/// The block's shared memory: the query tile (64 x d), then the key tile
+/// (C x d), both in the 128-byte swizzle (copyTile).
 struct WgmmaTileLayout {
   int64_t queryBytes, keyOffset, bytes;
   explicit WgmmaTileLayout(const TileProblem &p)
-      : queryBytes(kWarpgroupRows * p.headDim * 2),
-        keyOffset(2 * queryBytes),
+      : queryBytes(kWarpgroupRows * p.headDim * 2), keyOffset(queryBytes),
         bytes(keyOffset + p.blockSize * p.headDim * 2) {}
 };
 
@@ -258,7 +258,7 @@ Kernel mlir::pisa::detail::buildWgmmaScoreKernel(PatternRewriter &rewriter,
                bytes, indexConst(b, offset), ValueRange{})
         .getResult();
   };
-  Value queryTiles = swizzledTiles(0, 2, kWarpgroupRows);
+  Value queryTile = swizzledTiles(0, 1, kWarpgroupRows);
   Value keyTile = swizzledTiles(l.keyOffset, 1, c);
   Value base = arith::IndexCastOp::create(
       b, b.getI64Type(),
@@ -272,23 +272,12 @@ Kernel mlir::pisa::detail::buildWgmmaScoreKernel(PatternRewriter &rewriter,
   Value batch = owned.batch, kv = owned.kv;
   Value firstTile = owned.first, endTile = owned.end;
   Value tid = threadIdX(b);
-  Value lastTile = arith::SubIOp::create(b, endTile, indexConst(b, 1));
-  auto parity = [&](ImplicitLocOpBuilder &pb, Value tile) {
-    return arith::RemUIOp::create(
-        pb, arith::SubIOp::create(pb, tile, firstTile), indexConst(pb, 2));
-  };
-  // Copies the query rows (member * G + head) of tile `source` into the
-  // buffer of tile `tile`; `real` false zero-fills instead (past the
-  // block's last tile, where `source` is clamped). Idle members copy a
-  // clamped row that no result reads.
+  // Copies the query rows (member * G + head) of the tile `span` into
+  // the query tile. Idle members copy a clamped row that no result reads.
   Value g = indexConst(b, G);
-  auto copyQueries = [&](ImplicitLocOpBuilder &qb, Value tile, Value source,
-                         Value real) {
-    TileSpan span = loadTileSpan(qb, e, p, batch, kv, source);
-    Value elements = arith::SelectOp::create(qb, real, indexConst(qb, kChunk),
-                                             indexConst(qb, 0));
+  auto copyQueries = [&](ImplicitLocOpBuilder &qb, const TileSpan &span) {
     return copyTile(
-        qb, tid, queryTiles, parity(qb, tile), kWarpgroupRows, d,
+        qb, tid, queryTile, indexConst(qb, 0), kWarpgroupRows, d,
         [&](ImplicitLocOpBuilder &lb, Value r) -> RowSource {
           Value head = arith::AddIOp::create(
               lb, arith::MulIOp::create(lb, kv, g),
@@ -297,14 +286,9 @@ Kernel mlir::pisa::detail::buildWgmmaScoreKernel(PatternRewriter &rewriter,
                                         arith::DivUIOp::create(lb, r, g));
           return {e.arg("queries"),
                   {batch, head, m.query, indexConst(lb, 0)},
-                  elements};
+                  indexConst(lb, kChunk)};
         });
   };
-  buildIfThen(b, cmp(b, arith::CmpIPredicate::ult, firstTile, endTile),
-              [&](ImplicitLocOpBuilder &pb) {
-                copyQueries(pb, firstTile, firstTile,
-                            arith::ConstantIntOp::create(pb, 1, 1));
-              });
 
   auto accType = LLVM::LLVMStructType::getLiteral(
       ctx, SmallVector<Type>(c / 2, f32));
@@ -313,8 +297,8 @@ Kernel mlir::pisa::detail::buildWgmmaScoreKernel(PatternRewriter &rewriter,
   buildLoop(b, firstTile, endTile, ValueRange{indexConst(b, -1)},
             [&](ImplicitLocOpBuilder &tb, Value tile,
                 ValueRange stagedLeaf) -> SmallVector<Value> {
-    // Every thread is past the previous tile's wgmma (it waited for it), so
-    // the key tile and the other query buffer may be overwritten.
+    // Every thread is past the previous tile's wgmma (it waited for it) and
+    // epilogue, so the key and query tiles may be overwritten.
     gpu::BarrierOp::create(tb);
     TileSpan span = loadTileSpan(tb, e, p, batch, kv, tile);
     Value newLeaf =
@@ -335,15 +319,9 @@ Kernel mlir::pisa::detail::buildWgmmaScoreKernel(PatternRewriter &rewriter,
                          real};
                });
     });
-    // The next tile's queries go in flight (zero-filled past the block's
-    // last tile, so that every thread commits the same groups)...
-    Value next = arith::AddIOp::create(tb, tile, indexConst(tb, 1));
-    Value nextQueries =
-        copyQueries(tb, next, arith::MinUIOp::create(tb, next, lastTile),
-                    cmp(tb, arith::CmpIPredicate::ult, next, endTile));
-    // ...and every older group (this tile's queries, its keys) completes.
-    nvgpu::DeviceAsyncWaitOp::create(tb, nextQueries,
-                                     tb.getI32IntegerAttr(1));
+    // The tile's queries, then every group (its keys too) completes.
+    Value queries = copyQueries(tb, span);
+    nvgpu::DeviceAsyncWaitOp::create(tb, queries, tb.getI32IntegerAttr(0));
     // cp.async wrote through the generic proxy; wgmma reads through the
     // async proxy.
     NVVM::FenceProxyOp::create(
@@ -351,11 +329,6 @@ Kernel mlir::pisa::detail::buildWgmmaScoreKernel(PatternRewriter &rewriter,
         NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
     gpu::BarrierOp::create(tb);
 
-    // Buffer i starts 64 * d * 2 bytes further: that >> 4 in the address.
-    Value bufferStep = arith::MulIOp::create(
-        tb, arith::IndexCastOp::create(tb, tb.getI64Type(), parity(tb, tile)),
-        arith::ConstantIntOp::create(tb, l.queryBytes >> 4, 64));
-    Value tileDesc = arith::AddIOp::create(tb, queryDesc, bufferStep);
     Value acc = LLVM::PoisonOp::create(tb, accType);
     NVVM::WgmmaFenceAlignedOp::create(tb);
     for (int64_t s = 0; s < d / kKStep; ++s) {
@@ -364,7 +337,7 @@ Kernel mlir::pisa::detail::buildWgmmaScoreKernel(PatternRewriter &rewriter,
       };
       acc = NVVM::WgmmaMmaAsyncOp::create(
           tb, accType, acc,
-          arith::AddIOp::create(tb, tileDesc, step(kWarpgroupRows)),
+          arith::AddIOp::create(tb, queryDesc, step(kWarpgroupRows)),
           arith::AddIOp::create(tb, keyDesc, step(c)),
           NVVM::MMAShapeAttr::get(ctx, kWarpgroupRows, c, kKStep), inType,
           inType, NVVM::WGMMATypes::f32,

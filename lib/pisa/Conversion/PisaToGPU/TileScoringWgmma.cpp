@@ -66,9 +66,9 @@ constexpr int64_t kRegistersPerSM = 64 * 1024;
 /// The block's shared memory: the query tile (64 x d), then the key tile
 /// (C x d), both in the 128-byte swizzle (copyTile).
 struct WgmmaTileLayout {
-  int64_t queryBytes, keyOffset, bytes;
+  int64_t keyOffset, bytes;
   explicit WgmmaTileLayout(const TileProblem &p)
-      : queryBytes(kWarpgroupRows * p.headDim * 2), keyOffset(queryBytes),
+      : keyOffset(kWarpgroupRows * p.headDim * 2),
         bytes(keyOffset + p.blockSize * p.headDim * 2) {}
 };
 

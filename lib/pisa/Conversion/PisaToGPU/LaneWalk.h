@@ -73,15 +73,17 @@ using LaneRankOnce = llvm::function_ref<LaneKept(
     ImplicitLocOpBuilder &,
     llvm::function_ref<Value(ImplicitLocOpBuilder &)> rankKept)>;
 
-/// Candidate `other`'s score at a ranked level (`other` a constant below
-/// g K; any value at or past the causal ones), where the ranker can read
-/// it without a shuffle; it must equal what that lane's scorer returned.
+/// Item i's score (i a constant below g K), where the ranker can read it
+/// without a shuffle; each use says what its items are, and the value must
+/// equal what the lane holding item i ranks with (any value for items that
+/// do not compete).
 using LaneScoreAt = llvm::function_ref<Value(ImplicitLocOpBuilder &, Value)>;
 
 /// Walks levels L..2 from the root, `score` ranking a level when it has
 /// more than K causal candidates, then filters the leaves. Without
-/// `rankOnce` every warp that runs the walk ranks; with `scoreAt` the
-/// ranker reads the others' scores there instead of shuffling them.
+/// `rankOnce` every warp that runs the walk ranks; with `scoreAt` (item a:
+/// candidate a) the ranker reads the others' scores there instead of
+/// shuffling them.
 LaneLeaves buildLaneWalk(ImplicitLocOpBuilder &b, Value lane,
                          const LevelLayout &layout, int64_t topK,
                          int64_t fanout, Value bt, LaneLevelScorer score,

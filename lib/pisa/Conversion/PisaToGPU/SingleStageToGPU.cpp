@@ -128,6 +128,11 @@ void buildBlockLaneSelection(ImplicitLocOpBuilder &gb, const Kernel &kernel,
   const QuerySite &site = w.site;
   const QueryScratch &scratch = *w.scratch;
   Value lane = w.lane;
+  // Item a's score where the exchange put it (a level's candidate a, or
+  // the a-th leaf contender): warp 0 ranks reading them there.
+  auto sharedScore = [&](ImplicitLocOpBuilder &sb, Value a) -> Value {
+    return memref::LoadOp::create(sb, scratch.shared, ValueRange{a});
+  };
   LaneLeaves leaves = buildLaneWalk(
       gb, lane, layout, p.topK, p.fanout, w.bt,
       [&](ImplicitLocOpBuilder &rb, const ChildLevel &children,
@@ -187,11 +192,7 @@ void buildBlockLaneSelection(ImplicitLocOpBuilder &gb, const Kernel &kernel,
                             rb, scratch.sharedMask,
                             ValueRange{arith::AddIOp::create(rb, one, pair)}))};
       },
-      // Candidate a's score is in the exchange's buffer (read back from
-      // there by lane a): warp 0 reads the others' there too.
-      [&](ImplicitLocOpBuilder &sb, Value other) -> Value {
-        return memref::LoadOp::create(sb, scratch.shared, ValueRange{other});
-      });
+      sharedScore);
   Value count = popCount(gb, leaves.mask);
   Value ranked = cmp(gb, arith::CmpIPredicate::ugt, count,
                      contenderSlots(gb, p.topK, w.bt));
@@ -237,10 +238,7 @@ void buildBlockLaneSelection(ImplicitLocOpBuilder &gb, const Kernel &kernel,
                   kernel.arg("selection"),
                   ValueRange{site.batch, site.kvHead, site.query, pos});
             },
-            // Contender q's score is where exchangeScores put it.
-            [&](ImplicitLocOpBuilder &sb, Value q) -> Value {
-              return memref::LoadOp::create(sb, scratch.shared, ValueRange{q});
-            });
+            sharedScore);
       });
 }
 

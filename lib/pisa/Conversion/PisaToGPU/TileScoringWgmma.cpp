@@ -18,7 +18,7 @@
 // Compute's Mem Busy at 90%; docs/performance.md.) A block keeps one query
 // tile: copying the next tile's queries into a second buffer while the
 // current one is scored measured 9% slower at 256K, since the 16 KiB more
-// shared memory cost a block an SM (4 instead of 6) and the kernel is
+// shared memory cost two blocks an SM (4 instead of 6) and the kernel is
 // bound by issue and latency (docs/performance.md, fifteenth session).
 //
 // The accumulators are read where wgmma leaves them (warp w holds rows

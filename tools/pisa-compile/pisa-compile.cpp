@@ -197,14 +197,12 @@ int main(int argc, char **argv) {
   if (!buffer)
     return fail("cannot read '" + opts.input + "': " +
                 buffer.getError().message());
-  if (auto huge = pisa::findHugeResultNumber((*buffer)->getBuffer())) {
-    llvm::StringRef before = (*buffer)->getBuffer().take_front(huge->first);
+  if (auto unsafe = pisa::findUnsafeInput((*buffer)->getBuffer())) {
+    llvm::StringRef before = (*buffer)->getBuffer().take_front(unsafe->offset);
     size_t line = before.count('\n') + 1;
-    size_t column = huge->first - (before.rfind('\n') + 1) + 1;
+    size_t column = unsafe->offset - (before.rfind('\n') + 1) + 1;
     return fail(opts.input + ":" + llvm::Twine(line) + ":" +
-                llvm::Twine(column) + ": result number in '" + huge->second +
-                "' is above " + llvm::Twine(pisa::kMaxResultNumber) +
-                " (MLIR's parser would allocate a table that large)");
+                llvm::Twine(column) + ": " + unsafe->reason);
   }
   sourceMgr.AddNewSourceBuffer(std::move(*buffer), llvm::SMLoc());
   OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &ctx);

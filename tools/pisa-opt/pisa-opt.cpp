@@ -1,19 +1,65 @@
 //===- pisa-opt.cpp - PISA pass driver ------------------------------------===//
 //
-// Like mlir-opt, restricted to the dialects and passes pisa uses.
+// Like mlir-opt, restricted to the dialects and passes pisa uses. The input
+// is read here first so that text MLIR 22's parser would crash on is refused
+// with one line (pisa/Support/ParserLimits.h); the rest is MlirOptMain.
 //
 //===----------------------------------------------------------------------===//
 
 #include "pisa/InitAllDialects.h"
 #include "pisa/InitAllPasses.h"
+#include "pisa/Support/ParserLimits.h"
 #include "pisa/Version.h"
 
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include "mlir/IR/DialectRegistry.h"
+#include "mlir/Support/FileUtilities.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 
+#include <string>
+
+using namespace mlir;
+
+/// Runs MlirOptMain on `inputFilename` unless its text is unsafe to parse.
+static LogicalResult runOnInput(llvm::StringRef inputFilename,
+                                llvm::StringRef outputFilename,
+                                DialectRegistry &registry) {
+  MlirOptMainConfig config = MlirOptMainConfig::createFromCLOptions();
+  std::string error;
+  std::unique_ptr<llvm::MemoryBuffer> input;
+  // --show-dialects and --list-passes read no input.
+  if (config.shouldShowDialects() || config.shouldListPasses())
+    input = llvm::MemoryBuffer::getMemBuffer("");
+  else if (!(input = openInputFile(inputFilename, &error))) {
+    llvm::errs() << error << "\n";
+    return failure();
+  }
+  if (auto unsafe = pisa::findUnsafeInput(input->getBuffer())) {
+    llvm::StringRef before = input->getBuffer().take_front(unsafe->offset);
+    size_t line = before.count('\n') + 1;
+    size_t column = unsafe->offset - (before.rfind('\n') + 1) + 1;
+    llvm::errs() << input->getBufferIdentifier() << ":" << line << ":" << column
+                 << ": error: " << unsafe->reason << "\n";
+    return failure();
+  }
+  auto output = openOutputFile(outputFilename, &error);
+  if (!output) {
+    llvm::errs() << error << "\n";
+    return failure();
+  }
+  if (failed(MlirOptMain(output->os(), std::move(input), registry, config)))
+    return failure();
+  output->keep();
+  return success();
+}
+
 int main(int argc, char **argv) {
+  llvm::InitLLVM initLLVM(argc, argv);
   llvm::cl::AddExtraVersionPrinter([](llvm::raw_ostream &os) {
     os << "pisa " PISA_VERSION_STRING "\n";
   });
@@ -22,9 +68,10 @@ int main(int argc, char **argv) {
   for (auto &option : llvm::cl::getRegisteredOptions())
     if (option.first != "help" && option.first != "version")
       option.second->setHiddenFlag(llvm::cl::Hidden);
-  mlir::pisa::registerAllPasses();
-  mlir::DialectRegistry registry;
-  mlir::pisa::registerAllDialects(registry);
-  return mlir::asMainReturnCode(
-      mlir::MlirOptMain(argc, argv, "PISA optimizer driver\n", registry));
+  pisa::registerAllPasses();
+  DialectRegistry registry;
+  pisa::registerAllDialects(registry);
+  auto [inputFilename, outputFilename] = registerAndParseCLIOptions(
+      argc, argv, "PISA optimizer driver\n", registry);
+  return asMainReturnCode(runOnInput(inputFilename, outputFilename, registry));
 }

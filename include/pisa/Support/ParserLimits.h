@@ -1,10 +1,14 @@
 //===- ParserLimits.h - Inputs MLIR's parser cannot take safely -*- C++ -*-===//
 //
-// MLIR 22's parser sizes a value name's table of results by the largest
-// result number it reads: `%x#2147483647` makes it allocate 32 GiB and
-// abort before any diagnostic (upstream behaviour, found by pisa's fuzzer).
-// pisa-compile and the fuzzer check the text first; no pisa op has more
-// than a few results.
+// Text that makes MLIR 22's own parser crash before any diagnostic (upstream
+// behaviour, found by pisa's fuzzer):
+//  - `%x#2147483647`: the parser sizes a value name's table of results by the
+//    largest result number it reads and aborts allocating 32 GiB;
+//  - the custom forms of linalg.transpose, linalg.broadcast and linalg.reduce
+//    store a null attribute (a segfault) when the list after
+//    `permutation =` / `dimensions =` does not parse.
+// pisa-opt, pisa-compile and the fuzzer check the text first; no pisa op has
+// more than a few results, and a well-formed list passes unchanged.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,7 +19,9 @@
 
 #include <cctype>
 #include <cstdint>
+#include <cstring>
 #include <optional>
+#include <string>
 
 namespace mlir::pisa {
 
@@ -46,6 +52,105 @@ findHugeResultNumber(llvm::StringRef text) {
         (digits > 0 && !text.substr(j + 1, digits).getAsInteger(10, n) &&
          n > kMaxResultNumber))
       return std::make_pair(i, text.slice(i, k));
+  }
+  return std::nullopt;
+}
+
+namespace detail {
+
+inline size_t skipSpace(llvm::StringRef text, size_t at) {
+  while (at < text.size() && std::isspace(static_cast<unsigned char>(text[at])))
+    ++at;
+  return at;
+}
+
+/// Whether `text` at `at` starts `[` (int (`,` int)*)? `]`, each int a
+/// decimal or hexadecimal i64, as DenseI64ArrayAttr's bare form parses.
+inline bool isI64List(llvm::StringRef text, size_t at) {
+  at = skipSpace(text, at);
+  if (at >= text.size() || text[at] != '[')
+    return false;
+  at = skipSpace(text, at + 1);
+  if (at < text.size() && text[at] == ']')
+    return true;
+  while (true) {
+    size_t start = at;
+    if (at < text.size() && text[at] == '-')
+      ++at;
+    size_t digitsFrom = at;
+    while (at < text.size() &&
+           (std::isalnum(static_cast<unsigned char>(text[at]))))
+      ++at;
+    int64_t value = 0;
+    if (at == digitsFrom || !std::isdigit(static_cast<unsigned char>(
+                                text[digitsFrom])) ||
+        text.slice(start, at).getAsInteger(0, value))
+      return false;
+    at = skipSpace(text, at);
+    if (at < text.size() && text[at] == ']')
+      return true;
+    if (at >= text.size() || text[at] != ',')
+      return false;
+    at = skipSpace(text, at + 1);
+  }
+}
+
+/// The next `keyword` at or after `from` standing as a bare word (not part of
+/// a name like `%dimensions` or `dimensions_of`).
+inline size_t findBareWord(llvm::StringRef text, llvm::StringRef keyword,
+                           size_t from) {
+  auto isWordChar = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' ||
+           c == '$' || c == '.' || c == '%' || c == '@' || c == '#' ||
+           c == '^' || c == '!';
+  };
+  for (size_t at = text.find(keyword, from); at != llvm::StringRef::npos;
+       at = text.find(keyword, at + 1)) {
+    size_t end = at + keyword.size();
+    if ((at == 0 || !isWordChar(text[at - 1])) &&
+        (end >= text.size() || !isWordChar(text[end])))
+      return at;
+  }
+  return llvm::StringRef::npos;
+}
+
+} // namespace detail
+
+/// Where the text would crash MLIR 22's parser and why; see the file comment.
+struct UnsafeInput {
+  size_t offset;
+  std::string reason;
+};
+
+inline std::optional<UnsafeInput> findUnsafeInput(llvm::StringRef text) {
+  if (auto huge = findHugeResultNumber(text))
+    return UnsafeInput{huge->first,
+                       "result number in '" + huge->second.str() +
+                           "' is above " + std::to_string(kMaxResultNumber) +
+                           " (MLIR's parser would allocate a table that large)"};
+  static constexpr std::pair<const char *, const char *> kListOps[] = {
+      {"linalg.transpose", "permutation"},
+      {"linalg.broadcast", "dimensions"},
+      {"linalg.reduce", "dimensions"}};
+  for (auto [op, keyword] : kListOps) {
+    for (size_t at = text.find(op); at != llvm::StringRef::npos;
+         at = text.find(op, at + 1)) {
+      // The generic form ("linalg.transpose") and comments parse safely.
+      size_t lineStart = text.rfind('\n', at) + 1; // npos + 1 == 0
+      if ((at > 0 && text[at - 1] == '"') ||
+          text.slice(lineStart, at).contains("//"))
+        continue;
+      size_t word = detail::findBareWord(text, keyword, at + std::strlen(op));
+      if (word == llvm::StringRef::npos)
+        break;
+      size_t eq = detail::skipSpace(text, word + std::strlen(keyword));
+      if (eq < text.size() && text[eq] == '=' &&
+          detail::isI64List(text, eq + 1))
+        continue;
+      return UnsafeInput{word, std::string("'") + keyword + "' of " + op +
+                                   " is not a list of integers like [1, 0] "
+                                   "(MLIR 22's parser crashes on it)"};
+    }
   }
   return std::nullopt;
 }

@@ -72,6 +72,15 @@ bool isNeutralBetween(Operation *op) {
          isa<memref::AllocOp, gpu::AllocOp, cf::AssertOp>(op);
 }
 
+/// Item `readAt`'s score (clamped to the last of `count`) from where an
+/// exchange left the scores.
+Value readSharedScore(ImplicitLocOpBuilder &b, const QueryScratch &scratch,
+                      Value count, Value readAt) {
+  Value at = arith::MinUIOp::create(
+      b, readAt, arith::SubIOp::create(b, count, indexConst(b, 1)));
+  return memref::LoadOp::create(b, scratch.shared, ValueRange{at});
+}
+
 /// Item a's score, for a < count, split over a query's block of warps
 /// (shareScores); returns item `readAt`'s (clamped to the last).
 Value exchangeScores(
@@ -79,9 +88,7 @@ Value exchangeScores(
     Value readAt,
     llvm::function_ref<Value(ImplicitLocOpBuilder &, Value)> scoreOf) {
   shareScores(b, scratch, count, scoreOf);
-  Value at = arith::MinUIOp::create(
-      b, readAt, arith::SubIOp::create(b, count, indexConst(b, 1)));
-  return memref::LoadOp::create(b, scratch.shared, ValueRange{at});
+  return readSharedScore(b, scratch, count, readAt);
 }
 
 /// Candidate a's score, for a < count, when warp w scores candidates 4 w ..
@@ -106,9 +113,7 @@ Value exchangeTileScores(
                 });
   });
   gpu::BarrierOp::create(b);
-  Value at = arith::MinUIOp::create(
-      b, readAt, arith::SubIOp::create(b, count, indexConst(b, 1)));
-  return memref::LoadOp::create(b, scratch.shared, ValueRange{at});
+  return readSharedScore(b, scratch, count, readAt);
 }
 
 /// The single-stage body of a query's block of warps when a level's

@@ -21,3 +21,15 @@ func.func @score(%q: tensor<1x4x16x32xf32>, %c: tensor<1x2x9x32xf32>,
       -> tensor<1x2x16x4xf32>
   return %u : tensor<1x2x16x4xf32>
 }
+
+// -----
+
+// A constant query offset of 2^63 - 1: the verifier's offset + Nq <= N
+// overflowed int64 (UBSan, the sixteenth session's fuzz run).
+func.func @offset(%q: tensor<1x2x100x32xf32>, %k: tensor<1x1x100x32xf32>, %p: tensor<1x1x3x32xf32>) -> tensor<1x1x100x8xi32> {
+  %off = arith.constant 9223372036854775807 : index
+  // expected-error @+1 {{expected query_offset (9223372036854775807) + Nq (100) <= N (100)}}
+  %s = pisa.hier_topk %q, %k, %p, %off topk = 8 block_size = 64 branching = 2
+      : tensor<1x2x100x32xf32>, tensor<1x1x100x32xf32>, tensor<1x1x3x32xf32> -> tensor<1x1x100x8xi32>
+  return %s : tensor<1x1x100x8xi32>
+}

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "pisa/IR/PisaOps.h"
+#include "AttrChecks.h"
 
 using namespace mlir;
 using namespace mlir::pisa;
@@ -34,12 +35,47 @@ static LogicalResult sameDim(Operation *op, StringRef what, StringRef aName,
   return success();
 }
 
+/// Emits "expected <what> of <a> (x) to be twice <b> (y)" when both are
+/// static and x != 2 y (compared without forming 2 y, which may overflow).
+static LogicalResult twiceDim(Operation *op, StringRef what, StringRef aName,
+                              int64_t a, StringRef bName, int64_t b) {
+  if (ShapedType::isDynamic(a) || ShapedType::isDynamic(b) ||
+      (a % 2 == 0 && a / 2 == b))
+    return success();
+  return op->emitOpError() << "expected " << what << " of " << aName << " ("
+                           << a << ") to be twice " << bName << " (" << b
+                           << ")";
+}
+
+/// The attributes the contract bounds (C, g, K, the scale, q_tile), with
+/// the user-level ops' diagnostics: every kernel op has some of them.
+static LogicalResult verifyKernelAttributes(Operation *op) {
+  auto integer = [&](StringRef name) -> std::optional<int64_t> {
+    if (auto attr = op->getAttrOfType<IntegerAttr>(name))
+      return attr.getInt();
+    return std::nullopt;
+  };
+  std::optional<int64_t> blockSize = integer("block_size");
+  std::optional<int64_t> branching = integer("branching");
+  if (blockSize &&
+      failed(pisa::detail::checkPyramidParams(op, *blockSize, branching.value_or(2))))
+    return failure();
+  if (std::optional<int64_t> topK = integer("topk"))
+    if (failed(pisa::detail::checkTopK(op, *topK)))
+      return failure();
+  if (std::optional<int64_t> qTile = integer("q_tile"); qTile && *qTile < 1)
+    return op->emitOpError() << "expected q_tile >= 1 but got " << *qTile;
+  return pisa::detail::checkScale(op, op->getAttrOfType<FloatAttr>("scale"));
+}
+
 /// One form (all tensors or all buffers; the interface checks the results
 /// of the tensor form) and one batch size B (dim 0) across the operands of
 /// rank >= 2 (B = 1 with cu_seqlens: a packed batch) but `pagePool`, a
 /// paged cache's keys, whose dim 0 counts pages.
 static LogicalResult verifyKernelOp(Operation *op, bool packed = false,
                                     Value pagePool = Value()) {
+  if (failed(verifyKernelAttributes(op)))
+    return failure();
   bool tensors = false, buffers = false;
   int64_t batch = ShapedType::kDynamic;
   for (Value v : op->getOperands()) {
@@ -191,10 +227,8 @@ LogicalResult FragmentPlanesKernelOp::verify() {
   ArrayRef<int64_t> planes = shapeOf(getPlanes());
   if (failed(sameDim(*this, "rows", "planes", planes[2], "pyramid", p[2])))
     return failure();
-  if (!ShapedType::isDynamic(planes[3]) && planes[3] != 2 * p[3])
-    return emitOpError() << "expected 2 d = " << 2 * p[3]
-                         << " values per plane row but got " << planes[3];
-  return success();
+  return twiceDim(*this, "values per row", "planes", planes[3], "the pyramid's d",
+                  p[3]);
 }
 
 LogicalResult WalkKernelOp::verify() {
@@ -204,7 +238,6 @@ LogicalResult WalkKernelOp::verify() {
   ArrayRef<int64_t> c = shapeOf(getContenders());
   ArrayRef<int64_t> n = shapeOf(getCounts()), p = shapeOf(getPyramid());
   int64_t candidates = getBranching() * getTopk();
-  int64_t rowWidth = getTensorCores() ? 2 * q[3] : q[3];
   bool planes =
       cast<ShapedType>(getPyramid().getType()).getElementType().isBF16();
   if (planes != getTensorCores())
@@ -216,8 +249,11 @@ LogicalResult WalkKernelOp::verify() {
                      candidates)) ||
       failed(sameDim(*this, "Nq", "contenders", c[2], "queries", q[2])) ||
       failed(sameDim(*this, "Nq", "counts", n[2], "queries", q[2])) ||
-      failed(sameDim(*this, "row width", "pyramid", p[3], "queries' d",
-                     rowWidth)));
+      failed(getTensorCores()
+                 ? twiceDim(*this, "row width", "planes", p[3], "queries' d",
+                            q[3])
+                 : sameDim(*this, "row width", "pyramid", p[3], "queries' d",
+                           q[3])));
 }
 
 LogicalResult BucketKernelOp::verify() {

@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "pisa/IR/PisaOps.h"
+#include "AttrChecks.h"
 #include "pisa/Analysis/PyramidLayout.h"
 
 #include "mlir/IR/Builders.h"
@@ -17,6 +18,9 @@
 
 using namespace mlir;
 using namespace mlir::pisa;
+using mlir::pisa::detail::checkPyramidParams;
+using mlir::pisa::detail::checkScale;
+using mlir::pisa::detail::checkTopK;
 
 #define GET_OP_CLASSES
 #include "pisa/IR/PisaOps.cpp.inc"
@@ -36,27 +40,6 @@ static LogicalResult checkSameDim(Operation *op, StringRef what,
     return op->emitOpError() << "expected " << what << " of " << aName << " ("
                              << a << ") to match " << bName << " (" << b
                              << ")";
-  return success();
-}
-
-static LogicalResult checkPyramidParams(Operation *op, int64_t blockSize,
-                                        int64_t branching) {
-  if (blockSize < 1 || blockSize > kMaxBlockSize)
-    return op->emitOpError() << "expected block size C in [1, "
-                             << kMaxBlockSize << "] but got " << blockSize;
-  if (branching < 2 || branching > kMaxBranching)
-    return op->emitOpError() << "expected branching g in [2, "
-                             << kMaxBranching << "] but got " << branching;
-  return success();
-}
-
-static LogicalResult checkScale(Operation *op, FloatAttr scale) {
-  if (!scale)
-    return success();
-  double value = scale.getValueAsDouble();
-  if (!(std::isfinite(value) && value > 0.0))
-    return op->emitOpError()
-           << "expected a finite positive scale but got " << value;
   return success();
 }
 
@@ -93,7 +76,8 @@ static LogicalResult checkQueryOffset(Operation *op, Value offset,
   int64_t off = value.getSExtValue();
   if (off < 0)
     return op->emitOpError() << "expected query_offset >= 0 but got " << off;
-  if (isStatic(numQueries) && isStatic(numKeys) && off + numQueries > numKeys)
+  // off > N - Nq rather than off + Nq > N: off may be near 2^63.
+  if (isStatic(numQueries) && isStatic(numKeys) && off > numKeys - numQueries)
     return op->emitOpError()
            << "expected query_offset (" << off << ") + Nq (" << numQueries
            << ") <= N (" << numKeys << ")";
@@ -228,7 +212,7 @@ LogicalResult LseScoreOp::verify() {
   // A level-l node's children each cover C g^(l-2) keys (l >= 2); keys
   // have i32 positions, so a level past that has no meaning (the fuzzer's
   // level = 2^63 - 1 made the lowering loop over it).
-  for (int64_t l = 2, span = getBlockSize(); l < getLevel(); ++l) {
+  for (int64_t l = 2, span = getBlockSize(); uint64_t(l) < getLevel(); ++l) {
     if (span > INT32_MAX / int64_t(getBranching()))
       return emitOpError()
              << "expected a level whose children cover at most 2^31 - 1 "
@@ -299,10 +283,8 @@ float HierTopKOp::getScaleOrDefault() {
 /// checks both forms of hier_topk share.
 static LogicalResult checkTopKAndTypes(Operation *op, int64_t topK,
                                        Type queries, Type keys) {
-  if (topK < 3 || topK > kMaxTopK)
-    return op->emitOpError() << "expected topk K in [3, " << kMaxTopK
-                             << "] (room for the forced blocks) but got "
-                             << topK;
+  if (failed(checkTopK(op, topK)))
+    return failure();
   Type q = cast<ShapedType>(queries).getElementType();
   Type k = cast<ShapedType>(keys).getElementType();
   if (q != k)

@@ -35,7 +35,7 @@ func.func @f(%k: tensor<1x1x8x4xf32>, %p: tensor<1x1x3x4xf32>) {
 // -----
 
 func.func @f(%p: memref<1x1x3x4xf32>, %planes: memref<1x1x3x4xbf16>) {
-  // expected-error @+1 {{expected 2 d = 8 values per plane row but got 4}}
+  // expected-error @+1 {{expected values per row of planes (4) to be twice the pyramid's d (4)}}
   pisa.kernel.fragment_planes %p outs(%planes) : memref<1x1x3x4xf32>, memref<1x1x3x4xbf16>
   return
 }
@@ -50,73 +50,73 @@ func.func @f(%p: memref<1x1x3x4xf32>, %planes: memref<1x1x5x8xbf16>) {
 
 // -----
 
-func.func @f(%q: memref<1x2x8x4xbf16>, %p: memref<1x1x3x4xf32>, %c: memref<1x1x8x4xi32>, %n: memref<1x1x8xi32>, %i: index) {
+func.func @f(%q: memref<1x2x8x4xbf16>, %p: memref<1x1x3x4xf32>, %c: memref<1x1x8x6xi32>, %n: memref<1x1x8xi32>, %i: index) {
   // expected-error @+1 {{expected bf16 fragment planes with tensor_cores}}
-  pisa.kernel.walk %q, %p, %i, %i outs(%c, %n) topk = 2 block_size = 4 branching = 2 scale = 0.5 {tensor_cores}
-      : memref<1x2x8x4xbf16>, memref<1x1x3x4xf32>, memref<1x1x8x4xi32>, memref<1x1x8xi32>
+  pisa.kernel.walk %q, %p, %i, %i outs(%c, %n) topk = 3 block_size = 4 branching = 2 scale = 0.5 {tensor_cores}
+      : memref<1x2x8x4xbf16>, memref<1x1x3x4xf32>, memref<1x1x8x6xi32>, memref<1x1x8xi32>
   return
 }
 
 // -----
 
-func.func @f(%q: memref<1x2x8x4xf32>, %p: memref<1x1x3x8xbf16>, %c: memref<1x1x8x4xi32>, %n: memref<1x1x8xi32>, %i: index) {
+func.func @f(%q: memref<1x2x8x4xf32>, %p: memref<1x1x3x8xbf16>, %c: memref<1x1x8x6xi32>, %n: memref<1x1x8xi32>, %i: index) {
   // expected-error @+1 {{expected an f32 pyramid without tensor_cores}}
-  pisa.kernel.walk %q, %p, %i, %i outs(%c, %n) topk = 2 block_size = 4 branching = 2 scale = 0.5
-      : memref<1x2x8x4xf32>, memref<1x1x3x8xbf16>, memref<1x1x8x4xi32>, memref<1x1x8xi32>
+  pisa.kernel.walk %q, %p, %i, %i outs(%c, %n) topk = 3 block_size = 4 branching = 2 scale = 0.5
+      : memref<1x2x8x4xf32>, memref<1x1x3x8xbf16>, memref<1x1x8x6xi32>, memref<1x1x8xi32>
   return
 }
 
 // -----
 
-func.func @f(%q: memref<1x2x8x4xf32>, %p: memref<1x1x3x4xf32>, %c: memref<1x1x8x6xi32>, %n: memref<1x1x8xi32>, %i: index) {
-  // expected-error @+1 {{expected g * K of contenders (6) to match the attributes (4)}}
-  pisa.kernel.walk %q, %p, %i, %i outs(%c, %n) topk = 2 block_size = 4 branching = 2 scale = 0.5
-      : memref<1x2x8x4xf32>, memref<1x1x3x4xf32>, memref<1x1x8x6xi32>, memref<1x1x8xi32>
+func.func @f(%q: memref<1x2x8x4xf32>, %p: memref<1x1x3x4xf32>, %c: memref<1x1x8x4xi32>, %n: memref<1x1x8xi32>, %i: index) {
+  // expected-error @+1 {{expected g * K of contenders (4) to match the attributes (6)}}
+  pisa.kernel.walk %q, %p, %i, %i outs(%c, %n) topk = 3 block_size = 4 branching = 2 scale = 0.5
+      : memref<1x2x8x4xf32>, memref<1x1x3x4xf32>, memref<1x1x8x4xi32>, memref<1x1x8xi32>
   return
 }
 
 // -----
 
-func.func @f(%q: memref<1x2x8x4xf32>, %p: memref<1x1x3x4xf32>, %c: memref<1x1x8x4xi32>, %n: memref<1x1x9xi32>, %i: index) {
+func.func @f(%q: memref<1x2x8x4xf32>, %p: memref<1x1x3x4xf32>, %c: memref<1x1x8x6xi32>, %n: memref<1x1x9xi32>, %i: index) {
   // expected-error @+1 {{expected Nq of counts (9) to match queries (8)}}
-  pisa.kernel.walk %q, %p, %i, %i outs(%c, %n) topk = 2 block_size = 4 branching = 2 scale = 0.5
-      : memref<1x2x8x4xf32>, memref<1x1x3x4xf32>, memref<1x1x8x4xi32>, memref<1x1x9xi32>
+  pisa.kernel.walk %q, %p, %i, %i outs(%c, %n) topk = 3 block_size = 4 branching = 2 scale = 0.5
+      : memref<1x2x8x4xf32>, memref<1x1x3x4xf32>, memref<1x1x8x6xi32>, memref<1x1x9xi32>
   return
 }
 
 // -----
 
-func.func @f(%c: memref<1x1x8x4xi32>, %n: memref<1x1x7xi32>, %l: memref<1x1x2xi32>, %t: memref<1x1x20xi32>, %nt: memref<1x1xi32>, %sp: memref<1x1x32xi32>, %i: index) {
+func.func @f(%c: memref<1x1x8x6xi32>, %n: memref<1x1x7xi32>, %l: memref<1x1x2xi32>, %t: memref<1x1x20xi32>, %nt: memref<1x1xi32>, %sp: memref<1x1x32xi32>, %i: index) {
   // expected-error @+1 {{expected Nq of counts (7) to match contenders (8)}}
-  pisa.kernel.bucket %i, %c, %n outs(%l, %l, %l, %t, %t, %nt, %sp, %l) topk = 2 block_size = 4 q_tile = 2
-      : memref<1x1x8x4xi32>, memref<1x1x7xi32>, memref<1x1x2xi32>, memref<1x1x2xi32>, memref<1x1x2xi32>, memref<1x1x20xi32>, memref<1x1x20xi32>, memref<1x1xi32>, memref<1x1x32xi32>, memref<1x1x2xi32>
+  pisa.kernel.bucket %i, %c, %n outs(%l, %l, %l, %t, %t, %nt, %sp, %l) topk = 3 block_size = 4 q_tile = 2
+      : memref<1x1x8x6xi32>, memref<1x1x7xi32>, memref<1x1x2xi32>, memref<1x1x2xi32>, memref<1x1x2xi32>, memref<1x1x20xi32>, memref<1x1x20xi32>, memref<1x1xi32>, memref<1x1x32xi32>, memref<1x1x2xi32>
   return
 }
 
 // -----
 
-func.func @f(%q: memref<1x2x8x4xf32>, %k: memref<1x1x8x8xf32>, %l: memref<1x1x2xi32>, %t: memref<1x1x20xi32>, %nt: memref<1x1xi32>, %sp: memref<1x1x32xi32>, %u: memref<1x1x8x4xf32>, %i: index) {
+func.func @f(%q: memref<1x2x8x4xf32>, %k: memref<1x1x8x8xf32>, %l: memref<1x1x2xi32>, %t: memref<1x1x20xi32>, %nt: memref<1x1xi32>, %sp: memref<1x1x32xi32>, %u: memref<1x1x8x6xf32>, %i: index) {
   // expected-error @+1 {{expected d of keys (8) to match queries (4)}}
-  pisa.kernel.score_tiles %q, %k, %i, %l, %l, %t, %t, %nt, %sp outs(%u) topk = 2 block_size = 4 q_tile = 2 scale = 0.5
-      : memref<1x2x8x4xf32>, memref<1x1x8x8xf32>, memref<1x1x2xi32>, memref<1x1x2xi32>, memref<1x1x20xi32>, memref<1x1x20xi32>, memref<1x1xi32>, memref<1x1x32xi32>, memref<1x1x8x4xf32>
+  pisa.kernel.score_tiles %q, %k, %i, %l, %l, %t, %t, %nt, %sp outs(%u) topk = 3 block_size = 4 q_tile = 2 scale = 0.5
+      : memref<1x2x8x4xf32>, memref<1x1x8x8xf32>, memref<1x1x2xi32>, memref<1x1x2xi32>, memref<1x1x20xi32>, memref<1x1x20xi32>, memref<1x1xi32>, memref<1x1x32xi32>, memref<1x1x8x6xf32>
   return
 }
 
 // -----
 
-func.func @f(%c: memref<1x1x8x4xi32>, %n: memref<1x1x8xi32>, %u: memref<1x1x8x4xf32>, %s: memref<1x1x8x3xi32>, %i: index) {
-  // expected-error @+1 {{expected K of selection (3) to match the attributes (2)}}
-  pisa.kernel.select_final %i, %i, %c, %n, %u outs(%s) topk = 2 block_size = 4
-      : memref<1x1x8x4xi32>, memref<1x1x8xi32>, memref<1x1x8x4xf32>, memref<1x1x8x3xi32>
+func.func @f(%c: memref<1x1x8x6xi32>, %n: memref<1x1x8xi32>, %u: memref<1x1x8x6xf32>, %s: memref<1x1x8x5xi32>, %i: index) {
+  // expected-error @+1 {{expected K of selection (5) to match the attributes (3)}}
+  pisa.kernel.select_final %i, %i, %c, %n, %u outs(%s) topk = 3 block_size = 4
+      : memref<1x1x8x6xi32>, memref<1x1x8xi32>, memref<1x1x8x6xf32>, memref<1x1x8x5xi32>
   return
 }
 
 // -----
 
-func.func @f(%q: memref<1x2x1x4xf32>, %k: memref<1x1x8x4xf32>, %p: memref<1x1x3x4xf32>, %s: memref<1x1x2x2xi32>, %i: index) {
+func.func @f(%q: memref<1x2x1x4xf32>, %k: memref<1x1x8x4xf32>, %p: memref<1x1x3x4xf32>, %s: memref<1x1x2x3xi32>, %i: index) {
   // expected-error @+1 {{expected Nq of selection (2) to match queries (1)}}
-  pisa.kernel.select_single_stage %q, %k, %p, %i outs(%s) topk = 2 block_size = 4 branching = 2 scale = 0.5
-      : memref<1x2x1x4xf32>, memref<1x1x8x4xf32>, memref<1x1x3x4xf32>, memref<1x1x2x2xi32>
+  pisa.kernel.select_single_stage %q, %k, %p, %i outs(%s) topk = 3 block_size = 4 branching = 2 scale = 0.5
+      : memref<1x2x1x4xf32>, memref<1x1x8x4xf32>, memref<1x1x3x4xf32>, memref<1x1x2x3xi32>
   return
 }
 
@@ -183,5 +183,78 @@ func.func @f(%q: memref<1x4x10x64xf16>, %k: memref<1x1x10x64xf16>, %v: memref<1x
 func.func @f(%q: memref<1x4x10x64xf16>, %k: memref<1x1x10x64xf16>, %v: memref<1x1x10x64xf16>, %s: memref<1x1x10x3xi32>, %off: index, %o: memref<1x4x10x32xf16>, %l: memref<1x4x10xf32>) {
   // expected-error @+1 {{expected dv of output (32) to match values (64)}}
   pisa.kernel.sparse_attention %q, %k, %v, %s, %off outs(%o, %l) block_size = 32 scale = 0.125 : memref<1x4x10x64xf16>, memref<1x1x10x64xf16>, memref<1x1x10x64xf16>, memref<1x1x10x3xi32>, memref<1x4x10x32xf16>, memref<1x4x10xf32>
+  return
+}
+
+// -----
+
+// The kernel ops take the user-level ops' attribute ranges (one definition,
+// lib/pisa/IR/AttrChecks.h). K = 2^62 with g = 4 made the walk's g * K
+// overflow int64 (UBSan, the sixteenth session's fuzz run).
+func.func @f(%q: memref<1x2x8x4xf32>, %p: memref<1x1x3x4xf32>, %c: memref<1x1x8x6xi32>, %n: memref<1x1x8xi32>, %i: index) {
+  // expected-error @+1 {{expected topk K in [3, 4096] (room for the forced blocks) but got 4611686018427387904}}
+  pisa.kernel.walk %q, %p, %i, %i outs(%c, %n) topk = 4611686018427387904 block_size = 4 branching = 4 scale = 0.5
+      : memref<1x2x8x4xf32>, memref<1x1x3x4xf32>, memref<1x1x8x6xi32>, memref<1x1x8xi32>
+  return
+}
+
+// -----
+
+func.func @f(%k: memref<1x1x8x4xf32>, %p: memref<1x1x3x4xf32>) {
+  // expected-error @+1 {{expected block size C in [1, 1048576] but got 0}}
+  pisa.kernel.pyramid %k outs(%p) block_size = 0 branching = 2 : memref<1x1x8x4xf32>, memref<1x1x3x4xf32>
+  return
+}
+
+// -----
+
+func.func @f(%k: memref<1x1x8x4xf32>, %p: memref<1x1x3x4xf32>) {
+  // expected-error @+1 {{expected branching g in [2, 64] but got 1}}
+  pisa.kernel.pyramid %k outs(%p) block_size = 4 branching = 1 : memref<1x1x8x4xf32>, memref<1x1x3x4xf32>
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<1x2x8x4xf32>, %k: memref<1x1x8x4xf32>, %l: memref<1x1x2xi32>, %t: memref<1x1x20xi32>, %nt: memref<1x1xi32>, %sp: memref<1x1x32xi32>, %u: memref<1x1x8x6xf32>, %i: index) {
+  // expected-error @+1 {{expected q_tile >= 1 but got 0}}
+  pisa.kernel.score_tiles %q, %k, %i, %l, %l, %t, %t, %nt, %sp outs(%u) topk = 3 block_size = 4 q_tile = 0 scale = 0.5
+      : memref<1x2x8x4xf32>, memref<1x1x8x4xf32>, memref<1x1x2xi32>, memref<1x1x2xi32>, memref<1x1x20xi32>, memref<1x1x20xi32>, memref<1x1xi32>, memref<1x1x32xi32>, memref<1x1x8x6xf32>
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<1x2x1x4xf32>, %k: memref<1x1x8x4xf32>, %p: memref<1x1x3x4xf32>, %s: memref<1x1x1x3xi32>, %i: index) {
+  // expected-error @+1 {{expected a finite positive scale but got -5.000000e-01}}
+  pisa.kernel.select_single_stage %q, %k, %p, %i outs(%s) topk = 3 block_size = 4 branching = 2 scale = -0.5
+      : memref<1x2x1x4xf32>, memref<1x1x8x4xf32>, memref<1x1x3x4xf32>, memref<1x1x1x3xi32>
+  return
+}
+
+// -----
+
+// The planes' row width against 2 d without forming 2 d: d = 2^62 made
+// `2 * d` overflow; a dynamic d (kDynamic) did too with tensor_cores.
+func.func @f(%p: memref<1x1x3x4611686018427387904xf32>, %planes: memref<1x1x3x8xbf16>) {
+  // expected-error @+1 {{expected values per row of planes (8) to be twice the pyramid's d (4611686018427387904)}}
+  pisa.kernel.fragment_planes %p outs(%planes) : memref<1x1x3x4611686018427387904xf32>, memref<1x1x3x8xbf16>
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<1x2x8x?xbf16>, %p: memref<1x1x3x7xbf16>, %c: memref<1x1x8x6xi32>, %n: memref<1x1x8xi32>, %i: index) {
+  pisa.kernel.walk %q, %p, %i, %i outs(%c, %n) topk = 3 block_size = 4 branching = 2 scale = 0.5 {tensor_cores}
+      : memref<1x2x8x?xbf16>, memref<1x1x3x7xbf16>, memref<1x1x8x6xi32>, memref<1x1x8xi32>
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<1x2x8x4xbf16>, %p: memref<1x1x3x7xbf16>, %c: memref<1x1x8x6xi32>, %n: memref<1x1x8xi32>, %i: index) {
+  // expected-error @+1 {{expected row width of planes (7) to be twice queries' d (4)}}
+  pisa.kernel.walk %q, %p, %i, %i outs(%c, %n) topk = 3 block_size = 4 branching = 2 scale = 0.5 {tensor_cores}
+      : memref<1x2x8x4xbf16>, memref<1x1x3x7xbf16>, memref<1x1x8x6xi32>, memref<1x1x8xi32>
   return
 }

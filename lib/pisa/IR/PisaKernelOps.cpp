@@ -9,6 +9,7 @@
 
 #include "pisa/IR/PisaOps.h"
 #include "AttrChecks.h"
+#include "pisa/Analysis/TensorCoreWalk.h"
 
 using namespace mlir;
 using namespace mlir::pisa;
@@ -244,6 +245,18 @@ LogicalResult WalkKernelOp::verify() {
     return emitOpError(getTensorCores()
                            ? "expected bf16 fragment planes with tensor_cores"
                            : "expected an f32 pyramid without tensor_cores");
+  // The tensor-core walk is built for one tiling (TensorCoreWalk.h).
+  if (getTensorCores()) {
+    int64_t hq = q[1], hkv = shapeOf(getContenders())[1];
+    if (ShapedType::isDynamic(hq) || ShapedType::isDynamic(hkv) ||
+        ShapedType::isDynamic(q[3]) || hkv < 1 || hq % hkv != 0)
+      return emitOpError("expected static Hq, Hkv and d with tensor_cores, "
+                         "Hq a multiple of Hkv");
+    if (auto limit = tensorCoreWalkLimit(
+            cast<ShapedType>(getQueries().getType()).getElementType().isBF16(),
+            hq / hkv, q[3], getBranching(), candidates))
+      return emitOpError() << "expected " << *limit << " with tensor_cores";
+  }
   return failure(
       failed(sameDim(*this, "g * K", "contenders", c[3], "the attributes",
                      candidates)) ||

@@ -244,17 +244,39 @@ func.func @f(%p: memref<1x1x3x4611686018427387904xf32>, %planes: memref<1x1x3x8x
 
 // -----
 
-func.func @f(%q: memref<1x2x8x?xbf16>, %p: memref<1x1x3x7xbf16>, %c: memref<1x1x8x6xi32>, %n: memref<1x1x8xi32>, %i: index) {
-  pisa.kernel.walk %q, %p, %i, %i outs(%c, %n) topk = 3 block_size = 4 branching = 2 scale = 0.5 {tensor_cores}
-      : memref<1x2x8x?xbf16>, memref<1x1x3x7xbf16>, memref<1x1x8x6xi32>, memref<1x1x8xi32>
+func.func @f(%q: memref<1x16x8x?xbf16>, %p: memref<1x1x3x32xbf16>, %c: memref<1x1x8x8xi32>, %n: memref<1x1x8xi32>, %i: index) {
+  // expected-error @+1 {{expected static Hq, Hkv and d with tensor_cores, Hq a multiple of Hkv}}
+  pisa.kernel.walk %q, %p, %i, %i outs(%c, %n) topk = 4 block_size = 4 branching = 2 scale = 0.5 {tensor_cores}
+      : memref<1x16x8x?xbf16>, memref<1x1x3x32xbf16>, memref<1x1x8x8xi32>, memref<1x1x8xi32>
   return
 }
 
 // -----
 
-func.func @f(%q: memref<1x2x8x4xbf16>, %p: memref<1x1x3x7xbf16>, %c: memref<1x1x8x6xi32>, %n: memref<1x1x8xi32>, %i: index) {
-  // expected-error @+1 {{expected row width of planes (7) to be twice queries' d (4)}}
+func.func @f(%q: memref<1x16x8x16xbf16>, %p: memref<1x1x3x31xbf16>, %c: memref<1x1x8x8xi32>, %n: memref<1x1x8xi32>, %i: index) {
+  // expected-error @+1 {{expected row width of planes (31) to be twice queries' d (16)}}
+  pisa.kernel.walk %q, %p, %i, %i outs(%c, %n) topk = 4 block_size = 4 branching = 2 scale = 0.5 {tensor_cores}
+      : memref<1x16x8x16xbf16>, memref<1x1x3x31xbf16>, memref<1x1x8x8xi32>, memref<1x1x8xi32>
+  return
+}
+
+// -----
+
+// The tensor-core walk's tiling (pisa/Analysis/TensorCoreWalk.h): a
+// hand-written walk with G = 2 was lowered as if G were 16 (reading other
+// heads' queries).
+func.func @f(%q: memref<1x2x8x16xbf16>, %p: memref<1x1x3x32xbf16>, %c: memref<1x1x8x8xi32>, %n: memref<1x1x8xi32>, %i: index) {
+  // expected-error @+1 {{expected G = 16 query heads per KV head, not 2 with tensor_cores}}
+  pisa.kernel.walk %q, %p, %i, %i outs(%c, %n) topk = 4 block_size = 4 branching = 2 scale = 0.5 {tensor_cores}
+      : memref<1x2x8x16xbf16>, memref<1x1x3x32xbf16>, memref<1x1x8x8xi32>, memref<1x1x8xi32>
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<1x16x8x16xbf16>, %p: memref<1x1x3x32xbf16>, %c: memref<1x1x8x6xi32>, %n: memref<1x1x8xi32>, %i: index) {
+  // expected-error @+1 {{expected g * K a multiple of 4 and at most 32, not 6 with tensor_cores}}
   pisa.kernel.walk %q, %p, %i, %i outs(%c, %n) topk = 3 block_size = 4 branching = 2 scale = 0.5 {tensor_cores}
-      : memref<1x2x8x4xbf16>, memref<1x1x3x7xbf16>, memref<1x1x8x6xi32>, memref<1x1x8xi32>
+      : memref<1x16x8x16xbf16>, memref<1x1x3x32xbf16>, memref<1x1x8x6xi32>, memref<1x1x8xi32>
   return
 }

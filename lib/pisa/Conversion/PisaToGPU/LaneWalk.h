@@ -19,14 +19,14 @@
 
 #include "../Common/LevelLayout.h"
 
+#include "pisa/Analysis/TensorCoreWalk.h"
+
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
 
 namespace mlir::pisa::detail {
 
-/// A level's candidates, one per lane (the two-stage walk has run on the
-/// H200 with up to 32: K = 16, case n4096_bf16_k16).
-constexpr int64_t kMaxLaneCandidates = 32;
+using mlir::pisa::kMaxLaneCandidates; // pisa/Analysis/TensorCoreWalk.h
 
 /// Whether a walk of fanout g and top-K fits one candidate per lane.
 inline bool fitsLaneWalk(int64_t fanout, int64_t topK) {

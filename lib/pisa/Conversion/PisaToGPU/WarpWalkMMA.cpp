@@ -20,6 +20,8 @@
 #include "../Common/LoopBuilders.h"
 #include "../Common/NodeScore.h"
 
+#include "pisa/Analysis/TensorCoreWalk.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
@@ -41,9 +43,8 @@ constexpr int64_t kFanout = 2, kHeads = 16;
 bool mlir::pisa::detail::canWalkWithMma(Type queryType, int64_t groupSize,
                                         int64_t headDim, int64_t fanout,
                                         int64_t candidates) {
-  return queryType.isBF16() && groupSize == kHeads && headDim % 16 == 0 &&
-         fanout == kFanout && (kFanout * candidates) % 8 == 0 &&
-         candidates <= kMaxLaneCandidates;
+  return !tensorCoreWalkLimit(queryType.isBF16(), groupSize, headDim, fanout,
+                              candidates);
 }
 
 MmaWalkQuery mlir::pisa::detail::loadMmaWalkQuery(ImplicitLocOpBuilder &b,

@@ -25,11 +25,8 @@
 
 namespace mlir::pisa::detail {
 
-/// Whether a walk level can be scored on tensor cores: bf16 queries (exact
-/// as mma operands), G = 16 (one m16 tile), d a multiple of 16, fanout 2
-/// (a candidate's children sit in one lane's accumulator pair) and the
-/// level's fanout * candidates columns a multiple of 8, candidates <= 32
-/// (one per lane).
+/// Whether a walk level can be scored on tensor cores
+/// (pisa/Analysis/TensorCoreWalk.h).
 bool canWalkWithMma(Type queryType, int64_t groupSize, int64_t headDim,
                     int64_t fanout, int64_t candidates);
 

@@ -36,6 +36,61 @@ static LogicalResult sameDim(Operation *op, StringRef what, StringRef aName,
   return success();
 }
 
+/// The kernels are tiled by the operands' heads and features, which must
+/// be static (a hand-written op with a dynamic d crashed the lowering):
+/// Tokens: [B, H, T, X] dims 1 and 3 (token-major 2 and 3), packed
+///   [T, H, X] 1 and 2 (queries, keys, values, selection, output);
+/// PerKvHead: [B, Hkv, Nq, X] 1 and 3, [B, Hkv, Nq] 1 (contenders, counts,
+///   scores);
+/// Rows: the last dim (a pyramid, fragment planes);
+/// PagePool: [P, S, Hkv, d] 1, 2 and 3.
+enum class Tiled { Tokens, PerKvHead, Rows, PagePool };
+struct TiledOperand {
+  StringRef name;
+  Value value;
+  Tiled kind;
+  bool tokenMajor = false;
+};
+static LogicalResult checkTiledDims(Operation *op,
+                                    ArrayRef<TiledOperand> operands) {
+  for (const TiledOperand &o : operands) {
+    auto type = cast<ShapedType>(o.value.getType());
+    const unsigned last = type.getRank() - 1;
+    SmallVector<unsigned, 3> dims;
+    switch (o.kind) {
+    case Tiled::Tokens:
+      dims = {type.getRank() == 4 ? headDimIndex(o.tokenMajor) : 1u, last};
+      break;
+    case Tiled::PerKvHead:
+      dims = {1};
+      if (type.getRank() == 4)
+        dims.push_back(last);
+      break;
+    case Tiled::Rows:
+      dims = {last};
+      break;
+    case Tiled::PagePool:
+      dims = {1, 2, 3};
+      break;
+    }
+    for (unsigned dim : dims)
+      if (type.isDynamicDim(dim))
+        return op->emitOpError()
+               << "expected a static dim " << dim << " (the kernels' tiling) in "
+               << o.name << " but got " << o.value.getType();
+  }
+  return success();
+}
+
+/// Hq a whole number of groups of Hkv (the heads of `queries` and of
+/// `perKvHead`, both checked static).
+static LogicalResult checkGroups(Operation *op, int64_t hq, int64_t hkv) {
+  if (hkv < 1 || hq % hkv != 0)
+    return op->emitOpError() << "expected Hq (" << hq
+                             << ") to be a multiple of Hkv (" << hkv << ")";
+  return success();
+}
+
 /// Emits "expected <what> of <a> (x) to be twice <b> (y)" when both are
 /// static and x != 2 y (compared without forming 2 y, which may overflow).
 static LogicalResult twiceDim(Operation *op, StringRef what, StringRef aName,
@@ -149,7 +204,15 @@ LogicalResult SelectDecodeKernelOp::verify() {
   if (failed(verifyKernelOp(*this, false,
                             getBlockTable() ? getKeys() : Value())) ||
       failed(verifyPagedKeys(*this, getKeys(), getBlockTable(),
-                             shapeOf(getPyramid())[1])))
+                             shapeOf(getPyramid())[1])) ||
+      failed(checkTiledDims(*this,
+                            {{"queries", getQueries(), Tiled::Tokens},
+                             {"keys", getKeys(),
+                              getBlockTable() ? Tiled::PagePool : Tiled::Tokens},
+                             {"pyramid", getPyramid(), Tiled::Rows},
+                             {"selection", getSelection(), Tiled::Tokens}})) ||
+      failed(checkGroups(*this, shapeOf(getQueries())[1],
+                         shapeOf(getPyramid())[1])))
     return failure();
   ArrayRef<int64_t> q = shapeOf(getQueries()), k = shapeOf(getKeys());
   ArrayRef<int64_t> r = shapeOf(getSelection());
@@ -162,11 +225,18 @@ LogicalResult SelectDecodeKernelOp::verify() {
 }
 
 LogicalResult SparseAttentionKernelOp::verify() {
-  if (failed(verifyKernelOp(*this)))
-    return failure();
   const bool tm = getTokenMajor();
+  if (failed(verifyKernelOp(*this)) ||
+      failed(checkTiledDims(*this, {{"queries", getQueries(), Tiled::Tokens, tm},
+                                    {"keys", getKeys(), Tiled::Tokens, tm},
+                                    {"values", getValues(), Tiled::Tokens, tm},
+                                    {"selection", getSelection(), Tiled::Tokens, tm},
+                                    {"output", getOutput(), Tiled::Tokens, tm}})))
+    return failure();
   SmallVector<int64_t, 4> q = tokenShapeOf(getQueries(), tm);
   SmallVector<int64_t, 4> k = tokenShapeOf(getKeys(), tm);
+  if (failed(checkGroups(*this, q[1], k[1])))
+    return failure();
   SmallVector<int64_t, 4> v = tokenShapeOf(getValues(), tm);
   SmallVector<int64_t, 4> o = tokenShapeOf(getOutput(), tm);
   SmallVector<int64_t, 4> sel = tokenShapeOf(getSelection(), tm);
@@ -200,7 +270,10 @@ LogicalResult PyramidAppendKernelOp::verify() {
   Value table = getBlockTable();
   if (failed(verifyKernelOp(*this, false, table ? getKeys() : Value())) ||
       failed(verifyPagedKeys(*this, getKeys(), table,
-                             shapeOf(getPyramid())[1])))
+                             shapeOf(getPyramid())[1])) ||
+      failed(checkTiledDims(*this, {{"keys", getKeys(),
+                                     table ? Tiled::PagePool : Tiled::Tokens},
+                                    {"pyramid", getPyramid(), Tiled::Rows}})))
     return failure();
   // B: the keys' dim 0, or the block table's for a page pool.
   Value batched = table ? table : getKeys();
@@ -215,14 +288,18 @@ LogicalResult PyramidAppendKernelOp::verify() {
 }
 
 LogicalResult PyramidKernelOp::verify() {
-  if (failed(verifyKernelOp(*this)))
+  if (failed(verifyKernelOp(*this)) ||
+      failed(checkTiledDims(*this, {{"keys", getKeys(), Tiled::Tokens, getTokenMajor()},
+                                    {"pyramid", getPyramid(), Tiled::Rows}})))
     return failure();
   return sameDim(*this, "d", "pyramid", shapeOf(getPyramid())[3], "keys",
                  shapeOf(getKeys())[3]);
 }
 
 LogicalResult FragmentPlanesKernelOp::verify() {
-  if (failed(verifyKernelOp(*this)))
+  if (failed(verifyKernelOp(*this)) ||
+      failed(checkTiledDims(*this, {{"pyramid", getPyramid(), Tiled::Rows},
+                                    {"planes", getPlanes(), Tiled::Rows}})))
     return failure();
   SmallVector<int64_t, 4> p = tokenShapeOf(getPyramid(), getTokenMajor());
   ArrayRef<int64_t> planes = shapeOf(getPlanes());
@@ -233,7 +310,14 @@ LogicalResult FragmentPlanesKernelOp::verify() {
 }
 
 LogicalResult WalkKernelOp::verify() {
-  if (failed(verifyKernelOp(*this)))
+  const bool tm = getTokenMajor();
+  if (failed(verifyKernelOp(*this)) ||
+      failed(checkTiledDims(*this, {{"queries", getQueries(), Tiled::Tokens, tm},
+                                    {"pyramid", getPyramid(), Tiled::Rows},
+                                    {"contenders", getContenders(), Tiled::PerKvHead},
+                                    {"counts", getCounts(), Tiled::PerKvHead}})) ||
+      failed(checkGroups(*this, tokenShapeOf(getQueries(), tm)[1],
+                         shapeOf(getContenders())[1])))
     return failure();
   SmallVector<int64_t, 4> q = tokenShapeOf(getQueries(), getTokenMajor());
   ArrayRef<int64_t> c = shapeOf(getContenders());
@@ -248,10 +332,6 @@ LogicalResult WalkKernelOp::verify() {
   // The tensor-core walk is built for one tiling (TensorCoreWalk.h).
   if (getTensorCores()) {
     int64_t hq = q[1], hkv = shapeOf(getContenders())[1];
-    if (ShapedType::isDynamic(hq) || ShapedType::isDynamic(hkv) ||
-        ShapedType::isDynamic(q[3]) || hkv < 1 || hq % hkv != 0)
-      return emitOpError("expected static Hq, Hkv and d with tensor_cores, "
-                         "Hq a multiple of Hkv");
     if (auto limit = tensorCoreWalkLimit(
             cast<ShapedType>(getQueries().getType()).getElementType().isBF16(),
             hq / hkv, q[3], getBranching(), candidates))
@@ -270,17 +350,25 @@ LogicalResult WalkKernelOp::verify() {
 }
 
 LogicalResult BucketKernelOp::verify() {
-  if (failed(verifyKernelOp(*this)))
+  if (failed(verifyKernelOp(*this)) ||
+      failed(checkTiledDims(*this, {{"contenders", getContenders(), Tiled::PerKvHead},
+                                    {"counts", getCounts(), Tiled::PerKvHead}})))
     return failure();
   return sameDim(*this, "Nq", "counts", shapeOf(getCounts())[2], "contenders",
                  shapeOf(getContenders())[2]);
 }
 
 LogicalResult ScoreTilesKernelOp::verify() {
-  if (failed(verifyKernelOp(*this)))
+  const bool tm = getTokenMajor();
+  if (failed(verifyKernelOp(*this)) ||
+      failed(checkTiledDims(*this, {{"queries", getQueries(), Tiled::Tokens, tm},
+                                    {"keys", getKeys(), Tiled::Tokens, tm},
+                                    {"scores", getScores(), Tiled::PerKvHead}})))
     return failure();
   SmallVector<int64_t, 4> q = tokenShapeOf(getQueries(), getTokenMajor());
   SmallVector<int64_t, 4> k = tokenShapeOf(getKeys(), getTokenMajor());
+  if (failed(checkGroups(*this, q[1], k[1])))
+    return failure();
   ArrayRef<int64_t> s = shapeOf(getScores());
   return failure(
       failed(sameDim(*this, "d", "keys", k[3], "queries", q[3])) ||
@@ -288,7 +376,12 @@ LogicalResult ScoreTilesKernelOp::verify() {
 }
 
 LogicalResult SelectFinalKernelOp::verify() {
-  if (failed(verifyKernelOp(*this)))
+  if (failed(verifyKernelOp(*this)) ||
+      failed(checkTiledDims(
+          *this, {{"contenders", getContenders(), Tiled::PerKvHead},
+                  {"counts", getCounts(), Tiled::PerKvHead},
+                  {"scores", getScores(), Tiled::PerKvHead},
+                  {"selection", getSelection(), Tiled::Tokens, getTokenMajor()}})))
     return failure();
   ArrayRef<int64_t> c = shapeOf(getContenders()), s = shapeOf(getScores());
   SmallVector<int64_t, 4> sel = tokenShapeOf(getSelection(), getTokenMajor());
@@ -300,10 +393,17 @@ LogicalResult SelectFinalKernelOp::verify() {
 }
 
 LogicalResult SelectSingleStageKernelOp::verify() {
-  if (failed(verifyKernelOp(*this)))
+  const bool tm = getTokenMajor();
+  if (failed(verifyKernelOp(*this)) ||
+      failed(checkTiledDims(*this, {{"queries", getQueries(), Tiled::Tokens, tm},
+                                    {"keys", getKeys(), Tiled::Tokens, tm},
+                                    {"pyramid", getPyramid(), Tiled::Rows},
+                                    {"selection", getSelection(), Tiled::Tokens, tm}})))
     return failure();
   SmallVector<int64_t, 4> q = tokenShapeOf(getQueries(), getTokenMajor());
   SmallVector<int64_t, 4> k = tokenShapeOf(getKeys(), getTokenMajor());
+  if (failed(checkGroups(*this, q[1], k[1])))
+    return failure();
   SmallVector<int64_t, 4> sel = tokenShapeOf(getSelection(), getTokenMajor());
   return failure(
       failed(sameDim(*this, "K", "selection", sel[3], "the attributes",
@@ -313,7 +413,9 @@ LogicalResult SelectSingleStageKernelOp::verify() {
 }
 
 LogicalResult PyramidVarlenKernelOp::verify() {
-  if (failed(verifyKernelOp(*this, /*packed=*/true)))
+  if (failed(verifyKernelOp(*this, /*packed=*/true)) ||
+      failed(checkTiledDims(*this, {{"keys", getKeys(), Tiled::Tokens},
+                                    {"pyramid", getPyramid(), Tiled::Rows}})))
     return failure();
   ArrayRef<int64_t> k = shapeOf(getKeys()), p = shapeOf(getPyramid());
   return failure(failed(sameDim(*this, "Hkv", "pyramid", p[1], "keys", k[1])) ||
@@ -321,9 +423,15 @@ LogicalResult PyramidVarlenKernelOp::verify() {
 }
 
 LogicalResult SelectSingleStageVarlenKernelOp::verify() {
-  if (failed(verifyKernelOp(*this, /*packed=*/true)))
+  if (failed(verifyKernelOp(*this, /*packed=*/true)) ||
+      failed(checkTiledDims(*this, {{"queries", getQueries(), Tiled::Tokens},
+                                    {"keys", getKeys(), Tiled::Tokens},
+                                    {"pyramid", getPyramid(), Tiled::Rows},
+                                    {"selection", getSelection(), Tiled::Tokens}})))
     return failure();
   ArrayRef<int64_t> q = shapeOf(getQueries()), k = shapeOf(getKeys());
+  if (failed(checkGroups(*this, q[1], k[1])))
+    return failure();
   ArrayRef<int64_t> p = shapeOf(getPyramid()), sel = shapeOf(getSelection());
   return failure(
       failed(sameDim(*this, "K", "selection", sel[2], "the attributes",

@@ -245,7 +245,7 @@ func.func @f(%p: memref<1x1x3x4611686018427387904xf32>, %planes: memref<1x1x3x8x
 // -----
 
 func.func @f(%q: memref<1x16x8x?xbf16>, %p: memref<1x1x3x32xbf16>, %c: memref<1x1x8x8xi32>, %n: memref<1x1x8xi32>, %i: index) {
-  // expected-error @+1 {{expected static Hq, Hkv and d with tensor_cores, Hq a multiple of Hkv}}
+  // expected-error @+1 {{expected a static dim 3 (the kernels' tiling) in queries but got 'memref<1x16x8x?xbf16>'}}
   pisa.kernel.walk %q, %p, %i, %i outs(%c, %n) topk = 4 block_size = 4 branching = 2 scale = 0.5 {tensor_cores}
       : memref<1x16x8x?xbf16>, memref<1x1x3x32xbf16>, memref<1x1x8x8xi32>, memref<1x1x8xi32>
   return
@@ -278,5 +278,42 @@ func.func @f(%q: memref<1x16x8x16xbf16>, %p: memref<1x1x3x32xbf16>, %c: memref<1
   // expected-error @+1 {{expected g * K a multiple of 4 and at most 32, not 6 with tensor_cores}}
   pisa.kernel.walk %q, %p, %i, %i outs(%c, %n) topk = 3 block_size = 4 branching = 2 scale = 0.5 {tensor_cores}
       : memref<1x16x8x16xbf16>, memref<1x1x3x32xbf16>, memref<1x1x8x6xi32>, memref<1x1x8xi32>
+  return
+}
+
+// -----
+
+// Heads and features are the kernels' tiling: static, Hq a multiple of Hkv.
+// A hand-written walk with a dynamic Hq and d divided by zero in the
+// lowering; Hq = 3 over Hkv = 2 was lowered with G = 1.
+func.func @f(%q: memref<1x?x8x?xf32>, %p: memref<1x2x3x4xf32>, %c: memref<1x2x8x6xi32>, %n: memref<1x2x8xi32>, %i: index) {
+  // expected-error @+1 {{expected a static dim 1 (the kernels' tiling) in queries but got 'memref<1x?x8x?xf32>'}}
+  pisa.kernel.walk %q, %p, %i, %i outs(%c, %n) topk = 3 block_size = 4 branching = 2 scale = 0.5
+      : memref<1x?x8x?xf32>, memref<1x2x3x4xf32>, memref<1x2x8x6xi32>, memref<1x2x8xi32>
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<1x3x8x4xf32>, %p: memref<1x2x3x4xf32>, %c: memref<1x2x8x6xi32>, %n: memref<1x2x8xi32>, %i: index) {
+  // expected-error @+1 {{expected Hq (3) to be a multiple of Hkv (2)}}
+  pisa.kernel.walk %q, %p, %i, %i outs(%c, %n) topk = 3 block_size = 4 branching = 2 scale = 0.5
+      : memref<1x3x8x4xf32>, memref<1x2x3x4xf32>, memref<1x2x8x6xi32>, memref<1x2x8xi32>
+  return
+}
+
+// -----
+
+func.func @f(%k: memref<?x?x64xf16>, %cu: memref<?xi32>, %p: memref<?x?x64xf32>) {
+  // expected-error @+1 {{expected a static dim 1 (the kernels' tiling) in keys but got 'memref<?x?x64xf16>'}}
+  pisa.kernel.pyramid_varlen %k, %cu outs(%p) block_size = 4 branching = 2 : memref<?x?x64xf16>, memref<?xi32>, memref<?x?x64xf32>
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<2x8x1x64xf16>, %k: memref<?x?x1x64xf16>, %p: memref<2x1x127x64xf32>, %n: memref<2xi32>, %t: memref<2x4xi32>, %s: memref<2x1x1x8xi32>) {
+  // expected-error @+1 {{expected a static dim 1 (the kernels' tiling) in keys but got 'memref<?x?x1x64xf16>'}}
+  pisa.kernel.select_decode %q, %k, %p, %n block_table(%t : memref<2x4xi32>) outs(%s) topk = 8 block_size = 64 branching = 2 scale = 0.125 : memref<2x8x1x64xf16>, memref<?x?x1x64xf16>, memref<2x1x127x64xf32>, memref<2xi32>, memref<2x1x1x8xi32>
   return
 }

@@ -49,6 +49,12 @@ TEST(ParserLimits, HugeResultNumbers) {
   auto unsafe = findUnsafeInput("return %0#65536 : i32");
   ASSERT_TRUE(unsafe);
   EXPECT_EQ(unsafe->offset, 7u);
+  EXPECT_EQ(unsafe->line, 1u);
+  EXPECT_EQ(unsafe->column, 8u);
+  auto below = findUnsafeInput("// first\n  return %0#65536 : i32");
+  ASSERT_TRUE(below);
+  EXPECT_EQ(below->line, 2u);
+  EXPECT_EQ(below->column, 10u);
   EXPECT_NE(unsafe->reason.find("'%0#65536' is above 65535"),
             std::string::npos);
 }

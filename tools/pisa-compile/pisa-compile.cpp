@@ -197,13 +197,9 @@ int main(int argc, char **argv) {
   if (!buffer)
     return fail("cannot read '" + opts.input + "': " +
                 buffer.getError().message());
-  if (auto unsafe = pisa::findUnsafeInput((*buffer)->getBuffer())) {
-    llvm::StringRef before = (*buffer)->getBuffer().take_front(unsafe->offset);
-    size_t line = before.count('\n') + 1;
-    size_t column = unsafe->offset - (before.rfind('\n') + 1) + 1;
-    return fail(opts.input + ":" + llvm::Twine(line) + ":" +
-                llvm::Twine(column) + ": " + unsafe->reason);
-  }
+  if (auto unsafe = pisa::findUnsafeInput((*buffer)->getBuffer()))
+    return fail(opts.input + ":" + llvm::Twine(unsafe->line) + ":" +
+                llvm::Twine(unsafe->column) + ": " + unsafe->reason);
   sourceMgr.AddNewSourceBuffer(std::move(*buffer), llvm::SMLoc());
   OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &ctx);
   if (!module)

@@ -40,11 +40,8 @@ static LogicalResult runOnInput(llvm::StringRef inputFilename,
     return failure();
   }
   if (auto unsafe = pisa::findUnsafeInput(input->getBuffer())) {
-    llvm::StringRef before = input->getBuffer().take_front(unsafe->offset);
-    size_t line = before.count('\n') + 1;
-    size_t column = unsafe->offset - (before.rfind('\n') + 1) + 1;
-    llvm::errs() << input->getBufferIdentifier() << ":" << line << ":" << column
-                 << ": error: " << unsafe->reason << "\n";
+    llvm::errs() << input->getBufferIdentifier() << ":" << unsafe->line << ":"
+                 << unsafe->column << ": error: " << unsafe->reason << "\n";
     return failure();
   }
   auto output = openOutputFile(outputFilename, &error);

@@ -36,7 +36,7 @@ tensorCoreWalkLimit(bool bf16Queries, int64_t groupSize, int64_t headDim,
     return "d a multiple of 16, not " + std::to_string(headDim);
   if (fanout != 2)
     return "branching g = 2, not " + std::to_string(fanout);
-  if ((fanout * candidates) % 8 != 0 || candidates > kMaxLaneCandidates)
+  if (candidates % 4 != 0 || candidates > kMaxLaneCandidates)
     return "g * K a multiple of 4 and at most " +
            std::to_string(kMaxLaneCandidates) + ", not " +
            std::to_string(candidates);

@@ -116,18 +116,30 @@ inline size_t findBareWord(llvm::StringRef text, llvm::StringRef keyword,
 
 } // namespace detail
 
-/// Where the text would crash MLIR 22's parser and why; see the file comment.
+/// Where the text would crash MLIR 22's parser (its offset, 1-based line
+/// and column) and why; see the file comment.
 struct UnsafeInput {
-  size_t offset;
+  size_t offset, line, column;
   std::string reason;
 };
 
+namespace detail {
+inline UnsafeInput unsafeAt(llvm::StringRef text, size_t offset,
+                            std::string reason) {
+  llvm::StringRef before = text.take_front(offset);
+  size_t lineStart = before.rfind('\n') + 1; // npos + 1 == 0
+  return {offset, size_t(before.count('\n')) + 1, offset - lineStart + 1,
+          std::move(reason)};
+}
+} // namespace detail
+
 inline std::optional<UnsafeInput> findUnsafeInput(llvm::StringRef text) {
   if (auto huge = findHugeResultNumber(text))
-    return UnsafeInput{huge->first,
-                       "result number in '" + huge->second.str() +
-                           "' is above " + std::to_string(kMaxResultNumber) +
-                           " (MLIR's parser would allocate a table that large)"};
+    return detail::unsafeAt(
+        text, huge->first,
+        "result number in '" + huge->second.str() + "' is above " +
+            std::to_string(kMaxResultNumber) +
+            " (MLIR's parser would allocate a table that large)");
   static constexpr std::pair<const char *, const char *> kListOps[] = {
       {"linalg.transpose", "permutation"},
       {"linalg.broadcast", "dimensions"},
@@ -147,9 +159,10 @@ inline std::optional<UnsafeInput> findUnsafeInput(llvm::StringRef text) {
       if (eq < text.size() && text[eq] == '=' &&
           detail::isI64List(text, eq + 1))
         continue;
-      return UnsafeInput{word, std::string("'") + keyword + "' of " + op +
-                                   " is not a list of integers like [1, 0] "
-                                   "(MLIR 22's parser crashes on it)"};
+      return detail::unsafeAt(text, word,
+                              std::string("'") + keyword + "' of " + op +
+                                  " is not a list of integers like [1, 0] "
+                                  "(MLIR 22's parser crashes on it)");
     }
   }
   return std::nullopt;

@@ -8,11 +8,12 @@
 //===----------------------------------------------------------------------===//
 
 #include "pisa/IR/PisaOps.h"
-#include "AttrChecks.h"
+#include "ContractChecks.h"
 #include "pisa/Analysis/TensorCoreWalk.h"
 
 using namespace mlir;
 using namespace mlir::pisa;
+using namespace mlir::pisa::detail;
 
 static ArrayRef<int64_t> shapeOf(Value v) {
   return cast<ShapedType>(v.getType()).getShape();
@@ -23,17 +24,6 @@ static SmallVector<int64_t, 4> tokenShapeOf(Value v, bool tokenMajor) {
   ArrayRef<int64_t> s = shapeOf(v);
   return {s[0], s[headDimIndex(tokenMajor)], s[tokenDimIndex(tokenMajor)],
           s[3]};
-}
-
-/// Emits "expected <what> of <a> (x) to match <b> (y)" when both are static
-/// and differ.
-static LogicalResult sameDim(Operation *op, StringRef what, StringRef aName,
-                             int64_t a, StringRef bName, int64_t b) {
-  if (!ShapedType::isDynamic(a) && !ShapedType::isDynamic(b) && a != b)
-    return op->emitOpError() << "expected " << what << " of " << aName << " ("
-                             << a << ") to match " << bName << " (" << b
-                             << ")";
-  return success();
 }
 
 /// The kernels are tiled by the operands' heads and features, which must
@@ -82,15 +72,6 @@ static LogicalResult checkTiledDims(Operation *op,
   return success();
 }
 
-/// Hq a whole number of groups of Hkv (the heads of `queries` and of
-/// `perKvHead`, both checked static).
-static LogicalResult checkGroups(Operation *op, int64_t hq, int64_t hkv) {
-  if (hkv < 1 || hq % hkv != 0)
-    return op->emitOpError() << "expected Hq (" << hq
-                             << ") to be a multiple of Hkv (" << hkv << ")";
-  return success();
-}
-
 /// Emits "expected <what> of <a> (x) to be twice <b> (y)" when both are
 /// static and x != 2 y (compared without forming 2 y, which may overflow).
 static LogicalResult twiceDim(Operation *op, StringRef what, StringRef aName,
@@ -111,17 +92,18 @@ static LogicalResult verifyKernelAttributes(Operation *op) {
       return attr.getInt();
     return std::nullopt;
   };
-  std::optional<int64_t> blockSize = integer("block_size");
-  std::optional<int64_t> branching = integer("branching");
-  if (blockSize &&
-      failed(pisa::detail::checkPyramidParams(op, *blockSize, branching.value_or(2))))
-    return failure();
+  if (std::optional<int64_t> blockSize = integer("block_size"))
+    if (failed(checkBlockSize(op, *blockSize)))
+      return failure();
+  if (std::optional<int64_t> branching = integer("branching"))
+    if (failed(checkBranching(op, *branching)))
+      return failure();
   if (std::optional<int64_t> topK = integer("topk"))
-    if (failed(pisa::detail::checkTopK(op, *topK)))
+    if (failed(checkTopK(op, *topK)))
       return failure();
   if (std::optional<int64_t> qTile = integer("q_tile"); qTile && *qTile < 1)
     return op->emitOpError() << "expected q_tile >= 1 but got " << *qTile;
-  return pisa::detail::checkScale(op, op->getAttrOfType<FloatAttr>("scale"));
+  return checkScale(op, op->getAttrOfType<FloatAttr>("scale"));
 }
 
 /// One form (all tensors or all buffers; the interface checks the results
@@ -141,7 +123,7 @@ static LogicalResult verifyKernelOp(Operation *op, bool packed = false,
     (isa<RankedTensorType>(type) ? tensors : buffers) = true;
     if (packed || type.getRank() == 1 || (pagePool && v == pagePool))
       continue; // token counts, cu_seqlens (B + 1) or pages, not a batch
-    if (failed(sameDim(op, "batch B (dim 0)", "an operand", type.getDimSize(0),
+    if (failed(checkSameDim(op, "batch B (dim 0)", "an operand", type.getDimSize(0),
                        "the first operand's", batch)))
       return failure();
     if (ShapedType::isDynamic(batch))
@@ -196,7 +178,7 @@ static LogicalResult verifyPagedKeys(Operation *op, Value keys,
   if (!blockTable)
     return success();
   ArrayRef<int64_t> k = shapeOf(keys);
-  return sameDim(op, "Hkv", "the page pool (dim 2)", k[2], "the heads",
+  return checkSameDim(op, "Hkv", "the page pool (dim 2)", k[2], "the heads",
                  numHeads);
 }
 
@@ -217,11 +199,11 @@ LogicalResult SelectDecodeKernelOp::verify() {
   ArrayRef<int64_t> q = shapeOf(getQueries()), k = shapeOf(getKeys());
   ArrayRef<int64_t> r = shapeOf(getSelection());
   return failure(
-      failed(sameDim(*this, "d", "keys", k[3], "queries", q[3])) ||
-      failed(sameDim(*this, "B", "seq_lens", shapeOf(getSeqLens())[0],
+      failed(checkSameDim(*this, "d", "keys", k[3], "queries", q[3])) ||
+      failed(checkSameDim(*this, "B", "seq_lens", shapeOf(getSeqLens())[0],
                      "queries", q[0])) ||
-      failed(sameDim(*this, "Nq", "selection", r[2], "queries", q[2])) ||
-      failed(sameDim(*this, "K", "selection", r[3], "topk", getTopk())));
+      failed(checkSameDim(*this, "Nq", "selection", r[2], "queries", q[2])) ||
+      failed(checkSameDim(*this, "K", "selection", r[3], "topk", getTopk())));
 }
 
 LogicalResult SparseAttentionKernelOp::verify() {
@@ -243,17 +225,17 @@ LogicalResult SparseAttentionKernelOp::verify() {
   ArrayRef<int64_t> l = shapeOf(getLse());
   SmallVector<int64_t, 3> lse{l[0], l[tm ? 2 : 1], l[tm ? 1 : 2]};
   return failure(
-      failed(sameDim(*this, "d", "keys", k[3], "queries", q[3])) ||
-      failed(sameDim(*this, "N", "values", v[2], "keys", k[2])) ||
-      failed(sameDim(*this, "Hkv", "values", v[1], "keys", k[1])) ||
-      failed(sameDim(*this, "Hkv", "selection", sel[1], "keys", k[1])) ||
-      failed(sameDim(*this, "Nq", "selection", sel[2], "queries", q[2])) ||
-      failed(sameDim(*this, "Hq", "output", o[1], "queries", q[1])) ||
-      failed(sameDim(*this, "Nq", "output", o[2], "queries", q[2])) ||
-      failed(sameDim(*this, "dv", "output", o[3], "values", v[3])) ||
-      failed(sameDim(*this, "B", "lse", lse[0], "queries", q[0])) ||
-      failed(sameDim(*this, "Hq", "lse", lse[1], "queries", q[1])) ||
-      failed(sameDim(*this, "Nq", "lse", lse[2], "queries", q[2])));
+      failed(checkSameDim(*this, "d", "keys", k[3], "queries", q[3])) ||
+      failed(checkSameDim(*this, "N", "values", v[2], "keys", k[2])) ||
+      failed(checkSameDim(*this, "Hkv", "values", v[1], "keys", k[1])) ||
+      failed(checkSameDim(*this, "Hkv", "selection", sel[1], "keys", k[1])) ||
+      failed(checkSameDim(*this, "Nq", "selection", sel[2], "queries", q[2])) ||
+      failed(checkSameDim(*this, "Hq", "output", o[1], "queries", q[1])) ||
+      failed(checkSameDim(*this, "Nq", "output", o[2], "queries", q[2])) ||
+      failed(checkSameDim(*this, "dv", "output", o[3], "values", v[3])) ||
+      failed(checkSameDim(*this, "B", "lse", lse[0], "queries", q[0])) ||
+      failed(checkSameDim(*this, "Hq", "lse", lse[1], "queries", q[1])) ||
+      failed(checkSameDim(*this, "Nq", "lse", lse[2], "queries", q[2])));
 }
 
 // The append reads the cache it updates.
@@ -279,11 +261,11 @@ LogicalResult PyramidAppendKernelOp::verify() {
   Value batched = table ? table : getKeys();
   StringRef name = table ? "block_table" : "keys";
   return failure(
-      failed(sameDim(*this, "d", "pyramid", shapeOf(getPyramid())[3], "keys",
+      failed(checkSameDim(*this, "d", "pyramid", shapeOf(getPyramid())[3], "keys",
                      shapeOf(getKeys())[3])) ||
-      failed(sameDim(*this, "B", "from", shapeOf(getFrom())[0], name,
+      failed(checkSameDim(*this, "B", "from", shapeOf(getFrom())[0], name,
                      shapeOf(batched)[0])) ||
-      failed(sameDim(*this, "B", "to", shapeOf(getTo())[0], name,
+      failed(checkSameDim(*this, "B", "to", shapeOf(getTo())[0], name,
                      shapeOf(batched)[0])));
 }
 
@@ -292,7 +274,7 @@ LogicalResult PyramidKernelOp::verify() {
       failed(checkTiledDims(*this, {{"keys", getKeys(), Tiled::Tokens, getTokenMajor()},
                                     {"pyramid", getPyramid(), Tiled::Rows}})))
     return failure();
-  return sameDim(*this, "d", "pyramid", shapeOf(getPyramid())[3], "keys",
+  return checkSameDim(*this, "d", "pyramid", shapeOf(getPyramid())[3], "keys",
                  shapeOf(getKeys())[3]);
 }
 
@@ -303,7 +285,7 @@ LogicalResult FragmentPlanesKernelOp::verify() {
     return failure();
   SmallVector<int64_t, 4> p = tokenShapeOf(getPyramid(), getTokenMajor());
   ArrayRef<int64_t> planes = shapeOf(getPlanes());
-  if (failed(sameDim(*this, "rows", "planes", planes[2], "pyramid", p[2])))
+  if (failed(checkSameDim(*this, "rows", "planes", planes[2], "pyramid", p[2])))
     return failure();
   return twiceDim(*this, "values per row", "planes", planes[3], "the pyramid's d",
                   p[3]);
@@ -338,14 +320,14 @@ LogicalResult WalkKernelOp::verify() {
       return emitOpError() << "expected " << *limit << " with tensor_cores";
   }
   return failure(
-      failed(sameDim(*this, "g * K", "contenders", c[3], "the attributes",
+      failed(checkSameDim(*this, "g * K", "contenders", c[3], "the attributes",
                      candidates)) ||
-      failed(sameDim(*this, "Nq", "contenders", c[2], "queries", q[2])) ||
-      failed(sameDim(*this, "Nq", "counts", n[2], "queries", q[2])) ||
+      failed(checkSameDim(*this, "Nq", "contenders", c[2], "queries", q[2])) ||
+      failed(checkSameDim(*this, "Nq", "counts", n[2], "queries", q[2])) ||
       failed(getTensorCores()
                  ? twiceDim(*this, "row width", "planes", p[3], "queries' d",
                             q[3])
-                 : sameDim(*this, "row width", "pyramid", p[3], "queries' d",
+                 : checkSameDim(*this, "row width", "pyramid", p[3], "queries' d",
                            q[3])));
 }
 
@@ -354,7 +336,7 @@ LogicalResult BucketKernelOp::verify() {
       failed(checkTiledDims(*this, {{"contenders", getContenders(), Tiled::PerKvHead},
                                     {"counts", getCounts(), Tiled::PerKvHead}})))
     return failure();
-  return sameDim(*this, "Nq", "counts", shapeOf(getCounts())[2], "contenders",
+  return checkSameDim(*this, "Nq", "counts", shapeOf(getCounts())[2], "contenders",
                  shapeOf(getContenders())[2]);
 }
 
@@ -371,8 +353,8 @@ LogicalResult ScoreTilesKernelOp::verify() {
     return failure();
   ArrayRef<int64_t> s = shapeOf(getScores());
   return failure(
-      failed(sameDim(*this, "d", "keys", k[3], "queries", q[3])) ||
-      failed(sameDim(*this, "Nq", "scores", s[2], "queries", q[2])));
+      failed(checkSameDim(*this, "d", "keys", k[3], "queries", q[3])) ||
+      failed(checkSameDim(*this, "Nq", "scores", s[2], "queries", q[2])));
 }
 
 LogicalResult SelectFinalKernelOp::verify() {
@@ -386,10 +368,10 @@ LogicalResult SelectFinalKernelOp::verify() {
   ArrayRef<int64_t> c = shapeOf(getContenders()), s = shapeOf(getScores());
   SmallVector<int64_t, 4> sel = tokenShapeOf(getSelection(), getTokenMajor());
   return failure(
-      failed(sameDim(*this, "K", "selection", sel[3], "the attributes",
+      failed(checkSameDim(*this, "K", "selection", sel[3], "the attributes",
                      getTopk())) ||
-      failed(sameDim(*this, "g * K", "scores", s[3], "contenders", c[3])) ||
-      failed(sameDim(*this, "Nq", "selection", sel[2], "contenders", c[2])));
+      failed(checkSameDim(*this, "g * K", "scores", s[3], "contenders", c[3])) ||
+      failed(checkSameDim(*this, "Nq", "selection", sel[2], "contenders", c[2])));
 }
 
 LogicalResult SelectSingleStageKernelOp::verify() {
@@ -406,10 +388,10 @@ LogicalResult SelectSingleStageKernelOp::verify() {
     return failure();
   SmallVector<int64_t, 4> sel = tokenShapeOf(getSelection(), getTokenMajor());
   return failure(
-      failed(sameDim(*this, "K", "selection", sel[3], "the attributes",
+      failed(checkSameDim(*this, "K", "selection", sel[3], "the attributes",
                      getTopk())) ||
-      failed(sameDim(*this, "d", "keys", k[3], "queries", q[3])) ||
-      failed(sameDim(*this, "Nq", "selection", sel[2], "queries", q[2])));
+      failed(checkSameDim(*this, "d", "keys", k[3], "queries", q[3])) ||
+      failed(checkSameDim(*this, "Nq", "selection", sel[2], "queries", q[2])));
 }
 
 LogicalResult PyramidVarlenKernelOp::verify() {
@@ -418,8 +400,8 @@ LogicalResult PyramidVarlenKernelOp::verify() {
                                     {"pyramid", getPyramid(), Tiled::Rows}})))
     return failure();
   ArrayRef<int64_t> k = shapeOf(getKeys()), p = shapeOf(getPyramid());
-  return failure(failed(sameDim(*this, "Hkv", "pyramid", p[1], "keys", k[1])) ||
-                 failed(sameDim(*this, "d", "pyramid", p[2], "keys", k[2])));
+  return failure(failed(checkSameDim(*this, "Hkv", "pyramid", p[1], "keys", k[1])) ||
+                 failed(checkSameDim(*this, "d", "pyramid", p[2], "keys", k[2])));
 }
 
 LogicalResult SelectSingleStageVarlenKernelOp::verify() {
@@ -434,14 +416,14 @@ LogicalResult SelectSingleStageVarlenKernelOp::verify() {
     return failure();
   ArrayRef<int64_t> p = shapeOf(getPyramid()), sel = shapeOf(getSelection());
   return failure(
-      failed(sameDim(*this, "K", "selection", sel[2], "the attributes",
+      failed(checkSameDim(*this, "K", "selection", sel[2], "the attributes",
                      getTopk())) ||
-      failed(sameDim(*this, "d", "keys", k[2], "queries", q[2])) ||
-      failed(sameDim(*this, "d", "pyramid", p[2], "keys", k[2])) ||
-      failed(sameDim(*this, "Hkv", "pyramid", p[1], "keys", k[1])) ||
-      failed(sameDim(*this, "Hkv", "selection", sel[1], "keys", k[1])) ||
-      failed(sameDim(*this, "Tq", "selection", sel[0], "queries", q[0])) ||
-      failed(sameDim(*this, "B + 1", "cu_seqlens_q",
+      failed(checkSameDim(*this, "d", "keys", k[2], "queries", q[2])) ||
+      failed(checkSameDim(*this, "d", "pyramid", p[2], "keys", k[2])) ||
+      failed(checkSameDim(*this, "Hkv", "pyramid", p[1], "keys", k[1])) ||
+      failed(checkSameDim(*this, "Hkv", "selection", sel[1], "keys", k[1])) ||
+      failed(checkSameDim(*this, "Tq", "selection", sel[0], "queries", q[0])) ||
+      failed(checkSameDim(*this, "B + 1", "cu_seqlens_q",
                      shapeOf(getCuSeqlensQ())[0], "cu_seqlens_k",
                      shapeOf(getCuSeqlensK())[0])));
 }

@@ -6,7 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "pisa/IR/PisaOps.h"
-#include "AttrChecks.h"
+#include "ContractChecks.h"
 #include "pisa/Analysis/PyramidLayout.h"
 
 #include "mlir/IR/Builders.h"
@@ -18,7 +18,9 @@
 
 using namespace mlir;
 using namespace mlir::pisa;
+using mlir::pisa::detail::checkGroups;
 using mlir::pisa::detail::checkPyramidParams;
+using mlir::pisa::detail::checkSameDim;
 using mlir::pisa::detail::checkScale;
 using mlir::pisa::detail::checkTopK;
 
@@ -31,18 +33,6 @@ using mlir::pisa::detail::checkTopK;
 
 static bool isStatic(int64_t dim) { return !ShapedType::isDynamic(dim); }
 
-/// Emits "expected <what> of <a> (x) to match <b> (y)" when both extents are
-/// static and differ.
-static LogicalResult checkSameDim(Operation *op, StringRef what,
-                                  StringRef aName, int64_t a, StringRef bName,
-                                  int64_t b) {
-  if (isStatic(a) && isStatic(b) && a != b)
-    return op->emitOpError() << "expected " << what << " of " << aName << " ("
-                             << a << ") to match " << bName << " (" << b
-                             << ")";
-  return success();
-}
-
 /// Heads, d and K fix the kernels' tiling: they stay static while B, N, Nq
 /// and the pyramid's rows may be dynamic (docs/semantics.md).
 static LogicalResult checkStaticDims(Operation *op, StringRef operand,
@@ -53,16 +43,6 @@ static LogicalResult checkStaticDims(Operation *op, StringRef operand,
       return op->emitOpError() << "expected a static " << name << " (dim "
                                << dim << ") in " << operand << " but got "
                                << type;
-  return success();
-}
-
-/// Hq must split into whole GQA groups of Hkv.
-static LogicalResult checkGroups(Operation *op, int64_t hq, int64_t hkv) {
-  if (isStatic(hkv) && hkv < 1)
-    return op->emitOpError() << "expected Hkv >= 1 but got " << hkv;
-  if (isStatic(hq) && isStatic(hkv) && hq % hkv != 0)
-    return op->emitOpError() << "expected Hq (" << hq
-                             << ") to be a multiple of Hkv (" << hkv << ")";
   return success();
 }
 

@@ -189,7 +189,7 @@ func.func @f(%q: memref<1x4x10x64xf16>, %k: memref<1x1x10x64xf16>, %v: memref<1x
 // -----
 
 // The kernel ops take the user-level ops' attribute ranges (one definition,
-// lib/pisa/IR/AttrChecks.h). K = 2^62 with g = 4 made the walk's g * K
+// lib/pisa/IR/ContractChecks.h). K = 2^62 with g = 4 made the walk's g * K
 // overflow int64 (UBSan, the sixteenth session's fuzz run).
 func.func @f(%q: memref<1x2x8x4xf32>, %p: memref<1x1x3x4xf32>, %c: memref<1x1x8x6xi32>, %n: memref<1x1x8xi32>, %i: index) {
   // expected-error @+1 {{expected topk K in [3, 4096] (room for the forced blocks) but got 4611686018427387904}}

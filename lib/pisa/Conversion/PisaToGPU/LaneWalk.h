@@ -26,7 +26,7 @@
 
 namespace mlir::pisa::detail {
 
-using mlir::pisa::kMaxLaneCandidates; // pisa/Analysis/TensorCoreWalk.h
+// kMaxLaneCandidates: pisa/Analysis/TensorCoreWalk.h.
 
 /// Whether a walk of fanout g and top-K fits one candidate per lane.
 inline bool fitsLaneWalk(int64_t fanout, int64_t topK) {

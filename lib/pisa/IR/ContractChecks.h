@@ -1,0 +1,90 @@
+//===- ContractChecks.h - Checks the op verifiers share ---------*- C++ -*-===//
+//
+// One definition of the ranges docs/semantics.md gives C, g, K and the
+// scale, and of the shape relations, shared by the user-level ops and the
+// kernel-level ops they decompose into (a hand-written kernel op gets the
+// same diagnostics).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PISA_LIB_IR_CONTRACTCHECKS_H
+#define PISA_LIB_IR_CONTRACTCHECKS_H
+
+#include "pisa/Analysis/PyramidLayout.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinTypeInterfaces.h"
+#include "mlir/IR/Operation.h"
+
+#include <cmath>
+
+namespace mlir::pisa::detail {
+
+/// C in [1, kMaxBlockSize].
+inline LogicalResult checkBlockSize(Operation *op, int64_t blockSize) {
+  if (blockSize < 1 || blockSize > kMaxBlockSize)
+    return op->emitOpError() << "expected block size C in [1, "
+                             << kMaxBlockSize << "] but got " << blockSize;
+  return success();
+}
+
+/// g in [2, kMaxBranching].
+inline LogicalResult checkBranching(Operation *op, int64_t branching) {
+  if (branching < 2 || branching > kMaxBranching)
+    return op->emitOpError() << "expected branching g in [2, "
+                             << kMaxBranching << "] but got " << branching;
+  return success();
+}
+
+inline LogicalResult checkPyramidParams(Operation *op, int64_t blockSize,
+                                        int64_t branching) {
+  return failure(failed(checkBlockSize(op, blockSize)) ||
+                 failed(checkBranching(op, branching)));
+}
+
+/// K in [3, kMaxTopK]: room for the forced blocks.
+inline LogicalResult checkTopK(Operation *op, int64_t topK) {
+  if (topK < 3 || topK > kMaxTopK)
+    return op->emitOpError() << "expected topk K in [3, " << kMaxTopK
+                             << "] (room for the forced blocks) but got "
+                             << topK;
+  return success();
+}
+
+/// A finite positive scale, when there is one.
+inline LogicalResult checkScale(Operation *op, FloatAttr scale) {
+  if (!scale)
+    return success();
+  double value = scale.getValueAsDouble();
+  if (!(std::isfinite(value) && value > 0.0))
+    return op->emitOpError()
+           << "expected a finite positive scale but got " << value;
+  return success();
+}
+
+/// Emits "expected <what> of <a> (x) to match <b> (y)" when both extents
+/// are static and differ.
+inline LogicalResult checkSameDim(Operation *op, StringRef what,
+                                  StringRef aName, int64_t a, StringRef bName,
+                                  int64_t b) {
+  if (!ShapedType::isDynamic(a) && !ShapedType::isDynamic(b) && a != b)
+    return op->emitOpError() << "expected " << what << " of " << aName << " ("
+                             << a << ") to match " << bName << " (" << b
+                             << ")";
+  return success();
+}
+
+/// Hq splits into whole GQA groups of Hkv (where they are static).
+inline LogicalResult checkGroups(Operation *op, int64_t hq, int64_t hkv) {
+  const bool hkvKnown = !ShapedType::isDynamic(hkv);
+  if (hkvKnown && hkv < 1)
+    return op->emitOpError() << "expected Hkv >= 1 but got " << hkv;
+  if (hkvKnown && !ShapedType::isDynamic(hq) && hq % hkv != 0)
+    return op->emitOpError() << "expected Hq (" << hq
+                             << ") to be a multiple of Hkv (" << hkv << ")";
+  return success();
+}
+
+} // namespace mlir::pisa::detail
+
+#endif // PISA_LIB_IR_CONTRACTCHECKS_H

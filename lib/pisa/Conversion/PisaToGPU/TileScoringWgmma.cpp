@@ -240,14 +240,16 @@ Kernel mlir::pisa::detail::buildWgmmaScoreKernel(PatternRewriter &rewriter,
   kernel.setWorkgroupAttributionAttr(0, LLVM::LLVMDialect::getAlignAttrName(),
                                      rewriter.getI64IntegerAttr(1024));
   // As many blocks per SM as shared memory allows, but no more than leave
-  // each thread the C / 2 accumulators and about 64 registers besides
-  // (ptxas refuses wgmma with fewer: C = 128 at six blocks had 80).
-  const int64_t registers = c / 2 + 64;
+  // each thread the C / 2 accumulators and 48 registers besides, 80 for
+  // d > 128 (its copies' addresses). ptxas 13 then spills nothing for the C,
+  // d and G the tile layout admits (C = 64, d = 128: 79 registers at six
+  // blocks) but 4 bytes at C = 32, d = 192, G = 16 (32 at six blocks);
+  // C = 128 needs about 96 (it refuses wgmma with 85): four blocks.
+  const int64_t registers = c / 2 + (d > 128 ? 80 : 48);
   const int64_t byRegisters = kRegistersPerSM / (kWarpgroupThreads * registers);
-  setOccupancyHint(kernel, kWarpgroupThreads,
-                   std::clamp<int64_t>(
-                       std::min(blocksBySharedMemory(l.bytes), byRegisters), 1,
-                       8));
+  const int64_t hint = std::clamp<int64_t>(
+      std::min(blocksBySharedMemory(l.bytes), byRegisters), 1, 8);
+  setOccupancyHint(kernel, kWarpgroupThreads, hint);
   ImplicitLocOpBuilder b(anchor->getLoc(), rewriter);
   Value bytes = kernel.getWorkgroupAttributions()[0];
   auto swizzledTiles = [&](int64_t offset, int64_t buffers, int64_t rows) {
@@ -290,20 +292,13 @@ Kernel mlir::pisa::detail::buildWgmmaScoreKernel(PatternRewriter &rewriter,
         });
   };
 
-  auto accType = LLVM::LLVMStructType::getLiteral(
-      ctx, SmallVector<Type>(c / 2, f32));
-  NVVM::WGMMATypes inType =
-      elem.isBF16() ? NVVM::WGMMATypes::bf16 : NVVM::WGMMATypes::f16;
-  buildLoop(b, firstTile, endTile, ValueRange{indexConst(b, -1)},
-            [&](ImplicitLocOpBuilder &tb, Value tile,
-                ValueRange stagedLeaf) -> SmallVector<Value> {
-    // Every thread is past the previous tile's wgmma (it waited for it) and
-    // epilogue, so the key and query tiles may be overwritten.
-    gpu::BarrierOp::create(tb);
-    TileSpan span = loadTileSpan(tb, e, p, batch, kv, tile);
+  // Copies a tile's operands: its keys unless the previous tile had the
+  // same leaf (`previousLeaf`), then its queries, as cp.async groups.
+  auto copyOperands = [&](ImplicitLocOpBuilder &cb, const TileSpan &span,
+                          Value previousLeaf) {
     Value newLeaf =
-        cmp(tb, arith::CmpIPredicate::ne, span.leaf, stagedLeaf.front());
-    buildIfThen(tb, newLeaf, [&](ImplicitLocOpBuilder &kb) {
+        cmp(cb, arith::CmpIPredicate::ne, span.leaf, previousLeaf);
+    buildIfThen(cb, newLeaf, [&](ImplicitLocOpBuilder &kb) {
       Value lastKey =
           arith::SubIOp::create(kb, span.numKeys, indexConst(kb, 1));
       copyTile(kb, tid, keyTile, indexConst(kb, 0), c, d,
@@ -319,11 +314,28 @@ Kernel mlir::pisa::detail::buildWgmmaScoreKernel(PatternRewriter &rewriter,
                          real};
                });
     });
-    // The tile's queries, then every group (its keys too) completes.
-    Value queries = copyQueries(tb, span);
-    nvgpu::DeviceAsyncWaitOp::create(tb, queries, tb.getI32IntegerAttr(0));
-    // cp.async wrote through the generic proxy; wgmma reads through the
-    // async proxy.
+    copyQueries(cb, span);
+  };
+
+  // The first tile's operands; each tile then copies the next one's as soon
+  // as its product is done, so that the copy runs under its epilogue (the
+  // exps) rather than before the next product.
+  buildIfThen(b, cmp(b, arith::CmpIPredicate::ult, firstTile, endTile),
+              [&](ImplicitLocOpBuilder &pb) {
+                copyOperands(pb, loadTileSpan(pb, e, p, batch, kv, firstTile),
+                             indexConst(pb, -1));
+              });
+  auto accType = LLVM::LLVMStructType::getLiteral(
+      ctx, SmallVector<Type>(c / 2, f32));
+  NVVM::WGMMATypes inType =
+      elem.isBF16() ? NVVM::WGMMATypes::bf16 : NVVM::WGMMATypes::f16;
+  buildLoop(b, firstTile, endTile, ValueRange{},
+            [&](ImplicitLocOpBuilder &tb, Value tile,
+                ValueRange) -> SmallVector<Value> {
+    TileSpan span = loadTileSpan(tb, e, p, batch, kv, tile);
+    // This tile's groups complete. cp.async wrote through the generic
+    // proxy; wgmma reads through the async proxy.
+    NVVM::CpAsyncWaitGroupOp::create(tb, 0);
     NVVM::FenceProxyOp::create(
         tb, NVVM::ProxyKind::async_shared,
         NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
@@ -348,8 +360,17 @@ Kernel mlir::pisa::detail::buildWgmmaScoreKernel(PatternRewriter &rewriter,
     }
     NVVM::WgmmaGroupSyncAlignedOp::create(tb);
     NVVM::WgmmaWaitGroupSyncOp::create(tb, 0);
+    // Every warp's product is done with both tiles: the next tile's
+    // operands may overwrite them.
+    gpu::BarrierOp::create(tb);
+    Value next = arith::AddIOp::create(tb, tile, indexConst(tb, 1));
+    buildIfThen(tb, cmp(tb, arith::CmpIPredicate::ult, next, endTile),
+                [&](ImplicitLocOpBuilder &nb) {
+                  copyOperands(nb, loadTileSpan(nb, e, p, batch, kv, next),
+                               span.leaf);
+                });
     buildWarpgroupEpilogue(tb, e, p, acc, tid, batch, kv, span);
-    return {span.leaf};
+    return {};
   });
   gpu::ReturnOp::create(b);
   return e;

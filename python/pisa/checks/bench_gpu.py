@@ -6,7 +6,10 @@ level, for G heads of d; causality makes the real work a little smaller),
 the achieved TFLOP/s on it, and the ratio to the floor the performance
 issue states (1.6 ms of tensor-core work plus 1.2 ms of exp at N = 256K,
 scaled linearly in N). With --reference it also times the PyTorch
-implementation of the contract (pisa.reference, float32) for N <= 64K.
+implementation of the contract (pisa.reference, float32) for N <= 64K,
+and with --flat-peer the flat selector of fla's design
+(pisa.checks.flat_prefill, Triton) on the same inputs, in the same run,
+up to N = 256K.
 
 Per N: several fresh input sets (rotated so that L2 does not flatter),
 warm-up calls, then CUDA events around each call on the current stream;
@@ -14,7 +17,7 @@ the median over all timed calls is reported, with the selection time of
 both schedules. Each call includes its per-call device allocations and the
 wait for its own work, as a user sees it.
 
-usage: python3 -m pisa.checks.bench_gpu CASES_DIR [--reps 20] [--sets 3]
+usage: python3 -m pisa.checks.bench_gpu CASES_DIR [--reps 20] [--sets 3] [--flat-peer]
 """
 
 import argparse
@@ -25,6 +28,7 @@ import statistics
 import torch
 
 from pisa import aot, reference
+from pisa.checks import flat_prefill
 
 
 def nominal_flops(case):
@@ -73,9 +77,13 @@ def main():
     parser.add_argument("--schedules", nargs="*", default=["select_two_stage", "select_single_stage"])
     parser.add_argument("--reference", action="store_true",
                         help="also time pisa.reference (float32) for N <= 65536")
+    parser.add_argument("--flat-peer", action="store_true",
+                        help="also time the flat selector of fla's design (Triton)")
+    parser.add_argument("--only", nargs="*", type=int, help="only these N")
     args = parser.parse_args()
     with open(os.path.join(args.cases, "cases.json")) as f:
-        cases = [c for c in json.load(f) if c["bench"]]
+        cases = [c for c in json.load(f)
+                 if c["bench"] and (not args.only or c["N"] in args.only)]
     print(f"device: {torch.cuda.get_device_name()}")
     print("| N | schedule | median ms | min ms | nominal GFLOP | TFLOP/s | x floor |")
     print("|---|---|---|---|---|---|---|")
@@ -88,6 +96,12 @@ def main():
         for fn in args.schedules:
             med, best = time_calls(lambda q, k: lib(fn, q, k), inputs, args.reps)
             print(row(case, fn.replace("select_", ""), med, best, flops, 3, 1), flush=True)
+        if args.flat_peer and case["N"] <= 262144:  # at 1M a call takes seconds
+            med, best = time_calls(
+                lambda q, k: flat_prefill.select(q, k, case["C"], case["K"]),
+                inputs, args.reps)
+            print(row(case, "flat peer (fla design, Triton)", med, best, flops, 3, 1),
+                  flush=True)
         if args.reference and case["N"] <= 65536:
             # Seconds per call at 64K: three calls on one set, no warm-up.
             med, best = time_calls(

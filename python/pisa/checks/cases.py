@@ -75,11 +75,17 @@ def main():
     parser.add_argument("--q-tile", type=int, default=4,
                         help="queries per stage-2 key tile (two_stage)")
     parser.add_argument("--chip", help="pisa-compile's --chip (its default when left out)")
+    parser.add_argument("--bench-only", action="store_true",
+                        help="only the benchmark cases (no check cases)")
+    parser.add_argument("--bench-shape", default="16,128,64,8,bf16",
+                        help="G,d,C,K,dtype of the benchmark cases (default: the paper setting)")
     args = parser.parse_args()
+    G, d, C, K, dtype = args.bench_shape.split(",")
+    bench = (int(G), int(d), int(C), int(K), dtype)
     os.makedirs(args.out, exist_ok=True)
     cases = []
-    todo = [(name, *spec) for name, spec in CHECK_CASES.items()]
-    todo += [(f"bench{n}", n, None, 0, 16, 128, 64, 8, "bf16", False) for n in BENCH_SIZES]
+    todo = [] if args.bench_only else [(name, *spec) for name, spec in CHECK_CASES.items()]
+    todo += [(f"bench{n}", n, None, 0, *bench, False) for n in BENCH_SIZES]
     for name, n, nq, offset, G, d, C, K, dtype, ties in todo:
         nq = nq or n
         src = os.path.join(args.out, f"{name}.mlir")

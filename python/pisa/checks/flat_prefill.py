@@ -143,7 +143,7 @@ def main(argv=None):
         imp = torch.where(forced[None, None] & causal[None, None], big, imp)
         imp = torch.where(causal[None, None], imp, -1.0)
         # The float64 selection: the K best, lower block first on a tie.
-        order = torch.sort(-imp, -1, stable=True).indices[..., :K]
+        order = torch.sort(-imp, dim=-1, stable=True).indices[..., :K]
         want = torch.where(torch.gather(imp, -1, order) >= 0, order, -1)
         want = torch.where(want < 0, blocks, want).sort(-1).values
         want = torch.where(want == blocks, -1, want)

@@ -145,6 +145,7 @@ def main(argv=None):
         # The float64 selection: the K best, lower block first on a tie.
         order = torch.sort(-imp, dim=-1, stable=True).indices[..., :K]
         want = torch.where(torch.gather(imp, -1, order) >= 0, order, -1)
+        want = torch.nn.functional.pad(want, (0, K - want.shape[-1]), value=-1)
         want = torch.where(want < 0, blocks, want).sort(-1).values
         want = torch.where(want == blocks, -1, want)
         same = (got == want).all(-1)

@@ -28,6 +28,18 @@ MLIR_CAPI_EXPORTED void pisaRegisterAllDialects(MlirDialectRegistry registry);
 /// from, with the global registry, so that mlirParsePassPipeline finds them.
 MLIR_CAPI_EXPORTED void pisaRegisterAllPasses(void);
 
+/// Screens MLIR text before mlirModuleCreateParse for the inputs on which
+/// MLIR 22's own parser crashes instead of reporting an error (a malformed
+/// `permutation =` / `dimensions =` list of linalg.transpose, broadcast or
+/// reduce; a result number like %x#99999999999), as pisa-opt does. Returns
+/// true when the text is safe to parse; else false, with the 1-based
+/// `line` and `column` (either may be NULL) and the reason passed to
+/// `callback` (may be NULL).
+MLIR_CAPI_EXPORTED bool pisaCheckParseSafety(MlirStringRef text,
+                                             intptr_t *line, intptr_t *column,
+                                             MlirStringCallback callback,
+                                             void *userData);
+
 #ifdef __cplusplus
 }
 #endif

@@ -54,6 +54,26 @@ int main(void) {
   MlirStringRef ns = mlirDialectGetNamespace(pisa);
   printf("loaded dialect: %.*s\n", (int)ns.length, ns.data);
 
+  /* Text MLIR 22's parser would crash on is refused before parsing. */
+  intptr_t line = 0, column = 0;
+  if (!pisaCheckParseSafety(mlirStringRefCreateFromCString(kProgram), &line,
+                            &column, NULL, NULL)) {
+    fprintf(stderr, "the selection was refused\n");
+    return 1;
+  }
+  const char *unsafe =
+      "func.func @t(%x: tensor<2x3xf32>, %y: tensor<3x2xf32>) {\n"
+      "  %t = linalg.transpose ins(%x : tensor<2x3xf32>)\n"
+      "      outs(%y : tensor<3x2xf32>) permutation = [1, x]\n"
+      "  return\n"
+      "}\n";
+  if (pisaCheckParseSafety(mlirStringRefCreateFromCString(unsafe), &line,
+                           &column, printToStdout, NULL)) {
+    fprintf(stderr, "the malformed permutation was not refused\n");
+    return 1;
+  }
+  printf("\nrefused at %d:%d\n", (int)line, (int)column);
+
   MlirModule module =
       mlirModuleCreateParse(ctx, mlirStringRefCreateFromCString(kProgram));
   if (mlirModuleIsNull(module)) {

@@ -18,6 +18,7 @@ both schedules. Each call includes its per-call device allocations and the
 wait for its own work, as a user sees it.
 
 usage: python3 -m pisa.checks.bench_gpu CASES_DIR [--reps 20] [--sets 3] [--flat-peer]
+           [--only N ...]
 """
 
 import argparse

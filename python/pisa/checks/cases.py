@@ -77,11 +77,11 @@ def main():
     parser.add_argument("--chip", help="pisa-compile's --chip (its default when left out)")
     parser.add_argument("--bench-only", action="store_true",
                         help="only the benchmark cases (no check cases)")
-    parser.add_argument("--bench-shape", default="16,128,64,8,bf16",
-                        help="G,d,C,K,dtype of the benchmark cases (default: the paper setting)")
+    parser.add_argument("--bench-shape", default="16,128,64,8",
+                        help="G,d,C,K of the bf16 benchmark cases (default: the paper setting; "
+                             "bench_gpu and profile_gpu feed bf16)")
     args = parser.parse_args()
-    G, d, C, K, dtype = args.bench_shape.split(",")
-    bench = (int(G), int(d), int(C), int(K), dtype)
+    bench = (*(int(x) for x in args.bench_shape.split(",")), "bf16")
     os.makedirs(args.out, exist_ok=True)
     cases = []
     todo = [] if args.bench_only else [(name, *spec) for name, spec in CHECK_CASES.items()]

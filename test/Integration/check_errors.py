@@ -50,6 +50,39 @@ def main():
         trunc = raw("trunc.npy", open(k, "rb").read()[:-100])
         out = os.path.join(tmp, "out.npy")
 
+        def npy_with(header, payload=b""):
+            """An .npy file (version 1.0) with this header text."""
+            text = header.encode("latin1")
+            pad = (64 - (10 + len(text) + 1) % 64) % 64
+            text += b" " * pad + b"\n"
+            return b"\x93NUMPY\x01\x00" + len(text).to_bytes(2, "little") + text + payload
+
+        kdata = np.load(k).tobytes()
+        kshape = "'shape': (1, 2, 100, 16)"
+        hostile_npy = [
+            ("npy duplicate descr", npy_with("{'descr': '<f4', 'descr': '<f8', 'fortran_order': False, " + kshape + ", }", kdata),
+             "key 'descr' appears twice in the header"),
+            ("npy extra key", npy_with("{'descr': '<f4', 'fortran_order': False, " + kshape + ", 'x': 1}", kdata),
+             "unexpected key 'x' in the header"),
+            ("npy missing shape", npy_with("{'descr': '<f4', 'fortran_order': False}", kdata),
+             "no 'shape' in the header"),
+            ("npy trailing text", npy_with("{'descr': '<f4', 'fortran_order': False, " + kshape + "} x", kdata),
+             "unexpected text after the header's dict"),
+            ("npy huge extent", npy_with("{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999,), }", kdata),
+             "'shape' has an extent past 2^63 - 1"),
+            ("npy negative extent", npy_with("{'descr': '<f4', 'fortran_order': False, 'shape': (-1, 4), }", kdata),
+             "'shape' holds something other than non-negative integers"),
+            ("npy size overflow", npy_with("{'descr': '<f4', 'fortran_order': False, 'shape': (4611686018427387904, 8), }", kdata),
+             "needs more than 2^64 bytes of data but the file holds 12800"),
+            ("npy zero extent with data", npy_with("{'descr': '<f4', 'fortran_order': False, 'shape': (1, 0, 100, 16), }", kdata),
+             "has no elements but the file holds 12800 bytes"),
+            ("npy zero extent", npy_with("{'descr': '<f4', 'fortran_order': False, 'shape': (1, 0, 100, 16), }"),
+             "expected every dimension of K to be >= 1 but got a dimension of 0"),
+            ("npy header past the end", b"\x93NUMPY\x01\x00\xff\xff{'descr'", "runs past the end of the file"),
+            ("npy fortran", npy_with("{'descr': '<f4', 'fortran_order': True, " + kshape + ", }", kdata),
+             "is in Fortran order"),
+        ]
+
         base = ["select", "--q", q, "--block-size", "8", "--topk", "4", "--out", out]
         v = save("v.npy", rng.standard_normal((1, 2, 100, 12)).astype(np.float32))
         v16 = save("v16.npy", rng.standard_normal((1, 2, 100, 12)).astype(np.float16))
@@ -99,6 +132,12 @@ def main():
             ("missing file", base + ["--k", os.path.join(tmp, "nope.npy")], "cannot read"),
             ("not npy", base + ["--k", garbage], "not a valid .npy file"),
             ("truncated", base + ["--k", trunc], "needs 12800 bytes"),
+            ("device input", base + ["--k", "/dev/zero"], "cannot read '/dev/zero': it is not a regular file"),
+            ("directory input", base + ["--k", tmp], "it is not a regular file"),
+        ] + [
+            (name, base + ["--k", raw(name.replace(" ", "_") + ".npy", data)], fragment)
+            for name, data, fragment in hostile_npy
+        ] + [
             ("rank", base + ["--k", k3], "expected K to have rank 4"),
             ("int dtype", base + ["--k", ki], "expected K to be float32 or float16"),
             ("f64 dtype", base + ["--k", k64], "has dtype '<f8'"),

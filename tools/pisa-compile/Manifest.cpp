@@ -2,6 +2,8 @@
 
 #include "Manifest.h"
 
+#include <unistd.h>
+
 #include "pisa/IR/PisaOps.h"
 #include "pisa/Runtime/EntryTable.h"
 
@@ -184,8 +186,9 @@ llvm::Expected<Manifest> pisatool::describeEntryPoints(ModuleOp module) {
   return manifest;
 }
 
-llvm::Error pisatool::linkSharedLibrary(StringRef object, StringRef output,
-                                        const Manifest &manifest) {
+llvm::Expected<std::string>
+pisatool::linkSharedLibrary(StringRef object, StringRef output,
+                            const Manifest &manifest) {
   llvm::SmallString<128> objectPath;
   int fd;
   if (std::error_code ec = llvm::sys::fs::createTemporaryFile(
@@ -214,7 +217,13 @@ llvm::Error pisatool::linkSharedLibrary(StringRef object, StringRef output,
     os << " local: *; };\n";
   }
   std::string versionScript = ("-Wl,--version-script=" + exportsPath).str();
-  std::string tmpOut = (output + ".tmp").str();
+  // The linker writes a private temporary; the caller puts its bytes in
+  // place with the other outputs (pisa/Support/OutputFiles.h).
+  llvm::SmallString<128> tmpOut;
+  if (std::error_code ec =
+          llvm::sys::fs::createTemporaryFile("pisa-lib", "so", fd, tmpOut))
+    return error("cannot create a temporary file: " + ec.message());
+  ::close(fd);
   // An installed pisa-compile links the runtime installed beside it
   // (<prefix>/bin/../lib); a build-tree one, the archive it was built with.
   std::string runtime = PISA_RUNTIME_ARCHIVE;
@@ -250,11 +259,13 @@ llvm::Error pisatool::linkSharedLibrary(StringRef object, StringRef output,
     return error("linking '" + output + "' with " + PISA_HOST_LINKER +
                  " failed: " + (firstLine.empty() ? message : firstLine));
   }
-  if (std::error_code ec = llvm::sys::fs::rename(tmpOut, output)) {
-    llvm::sys::fs::remove(tmpOut);
-    return error("cannot write '" + output + "': " + ec.message());
-  }
-  return llvm::Error::success();
+  auto library = llvm::MemoryBuffer::getFile(tmpOut, /*IsText=*/false,
+                                             /*RequiresNullTerminator=*/false);
+  llvm::sys::fs::remove(tmpOut);
+  if (!library)
+    return error("cannot read the linked library: " +
+                 library.getError().message());
+  return (*library)->getBuffer().str();
 }
 
 std::vector<std::string> Argument::sizeParams() const {
@@ -368,11 +379,17 @@ static std::string declare(const EntryPoint &e) {
          ");\n" + validate + "\n";
 }
 
-llvm::Error pisatool::writeManifest(const Manifest &manifest,
-                                    StringRef output) {
+std::vector<std::string> pisatool::manifestPaths(StringRef output) {
   llvm::SmallString<128> stem(output);
   llvm::sys::path::replace_extension(stem, "");
-  std::string guard = "PISA_LIB_" + llvm::StringRef(stem).rsplit('/').second.upper();
+  return {(stem + ".json").str(), (stem + ".h").str()};
+}
+
+std::vector<std::string> pisatool::manifestFiles(const Manifest &manifest,
+                                                 StringRef output) {
+  llvm::SmallString<128> stem(llvm::sys::path::filename(output));
+  llvm::sys::path::replace_extension(stem, "");
+  std::string guard = "PISA_LIB_" + llvm::StringRef(stem).upper() + "_H";
   for (char &c : guard)
     if (!llvm::isAlnum(c))
       c = '_';
@@ -413,13 +430,5 @@ llvm::Error pisatool::writeManifest(const Manifest &manifest,
   std::string json;
   llvm::raw_string_ostream os(json);
   os << llvm::formatv("{0:2}", llvm::json::Value(std::move(root))) << "\n";
-  for (auto [ext, text] : {std::pair{".json", json}, std::pair{".h", header}}) {
-    std::error_code ec;
-    std::string path = (stem + ext).str();
-    llvm::raw_fd_ostream out(path, ec);
-    if (ec)
-      return error("cannot write '" + path + "': " + ec.message());
-    out << text;
-  }
-  return llvm::Error::success();
+  return {json, header};
 }

@@ -66,13 +66,18 @@ struct Manifest {
 /// offsets of static shapes get their bounds.
 llvm::Expected<Manifest> describeEntryPoints(mlir::ModuleOp module);
 
-/// Links host object code with the CUDA runtime into `output` (atomically),
-/// exporting only the entry points and pisa_runtime_*.
-llvm::Error linkSharedLibrary(llvm::StringRef object, llvm::StringRef output,
-                              const Manifest &manifest);
+/// Links host object code with the CUDA runtime into a shared library
+/// exporting only the entry points and pisa_runtime_*, and returns its
+/// bytes (`output` only names it in messages).
+llvm::Expected<std::string> linkSharedLibrary(llvm::StringRef object,
+                                              llvm::StringRef output,
+                                              const Manifest &manifest);
 
-/// Writes <output stem>.json and <output stem>.h.
-llvm::Error writeManifest(const Manifest &manifest, llvm::StringRef output);
+/// The paths of the manifest written beside `output`: <stem>.json, <stem>.h.
+std::vector<std::string> manifestPaths(llvm::StringRef output);
+/// Their contents, in the same order.
+std::vector<std::string> manifestFiles(const Manifest &manifest,
+                                       llvm::StringRef output);
 
 } // namespace pisatool
 

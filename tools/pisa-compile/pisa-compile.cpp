@@ -20,6 +20,7 @@
 
 #include "pisa/InitAllDialects.h"
 #include "pisa/InitAllPasses.h"
+#include "pisa/Support/OutputFiles.h"
 #include "pisa/Support/ParserLimits.h"
 #include "pisa/Analysis/GPUTarget.h"
 #include "pisa/Pipelines/Pipelines.h"
@@ -45,7 +46,6 @@
 #include "llvm/Support/Program.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/TargetSelect.h"
-#include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/Target/TargetOptions.h"
 #include "llvm/TargetParser/Host.h"
@@ -131,17 +131,25 @@ std::optional<std::string> parseArgs(int argc, char **argv, Options &opts) {
   return std::nullopt;
 }
 
-/// Writes `text` to `path` through a temporary file (no partial output).
-llvm::Error writeFile(StringRef path, StringRef text) {
-  std::error_code ec;
-  auto file = std::make_unique<llvm::ToolOutputFile>(path, ec,
-                                                     llvm::sys::fs::OF_None);
-  if (ec)
-    return llvm::createStringError(ec, "cannot write '%s': %s",
-                                   path.str().c_str(), ec.message().c_str());
-  file->os() << text;
-  file->keep();
-  return llvm::Error::success();
+/// Writes `texts` to `paths` as one OutputSet: all or nothing, existing
+/// files untouched on failure (pisa/Support/OutputFiles.h).
+llvm::Error writeFiles(llvm::ArrayRef<std::string> paths,
+                       llvm::ArrayRef<std::string> texts) {
+  auto outputs = mlir::pisa::OutputSet::create(paths);
+  if (!outputs)
+    return outputs.takeError();
+  for (size_t i = 0; i < paths.size(); ++i)
+    *outputs->os(i) << texts[i];
+  return outputs->commit();
+}
+
+/// Every file this run writes: the output, and for a library its manifest.
+std::vector<std::string> outputPaths(const Options &opts) {
+  std::vector<std::string> paths{opts.output};
+  if (opts.emit == "so")
+    for (std::string &path : pisatool::manifestPaths(opts.output))
+      paths.push_back(std::move(path));
+  return paths;
 }
 
 /// Host object code (PIC) for this machine's architecture.
@@ -177,6 +185,11 @@ int main(int argc, char **argv) {
   Options opts;
   if (std::optional<std::string> err = parseArgs(argc, argv, opts))
     return fail(*err);
+
+  // An output that is the input or another output is refused before any
+  // work.
+  if (llvm::Error err = mlir::pisa::checkOutputs({opts.input}, outputPaths(opts)))
+    return fail(llvm::toString(std::move(err)));
 
   DialectRegistry registry;
   mlir::pisa::registerAllDialects(registry);
@@ -242,7 +255,7 @@ int main(int argc, char **argv) {
     std::string text;
     llvm::raw_string_ostream os(text);
     module->print(os);
-    if (llvm::Error err = writeFile(opts.output, text))
+    if (llvm::Error err = writeFiles(outputPaths(opts), {text}))
       return fail(llvm::toString(std::move(err)));
     return 0;
   }
@@ -256,7 +269,7 @@ int main(int argc, char **argv) {
     std::string text;
     llvm::raw_string_ostream os(text);
     llvmModule->print(os, nullptr);
-    if (llvm::Error err = writeFile(opts.output, text))
+    if (llvm::Error err = writeFiles(outputPaths(opts), {text}))
       return fail(llvm::toString(std::move(err)));
     return 0;
   }
@@ -266,12 +279,13 @@ int main(int argc, char **argv) {
   auto object = emitObject(*llvmModule);
   if (!object)
     return fail(llvm::toString(object.takeError()));
-  if (llvm::Error err =
-          pisatool::linkSharedLibrary(*object, opts.output, *manifest))
+  auto library = pisatool::linkSharedLibrary(*object, opts.output, *manifest);
+  if (!library)
+    return fail(llvm::toString(library.takeError()));
+  std::vector<std::string> texts{std::move(*library)};
+  for (std::string &text : pisatool::manifestFiles(*manifest, opts.output))
+    texts.push_back(std::move(text));
+  if (llvm::Error err = writeFiles(outputPaths(opts), texts))
     return fail(llvm::toString(std::move(err)));
-  if (llvm::Error err = pisatool::writeManifest(*manifest, opts.output)) {
-    llvm::sys::fs::remove(opts.output);
-    return fail(llvm::toString(std::move(err)));
-  }
   return 0;
 }

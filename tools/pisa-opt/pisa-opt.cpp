@@ -2,19 +2,20 @@
 //
 // Like mlir-opt, restricted to the dialects and passes pisa uses. The input
 // is read here first so that text MLIR 22's parser would crash on is refused
-// with one line (pisa/Support/ParserLimits.h); the rest is MlirOptMain.
+// with one line (pisa/Support/ParserLimits.h); the rest is MlirOptMain. The
+// output is written as pisa/Support/OutputFiles.h describes.
 //
 //===----------------------------------------------------------------------===//
 
 #include "pisa/InitAllDialects.h"
 #include "pisa/InitAllPasses.h"
+#include "pisa/Support/OutputFiles.h"
 #include "pisa/Support/ParserLimits.h"
 #include "pisa/Version.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/MemoryBuffer.h"
-#include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include "mlir/IR/DialectRegistry.h"
@@ -44,14 +45,24 @@ static LogicalResult runOnInput(llvm::StringRef inputFilename,
                  << unsafe->column << ": error: " << unsafe->reason << "\n";
     return failure();
   }
-  auto output = openOutputFile(outputFilename, &error);
-  if (!output) {
-    llvm::errs() << error << "\n";
+  // The output is written through a private temporary and put in place
+  // only on success: a failed run leaves an existing file as it was.
+  if (llvm::Error err =
+          pisa::checkOutputs({inputFilename.str()}, {outputFilename.str()})) {
+    llvm::errs() << llvm::toString(std::move(err)) << "\n";
     return failure();
   }
-  if (failed(MlirOptMain(output->os(), std::move(input), registry, config)))
+  auto output = pisa::OutputFile::create(outputFilename);
+  if (!output) {
+    llvm::errs() << llvm::toString(output.takeError()) << "\n";
     return failure();
-  output->keep();
+  }
+  if (failed(MlirOptMain((*output)->os(), std::move(input), registry, config)))
+    return failure();
+  if (llvm::Error err = (*output)->commit()) {
+    llvm::errs() << llvm::toString(std::move(err)) << "\n";
+    return failure();
+  }
   return success();
 }
 

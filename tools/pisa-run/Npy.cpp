@@ -8,6 +8,7 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cctype>
 #include <cstring>
 
 using namespace pisatool::npy;
@@ -39,29 +40,163 @@ int64_t Array::numElements() const {
 
 static const char kMagic[] = "\x93NUMPY";
 
-/// Value of 'key' in the header dict, up to the next top-level ',' or '}'
-/// (the shape tuple keeps its parentheses).
-static std::optional<StringRef> dictValue(StringRef header, StringRef key) {
-  size_t at = header.find(("'" + key + "'").str());
-  if (at == StringRef::npos)
-    return std::nullopt;
-  StringRef rest = header.drop_front(at + key.size() + 2).ltrim();
-  if (!rest.consume_front(":"))
-    return std::nullopt;
-  rest = rest.ltrim();
-  size_t end = rest.starts_with("(") ? rest.find(')') + 1 : rest.find_first_of(",}");
-  if (end == StringRef::npos || end == 0)
-    return std::nullopt;
-  return rest.take_front(end).trim();
-}
+namespace {
+/// NumPy's header: a Python dict literal with exactly the keys 'descr' (a
+/// string), 'fortran_order' (True or False) and 'shape' (a tuple of
+/// non-negative integers), each once, then spaces and a newline.
+struct Header {
+  std::string descr;
+  bool fortranOrder = false;
+  std::vector<int64_t> shape;
+  std::string shapeText;
+};
+
+class HeaderParser {
+public:
+  explicit HeaderParser(StringRef text) : text(text) {}
+
+  llvm::Expected<Header> parse() {
+    Header h;
+    bool seenDescr = false, seenFortran = false, seenShape = false;
+    skip();
+    if (!eat('{'))
+      return fail("the header is not a dict");
+    while (true) {
+      skip();
+      if (eat('}'))
+        break;
+      std::string key;
+      if (!string(key))
+        return fail("expected a quoted key in the header");
+      skip();
+      if (!eat(':'))
+        return fail("expected ':' after '" + key + "'");
+      skip();
+      bool *seen = key == "descr"           ? &seenDescr
+                   : key == "fortran_order" ? &seenFortran
+                   : key == "shape"         ? &seenShape
+                                            : nullptr;
+      if (!seen)
+        return fail("unexpected key '" + key + "' in the header");
+      if (*seen)
+        return fail("key '" + key + "' appears twice in the header");
+      *seen = true;
+      if (key == "descr" && !string(h.descr))
+        return fail("'descr' is not a string");
+      if (key == "fortran_order" && !boolean(h.fortranOrder))
+        return fail("'fortran_order' is not True or False");
+      if (key == "shape") {
+        size_t from = at;
+        if (llvm::Error err = tuple(h.shape))
+          return std::move(err);
+        h.shapeText = text.slice(from, at).str();
+      }
+      skip();
+      if (eat(','))
+        continue;
+      skip();
+      if (eat('}'))
+        break;
+      return fail("expected ',' or '}' in the header");
+    }
+    skip();
+    if (at != text.size())
+      return fail("unexpected text after the header's dict");
+    for (auto [seen, key] : {std::pair{seenDescr, "descr"},
+                             std::pair{seenFortran, "fortran_order"},
+                             std::pair{seenShape, "shape"}})
+      if (!seen)
+        return fail(llvm::Twine("no '") + key + "' in the header");
+    return h;
+  }
+
+private:
+  llvm::Error fail(const llvm::Twine &why) {
+    return createStringError(std::errc::invalid_argument, "%s",
+                             why.str().c_str());
+  }
+  void skip() {
+    while (at < text.size() && (text[at] == ' ' || text[at] == '\n' ||
+                                text[at] == '\t' || text[at] == '\r'))
+      ++at;
+  }
+  bool eat(char c) {
+    if (at < text.size() && text[at] == c) {
+      ++at;
+      return true;
+    }
+    return false;
+  }
+  bool string(std::string &out) {
+    if (at >= text.size() || (text[at] != '\'' && text[at] != '"'))
+      return false;
+    char quote = text[at];
+    size_t end = text.find(quote, at + 1);
+    if (end == StringRef::npos || text.slice(at + 1, end).contains('\\'))
+      return false;
+    out = text.slice(at + 1, end).str();
+    at = end + 1;
+    return true;
+  }
+  bool boolean(bool &out) {
+    for (auto [word, value] : {std::pair{"True", true}, {"False", false}})
+      if (text.substr(at).starts_with(word)) {
+        at += std::strlen(word);
+        out = value;
+        return true;
+      }
+    return false;
+  }
+  llvm::Error tuple(std::vector<int64_t> &shape) {
+    if (!eat('('))
+      return fail("'shape' is not a tuple");
+    while (true) {
+      skip();
+      if (eat(')'))
+        return llvm::Error::success();
+      size_t from = at;
+      while (at < text.size() && std::isdigit(uint8_t(text[at])))
+        ++at;
+      int64_t extent;
+      if (from == at)
+        return fail("'shape' holds something other than non-negative "
+                    "integers");
+      if (text.slice(from, at).getAsInteger(10, extent) || extent < 0)
+        return fail("'shape' has an extent past 2^63 - 1: " +
+                    text.slice(from, at));
+      shape.push_back(extent);
+      skip();
+      if (eat(','))
+        continue;
+      if (eat(')'))
+        return llvm::Error::success();
+      return fail("expected ',' or ')' in 'shape'");
+    }
+  }
+
+  StringRef text;
+  size_t at = 0;
+};
+} // namespace
 
 llvm::Expected<Array> pisatool::npy::read(StringRef path) {
+  auto cannot = [&](std::error_code ec) {
+    return createStringError(ec, "cannot read '%s': %s", path.str().c_str(),
+                             ec.message().c_str());
+  };
+  // Only regular files: a device or a pipe has no size to check the header
+  // against (and /dev/zero never ends).
+  llvm::sys::fs::file_status st;
+  if (std::error_code ec = llvm::sys::fs::status(path, st))
+    return cannot(ec);
+  if (st.type() != llvm::sys::fs::file_type::regular_file)
+    return createStringError(std::errc::invalid_argument,
+                             "cannot read '%s': it is not a regular file",
+                             path.str().c_str());
   auto bufferOr = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
                                               /*RequiresNullTerminator=*/false);
   if (!bufferOr)
-    return createStringError(bufferOr.getError(), "cannot read '%s': %s",
-                             path.str().c_str(),
-                             bufferOr.getError().message().c_str());
+    return cannot(bufferOr.getError());
   StringRef bytes = (*bufferOr)->getBuffer();
   auto bad = [&](const llvm::Twine &why) {
     return createStringError(std::errc::invalid_argument,
@@ -85,15 +220,16 @@ llvm::Expected<Array> pisatool::npy::read(StringRef path) {
   } else {
     return bad("unsupported format version " + llvm::Twine(int(major)));
   }
-  if (headerStart + headerLen > bytes.size())
-    return bad("truncated header");
-  StringRef header = bytes.substr(headerStart, headerLen);
+  if (headerLen > bytes.size() - headerStart)
+    return bad("the header's length (" + llvm::Twine(headerLen) +
+               " bytes) runs past the end of the file");
+  StringRef headerText = bytes.substr(headerStart, headerLen);
+  auto header = HeaderParser(headerText).parse();
+  if (!header)
+    return bad(llvm::toString(header.takeError()));
 
   Array array;
-  std::optional<StringRef> descr = dictValue(header, "descr");
-  if (!descr)
-    return bad("no 'descr' in the header");
-  StringRef d = descr->trim("'\"");
+  StringRef d = header->descr;
   if (d == "<f4")
     array.dtype = DType::F32;
   else if (d == "<f2")
@@ -105,45 +241,37 @@ llvm::Expected<Array> pisatool::npy::read(StringRef path) {
                              "'%s' has dtype '%s'; expected float32, float16 or "
                              "int32 (little-endian)",
                              path.str().c_str(), d.str().c_str());
-
-  std::optional<StringRef> fortran = dictValue(header, "fortran_order");
-  if (!fortran)
-    return bad("no 'fortran_order' in the header");
-  if (*fortran != "False")
+  if (header->fortranOrder)
     return createStringError(std::errc::invalid_argument,
                              "'%s' is in Fortran order; expected C order",
                              path.str().c_str());
+  array.shape = header->shape;
+  const std::string &shape = header->shapeText;
 
-  std::optional<StringRef> shape = dictValue(header, "shape");
-  if (!shape || !shape->starts_with("(") || !shape->ends_with(")"))
-    return bad("no 'shape' tuple in the header");
-  llvm::SmallVector<StringRef> dims;
-  shape->drop_front().drop_back().split(dims, ',', -1, /*KeepEmpty=*/false);
-  for (StringRef dim : dims) {
-    int64_t extent;
-    if (dim.trim().getAsInteger(10, extent) || extent < 0)
-      return bad("bad shape " + *shape);
-    array.shape.push_back(extent);
-  }
-
-  // Overflow-safe size: every extent is checked against the bytes present.
+  // The size in bytes, overflow-checked, against the bytes present.
   size_t payload = bytes.size() - headerStart - headerLen;
-  uint64_t count = 1;
+  uint64_t needed = dtypeSize(array.dtype);
+  bool overflow = false;
   for (int64_t extent : array.shape) {
-    if (extent != 0 && count > payload / uint64_t(extent))
-      return bad("shape " + *shape + " needs more data than the file holds");
-    count *= uint64_t(extent);
+    if (extent != 0 && needed > UINT64_MAX / uint64_t(extent))
+      overflow = true;
+    needed *= uint64_t(extent);
   }
-  if (count * dtypeSize(array.dtype) != payload)
-    return bad("shape " + *shape + " needs " +
-               llvm::Twine(count * dtypeSize(array.dtype)) +
+  bool empty = llvm::is_contained(array.shape, 0);
+  if (empty && payload != 0)
+    return bad("shape " + shape + " has no elements but the file holds " +
+               llvm::Twine(payload) + " bytes of data");
+  if (!empty && (overflow || needed != payload))
+    return bad("shape " + shape + " needs " +
+               (overflow ? std::string("more than 2^64")
+                         : std::to_string(needed)) +
                " bytes of data but the file holds " + llvm::Twine(payload));
   const char *data = bytes.data() + headerStart + headerLen;
   array.data.assign(data, data + payload);
   return array;
 }
 
-llvm::Error pisatool::npy::write(StringRef path, const Array &array) {
+void pisatool::npy::write(llvm::raw_ostream &os, const Array &array) {
   std::string shape = "(";
   for (int64_t d : array.shape)
     shape += std::to_string(d) + ",";
@@ -160,30 +288,9 @@ llvm::Error pisatool::npy::write(StringRef path, const Array &array) {
   header.append((64 - total % 64) % 64, ' ');
   header += '\n';
 
-  std::string tmp = (path + ".tmp").str();
-  {
-    std::error_code ec;
-    llvm::raw_fd_ostream os(tmp, ec, llvm::sys::fs::OF_None);
-    if (ec)
-      return createStringError(ec, "cannot write '%s': %s", path.str().c_str(),
-                               ec.message().c_str());
-    os.write(kMagic, 6);
-    os << char(1) << char(0) << char(header.size() & 0xff)
-       << char((header.size() >> 8) & 0xff) << header;
-    os.write(reinterpret_cast<const char *>(array.data.data()),
-             array.data.size());
-    os.close();
-    if (os.has_error()) {
-      os.clear_error();
-      llvm::sys::fs::remove(tmp);
-      return createStringError(std::errc::io_error, "cannot write '%s'",
-                               path.str().c_str());
-    }
-  }
-  if (std::error_code ec = llvm::sys::fs::rename(tmp, path)) {
-    llvm::sys::fs::remove(tmp);
-    return createStringError(ec, "cannot write '%s': %s", path.str().c_str(),
-                             ec.message().c_str());
-  }
-  return llvm::Error::success();
+  os.write(kMagic, 6);
+  os << char(1) << char(0) << char(header.size() & 0xff)
+     << char((header.size() >> 8) & 0xff) << header;
+  os.write(reinterpret_cast<const char *>(array.data.data()),
+           array.data.size());
 }

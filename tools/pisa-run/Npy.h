@@ -10,6 +10,7 @@
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include <cstdint>
 #include <string>
@@ -31,12 +32,14 @@ struct Array {
   int64_t numElements() const;
 };
 
-/// Reads `path`; errors name the file and what is wrong with it.
+/// Reads `path`, a regular file; errors name the file and what is wrong
+/// with it. The header is parsed as strictly as NumPy does (exactly the
+/// keys descr, fortran_order and shape, each once) and its size checked
+/// against the file before anything is copied.
 llvm::Expected<Array> read(llvm::StringRef path);
 
-/// Writes `array` to `path` atomically (a temporary file renamed into
-/// place), so a failure never leaves a partial file behind.
-llvm::Error write(llvm::StringRef path, const Array &array);
+/// Writes `array` in .npy format (version 1.0) to `os`.
+void write(llvm::raw_ostream &os, const Array &array);
 
 } // namespace pisatool::npy
 

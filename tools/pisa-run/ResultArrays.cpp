@@ -2,6 +2,10 @@
 
 #include "ResultArrays.h"
 
+#include "pisa/Support/OutputFiles.h"
+
+#include "llvm/ADT/STLExtras.h"
+
 #include <cstdio>
 #include <cstring>
 #include <vector>
@@ -32,17 +36,16 @@ float pisatool::halfToFloat(uint16_t h) {
   return f;
 }
 
-llvm::Error pisatool::writeAll(llvm::ArrayRef<std::pair<std::string, npy::Array *>> arrays) {
-  std::vector<std::string> written;
-  for (auto &[path, array] : arrays) {
-    if (path.empty())
-      continue;
-    if (llvm::Error err = npy::write(path, *array)) {
-      for (const std::string &w : written)
-        std::remove(w.c_str());
-      return err;
-    }
-    written.push_back(path);
-  }
-  return llvm::Error::success();
+llvm::Error pisatool::writeAll(
+    llvm::ArrayRef<std::pair<std::string, npy::Array *>> arrays) {
+  std::vector<std::string> paths;
+  for (auto &entry : arrays)
+    paths.push_back(entry.first);
+  auto outputs = mlir::pisa::OutputSet::create(paths);
+  if (!outputs)
+    return outputs.takeError();
+  for (auto [i, entry] : llvm::enumerate(arrays))
+    if (llvm::raw_ostream *os = outputs->os(i))
+      npy::write(*os, *entry.second);
+  return outputs->commit();
 }

@@ -23,8 +23,9 @@ namespace pisatool {
 /// IEEE half bits to float.
 float halfToFloat(uint16_t h);
 
-/// Writes `arrays` to their paths (empty paths skipped); on a failure
-/// removes what was written, so that no partial output is left.
+/// Writes `arrays` to their paths (empty paths skipped) as one
+/// mlir::pisa::OutputSet: nothing reaches a path unless every array was
+/// written, and a failure leaves existing files as they were.
 llvm::Error writeAll(llvm::ArrayRef<std::pair<std::string, npy::Array *>> arrays);
 
 template <typename T, int Rank = 4>

@@ -17,6 +17,7 @@
 
 #include "pisa/Analysis/PyramidLayout.h"
 #include "pisa/InitAllDialects.h"
+#include "pisa/Support/OutputFiles.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/ExecutionEngine/CRunnerUtils.h"
@@ -76,7 +77,8 @@ llvm::Expected<Problem> validate(const npy::Array &q, const npy::Array &k,
   if (cfg.queryOffset < 0)
     return error("expected --query-offset >= 0 but got " +
                  llvm::Twine(cfg.queryOffset));
-  if (cfg.queryOffset + p.numQueries > p.numKeys)
+  // Both counts are >= 1, so the difference cannot overflow; the sum could.
+  if (cfg.queryOffset > p.numKeys - p.numQueries)
     return error("expected query offset (" + llvm::Twine(cfg.queryOffset) +
                  ") + queries in Q (" + llvm::Twine(p.numQueries) +
                  ") <= keys in K (" + llvm::Twine(p.numKeys) + ")");
@@ -182,6 +184,20 @@ int pisatool::runSelectOrAttend(const Options &options, bool attend,
         return fail(path.takeError());
       *field = *path;
     }
+  // An output that is an input or another output is refused before any
+  // work (pisa/Support/OutputFiles.h).
+  {
+    std::vector<std::string> inputs{*qPath, *kPath, cfg.selectionInPath};
+    for (const char *name : {"v", "cu-seqlens-q", "cu-seqlens-k"})
+      if (options.has(name))
+        if (auto path = options.str(name))
+          inputs.push_back(*path);
+        else
+          llvm::consumeError(path.takeError());
+    if (llvm::Error err = mlir::pisa::checkOutputs(
+            inputs, {cfg.outPath, cfg.lseOutPath, cfg.selectionOutPath}))
+      return fail(std::move(err));
+  }
   std::optional<npy::Array> v;
   if (attend) {
     auto vPath = options.str("v");

@@ -20,7 +20,9 @@ MLIR_DECLARE_CAPI_DIALECT_REGISTRATION(Pisa, pisa);
 /// Registers into `registry` the pisa dialect and every dialect and
 /// interface that pisa's passes and pipelines create (arith, tensor, linalg,
 /// gpu, nvvm, the LLVM translations, ...). Needed before running a pipeline.
-MLIR_CAPI_EXPORTED void pisaRegisterAllDialects(MlirDialectRegistry registry);
+/// Returns false and registers nothing when `registry` is null
+/// (mlirDialectRegistryIsNull).
+MLIR_CAPI_EXPORTED bool pisaRegisterAllDialects(MlirDialectRegistry registry);
 
 /// Registers pisa's passes (--pisa-select-schedule, --convert-pisa-to-linalg,
 /// --convert-pisa-to-gpu, ...) and pipelines (pisa-cpu-pipeline,
@@ -31,10 +33,13 @@ MLIR_CAPI_EXPORTED void pisaRegisterAllPasses(void);
 /// Screens MLIR text before mlirModuleCreateParse for the inputs on which
 /// MLIR 22's own parser crashes instead of reporting an error (a malformed
 /// `permutation =` / `dimensions =` list of linalg.transpose, broadcast or
-/// reduce; a result number like %x#99999999999), as pisa-opt does. Returns
-/// true when the text is safe to parse; else false, with the 1-based
-/// `line` and `column` (either may be NULL) and the reason passed to
-/// `callback` (may be NULL).
+/// reduce; a result number like %x#99999999999; nesting of (), [], {} or <>
+/// deeper than 256 levels, which overflows the parser's stack), as pisa-opt
+/// does. Returns true when the text is safe to parse; else false, with the
+/// 1-based `line` and `column` (either may be NULL) and the reason passed to
+/// `callback` (may be NULL). A text with a NULL `data` and a non-zero
+/// `length` is refused at line 0, column 0; with length 0 it is empty, and
+/// safe.
 MLIR_CAPI_EXPORTED bool pisaCheckParseSafety(MlirStringRef text,
                                              intptr_t *line, intptr_t *column,
                                              MlirStringCallback callback,

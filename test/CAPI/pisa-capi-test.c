@@ -39,8 +39,23 @@ static const char *kProgram =
     "}\n";
 
 int main(void) {
+  /* Null arguments: refused, documented, never a crash. */
+  MlirDialectRegistry none = {NULL};
+  printf("null registry registered: %d\n", (int)pisaRegisterAllDialects(none));
+  MlirStringRef nullText = {NULL, 5};
+  intptr_t nline = -1, ncolumn = -1;
+  printf("null text safe: %d at %d:%d\n",
+         (int)pisaCheckParseSafety(nullText, &nline, &ncolumn, NULL, NULL),
+         (int)nline, (int)ncolumn);
+  MlirStringRef emptyText = {NULL, 0};
+  printf("empty text safe: %d\n",
+         (int)pisaCheckParseSafety(emptyText, NULL, NULL, NULL, NULL));
+
   MlirDialectRegistry registry = mlirDialectRegistryCreate();
-  pisaRegisterAllDialects(registry);
+  if (!pisaRegisterAllDialects(registry)) {
+    fprintf(stderr, "registration refused a registry\n");
+    return 1;
+  }
   MlirContext ctx = mlirContextCreateWithRegistry(registry, false);
   mlirDialectRegistryDestroy(registry);
 
@@ -70,6 +85,18 @@ int main(void) {
   if (pisaCheckParseSafety(mlirStringRefCreateFromCString(unsafe), &line,
                            &column, printToStdout, NULL)) {
     fprintf(stderr, "the malformed permutation was not refused\n");
+    return 1;
+  }
+  printf("\nrefused at %d:%d\n", (int)line, (int)column);
+
+  /* 20,000 nested tuple< would overflow the parser's stack. */
+  static char deep[20 * 1000 * 7 + 64];
+  size_t at = (size_t)sprintf(deep, "func.func private @f(%%a: ");
+  for (int i = 0; i < 20000; ++i)
+    at += (size_t)sprintf(deep + at, "tuple<");
+  if (pisaCheckParseSafety(mlirStringRefCreate(deep, at), &line, &column,
+                           printToStdout, NULL)) {
+    fprintf(stderr, "the deep nesting was not refused\n");
     return 1;
   }
   printf("\nrefused at %d:%d\n", (int)line, (int)column);

@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+using mlir::pisa::findDeepNesting;
 using mlir::pisa::findUnsafeInput;
+using mlir::pisa::kMaxNestingDepth;
 
 namespace {
 
@@ -60,3 +62,41 @@ TEST(ParserLimits, HugeResultNumbers) {
 }
 
 } // namespace
+
+TEST(ParserLimits, DeepNesting) {
+  for (auto [open, close] : {std::pair{"tuple<", ">"}, {"(", ")"}, {"[", "]"},
+                             {"{", "}"}}) {
+    std::string ok, deep;
+    for (size_t i = 0; i < kMaxNestingDepth; ++i)
+      ok += open;
+    for (size_t i = 0; i < kMaxNestingDepth; ++i)
+      ok += close;
+    EXPECT_EQ(findDeepNesting(ok), llvm::StringRef::npos) << open;
+    for (size_t i = 0; i <= kMaxNestingDepth; ++i)
+      deep += open;
+    size_t last = deep.size() - 1;
+    EXPECT_EQ(findDeepNesting(deep), last) << open;
+    auto unsafe = findUnsafeInput(deep);
+    ASSERT_TRUE(unsafe.has_value());
+    EXPECT_EQ(unsafe->column, last + 1);
+  }
+}
+
+TEST(ParserLimits, NestingIgnoresArrowsComparisonsStringsAndComments) {
+  // Many levels opened and closed in sequence never go deep.
+  std::string wide;
+  for (int i = 0; i < 10000; ++i)
+    wide += "affine_map<(d0) -> (d0)> affine_set<(d0) : (d0 >= 0, d0 <= 9)> ";
+  EXPECT_EQ(findDeepNesting(wide), llvm::StringRef::npos);
+  // Brackets inside a string literal or a comment are not nesting.
+  std::string quoted = "\"" + std::string(1000, '(') + "\\\"" + "\"\n// " +
+                       std::string(1000, '[') + "\n";
+  EXPECT_EQ(findDeepNesting(quoted), llvm::StringRef::npos);
+  // `->` closes nothing: 300 arrows inside 200 levels stay at 200.
+  std::string arrows = std::string(200, '(') + std::string(300, '-') + ">";
+  for (int i = 0; i < 300; ++i)
+    arrows += "->";
+  EXPECT_EQ(findDeepNesting(arrows), llvm::StringRef::npos);
+  EXPECT_NE(findDeepNesting(arrows + std::string(57, '<')),
+            llvm::StringRef::npos);
+}

@@ -6,9 +6,14 @@
 //    largest result number it reads and aborts allocating 32 GiB;
 //  - the custom forms of linalg.transpose, linalg.broadcast and linalg.reduce
 //    store a null attribute (a segfault) when the list after
-//    `permutation =` / `dimensions =` does not parse.
-// pisa-opt, pisa-compile and the fuzzer check the text first; no pisa op has
-// more than a few results, and a well-formed list passes unchanged.
+//    `permutation =` / `dimensions =` does not parse;
+//  - deep nesting (`tuple<tuple<...`, nested regions, parentheses, lists or
+//    dictionaries): the parser recurses once per level and overflows the
+//    stack after a few thousand levels.
+// pisa-opt, pisa-compile, the C API (pisaCheckParseSafety) and the fuzzer
+// check the text first; no pisa op has more than a few results, no pisa
+// program nests more than a few dozen levels, and a well-formed list passes
+// unchanged.
 //
 //===----------------------------------------------------------------------===//
 
@@ -116,6 +121,44 @@ inline size_t findBareWord(llvm::StringRef text, llvm::StringRef keyword,
 
 } // namespace detail
 
+/// The deepest nesting of (), [], {} and <> an input may have. Programs
+/// nest a few dozen levels; the parser's recursion per level is at most a
+/// few KiB of stack, so this stays far below an 8 MiB (or a thread's
+/// 512 KiB) stack.
+constexpr size_t kMaxNestingDepth = 256;
+
+/// The offset of the first bracket that opens a level deeper than
+/// kMaxNestingDepth, outside string literals and `//` comments; npos if
+/// there is none. `->`, `>=` and `<=` are not brackets.
+inline size_t findDeepNesting(llvm::StringRef text) {
+  size_t depth = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (c == '"') { // a string literal, with backslash escapes
+      for (++i; i < text.size() && text[i] != '"'; ++i)
+        if (text[i] == '\\')
+          ++i;
+      continue;
+    }
+    if (c == '/' && i + 1 < text.size() && text[i + 1] == '/') {
+      i = text.find('\n', i);
+      if (i == llvm::StringRef::npos)
+        break;
+      continue;
+    }
+    bool pairedWithEq = i + 1 < text.size() && text[i + 1] == '=';
+    if (c == '(' || c == '[' || c == '{' || (c == '<' && !pairedWithEq)) {
+      if (++depth > kMaxNestingDepth)
+        return i;
+    } else if (c == ')' || c == ']' || c == '}' ||
+               (c == '>' && !pairedWithEq && !(i > 0 && text[i - 1] == '-'))) {
+      if (depth > 0)
+        --depth;
+    }
+  }
+  return llvm::StringRef::npos;
+}
+
 /// Where the text would crash MLIR 22's parser (its offset, 1-based line
 /// and column) and why; see the file comment.
 struct UnsafeInput {
@@ -134,6 +177,12 @@ inline UnsafeInput unsafeAt(llvm::StringRef text, size_t offset,
 } // namespace detail
 
 inline std::optional<UnsafeInput> findUnsafeInput(llvm::StringRef text) {
+  if (size_t deep = findDeepNesting(text); deep != llvm::StringRef::npos)
+    return detail::unsafeAt(
+        text, deep,
+        "nesting deeper than " + std::to_string(kMaxNestingDepth) +
+            " levels of (), [], {} or <> (MLIR's parser would overflow "
+            "the stack)");
   if (auto huge = findHugeResultNumber(text))
     return detail::unsafeAt(
         text, huge->first,

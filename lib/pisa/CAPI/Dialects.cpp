@@ -13,8 +13,11 @@
 
 MLIR_DEFINE_CAPI_DIALECT_REGISTRATION(Pisa, pisa, mlir::pisa::PisaDialect)
 
-void pisaRegisterAllDialects(MlirDialectRegistry registry) {
+bool pisaRegisterAllDialects(MlirDialectRegistry registry) {
+  if (mlirDialectRegistryIsNull(registry))
+    return false;
   mlir::pisa::registerAllDialects(*unwrap(registry));
+  return true;
 }
 
 void pisaRegisterAllPasses(void) { mlir::pisa::registerAllPasses(); }
@@ -22,8 +25,12 @@ void pisaRegisterAllPasses(void) { mlir::pisa::registerAllPasses(); }
 bool pisaCheckParseSafety(MlirStringRef text, intptr_t *line,
                           intptr_t *column, MlirStringCallback callback,
                           void *userData) {
-  std::optional<mlir::pisa::UnsafeInput> unsafe =
-      mlir::pisa::findUnsafeInput(unwrap(text));
+  std::optional<mlir::pisa::UnsafeInput> unsafe;
+  if (!text.data && text.length != 0)
+    unsafe = mlir::pisa::UnsafeInput{0, 0, 0, "the text is a null pointer "
+                                              "with a non-zero length"};
+  else if (text.length != 0)
+    unsafe = mlir::pisa::findUnsafeInput(unwrap(text));
   if (!unsafe)
     return true;
   if (line)

@@ -40,6 +40,9 @@ struct DriverLog {
   /// cuFuncGetParamInfo: each parameter 8 bytes at 8 i (a driver without
   /// it answers CUDA_ERROR_NOT_SUPPORTED).
   bool paramInfo = true;
+  /// No usable driver: cuCtxGetCurrent answers "not initialized", cuInit
+  /// CUDA_ERROR_NO_DEVICE, and the error queries fail (as a stub does).
+  bool noDriver = false;
   /// The last launch's parameters as the driver got them: one buffer
   /// (packed) or one pointer per parameter.
   bool lastPacked = false;
@@ -50,6 +53,7 @@ struct DriverLog {
     streams.clear();
     failLaunch = CUDA_SUCCESS;
     paramInfo = true;
+    noDriver = false;
     lastPacked = false;
     lastBuffer.clear();
   }
@@ -76,15 +80,26 @@ CUresult record(const char *name, CUstream stream = nullptr,
 
 extern "C" {
 CUresult CUDAAPI cuGetErrorName(CUresult, const char **s) {
+  if (driver.noDriver)
+    return CUDA_ERROR_NOT_INITIALIZED;
   *s = "CUDA_ERROR_FAKE";
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuGetErrorString(CUresult, const char **s) {
+  if (driver.noDriver)
+    return CUDA_ERROR_NOT_INITIALIZED;
   *s = "fake failure";
   return CUDA_SUCCESS;
 }
-CUresult CUDAAPI cuInit(unsigned) { return record("cuInit"); }
+CUresult CUDAAPI cuInit(unsigned) {
+  record("cuInit");
+  return driver.noDriver ? CUDA_ERROR_NO_DEVICE : CUDA_SUCCESS;
+}
 CUresult CUDAAPI cuCtxGetCurrent(CUcontext *c) {
+  if (driver.noDriver) {
+    *c = nullptr;
+    return CUDA_ERROR_NOT_INITIALIZED;
+  }
   *c = currentFakeContext;
   return CUDA_SUCCESS;
 }
@@ -279,6 +294,36 @@ protected:
   }
 };
 
+TEST_F(CudaRuntimeTest, NoUsableDriverIsACudaErrorNamingTheCall) {
+  driver.noDriver = true;
+  char error[256] = "untouched";
+  PisaCall call{nullptr, nullptr, 0, error, sizeof(error)};
+  std::vector<int64_t> table = dynamicTable();
+  int64_t d[64];
+  void *values[] = {reinterpret_cast<void *>(0x10000),
+                    reinterpret_cast<void *>(int64_t(5)),
+                    reinterpret_cast<void *>(int64_t(3)),
+                    reinterpret_cast<void *>(0x20000),
+                    reinterpret_cast<void *>(int64_t(7))};
+  auto begin = [&] {
+    int status = pisaCallDescribe(table.data(), "f", &call, values, d);
+    return status == PISA_OK ? pisaCallBegin("f", &call, 0) : status;
+  };
+  EXPECT_EQ(begin(), PISA_ERROR_CUDA);
+  EXPECT_STREQ(error, "pisa_f: cuInit(0) failed: CUDA error 100 (the driver "
+                      "gives no description: is a CUDA driver installed and "
+                      "a GPU visible?)");
+  EXPECT_STREQ(pisa_runtime_last_error(), error);
+  driver.noDriver = false;
+  // A thread without a context stays the caller's argument error.
+  currentFakeContext = nullptr;
+  EXPECT_EQ(begin(), PISA_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(error).find("no current CUDA context"),
+            std::string::npos)
+      << error;
+  currentFakeContext = reinterpret_cast<CUcontext>(0x1000);
+}
+
 TEST_F(CudaRuntimeTest, LoadingTheLibraryTouchesNoDriver) {
   void *module = mgpuModuleLoad(reinterpret_cast<void *>(0x1), 0);
   EXPECT_TRUE(driver.calls.empty()) << "no cuInit or module load at load time";
@@ -430,6 +475,11 @@ TEST_F(CudaRuntimeTest, DynamicSizesComeFromTheCall) {
   EXPECT_NE(std::string(error).find("argument 0 has a negative size"),
             std::string::npos)
       << error;
+  // Sizes whose element count passes 2^46 (or 2^63) are refused the same
+  // way, so that nothing derived from them wraps.
+  for (int64_t rows : {(int64_t(1) << 43) + 1, int64_t(1) << 62, INT64_MAX})
+    EXPECT_EQ(describe(q, rows, out, 7), PISA_ERROR_INVALID_ARGUMENT) << rows;
+  EXPECT_EQ(describe(q, int64_t(1) << 43, out, 7), PISA_OK) << error;
   EXPECT_EQ(describe(nullptr, 0, out, 7), PISA_OK) << error;
   EXPECT_EQ(describe(nullptr, 1, out, 7), PISA_ERROR_INVALID_ARGUMENT);
   // The workspace query's path: sizes only.

@@ -3,6 +3,7 @@
 #include "Options.h"
 
 #include "pisa/Analysis/IOCostModel.h"
+#include "pisa/Analysis/PyramidLayout.h"
 
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
@@ -77,10 +78,15 @@ int pisatool::runPlan(const Options &options) {
     auto branching = options.integer("branching", 2);
     if (!branching)
       return fail(branching.takeError());
-    if (*keys < 1 || *topK < 1)
-      return fail("expected --keys and --topk >= 1");
-    if (*branching < 2)
-      return fail("expected --branching >= 2 but got " +
+    if (*keys < 1)
+      return fail("expected --keys >= 1 but got " + std::to_string(*keys));
+    if (*topK < 1 || *topK > mlir::pisa::kMaxTopK)
+      return fail("expected --topk in [1, " +
+                  std::to_string(mlir::pisa::kMaxTopK) + "] but got " +
+                  std::to_string(*topK));
+    if (*branching < 2 || *branching > mlir::pisa::kMaxBranching)
+      return fail("expected --branching in [2, " +
+                  std::to_string(mlir::pisa::kMaxBranching) + "] but got " +
                   std::to_string(*branching));
     SelectionWork work =
         estimateSelectionWork(*keys, in.blockSize, *branching, *topK);

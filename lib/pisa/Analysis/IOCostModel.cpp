@@ -38,15 +38,16 @@ IOCostEstimate mlir::pisa::estimateScheduleIO(const IOCostInputs &in,
                                               SchedulePolicy policy) {
   const int64_t g = in.groupSize, c = in.blockSize, d = in.headDim;
   IOCostEstimate est;
-  est.twoStageElems = double(g * d) + double(c * d) / double(in.qTile);
-  est.singleStageElems = double(c * d);
-  est.twoStageBytes = double(g * d * in.queryBytes) +
-                      double(c * d * in.keyBytes) / double(in.qTile);
-  est.singleStageBytes = double(c * d * in.keyBytes);
+  // Products in double: every input may be up to 2^63 - 1.
+  const double gd = double(g) * double(d), cd = double(c) * double(d);
+  est.twoStageElems = gd + cd / double(in.qTile);
+  est.singleStageElems = cd;
+  est.twoStageBytes =
+      gd * double(in.queryBytes) + cd * double(in.keyBytes) / double(in.qTile);
+  est.singleStageBytes = cd * double(in.keyBytes);
   est.effectiveQTile =
       in.numQueries ? std::min(in.qTile, *in.numQueries) : in.qTile;
-  est.refinedTwoStageElems =
-      double(g * d) + double(c * d) / double(est.effectiveQTile);
+  est.refinedTwoStageElems = gd + cd / double(est.effectiveQTile);
 
   std::ostringstream why;
   if (in.numQueries && *in.numQueries == 1) {
@@ -57,7 +58,8 @@ IOCostEstimate mlir::pisa::estimateScheduleIO(const IOCostInputs &in,
     return est;
   }
   int64_t q = policy == SchedulePolicy::Refined ? est.effectiveQTile : in.qTile;
-  est.twoStage = g * q + c < c * q;
+  // Exact in 128 bits: G*Q + C < C*Q cannot overflow for 63-bit inputs.
+  est.twoStage = __int128(g) * q + c < __int128(c) * q;
   why << "G + C/Q_tile = " << g << " + " << c << "/" << q << " = "
       << double(g) + double(c) / double(q) << (est.twoStage ? " < " : " >= ")
       << "C = " << c << ": " << (est.twoStage ? "two-stage" : "single-stage");
@@ -72,12 +74,15 @@ SelectionWork mlir::pisa::estimateSelectionWork(int64_t numKeys,
                                                 int64_t branching,
                                                 int64_t topK) {
   PyramidLayout layout(numKeys, blockSize, branching);
-  const int64_t candidates = branching * topK;
+  // Products in double: numKeys may be up to 2^63 - 1, and the callers'
+  // ranges bound branching and topK.
+  const double candidates = double(branching) * double(topK);
   SelectionWork work;
   for (int64_t level = layout.numLevels(); level >= 2; --level)
-    work.walkRows += double(
-        std::min(branching * candidates, layout.size(level - 1)));
-  work.leafRows = double(std::min(candidates, layout.numLeaves()) * blockSize);
+    work.walkRows += std::min(double(branching) * candidates,
+                              double(layout.size(level - 1)));
+  const double leaves = std::min(candidates, double(layout.numLeaves()));
+  work.leafRows = leaves * double(blockSize);
   work.pisaRows = work.walkRows + work.leafRows;
   work.flatRows = double(layout.numLeaves());
   work.flatCheaper = work.flatRows < work.pisaRows;
@@ -85,7 +90,7 @@ SelectionWork mlir::pisa::estimateSelectionWork(int64_t numKeys,
   why << "per query, flat block selection scores N/C = " << work.flatRows
       << " block summaries and PISA at most " << work.pisaRows << " rows ("
       << work.walkRows << " summaries on the walk + "
-      << std::min(candidates, layout.numLeaves()) << " leaves x "
+      << leaves << " leaves x "
       << blockSize << " keys)";
   if (work.flatCheaper)
     why << ": flat selection does " << work.pisaRows / work.flatRows

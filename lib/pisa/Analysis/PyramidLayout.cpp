@@ -3,6 +3,7 @@
 #include "pisa/Analysis/PyramidLayout.h"
 
 #include <cassert>
+#include <cstdint>
 
 using namespace mlir::pisa;
 
@@ -21,7 +22,8 @@ PyramidLayout::PyramidLayout(int64_t numKeys, int64_t blockSize,
     if (levelSize == 1)
       break;
     levelSize = ceilDiv(levelSize, branching);
-    span *= branching;
+    // Saturates only past 2^63 keys per node, where no index is formed.
+    span = span > INT64_MAX / branching ? INT64_MAX : span * branching;
   }
 }
 

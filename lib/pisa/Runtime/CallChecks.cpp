@@ -46,10 +46,20 @@ void fail(const char *format, ...) {
 bool check(CUresult result, const char *what) {
   if (result == CUDA_SUCCESS)
     return true;
-  const char *name = "?", *message = "?";
-  cuGetErrorName(result, &name);
-  cuGetErrorString(result, &message);
-  fail("%s: %s: %s", what, name, message);
+  // A driver that cannot describe its own error (none installed, a stub)
+  // still gets the call and the number into the message.
+  const char *name = nullptr, *message = nullptr;
+  if (cuGetErrorName(result, &name) != CUDA_SUCCESS)
+    name = nullptr;
+  if (cuGetErrorString(result, &message) != CUDA_SUCCESS)
+    message = nullptr;
+  call.driverFailed = true;
+  if (name && message)
+    fail("%s%s failed: %s: %s", call.prefix, what, name, message);
+  else
+    fail("%s%s failed: CUDA error %d (the driver gives no description: is a "
+         "CUDA driver installed and a GPU visible?)",
+         call.prefix, what, int(result));
   return false;
 }
 
@@ -62,7 +72,7 @@ bool currentContext(CUcontext *context, const char *function) {
       return false;
     r = cuCtxGetCurrent(context);
   }
-  if (!PISA_CHECK(r))
+  if (!check(r, "cuCtxGetCurrent"))
     return false;
   if (!*context) {
     fail("%s%s%sno current CUDA context on this thread: make the device "
@@ -99,6 +109,7 @@ void pisa_runtime_clear_error(void) { haveError = false; }
 /// Starts reporting for a call: its message buffer, cleared.
 static bool openCall(const PisaCall *c, const char *function) {
   call = CallState();
+  snprintf(call.prefix, sizeof(call.prefix), "pisa_%s: ", function);
   if (!c) {
     reject(PISA_ERROR_INVALID_ARGUMENT, function, "call is NULL");
     return false;
@@ -110,9 +121,14 @@ static bool openCall(const PisaCall *c, const char *function) {
   return true;
 }
 
+/// 2^46 elements: 256 TiB of f32, more than any device holds.
+constexpr int64_t kMaxTensorElements = int64_t(1) << 46;
+
 /// Writes the descriptors of the memref arguments from the table and the
 /// values (sizes after each pointer). Returns the index of the first
-/// argument with a negative size, or -1.
+/// argument with a negative size or more than kMaxTensorElements elements,
+/// or -1. The bound keeps every size the generated code derives from these
+/// (strides, byte counts, the workspace) far from 2^63.
 static int64_t writeDescriptors(const int64_t *table, void *const *values,
                                 void *descriptors) {
   const int64_t numArgs = table[1];
@@ -135,6 +151,12 @@ static int64_t writeDescriptors(const int64_t *table, void *const *values,
         return i;
       d[3 + r] = size;
     }
+    int64_t elements = 1;
+    for (int64_t r = 0; r < rank; ++r)
+      if (__builtin_mul_overflow(elements, d[3 + r], &elements))
+        return i;
+    if (elements > kMaxTensorElements)
+      return i;
     int64_t stride = 1;
     for (int64_t r = rank - 1; r >= 0; --r) {
       d[3 + rank + r] = stride;
@@ -166,7 +188,7 @@ int pisaCallDescribe(const int64_t *table, const char *function,
   int64_t bad = writeDescriptors(table, values, descriptors);
   if (bad >= 0)
     return reject(PISA_ERROR_INVALID_ARGUMENT, function,
-                  "%s %lld has a negative size",
+                  "%s %lld has a negative size or more than 2^46 elements",
                   table[kHeaderFields + bad * kArgFields + kKind] == kResult
                       ? "result"
                       : "argument",
@@ -238,7 +260,9 @@ int pisaCallBegin(const char *function, const void *callArg, int64_t need) {
   CUcontext context;
   if (!currentContext(&context, function)) {
     call.active = false;
-    return PISA_ERROR_INVALID_ARGUMENT;
+    // A driver call that failed is a CUDA error; a thread without a
+    // context is the caller's argument error.
+    return call.driverFailed ? PISA_ERROR_CUDA : PISA_ERROR_INVALID_ARGUMENT;
   }
   call.active = true;
   call.stream = static_cast<CUstream>(c->stream);

@@ -23,7 +23,9 @@ struct CallState {
   CUstream stream = nullptr;
   uintptr_t cursor = 0, limit = 0; ///< the workspace still free
   bool failed = false;
-  char *error = nullptr; ///< the caller's message buffer
+  bool driverFailed = false; ///< the failure was a driver call's
+  char prefix[96] = "";      ///< "pisa_<entry>: ", naming the call
+  char *error = nullptr;     ///< the caller's message buffer
   size_t errorBytes = 0;
 };
 

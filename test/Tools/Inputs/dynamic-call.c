@@ -22,6 +22,10 @@ int main(void) {
          (int)(w4k % 256 == 0));
   printf("workspace of a negative size: %zu\n",
          pisa_select_workspace_size(1, -1, 1, 4096));
+  /* Sizes past 2^46 elements: SIZE_MAX, never a wrapped product. */
+  printf("workspace of huge sizes: %zu %zu\n",
+         pisa_select_workspace_size(1, INT64_MAX, 1, INT64_MAX),
+         pisa_select_workspace_size(1, (int64_t)1 << 40, 1, (int64_t)1 << 40));
 
   PisaCall call = {0, 0, 0, error, sizeof error};
   int32_t *out = (int32_t *)0x200000;

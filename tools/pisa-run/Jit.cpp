@@ -22,10 +22,13 @@
 #include "llvm/Support/Process.h"
 #include "llvm/Support/SHA256.h"
 #include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/raw_ostream.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/TargetParser/Host.h"
 
+#include <array>
 #include <cstdlib>
+#include <optional>
 
 using namespace mlir;
 
@@ -91,7 +94,7 @@ static std::string cachePath(llvm::StringRef cacheDir,
                              llvm::StringRef program) {
   llvm::SHA256 hash;
   // Bump the tag when what is compiled from the same program changes.
-  hash.update("pisa-run object v1;" LLVM_VERSION_STRING ";");
+  hash.update("pisa-run object v2;" LLVM_VERSION_STRING ";");
   hash.update(llvm::sys::getHostCPUName());
   for (const auto &feature : llvm::sys::getHostCPUFeatures())
     if (feature.second)
@@ -111,13 +114,46 @@ static llvm::orc::SymbolMap runnerSymbols(llvm::orc::MangleAndInterner interner)
   return map;
 }
 
+/// A cache entry is kEntryMagic, the SHA-256 of the object, then the
+/// object: a flipped bit anywhere is found before anything is loaded.
+static constexpr llvm::StringLiteral kEntryMagic = "PISAJIT2";
+static constexpr size_t kEntryHeader = 8 + 32;
+
+/// The object inside the entry `bytes`, or std::nullopt if the entry is
+/// not one or its checksum does not match.
+static std::optional<llvm::StringRef> checkedObject(llvm::StringRef bytes) {
+  if (bytes.size() <= kEntryHeader || !bytes.starts_with(kEntryMagic))
+    return std::nullopt;
+  llvm::StringRef object = bytes.drop_front(kEntryHeader);
+  std::array<uint8_t, 32> sum = llvm::SHA256::hash(
+      llvm::ArrayRef<uint8_t>(object.bytes_begin(), object.bytes_end()));
+  if (bytes.substr(8, 32) !=
+      llvm::StringRef(reinterpret_cast<const char *>(sum.data()), sum.size()))
+    return std::nullopt;
+  return object;
+}
+
 /// The cached object at `path` with `adapter` resolved, or null (absent or
-/// unusable: the caller compiles).
+/// unusable: the caller compiles). A corrupt entry is reported as a
+/// warning and treated as absent (the compile replaces it).
 static std::unique_ptr<llvm::orc::LLJIT> loadCached(const std::string &path,
                                                     llvm::StringRef adapter) {
-  auto buffer = llvm::MemoryBuffer::getFile(path);
-  if (!buffer)
+  llvm::sys::fs::file_status st;
+  if (llvm::sys::fs::status(path, st) ||
+      st.type() != llvm::sys::fs::file_type::regular_file)
     return nullptr;
+  auto entry = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                           /*RequiresNullTerminator=*/false);
+  if (!entry)
+    return nullptr;
+  std::optional<llvm::StringRef> object = checkedObject((*entry)->getBuffer());
+  if (!object) {
+    llvm::errs() << "pisa-run: warning: cache entry '" << path
+                 << "' is corrupt (checksum mismatch); compiling again\n";
+    return nullptr;
+  }
+  std::unique_ptr<llvm::MemoryBuffer> buffer =
+      llvm::MemoryBuffer::getMemBufferCopy(*object, path);
   auto jit = llvm::orc::LLJITBuilder().create();
   if (!jit) {
     llvm::consumeError(jit.takeError());
@@ -135,7 +171,7 @@ static std::unique_ptr<llvm::orc::LLJIT> loadCached(const std::string &path,
     return nullptr;
   }
   main.addGenerator(std::move(*process));
-  if (llvm::Error e = (*jit)->addObjectFile(std::move(*buffer))) {
+  if (llvm::Error e = (*jit)->addObjectFile(std::move(buffer))) {
     llvm::consumeError(std::move(e));
     return nullptr;
   }
@@ -164,7 +200,29 @@ static void storeCached(ExecutionEngine &engine, const std::string &path) {
     return;
   llvm::sys::Process::SafelyCloseFileDescriptor(fd);
   engine.dumpToObjectFile(temp);
-  if (llvm::sys::fs::rename(temp, path))
+  // Prefix the object with the magic and its checksum.
+  auto object = llvm::MemoryBuffer::getFile(temp, /*IsText=*/false,
+                                            /*RequiresNullTerminator=*/false);
+  bool written = false;
+  if (object && (*object)->getBufferSize() > 0) {
+    llvm::StringRef bytes = (*object)->getBuffer();
+    std::array<uint8_t, 32> sum = llvm::SHA256::hash(
+        llvm::ArrayRef<uint8_t>(bytes.bytes_begin(), bytes.bytes_end()));
+    std::string entry = kEntryMagic.str();
+    entry.append(reinterpret_cast<const char *>(sum.data()), sum.size());
+    entry += bytes;
+    object->reset();
+    std::error_code ec;
+    llvm::raw_fd_ostream os(temp, ec);
+    if (!ec) {
+      os << entry;
+      os.close();
+      written = !os.has_error();
+      if (!written)
+        os.clear_error();
+    }
+  }
+  if (!written || llvm::sys::fs::rename(temp, path))
     llvm::sys::fs::remove(temp);
 }
 

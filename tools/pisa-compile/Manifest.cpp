@@ -15,6 +15,7 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -141,7 +142,34 @@ static llvm::Expected<Argument> describe(Type type, std::string name,
   return arg;
 }
 
-llvm::Expected<Manifest> pisatool::describeEntryPoints(ModuleOp module) {
+/// `name` if it can name a C (and TorchScript schema) parameter beside the
+/// others of the entry point: an identifier that is no C keyword, no name
+/// the ABI uses (call, result, ..._dimN) and not taken; else "argN".
+static std::string parameterName(StringRef name, unsigned i,
+                                 llvm::StringSet<> &taken) {
+  static const llvm::StringSet<> reserved = {
+      "auto", "break", "case", "char", "const", "continue", "default", "do",
+      "double", "else", "enum", "extern", "float", "for", "goto", "if",
+      "inline", "int", "long", "register", "restrict", "return", "short",
+      "signed", "sizeof", "static", "struct", "switch", "typedef", "union",
+      "unsigned", "void", "volatile", "while", "bool", "true", "false",
+      "class", "new", "delete", "this", "template", "namespace", "operator",
+      "call", "result", "self", "Tensor", "SymInt", "int64_t", "size_t"};
+  std::string fallback = "arg" + std::to_string(i);
+  bool ok = !name.empty() && name.size() <= 64 &&
+            (llvm::isAlpha(name[0]) || name[0] == '_') &&
+            llvm::all_of(name, [](char c) {
+              return llvm::isAlnum(c) || c == '_';
+            }) &&
+            !name.starts_with("__") && !reserved.contains(name) &&
+            !name.contains("_dim") && !name.starts_with("arg");
+  std::string chosen = ok && !taken.contains(name) ? name.str() : fallback;
+  taken.insert(chosen);
+  return chosen;
+}
+
+llvm::Expected<Manifest> pisatool::describeEntryPoints(ModuleOp module,
+                                                       SourceNames names) {
   Manifest manifest;
   for (auto func : module.getOps<func::FuncOp>()) {
     if (func.isPrivate() || func.isExternal())
@@ -154,8 +182,10 @@ llvm::Expected<Manifest> pisatool::describeEntryPoints(ModuleOp module) {
                    ": names starting with 'runtime_' are reserved (the "
                    "library exports pisa_<name> beside pisa_runtime_*)");
     FunctionType type = func.getFunctionType();
+    llvm::StringSet<> taken;
     for (auto [i, t] : llvm::enumerate(type.getInputs())) {
-      auto arg = describe(t, "arg" + std::to_string(i), entry.function);
+      auto arg = describe(t, parameterName(names(func, i), i, taken),
+                          entry.function);
       if (!arg)
         return arg.takeError();
       if (arg->kind == "index" && !func.isExternal())

@@ -3,7 +3,9 @@
 #ifndef PISA_TOOLS_PISACOMPILE_MANIFEST_H
 #define PISA_TOOLS_PISACOMPILE_MANIFEST_H
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/Support/Error.h"
 
 #include <cstdint>
@@ -64,7 +66,13 @@ struct Manifest {
 /// llvm.emit_c_interface. They must take tensors (static or dynamic sizes)
 /// or index values and return one tensor; index arguments that are query
 /// offsets of static shapes get their bounds.
-llvm::Expected<Manifest> describeEntryPoints(mlir::ModuleOp module);
+/// The name argument `i` of `func` has in the source ("" if none is known).
+using SourceNames = llvm::function_ref<std::string(mlir::func::FuncOp func,
+                                                   unsigned i)>;
+/// Arguments are named as in the source where that name is a C identifier
+/// that no other parameter uses (else argN).
+llvm::Expected<Manifest> describeEntryPoints(mlir::ModuleOp module,
+                                             SourceNames names);
 
 /// Links host object code with the CUDA runtime into a shared library
 /// exporting only the entry points and pisa_runtime_*, and returns its

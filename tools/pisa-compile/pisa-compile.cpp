@@ -26,6 +26,9 @@
 #include "pisa/Pipelines/Pipelines.h"
 #include "pisa/Version.h"
 
+#include "mlir/AsmParser/AsmParser.h"
+#include "mlir/AsmParser/AsmParserState.h"
+
 #include "llvm/Config/llvm-config.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -214,13 +217,34 @@ int main(int argc, char **argv) {
     return fail(opts.input + ":" + llvm::Twine(unsafe->line) + ":" +
                 llvm::Twine(unsafe->column) + ": " + unsafe->reason);
   sourceMgr.AddNewSourceBuffer(std::move(*buffer), llvm::SMLoc());
-  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &ctx);
+  // The parser's record of the source keeps the arguments' names (%q),
+  // which become the parameter names of the generated header.
+  Block parsed;
+  AsmParserState asmState;
+  ParserConfig parserConfig(&ctx);
+  OwningOpRef<ModuleOp> module;
+  if (succeeded(parseAsmSourceFile(sourceMgr, &parsed, parserConfig, &asmState)))
+    module = mlir::detail::constructContainerOpForParserIfNecessary<ModuleOp>(
+        &parsed, &ctx, FileLineColLoc::get(&ctx, opts.input, 1, 1));
   if (!module)
     return fail(diagnostic.empty() ? "cannot parse '" + opts.input + "'"
                                    : diagnostic);
+  auto sourceName = [&](func::FuncOp func, unsigned i) -> std::string {
+    if (func.isExternal())
+      return "";
+    const AsmParserState::BlockDefinition *def =
+        asmState.getBlockDef(&func.getBody().front());
+    if (!def || i >= def->arguments.size())
+      return "";
+    llvm::SMRange range = def->arguments[i].loc;
+    return StringRef(range.Start.getPointer(),
+                     range.End.getPointer() - range.Start.getPointer())
+        .drop_front() // the '%'
+        .str();
+  };
 
   // Entry points: the public functions, with C interfaces.
-  auto manifest = pisatool::describeEntryPoints(*module);
+  auto manifest = pisatool::describeEntryPoints(*module, sourceName);
   if (!manifest)
     return fail(llvm::toString(manifest.takeError()));
 

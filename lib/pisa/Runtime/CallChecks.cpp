@@ -17,14 +17,43 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
 
 using namespace pisa::runtime;
 
 thread_local CallState pisa::runtime::call;
-thread_local char pisa::runtime::lastError[512];
-thread_local bool pisa::runtime::haveError = false;
+
+extern "C" {
+/// This library's error slot for the calling thread. Every AOT library
+/// exports one; all of them in a process use the first one the dynamic
+/// linker can see (errorSlot), so that pisa_runtime_last_error, whichever
+/// library's definition a program is bound to, reports the last failure of
+/// any of them.
+__attribute__((visibility("default"))) pisa::runtime::ErrorSlot *
+pisa_runtime_error_slot_v1(void) {
+  static thread_local pisa::runtime::ErrorSlot slot;
+  return &slot;
+}
+}
+
+pisa::runtime::ErrorSlot *pisa::runtime::errorSlot() {
+  using SlotFn = ErrorSlot *(*)(void);
+  // A plain static, not a guarded local: the libraries link without the
+  // C++ runtime. Racing first calls store the same pointer.
+  static SlotFn shared = nullptr;
+  SlotFn found = __atomic_load_n(&shared, __ATOMIC_ACQUIRE);
+  if (!found) {
+    // Libraries loaded RTLD_LOCAL (ctypes' default) are not visible here:
+    // each then keeps its own slot, which its own functions read.
+    void *symbol = dlsym(RTLD_DEFAULT, "pisa_runtime_error_slot_v1");
+    found = symbol ? reinterpret_cast<SlotFn>(symbol)
+                   : &pisa_runtime_error_slot_v1;
+    __atomic_store_n(&shared, found, __ATOMIC_RELEASE);
+  }
+  return found();
+}
 
 namespace pisa::runtime {
 
@@ -33,12 +62,13 @@ void fail(const char *format, ...) {
     return;
   va_list args;
   va_start(args, format);
-  vsnprintf(lastError, sizeof(lastError), format, args);
+  ErrorSlot *slot = errorSlot();
+  vsnprintf(slot->text, sizeof(slot->text), format, args);
   va_end(args);
-  haveError = true;
+  slot->have = true;
   call.failed = true;
   if (call.error && call.errorBytes) {
-    strncpy(call.error, lastError, call.errorBytes - 1);
+    strncpy(call.error, slot->text, call.errorBytes - 1);
     call.error[call.errorBytes - 1] = '\0';
   }
 }
@@ -101,10 +131,11 @@ int reject(int status, const char *function, const char *format, ...) {
 extern "C" {
 
 const char *pisa_runtime_last_error(void) {
-  return haveError ? lastError : nullptr;
+  ErrorSlot *slot = errorSlot();
+  return slot->have ? slot->text : nullptr;
 }
 
-void pisa_runtime_clear_error(void) { haveError = false; }
+void pisa_runtime_clear_error(void) { errorSlot()->have = false; }
 
 /// Starts reporting for a call: its message buffer, cleared.
 static bool openCall(const PisaCall *c, const char *function) {

@@ -29,10 +29,17 @@ struct CallState {
   size_t errorBytes = 0;
 };
 
-/// This thread's call, and its last message (pisa_runtime_last_error).
+/// This thread's call.
 extern thread_local CallState call;
-extern thread_local char lastError[512];
-extern thread_local bool haveError;
+
+/// A thread's last message (pisa_runtime_last_error).
+struct ErrorSlot {
+  char text[512];
+  bool have;
+};
+/// The calling thread's slot, shared by every AOT library of the process
+/// that the dynamic linker can see (CallChecks.cpp).
+ErrorSlot *errorSlot();
 
 /// Records the first failure of this thread's call (or outside a call) and
 /// copies it to the caller's buffer. Nothing is printed.

@@ -90,3 +90,8 @@ if os.path.exists(ptxas):
 if subprocess.run(["/usr/bin/python3", "-c", "import torch"],
                   capture_output=True).returncode == 0:
     config.available_features.add("torch")
+
+# `pip install ./python` without network: Debian's pip and setuptools.
+if subprocess.run(["/usr/bin/python3", "-c", "import pip, setuptools"],
+                  capture_output=True).returncode == 0:
+    config.available_features.add("pip")

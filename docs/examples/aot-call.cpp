@@ -2,12 +2,18 @@
 // library, size the workspace, call on a stream, check the status, and
 // capture the call in a CUDA graph.
 //
-//   pisa-compile docs/examples/prefill-select.mlir -o build/examples/libprefill.so
-//   c++ -std=c++17 -Ibuild/examples -I/usr/local/cuda/include \
+//   $ mkdir -p build/examples
+//   $ build/bin/pisa-compile docs/examples/prefill-select.mlir \
+//       -o build/examples/libprefill.so
+//   $ clang++-22 -std=c++17 -Ibuild/examples -I/usr/local/cuda/include \
 //       docs/examples/aot-call.cpp -Lbuild/examples -lprefill \
-//       -L/usr/local/cuda/lib64 -lcudart -Wl,-rpath,build/examples \
+//       -L/usr/local/cuda/lib64 -lcudart \
+//       -L/usr/local/cuda/lib64/stubs -lcuda -Wl,-rpath,'$ORIGIN' \
 //       -o build/examples/aot-call
-//   build/examples/aot-call        # on a machine with a Hopper (sm_90) GPU
+//
+// (-lcuda links the toolkit's stub, so that the build needs no driver; the
+// library finds the real libcuda.so.1 where it runs.) Then, on a machine
+// with a Hopper (sm_90) GPU: build/examples/aot-call
 //
 // It checks that every result row is a valid selection (section 3 of
 // docs/semantics.md: min(K, b_t + 1) distinct blocks of 0..b_t, ascending,

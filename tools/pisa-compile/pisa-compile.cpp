@@ -70,7 +70,11 @@ constexpr const char *kUsage =
     "Lowers every public function of INPUT.mlir to Hopper kernels (sm_90a:\n"
     "with wgmma; sm_90: without) and host\n"
     "code and links an AOT library (only libcuda and libc needed at run\n"
-    "time), with NAME.json (manifest) and NAME.h (C header) beside it.\n"
+    "time), with libNAME.json (manifest) and libNAME.h (C header) beside\n"
+    "it (the output's path without its extension); --emit mlir or llvm\n"
+    "writes the output alone. Outputs are written only when the whole run\n"
+    "succeeds; one that is the input, a symbolic link or a directory is\n"
+    "refused.\n"
     "Errors: one line on stderr, exit code 2, no output file.\n";
 
 struct Options {

@@ -37,6 +37,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--pisa-run", default="pisa-run")
     parser.add_argument("--pisa-opt", default="pisa-opt")
+    parser.add_argument("--pisa-compile", default="")
     parser.add_argument("--seed", type=int, default=None)
     args = parser.parse_args()
     seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "little")
@@ -166,6 +167,33 @@ func.func @f(%q: tensor<1x16x4096x128xbf16>, %k: tensor<1x1x4096x128xbf16>,
             if not 1 <= value < 2**63:
                 problems.append("accepted a q-tile outside [1, 2^63 - 1]")
             report(name, problems)
+        # pisa-compile's --q-tile: a refusal naming the limit, or a library
+        # built with the schedule the rule gives.
+        if args.pisa_compile:
+            for value in EDGES:
+                lowered = os.path.join(tmp, "lowered.mlir")
+                if os.path.exists(lowered):
+                    os.remove(lowered)
+                with open(prog, "w") as f:
+                    f.write(program.replace("TOPK", "8").replace("BLOCK", "64")
+                            .replace("FAN", "2"))
+                proc = subprocess.run(
+                    [args.pisa_compile, prog, "--q-tile", str(value), "--emit", "mlir",
+                     "-o", lowered], capture_output=True, text=True)
+                name = f"pisa-compile --q-tile {value}"
+                if proc.returncode != 0:
+                    problems = refusal_problems(proc, 2)
+                    if 1 <= value < 2**63 and not (two_stage(16, 64, value) and 16 * value > 1024):
+                        problems.append(f"refused a usable q-tile: {proc.stderr.strip()}")
+                    if value >= 1 and value < 2**63 and "above the GPU limit" in proc.stderr \
+                            and f"{value} * 16" not in proc.stderr:
+                        problems.append(f"the message does not name the factors: {proc.stderr.strip()}")
+                    report(name, problems)
+                    continue
+                text = open(lowered).read()
+                want = "two_stage" if two_stage(16, 64, value) else "single_stage"
+                report(name, [] if f"select_{want}" in text or want in text
+                       else [f"no {want} kernel in the library"])
         for attr in ("TOPK", "BLOCK", "FAN"):
             for value in EDGES:
                 vals = {"TOPK": "8", "BLOCK": "64", "FAN": "2", attr: str(value)}

@@ -24,7 +24,7 @@ func.func @candidates(%q: tensor<1x2x100x32xf32>, %k: tensor<1x1x100x32xf32>, %p
 
 func.func @threads(%q: tensor<1x32x100x32xf32>, %k: tensor<1x1x100x32xf32>, %p: tensor<1x1x3x32xf32>) -> tensor<1x1x100x8xi32> {
   %off = arith.constant 0 : index
-  // expected-error @+1 {{has q_tile * G = 1280 above the GPU limit of 1024 threads per stage-2 block}}
+  // expected-error @+1 {{has q_tile * G = 40 * 32 above the GPU limit of 1024 threads per stage-2 block}}
   %s = pisa.hier_topk %q, %k, %p, %off topk = 8 block_size = 64 branching = 2
       {schedule = #pisa.schedule<two_stage, q_tile = 40, io_two_stage = 0, io_single_stage = 0>}
       : tensor<1x32x100x32xf32>, tensor<1x1x100x32xf32>, tensor<1x1x3x32xf32> -> tensor<1x1x100x8xi32>
@@ -135,10 +135,10 @@ func.func @paged(%q: tensor<40000x4x1x32xf16>, %pages: tensor<64x16x2x32xf16>, %
 
 // -----
 
-// Products of limits saturate instead of overflowing (the fuzzer's
-// q_tile = 2^63 - 1 made q_tile * G overflow under UBSan).
+// Products of limits saturate instead of overflowing, and the message
+// names the factors, not the saturated product.
 func.func @huge_q_tile(%q: tensor<1x16x4096x128xf32>, %k: tensor<1x1x4096x128xf32>, %p: tensor<1x1x127x128xf32>, %off: index) -> tensor<1x1x4096x8xi32> {
-  // expected-error @+1 {{has q_tile * G = 9223372036854775807 above the GPU limit of 1024 threads per stage-2 block}}
+  // expected-error @+1 {{has q_tile * G = 9223372036854775807 * 16 above the GPU limit of 1024 threads per stage-2 block}}
   %s = pisa.hier_topk %q, %k, %p, %off topk = 8 block_size = 64 branching = 2
       {schedule = #pisa.schedule<two_stage, q_tile = 9223372036854775807, io_two_stage = 4096, io_single_stage = 8192>}
       : tensor<1x16x4096x128xf32>, tensor<1x1x4096x128xf32>, tensor<1x1x127x128xf32> -> tensor<1x1x4096x8xi32>

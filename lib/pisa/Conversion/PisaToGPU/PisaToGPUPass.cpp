@@ -158,8 +158,7 @@ std::optional<std::string> mlir::pisa::gpuLimitViolation(Operation *op) {
     else if (schedule && schedule.getKind() == ScheduleKind::TwoStage &&
              saturatingProduct(schedule.getQTile(), groupSize) >
                  kMaxGPUThreads)
-      os << "has q_tile * G = "
-         << saturatingProduct(schedule.getQTile(), groupSize)
+      os << "has q_tile * G = " << schedule.getQTile() << " * " << groupSize
          << " above the GPU limit of " << kMaxGPUThreads
          << " threads per stage-2 block";
     else
@@ -183,10 +182,8 @@ std::optional<std::string> mlir::pisa::gpuLimitViolation(Operation *op) {
                  schedule.getQTile(),
                  topk.getQueries().getType().getShape()[1] / kvHeads) >
                  kMaxGPUThreads)
-      os << "has q_tile * G = "
-         << saturatingProduct(
-                schedule.getQTile(),
-                topk.getQueries().getType().getShape()[1] / kvHeads)
+      os << "has q_tile * G = " << schedule.getQTile() << " * "
+         << topk.getQueries().getType().getShape()[1] / kvHeads
          << " above the GPU limit of " << kMaxGPUThreads
          << " threads per stage-2 block";
     else

@@ -135,6 +135,9 @@ std::optional<std::string> parseArgs(int argc, char **argv, Options &opts) {
     return *why;
   if (opts.emit != "so" && opts.emit != "mlir" && opts.emit != "llvm")
     return "expected --emit so, mlir or llvm but got '" + opts.emit + "'";
+  if (opts.emit == "so" && opts.output == "-")
+    return std::string("expected a file for -o with --emit so (a library "
+                       "and its manifest beside it) but got '-'");
   return std::nullopt;
 }
 

@@ -43,15 +43,8 @@ def main():
     seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "little")
     print(f"seed {seed}")
     rng = np.random.default_rng(seed)
-    passed = failed = 0
-
-    def report(name, problems):
-        nonlocal passed, failed
-        if problems:
-            failed += 1
-            print(f"FAIL {name}: " + "; ".join(problems))
-        else:
-            passed += 1
+    tally = harness.Tally(verbose=False)
+    report = tally.report
 
     def refusal_problems(proc, code):
         problems = []
@@ -212,8 +205,7 @@ func.func @f(%q: tensor<1x16x4096x128xbf16>, %k: tensor<1x1x4096x128xbf16>,
                 report(name, [] if str(value) == {"TOPK": "8", "BLOCK": "64", "FAN": "2"}[attr]
                        else [f"accepted {attr.lower()} = {value}"])
 
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return tally.finish()
 
 
 if __name__ == "__main__":

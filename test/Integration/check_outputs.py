@@ -20,6 +20,9 @@ import threading
 
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+
 SELECT_MLIR = """
 func.func @f(%q: tensor<1x4x100x16xf32>, %k: tensor<1x2x100x16xf32>)
     -> tensor<1x2x100x4xi32> {
@@ -60,16 +63,8 @@ def main():
     parser.add_argument("--pisa-compile", default="")
     args = parser.parse_args()
     rng = np.random.default_rng()
-    passed = failed = 0
-
-    def report(name, problems):
-        nonlocal passed, failed
-        if problems:
-            failed += 1
-            print(f"FAIL {name}: " + "; ".join(problems))
-        else:
-            passed += 1
-            print(f"ok {name}")
+    tally = harness.Tally(verbose=True)
+    report = tally.report
 
     with tempfile.TemporaryDirectory() as tmp:
         work = os.path.join(tmp, "work")
@@ -259,8 +254,7 @@ def main():
                 [args.pisa_compile, bad_prog, "-o", old_mlir, "--emit", "mlir"],
                 ok=False, fragment="error")
 
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return tally.finish()
 
 
 if __name__ == "__main__":

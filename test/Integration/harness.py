@@ -40,3 +40,26 @@ def run_cases(doc, cases, run_case, static_shapes=True, token_major=False):
     failed = results.count(False)
     print(f"{len(results) - failed} passed, {failed} failed")
     return 1 if failed else 0
+
+
+class Tally:
+    """The pass/fail count of a check script: `report(name, problems)` per
+    case (a FAIL line with the problems, or with `verbose` an ok line);
+    `finish()` prints the closing line and returns the exit code."""
+
+    def __init__(self, verbose=False):
+        self.passed = self.failed = 0
+        self.verbose = verbose
+
+    def report(self, name, problems):
+        if problems:
+            self.failed += 1
+            print(f"FAIL {name}: " + "; ".join(problems))
+        else:
+            self.passed += 1
+            if self.verbose:
+                print(f"ok {name}")
+
+    def finish(self):
+        print(f"{self.passed} passed, {self.failed} failed")
+        return 1 if self.failed else 0

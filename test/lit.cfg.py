@@ -92,6 +92,7 @@ if subprocess.run(["/usr/bin/python3", "-c", "import torch"],
     config.available_features.add("torch")
 
 # `pip install ./python` without network: Debian's pip and setuptools.
-if subprocess.run(["/usr/bin/python3", "-c", "import pip, setuptools"],
+# (setuptools imported first: after pip, its distutils shim asserts.)
+if subprocess.run(["/usr/bin/python3", "-c", "import setuptools, pip"],
                   capture_output=True).returncode == 0:
     config.available_features.add("pip")

@@ -62,6 +62,25 @@ constexpr int32_t kInvalidInput = -2;
 int64_t varlenPyramidRows(int64_t numKeys, int64_t numSequences,
                           int64_t blockSize);
 
+/// The children of a node of level `level` >= 1 (docs/semantics.md,
+/// section 2): node n owns children n * fanout .. n * fanout + fanout - 1
+/// one level down, and child r starts at key r * keysPerChild. At level 1
+/// the children are the block's C keys; above, g summaries each covering
+/// C g^(level - 2) keys. Requires a level whose span fits int64 (the
+/// verifiers bound it to 2^31 - 1 keys).
+struct ScoredLevel {
+  int64_t fanout, keysPerChild;
+};
+inline ScoredLevel scoredLevel(int64_t level, int64_t blockSize,
+                               int64_t branching) {
+  if (level <= 1)
+    return {blockSize, 1};
+  int64_t span = blockSize;
+  for (int64_t l = 2; l < level; ++l)
+    span *= branching;
+  return {branching, span};
+}
+
 /// ceil(a / b) for a >= 0, b > 0.
 /// No overflow for any such a (a + b - 1 would for a near INT64_MAX).
 inline int64_t ceilDiv(int64_t a, int64_t b) { return a / b + (a % b != 0); }

@@ -457,4 +457,36 @@ def Pisa_SparseAttentionKernelOp : Pisa_KernelOp<"sparse_attention", 2> {
   }];
 }
 
+def Pisa_LseScoreKernelOp : Pisa_KernelOp<"lse_score", 1> {
+  let summary = "group-summed LSE scores of given candidates, a warp per query";
+  let description = [{
+    `pisa.lse_score` in destination-passing form: one warp per (query,
+    batch x KV head) holds the G head rows of its query and, for each entry
+    of its candidate row, scores that node of level `level` from its
+    children (docs/semantics.md section 2), writing `scores[b, kv, i, s]`.
+    `children` are the raw keys [B, Hkv, N, d] at level 1, else that
+    level's f32 summaries [B, Hkv, M_{level-1}, d].
+
+    ```mlir
+    %u = pisa.kernel.lse_score %q, %k, %cand, %off outs(%u0) level = 1
+        block_size = 64 branching = 2 scale = 0.125
+        : tensor<1x4x128x64xf16>, tensor<1x1x128x64xf16>,
+          tensor<1x1x128x16xi32>, tensor<1x1x128x16xf32>
+        -> tensor<1x1x128x16xf32>
+    ```
+  }];
+  let arguments = (ins Pisa_Keys4D:$queries, Pisa_Keys4D:$children,
+                       Pisa_I32_4D:$candidates, Index:$query_offset,
+                       Pisa_F32_4D:$scores, I64Attr:$level,
+                       I64Attr:$block_size, I64Attr:$branching,
+                       F32Attr:$scale);
+  let assemblyFormat = [{
+    $queries `,` $children `,` $candidates `,` $query_offset
+    `outs` `(` $scores `)` `level` `=` $level `block_size` `=` $block_size
+    `branching` `=` $branching `scale` `=` $scale attr-dict
+    `:` type($queries) `,` type($children) `,` type($candidates) `,`
+    type($scores) (`->` type($results)^)?
+  }];
+}
+
 #endif // PISA_IR_PISAKERNELOPS_TD

@@ -81,6 +81,10 @@ def Pisa_LseScoreOp : Pisa_Op<"lse_score", [Pure]> {
     `->` type($scores)
   }];
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The logit scale: the attribute, else 1/sqrt(d).
+    float getScaleOrDefault();
+  }];
 }
 
 def Pisa_HierTopKOp : Pisa_Op<"hier_topk", [Pure]> {

@@ -15,6 +15,9 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinTypeInterfaces.h"
 #include "mlir/IR/Operation.h"
+#include "mlir/IR/Types.h"
+
+#include <climits>
 
 #include <cmath>
 
@@ -82,6 +85,34 @@ inline LogicalResult checkGroups(Operation *op, int64_t hq, int64_t hkv) {
   if (hkvKnown && !ShapedType::isDynamic(hq) && hq % hkv != 0)
     return op->emitOpError() << "expected Hq (" << hq
                              << ") to be a multiple of Hkv (" << hkv << ")";
+  return success();
+}
+
+/// The level an lse_score scores: level >= 1 whose children each cover at
+/// most 2^31 - 1 keys (C g^(level - 2); keys have i32 positions, and the
+/// fuzzer's level = 2^63 - 1 made a lowering loop over it), raw keys of
+/// the queries' element type at level 1 and f32 summaries above.
+inline LogicalResult checkScoredLevel(Operation *op, int64_t level,
+                                      int64_t blockSize, int64_t branching,
+                                      Type queryElement, Type childElement) {
+  if (level < 1)
+    return op->emitOpError() << "expected level >= 1 but got " << level;
+  for (int64_t l = 2, span = blockSize; l < level; ++l) {
+    if (span > INT32_MAX / branching)
+      return op->emitOpError()
+             << "expected a level whose children cover at most 2^31 - 1 "
+                "keys (C g^(level - 2)) but got level "
+             << level;
+    span *= branching;
+  }
+  if (level == 1 && queryElement != childElement)
+    return op->emitOpError() << "expected level-1 children (raw keys) to have "
+                                "the queries' element type "
+                             << queryElement << " but got " << childElement;
+  if (level > 1 && !childElement.isF32())
+    return op->emitOpError() << "expected level-" << level
+                             << " children (summaries) to be f32 but got "
+                             << childElement;
   return success();
 }
 

@@ -170,6 +170,7 @@ PISA_KERNEL_EFFECTS(PyramidVarlenKernelOp)
 PISA_KERNEL_EFFECTS(SelectSingleStageVarlenKernelOp)
 PISA_KERNEL_EFFECTS(SelectDecodeKernelOp)
 PISA_KERNEL_EFFECTS(SparseAttentionKernelOp)
+PISA_KERNEL_EFFECTS(LseScoreKernelOp)
 #undef PISA_KERNEL_EFFECTS
 
 /// Where the keys are a page pool: its page size S and Mp * S.
@@ -426,4 +427,31 @@ LogicalResult SelectSingleStageVarlenKernelOp::verify() {
       failed(checkSameDim(*this, "B + 1", "cu_seqlens_q",
                      shapeOf(getCuSeqlensQ())[0], "cu_seqlens_k",
                      shapeOf(getCuSeqlensK())[0])));
+}
+
+LogicalResult LseScoreKernelOp::verify() {
+  ArrayRef<int64_t> q = shapeOf(getQueries()), c = shapeOf(getChildren());
+  ArrayRef<int64_t> cand = shapeOf(getCandidates());
+  ArrayRef<int64_t> u = shapeOf(getScores());
+  auto elementOf = [](Value v) {
+    return cast<ShapedType>(v.getType()).getElementType();
+  };
+  if (failed(verifyKernelOp(*this)) ||
+      failed(checkScoredLevel(*this, getLevel(), getBlockSize(),
+                              getBranching(), elementOf(getQueries()),
+                              elementOf(getChildren()))) ||
+      failed(checkTiledDims(*this,
+                            {{"queries", getQueries(), Tiled::Tokens},
+                             {"children", getChildren(), Tiled::Tokens}})) ||
+      failed(checkGroups(*this, q[1], c[1])))
+    return failure();
+  return failure(
+      failed(checkSameDim(*this, "d", "children", c[3], "queries", q[3])) ||
+      failed(checkSameDim(*this, "Hkv", "candidates", cand[1], "children",
+                          c[1])) ||
+      failed(checkSameDim(*this, "Nq", "candidates", cand[2], "queries",
+                          q[2])) ||
+      failed(checkSameDim(*this, "Hkv", "scores", u[1], "children", c[1])) ||
+      failed(checkSameDim(*this, "Nq", "scores", u[2], "queries", q[2])) ||
+      failed(checkSameDim(*this, "S", "scores", u[3], "candidates", cand[3])));
 }

@@ -22,6 +22,7 @@ using mlir::pisa::detail::checkGroups;
 using mlir::pisa::detail::checkPyramidParams;
 using mlir::pisa::detail::checkSameDim;
 using mlir::pisa::detail::checkScale;
+using mlir::pisa::detail::checkScoredLevel;
 using mlir::pisa::detail::checkTopK;
 
 #define GET_OP_CLASSES
@@ -187,32 +188,12 @@ LogicalResult LseScoreOp::verify() {
   if (failed(checkPyramidParams(*this, getBlockSize(), getBranching())) ||
       failed(checkScale(*this, getScaleAttr())))
     return failure();
-  if (getLevel() < 1)
-    return emitOpError() << "expected level >= 1 but got " << getLevel();
-  // A level-l node's children each cover C g^(l-2) keys (l >= 2); keys
-  // have i32 positions, so a level past that has no meaning (the fuzzer's
-  // level = 2^63 - 1 made the lowering loop over it).
-  for (int64_t l = 2, span = getBlockSize(); uint64_t(l) < getLevel(); ++l) {
-    if (span > INT32_MAX / int64_t(getBranching()))
-      return emitOpError()
-             << "expected a level whose children cover at most 2^31 - 1 "
-                "keys (C g^(level - 2)) but got level "
-             << getLevel();
-    span *= getBranching();
-  }
-
   RankedTensorType qType = getQueries().getType();
   RankedTensorType childType = getChildren().getType();
-  if (getLevel() == 1 &&
-      qType.getElementType() != childType.getElementType())
-    return emitOpError() << "expected level-1 children (raw keys) to have the "
-                            "queries' element type "
-                         << qType.getElementType() << " but got "
-                         << childType.getElementType();
-  if (getLevel() > 1 && !childType.getElementType().isF32())
-    return emitOpError() << "expected level-" << getLevel()
-                         << " children (summaries) to be f32 but got "
-                         << childType.getElementType();
+  if (failed(checkScoredLevel(*this, getLevel(), getBlockSize(),
+                              getBranching(), qType.getElementType(),
+                              childType.getElementType())))
+    return failure();
 
   if (failed(checkStaticDims(*this, "queries", qType,
                              {{1, "Hq"}, {3, "d"}})) ||
@@ -253,6 +234,10 @@ static float scaleOrDefault(FloatAttr scale, RankedTensorType queries) {
   if (scale)
     return static_cast<float>(scale.getValueAsDouble());
   return 1.0f / std::sqrt(static_cast<float>(queries.getDimSize(3)));
+}
+
+float LseScoreOp::getScaleOrDefault() {
+  return scaleOrDefault(getScaleAttr(), getQueries().getType());
 }
 
 float HierTopKOp::getScaleOrDefault() {

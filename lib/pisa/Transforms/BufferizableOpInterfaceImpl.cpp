@@ -71,6 +71,7 @@ void mlir::pisa::registerBufferizableOpInterfaceExternalModels(
               BucketKernelOp, ScoreTilesKernelOp, SelectFinalKernelOp,
               SelectSingleStageKernelOp, PyramidVarlenKernelOp,
               SelectSingleStageVarlenKernelOp, PyramidAppendKernelOp,
-              SelectDecodeKernelOp, SparseAttentionKernelOp>(ctx);
+              SelectDecodeKernelOp, SparseAttentionKernelOp,
+              LseScoreKernelOp>(ctx);
   });
 }

@@ -170,3 +170,33 @@ func.func @attention_huge_k(%q: tensor<1x4x10x32xbf16>, %k: tensor<1x2x10x32xbf1
   %o, %l = pisa.sparse_attention %q, %k, %v, %s, %off block_size = 32 : tensor<1x4x10x32xbf16>, tensor<1x2x10x32xbf16>, tensor<1x2x10x32xbf16>, tensor<1x2x10x4611686018427387904xi32> -> tensor<1x4x10x32xbf16>, tensor<1x4x10xf32>
   return %o : tensor<1x4x10x32xbf16>
 }
+
+// -----
+
+func.func @score_groups(%q: tensor<70000x2x4x32xf32>, %k: tensor<70000x1x9x32xf32>, %n: tensor<70000x1x4x3xi32>) -> tensor<70000x1x4x3xf32> {
+  %off = arith.constant 0 : index
+  // expected-error @+1 {{has B * Hkv = 70000 above the GPU limit of 65535 (grid y)}}
+  %u = pisa.lse_score %q, %k, %n, %off level = 1 block_size = 8 branching = 2
+      : tensor<70000x2x4x32xf32>, tensor<70000x1x9x32xf32>, tensor<70000x1x4x3xi32> -> tensor<70000x1x4x3xf32>
+  return %u : tensor<70000x1x4x3xf32>
+}
+
+// -----
+
+func.func @score_queries(%q: tensor<1x2x2147483648x32xf32>, %k: tensor<1x1x9x32xf32>, %n: tensor<1x1x2147483648x3xi32>) -> tensor<1x1x2147483648x3xf32> {
+  %off = arith.constant 0 : index
+  // expected-error @+1 {{has Nq = 2147483648 above the GPU limit of 2147483647 (grid x)}}
+  %u = pisa.lse_score %q, %k, %n, %off level = 1 block_size = 8 branching = 2
+      : tensor<1x2x2147483648x32xf32>, tensor<1x1x9x32xf32>, tensor<1x1x2147483648x3xi32> -> tensor<1x1x2147483648x3xf32>
+  return %u : tensor<1x1x2147483648x3xf32>
+}
+
+// -----
+
+func.func @score_offset(%q: tensor<1x2x4x32xf32>, %k: tensor<1x1x9x32xf32>, %n: tensor<1x1x4x3xi32>) -> tensor<1x1x4x3xf32> {
+  %off = arith.constant 2147483648 : index
+  // expected-error @+1 {{has query_offset = 2147483648 above the GPU limit of 2147483647 (i32 positions)}}
+  %u = pisa.lse_score %q, %k, %n, %off level = 1 block_size = 8 branching = 2
+      : tensor<1x2x4x32xf32>, tensor<1x1x9x32xf32>, tensor<1x1x4x3xi32> -> tensor<1x1x4x3xf32>
+  return %u : tensor<1x1x4x3xf32>
+}

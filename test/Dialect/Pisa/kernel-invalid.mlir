@@ -317,3 +317,66 @@ func.func @f(%q: memref<2x8x1x64xf16>, %k: memref<?x?x1x64xf16>, %p: memref<2x1x
   pisa.kernel.select_decode %q, %k, %p, %n block_table(%t : memref<2x4xi32>) outs(%s) topk = 8 block_size = 64 branching = 2 scale = 0.125 : memref<2x8x1x64xf16>, memref<?x?x1x64xf16>, memref<2x1x127x64xf32>, memref<2xi32>, memref<2x1x1x8xi32>
   return
 }
+
+// -----
+
+func.func @f(%q: memref<1x4x10x16xf32>, %c: memref<1x1x20x16xf32>, %n: memref<1x1x10x3xi32>, %off: index, %u: memref<1x1x10x3xf32>) {
+  // expected-error @+1 {{expected level >= 1 but got 0}}
+  pisa.kernel.lse_score %q, %c, %n, %off outs(%u) level = 0 block_size = 8 branching = 2 scale = 0.5
+      : memref<1x4x10x16xf32>, memref<1x1x20x16xf32>, memref<1x1x10x3xi32>, memref<1x1x10x3xf32>
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<1x4x10x16xf32>, %c: memref<1x1x20x16xf32>, %n: memref<1x1x10x3xi32>, %off: index, %u: memref<1x1x10x3xf32>) {
+  // expected-error @+1 {{expected a level whose children cover at most 2^31 - 1 keys (C g^(level - 2)) but got level 40}}
+  pisa.kernel.lse_score %q, %c, %n, %off outs(%u) level = 40 block_size = 8 branching = 2 scale = 0.5
+      : memref<1x4x10x16xf32>, memref<1x1x20x16xf32>, memref<1x1x10x3xi32>, memref<1x1x10x3xf32>
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<1x4x10x16xf16>, %c: memref<1x1x20x16xf16>, %n: memref<1x1x10x3xi32>, %off: index, %u: memref<1x1x10x3xf32>) {
+  // expected-error @+1 {{expected level-2 children (summaries) to be f32 but got 'f16'}}
+  pisa.kernel.lse_score %q, %c, %n, %off outs(%u) level = 2 block_size = 8 branching = 2 scale = 0.5
+      : memref<1x4x10x16xf16>, memref<1x1x20x16xf16>, memref<1x1x10x3xi32>, memref<1x1x10x3xf32>
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<1x4x10x?xf32>, %c: memref<1x1x20x16xf32>, %n: memref<1x1x10x3xi32>, %off: index, %u: memref<1x1x10x3xf32>) {
+  // expected-error @+1 {{expected a static dim 3 (the kernels' tiling) in queries but got 'memref<1x4x10x?xf32>'}}
+  pisa.kernel.lse_score %q, %c, %n, %off outs(%u) level = 1 block_size = 8 branching = 2 scale = 0.5
+      : memref<1x4x10x?xf32>, memref<1x1x20x16xf32>, memref<1x1x10x3xi32>, memref<1x1x10x3xf32>
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<1x4x10x16xf32>, %c: memref<1x1x20x16xf32>, %n: memref<1x1x10x3xi32>, %off: index, %u: memref<1x1x10x4xf32>) {
+  // expected-error @+1 {{expected S of scores (4) to match candidates (3)}}
+  pisa.kernel.lse_score %q, %c, %n, %off outs(%u) level = 1 block_size = 8 branching = 2 scale = 0.5
+      : memref<1x4x10x16xf32>, memref<1x1x20x16xf32>, memref<1x1x10x3xi32>, memref<1x1x10x4xf32>
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<1x4x10x16xf32>, %c: memref<1x1x20x8xf32>, %n: memref<1x1x10x3xi32>, %off: index, %u: memref<1x1x10x3xf32>) {
+  // expected-error @+1 {{expected d of children (8) to match queries (16)}}
+  pisa.kernel.lse_score %q, %c, %n, %off outs(%u) level = 1 block_size = 8 branching = 2 scale = 0.5
+      : memref<1x4x10x16xf32>, memref<1x1x20x8xf32>, memref<1x1x10x3xi32>, memref<1x1x10x3xf32>
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<1x4x10x16xf32>, %c: memref<1x2x20x16xf32>, %n: memref<1x1x10x3xi32>, %off: index, %u: memref<1x1x10x3xf32>) {
+  // expected-error @+1 {{expected Hkv of candidates (1) to match children (2)}}
+  pisa.kernel.lse_score %q, %c, %n, %off outs(%u) level = 1 block_size = 8 branching = 2 scale = 0.5
+      : memref<1x4x10x16xf32>, memref<1x2x20x16xf32>, memref<1x1x10x3xi32>, memref<1x1x10x3xf32>
+  return
+}

@@ -138,3 +138,19 @@ func.func @paged_buffers(%q: memref<2x4x1x32xf16>, %pool: memref<20x16x1x32xf16>
       : memref<2x4x1x32xf16>, memref<20x16x1x32xf16>, memref<2x1x15x32xf32>, memref<2xi32>, memref<2x1x1x4xi32>
   return
 }
+
+// CHECK-LABEL: func.func @lse_score
+// CHECK: pisa.kernel.lse_score %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} outs(%{{.*}}) level = 2 block_size = 16 branching = 3 scale = 2.500000e-01 : tensor<?x6x?x32xf16>, tensor<?x2x?x32xf32>, tensor<?x2x?x?xi32>, tensor<?x2x?x?xf32> -> tensor<?x2x?x?xf32>
+func.func @lse_score(%q: tensor<?x6x?x32xf16>, %c: tensor<?x2x?x32xf32>, %n: tensor<?x2x?x?xi32>, %off: index, %u0: tensor<?x2x?x?xf32>) -> tensor<?x2x?x?xf32> {
+  %u = pisa.kernel.lse_score %q, %c, %n, %off outs(%u0) level = 2 block_size = 16 branching = 3 scale = 0.25
+      : tensor<?x6x?x32xf16>, tensor<?x2x?x32xf32>, tensor<?x2x?x?xi32>, tensor<?x2x?x?xf32> -> tensor<?x2x?x?xf32>
+  return %u : tensor<?x2x?x?xf32>
+}
+
+// CHECK-LABEL: func.func @lse_score_buffers
+// CHECK: pisa.kernel.lse_score %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} outs(%{{.*}}) level = 1 block_size = 8 branching = 2 scale = 5.000000e-01 : memref<1x4x10x16xbf16>, memref<1x1x20x16xbf16>, memref<1x1x10x3xi32>, memref<1x1x10x3xf32>
+func.func @lse_score_buffers(%q: memref<1x4x10x16xbf16>, %k: memref<1x1x20x16xbf16>, %n: memref<1x1x10x3xi32>, %off: index, %u: memref<1x1x10x3xf32>) {
+  pisa.kernel.lse_score %q, %k, %n, %off outs(%u) level = 1 block_size = 8 branching = 2 scale = 0.5
+      : memref<1x4x10x16xbf16>, memref<1x1x20x16xbf16>, memref<1x1x10x3xi32>, memref<1x1x10x3xf32>
+  return
+}

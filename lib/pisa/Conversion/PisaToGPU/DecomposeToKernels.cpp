@@ -28,6 +28,7 @@
 #include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
 
 namespace mlir::pisa {
@@ -477,6 +478,71 @@ void decompose(RewriterBase &rewriter, SparseAttentionOp op) {
   rewriter.replaceOp(op, kernel.getResults());
 }
 
+/// lse_score: one kernel op. Sizes the verifier could not compare (dynamic)
+/// and a query offset known only at run time are host assertions; the
+/// candidates are device data the kernel reads as they are (semantics.md
+/// section 2 scores every value).
+void decompose(RewriterBase &rewriter, LseScoreOp op) {
+  using P = arith::CmpIPredicate;
+  rewriter.setInsertionPoint(op);
+  ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+  Value queries = op.getQueries(), children = op.getChildren();
+  Value candidates = op.getCandidates(), offset = op.getQueryOffset();
+  auto dynamic = [](Value v, int64_t dim) {
+    return cast<ShapedType>(v.getType()).isDynamicDim(dim);
+  };
+  auto requireSame = [&](Value x, int64_t dim, Value y, StringRef what) {
+    if (dynamic(x, dim) || dynamic(y, dim))
+      requireAtRuntime(
+          b, cmp(b, P::eq, dimOf(b, x, dim), dimOf(b, y, dim)),
+          "pisa.lse_score: " + what);
+  };
+  requireSame(children, 0, queries,
+              "the children's batch differs from the queries'");
+  requireSame(candidates, 0, queries,
+              "the candidates' batch differs from the queries'");
+  requireSame(candidates, 2, queries,
+              "the candidates' Nq differs from the queries'");
+  // A static result extent the operands give at run time: the kernel writes
+  // what the operands say.
+  RankedTensorType type = op.getScores().getType();
+  auto requireExtent = [&](Value v, int64_t dim, StringRef what) {
+    if (dynamic(v, dim) && !type.isDynamicDim(dim))
+      requireAtRuntime(b,
+                       cmp(b, P::eq, dimOf(b, v, dim),
+                           indexConst(b, type.getDimSize(dim))),
+                       "pisa.lse_score: " + what + " differs from the scores' (" +
+                           std::to_string(type.getDimSize(dim)) + ")");
+  };
+  requireExtent(queries, 0, "the queries' batch");
+  requireExtent(queries, 2, "the queries' Nq");
+  requireExtent(candidates, 3, "the candidates' S");
+  Value batch = dimOf(b, queries, 0), numQueries = dimOf(b, queries, 2);
+  const int64_t kvHeads = op.getChildren().getType().getShape()[1];
+  if (dynamic(queries, 0))
+    requireGroupsFitGrid(b, "pisa.lse_score", batch, kvHeads);
+  if (dynamic(queries, 2))
+    requireAtRuntime(b, cmp(b, P::ule, numQueries, indexConst(b, kMaxGPUKeys)),
+                     "pisa.lse_score: Nq is above the GPU limit of " +
+                         std::to_string(kMaxGPUKeys) + " (grid x)");
+  if (!matchPattern(offset, m_Constant()))
+    requireAtRuntime(
+        b,
+        arith::AndIOp::create(
+            b, cmp(b, P::sge, offset, indexConst(b, 0)),
+            cmp(b, P::sle, offset, indexConst(b, kMaxGPUKeys))),
+        "pisa.lse_score: query_offset is outside [0, " +
+            std::to_string(kMaxGPUKeys) + "]");
+  Value init = emptyLike(b, type,
+                         {batch, Value(), numQueries, dimOf(b, candidates, 3)});
+  rewriter.replaceOp(
+      op, LseScoreKernelOp::create(
+              b, TypeRange{type}, queries, children, candidates, offset, init,
+              op.getLevel(), op.getBlockSize(), op.getBranching(),
+              llvm::APFloat(op.getScaleOrDefault()))
+              .getResult(0));
+}
+
 /// The size rules of a packed varlen batch the host can check (its
 /// cu_seqlens' contents stay on the device, where the kernels check them).
 /// `cuKeysName` names cu_k in the messages. Returns R = 2 floor(Tk / C) +
@@ -656,6 +722,7 @@ struct PisaDecomposeToKernelsPass
     SmallVector<PyramidAppendOp> appends;
     SmallVector<DecodeSelectOp> decodes;
     SmallVector<SparseAttentionOp> attentions;
+    SmallVector<LseScoreOp> scores;
     SmallVector<Operation *> varlen;
     getOperation()->walk([&](Operation *op) {
       if (!isa_and_nonnull<PisaDialect>(op->getDialect()) ||
@@ -677,6 +744,8 @@ struct PisaDecomposeToKernelsPass
         decodes.push_back(decode);
       } else if (auto attention = dyn_cast<SparseAttentionOp>(op)) {
         attentions.push_back(attention);
+      } else if (auto score = dyn_cast<LseScoreOp>(op)) {
+        scores.push_back(score);
       } else if (isa<PyramidBuildVarlenOp, HierTopKVarlenOp>(op)) {
         varlen.push_back(op);
       }
@@ -693,6 +762,8 @@ struct PisaDecomposeToKernelsPass
     for (DecodeSelectOp op : decodes)
       decompose(rewriter, op);
     for (SparseAttentionOp op : attentions)
+      decompose(rewriter, op);
+    for (LseScoreOp op : scores)
       decompose(rewriter, op);
     for (Operation *op : varlen) {
       if (auto build = dyn_cast<PyramidBuildVarlenOp>(op))

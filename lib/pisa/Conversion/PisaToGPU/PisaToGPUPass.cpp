@@ -22,6 +22,7 @@
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/Transforms/DialectConversion.h"
 
 namespace mlir::pisa {
@@ -208,6 +209,26 @@ std::optional<std::string> mlir::pisa::gpuLimitViolation(Operation *op) {
     else if (!ShapedType::isDynamic(q[2]) && q[2] > kMaxGPUKeys)
       os << "has Nq = " << q[2] << " above the GPU limit of " << kMaxGPUKeys
          << " (grid x)";
+    else
+      return std::nullopt;
+    return why;
+  }
+  if (auto score = dyn_cast<LseScoreOp>(op)) {
+    // A warp per (query, batch x KV head): Nq / 4 blocks by B * Hkv.
+    ArrayRef<int64_t> q = score.getQueries().getType().getShape();
+    const int64_t kvHeads = score.getChildren().getType().getShape()[1];
+    APInt offset;
+    if (!ShapedType::isDynamic(q[0]) &&
+        saturatingProduct(q[0], kvHeads) > kMaxGPUGroups)
+      os << "has B * Hkv = " << saturatingProduct(q[0], kvHeads)
+         << " above the GPU limit of " << kMaxGPUGroups << " (grid y)";
+    else if (!ShapedType::isDynamic(q[2]) && q[2] > kMaxGPUKeys)
+      os << "has Nq = " << q[2] << " above the GPU limit of " << kMaxGPUKeys
+         << " (grid x)";
+    else if (matchPattern(score.getQueryOffset(), m_ConstantInt(&offset)) &&
+             offset.getSExtValue() > kMaxGPUKeys)
+      os << "has query_offset = " << offset.getSExtValue()
+         << " above the GPU limit of " << kMaxGPUKeys << " (i32 positions)";
     else
       return std::nullopt;
     return why;

@@ -246,6 +246,10 @@ WarpSequence packedSequence(ImplicitLocOpBuilder &b, Value cuQ, Value cuK,
 /// populateSelectionKernelsToGPUPatterns.
 void addSingleStagePatterns(RewritePatternSet &patterns);
 
+/// The lse_score pattern (LseScoreToGPU.cpp), for
+/// populateSelectionKernelsToGPUPatterns.
+void addLseScorePatterns(RewritePatternSet &patterns);
+
 } // namespace mlir::pisa::detail
 
 #endif // PISA_LIB_CONVERSION_PISATOGPU_QUERYKERNELS_H

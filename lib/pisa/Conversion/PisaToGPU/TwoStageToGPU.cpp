@@ -356,6 +356,7 @@ struct SelectFinalToGPU : KernelOpPattern<SelectFinalKernelOp> {
 void mlir::pisa::populateSelectionKernelsToGPUPatterns(
     RewritePatternSet &patterns, const GPUTargetFeatures &features) {
   addSingleStagePatterns(patterns);
+  addLseScorePatterns(patterns);
   patterns.add<FragmentPlanesToGPU, WalkToGPU,
                BucketToGPU, SelectFinalToGPU>(
       patterns.getContext());

@@ -29,13 +29,6 @@ using namespace mlir;
 using namespace mlir::pisa;
 using namespace mlir::pisa::detail;
 
-static float defaultScale(Value queries, FloatAttr scale) {
-  if (scale)
-    return static_cast<float>(scale.getValueAsDouble());
-  int64_t d = cast<ShapedType>(queries.getType()).getDimSize(3);
-  return 1.0f / std::sqrt(static_cast<float>(d));
-}
-
 /// Compacts, in place, the first `count` entries of `cand` that satisfy
 /// `keep`, preserving order. Returns {cand, kept count}. Writing at the
 /// compacted position (<= the read position) is safe without a branch.
@@ -123,18 +116,13 @@ struct LseScoreToLoops : OpRewritePattern<LseScoreOp> {
     for (int64_t i = 0; i < 4; ++i)
       s.push_back(dimOf(b, op.getCandidates(), i));
 
-    int64_t level = op.getLevel(), blockSize = op.getBlockSize();
-    int64_t keysPerChild = 1, fanout = blockSize;
-    if (level > 1) {
-      fanout = op.getBranching();
-      keysPerChild = blockSize;
-      for (int64_t l = 2; l < level; ++l)
-        keysPerChild *= op.getBranching();
-    }
+    ScoredLevel scored =
+        scoredLevel(op.getLevel(), op.getBlockSize(), op.getBranching());
     ScoreOperands operands{op.getQueries(), op.getChildren(), q[1] / c[1],
-                           q[3], defaultScale(op.getQueries(), op.getScaleAttr())};
+                           q[3], op.getScaleOrDefault()};
     ChildLevel childLevel{indexConst(b, 0), dimOf(b, op.getChildren(), 2),
-                          indexConst(b, fanout), indexConst(b, keysPerChild)};
+                          indexConst(b, scored.fanout),
+                          indexConst(b, scored.keysPerChild)};
 
     Value zero = indexConst(b, 0);
     Value negInf = f32Const(b, -std::numeric_limits<float>::infinity());

@@ -21,6 +21,7 @@ COMMANDS = {
     "check-torch": ("pisa.checks.check_torch", "check the PyTorch custom ops: eager, torch.compile, graphs"),
     "check-decode": ("pisa.checks.check_decode", "decode over contiguous and paged caches on the GPU; its speed"),
     "check-attention": ("pisa.checks.check_attention", "sparse attention on the GPU against float64; its speed"),
+    "check-lse-score": ("pisa.checks.check_lse_score", "pisa.lse_score on the GPU against float64"),
     "quality": ("pisa.quality", "softmax mass and recall@K of a selection against the exact top blocks"),
     "bench-call": ("pisa.checks.bench_call", "the host part of a call against its kernels"),
     "bench-gpu": ("pisa.checks.bench_gpu", "time the benchmark libraries on the GPU"),

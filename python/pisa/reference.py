@@ -41,6 +41,52 @@ def _score(qg, children, exists, causal, scale):
     return torch.logsumexp(logits, dim=-1).sum(1)
 
 
+def lse_score(q, children, candidates, level, C, g, scale=None, offset=0,
+              with_magnitude=False):
+    """pisa.lse_score (docs/semantics.md, section 2) in float64.
+
+    q [B, Hq, Nq, d]; children [B, Hkv, R, d], the raw keys at level 1,
+    else the level - 1 summaries; candidates [B, Hkv, Nq, S] node indices of
+    `level`. Returns u [B, Hkv, Nq, S]: the group sum of each head's LSE over
+    the node's existing children whose first key is at or before the query's
+    position, -inf for a negative entry or a node without such a child. With
+    `with_magnitude`, also the largest |scaled logit| each entry summed over
+    (0 where none), the scale of its rounding error.
+    """
+    B, Hq, Nq, d = q.shape
+    Hkv, R = children.shape[1], children.shape[2]
+    G = Hq // Hkv
+    S = candidates.shape[3]
+    if scale is None:
+        scale = 1.0 / math.sqrt(d)
+    fanout, span = (C, 1) if level == 1 else (g, C * g ** (level - 2))
+    dev = q.device
+    u = torch.full((B, Hkv, Nq, S), -math.inf, dtype=torch.float64, device=dev)
+    mag = torch.zeros((B, Hkv, Nq, S), dtype=torch.float64, device=dev)
+    if min(B, Nq, S, R) == 0:
+        return (u, mag) if with_magnitude else u
+    qd = q.to(torch.float64).view(B, Hkv, G, Nq, d)
+    cd = children.to(torch.float64)
+    step = max(1, (1 << 24) // (G * max(R, S * fanout)))
+    ahead = torch.arange(fanout, device=dev)
+    for i0 in range(0, Nq, step):
+        i1 = min(Nq, i0 + step)
+        n = i1 - i0
+        logits = scale * torch.einsum("bkgid,bkrd->bkgir", qd[:, :, :, i0:i1], cd)
+        cand = candidates[:, :, i0:i1].to(torch.int64)
+        child = cand[..., None] * fanout + ahead              # [B, Hkv, n, S, f]
+        idx = child.clamp(0, R - 1)
+        t = offset + torch.arange(i0, i1, device=dev)
+        valid = (cand[..., None] >= 0) & (child < R) & (idx * span <= t[:, None, None])
+        picked = logits.gather(-1, idx.view(B, Hkv, 1, n, -1).expand(B, Hkv, G, n, -1))
+        picked = picked.view(B, Hkv, G, n, S, fanout)
+        mask = valid[:, :, None]
+        u[:, :, i0:i1] = torch.logsumexp(picked.masked_fill(~mask, -math.inf), -1).sum(2)
+        if with_magnitude:
+            mag[:, :, i0:i1] = picked.abs().masked_fill(~mask, 0).amax((2, 5))
+    return (u, mag) if with_magnitude else u
+
+
 def _best(nodes, valid, u, slots):
     """Keeps the `slots` (per row) best valid nodes; ties to the lower index.
     Returns (kept ascending with invalid = -1, gap at the boundary)."""

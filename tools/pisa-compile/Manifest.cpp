@@ -4,7 +4,7 @@
 
 #include <unistd.h>
 
-#include "pisa/IR/PisaOps.h"
+#include "pisa/IR/PisaInterfaces.h"
 #include "pisa/Runtime/EntryTable.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -46,74 +46,49 @@ static std::optional<std::string> dtypeOf(Type type) {
   return std::nullopt;
 }
 
-/// Narrows [lowest, highest] of an index argument by each op it feeds as
-/// a query offset: 0 <= offset <= N - Nq (docs/semantics.md, section 1).
-static void boundQueryOffset(Value arg, Argument &desc) {
-  auto narrow = [&](Value offset, Value queries, Value keys,
-                    bool tokenMajor = false) {
-    if (offset != arg)
-      return;
-    unsigned tokens = mlir::pisa::tokenDimIndex(tokenMajor);
-    int64_t nq = cast<ShapedType>(queries.getType()).getDimSize(tokens);
-    int64_t n = cast<ShapedType>(keys.getType()).getDimSize(tokens);
-    if (ShapedType::isDynamic(nq) || ShapedType::isDynamic(n))
-      return;
-    desc.lowest = std::max<int64_t>(desc.lowest, 0);
-    desc.highest = std::min(desc.highest, n - nq);
-  };
-  for (Operation *user : arg.getUsers()) {
-    if (auto op = dyn_cast<mlir::pisa::HierTopKOp>(user))
-      narrow(op.getQueryOffset(), op.getQueries(), op.getKeys(),
-             op.getTokenMajor());
-    else if (auto op = dyn_cast<mlir::pisa::SparseAttentionOp>(user))
-      narrow(op.getQueryOffset(), op.getQueries(), op.getKeys(),
-             op.getTokenMajor());
-  }
-}
-
-/// Marks the entry's arguments that a varlen op reads as cu_seqlens (and
-/// which argument's rows each one packs) and the pyramid caches that
-/// pisa.pyramid_append updates in place.
-static void markArgumentRoles(func::FuncOp func, EntryPoint &entry) {
+/// What the program's ops say of the entry's arguments and result
+/// (KernelLoweringOpInterface::describeEntry): an index argument's range
+/// (each op narrows it: a query offset keeps offset + Nq <= N), the roles
+/// pisa_F_validate checks (an argument may have several, in the order the
+/// program uses them; the first that names the tensor whose rows it
+/// describes sets rowsArg), caches updated in place, a selection's layout.
+static void applyEntryFacts(func::FuncOp func, EntryPoint &entry) {
   auto argIndex = [&](Value v) -> int64_t {
     auto arg = dyn_cast<BlockArgument>(v);
     return arg && arg.getOwner() == &func.getBody().front()
                ? int64_t(arg.getArgNumber())
                : -1;
   };
-  auto mark = [&](Value values, Value refersTo, const char *role,
-                  int64_t capacity = 0) {
-    int64_t i = argIndex(values);
-    if (i < 0 || llvm::is_contained(entry.arguments[i].roles, role))
-      return;
-    Argument &a = entry.arguments[i];
-    a.roles.push_back(role);
-    if (a.rowsArg < 0 && refersTo)
-      a.rowsArg = argIndex(refersTo);
-    if (capacity)
-      a.capacity = capacity;
-  };
-  func.walk([&](Operation *op) {
-    if (auto p = dyn_cast<mlir::pisa::PyramidBuildVarlenOp>(op)) {
-      mark(p.getCuSeqlens(), p.getKeys(), "cu_seqlens_k");
-    } else if (auto s = dyn_cast<mlir::pisa::HierTopKVarlenOp>(op)) {
-      mark(s.getCuSeqlensQ(), s.getQueries(), "cu_seqlens_q");
-      mark(s.getCuSeqlensK(), s.getKeys(), "cu_seqlens_k");
-    } else if (auto a = dyn_cast<mlir::pisa::PyramidAppendOp>(op)) {
-      if (int64_t i = argIndex(a.getPyramid()); i >= 0)
-        entry.arguments[i].updatedInPlace = true;
-      const int64_t capacity = a.getCapacity();
-      if (!ShapedType::isDynamic(capacity)) {
-        mark(a.getFrom(), Value(), "from", capacity);
-        mark(a.getTo(), Value(), "to", capacity);
-      }
-      if (Value table = a.getBlockTable())
-        mark(table, a.getKeys(), "block_table");
-    } else if (auto d = dyn_cast<mlir::pisa::DecodeSelectOp>(op)) {
-      mark(d.getSeqLens(), d.getQueries(), "seq_lens", d.getCapacity());
-      if (Value table = d.getBlockTable())
-        mark(table, d.getKeys(), "block_table");
+  Value returned;
+  func.walk([&](func::ReturnOp ret) { returned = ret.getOperand(0); });
+  func.walk([&](mlir::pisa::KernelLoweringOpInterface op) {
+    mlir::pisa::EntryFacts facts;
+    op.describeEntry(facts);
+    for (const auto &range : facts.ranges) {
+      int64_t i = argIndex(range.value);
+      if (i < 0 || entry.arguments[i].kind != "index")
+        continue;
+      Argument &a = entry.arguments[i];
+      a.lowest = std::max(a.lowest, range.lowest);
+      a.highest = std::min(a.highest, range.highest);
     }
+    for (const auto &role : facts.roles) {
+      int64_t i = argIndex(role.value);
+      if (i < 0 || llvm::is_contained(entry.arguments[i].roles, role.role))
+        continue;
+      Argument &a = entry.arguments[i];
+      a.roles.push_back(role.role.str());
+      if (a.rowsArg < 0 && role.rowsOf)
+        a.rowsArg = argIndex(role.rowsOf);
+      if (role.capacity)
+        a.capacity = role.capacity;
+    }
+    for (Value cache : facts.updatedInPlace)
+      if (int64_t i = argIndex(cache); i >= 0)
+        entry.arguments[i].updatedInPlace = true;
+    for (const auto &[value, layout] : facts.layouts)
+      if (value == returned)
+        entry.result.layout = layout.str();
   });
 }
 
@@ -188,8 +163,6 @@ llvm::Expected<Manifest> pisatool::describeEntryPoints(ModuleOp module,
                           entry.function);
       if (!arg)
         return arg.takeError();
-      if (arg->kind == "index" && !func.isExternal())
-        boundQueryOffset(func.getArgument(i), *arg);
       entry.arguments.push_back(*arg);
     }
     if (type.getNumResults() != 1)
@@ -201,13 +174,8 @@ llvm::Expected<Manifest> pisatool::describeEntryPoints(ModuleOp module,
     if (result->kind != "memref")
       return error("entry point @" + entry.function + " must return a tensor");
     entry.result = *result;
-    // A selection says its index layout, so that callers need not infer it.
-    func.walk([&](func::ReturnOp ret) {
-      if (auto topk = ret.getOperand(0).getDefiningOp<mlir::pisa::HierTopKOp>())
-        entry.result.layout = topk.getTokenMajor() ? "bthk" : "bhtk";
-    });
     if (!func.isExternal())
-      markArgumentRoles(func, entry);
+      applyEntryFacts(func, entry);
     func->setAttr("llvm.emit_c_interface", UnitAttr::get(func.getContext()));
     manifest.entryPoints.push_back(std::move(entry));
   }

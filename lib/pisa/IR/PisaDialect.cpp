@@ -2,6 +2,7 @@
 
 #include "pisa/IR/PisaDialect.h"
 #include "pisa/IR/PisaAttrs.h"
+#include "pisa/IR/PisaInterfaces.h"
 #include "pisa/IR/PisaOps.h"
 
 #include "mlir/IR/Builders.h"
@@ -17,6 +18,8 @@ using namespace mlir::pisa;
 #define GET_ATTRDEF_CLASSES
 #include "pisa/IR/PisaAttrs.cpp.inc"
 
+#include "pisa/IR/PisaInterfaces.cpp.inc"
+
 void PisaDialect::initialize() {
   addOperations<
 #define GET_OP_LIST
@@ -26,6 +29,13 @@ void PisaDialect::initialize() {
 #define GET_ATTRDEF_LIST
 #include "pisa/IR/PisaAttrs.cpp.inc"
       >();
+  // The GPU path's models (KernelLowering.cpp) are attached by
+  // registerKernelLoweringExternalModels; using one unregistered is an
+  // error that names it.
+  declarePromisedInterfaces<KernelLoweringOpInterface, PyramidBuildOp,
+                            PyramidBuildVarlenOp, LseScoreOp, HierTopKOp,
+                            HierTopKVarlenOp, PyramidAppendOp, DecodeSelectOp,
+                            SparseAttentionOp>();
 }
 
 LogicalResult

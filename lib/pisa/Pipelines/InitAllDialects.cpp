@@ -1,6 +1,7 @@
 //===- InitAllDialects.cpp - Dialects and interfaces pisa uses ------------===//
 
 #include "pisa/InitAllDialects.h"
+#include "pisa/Conversion/PisaToGPU/PisaToGPU.h"
 #include "pisa/IR/PisaDialect.h"
 #include "pisa/Transforms/BufferizableOpInterfaceImpl.h"
 
@@ -62,6 +63,9 @@ void mlir::pisa::registerAllDialects(DialectRegistry &registry) {
   tensor::registerBufferizableOpInterfaceExternalModels(registry);
   // ... and of the kernel-level ops of the GPU lowering.
   pisa::registerBufferizableOpInterfaceExternalModels(registry);
+  // How each pisa op becomes kernels (its limits, its kernel-level ops,
+  // its AOT entry's facts).
+  pisa::registerKernelLoweringExternalModels(registry);
 
   // convert-gpu-to-nvvm and convert-to-llvm find the dialects' patterns
   // through these interfaces.

@@ -10,6 +10,7 @@
 #include <string>
 
 namespace mlir {
+class DialectRegistry;
 class ModuleOp;
 class Operation;
 class RewritePatternSet;
@@ -26,11 +27,16 @@ constexpr int64_t kMaxGPUPairs = (int64_t(1) << 31) - 1; ///< queries * g * K
 constexpr int64_t kMaxGPUKeys = (int64_t(1) << 31) - 1;  ///< N (i32 leaves)
 
 /// Why the GPU kernels cannot take pisa op `op` (the limits above on static
-/// sizes, ops without a GPU lowering), or nullopt. The one definition:
-/// --pisa-decompose-to-kernels reports it for every op before building
-/// IR. Limits on dynamic sizes are
-/// checked at run time (host assertions, a call's error in an AOT library).
+/// sizes, from its KernelLoweringOpInterface; a pisa op without one has no
+/// GPU lowering), or nullopt. --pisa-decompose-to-kernels reports it for
+/// every op before building IR. Limits on dynamic sizes are checked at run
+/// time (host assertions, a call's error in an AOT library).
 std::optional<std::string> gpuLimitViolation(Operation *op);
+
+/// Attaches each user-level op's KernelLoweringOpInterface model
+/// (KernelLowering.cpp): its limits, its kernel-level ops, its AOT entry's
+/// facts. registerAllDialects calls it.
+void registerKernelLoweringExternalModels(DialectRegistry &registry);
 
 /// Kernel-level ops (buffer form) to gpu.func kernels and their launches:
 /// pisa.kernel.pyramid, and the selection kernels of both schedules.

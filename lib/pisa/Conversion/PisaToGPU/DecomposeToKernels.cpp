@@ -1,16 +1,18 @@
 //===- DecomposeToKernels.cpp - pisa ops to kernel-level ops --------------===//
 //
 // --pisa-decompose-to-kernels: the first step of the GPU lowering. Each
-// pisa.pyramid_build and scheduled pisa.hier_topk becomes the kernel-level
-// ops of its schedule (PisaKernelOps.td), destination-passing on tensors,
-// with tensor.empty for every intermediate: one-shot bufferization then
-// places the buffers and --convert-pisa-to-gpu builds one kernel per op.
-// Everything is planned and checked (schedule, GPU limits, the kernel
-// variants) before any IR is created; preconditions on dynamic sizes
-// become host cf.assert here, in tensor form.
+// user-level op becomes, through its KernelLoweringOpInterface model
+// (KernelLowering.cpp), the kernel-level ops of PisaKernelOps.td defined
+// here: destination-passing on tensors, with tensor.empty for every
+// intermediate (a scheduled hier_topk: the kernels of its schedule).
+// One-shot bufferization then places the buffers and --convert-pisa-to-gpu
+// builds one kernel per op. Every op is checked (schedule, GPU limits, the
+// kernel variants) before any IR is created; preconditions on dynamic
+// sizes become host cf.assert here, in tensor form.
 //
 //===----------------------------------------------------------------------===//
 
+#include "Decompose.h"
 #include "KernelBuilder.h"
 #include "TileScoring.h"
 #include "WarpWalkMMA.h"
@@ -22,6 +24,7 @@
 #include "pisa/Conversion/Passes.h"
 #include "pisa/Conversion/PisaToGPU/PisaToGPU.h"
 #include "pisa/IR/PisaDialect.h"
+#include "pisa/IR/PisaInterfaces.h"
 #include "pisa/IR/PisaOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -40,9 +43,9 @@ using namespace mlir;
 using namespace mlir::pisa;
 using namespace mlir::pisa::detail;
 
-namespace {
 
 /// What the kernels of one hier_topk are built for, decided up front.
+namespace {
 struct SelectionPlan {
   ScheduleKind kind;
   int64_t qTile;
@@ -56,8 +59,9 @@ struct SelectionPlan {
   std::optional<int64_t> capacity;
   int64_t candidates() const { return fanout * topK; }
 };
+} // namespace
 
-FailureOr<SelectionPlan> planSelection(HierTopKOp op) {
+static FailureOr<SelectionPlan> planSelection(HierTopKOp op) {
   ScheduleAttr schedule = op.getScheduleAttr();
   if (!schedule)
     return op.emitOpError("has no #pisa.schedule: run --pisa-select-schedule "
@@ -90,21 +94,23 @@ FailureOr<SelectionPlan> planSelection(HierTopKOp op) {
 }
 
 /// a * b, dynamic when either is.
-int64_t staticProduct(int64_t a, int64_t b) {
+static int64_t staticProduct(int64_t a, int64_t b) {
   return ShapedType::isDynamic(a) || ShapedType::isDynamic(b)
              ? ShapedType::kDynamic
              : a * b;
 }
 
 /// Sizes of one hier_topk on the host, constants where static.
+namespace {
 struct Sizes {
   Value batch, heads, numQueries;
   LevelLayout layout; ///< of N
 };
+} // namespace
 
 /// tensor.empty of `shape` (static extents, kDynamic where `sizes` gives the
 /// value) and `elem`.
-Value empty(ImplicitLocOpBuilder &b, ArrayRef<int64_t> shape, Type elem,
+static Value empty(ImplicitLocOpBuilder &b, ArrayRef<int64_t> shape, Type elem,
             ArrayRef<Value> sizes) {
   return emptyLike(b, RankedTensorType::get(shape, elem), sizes);
 }
@@ -112,7 +118,7 @@ Value empty(ImplicitLocOpBuilder &b, ArrayRef<int64_t> shape, Type elem,
 /// What the verifier could not check because a size is dynamic, and the GPU
 /// limits on those sizes (gpuLimitViolation checks the static ones): host
 /// assertions that pisa-compile turns into a call's error.
-void requireSizes(ImplicitLocOpBuilder &b, HierTopKOp op,
+static void requireSizes(ImplicitLocOpBuilder &b, HierTopKOp op,
                   const SelectionPlan &p, const Sizes &sizes) {
   Value queries = op.getQueries(), keys = op.getKeys();
   Value pyramid = op.getPyramid(), offset = op.getQueryOffset();
@@ -176,16 +182,18 @@ void requireSizes(ImplicitLocOpBuilder &b, HierTopKOp op,
 /// What the two-stage kernels read: a batch, or a packed varlen batch as a
 /// batch of one (token-major [1, T, H, X] tensors, the packed pyramid
 /// [1, R, Hkv, d], cu_seqlens given, leaves numbered over the batch).
+namespace {
 struct TwoStageInputs {
   Value queries, keys, pyramid, pyramidRows, offset, numKeys;
   Value cuQueries, cuKeys; ///< null for a batch
   Value batch, numQueries, numLeaves;
   int64_t staticLeaves; ///< M_1 (or the batch's leaves), kDynamic if unknown
 };
+} // namespace
 
 /// The two-stage kernels: [fragment planes], walk, bucket, score tiles,
 /// final selection. Returns the selection.
-Value decomposeTwoStage(ImplicitLocOpBuilder &b, const SelectionPlan &p,
+static Value decomposeTwoStage(ImplicitLocOpBuilder &b, const SelectionPlan &p,
                         const TwoStageInputs &in, Value selectionInit) {
   Type i32 = b.getI32Type(), f32 = b.getF32Type();
   ArrayRef<int64_t> qShape =
@@ -272,7 +280,8 @@ Value decomposeTwoStage(ImplicitLocOpBuilder &b, const SelectionPlan &p,
 }
 
 /// Replaces `op` by the kernels of its (checked) plan.
-void decompose(RewriterBase &rewriter, HierTopKOp op, const SelectionPlan &p) {
+static void decomposeSelection(RewriterBase &rewriter, HierTopKOp op,
+                               const SelectionPlan &p) {
     rewriter.setInsertionPoint(op);
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     Value queries = op.getQueries();
@@ -317,7 +326,17 @@ void decompose(RewriterBase &rewriter, HierTopKOp op, const SelectionPlan &p) {
     rewriter.replaceOp(op, selection);
 }
 
-void decompose(RewriterBase &rewriter, PyramidBuildOp op) {
+LogicalResult mlir::pisa::detail::verifySelectionPlan(HierTopKOp op) {
+  return failure(failed(planSelection(op)));
+}
+
+void mlir::pisa::detail::decompose(RewriterBase &rewriter, HierTopKOp op) {
+  FailureOr<SelectionPlan> plan = planSelection(op);
+  assert(succeeded(plan) && "decomposing an unverified hier_topk");
+  decomposeSelection(rewriter, op, *plan);
+}
+
+void mlir::pisa::detail::decompose(RewriterBase &rewriter, PyramidBuildOp op) {
     rewriter.setInsertionPoint(op);
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     Value keys = op.getKeys();
@@ -346,7 +365,7 @@ void decompose(RewriterBase &rewriter, PyramidBuildOp op) {
 
 /// pisa.pyramid_append: the cache is the kernel's destination, updated in
 /// place (bufferization copies it only where the old cache is still used).
-void decompose(RewriterBase &rewriter, PyramidAppendOp op) {
+void mlir::pisa::detail::decompose(RewriterBase &rewriter, PyramidAppendOp op) {
     rewriter.setInsertionPoint(op);
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     // Every per-sequence operand has the cache's B (a mismatch of dynamic
@@ -373,7 +392,7 @@ void decompose(RewriterBase &rewriter, PyramidAppendOp op) {
 }
 
 /// B * Hkv within the grid's y dimension, for a B known only at run time.
-void requireGroupsFitGrid(ImplicitLocOpBuilder &b, StringRef opName,
+static void requireGroupsFitGrid(ImplicitLocOpBuilder &b, StringRef opName,
                           Value batch, int64_t kvHeads) {
   requireAtRuntime(
       b,
@@ -386,7 +405,7 @@ void requireGroupsFitGrid(ImplicitLocOpBuilder &b, StringRef opName,
 
 /// pisa.decode_select: the single-stage decode kernel; B on the host (the
 /// lengths stay on the device, where the kernel checks them).
-void decompose(RewriterBase &rewriter, DecodeSelectOp op) {
+void mlir::pisa::detail::decompose(RewriterBase &rewriter, DecodeSelectOp op) {
     rewriter.setInsertionPoint(op);
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     Value queries = op.getQueries();
@@ -425,7 +444,7 @@ void decompose(RewriterBase &rewriter, DecodeSelectOp op) {
 /// sparse_attention: one kernel op. The sizes its verifier could not
 /// compare (dynamic) are host assertions, since a mismatch would read out
 /// of bounds; the selection's entries are device data the kernel checks.
-void decompose(RewriterBase &rewriter, SparseAttentionOp op) {
+void mlir::pisa::detail::decompose(RewriterBase &rewriter, SparseAttentionOp op) {
   rewriter.setInsertionPoint(op);
   ImplicitLocOpBuilder b(op.getLoc(), rewriter);
   Value queries = op.getQueries(), keys = op.getKeys();
@@ -482,7 +501,7 @@ void decompose(RewriterBase &rewriter, SparseAttentionOp op) {
 /// and a query offset known only at run time are host assertions; the
 /// candidates are device data the kernel reads as they are (semantics.md
 /// section 2 scores every value).
-void decompose(RewriterBase &rewriter, LseScoreOp op) {
+void mlir::pisa::detail::decompose(RewriterBase &rewriter, LseScoreOp op) {
   using P = arith::CmpIPredicate;
   rewriter.setInsertionPoint(op);
   ImplicitLocOpBuilder b(op.getLoc(), rewriter);
@@ -547,7 +566,7 @@ void decompose(RewriterBase &rewriter, LseScoreOp op) {
 /// cu_seqlens' contents stay on the device, where the kernels check them).
 /// `cuKeysName` names cu_k in the messages. Returns R = 2 floor(Tk / C) +
 /// 32 B, the pyramid's rows.
-Value requireVarlenSizes(ImplicitLocOpBuilder &b, StringRef opName,
+static Value requireVarlenSizes(ImplicitLocOpBuilder &b, StringRef opName,
                          StringRef cuKeysName, Value cuKeys, Value keys,
                          int64_t blockSize, Value cuQueries = Value(),
                          Value queries = Value()) {
@@ -576,7 +595,7 @@ Value requireVarlenSizes(ImplicitLocOpBuilder &b, StringRef opName,
   return firstPyramidRow(b, numKeyRows, numSeqs, blockSize);
 }
 
-void decompose(RewriterBase &rewriter, PyramidBuildVarlenOp op) {
+void mlir::pisa::detail::decompose(RewriterBase &rewriter, PyramidBuildVarlenOp op) {
   rewriter.setInsertionPoint(op);
   ImplicitLocOpBuilder b(op.getLoc(), rewriter);
   Value keys = op.getKeys();
@@ -600,7 +619,7 @@ void decompose(RewriterBase &rewriter, PyramidBuildVarlenOp op) {
 }
 
 /// A packed [T, H, X] tensor as [1, T, H, X] (a reshape, no copy).
-Value asBatchOfOne(ImplicitLocOpBuilder &b, Value packed) {
+static Value asBatchOfOne(ImplicitLocOpBuilder &b, Value packed) {
   auto type = cast<RankedTensorType>(packed.getType());
   ArrayRef<int64_t> s = type.getShape();
   auto expanded =
@@ -614,7 +633,7 @@ Value asBatchOfOne(ImplicitLocOpBuilder &b, Value packed) {
 /// Two-stage hier_topk_varlen: the batched two-stage kernel ops on the
 /// packed batch seen as a batch of one, token-major, with cu_seqlens
 /// (docs/gpu.md, "Varlen").
-Value decomposeTwoStageVarlen(ImplicitLocOpBuilder &b, HierTopKVarlenOp op,
+static Value decomposeTwoStageVarlen(ImplicitLocOpBuilder &b, HierTopKVarlenOp op,
                               Value pyramidRows) {
   ArrayRef<int64_t> q = op.getQueries().getType().getShape();
   ArrayRef<int64_t> k = op.getKeys().getType().getShape();
@@ -681,7 +700,7 @@ Value decomposeTwoStageVarlen(ImplicitLocOpBuilder &b, HierTopKVarlenOp op,
 
 /// hier_topk_varlen: the two-stage kernels when its schedule says so, else
 /// the single-stage kernel (docs/gpu.md, "Varlen").
-void decompose(RewriterBase &rewriter, HierTopKVarlenOp op) {
+void mlir::pisa::detail::decompose(RewriterBase &rewriter, HierTopKVarlenOp op) {
   rewriter.setInsertionPoint(op);
   ImplicitLocOpBuilder b(op.getLoc(), rewriter);
   Value rows = requireVarlenSizes(b, "pisa.hier_topk_varlen", "cu_seqlens_k",
@@ -710,68 +729,37 @@ void decompose(RewriterBase &rewriter, HierTopKVarlenOp op) {
               .getResult(0));
 }
 
+namespace {
+
 struct PisaDecomposeToKernelsPass
     : public pisa::impl::PisaDecomposeToKernelsBase<
           PisaDecomposeToKernelsPass> {
   using Base::Base;
   void runOnOperation() override {
-    // Every plan is made (and every limit reported) before IR changes.
+    // Every op is checked (and every limit reported) before IR changes.
     bool ok = true;
-    SmallVector<std::pair<HierTopKOp, SelectionPlan>> selections;
-    SmallVector<PyramidBuildOp> pyramids;
-    SmallVector<PyramidAppendOp> appends;
-    SmallVector<DecodeSelectOp> decodes;
-    SmallVector<SparseAttentionOp> attentions;
-    SmallVector<LseScoreOp> scores;
-    SmallVector<Operation *> varlen;
+    SmallVector<KernelLoweringOpInterface> ops;
     getOperation()->walk([&](Operation *op) {
       if (!isa_and_nonnull<PisaDialect>(op->getDialect()) ||
           isa<DestinationStyleOpInterface>(op))
         return; // not pisa, or already kernel-level
-      if (auto topk = dyn_cast<HierTopKOp>(op)) {
-        FailureOr<SelectionPlan> plan = planSelection(topk);
-        if (succeeded(plan))
-          selections.push_back({topk, *plan});
-        ok &= succeeded(plan);
-      } else if (std::optional<std::string> why = gpuLimitViolation(op)) {
-        op->emitOpError() << *why;
+      auto lowering = dyn_cast<KernelLoweringOpInterface>(op);
+      if (!lowering) {
+        op->emitOpError() << *gpuLimitViolation(op);
         ok = false;
-      } else if (auto build = dyn_cast<PyramidBuildOp>(op)) {
-        pyramids.push_back(build);
-      } else if (auto append = dyn_cast<PyramidAppendOp>(op)) {
-        appends.push_back(append);
-      } else if (auto decode = dyn_cast<DecodeSelectOp>(op)) {
-        decodes.push_back(decode);
-      } else if (auto attention = dyn_cast<SparseAttentionOp>(op)) {
-        attentions.push_back(attention);
-      } else if (auto score = dyn_cast<LseScoreOp>(op)) {
-        scores.push_back(score);
-      } else if (isa<PyramidBuildVarlenOp, HierTopKVarlenOp>(op)) {
-        varlen.push_back(op);
+      } else if (failed(lowering.verifyKernelDecomposition())) {
+        ok = false;
+      } else {
+        ops.push_back(lowering);
       }
     });
     if (!ok)
       return signalPassFailure();
     IRRewriter rewriter(&getContext());
-    for (auto &[op, plan] : selections)
-      decompose(rewriter, op, plan);
-    for (PyramidBuildOp op : pyramids)
-      decompose(rewriter, op);
-    for (PyramidAppendOp op : appends)
-      decompose(rewriter, op);
-    for (DecodeSelectOp op : decodes)
-      decompose(rewriter, op);
-    for (SparseAttentionOp op : attentions)
-      decompose(rewriter, op);
-    for (LseScoreOp op : scores)
-      decompose(rewriter, op);
-    for (Operation *op : varlen) {
-      if (auto build = dyn_cast<PyramidBuildVarlenOp>(op))
-        decompose(rewriter, build);
-      else
-        decompose(rewriter, cast<HierTopKVarlenOp>(op));
-    }
+    for (KernelLoweringOpInterface op : ops)
+      op.decomposeToKernels(rewriter);
   }
 };
 
 } // namespace
+

@@ -129,6 +129,24 @@ int main(void) {
   mlirOperationPrint(mlirModuleGetOperation(module), printToStdout, NULL);
   printf("\n");
 
+  /* The scheduled ops become kernel-level ops through the models
+   * pisaRegisterAllDialects attached (KernelLoweringOpInterface). */
+  MlirPassManager kernels = mlirPassManagerCreate(ctx);
+  parsed = mlirParsePassPipeline(
+      mlirPassManagerGetAsOpPassManager(kernels),
+      mlirStringRefCreateFromCString(
+          "builtin.module(pisa-decompose-to-kernels)"),
+      printError, NULL);
+  if (mlirLogicalResultIsFailure(parsed) ||
+      mlirLogicalResultIsFailure(
+          mlirPassManagerRunOnOp(kernels, mlirModuleGetOperation(module)))) {
+    fprintf(stderr, "decomposition failed\n");
+    return 1;
+  }
+  mlirOperationPrint(mlirModuleGetOperation(module), printToStdout, NULL);
+  printf("\n");
+  mlirPassManagerDestroy(kernels);
+
   mlirPassManagerDestroy(pm);
   mlirModuleDestroy(module);
   mlirContextDestroy(ctx);

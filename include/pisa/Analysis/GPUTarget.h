@@ -30,6 +30,11 @@ struct GPUTargetFeatures {
   /// cores.
   bool warpgroupMma = false;
 };
+/// Threads of the decode selection's block (16 warps for a query's one
+/// batch x KV head, SingleStageToGPU.cpp); a decode step's append runs in
+/// the same block when d divides it (pisa.kernel.append_select_single_stage).
+constexpr long long kDecodeBlockThreads = 512;
+
 /// The features of `chip` (one unsupportedGPUChip accepts).
 GPUTargetFeatures gpuTargetFeatures(std::string_view chip);
 

@@ -326,6 +326,45 @@ def Pisa_SelectSingleStageKernelOp : Pisa_KernelOp<"select_single_stage", 1> {
   }];
 }
 
+def Pisa_AppendSelectSingleStageKernelOp
+    : Pisa_KernelOp<"append_select_single_stage", 1> {
+  let summary = "a decode step in one kernel: the append, then the selection";
+  let description = [{
+    `pisa.kernel.pyramid_append` followed by a decode step's
+    `pisa.kernel.select_single_stage` over the cache it updates, fused by
+    `--pisa-fuse-decode-append` (buffer form only): each block owns one
+    (batch, KV head), first brings the cache `pyramid` from from[b] to
+    to[b] keys of `append_keys` (as pisa.kernel.pyramid_append does), then
+    a barrier, then selects for its query (as
+    pisa.kernel.select_single_stage with `capacity` does). One launch
+    instead of two. The cache is read and written; the selection written.
+
+    ```mlir
+    pisa.kernel.append_select_single_stage %q, %k, %p, %off, %kc, %from, %to
+        outs(%s) topk = 8 block_size = 64 branching = 2
+        scale = 0.0883883461 capacity = 8192
+        : memref<1x16x1x128xbf16>, memref<1x1x?x128xbf16>,
+          memref<1x1x255x128xf32>, memref<1x1x8192x128xbf16>,
+          memref<1xi32>, memref<1xi32>, memref<1x1x1x8xi32>
+    ```
+  }];
+  let arguments = (ins Pisa_Keys4D:$queries, Pisa_Keys4D:$keys,
+                       Pisa_F32_4D:$pyramid, Index:$query_offset,
+                       Pisa_Keys4D:$append_keys, Pisa_I32_1D:$append_from,
+                       Pisa_I32_1D:$append_to, Pisa_I32_4D:$selection,
+                       I64Attr:$topk, I64Attr:$block_size,
+                       I64Attr:$branching, F32Attr:$scale, I64Attr:$capacity);
+  let assemblyFormat = [{
+    $queries `,` $keys `,` $pyramid `,` $query_offset `,` $append_keys `,`
+    $append_from `,` $append_to `outs` `(` $selection `)` `topk` `=` $topk
+    `block_size` `=` $block_size `branching` `=` $branching `scale` `=`
+    $scale `capacity` `=` $capacity attr-dict
+    `:` type($queries) `,` type($keys) `,` type($pyramid) `,`
+    type($append_keys) `,` type($append_from) `,` type($append_to) `,`
+    type($selection) (`->` type($results)^)?
+  }];
+}
+
 def Pisa_SelectDecodeKernelOp : Pisa_KernelOp<"select_decode", 1> {
   let summary = "batched decode selection over caches, one warp per query";
   let description = [{

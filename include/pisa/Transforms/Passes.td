@@ -48,6 +48,23 @@ def PisaSelectSchedule : Pass<"pisa-select-schedule"> {
   ];
 }
 
+def PisaFuseDecodeAppend : Pass<"pisa-fuse-decode-append"> {
+  let summary = "run a decode step's cache append inside its selection kernel";
+  let description = [{
+    On kernel-level ops in buffer form (after bufferization): a
+    `pisa.kernel.pyramid_append` followed by the
+    `pisa.kernel.select_single_stage` of a decode step over the cache it
+    updates becomes one `pisa.kernel.append_select_single_stage` (one
+    launch instead of two; docs/gpu.md, "A decode step in one kernel").
+    Fused when the selection reads a cache (`capacity`) head-major, with
+    one query per (batch, KV head) and d dividing the decode block's
+    threads; the append is contiguous (no block table), writes that same
+    cache with the same C and g over the same static batch; and nothing
+    between them but ops without memory effects, allocations and host
+    assertions. Everything else is left as it is.
+  }];
+}
+
 def PisaCheckGPUTarget : Pass<"pisa-check-gpu-target", "::mlir::ModuleOp"> {
   let summary = "reject GPU targets pisa's kernels cannot be built for";
   let description = [{

@@ -9,6 +9,7 @@
 
 #include "pisa/IR/PisaOps.h"
 #include "ContractChecks.h"
+#include "pisa/Analysis/GPUTarget.h"
 #include "pisa/Analysis/TensorCoreWalk.h"
 
 using namespace mlir;
@@ -454,4 +455,50 @@ LogicalResult LseScoreKernelOp::verify() {
       failed(checkSameDim(*this, "Hkv", "scores", u[1], "children", c[1])) ||
       failed(checkSameDim(*this, "Nq", "scores", u[2], "queries", q[2])) ||
       failed(checkSameDim(*this, "S", "scores", u[3], "candidates", cand[3])));
+}
+
+/// The selection's effects, and the append's write of the cache.
+void AppendSelectSingleStageKernelOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  kernelEffects(*this, effects);
+  effects.emplace_back(MemoryEffects::Write::get(), &getPyramidMutable(),
+                       SideEffects::DefaultResource::get());
+}
+
+LogicalResult AppendSelectSingleStageKernelOp::verify() {
+  if (failed(verifyKernelOp(*this)))
+    return failure();
+  if (!hasPureBufferSemantics())
+    return emitOpError("expected the buffer form: --pisa-fuse-decode-append "
+                       "makes this op after bufferization");
+  if (failed(checkTiledDims(*this,
+                            {{"queries", getQueries(), Tiled::Tokens},
+                             {"keys", getKeys(), Tiled::Tokens},
+                             {"pyramid", getPyramid(), Tiled::Rows},
+                             {"append_keys", getAppendKeys(), Tiled::Tokens},
+                             {"selection", getSelection(), Tiled::Tokens}})))
+    return failure();
+  ArrayRef<int64_t> q = shapeOf(getQueries()), k = shapeOf(getKeys());
+  ArrayRef<int64_t> a = shapeOf(getAppendKeys()), p = shapeOf(getPyramid());
+  ArrayRef<int64_t> sel = shapeOf(getSelection());
+  if (failed(checkGroups(*this, q[1], k[1])) ||
+      failed(checkSameDim(*this, "K", "selection", sel[3], "the attributes",
+                          getTopk())) ||
+      failed(checkSameDim(*this, "d", "keys", k[3], "queries", q[3])) ||
+      failed(checkSameDim(*this, "d", "append_keys", a[3], "queries", q[3])) ||
+      failed(checkSameDim(*this, "Hkv", "append_keys", a[1], "keys", k[1])) ||
+      failed(checkSameDim(*this, "Hkv", "pyramid", p[1], "keys", k[1])) ||
+      failed(checkSameDim(*this, "Ncap", "append_keys", a[2], "capacity",
+                          int64_t(getCapacity()))) ||
+      failed(checkSameDim(*this, "Nq", "queries", q[2], "a decode step's",
+                          1)) ||
+      failed(checkSameDim(*this, "Nq", "selection", sel[2], "queries", q[2])))
+    return failure();
+  // The block's threads split the append's rows of d features.
+  if (q[3] < 1 || kDecodeBlockThreads % q[3] != 0)
+    return emitOpError() << "expected d (" << q[3]
+                         << ") to divide the decode block's "
+                         << kDecodeBlockThreads << " threads";
+  return success();
 }

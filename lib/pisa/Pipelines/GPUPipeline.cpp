@@ -40,6 +40,7 @@ void mlir::pisa::buildPisaGPUHostPipeline(
   pm.addPass(createCSEPass());
   addModuleBufferization(pm);
   bufferization::buildBufferDeallocationPipeline(pm);
+  pm.addPass(createPisaFuseDecodeAppend());
   ConvertPisaToGPUOptions kernels;
   kernels.chip = options.chip;
   pm.addPass(createConvertPisaToGPU(kernels));

@@ -1,11 +1,13 @@
 // RUN: pisa-opt %s --pisa-select-schedule=keep-existing=1 --pisa-decompose-to-kernels | FileCheck %s --enable-var-scope --check-prefix=KERNELS
-// RUN: pisa-opt %s --pisa-select-schedule=keep-existing=1 --pisa-decompose-to-kernels %bufferize --convert-pisa-to-gpu --canonicalize --cse | FileCheck %s --enable-var-scope
+// RUN: pisa-opt %s --pisa-select-schedule=keep-existing=1 --pisa-decompose-to-kernels %bufferize --pisa-fuse-decode-append --convert-pisa-to-gpu --canonicalize --cse | FileCheck %s --enable-var-scope
 
 // A decode step over a pyramid cache (docs/semantics.md, section 4):
 // pisa.pyramid_append updates the cache argument in place (no copy: the
 // old cache is not used again) and the single-stage selection reads the
-// cache's capacity layout. On the GPU the selection's kernel runs the
-// append first, in the same blocks: one launch (docs/gpu.md).
+// cache's capacity layout. On the GPU, --pisa-fuse-decode-append makes
+// them one kernel op, whose kernel runs the append first, in the same
+// blocks: one launch (docs/gpu.md; test/Transforms/fuse-decode-append.mlir
+// has the pass's own cases).
 
 // KERNELS-LABEL: func.func @decode_step
 // KERNELS-SAME: %[[Q:[a-z0-9]+]]: tensor<1x16x1x128xbf16>, %[[KC:[a-z0-9]+]]: tensor<1x1x8192x128xbf16>, %[[PC:[a-z0-9]+]]: tensor<1x1x255x128xf32>, %[[FROM:[a-z0-9]+]]: tensor<1xi32>, %[[TO:[a-z0-9]+]]: tensor<1xi32>

@@ -380,3 +380,39 @@ func.func @f(%q: memref<1x4x10x16xf32>, %c: memref<1x2x20x16xf32>, %n: memref<1x
       : memref<1x4x10x16xf32>, memref<1x2x20x16xf32>, memref<1x1x10x3xi32>, memref<1x1x10x3xf32>
   return
 }
+
+// -----
+
+func.func @f(%q: tensor<2x4x1x32xf16>, %k: tensor<2x1x64x32xf16>, %p: tensor<2x1x7x32xf32>, %off: index, %from: tensor<2xi32>, %to: tensor<2xi32>, %s: tensor<2x1x1x4xi32>) -> tensor<2x1x1x4xi32> {
+  // expected-error @+1 {{expected the buffer form: --pisa-fuse-decode-append makes this op after bufferization}}
+  %r = pisa.kernel.append_select_single_stage %q, %k, %p, %off, %k, %from, %to outs(%s) topk = 4 block_size = 16 branching = 2 scale = 0.125 capacity = 64
+      : tensor<2x4x1x32xf16>, tensor<2x1x64x32xf16>, tensor<2x1x7x32xf32>, tensor<2x1x64x32xf16>, tensor<2xi32>, tensor<2xi32>, tensor<2x1x1x4xi32> -> tensor<2x1x1x4xi32>
+  return %r : tensor<2x1x1x4xi32>
+}
+
+// -----
+
+func.func @f(%q: memref<2x4x3x32xf16>, %k: memref<2x1x64x32xf16>, %p: memref<2x1x7x32xf32>, %off: index, %from: memref<2xi32>, %to: memref<2xi32>, %s: memref<2x1x3x4xi32>) {
+  // expected-error @+1 {{expected Nq of queries (3) to match a decode step's (1)}}
+  pisa.kernel.append_select_single_stage %q, %k, %p, %off, %k, %from, %to outs(%s) topk = 4 block_size = 16 branching = 2 scale = 0.125 capacity = 64
+      : memref<2x4x3x32xf16>, memref<2x1x64x32xf16>, memref<2x1x7x32xf32>, memref<2x1x64x32xf16>, memref<2xi32>, memref<2xi32>, memref<2x1x3x4xi32>
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<2x4x1x32xf16>, %k: memref<2x1x64x32xf16>, %p: memref<2x1x7x32xf32>, %off: index, %from: memref<2xi32>, %to: memref<2xi32>, %s: memref<2x1x1x4xi32>) {
+  // expected-error @+1 {{expected Ncap of append_keys (64) to match capacity (128)}}
+  pisa.kernel.append_select_single_stage %q, %k, %p, %off, %k, %from, %to outs(%s) topk = 4 block_size = 16 branching = 2 scale = 0.125 capacity = 128
+      : memref<2x4x1x32xf16>, memref<2x1x64x32xf16>, memref<2x1x7x32xf32>, memref<2x1x64x32xf16>, memref<2xi32>, memref<2xi32>, memref<2x1x1x4xi32>
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<2x4x1x48xf16>, %k: memref<2x1x64x48xf16>, %p: memref<2x1x7x48xf32>, %off: index, %from: memref<2xi32>, %to: memref<2xi32>, %s: memref<2x1x1x4xi32>) {
+  // expected-error @+1 {{expected d (48) to divide the decode block's 512 threads}}
+  pisa.kernel.append_select_single_stage %q, %k, %p, %off, %k, %from, %to outs(%s) topk = 4 block_size = 16 branching = 2 scale = 0.125 capacity = 64
+      : memref<2x4x1x48xf16>, memref<2x1x64x48xf16>, memref<2x1x7x48xf32>, memref<2x1x64x48xf16>, memref<2xi32>, memref<2xi32>, memref<2x1x1x4xi32>
+  return
+}

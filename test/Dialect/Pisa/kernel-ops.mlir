@@ -154,3 +154,11 @@ func.func @lse_score_buffers(%q: memref<1x4x10x16xbf16>, %k: memref<1x1x20x16xbf
       : memref<1x4x10x16xbf16>, memref<1x1x20x16xbf16>, memref<1x1x10x3xi32>, memref<1x1x10x3xf32>
   return
 }
+
+// CHECK-LABEL: func.func @append_select_single_stage
+// CHECK: pisa.kernel.append_select_single_stage %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} outs(%{{.*}}) topk = 4 block_size = 16 branching = 2 scale = 1.250000e-01 capacity = 64 : memref<2x4x1x32xf16>, memref<2x1x?x32xf16>, memref<2x1x7x32xf32>, memref<2x1x64x32xf16>, memref<2xi32>, memref<2xi32>, memref<2x1x1x4xi32>
+func.func @append_select_single_stage(%q: memref<2x4x1x32xf16>, %k: memref<2x1x?x32xf16>, %p: memref<2x1x7x32xf32>, %off: index, %kc: memref<2x1x64x32xf16>, %from: memref<2xi32>, %to: memref<2xi32>, %s: memref<2x1x1x4xi32>) {
+  pisa.kernel.append_select_single_stage %q, %k, %p, %off, %kc, %from, %to outs(%s) topk = 4 block_size = 16 branching = 2 scale = 0.125 capacity = 64
+      : memref<2x4x1x32xf16>, memref<2x1x?x32xf16>, memref<2x1x7x32xf32>, memref<2x1x64x32xf16>, memref<2xi32>, memref<2xi32>, memref<2x1x1x4xi32>
+  return
+}

@@ -1,7 +1,6 @@
 //===- PisaToGPUPass.cpp - --convert-pisa-to-gpu --------------------------===//
 
 #include "KernelBuilder.h"
-#include "PyramidAppend.h"
 #include "SparseAttention.h"
 
 #include "pisa/Conversion/Passes.h"
@@ -101,10 +100,6 @@ struct ConvertPisaToGPUPass
     placeBuffersOnDevice(getOperation());
     ConversionTarget target(getContext());
     target.addIllegalDialect<PisaDialect>();
-    // An append that a decode step's selection runs first is lowered with
-    // that selection, which erases it (PyramidAppend.h).
-    target.addDynamicallyLegalOp<PyramidAppendKernelOp>(
-        [](PyramidAppendKernelOp op) { return pisa::detail::isRunBySelection(op); });
     target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
     RewritePatternSet patterns(&getContext());
     populatePisaToGPUConversionPatterns(patterns, gpuTargetFeatures(chip));

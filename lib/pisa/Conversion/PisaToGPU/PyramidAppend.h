@@ -2,8 +2,9 @@
 //
 // pisa.kernel.pyramid_append is a block per (batch, KV head). Its body is
 // emitted by one function, for the append's own kernel and for a decode
-// step's selection kernel that runs the append first (one launch instead of
-// two: docs/gpu.md, "A decode step in one kernel").
+// step's selection kernel that runs the append first
+// (pisa.kernel.append_select_single_stage, made by --pisa-fuse-decode-append:
+// one launch instead of two, docs/gpu.md, "A decode step in one kernel").
 //
 //===----------------------------------------------------------------------===//
 
@@ -36,18 +37,6 @@ struct AppendOperands {
 /// cache as it is. Every thread of the block must run it.
 void emitPyramidAppend(ImplicitLocOpBuilder &b, const AppendOperands &ops,
                        int64_t blockSize, int64_t fan, int64_t threads);
-
-/// The append that `select` runs first in its kernel, or null: the
-/// contiguous append just before it (only ops without memory effects, host
-/// asserts and allocations between them) whose cache is the selection's
-/// pyramid, when the selection is a decode step's (a block of warps for its
-/// one query per batch x KV head, so that each block owns one sequence's
-/// cache) over the same batch.
-PyramidAppendKernelOp appendRunBySelection(SelectSingleStageKernelOp select);
-
-/// Whether `append` is run by the selection that follows it (and so is not
-/// lowered on its own).
-bool isRunBySelection(PyramidAppendKernelOp append);
 
 } // namespace mlir::pisa::detail
 

@@ -13,6 +13,7 @@
 
 #include "../Common/LoopBuilders.h"
 
+#include "pisa/Analysis/GPUTarget.h"
 #include "pisa/Analysis/PyramidLayout.h"
 #include "pisa/Conversion/PisaToGPU/PisaToGPU.h"
 #include "pisa/IR/PisaOps.h"
@@ -37,6 +38,9 @@ namespace {
 /// which split each level's and the leaves' scoring between them; else
 /// one warp per query, four per block (there the queries fill the GPU).
 constexpr int64_t kDecodeWarps = 16;
+static_assert(kDecodeWarps * kLanes == kDecodeBlockThreads,
+              "the fused decode step (--pisa-fuse-decode-append) relies on "
+              "this block size");
 constexpr int64_t kKeysInFlight = 8;
 constexpr int64_t kMaxDecodeQueries = 4;
 
@@ -63,13 +67,6 @@ std::pair<Value, int64_t> queryGrid(ImplicitLocOpBuilder &host,
   return {host.createOrFold<arith::CeilDivUIOp>(numQueries,
                                                 indexConst(host, kWarpQueries)),
           kQueryThreads};
-}
-
-/// What may sit between an append and the selection that runs it: ops
-/// that touch no buffer, the host's assertions and new allocations.
-bool isNeutralBetween(Operation *op) {
-  return isMemoryEffectFree(op) ||
-         isa<memref::AllocOp, gpu::AllocOp, cf::AssertOp>(op);
 }
 
 /// Item `readAt`'s score (clamped to the last of `count`) from where an
@@ -342,82 +339,102 @@ void buildPerSequenceSingleStage(ImplicitLocOpBuilder &b, const Kernel &kernel,
       warps);
 }
 
+/// The cache append a decode step's selection kernel runs first.
+struct AppendInputs {
+  Value keys, from, to;
+};
+
 /// The walk, the leaf scoring from raw keys and the final selection, in one
-/// kernel.
+/// kernel; with `append`, a decode step's append first, in the same blocks
+/// (each owns one sequence's cache): one launch, not two.
+template <typename OpTy>
+static void lowerSingleStage(OpTy op, PatternRewriter &rewriter,
+                             ImplicitLocOpBuilder &host,
+                             std::optional<AppendInputs> append,
+                             std::optional<uint64_t> capacity) {
+  Problem p = problemOf(op.getQueries(), op.getKeys(), op.getTopk(),
+                        op.getBranching(), op.getBlockSize(),
+                        op.getScale().convertToFloat(), Value());
+  SmallVector<KernelParam> params{{"queries", p.queries},
+                                  {"keys", bufferType(op.getKeys())},
+                                  {"pyramid", bufferType(op.getPyramid())},
+                                  {"offset", rewriter.getIndexType()},
+                                  {"selection", bufferType(op.getSelection())}};
+  if (append)
+    params.append({{"appendKeys", bufferType(append->keys)},
+                   {"appendFrom", bufferType(append->from)},
+                   {"appendTo", bufferType(append->to)}});
+  Kernel kernel;
+  {
+    OpBuilder::InsertionGuard guard(rewriter);
+    kernel = createKernel(rewriter, op,
+                          append ? "append_select_single_stage"
+                                 : "select_single_stage",
+                          params,
+                          exchangeTypes(rewriter.getContext(), p,
+                                        warpsPerQuery(p)),
+                          scratchTypes(rewriter.getContext(), p));
+    boundRegisters(kernel, p);
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    if (append) {
+      emitPyramidAppend(b,
+                        {kernel.arg("appendKeys"), kernel.arg("appendFrom"),
+                         kernel.arg("appendTo"), kernel.arg("pyramid")},
+                        p.blockSize, p.fanout, warpsPerQuery(p) * kLanes);
+    }
+    Value numKeys = dimOf(b, kernel.arg("keys"), 2);
+    LevelLayout layout(b, numKeys, p.blockSize, p.fanout, Value(),
+                       capacity ? indexConst(b, int64_t(*capacity))
+                                : Value());
+    forEachQueryWarp(
+        b, kernel, p, kernel.arg("queries"), /*mmaLevels=*/false, &layout,
+        [&](ImplicitLocOpBuilder &sb, Value batch, Value row) {
+          return batchedSequence(sb, batch, row, kernel.arg("offset"),
+                                 numKeys);
+        },
+        [&](ImplicitLocOpBuilder &gb, const WarpSite &w,
+            const LevelLayout &layout) {
+          // The cache's new nodes are visible to the whole block before
+          // the walk reads them; the warps not appending have loaded the
+          // query meanwhile.
+          if (append)
+            gpu::BarrierOp::create(gb);
+          buildSingleStageWarp(gb, kernel, p, w, layout);
+        },
+        nullptr, warpsPerQuery(p));
+  }
+  auto [gridX, threads] = queryGrid(host, p, dimOf(host, op.getQueries(), 2));
+  SmallVector<KernelOperand> operands{{"queries", op.getQueries()},
+                                      {"keys", op.getKeys()},
+                                      {"pyramid", op.getPyramid()},
+                                      {"offset", op.getQueryOffset()},
+                                      {"selection", op.getSelection()}};
+  if (append)
+    operands.append({{"appendKeys", append->keys},
+                     {"appendFrom", append->from},
+                     {"appendTo", append->to}});
+  launch(host, kernel, gridX, groupsOf(host, op.getSelection(), p.kvHeads),
+         threads, operands);
+}
+
 struct SelectSingleStageToGPU : KernelOpPattern<SelectSingleStageKernelOp> {
   using KernelOpPattern::KernelOpPattern;
   void lower(SelectSingleStageKernelOp op, PatternRewriter &rewriter,
              ImplicitLocOpBuilder &host) const override {
-    Problem p = problemOf(op.getQueries(), op.getKeys(), op.getTopk(),
-                          op.getBranching(), op.getBlockSize(),
-                          op.getScale().convertToFloat(), Value());
-    // A decode step's append, when it comes just before, runs first in the
-    // same blocks (each owns one sequence's cache): one launch, not two.
-    PyramidAppendKernelOp append = appendRunBySelection(op);
-    SmallVector<KernelParam> params{{"queries", p.queries},
-                                    {"keys", bufferType(op.getKeys())},
-                                    {"pyramid", bufferType(op.getPyramid())},
-                                    {"offset", rewriter.getIndexType()},
-                                    {"selection", bufferType(op.getSelection())}};
-    if (append)
-      params.append({{"appendKeys", bufferType(append.getKeys())},
-                     {"appendFrom", bufferType(append.getFrom())},
-                     {"appendTo", bufferType(append.getTo())}});
-    Kernel kernel;
-    {
-      OpBuilder::InsertionGuard guard(rewriter);
-      kernel = createKernel(rewriter, op,
-                            append ? "append_select_single_stage"
-                                   : "select_single_stage",
-                            params,
-                            exchangeTypes(rewriter.getContext(), p,
-                                          warpsPerQuery(p)),
-                            scratchTypes(rewriter.getContext(), p));
-      boundRegisters(kernel, p);
-      ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-      if (append) {
-        emitPyramidAppend(b,
-                          {kernel.arg("appendKeys"), kernel.arg("appendFrom"),
-                           kernel.arg("appendTo"), kernel.arg("pyramid")},
-                          append.getBlockSize(), append.getBranching(),
-                          warpsPerQuery(p) * kLanes);
-      }
-      Value numKeys = dimOf(b, kernel.arg("keys"), 2);
-      std::optional<uint64_t> capacity = op.getCapacity();
-      LevelLayout layout(b, numKeys, p.blockSize, p.fanout, Value(),
-                         capacity ? indexConst(b, int64_t(*capacity))
-                                  : Value());
-      forEachQueryWarp(
-          b, kernel, p, kernel.arg("queries"), /*mmaLevels=*/false, &layout,
-          [&](ImplicitLocOpBuilder &sb, Value batch, Value row) {
-            return batchedSequence(sb, batch, row, kernel.arg("offset"),
-                                   numKeys);
-          },
-          [&](ImplicitLocOpBuilder &gb, const WarpSite &w,
-              const LevelLayout &layout) {
-            // The cache's new nodes are visible to the whole block before
-            // the walk reads them; the warps not appending have loaded the
-            // query meanwhile.
-            if (append)
-              gpu::BarrierOp::create(gb);
-            buildSingleStageWarp(gb, kernel, p, w, layout);
-          },
-          nullptr, warpsPerQuery(p));
-    }
-    auto [gridX, threads] = queryGrid(host, p, dimOf(host, op.getQueries(), 2));
-    SmallVector<KernelOperand> operands{{"queries", op.getQueries()},
-                                        {"keys", op.getKeys()},
-                                        {"pyramid", op.getPyramid()},
-                                        {"offset", op.getQueryOffset()},
-                                        {"selection", op.getSelection()}};
-    if (append) {
-      operands.append({{"appendKeys", append.getKeys()},
-                       {"appendFrom", append.getFrom()},
-                       {"appendTo", append.getTo()}});
-      rewriter.eraseOp(append);
-    }
-    launch(host, kernel, gridX,
-           groupsOf(host, op.getSelection(), p.kvHeads), threads, operands);
+    lowerSingleStage(op, rewriter, host, std::nullopt, op.getCapacity());
+  }
+};
+
+/// A decode step fused by --pisa-fuse-decode-append.
+struct AppendSelectSingleStageToGPU
+    : KernelOpPattern<AppendSelectSingleStageKernelOp> {
+  using KernelOpPattern::KernelOpPattern;
+  void lower(AppendSelectSingleStageKernelOp op, PatternRewriter &rewriter,
+             ImplicitLocOpBuilder &host) const override {
+    lowerSingleStage(
+        op, rewriter, host,
+        AppendInputs{op.getAppendKeys(), op.getAppendFrom(), op.getAppendTo()},
+        op.getCapacity());
   }
 };
 
@@ -569,44 +586,8 @@ struct SelectDecodeToGPU : KernelOpPattern<SelectDecodeKernelOp> {
 
 } // namespace
 
-PyramidAppendKernelOp
-mlir::pisa::detail::appendRunBySelection(SelectSingleStageKernelOp select) {
-  if (!select.hasPureBufferSemantics() || !select.getCapacity() ||
-      select.getTokenMajor())
-    return nullptr;
-  MemRefType queries = bufferType(select.getQueries());
-  // One query per batch x KV head, on a block of warps of a multiple of d
-  // threads (the append's rows).
-  const int64_t d = queries.getShape()[3];
-  if (queries.getShape()[2] != 1 || (kDecodeWarps * kLanes) % d != 0)
-    return nullptr;
-  Operation *op = select->getPrevNode();
-  while (op && isNeutralBetween(op))
-    op = op->getPrevNode();
-  auto append = dyn_cast_or_null<PyramidAppendKernelOp>(op);
-  if (!append || !append.hasPureBufferSemantics() || append.getBlockTable() ||
-      append.getPyramid() != select.getPyramid())
-    return nullptr;
-  // The same batch: the append's blocks are the selection's.
-  int64_t batch = bufferType(append.getKeys()).getShape()[0];
-  if (ShapedType::isDynamic(batch) ||
-      batch != bufferType(select.getSelection()).getShape()[0])
-    return nullptr;
-  return append;
-}
-
-bool mlir::pisa::detail::isRunBySelection(PyramidAppendKernelOp append) {
-  for (Operation *op = append->getNextNode(); op; op = op->getNextNode()) {
-    if (auto select = dyn_cast<SelectSingleStageKernelOp>(op))
-      return appendRunBySelection(select) == append;
-    if (!isNeutralBetween(op))
-      return false;
-  }
-  return false;
-}
-
 void mlir::pisa::detail::addSingleStagePatterns(RewritePatternSet &patterns) {
-  patterns.add<SelectSingleStageToGPU, SelectSingleStageVarlenToGPU,
-               SelectDecodeToGPU>(
+  patterns.add<SelectSingleStageToGPU, AppendSelectSingleStageToGPU,
+               SelectSingleStageVarlenToGPU, SelectDecodeToGPU>(
       patterns.getContext());
 }

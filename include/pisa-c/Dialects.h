@@ -40,8 +40,8 @@ MLIR_CAPI_EXPORTED void pisaRegisterAllPasses(void);
 /// `callback` (may be NULL). A text with a NULL `data` and a non-zero
 /// `length` is refused at line 0, column 0; with length 0 it is empty, and
 /// safe.
-MLIR_CAPI_EXPORTED bool pisaCheckParseSafety(MlirStringRef text,
-                                             intptr_t *line, intptr_t *column,
+MLIR_CAPI_EXPORTED bool pisaCheckParseSafety(MlirStringRef text, intptr_t *line,
+                                             intptr_t *column,
                                              MlirStringCallback callback,
                                              void *userData);
 

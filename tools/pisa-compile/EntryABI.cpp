@@ -8,13 +8,13 @@
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Dialect/MemRef/IR/MemRef.h"
-#include "mlir/Interfaces/SideEffectInterfaces.h"
-#include "mlir/IR/IRMapping.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/StringSwitch.h"
 
 using namespace mlir;
@@ -57,10 +57,9 @@ static llvm::SetVector<Operation *> sliceOf(func::FuncOp entry,
 /// A function of the entry's arguments computing one index from `roots`
 /// (combined by `combine`): the slice of the entry that they depend on,
 /// cloned. Fails when the slice reads memory or launches work.
-static FailureOr<func::FuncOp>
-buildQuery(func::FuncOp entry, StringRef name, ArrayRef<Value> roots,
-           llvm::function_ref<Value(OpBuilder &, Location, ArrayRef<Value>)>
-               combine) {
+static FailureOr<func::FuncOp> buildQuery(
+    func::FuncOp entry, StringRef name, ArrayRef<Value> roots,
+    llvm::function_ref<Value(OpBuilder &, Location, ArrayRef<Value>)> combine) {
   llvm::SetVector<Operation *> slice = sliceOf(entry, roots);
   for (Operation *op : slice)
     if (!isMemoryEffectFree(op))
@@ -138,7 +137,8 @@ llvm::Error pisatool::planEntryPoints(ModuleOp module, Manifest &manifest) {
     MemRefType resultType = result.getType();
     if (failed(func.insertArgument(index, resultType, {}, result.getLoc())) ||
         failed(func.eraseResult(0)))
-      return error("entry point @" + e.function + ": cannot rewrite its result");
+      return error("entry point @" + e.function +
+                   ": cannot rewrite its result");
     Value out = func.getArgument(index);
     {
       OpBuilder b(result);
@@ -148,9 +148,9 @@ llvm::Error pisatool::planEntryPoints(ModuleOp module, Manifest &manifest) {
         if (!ShapedType::isDynamic(size))
           continue;
         Value given = memref::DimOp::create(b, loc, out, r);
-        Value same = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
-                                           given,
-                                           result.getDynamicSizes()[k++]);
+        Value same =
+            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, given,
+                                  result.getDynamicSizes()[k++]);
         cf::AssertOp::create(b, loc, same,
                              "result_dim" + std::to_string(r) +
                                  " is not the size the inputs give");
@@ -219,9 +219,9 @@ llvm::Error pisatool::planEntryPoints(ModuleOp module, Manifest &manifest) {
     if (staticWorkspace) {
       int64_t bytes = 0;
       for (gpu::AllocOp alloc : allocs)
-        bytes += rt::alignWorkspace(alloc.getType().getNumElements() *
-                                    alloc.getType().getElementTypeBitWidth() /
-                                    8);
+        bytes +=
+            rt::alignWorkspace(alloc.getType().getNumElements() *
+                               alloc.getType().getElementTypeBitWidth() / 8);
       e.workspaceBytes = bytes;
       continue;
     }
@@ -240,10 +240,10 @@ llvm::Error pisatool::planEntryPoints(ModuleOp module, Manifest &manifest) {
             Value bytes =
                 indexConstant(qb, loc, t.getElementTypeBitWidth() / 8);
             for (int64_t size : t.getShape())
-              bytes = arith::MulIOp::create(
-                  qb, loc, bytes,
-                  ShapedType::isDynamic(size) ? dynamic[next++]
-                                              : indexConstant(qb, loc, size));
+              bytes = arith::MulIOp::create(qb, loc, bytes,
+                                            ShapedType::isDynamic(size)
+                                                ? dynamic[next++]
+                                                : indexConstant(qb, loc, size));
             Value rounded = arith::MulIOp::create(
                 qb, loc, arith::CeilDivUIOp::create(qb, loc, bytes, align),
                 align);
@@ -393,9 +393,9 @@ struct WrapperBuilder {
       if (a.kind == "index")
         frame.operands.push_back(params[v]);
       else
-        frame.operands.push_back(LLVM::GEPOp::create(
-            fb, loc, ptr, i8, frame.descriptors,
-            ArrayRef<LLVM::GEPArg>{int32_t(offsets[i])}));
+        frame.operands.push_back(
+            LLVM::GEPOp::create(fb, loc, ptr, i8, frame.descriptors,
+                                ArrayRef<LLVM::GEPArg>{int32_t(offsets[i])}));
       v += 1 + int64_t(a.sizeParams().size());
     }
     return frame;
@@ -406,7 +406,8 @@ struct WrapperBuilder {
   }
 
   LLVM::LLVMFuncOp lowered(StringRef name, size_t numOperands) {
-    auto f = module.lookupSymbol<LLVM::LLVMFuncOp>(("_mlir_ciface_" + name).str());
+    auto f =
+        module.lookupSymbol<LLVM::LLVMFuncOp>(("_mlir_ciface_" + name).str());
     if (!f || f.getNumArguments() != numOperands)
       return nullptr;
     return f;
@@ -447,9 +448,9 @@ struct WrapperBuilder {
       SmallVector<Type> params;
       for (const Argument &a : e.arguments)
         params.append(a.sizeParams().size(), i64);
-      auto f = LLVM::LLVMFuncOp::create(
-          b, loc, e.symbol + "_workspace_size",
-          LLVM::LLVMFunctionType::get(i64, params));
+      auto f =
+          LLVM::LLVMFuncOp::create(b, loc, e.symbol + "_workspace_size",
+                                   LLVM::LLVMFunctionType::get(i64, params));
       Block *body = f.addEntryBlock(b);
       OpBuilder fb(body, body->begin());
       if (fixedWorkspace) {
@@ -480,10 +481,10 @@ struct WrapperBuilder {
         // Negative sizes: SIZE_MAX, which no workspace satisfies.
         Value isBad = LLVM::ICmpOp::create(fb, loc, LLVM::ICmpPredicate::ne,
                                            bad, constant(fb, i32, 0));
-        LLVM::ReturnOp::create(
-            fb, loc,
-            LLVM::SelectOp::create(fb, loc, isBad, constant(fb, i64, -1),
-                                   bytes));
+        LLVM::ReturnOp::create(fb, loc,
+                               LLVM::SelectOp::create(fb, loc, isBad,
+                                                      constant(fb, i64, -1),
+                                                      bytes));
       }
     }
 
@@ -500,11 +501,11 @@ struct WrapperBuilder {
   /// int pisa_F(call, args (each followed by its sizes)..., result, sizes):
   /// the checks, then the lowered function; with `validate`, the checks,
   /// then `validate` on the descriptors instead of the lowered function.
-  void buildCall(const EntryPoint &e, StringRef symbol,
-                 LLVM::LLVMFuncOp callee, LLVM::LLVMFuncOp check,
-                 LLVM::LLVMFuncOp workspace, LLVM::LLVMFuncOp describe,
-                 LLVM::LLVMFuncOp refuse, LLVM::LLVMFuncOp begin,
-                 LLVM::LLVMFuncOp end, LLVM::LLVMFuncOp validate) {
+  void buildCall(const EntryPoint &e, StringRef symbol, LLVM::LLVMFuncOp callee,
+                 LLVM::LLVMFuncOp check, LLVM::LLVMFuncOp workspace,
+                 LLVM::LLVMFuncOp describe, LLVM::LLVMFuncOp refuse,
+                 LLVM::LLVMFuncOp begin, LLVM::LLVMFuncOp end,
+                 LLVM::LLVMFuncOp validate) {
     const bool fixedWorkspace = e.workspaceBytes != rt::kDynamicSize;
     SmallVector<Type> params = {ptr};
     for (const Argument &a : e.arguments)
@@ -537,9 +538,9 @@ struct WrapperBuilder {
     };
     // 1. Pointers, index ranges, sizes; the descriptors.
     orDone(fb,
-           LLVM::CallOp::create(fb, loc, describe,
-                                ValueRange{tableAddr, nameAddr, call,
-                                           fr.values, fr.descriptors})
+           LLVM::CallOp::create(
+               fb, loc, describe,
+               ValueRange{tableAddr, nameAddr, call, fr.values, fr.descriptors})
                .getResult(),
            checked);
     // 2. The program's rules on sizes; 3. the workspace and context.
@@ -553,11 +554,10 @@ struct WrapperBuilder {
       for (const std::string &rule : e.rules)
         text += rule + '\0';
       text += '\0';
-      Value rules =
-          module.lookupSymbol("__pisa_rules_" + e.function)
-              ? Value(LLVM::AddressOfOp::create(cb, loc, ptr,
-                                                "__pisa_rules_" + e.function))
-              : global(cb, "__pisa_rules_" + e.function, text);
+      Value rules = module.lookupSymbol("__pisa_rules_" + e.function)
+                        ? Value(LLVM::AddressOfOp::create(
+                              cb, loc, ptr, "__pisa_rules_" + e.function))
+                        : global(cb, "__pisa_rules_" + e.function, text);
       Value failed =
           LLVM::CallOp::create(cb, loc, check, fr.operands).getResult();
       Block *refused = new Block();
@@ -578,23 +578,23 @@ struct WrapperBuilder {
         fixedWorkspace
             ? constant(wb, i64, e.workspaceBytes)
             : LLVM::CallOp::create(wb, loc, workspace, fr.operands).getResult();
-    orDone(wb,
-           LLVM::CallOp::create(wb, loc, begin,
-                                ValueRange{nameAddr, call, bytes})
-               .getResult(),
-           run);
+    orDone(
+        wb,
+        LLVM::CallOp::create(wb, loc, begin, ValueRange{nameAddr, call, bytes})
+            .getResult(),
+        run);
 
     OpBuilder rb(run, run->begin());
     if (validate) {
       // A failed check ends the call itself (its message recorded).
       Block *valid = new Block();
       f.getBody().getBlocks().insert(done->getIterator(), valid);
-      orDone(rb,
-             LLVM::CallOp::create(rb, loc, validate,
-                                  ValueRange{tableAddr, nameAddr,
-                                             fr.descriptors})
-                 .getResult(),
-             valid);
+      orDone(
+          rb,
+          LLVM::CallOp::create(rb, loc, validate,
+                               ValueRange{tableAddr, nameAddr, fr.descriptors})
+              .getResult(),
+          valid);
       rb.setInsertionPointToStart(valid);
     } else {
       LLVM::CallOp::create(rb, loc, callee, fr.operands);

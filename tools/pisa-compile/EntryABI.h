@@ -1,4 +1,5 @@
-//===- EntryABI.h - The C entry points of an AOT library ---------*- C++ -*-===//
+//===- EntryABI.h - The C entry points of an AOT library ---------*- C++
+//-*-===//
 //
 // Turns each entry function into the call of PisaRuntime.h:
 //   pisa_F(const PisaCall *, inputs..., index arguments..., result)

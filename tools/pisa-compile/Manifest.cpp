@@ -9,14 +9,14 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinTypes.h"
-#include "llvm/Support/FileSystem.h"
-#include "llvm/Support/MemoryBuffer.h"
-#include "llvm/Support/JSON.h"
-#include "llvm/Support/Path.h"
-#include "llvm/Support/Program.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
 #include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
@@ -123,21 +123,22 @@ static llvm::Expected<Argument> describe(Type type, std::string name,
 static std::string parameterName(StringRef name, unsigned i,
                                  llvm::StringSet<> &taken) {
   static const llvm::StringSet<> reserved = {
-      "auto", "break", "case", "char", "const", "continue", "default", "do",
-      "double", "else", "enum", "extern", "float", "for", "goto", "if",
-      "inline", "int", "long", "register", "restrict", "return", "short",
-      "signed", "sizeof", "static", "struct", "switch", "typedef", "union",
-      "unsigned", "void", "volatile", "while", "bool", "true", "false",
-      "class", "new", "delete", "this", "template", "namespace", "operator",
-      "call", "result", "self", "Tensor", "SymInt", "int64_t", "size_t"};
+      "auto",      "break",    "case",     "char",   "const",   "continue",
+      "default",   "do",       "double",   "else",   "enum",    "extern",
+      "float",     "for",      "goto",     "if",     "inline",  "int",
+      "long",      "register", "restrict", "return", "short",   "signed",
+      "sizeof",    "static",   "struct",   "switch", "typedef", "union",
+      "unsigned",  "void",     "volatile", "while",  "bool",    "true",
+      "false",     "class",    "new",      "delete", "this",    "template",
+      "namespace", "operator", "call",     "result", "self",    "Tensor",
+      "SymInt",    "int64_t",  "size_t"};
   std::string fallback = "arg" + std::to_string(i);
-  bool ok = !name.empty() && name.size() <= 64 &&
-            (llvm::isAlpha(name[0]) || name[0] == '_') &&
-            llvm::all_of(name, [](char c) {
-              return llvm::isAlnum(c) || c == '_';
-            }) &&
-            !name.starts_with("__") && !reserved.contains(name) &&
-            !name.contains("_dim") && !name.starts_with("arg");
+  bool ok =
+      !name.empty() && name.size() <= 64 &&
+      (llvm::isAlpha(name[0]) || name[0] == '_') &&
+      llvm::all_of(name, [](char c) { return llvm::isAlnum(c) || c == '_'; }) &&
+      !name.starts_with("__") && !reserved.contains(name) &&
+      !name.contains("_dim") && !name.starts_with("arg");
   std::string chosen = ok && !taken.contains(name) ? name.str() : fallback;
   taken.insert(chosen);
   return chosen;
@@ -159,8 +160,8 @@ llvm::Expected<Manifest> pisatool::describeEntryPoints(ModuleOp module,
     FunctionType type = func.getFunctionType();
     llvm::StringSet<> taken;
     for (auto [i, t] : llvm::enumerate(type.getInputs())) {
-      auto arg = describe(t, parameterName(names(func, i), i, taken),
-                          entry.function);
+      auto arg =
+          describe(t, parameterName(names(func, i), i, taken), entry.function);
       if (!arg)
         return arg.takeError();
       entry.arguments.push_back(*arg);
@@ -189,8 +190,8 @@ pisatool::linkSharedLibrary(StringRef object, StringRef output,
                             const Manifest &manifest) {
   llvm::SmallString<128> objectPath;
   int fd;
-  if (std::error_code ec = llvm::sys::fs::createTemporaryFile(
-          "pisa-host", "o", fd, objectPath))
+  if (std::error_code ec =
+          llvm::sys::fs::createTemporaryFile("pisa-host", "o", fd, objectPath))
     return error("cannot create a temporary file: " + ec.message());
   {
     llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
@@ -227,16 +228,16 @@ pisatool::linkSharedLibrary(StringRef object, StringRef output,
   std::string runtime = PISA_RUNTIME_ARCHIVE;
   static int anchor;
   std::string self = llvm::sys::fs::getMainExecutable("pisa-compile", &anchor);
-  llvm::SmallString<256> installed(llvm::sys::path::parent_path(
-      llvm::sys::path::parent_path(self)));
+  llvm::SmallString<256> installed(
+      llvm::sys::path::parent_path(llvm::sys::path::parent_path(self)));
   llvm::sys::path::append(installed, "lib", "libPisaCudaRuntime.a");
   if (!self.empty() && llvm::sys::fs::exists(installed))
     runtime = installed.str().str();
   std::string stubs = std::string("-L") + PISA_CUDA_STUBS_DIR;
   llvm::SmallVector<StringRef> argv = {
-      PISA_HOST_LINKER, "-shared", "-o", tmpOut, objectPath,
-      runtime, stubs, "-lcuda", "-Wl,--no-undefined",
-      "-Wl,--as-needed", versionScript};
+      PISA_HOST_LINKER,     "-shared",         "-o",         tmpOut,
+      objectPath,           runtime,           stubs,        "-lcuda",
+      "-Wl,--no-undefined", "-Wl,--as-needed", versionScript};
   // The linker's own output goes to a log, so that a failure is still one
   // line: its first line is quoted.
   llvm::SmallString<128> logPath;
@@ -359,10 +360,9 @@ static std::string declare(const EntryPoint &e) {
                 : std::string("_workspace_size(sizes) bytes")) +
          " of workspace. */\n";
   std::string upper = llvm::StringRef(e.function).upper();
-  std::string macro =
-      fixed ? "#define PISA_" + upper + "_WORKSPACE_BYTES " +
-                  std::to_string(e.workspaceBytes) + "\n"
-            : "";
+  std::string macro = fixed ? "#define PISA_" + upper + "_WORKSPACE_BYTES " +
+                                  std::to_string(e.workspaceBytes) + "\n"
+                            : "";
   std::string validate =
       e.validates()
           ? "/* The checks of a call, cu_seqlens' values included (read back\n"
@@ -373,8 +373,8 @@ static std::string declare(const EntryPoint &e) {
           : std::string();
   return doc + macro + "size_t " + e.symbol + "_workspace_size(" +
          (sizeParams.empty() ? "void" : sizeParams) + ");\n" + "int " +
-         e.symbol + "(const PisaCall *call" + params + resultParams +
-         ");\n" + validate + "\n";
+         e.symbol + "(const PisaCall *call" + params + resultParams + ");\n" +
+         validate + "\n";
 }
 
 std::vector<std::string> pisatool::manifestPaths(StringRef output) {
@@ -393,11 +393,14 @@ std::vector<std::string> pisatool::manifestFiles(const Manifest &manifest,
       c = '_';
   std::string header =
       "/* Entry points of " + llvm::sys::path::filename(output).str() +
-      ", generated by pisa-compile. The call contract follows (PisaRuntime.h):\n"
+      ", generated by pisa-compile. The call contract follows "
+      "(PisaRuntime.h):\n"
       " * every tensor is device memory in C order, 16-byte aligned, owned by\n"
-      " * the caller; a call returns a PisaStatus and enqueues on call->stream.\n"
+      " * the caller; a call returns a PisaStatus and enqueues on "
+      "call->stream.\n"
       " * Link with -L<dir> -l<name> (the library needs libcuda). */\n"
-      "#ifndef " + guard + "\n#define " + guard + "\n\n" + kRuntimeHeader +
+      "#ifndef " +
+      guard + "\n#define " + guard + "\n\n" + kRuntimeHeader +
       "\n#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n";
   llvm::json::Array entries;
   for (const EntryPoint &e : manifest.entryPoints) {
@@ -408,10 +411,9 @@ std::vector<std::string> pisatool::manifestFiles(const Manifest &manifest,
         {"function", e.function},
         {"symbol", e.symbol},
         {"workspace_symbol", e.symbol + "_workspace_size"},
-        {"workspace_bytes",
-         e.workspaceBytes == ::pisa::runtime::kDynamicSize
-             ? llvm::json::Value(nullptr)
-             : llvm::json::Value(e.workspaceBytes)},
+        {"workspace_bytes", e.workspaceBytes == ::pisa::runtime::kDynamicSize
+                                ? llvm::json::Value(nullptr)
+                                : llvm::json::Value(e.workspaceBytes)},
         {"rules", llvm::json::Array(e.rules)},
         {"arguments", std::move(args)},
         {"result", toJson(e.result)}};

@@ -15,9 +15,9 @@
 namespace pisatool {
 
 struct Argument {
-  std::string name;  ///< "arg0", ...
-  std::string kind;  ///< "memref" (device pointer) or "index"
-  std::string dtype; ///< f32, f16, bf16, i32 for memrefs
+  std::string name;           ///< "arg0", ...
+  std::string kind;           ///< "memref" (device pointer) or "index"
+  std::string dtype;          ///< f32, f16, bf16, i32 for memrefs
   std::vector<int64_t> shape; ///< ShapedType::kDynamic: given at the call
   /// The C parameters of its dynamic sizes: <name>_dim<r>.
   std::vector<std::string> sizeParams() const;
@@ -67,8 +67,8 @@ struct Manifest {
 /// or index values and return one tensor; index arguments that are query
 /// offsets of static shapes get their bounds.
 /// The name argument `i` of `func` has in the source ("" if none is known).
-using SourceNames = llvm::function_ref<std::string(mlir::func::FuncOp func,
-                                                   unsigned i)>;
+using SourceNames =
+    llvm::function_ref<std::string(mlir::func::FuncOp func, unsigned i)>;
 /// Arguments are named as in the source where that name is a C identifier
 /// that no other parameter uses (else argN).
 llvm::Expected<Manifest> describeEntryPoints(mlir::ModuleOp module,

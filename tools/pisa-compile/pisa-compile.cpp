@@ -18,12 +18,12 @@
 #include "EntryABI.h"
 #include "Manifest.h"
 
+#include "pisa/Analysis/GPUTarget.h"
 #include "pisa/InitAllDialects.h"
 #include "pisa/InitAllPasses.h"
+#include "pisa/Pipelines/Pipelines.h"
 #include "pisa/Support/OutputFiles.h"
 #include "pisa/Support/ParserLimits.h"
-#include "pisa/Analysis/GPUTarget.h"
-#include "pisa/Pipelines/Pipelines.h"
 #include "pisa/Version.h"
 
 #include "mlir/AsmParser/AsmParser.h"
@@ -33,13 +33,13 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Target/LLVMIR/Export.h"
-#include "mlir/ExecutionEngine/OptUtils.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
 #include "llvm/MC/TargetRegistry.h"
@@ -166,7 +166,8 @@ std::vector<std::string> outputPaths(const Options &opts) {
 llvm::Expected<std::string> emitObject(llvm::Module &module) {
   llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
   std::string error;
-  const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, error);
+  const llvm::Target *target =
+      llvm::TargetRegistry::lookupTarget(triple, error);
   if (!target)
     return llvm::createStringError(std::errc::invalid_argument, "%s",
                                    error.c_str());
@@ -198,7 +199,8 @@ int main(int argc, char **argv) {
 
   // An output that is the input or another output is refused before any
   // work.
-  if (llvm::Error err = mlir::pisa::checkOutputs({opts.input}, outputPaths(opts)))
+  if (llvm::Error err =
+          mlir::pisa::checkOutputs({opts.input}, outputPaths(opts)))
     return fail(llvm::toString(std::move(err)));
 
   DialectRegistry registry;
@@ -218,8 +220,8 @@ int main(int argc, char **argv) {
   llvm::SourceMgr sourceMgr;
   auto buffer = llvm::MemoryBuffer::getFileOrSTDIN(opts.input);
   if (!buffer)
-    return fail("cannot read '" + opts.input + "': " +
-                buffer.getError().message());
+    return fail("cannot read '" + opts.input +
+                "': " + buffer.getError().message());
   if (auto unsafe = pisa::findUnsafeInput((*buffer)->getBuffer()))
     return fail(opts.input + ":" + llvm::Twine(unsafe->line) + ":" +
                 llvm::Twine(unsafe->column) + ": " + unsafe->reason);
@@ -230,7 +232,8 @@ int main(int argc, char **argv) {
   AsmParserState asmState;
   ParserConfig parserConfig(&ctx);
   OwningOpRef<ModuleOp> module;
-  if (succeeded(parseAsmSourceFile(sourceMgr, &parsed, parserConfig, &asmState)))
+  if (succeeded(
+          parseAsmSourceFile(sourceMgr, &parsed, parserConfig, &asmState)))
     module = mlir::detail::constructContainerOpForParserIfNecessary<ModuleOp>(
         &parsed, &ctx, FileLineColLoc::get(&ctx, opts.input, 1, 1));
   if (!module)

@@ -51,14 +51,27 @@ static const char *const kPipelines[] = {
     "pisa-lower-to-nvvm-pipeline{format=isa}",
 };
 
-extern "C" size_t LLVMFuzzerMutate(uint8_t *data, size_t size,
-                                   size_t maxSize);
+extern "C" size_t LLVMFuzzerMutate(uint8_t *data, size_t size, size_t maxSize);
 
 /// Values that probe the limits of shapes and attributes.
-static const char *const kInteresting[] = {
-    "0",  "1",  "2",   "3",   "-1",  "7",          "63",         "64",
-    "65", "17", "100", "4096", "4097", "2147483647", "2147483648",
-    "4294967296", "9223372036854775807", "1000000000"};
+static const char *const kInteresting[] = {"0",
+                                           "1",
+                                           "2",
+                                           "3",
+                                           "-1",
+                                           "7",
+                                           "63",
+                                           "64",
+                                           "65",
+                                           "17",
+                                           "100",
+                                           "4096",
+                                           "4097",
+                                           "2147483647",
+                                           "2147483648",
+                                           "4294967296",
+                                           "9223372036854775807",
+                                           "1000000000"};
 
 /// Half of the time, replace one decimal number of the text by a value
 /// from kInteresting (shapes, topk, block_size, offsets are all numbers,
@@ -109,7 +122,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (pisa::findUnsafeInput(text)) // ParserLimits.h: upstream crashes, skipped
     return 0;
   MLIRContext context(*registry, MLIRContext::Threading::DISABLED);
-  ScopedDiagnosticHandler quiet(&context, [](Diagnostic &) { return success(); });
+  ScopedDiagnosticHandler quiet(&context,
+                                [](Diagnostic &) { return success(); });
   OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(text, &context);
   if (!module || failed(verify(*module)))
     return 0;

@@ -68,9 +68,8 @@ static LogicalResult runOnInput(llvm::StringRef inputFilename,
 
 int main(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
-  llvm::cl::AddExtraVersionPrinter([](llvm::raw_ostream &os) {
-    os << "pisa " PISA_VERSION_STRING "\n";
-  });
+  llvm::cl::AddExtraVersionPrinter(
+      [](llvm::raw_ostream &os) { os << "pisa " PISA_VERSION_STRING "\n"; });
   // LLVM's own flags (backend tuning, registered when libLLVM loads) move
   // to --help-hidden; what MlirOptMain registers next stays in --help.
   for (auto &option : llvm::cl::getRegisteredOptions())

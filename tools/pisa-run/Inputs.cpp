@@ -45,10 +45,9 @@ llvm::Error pisatool::checkParams(const SelectConfig &cfg) {
                  llvm::Twine(mlir::pisa::kMaxBranching) + "] but got " +
                  llvm::Twine(cfg.branching));
   if (cfg.topK < 3 || cfg.topK > mlir::pisa::kMaxTopK)
-    return error("expected --topk K in [3, " +
-                 llvm::Twine(mlir::pisa::kMaxTopK) +
-                 "] (room for the forced blocks) but got " +
-                 llvm::Twine(cfg.topK));
+    return error(
+        "expected --topk K in [3, " + llvm::Twine(mlir::pisa::kMaxTopK) +
+        "] (room for the forced blocks) but got " + llvm::Twine(cfg.topK));
   if (!(std::isfinite(cfg.scale) && cfg.scale > 0.0f))
     return error("expected a finite positive --scale but got " +
                  std::to_string(cfg.scale));

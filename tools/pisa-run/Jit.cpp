@@ -107,7 +107,8 @@ static std::string cachePath(llvm::StringRef cacheDir,
 }
 
 /// Runs memrefCopy of the C runner utilities for programs that call it.
-static llvm::orc::SymbolMap runnerSymbols(llvm::orc::MangleAndInterner interner) {
+static llvm::orc::SymbolMap
+runnerSymbols(llvm::orc::MangleAndInterner interner) {
   llvm::orc::SymbolMap map;
   map[interner("memrefCopy")] = {llvm::orc::ExecutorAddr::fromPtr(&memrefCopy),
                                  llvm::JITSymbolFlags::Exported};
@@ -231,8 +232,7 @@ pisatool::compileForHost(ModuleOp module, llvm::StringRef entry,
                          const std::string &diagnostic, bool dumpIR,
                          llvm::StringRef cacheDir) {
   if (failed(verify(module)))
-    return error("internal error: generated IR does not verify: " +
-                 diagnostic);
+    return error("internal error: generated IR does not verify: " + diagnostic);
   if (dumpIR)
     module.print(llvm::outs());
   llvm::InitializeNativeTarget();
@@ -268,19 +268,19 @@ pisatool::compileForHost(ModuleOp module, llvm::StringRef entry,
     return hostMachine.takeError();
   llvm::TargetMachine *machine = hostMachine->get();
   std::string optError;
-  auto buildLLVMModule =
-      [machine, &optError](Operation *op, llvm::LLVMContext &llvmCtx) {
-        std::unique_ptr<llvm::Module> llvmModule =
-            translateModuleToLLVMIR(op, llvmCtx);
-        if (!llvmModule)
-          return llvmModule;
-        llvmModule->setTargetTriple(machine->getTargetTriple());
-        llvmModule->setDataLayout(machine->createDataLayout());
-        if (llvm::Error err =
-                makeOptimizingTransformer(3, 0, machine)(llvmModule.get()))
-          optError = llvm::toString(std::move(err));
-        return llvmModule;
-      };
+  auto buildLLVMModule = [machine, &optError](Operation *op,
+                                              llvm::LLVMContext &llvmCtx) {
+    std::unique_ptr<llvm::Module> llvmModule =
+        translateModuleToLLVMIR(op, llvmCtx);
+    if (!llvmModule)
+      return llvmModule;
+    llvmModule->setTargetTriple(machine->getTargetTriple());
+    llvmModule->setDataLayout(machine->createDataLayout());
+    if (llvm::Error err =
+            makeOptimizingTransformer(3, 0, machine)(llvmModule.get()))
+      optError = llvm::toString(std::move(err));
+    return llvmModule;
+  };
   ExecutionEngineOptions engineOptions;
   engineOptions.llvmModuleBuilder = buildLLVMModule; // a function_ref
   engineOptions.enableObjectDump = !cached.empty();

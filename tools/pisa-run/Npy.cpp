@@ -237,10 +237,11 @@ llvm::Expected<Array> pisatool::npy::read(StringRef path) {
   else if (d == "<i4")
     array.dtype = DType::I32;
   else
-    return createStringError(std::errc::invalid_argument,
-                             "'%s' has dtype '%s'; expected float32, float16 or "
-                             "int32 (little-endian)",
-                             path.str().c_str(), d.str().c_str());
+    return createStringError(
+        std::errc::invalid_argument,
+        "'%s' has dtype '%s'; expected float32, float16 or "
+        "int32 (little-endian)",
+        path.str().c_str(), d.str().c_str());
   if (header->fortranOrder)
     return createStringError(std::errc::invalid_argument,
                              "'%s' is in Fortran order; expected C order",
@@ -262,10 +263,10 @@ llvm::Expected<Array> pisatool::npy::read(StringRef path) {
     return bad("shape " + shape + " has no elements but the file holds " +
                llvm::Twine(payload) + " bytes of data");
   if (!empty && (overflow || needed != payload))
-    return bad("shape " + shape + " needs " +
-               (overflow ? std::string("more than 2^64")
-                         : std::to_string(needed)) +
-               " bytes of data but the file holds " + llvm::Twine(payload));
+    return bad(
+        "shape " + shape + " needs " +
+        (overflow ? std::string("more than 2^64") : std::to_string(needed)) +
+        " bytes of data but the file holds " + llvm::Twine(payload));
   const char *data = bytes.data() + headerStart + headerLen;
   array.data.assign(data, data + payload);
   return array;

@@ -24,7 +24,9 @@ public:
                                        llvm::ArrayRef<llvm::StringRef> valued,
                                        llvm::ArrayRef<llvm::StringRef> flags);
 
-  bool has(llvm::StringRef name) const { return values.count(name) || set.count(name); }
+  bool has(llvm::StringRef name) const {
+    return values.count(name) || set.count(name);
+  }
   llvm::Expected<std::string> str(llvm::StringRef name) const;
   /// An integer option, `fallback` when absent.
   llvm::Expected<int64_t> integer(llvm::StringRef name,
@@ -48,8 +50,7 @@ int runAttend(const Options &options);
 int runDecode(const Options &options);
 /// The three above: `attend` adds V, the attention op and its outputs;
 /// `decode` selects over the cache, one appended key per query.
-int runSelectOrAttend(const Options &options, bool attend,
-                      bool decode = false);
+int runSelectOrAttend(const Options &options, bool attend, bool decode = false);
 
 struct SelectConfig;
 namespace npy {

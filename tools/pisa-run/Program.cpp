@@ -42,9 +42,9 @@ Value buildDecodeLoop(OpBuilder &b, Location loc, Value q, Value k,
               .getResult(0);
   auto lengths = [&](Value position) -> Value {
     Value v = arith::IndexCastOp::create(b, loc, b.getI32Type(), position);
-    return tensor::SplatOp::create(
-        b, loc, RankedTensorType::get({any}, b.getI32Type()), v,
-        ValueRange{batch});
+    return tensor::SplatOp::create(b, loc,
+                                   RankedTensorType::get({any}, b.getI32Type()),
+                                   v, ValueRange{batch});
   };
   auto append = [&](Value into, Value from, Value to) -> Value {
     return mlir::pisa::PyramidAppendOp::create(
@@ -53,31 +53,40 @@ Value buildDecodeLoop(OpBuilder &b, Location loc, Value q, Value k,
   };
   // The prompt before the first query.
   cache = append(cache, zero, offset);
-  Value out = tensor::EmptyOp::create(b, loc, selType.getShape(),
-                                      b.getI32Type(),
-                                      ValueRange{batch, numQueries});
-  auto loop = scf::ForOp::create(b, loc, zero, numQueries, one,
-                                 ValueRange{cache, out});
+  Value out =
+      tensor::EmptyOp::create(b, loc, selType.getShape(), b.getI32Type(),
+                              ValueRange{batch, numQueries});
+  auto loop =
+      scf::ForOp::create(b, loc, zero, numQueries, one, ValueRange{cache, out});
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(loop.getBody());
   Value i = loop.getInductionVar();
   Value t = arith::AddIOp::create(b, loc, offset, i);
   Value seen = arith::AddIOp::create(b, loc, t, one);
   Value stepCache = append(loop.getRegionIterArgs()[0], t, seen);
-  auto keysType =
-      RankedTensorType::get({any, p.kvHeads, any, p.headDim},
-                            cast<RankedTensorType>(k.getType()).getElementType());
-  auto sizes = [&](ArrayRef<OpFoldResult> v) { return SmallVector<OpFoldResult>(v); };
+  auto keysType = RankedTensorType::get(
+      {any, p.kvHeads, any, p.headDim},
+      cast<RankedTensorType>(k.getType()).getElementType());
+  auto sizes = [&](ArrayRef<OpFoldResult> v) {
+    return SmallVector<OpFoldResult>(v);
+  };
   SmallVector<OpFoldResult> unit(4, b.getIndexAttr(1));
   Value prefix = tensor::ExtractSliceOp::create(
-      b, loc, keysType, k, sizes({b.getIndexAttr(0), b.getIndexAttr(0), b.getIndexAttr(0), b.getIndexAttr(0)}),
-      sizes({batch, b.getIndexAttr(p.kvHeads), seen, b.getIndexAttr(p.headDim)}), unit);
+      b, loc, keysType, k,
+      sizes({b.getIndexAttr(0), b.getIndexAttr(0), b.getIndexAttr(0),
+             b.getIndexAttr(0)}),
+      sizes(
+          {batch, b.getIndexAttr(p.kvHeads), seen, b.getIndexAttr(p.headDim)}),
+      unit);
   auto queryType = RankedTensorType::get(
       {any, p.queryHeads, 1, p.headDim},
       cast<RankedTensorType>(q.getType()).getElementType());
   Value query = tensor::ExtractSliceOp::create(
-      b, loc, queryType, q, sizes({b.getIndexAttr(0), b.getIndexAttr(0), i, b.getIndexAttr(0)}),
-      sizes({batch, b.getIndexAttr(p.queryHeads), b.getIndexAttr(1), b.getIndexAttr(p.headDim)}), unit);
+      b, loc, queryType, q,
+      sizes({b.getIndexAttr(0), b.getIndexAttr(0), i, b.getIndexAttr(0)}),
+      sizes({batch, b.getIndexAttr(p.queryHeads), b.getIndexAttr(1),
+             b.getIndexAttr(p.headDim)}),
+      unit);
   auto stepType =
       RankedTensorType::get({any, p.kvHeads, 1, cfg.topK}, b.getI32Type());
   Value selected = mlir::pisa::HierTopKOp::create(
@@ -87,7 +96,9 @@ Value buildDecodeLoop(OpBuilder &b, Location loc, Value q, Value k,
   Value written = tensor::InsertSliceOp::create(
       b, loc, selected, loop.getRegionIterArgs()[1],
       sizes({b.getIndexAttr(0), b.getIndexAttr(0), i, b.getIndexAttr(0)}),
-      sizes({batch, b.getIndexAttr(p.kvHeads), b.getIndexAttr(1), b.getIndexAttr(cfg.topK)}), unit);
+      sizes({batch, b.getIndexAttr(p.kvHeads), b.getIndexAttr(1),
+             b.getIndexAttr(cfg.topK)}),
+      unit);
   scf::YieldOp::create(b, loc, ValueRange{stepCache, written});
   return loop.getResult(1);
 }
@@ -125,12 +136,12 @@ OwningOpRef<ModuleOp> pisatool::buildModule(MLIRContext &ctx, const Problem &p,
   auto selType = tokenIndexed(p.kvHeads, queries, cfg.topK, b.getI32Type());
 
   // attend: (q, k, v, offset) -> (output, lse, selection).
-  auto vType = RankedTensorType::get({batch, p.kvHeads, keys, p.valueDim},
-                                     elemType);
+  auto vType =
+      RankedTensorType::get({batch, p.kvHeads, keys, p.valueDim}, elemType);
   auto outType = RankedTensorType::get(
       {batch, p.queryHeads, queries, p.valueDim}, elemType);
-  auto lseType = RankedTensorType::get({batch, p.queryHeads, queries},
-                                       b.getF32Type());
+  auto lseType =
+      RankedTensorType::get({batch, p.queryHeads, queries}, b.getF32Type());
   SmallVector<Type> inputs{qType, kType};
   SmallVector<Type> results{selType};
   const bool given = !cfg.selectionInPath.empty();
@@ -150,10 +161,10 @@ OwningOpRef<ModuleOp> pisatool::buildModule(MLIRContext &ctx, const Problem &p,
   b.setInsertionPointToStart(entry);
   Value offset = entry->getArguments().back();
   if (cfg.decode) {
-    func::ReturnOp::create(
-        b, loc,
-        buildDecodeLoop(b, loc, entry->getArgument(0), entry->getArgument(1),
-                        offset, p, cfg, selType));
+    func::ReturnOp::create(b, loc,
+                           buildDecodeLoop(b, loc, entry->getArgument(0),
+                                           entry->getArgument(1), offset, p,
+                                           cfg, selType));
     return module;
   }
   if (given) {

@@ -18,7 +18,6 @@
 
 namespace pisatool {
 
-
 struct SelectConfig {
   int64_t blockSize, topK, branching, queryOffset;
   float scale;
@@ -36,7 +35,6 @@ struct SelectConfig {
   /// attend --selection-in: attend over this selection instead of PISA's.
   std::string selectionInPath;
 };
-
 
 /// Shapes of a validated problem.
 struct Problem {

@@ -1,4 +1,5 @@
-//===- ResultArrays.h - .npy arrays in and out of compiled calls -*- C++ -*-===//
+//===- ResultArrays.h - .npy arrays in and out of compiled calls -*- C++
+//-*-===//
 //
 // Inputs as memref descriptors over .npy data, results (any strides) as
 // C-order .npy arrays, and writing several outputs all or nothing.
@@ -26,7 +27,8 @@ float halfToFloat(uint16_t h);
 /// Writes `arrays` to their paths (empty paths skipped) as one
 /// mlir::pisa::OutputSet: nothing reaches a path unless every array was
 /// written, and a failure leaves existing files as they were.
-llvm::Error writeAll(llvm::ArrayRef<std::pair<std::string, npy::Array *>> arrays);
+llvm::Error
+writeAll(llvm::ArrayRef<std::pair<std::string, npy::Array *>> arrays);
 
 template <typename T, int Rank = 4>
 StridedMemRefType<T, Rank> describe(const npy::Array &a) {

@@ -1,4 +1,5 @@
-//===- Select.cpp - pisa-run select, attend and decode: JIT-run PISA -------===//
+//===- Select.cpp - pisa-run select, attend and decode: JIT-run PISA
+//-------===//
 //
 // Validates the inputs, builds the program (Program.h), lowers it with
 // pisa-cpu-pipeline, JIT-compiles it with the ExecutionEngine, runs it and
@@ -39,14 +40,13 @@ namespace npy = pisatool::npy;
 namespace {
 
 llvm::Expected<Problem> validate(const npy::Array &q, const npy::Array &k,
-                                 const npy::Array *v,
-                                 const SelectConfig &cfg) {
+                                 const npy::Array *v, const SelectConfig &cfg) {
   auto error = [](const llvm::Twine &msg) {
     return llvm::createStringError(std::errc::invalid_argument,
                                    msg.str().c_str());
   };
-  for (auto [name, a, dims] :
-       {std::tuple{"Q", &q, "[B, Hq, N, d]"}, std::tuple{"K", &k, "[B, Hkv, N, d]"}}) {
+  for (auto [name, a, dims] : {std::tuple{"Q", &q, "[B, Hq, N, d]"},
+                               std::tuple{"K", &k, "[B, Hkv, N, d]"}}) {
     if (a->shape.size() != 4)
       return error(llvm::Twine("expected ") + name + " to have rank 4 " + dims +
                    " but got rank " + llvm::Twine(a->shape.size()));
@@ -59,10 +59,11 @@ llvm::Expected<Problem> validate(const npy::Array &q, const npy::Array &k,
                      " to be >= 1 but got a dimension of 0");
   }
   if (q.dtype != k.dtype)
-    return error(llvm::Twine("expected Q and K to have the same dtype but got ") +
-                 npy::dtypeName(q.dtype) + " and " + npy::dtypeName(k.dtype));
-  Problem p{q.shape[0], q.shape[1], k.shape[1], q.shape[2], k.shape[2],
-            q.shape[3]};
+    return error(
+        llvm::Twine("expected Q and K to have the same dtype but got ") +
+        npy::dtypeName(q.dtype) + " and " + npy::dtypeName(k.dtype));
+  Problem p{q.shape[0], q.shape[1], k.shape[1],
+            q.shape[2], k.shape[2], q.shape[3]};
   if (k.shape[0] != p.batch)
     return error("expected K to have B = " + llvm::Twine(p.batch) +
                  " like Q but got " + llvm::Twine(k.shape[0]));
@@ -111,8 +112,7 @@ llvm::Expected<Problem> validate(const npy::Array &q, const npy::Array &k,
 }
 
 double secondsSince(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                       start)
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
       .count();
 }
 
@@ -165,19 +165,18 @@ int pisatool::runSelectOrAttend(const Options &options, bool attend,
   }
   cfg.dumpIR = options.has("dump-ir");
   if (!options.has("no-cache")) {
-    auto dir = options.has("cache-dir") ? options.str("cache-dir")
-                                         : llvm::Expected<std::string>(
-                                               defaultCacheDir());
+    auto dir = options.has("cache-dir")
+                   ? options.str("cache-dir")
+                   : llvm::Expected<std::string>(defaultCacheDir());
     if (!dir)
       return fail(dir.takeError());
     cfg.cacheDir = *dir;
   }
   cfg.staticShapes = options.has("static-shapes");
   cfg.tokenMajor = options.has("token-major");
-  for (auto [name, field] :
-       {std::pair{"lse-out", &cfg.lseOutPath},
-        std::pair{"selection-out", &cfg.selectionOutPath},
-        std::pair{"selection-in", &cfg.selectionInPath}})
+  for (auto [name, field] : {std::pair{"lse-out", &cfg.lseOutPath},
+                             std::pair{"selection-out", &cfg.selectionOutPath},
+                             std::pair{"selection-in", &cfg.selectionInPath}})
     if (attend && options.has(name)) {
       auto path = options.str(name);
       if (!path)
@@ -225,10 +224,10 @@ int pisatool::runSelectOrAttend(const Options &options, bool attend,
   auto scale = options.real("scale");
   if (!scale)
     return fail(scale.takeError());
-  cfg.scale = *scale ? float(**scale)
-                     : (q->shape.size() == 4
-                            ? 1.0f / std::sqrt(float(q->shape[3]))
-                            : 1.0f);
+  cfg.scale = *scale
+                  ? float(**scale)
+                  : (q->shape.size() == 4 ? 1.0f / std::sqrt(float(q->shape[3]))
+                                          : 1.0f);
   if (options.has("cu-seqlens-q") || options.has("cu-seqlens-k")) {
     if (attend || decode)
       return fail("expected --cu-seqlens-q/k with select only (packed "
@@ -336,11 +335,10 @@ int pisatool::runSelectOrAttend(const Options &options, bool attend,
     return fail(std::move(err));
   double runSeconds = secondsSince(runStart);
 
-  llvm::Error werr =
-      cfg.attend ? writeAll({{cfg.outPath, &output},
-                             {cfg.lseOutPath, &lse},
-                             {cfg.selectionOutPath, &selection}})
-                 : writeAll({{cfg.outPath, &selection}});
+  llvm::Error werr = cfg.attend ? writeAll({{cfg.outPath, &output},
+                                            {cfg.lseOutPath, &lse},
+                                            {cfg.selectionOutPath, &selection}})
+                                : writeAll({{cfg.outPath, &selection}});
   if (werr)
     return fail(std::move(werr));
 
@@ -351,10 +349,10 @@ int pisatool::runSelectOrAttend(const Options &options, bool attend,
       "levels) for %lld queries x %lld KV heads x B=%lld, G=%lld, d=%lld; "
       "compile %.2f s%s, run %.3f s; wrote %s\n",
       cfg.attend ? "attended over" : "selected", (long long)cfg.topK,
-      (long long)layout.numLeaves(),
-      (long long)cfg.blockSize, (long long)cfg.branching,
-      (long long)layout.numLevels(), (long long)problem->numQueries,
-      (long long)problem->kvHeads, (long long)problem->batch,
+      (long long)layout.numLeaves(), (long long)cfg.blockSize,
+      (long long)cfg.branching, (long long)layout.numLevels(),
+      (long long)problem->numQueries, (long long)problem->kvHeads,
+      (long long)problem->batch,
       (long long)(problem->queryHeads / problem->kvHeads),
       (long long)problem->headDim, compileSeconds,
       (*engine)->fromCache() ? " (cached)" : "", runSeconds,

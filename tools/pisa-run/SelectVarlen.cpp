@@ -15,8 +15,8 @@
 #include "Options.h"
 #include "ResultArrays.h"
 
-#include "pisa/InitAllDialects.h"
 #include "pisa/IR/PisaOps.h"
+#include "pisa/InitAllDialects.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -78,8 +78,8 @@ llvm::Expected<VarlenProblem> validate(const npy::Array &q, const npy::Array &k,
   for (auto [name, a, dims] : {std::tuple{"Q", &q, "[Tq, Hq, d]"},
                                std::tuple{"K", &k, "[Tk, Hkv, d]"}}) {
     if (a->shape.size() != 3)
-      return error(llvm::Twine("expected ") + name + " to have rank 3 " +
-                   dims + " with --cu-seqlens-q/k but got rank " +
+      return error(llvm::Twine("expected ") + name + " to have rank 3 " + dims +
+                   " with --cu-seqlens-q/k but got rank " +
                    llvm::Twine(a->shape.size()));
     if (a->dtype == npy::DType::I32)
       return error(llvm::Twine("expected ") + name +
@@ -89,10 +89,11 @@ llvm::Expected<VarlenProblem> validate(const npy::Array &q, const npy::Array &k,
                    " to be >= 1");
   }
   if (q.dtype != k.dtype)
-    return error(llvm::Twine("expected Q and K to have the same dtype but got ") +
-                 npy::dtypeName(q.dtype) + " and " + npy::dtypeName(k.dtype));
-  VarlenProblem p{0, q.shape[0], k.shape[0], q.shape[1], k.shape[1],
-                  q.shape[2]};
+    return error(
+        llvm::Twine("expected Q and K to have the same dtype but got ") +
+        npy::dtypeName(q.dtype) + " and " + npy::dtypeName(k.dtype));
+  VarlenProblem p{0,          q.shape[0], k.shape[0],
+                  q.shape[1], k.shape[1], q.shape[2]};
   if (k.shape[2] != p.headDim)
     return error("expected K to have d = " + llvm::Twine(p.headDim) +
                  " like Q but got " + llvm::Twine(k.shape[2]));
@@ -142,10 +143,10 @@ OwningOpRef<ModuleOp> buildVarlenModule(MLIRContext &ctx,
   auto qType = RankedTensorType::get({any, p.queryHeads, p.headDim}, elem);
   auto kType = RankedTensorType::get({any, p.kvHeads, p.headDim}, elem);
   auto cuType = RankedTensorType::get({any}, b.getI32Type());
-  auto pType = RankedTensorType::get({any, p.kvHeads, p.headDim},
-                                     b.getF32Type());
-  auto selType = RankedTensorType::get({any, p.kvHeads, cfg.topK},
-                                       b.getI32Type());
+  auto pType =
+      RankedTensorType::get({any, p.kvHeads, p.headDim}, b.getF32Type());
+  auto selType =
+      RankedTensorType::get({any, p.kvHeads, cfg.topK}, b.getI32Type());
   auto func = func::FuncOp::create(
       b, loc, "select",
       b.getFunctionType({qType, kType, cuType, cuType}, {selType}));
@@ -164,8 +165,7 @@ OwningOpRef<ModuleOp> buildVarlenModule(MLIRContext &ctx,
 }
 
 double secondsSince(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                       start)
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
       .count();
 }
 
@@ -208,21 +208,21 @@ int pisatool::runSelectVarlen(const Options &options, SelectConfig cfg,
   auto run = [&](auto tag) -> llvm::Error {
     using E = decltype(tag);
     auto qDesc = describe<E, 3>(q), kDesc = describe<E, 3>(k);
-    auto cuQDesc = describe<int32_t, 1>(cuQ), cuKDesc = describe<int32_t, 1>(cuK);
+    auto cuQDesc = describe<int32_t, 1>(cuQ),
+         cuKDesc = describe<int32_t, 1>(cuK);
     auto *qPtr = &qDesc, *kPtr = &kDesc;
     auto *cuQPtr = &cuQDesc, *cuKPtr = &cuKDesc;
     StridedMemRefType<int32_t, 3> result;
     std::memset(&result, 0, sizeof(result));
     auto *resultPtr = &result;
-    if (llvm::Error e = (*engine)->invoke("select", resultPtr, qPtr, kPtr,
-                                          cuQPtr, cuKPtr))
+    if (llvm::Error e =
+            (*engine)->invoke("select", resultPtr, qPtr, kPtr, cuQPtr, cuKPtr))
       return e;
     selection = toNpy(result, npy::DType::I32, &same<int32_t>);
     std::free(result.basePtr);
     return llvm::Error::success();
   };
-  llvm::Error err =
-      q.dtype == npy::DType::F16 ? run(uint16_t()) : run(float());
+  llvm::Error err = q.dtype == npy::DType::F16 ? run(uint16_t()) : run(float());
   if (err)
     return fail(std::move(err));
   double runSeconds = secondsSince(runStart);

@@ -1,7 +1,8 @@
 //===- pisa-run.cpp - Run pisa programs on .npy data ----------------------===//
 //
 //   pisa-run select --q Q.npy --k K.npy --block-size C --topk K
-//       [--branching g] [--scale S] [--query-offset T] [--dump-ir] --out OUT.npy
+//       [--branching g] [--scale S] [--query-offset T] [--dump-ir] --out
+//       OUT.npy
 //   pisa-run plan --group-size G --block-size C --q-tile T --queries N
 //       [--head-dim d] [--dtype bf16|f16|f32] [--policy paper|refined]
 //
@@ -20,8 +21,8 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cmath>
-#include <vector>
 #include <cstdlib>
+#include <vector>
 
 using namespace pisatool;
 using llvm::StringRef;
@@ -108,20 +109,27 @@ llvm::Expected<std::optional<double>> Options::real(StringRef name) const {
 
 static void usage(llvm::raw_ostream &os) {
   os << "usage: pisa-run select --q Q.npy --k K.npy --block-size C --topk K\n"
-        "           [--branching g] [--scale S] [--query-offset T] [--dump-ir]\n"
+        "           [--branching g] [--scale S] [--query-offset T] "
+        "[--dump-ir]\n"
         "           [--static-shapes]  (compile for these exact sizes; the\n"
         "           default program takes any B, N and Nq)\n"
         "           [--token-major]  (Q [B, Nq, Hq, d], K [B, N, Hkv, d] and\n"
         "           OUT [B, Nq, Hkv, K], read and written in place)\n"
         "           --out OUT.npy\n"
         "       pisa-run select --q Q.npy --k K.npy --cu-seqlens-q CQ.npy\n"
-        "           --cu-seqlens-k CK.npy --block-size C --topk K [--branching g]\n"
-        "           [--scale S] --out OUT.npy  (a packed batch of B sequences:\n"
-        "           Q [Tq, Hq, d], K [Tk, Hkv, d], int32 [B + 1] offsets; each\n"
-        "           sequence's queries are its last positions; OUT [Tq, Hkv, K])\n"
+        "           --cu-seqlens-k CK.npy --block-size C --topk K [--branching "
+        "g]\n"
+        "           [--scale S] --out OUT.npy  (a packed batch of B "
+        "sequences:\n"
+        "           Q [Tq, Hq, d], K [Tk, Hkv, d], int32 [B + 1] offsets; "
+        "each\n"
+        "           sequence's queries are its last positions; OUT [Tq, Hkv, "
+        "K])\n"
         "       pisa-run decode --q Q.npy --k K.npy --block-size C --topk K\n"
-        "           [--branching g] [--scale S] [--query-offset T] --out OUT.npy\n"
-        "           (query i selects over keys 0..T+i and a pyramid cache that\n"
+        "           [--branching g] [--scale S] [--query-offset T] --out "
+        "OUT.npy\n"
+        "           (query i selects over keys 0..T+i and a pyramid cache "
+        "that\n"
         "           grows by one key per query, as in decoding)\n"
         "       pisa-run attend --q Q.npy --k K.npy --v V.npy --block-size C\n"
         "           --topk K [--branching g] [--scale S] [--query-offset T]\n"
@@ -152,7 +160,8 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (command == "--version") {
-    llvm::outs() << "pisa-run (pisa " PISA_VERSION_STRING ", LLVM/MLIR " LLVM_VERSION_STRING ")\n";
+    llvm::outs() << "pisa-run (pisa " PISA_VERSION_STRING
+                    ", LLVM/MLIR " LLVM_VERSION_STRING ")\n";
     return 0;
   }
   // `pisa-run COMMAND --help` anywhere on the line.
@@ -168,16 +177,19 @@ int main(int argc, char **argv) {
     int (*run)(const Options &);
   };
   const std::vector<StringRef> selection{
-      "q", "k", "block-size", "topk", "branching", "scale", "query-offset",
-      "out", "cache-dir"};
+      "q",         "k",     "block-size",   "topk",
+      "branching", "scale", "query-offset", "out",
+      "cache-dir"};
   auto with = [](std::vector<StringRef> base,
                  std::initializer_list<StringRef> more) {
     base.insert(base.end(), more);
     return base;
   };
   const Command commands[] = {
-      {"select", with(selection, {"cu-seqlens-q", "cu-seqlens-k"}),
-       {"dump-ir", "static-shapes", "token-major", "no-cache"}, runSelect},
+      {"select",
+       with(selection, {"cu-seqlens-q", "cu-seqlens-k"}),
+       {"dump-ir", "static-shapes", "token-major", "no-cache"},
+       runSelect},
       {"decode", selection, {"dump-ir", "no-cache"}, runDecode},
       {"attend",
        with(selection, {"v", "lse-out", "selection-out", "selection-in"}),

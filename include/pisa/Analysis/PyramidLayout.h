@@ -1,4 +1,5 @@
-//===- PyramidLayout.h - Level sizes and offsets of a key pyramid -*- C++ -*-===//
+//===- PyramidLayout.h - Level sizes and offsets of a key pyramid -*- C++
+//-*-===//
 //
 // The shape of the pyramid that pisa.pyramid_build packs into one tensor:
 // how many nodes each level has and where it starts. Shared by the

@@ -1,4 +1,5 @@
-//===- TensorCoreWalk.h - When the walk's levels run on mma.sync -*- C++ -*-===//
+//===- TensorCoreWalk.h - When the walk's levels run on mma.sync -*- C++
+//-*-===//
 //
 // The two-stage walk scores a level on tensor cores (pisa.kernel.walk
 // {tensor_cores}, WarpWalkMMA.h) with the query's G heads as one m16 tile,

@@ -1,4 +1,5 @@
-//===- EntryTable.h - what pisa-compile tells the runtime of an entry -*- C++ -*-===//
+//===- EntryTable.h - what pisa-compile tells the runtime of an entry -*- C++
+//-*-===//
 //
 // The one definition of the contract between the wrapper pisa-compile
 // generates for each entry point and the runtime that checks its call:
@@ -97,8 +98,7 @@ int pisaCallDescribe(const int64_t *table, const char *function,
 /// Fills the descriptors from the sizes in `values` only (pointers may be
 /// anything): for the workspace-size query. Returns 0, or 1 when a size is
 /// negative.
-int pisaCallSizes(const int64_t *table, void *const *values,
-                  void *descriptors);
+int pisaCallSizes(const int64_t *table, void *const *values, void *descriptors);
 /// Refuses a call whose sizes break the library's rule number `rule`
 /// (1-based) of `rules` (NUL-separated messages): PISA_ERROR_INVALID_ARGUMENT.
 int pisaCallRefuse(const char *function, const void *call, const char *rules,
@@ -110,8 +110,8 @@ int pisaCallBegin(const char *function, const void *call, int64_t bytes);
 int pisaCallEnd(void);
 /// For pisa_F_validate, after begin: reads the call's cu_seqlens, seq_lens
 /// and from/to arguments back (waiting for the call's stream) and checks
-/// the rules that only their values decide. Returns a PisaStatus; enqueues no kernel and
-/// writes no argument.
+/// the rules that only their values decide. Returns a PisaStatus; enqueues no
+/// kernel and writes no argument.
 int pisaCallValidate(const int64_t *table, const char *function,
                      const void *descriptors);
 }

@@ -1,4 +1,5 @@
-/*===- PisaRuntime.h - the C interface of pisa's AOT libraries -----*- C -*-===//
+/*===- PisaRuntime.h - the C interface of pisa's AOT libraries -----*- C
+ * -*-===//
  *
  * An AOT library built by pisa-compile exports, for each public function F
  * of its program:

@@ -87,8 +87,8 @@ inline bool isI64List(llvm::StringRef text, size_t at) {
            (std::isalnum(static_cast<unsigned char>(text[at]))))
       ++at;
     int64_t value = 0;
-    if (at == digitsFrom || !std::isdigit(static_cast<unsigned char>(
-                                text[digitsFrom])) ||
+    if (at == digitsFrom ||
+        !std::isdigit(static_cast<unsigned char>(text[digitsFrom])) ||
         text.slice(start, at).getAsInteger(0, value))
       return false;
     at = skipSpace(text, at);

@@ -89,8 +89,7 @@ SelectionWork mlir::pisa::estimateSelectionWork(int64_t numKeys,
   std::ostringstream why;
   why << "per query, flat block selection scores N/C = " << work.flatRows
       << " block summaries and PISA at most " << work.pisaRows << " rows ("
-      << work.walkRows << " summaries on the walk + "
-      << leaves << " leaves x "
+      << work.walkRows << " summaries on the walk + " << leaves << " leaves x "
       << blockSize << " keys)";
   if (work.flatCheaper)
     why << ": flat selection does " << work.pisaRows / work.flatRows

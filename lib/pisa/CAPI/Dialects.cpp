@@ -22,13 +22,13 @@ bool pisaRegisterAllDialects(MlirDialectRegistry registry) {
 
 void pisaRegisterAllPasses(void) { mlir::pisa::registerAllPasses(); }
 
-bool pisaCheckParseSafety(MlirStringRef text, intptr_t *line,
-                          intptr_t *column, MlirStringCallback callback,
-                          void *userData) {
+bool pisaCheckParseSafety(MlirStringRef text, intptr_t *line, intptr_t *column,
+                          MlirStringCallback callback, void *userData) {
   std::optional<mlir::pisa::UnsafeInput> unsafe;
   if (!text.data && text.length != 0)
-    unsafe = mlir::pisa::UnsafeInput{0, 0, 0, "the text is a null pointer "
-                                              "with a non-zero length"};
+    unsafe = mlir::pisa::UnsafeInput{0, 0, 0,
+                                     "the text is a null pointer "
+                                     "with a non-zero length"};
   else if (text.length != 0)
     unsafe = mlir::pisa::findUnsafeInput(unwrap(text));
   if (!unsafe)

@@ -26,16 +26,16 @@ namespace mlir::pisa::detail {
 /// C in [1, kMaxBlockSize].
 inline LogicalResult checkBlockSize(Operation *op, int64_t blockSize) {
   if (blockSize < 1 || blockSize > kMaxBlockSize)
-    return op->emitOpError() << "expected block size C in [1, "
-                             << kMaxBlockSize << "] but got " << blockSize;
+    return op->emitOpError() << "expected block size C in [1, " << kMaxBlockSize
+                             << "] but got " << blockSize;
   return success();
 }
 
 /// g in [2, kMaxBranching].
 inline LogicalResult checkBranching(Operation *op, int64_t branching) {
   if (branching < 2 || branching > kMaxBranching)
-    return op->emitOpError() << "expected branching g in [2, "
-                             << kMaxBranching << "] but got " << branching;
+    return op->emitOpError() << "expected branching g in [2, " << kMaxBranching
+                             << "] but got " << branching;
   return success();
 }
 
@@ -48,9 +48,9 @@ inline LogicalResult checkPyramidParams(Operation *op, int64_t blockSize,
 /// K in [3, kMaxTopK]: room for the forced blocks.
 inline LogicalResult checkTopK(Operation *op, int64_t topK) {
   if (topK < 3 || topK > kMaxTopK)
-    return op->emitOpError() << "expected topk K in [3, " << kMaxTopK
-                             << "] (room for the forced blocks) but got "
-                             << topK;
+    return op->emitOpError()
+           << "expected topk K in [3, " << kMaxTopK
+           << "] (room for the forced blocks) but got " << topK;
   return success();
 }
 
@@ -72,8 +72,7 @@ inline LogicalResult checkSameDim(Operation *op, StringRef what,
                                   int64_t b) {
   if (!ShapedType::isDynamic(a) && !ShapedType::isDynamic(b) && a != b)
     return op->emitOpError() << "expected " << what << " of " << aName << " ("
-                             << a << ") to match " << bName << " (" << b
-                             << ")";
+                             << a << ") to match " << bName << " (" << b << ")";
   return success();
 }
 
@@ -110,9 +109,9 @@ inline LogicalResult checkScoredLevel(Operation *op, int64_t level,
                                 "the queries' element type "
                              << queryElement << " but got " << childElement;
   if (level > 1 && !childElement.isF32())
-    return op->emitOpError() << "expected level-" << level
-                             << " children (summaries) to be f32 but got "
-                             << childElement;
+    return op->emitOpError()
+           << "expected level-" << level
+           << " children (summaries) to be f32 but got " << childElement;
   return success();
 }
 

@@ -38,10 +38,9 @@ void PisaDialect::initialize() {
                             SparseAttentionOp>();
 }
 
-LogicalResult
-ScheduleAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                     ScheduleKind kind, int64_t qTile, int64_t ioTwoStage,
-                     int64_t ioSingleStage) {
+LogicalResult ScheduleAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                   ScheduleKind kind, int64_t qTile,
+                                   int64_t ioTwoStage, int64_t ioSingleStage) {
   if (qTile < 1)
     return emitError() << "expected q_tile >= 1 but got " << qTile;
   if (ioTwoStage < 0 || ioSingleStage < 0)

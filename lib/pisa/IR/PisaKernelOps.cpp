@@ -7,10 +7,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "pisa/IR/PisaOps.h"
 #include "ContractChecks.h"
 #include "pisa/Analysis/GPUTarget.h"
 #include "pisa/Analysis/TensorCoreWalk.h"
+#include "pisa/IR/PisaOps.h"
 
 using namespace mlir;
 using namespace mlir::pisa;
@@ -66,9 +66,9 @@ static LogicalResult checkTiledDims(Operation *op,
     }
     for (unsigned dim : dims)
       if (type.isDynamicDim(dim))
-        return op->emitOpError()
-               << "expected a static dim " << dim << " (the kernels' tiling) in "
-               << o.name << " but got " << o.value.getType();
+        return op->emitOpError() << "expected a static dim " << dim
+                                 << " (the kernels' tiling) in " << o.name
+                                 << " but got " << o.value.getType();
   }
   return success();
 }
@@ -124,8 +124,8 @@ static LogicalResult verifyKernelOp(Operation *op, bool packed = false,
     (isa<RankedTensorType>(type) ? tensors : buffers) = true;
     if (packed || type.getRank() == 1 || (pagePool && v == pagePool))
       continue; // token counts, cu_seqlens (B + 1) or pages, not a batch
-    if (failed(checkSameDim(op, "batch B (dim 0)", "an operand", type.getDimSize(0),
-                       "the first operand's", batch)))
+    if (failed(checkSameDim(op, "batch B (dim 0)", "an operand",
+                            type.getDimSize(0), "the first operand's", batch)))
       return failure();
     if (ShapedType::isDynamic(batch))
       batch = type.getDimSize(0);
@@ -181,7 +181,7 @@ static LogicalResult verifyPagedKeys(Operation *op, Value keys,
     return success();
   ArrayRef<int64_t> k = shapeOf(keys);
   return checkSameDim(op, "Hkv", "the page pool (dim 2)", k[2], "the heads",
-                 numHeads);
+                      numHeads);
 }
 
 LogicalResult SelectDecodeKernelOp::verify() {
@@ -189,12 +189,12 @@ LogicalResult SelectDecodeKernelOp::verify() {
                             getBlockTable() ? getKeys() : Value())) ||
       failed(verifyPagedKeys(*this, getKeys(), getBlockTable(),
                              shapeOf(getPyramid())[1])) ||
-      failed(checkTiledDims(*this,
-                            {{"queries", getQueries(), Tiled::Tokens},
-                             {"keys", getKeys(),
-                              getBlockTable() ? Tiled::PagePool : Tiled::Tokens},
-                             {"pyramid", getPyramid(), Tiled::Rows},
-                             {"selection", getSelection(), Tiled::Tokens}})) ||
+      failed(checkTiledDims(
+          *this, {{"queries", getQueries(), Tiled::Tokens},
+                  {"keys", getKeys(),
+                   getBlockTable() ? Tiled::PagePool : Tiled::Tokens},
+                  {"pyramid", getPyramid(), Tiled::Rows},
+                  {"selection", getSelection(), Tiled::Tokens}})) ||
       failed(checkGroups(*this, shapeOf(getQueries())[1],
                          shapeOf(getPyramid())[1])))
     return failure();
@@ -203,7 +203,7 @@ LogicalResult SelectDecodeKernelOp::verify() {
   return failure(
       failed(checkSameDim(*this, "d", "keys", k[3], "queries", q[3])) ||
       failed(checkSameDim(*this, "B", "seq_lens", shapeOf(getSeqLens())[0],
-                     "queries", q[0])) ||
+                          "queries", q[0])) ||
       failed(checkSameDim(*this, "Nq", "selection", r[2], "queries", q[2])) ||
       failed(checkSameDim(*this, "K", "selection", r[3], "topk", getTopk())));
 }
@@ -211,11 +211,12 @@ LogicalResult SelectDecodeKernelOp::verify() {
 LogicalResult SparseAttentionKernelOp::verify() {
   const bool tm = getTokenMajor();
   if (failed(verifyKernelOp(*this)) ||
-      failed(checkTiledDims(*this, {{"queries", getQueries(), Tiled::Tokens, tm},
-                                    {"keys", getKeys(), Tiled::Tokens, tm},
-                                    {"values", getValues(), Tiled::Tokens, tm},
-                                    {"selection", getSelection(), Tiled::Tokens, tm},
-                                    {"output", getOutput(), Tiled::Tokens, tm}})))
+      failed(checkTiledDims(*this,
+                            {{"queries", getQueries(), Tiled::Tokens, tm},
+                             {"keys", getKeys(), Tiled::Tokens, tm},
+                             {"values", getValues(), Tiled::Tokens, tm},
+                             {"selection", getSelection(), Tiled::Tokens, tm},
+                             {"output", getOutput(), Tiled::Tokens, tm}})))
     return failure();
   SmallVector<int64_t, 4> q = tokenShapeOf(getQueries(), tm);
   SmallVector<int64_t, 4> k = tokenShapeOf(getKeys(), tm);
@@ -253,31 +254,32 @@ void PyramidAppendKernelOp::getEffects(
 LogicalResult PyramidAppendKernelOp::verify() {
   Value table = getBlockTable();
   if (failed(verifyKernelOp(*this, false, table ? getKeys() : Value())) ||
-      failed(verifyPagedKeys(*this, getKeys(), table,
-                             shapeOf(getPyramid())[1])) ||
-      failed(checkTiledDims(*this, {{"keys", getKeys(),
-                                     table ? Tiled::PagePool : Tiled::Tokens},
-                                    {"pyramid", getPyramid(), Tiled::Rows}})))
+      failed(
+          verifyPagedKeys(*this, getKeys(), table, shapeOf(getPyramid())[1])) ||
+      failed(checkTiledDims(
+          *this, {{"keys", getKeys(), table ? Tiled::PagePool : Tiled::Tokens},
+                  {"pyramid", getPyramid(), Tiled::Rows}})))
     return failure();
   // B: the keys' dim 0, or the block table's for a page pool.
   Value batched = table ? table : getKeys();
   StringRef name = table ? "block_table" : "keys";
   return failure(
-      failed(checkSameDim(*this, "d", "pyramid", shapeOf(getPyramid())[3], "keys",
-                     shapeOf(getKeys())[3])) ||
+      failed(checkSameDim(*this, "d", "pyramid", shapeOf(getPyramid())[3],
+                          "keys", shapeOf(getKeys())[3])) ||
       failed(checkSameDim(*this, "B", "from", shapeOf(getFrom())[0], name,
-                     shapeOf(batched)[0])) ||
+                          shapeOf(batched)[0])) ||
       failed(checkSameDim(*this, "B", "to", shapeOf(getTo())[0], name,
-                     shapeOf(batched)[0])));
+                          shapeOf(batched)[0])));
 }
 
 LogicalResult PyramidKernelOp::verify() {
   if (failed(verifyKernelOp(*this)) ||
-      failed(checkTiledDims(*this, {{"keys", getKeys(), Tiled::Tokens, getTokenMajor()},
-                                    {"pyramid", getPyramid(), Tiled::Rows}})))
+      failed(checkTiledDims(
+          *this, {{"keys", getKeys(), Tiled::Tokens, getTokenMajor()},
+                  {"pyramid", getPyramid(), Tiled::Rows}})))
     return failure();
   return checkSameDim(*this, "d", "pyramid", shapeOf(getPyramid())[3], "keys",
-                 shapeOf(getKeys())[3]);
+                      shapeOf(getKeys())[3]);
 }
 
 LogicalResult FragmentPlanesKernelOp::verify() {
@@ -289,17 +291,18 @@ LogicalResult FragmentPlanesKernelOp::verify() {
   ArrayRef<int64_t> planes = shapeOf(getPlanes());
   if (failed(checkSameDim(*this, "rows", "planes", planes[2], "pyramid", p[2])))
     return failure();
-  return twiceDim(*this, "values per row", "planes", planes[3], "the pyramid's d",
-                  p[3]);
+  return twiceDim(*this, "values per row", "planes", planes[3],
+                  "the pyramid's d", p[3]);
 }
 
 LogicalResult WalkKernelOp::verify() {
   const bool tm = getTokenMajor();
   if (failed(verifyKernelOp(*this)) ||
-      failed(checkTiledDims(*this, {{"queries", getQueries(), Tiled::Tokens, tm},
-                                    {"pyramid", getPyramid(), Tiled::Rows},
-                                    {"contenders", getContenders(), Tiled::PerKvHead},
-                                    {"counts", getCounts(), Tiled::PerKvHead}})) ||
+      failed(checkTiledDims(*this,
+                            {{"queries", getQueries(), Tiled::Tokens, tm},
+                             {"pyramid", getPyramid(), Tiled::Rows},
+                             {"contenders", getContenders(), Tiled::PerKvHead},
+                             {"counts", getCounts(), Tiled::PerKvHead}})) ||
       failed(checkGroups(*this, tokenShapeOf(getQueries(), tm)[1],
                          shapeOf(getContenders())[1])))
     return failure();
@@ -323,31 +326,32 @@ LogicalResult WalkKernelOp::verify() {
   }
   return failure(
       failed(checkSameDim(*this, "g * K", "contenders", c[3], "the attributes",
-                     candidates)) ||
+                          candidates)) ||
       failed(checkSameDim(*this, "Nq", "contenders", c[2], "queries", q[2])) ||
       failed(checkSameDim(*this, "Nq", "counts", n[2], "queries", q[2])) ||
-      failed(getTensorCores()
-                 ? twiceDim(*this, "row width", "planes", p[3], "queries' d",
-                            q[3])
-                 : checkSameDim(*this, "row width", "pyramid", p[3], "queries' d",
-                           q[3])));
+      failed(getTensorCores() ? twiceDim(*this, "row width", "planes", p[3],
+                                         "queries' d", q[3])
+                              : checkSameDim(*this, "row width", "pyramid",
+                                             p[3], "queries' d", q[3])));
 }
 
 LogicalResult BucketKernelOp::verify() {
   if (failed(verifyKernelOp(*this)) ||
-      failed(checkTiledDims(*this, {{"contenders", getContenders(), Tiled::PerKvHead},
-                                    {"counts", getCounts(), Tiled::PerKvHead}})))
+      failed(checkTiledDims(*this,
+                            {{"contenders", getContenders(), Tiled::PerKvHead},
+                             {"counts", getCounts(), Tiled::PerKvHead}})))
     return failure();
-  return checkSameDim(*this, "Nq", "counts", shapeOf(getCounts())[2], "contenders",
-                 shapeOf(getContenders())[2]);
+  return checkSameDim(*this, "Nq", "counts", shapeOf(getCounts())[2],
+                      "contenders", shapeOf(getContenders())[2]);
 }
 
 LogicalResult ScoreTilesKernelOp::verify() {
   const bool tm = getTokenMajor();
   if (failed(verifyKernelOp(*this)) ||
-      failed(checkTiledDims(*this, {{"queries", getQueries(), Tiled::Tokens, tm},
-                                    {"keys", getKeys(), Tiled::Tokens, tm},
-                                    {"scores", getScores(), Tiled::PerKvHead}})))
+      failed(
+          checkTiledDims(*this, {{"queries", getQueries(), Tiled::Tokens, tm},
+                                 {"keys", getKeys(), Tiled::Tokens, tm},
+                                 {"scores", getScores(), Tiled::PerKvHead}})))
     return failure();
   SmallVector<int64_t, 4> q = tokenShapeOf(getQueries(), getTokenMajor());
   SmallVector<int64_t, 4> k = tokenShapeOf(getKeys(), getTokenMajor());
@@ -362,27 +366,30 @@ LogicalResult ScoreTilesKernelOp::verify() {
 LogicalResult SelectFinalKernelOp::verify() {
   if (failed(verifyKernelOp(*this)) ||
       failed(checkTiledDims(
-          *this, {{"contenders", getContenders(), Tiled::PerKvHead},
-                  {"counts", getCounts(), Tiled::PerKvHead},
-                  {"scores", getScores(), Tiled::PerKvHead},
-                  {"selection", getSelection(), Tiled::Tokens, getTokenMajor()}})))
+          *this,
+          {{"contenders", getContenders(), Tiled::PerKvHead},
+           {"counts", getCounts(), Tiled::PerKvHead},
+           {"scores", getScores(), Tiled::PerKvHead},
+           {"selection", getSelection(), Tiled::Tokens, getTokenMajor()}})))
     return failure();
   ArrayRef<int64_t> c = shapeOf(getContenders()), s = shapeOf(getScores());
   SmallVector<int64_t, 4> sel = tokenShapeOf(getSelection(), getTokenMajor());
-  return failure(
-      failed(checkSameDim(*this, "K", "selection", sel[3], "the attributes",
-                     getTopk())) ||
-      failed(checkSameDim(*this, "g * K", "scores", s[3], "contenders", c[3])) ||
-      failed(checkSameDim(*this, "Nq", "selection", sel[2], "contenders", c[2])));
+  return failure(failed(checkSameDim(*this, "K", "selection", sel[3],
+                                     "the attributes", getTopk())) ||
+                 failed(checkSameDim(*this, "g * K", "scores", s[3],
+                                     "contenders", c[3])) ||
+                 failed(checkSameDim(*this, "Nq", "selection", sel[2],
+                                     "contenders", c[2])));
 }
 
 LogicalResult SelectSingleStageKernelOp::verify() {
   const bool tm = getTokenMajor();
   if (failed(verifyKernelOp(*this)) ||
-      failed(checkTiledDims(*this, {{"queries", getQueries(), Tiled::Tokens, tm},
-                                    {"keys", getKeys(), Tiled::Tokens, tm},
-                                    {"pyramid", getPyramid(), Tiled::Rows},
-                                    {"selection", getSelection(), Tiled::Tokens, tm}})))
+      failed(checkTiledDims(
+          *this, {{"queries", getQueries(), Tiled::Tokens, tm},
+                  {"keys", getKeys(), Tiled::Tokens, tm},
+                  {"pyramid", getPyramid(), Tiled::Rows},
+                  {"selection", getSelection(), Tiled::Tokens, tm}})))
     return failure();
   SmallVector<int64_t, 4> q = tokenShapeOf(getQueries(), getTokenMajor());
   SmallVector<int64_t, 4> k = tokenShapeOf(getKeys(), getTokenMajor());
@@ -391,7 +398,7 @@ LogicalResult SelectSingleStageKernelOp::verify() {
   SmallVector<int64_t, 4> sel = tokenShapeOf(getSelection(), getTokenMajor());
   return failure(
       failed(checkSameDim(*this, "K", "selection", sel[3], "the attributes",
-                     getTopk())) ||
+                          getTopk())) ||
       failed(checkSameDim(*this, "d", "keys", k[3], "queries", q[3])) ||
       failed(checkSameDim(*this, "Nq", "selection", sel[2], "queries", q[2])));
 }
@@ -402,16 +409,18 @@ LogicalResult PyramidVarlenKernelOp::verify() {
                                     {"pyramid", getPyramid(), Tiled::Rows}})))
     return failure();
   ArrayRef<int64_t> k = shapeOf(getKeys()), p = shapeOf(getPyramid());
-  return failure(failed(checkSameDim(*this, "Hkv", "pyramid", p[1], "keys", k[1])) ||
-                 failed(checkSameDim(*this, "d", "pyramid", p[2], "keys", k[2])));
+  return failure(
+      failed(checkSameDim(*this, "Hkv", "pyramid", p[1], "keys", k[1])) ||
+      failed(checkSameDim(*this, "d", "pyramid", p[2], "keys", k[2])));
 }
 
 LogicalResult SelectSingleStageVarlenKernelOp::verify() {
   if (failed(verifyKernelOp(*this, /*packed=*/true)) ||
-      failed(checkTiledDims(*this, {{"queries", getQueries(), Tiled::Tokens},
-                                    {"keys", getKeys(), Tiled::Tokens},
-                                    {"pyramid", getPyramid(), Tiled::Rows},
-                                    {"selection", getSelection(), Tiled::Tokens}})))
+      failed(checkTiledDims(*this,
+                            {{"queries", getQueries(), Tiled::Tokens},
+                             {"keys", getKeys(), Tiled::Tokens},
+                             {"pyramid", getPyramid(), Tiled::Rows},
+                             {"selection", getSelection(), Tiled::Tokens}})))
     return failure();
   ArrayRef<int64_t> q = shapeOf(getQueries()), k = shapeOf(getKeys());
   if (failed(checkGroups(*this, q[1], k[1])))
@@ -419,15 +428,15 @@ LogicalResult SelectSingleStageVarlenKernelOp::verify() {
   ArrayRef<int64_t> p = shapeOf(getPyramid()), sel = shapeOf(getSelection());
   return failure(
       failed(checkSameDim(*this, "K", "selection", sel[2], "the attributes",
-                     getTopk())) ||
+                          getTopk())) ||
       failed(checkSameDim(*this, "d", "keys", k[2], "queries", q[2])) ||
       failed(checkSameDim(*this, "d", "pyramid", p[2], "keys", k[2])) ||
       failed(checkSameDim(*this, "Hkv", "pyramid", p[1], "keys", k[1])) ||
       failed(checkSameDim(*this, "Hkv", "selection", sel[1], "keys", k[1])) ||
       failed(checkSameDim(*this, "Tq", "selection", sel[0], "queries", q[0])) ||
       failed(checkSameDim(*this, "B + 1", "cu_seqlens_q",
-                     shapeOf(getCuSeqlensQ())[0], "cu_seqlens_k",
-                     shapeOf(getCuSeqlensK())[0])));
+                          shapeOf(getCuSeqlensQ())[0], "cu_seqlens_k",
+                          shapeOf(getCuSeqlensK())[0])));
 }
 
 LogicalResult LseScoreKernelOp::verify() {
@@ -438,8 +447,8 @@ LogicalResult LseScoreKernelOp::verify() {
     return cast<ShapedType>(v.getType()).getElementType();
   };
   if (failed(verifyKernelOp(*this)) ||
-      failed(checkScoredLevel(*this, getLevel(), getBlockSize(),
-                              getBranching(), elementOf(getQueries()),
+      failed(checkScoredLevel(*this, getLevel(), getBlockSize(), getBranching(),
+                              elementOf(getQueries()),
                               elementOf(getChildren()))) ||
       failed(checkTiledDims(*this,
                             {{"queries", getQueries(), Tiled::Tokens},
@@ -450,8 +459,8 @@ LogicalResult LseScoreKernelOp::verify() {
       failed(checkSameDim(*this, "d", "children", c[3], "queries", q[3])) ||
       failed(checkSameDim(*this, "Hkv", "candidates", cand[1], "children",
                           c[1])) ||
-      failed(checkSameDim(*this, "Nq", "candidates", cand[2], "queries",
-                          q[2])) ||
+      failed(
+          checkSameDim(*this, "Nq", "candidates", cand[2], "queries", q[2])) ||
       failed(checkSameDim(*this, "Hkv", "scores", u[1], "children", c[1])) ||
       failed(checkSameDim(*this, "Nq", "scores", u[2], "queries", q[2])) ||
       failed(checkSameDim(*this, "S", "scores", u[3], "candidates", cand[3])));
@@ -491,8 +500,8 @@ LogicalResult AppendSelectSingleStageKernelOp::verify() {
       failed(checkSameDim(*this, "Hkv", "pyramid", p[1], "keys", k[1])) ||
       failed(checkSameDim(*this, "Ncap", "append_keys", a[2], "capacity",
                           int64_t(getCapacity()))) ||
-      failed(checkSameDim(*this, "Nq", "queries", q[2], "a decode step's",
-                          1)) ||
+      failed(
+          checkSameDim(*this, "Nq", "queries", q[2], "a decode step's", 1)) ||
       failed(checkSameDim(*this, "Nq", "selection", sel[2], "queries", q[2])))
     return failure();
   // The block's threads split the append's rows of d features.

@@ -41,9 +41,9 @@ static LogicalResult checkStaticDims(Operation *op, StringRef operand,
                                      ArrayRef<std::pair<int, StringRef>> dims) {
   for (auto [dim, name] : dims)
     if (type.isDynamicDim(dim))
-      return op->emitOpError() << "expected a static " << name << " (dim "
-                               << dim << ") in " << operand << " but got "
-                               << type;
+      return op->emitOpError()
+             << "expected a static " << name << " (dim " << dim << ") in "
+             << operand << " but got " << type;
   return success();
 }
 
@@ -59,9 +59,8 @@ static LogicalResult checkQueryOffset(Operation *op, Value offset,
     return op->emitOpError() << "expected query_offset >= 0 but got " << off;
   // off > N - Nq rather than off + Nq > N: off may be near 2^63.
   if (isStatic(numQueries) && isStatic(numKeys) && off > numKeys - numQueries)
-    return op->emitOpError()
-           << "expected query_offset (" << off << ") + Nq (" << numQueries
-           << ") <= N (" << numKeys << ")";
+    return op->emitOpError() << "expected query_offset (" << off << ") + Nq ("
+                             << numQueries << ") <= N (" << numKeys << ")";
   return success();
 }
 
@@ -88,7 +87,7 @@ static LogicalResult checkPyramidRows(Operation *op, StringRef name,
 
 /// [B, H, T, X] of a 4-D shape in either layout.
 static SmallVector<int64_t, 4> headMajorShape(ArrayRef<int64_t> shape,
-                                               bool tokenMajor) {
+                                              bool tokenMajor) {
   return {shape[0], shape[headDimIndex(tokenMajor)],
           shape[tokenDimIndex(tokenMajor)], shape[3]};
 }
@@ -97,9 +96,9 @@ LogicalResult PyramidBuildOp::verify() {
   if (failed(checkPyramidParams(*this, getBlockSize(), getBranching())))
     return failure();
   const bool tokenMajor = getTokenMajor();
-  if (failed(checkStaticDims(*this, "keys", getKeys().getType(),
-                             {{int(headDimIndex(tokenMajor)), "Hkv"},
-                              {3, "d"}})))
+  if (failed(
+          checkStaticDims(*this, "keys", getKeys().getType(),
+                          {{int(headDimIndex(tokenMajor)), "Hkv"}, {3, "d"}})))
     return failure();
   SmallVector<int64_t, 4> k =
       headMajorShape(getKeys().getType().getShape(), tokenMajor);
@@ -190,13 +189,12 @@ LogicalResult LseScoreOp::verify() {
     return failure();
   RankedTensorType qType = getQueries().getType();
   RankedTensorType childType = getChildren().getType();
-  if (failed(checkScoredLevel(*this, getLevel(), getBlockSize(),
-                              getBranching(), qType.getElementType(),
+  if (failed(checkScoredLevel(*this, getLevel(), getBlockSize(), getBranching(),
+                              qType.getElementType(),
                               childType.getElementType())))
     return failure();
 
-  if (failed(checkStaticDims(*this, "queries", qType,
-                             {{1, "Hq"}, {3, "d"}})) ||
+  if (failed(checkStaticDims(*this, "queries", qType, {{1, "Hq"}, {3, "d"}})) ||
       failed(checkStaticDims(*this, "children", childType, {{1, "Hkv"}})))
     return failure();
   ArrayRef<int64_t> q = qType.getShape();
@@ -299,8 +297,7 @@ LogicalResult HierTopKOp::verify() {
       failed(checkSameDim(*this, "B", "selection", r[0], "queries", q[0])) ||
       failed(checkSameDim(*this, "Hkv", "selection", r[1], "keys", k[1])) ||
       failed(checkSameDim(*this, "Nq", "selection", r[2], "queries", q[2])) ||
-      failed(checkSameDim(*this, "K", "selection", r[3], "topk",
-                          getTopk())))
+      failed(checkSameDim(*this, "K", "selection", r[3], "topk", getTopk())))
     return failure();
   return checkQueryOffset(*this, getQueryOffset(), q[2], k[2]);
 }
@@ -396,7 +393,8 @@ LogicalResult SparseAttentionOp::verify() {
                          << oType.getElementType();
   const bool tm = getTokenMajor();
   const int heads = headDimIndex(tm);
-  if (failed(checkStaticDims(*this, "queries", qType, {{heads, "Hq"}, {3, "d"}})) ||
+  if (failed(checkStaticDims(*this, "queries", qType,
+                             {{heads, "Hq"}, {3, "d"}})) ||
       failed(checkStaticDims(*this, "keys", kType, {{heads, "Hkv"}})) ||
       failed(checkStaticDims(*this, "values", vType, {{3, "dv"}})) ||
       failed(checkStaticDims(*this, "selection", getSelection().getType(),
@@ -444,8 +442,8 @@ static int64_t sequencesOf(RankedTensorType cuSeqlens) {
 static LogicalResult checkCuSeqlens(Operation *op, StringRef name,
                                     RankedTensorType type) {
   if (isStatic(type.getDimSize(0)) && type.getDimSize(0) < 1)
-    return op->emitOpError() << "expected " << name
-                             << " to have B + 1 >= 1 entries but got 0";
+    return op->emitOpError()
+           << "expected " << name << " to have B + 1 >= 1 entries but got 0";
   return success();
 }
 
@@ -459,9 +457,9 @@ static LogicalResult checkVarlenRows(Operation *op, int64_t rows,
   if (rows != want)
     return op->emitOpError()
            << "expected the varlen pyramid to have 2 floor(Tk / C) + "
-           << kVarlenRowsPerSequence << " B = " << want << " rows for Tk = "
-           << numKeys << ", B = " << sequences << ", C = " << blockSize
-           << " but got " << rows;
+           << kVarlenRowsPerSequence << " B = " << want
+           << " rows for Tk = " << numKeys << ", B = " << sequences
+           << ", C = " << blockSize << " but got " << rows;
   return success();
 }
 
@@ -477,8 +475,7 @@ LogicalResult PyramidBuildVarlenOp::verify() {
       failed(checkSameDim(*this, "d", "pyramid", p[2], "keys", k[2])))
     return failure();
   return checkVarlenRows(*this, p[0], k[0],
-                         sequencesOf(getCuSeqlens().getType()),
-                         getBlockSize());
+                         sequencesOf(getCuSeqlens().getType()), getBlockSize());
 }
 
 float HierTopKVarlenOp::getScaleOrDefault() {
@@ -491,17 +488,15 @@ float HierTopKVarlenOp::getScaleOrDefault() {
 LogicalResult HierTopKVarlenOp::verify() {
   if (failed(checkPyramidParams(*this, getBlockSize(), getBranching())) ||
       failed(checkScale(*this, getScaleAttr())) ||
-      failed(checkCuSeqlens(*this, "cu_seqlens_q",
-                            getCuSeqlensQ().getType())) ||
-      failed(checkCuSeqlens(*this, "cu_seqlens_k",
-                            getCuSeqlensK().getType())))
+      failed(
+          checkCuSeqlens(*this, "cu_seqlens_q", getCuSeqlensQ().getType())) ||
+      failed(checkCuSeqlens(*this, "cu_seqlens_k", getCuSeqlensK().getType())))
     return failure();
   RankedTensorType qType = getQueries().getType();
   RankedTensorType kType = getKeys().getType();
   if (failed(checkTopKAndTypes(*this, getTopk(), qType, kType)))
     return failure();
-  if (failed(checkStaticDims(*this, "queries", qType,
-                             {{1, "Hq"}, {2, "d"}})) ||
+  if (failed(checkStaticDims(*this, "queries", qType, {{1, "Hq"}, {2, "d"}})) ||
       failed(checkStaticDims(*this, "keys", kType, {{1, "Hkv"}})) ||
       failed(checkStaticDims(*this, "selection", getSelection().getType(),
                              {{2, "K"}})))
@@ -521,8 +516,7 @@ LogicalResult HierTopKVarlenOp::verify() {
       failed(checkVarlenRows(*this, p[0], k[0], sequences, getBlockSize())) ||
       failed(checkSameDim(*this, "Tq", "selection", r[0], "queries", q[0])) ||
       failed(checkSameDim(*this, "Hkv", "selection", r[1], "keys", k[1])) ||
-      failed(checkSameDim(*this, "K", "selection", r[2], "topk",
-                          getTopk())))
+      failed(checkSameDim(*this, "K", "selection", r[2], "topk", getTopk())))
     return failure();
   return success();
 }

@@ -68,8 +68,7 @@ void mlir::pisa::buildPisaGPUPipeline(OpPassManager &pm,
 }
 
 namespace {
-struct GPUPipelineCLOptions
-    : public PassPipelineOptions<GPUPipelineCLOptions> {
+struct GPUPipelineCLOptions : public PassPipelineOptions<GPUPipelineCLOptions> {
   Option<std::string> chip{*this, "chip", llvm::cl::desc("GPU chip"),
                            llvm::cl::init("sm_90a")};
   Option<std::string> features{*this, "features",

@@ -15,9 +15,9 @@
 #include "pisa/Runtime/EntryTable.h"
 #include "pisa/Runtime/PisaRuntime.h"
 
+#include <dlfcn.h>
 #include <stdarg.h>
 #include <stdio.h>
-#include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -48,8 +48,8 @@ pisa::runtime::ErrorSlot *pisa::runtime::errorSlot() {
     // Libraries loaded RTLD_LOCAL (ctypes' default) are not visible here:
     // each then keeps its own slot, which its own functions read.
     void *symbol = dlsym(RTLD_DEFAULT, "pisa_runtime_error_slot_v1");
-    found = symbol ? reinterpret_cast<SlotFn>(symbol)
-                   : &pisa_runtime_error_slot_v1;
+    found =
+        symbol ? reinterpret_cast<SlotFn>(symbol) : &pisa_runtime_error_slot_v1;
     __atomic_store_n(&shared, found, __ATOMIC_RELEASE);
   }
   return found();
@@ -92,7 +92,6 @@ bool check(CUresult result, const char *what) {
          call.prefix, what, int(result));
   return false;
 }
-
 
 bool currentContext(CUcontext *context, const char *function) {
   *context = nullptr;
@@ -250,12 +249,12 @@ int pisaCallDescribe(const int64_t *table, const char *function,
     if (empty)
       continue;
     if (!value)
-      return reject(PISA_ERROR_INVALID_ARGUMENT, function,
-                    "%s %lld is NULL", name, (long long)i);
+      return reject(PISA_ERROR_INVALID_ARGUMENT, function, "%s %lld is NULL",
+                    name, (long long)i);
     if (value % kTensorAlignment)
       return reject(PISA_ERROR_INVALID_ARGUMENT, function,
-                    "%s %lld (%p) is not %lld-byte aligned", name,
-                    (long long)i, reinterpret_cast<void *>(value),
+                    "%s %lld (%p) is not %lld-byte aligned", name, (long long)i,
+                    reinterpret_cast<void *>(value),
                     (long long)kTensorAlignment);
   }
   return PISA_OK;
@@ -266,8 +265,8 @@ int pisaCallSizes(const int64_t *table, void *const *values,
   return writeDescriptors(table, values, descriptors) < 0 ? 0 : 1;
 }
 
-int pisaCallRefuse(const char *function, const void *callArg,
-                   const char *rules, int64_t rule) {
+int pisaCallRefuse(const char *function, const void *callArg, const char *rules,
+                   int64_t rule) {
   (void)callArg; // the message buffer was opened by pisaCallDescribe
   const char *text = rules;
   for (int64_t i = 1; i < rule && *text; ++i)
@@ -332,7 +331,8 @@ static int32_t *readBack(const int64_t *d, int64_t rank) {
     fail("out of host memory reading cu_seqlens back");
     return nullptr;
   }
-  if (!PISA_CHECK(cuMemcpyDtoHAsync(host, CUdeviceptr(d[1]), bytes, call.stream)) ||
+  if (!PISA_CHECK(
+          cuMemcpyDtoHAsync(host, CUdeviceptr(d[1]), bytes, call.stream)) ||
       !PISA_CHECK(cuStreamSynchronize(call.stream))) {
     free(host);
     return nullptr;
@@ -352,9 +352,10 @@ int pisaCallValidate(const int64_t *table, const char *function,
   int status = PISA_OK;
   char message[300];
   static const char *const kNames[kNumRoles] = {
-      "", "cu_seqlens_q", "cu_seqlens_k", "seq_lens", "from", "to",
-      "block_table"};
-  for (int64_t i = 0; i < numArgs && status == PISA_OK; ++i, arg += kArgFields) {
+      "",     "cu_seqlens_q", "cu_seqlens_k", "seq_lens",
+      "from", "to",           "block_table"};
+  for (int64_t i = 0; i < numArgs && status == PISA_OK;
+       ++i, arg += kArgFields) {
     const int64_t roles = arg[kRoles];
     if (!roles)
       continue;
@@ -396,8 +397,7 @@ int pisaCallValidate(const int64_t *table, const char *function,
                            sizeof(message));
       } else {
         holds = checkRange(name, host, d[3], 0, arg[kCapacity],
-                           "positions of the cache", message,
-                           sizeof(message));
+                           "positions of the cache", message, sizeof(message));
       }
       if (!holds)
         status = reject(PISA_ERROR_INVALID_ARGUMENT, function,
@@ -423,8 +423,8 @@ int pisaCallValidate(const int64_t *table, const char *function,
       kept[kAppendTo] ? entries[kAppendTo] : entries[kSeqLens];
   if (status == PISA_OK && kept[kBlockTable] && lengths) {
     const int64_t *t = descriptorOf(table, descriptors, tableArg);
-    const int64_t poolArg = table[kHeaderFields + tableArg * kArgFields +
-                                  kRowsArg];
+    const int64_t poolArg =
+        table[kHeaderFields + tableArg * kArgFields + kRowsArg];
     if (poolArg >= 0) {
       const int64_t *pool = descriptorOf(table, descriptors, poolArg);
       const int64_t batch = t[3] < numLengths ? t[3] : numLengths;

@@ -123,8 +123,8 @@ KernelRecord *kernelForCurrentContext(LazyModule *lazy, const char *name) {
     CUfunction function = nullptr;
     if (!kernel && count == kMaxKernels)
       fail("the module has more than %d kernels", kMaxKernels);
-    else if (!kernel &&
-             PISA_CHECK(cuModuleGetFunction(&function, lazy->modules[slot], name))) {
+    else if (!kernel && PISA_CHECK(cuModuleGetFunction(
+                            &function, lazy->modules[slot], name))) {
       kernel = &kernels[count++];
       *kernel = KernelRecord();
       kernel->name = name;
@@ -247,12 +247,12 @@ void mgpuLaunchKernel(CUfunction handle, intptr_t gridX, intptr_t gridY,
     size_t bytes = kernel->paramBytes;
     void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, buffer,
                      CU_LAUNCH_PARAM_BUFFER_SIZE, &bytes, CU_LAUNCH_PARAM_END};
-    PISA_CHECK(cuLaunchKernel(kernel->function, gridX, gridY, gridZ, blockX, blockY,
-                         blockZ, smem, stream, nullptr, extra));
+    PISA_CHECK(cuLaunchKernel(kernel->function, gridX, gridY, gridZ, blockX,
+                              blockY, blockZ, smem, stream, nullptr, extra));
     return;
   }
-  PISA_CHECK(cuLaunchKernel(kernel->function, gridX, gridY, gridZ, blockX, blockY,
-                       blockZ, smem, stream, params, nullptr));
+  PISA_CHECK(cuLaunchKernel(kernel->function, gridX, gridY, gridZ, blockX,
+                            blockY, blockZ, smem, stream, params, nullptr));
 }
 
 //===----------------------------------------------------------------------===//
@@ -278,7 +278,9 @@ CUevent mgpuEventCreate() {
 
 void mgpuEventDestroy(CUevent event) { PISA_CHECK(cuEventDestroy(event)); }
 
-void mgpuEventSynchronize(CUevent event) { PISA_CHECK(cuEventSynchronize(event)); }
+void mgpuEventSynchronize(CUevent event) {
+  PISA_CHECK(cuEventSynchronize(event));
+}
 
 void mgpuEventRecord(CUevent event, CUstream stream) {
   PISA_CHECK(cuEventRecord(event, stream));
@@ -311,21 +313,22 @@ void mgpuMemFree(void *, CUstream) {}
 void mgpuMemcpy(void *dst, void *src, size_t sizeBytes, CUstream stream) {
   if (!call.failed && sizeBytes)
     PISA_CHECK(cuMemcpyAsync(reinterpret_cast<CUdeviceptr>(dst),
-                        reinterpret_cast<CUdeviceptr>(src), sizeBytes, stream));
+                             reinterpret_cast<CUdeviceptr>(src), sizeBytes,
+                             stream));
 }
 
 void mgpuMemset32(void *dst, unsigned int value, size_t count,
                   CUstream stream) {
   if (!call.failed && count)
-    PISA_CHECK(cuMemsetD32Async(reinterpret_cast<CUdeviceptr>(dst), value, count,
-                           stream));
+    PISA_CHECK(cuMemsetD32Async(reinterpret_cast<CUdeviceptr>(dst), value,
+                                count, stream));
 }
 
 void mgpuMemset16(void *dst, unsigned short value, size_t count,
                   CUstream stream) {
   if (!call.failed && count)
-    PISA_CHECK(cuMemsetD16Async(reinterpret_cast<CUdeviceptr>(dst), value, count,
-                           stream));
+    PISA_CHECK(cuMemsetD16Async(reinterpret_cast<CUdeviceptr>(dst), value,
+                                count, stream));
 }
 
 void mgpuSetDefaultDevice(int32_t) {}

@@ -6,8 +6,8 @@
 #include <stdlib.h>
 
 bool pisa::runtime::checkCuSeqlens(const char *name, const int32_t *cu,
-                                   int64_t entries, int64_t rows,
-                                   char *message, size_t messageBytes) {
+                                   int64_t entries, int64_t rows, char *message,
+                                   size_t messageBytes) {
   if (cu[0] != 0) {
     snprintf(message, messageBytes, "%s[0] is %d, expected 0", name, cu[0]);
     return false;
@@ -52,9 +52,9 @@ bool pisa::runtime::checkRange(const char *name, const int32_t *values,
                                size_t messageBytes) {
   for (int64_t i = 0; i < count; ++i)
     if (values[i] < lowest || values[i] > highest) {
-      snprintf(message, messageBytes, "%s[%lld] = %d is outside [%lld, %lld] (%s)",
-               name, (long long)i, values[i], (long long)lowest,
-               (long long)highest, why);
+      snprintf(message, messageBytes,
+               "%s[%lld] = %d is outside [%lld, %lld] (%s)", name, (long long)i,
+               values[i], (long long)lowest, (long long)highest, why);
       return false;
     }
   return true;

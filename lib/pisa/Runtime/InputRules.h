@@ -1,4 +1,5 @@
-//===- InputRules.h - rules on integer inputs that live on the device -*- C++ -*-===//
+//===- InputRules.h - rules on integer inputs that live on the device -*- C++
+//-*-===//
 //
 // What only the values of a call's integer inputs decide: a packed batch's
 // cu_seqlens (docs/semantics.md, section 7), a decode batch's seq_lens and
@@ -30,8 +31,8 @@ bool checkQueriesFitKeys(const int32_t *cuQ, const int32_t *cuK,
 /// Every value of `values` ([count]) of argument `name` lies in [lowest,
 /// highest]; `why` says what the bounds are.
 bool checkRange(const char *name, const int32_t *values, int64_t count,
-                int64_t lowest, int64_t highest, const char *why,
-                char *message, size_t messageBytes);
+                int64_t lowest, int64_t highest, const char *why, char *message,
+                size_t messageBytes);
 
 /// The block table `table` ([batch, maxPages]) of a paged cache of
 /// `numPages` pages of `pageSize` keys: for every sequence b, the entries
@@ -39,8 +40,8 @@ bool checkRange(const char *name, const int32_t *values, int64_t count,
 /// pageSize]) lie in [0, numPages) and no page is named twice among them
 /// all (two live sequences, or one twice, would share keys).
 bool checkBlockTable(const int32_t *table, int64_t batch, int64_t maxPages,
-                     const int32_t *lengths, int64_t pageSize,
-                     int64_t numPages, char *message, size_t messageBytes);
+                     const int32_t *lengths, int64_t pageSize, int64_t numPages,
+                     char *message, size_t messageBytes);
 
 /// from[b] <= to[b] for every b < count (an append never shrinks a cache).
 bool checkAppendOrder(const int32_t *from, const int32_t *to, int64_t count,

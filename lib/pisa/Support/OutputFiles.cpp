@@ -114,9 +114,10 @@ llvm::Error mlir::pisa::checkOutputs(llvm::ArrayRef<std::string> inputs,
       if (!(entry.second == *id))
         continue;
       bool input = i < numInputs;
-      return refuse("refusing to write output '" + out + "': it is the same "
-                    "file as the " + (input ? "input" : "output") + " '" +
-                    *entry.first + "'");
+      return refuse("refusing to write output '" + out +
+                    "': it is the same "
+                    "file as the " +
+                    (input ? "input" : "output") + " '" + *entry.first + "'");
     }
     seen.push_back({&out, *id});
   }
@@ -219,8 +220,7 @@ llvm::Error OutputFile::commit() {
   return llvm::Error::success();
 }
 
-llvm::Expected<OutputSet>
-OutputSet::create(llvm::ArrayRef<std::string> paths) {
+llvm::Expected<OutputSet> OutputSet::create(llvm::ArrayRef<std::string> paths) {
   if (llvm::Error err = checkOutputs({}, paths))
     return std::move(err);
   OutputSet set;

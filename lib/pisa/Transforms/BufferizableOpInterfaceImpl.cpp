@@ -71,7 +71,7 @@ void mlir::pisa::registerBufferizableOpInterfaceExternalModels(
               BucketKernelOp, ScoreTilesKernelOp, SelectFinalKernelOp,
               SelectSingleStageKernelOp, PyramidVarlenKernelOp,
               SelectSingleStageVarlenKernelOp, PyramidAppendKernelOp,
-              SelectDecodeKernelOp, SparseAttentionKernelOp,
-              LseScoreKernelOp>(ctx);
+              SelectDecodeKernelOp, SparseAttentionKernelOp, LseScoreKernelOp>(
+        ctx);
   });
 }

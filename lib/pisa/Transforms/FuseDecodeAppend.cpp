@@ -60,7 +60,8 @@ static PyramidAppendKernelOp appendToFuse(SelectSingleStageKernelOp select) {
     return nullptr;
   // The same batch: the append's blocks are the selection's.
   const int64_t batch = shapeOf(append.getKeys())[0];
-  if (ShapedType::isDynamic(batch) || batch != shapeOf(select.getSelection())[0])
+  if (ShapedType::isDynamic(batch) ||
+      batch != shapeOf(select.getSelection())[0])
     return nullptr;
   return append;
 }

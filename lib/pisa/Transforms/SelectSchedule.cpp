@@ -50,12 +50,11 @@ struct PisaSelectSchedulePass
       return success();
     RankedTensorType qType = op.getQueries().getType();
     RankedTensorType kType = op.getKeys().getType();
-    return annotateOp(op, qType.getDimSize(1), kType.getDimSize(1),
-                      qType.getDimSize(2), qType.getElementType(),
-                      kType.getElementType(), op.getBlockSize(),
-                      ShapedType::kDynamic, ShapedType::kDynamic,
-                      op.getBranching(), op.getTopk(),
-                      [&](ScheduleAttr a) { op.setScheduleAttr(a); });
+    return annotateOp(
+        op, qType.getDimSize(1), kType.getDimSize(1), qType.getDimSize(2),
+        qType.getElementType(), kType.getElementType(), op.getBlockSize(),
+        ShapedType::kDynamic, ShapedType::kDynamic, op.getBranching(),
+        op.getTopk(), [&](ScheduleAttr a) { op.setScheduleAttr(a); });
   }
 
   LogicalResult annotate(HierTopKOp op) {
@@ -103,8 +102,8 @@ struct PisaSelectSchedulePass
     if (force != ScheduleForce::Auto) {
       twoStage = force == ScheduleForce::TwoStage;
       reason = std::string("forced by force=") +
-               (twoStage ? "two-stage" : "single-stage") + " (rule: " +
-               reason + ")";
+               (twoStage ? "two-stage" : "single-stage") + " (rule: " + reason +
+               ")";
     }
     (twoStage ? numTwoStage : numSingleStage)++;
 
@@ -116,19 +115,19 @@ struct PisaSelectSchedulePass
     set(attr);
     if (emitRemarks)
       op->emitRemark() << stringifyScheduleKind(kind)
-                      << ": io_two_stage = " << plain(est.twoStageElems)
-                      << " elements (" << plain(est.twoStageBytes)
-                      << " B), io_single_stage = "
-                      << plain(est.singleStageElems) << " elements ("
-                      << plain(est.singleStageBytes)
-                      << " B) per query-candidate pair; " << reason;
+                       << ": io_two_stage = " << plain(est.twoStageElems)
+                       << " elements (" << plain(est.twoStageBytes)
+                       << " B), io_single_stage = "
+                       << plain(est.singleStageElems) << " elements ("
+                       << plain(est.singleStageBytes)
+                       << " B) per query-candidate pair; " << reason;
     // Short sequences: say when flat block selection would do less work.
     if (emitRemarks && !ShapedType::isDynamic(numKeys)) {
       SelectionWork work =
           estimateSelectionWork(numKeys, blockSize, branching, topk);
       if (work.flatCheaper)
         op->emitRemark() << "flat block selection would be cheaper: "
-                        << work.reason;
+                         << work.reason;
     }
     return success();
   }

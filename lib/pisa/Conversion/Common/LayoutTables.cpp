@@ -30,7 +30,8 @@ static LayoutTables constantTables(ImplicitLocOpBuilder &b, int64_t numKeys,
   return {table([&](int64_t l) { return layout.size(l); }),
           table([&](int64_t l) { return layout.offset(l); }),
           table([&](int64_t l) { return layout.leavesPerNode(l); }),
-          indexConst(b, layout.numLevels()), indexConst(b, layout.numLeaves()),
+          indexConst(b, layout.numLevels()),
+          indexConst(b, layout.numLeaves()),
           indexConst(b, layout.totalNodes())};
 }
 
@@ -46,12 +47,13 @@ LayoutTables mlir::pisa::detail::buildLayoutTables(ImplicitLocOpBuilder &b,
   // multiply by g. Entries past the last level stay 0.
   Value zero = indexConst(b, 0), one = indexConst(b, 1);
   Value g = indexConst(b, branching);
-  Value leaves = arith::CeilDivUIOp::create(b, numKeys, indexConst(b, blockSize));
+  Value leaves =
+      arith::CeilDivUIOp::create(b, numKeys, indexConst(b, blockSize));
   Value empty = arith::ConstantOp::create(
       b, DenseElementsAttr::get(tableType(b.getContext()), APInt(64, 0)));
   Value noLevels = cmp(b, arith::CmpIPredicate::eq, leaves, zero);
-  SmallVector<Value> init{empty, empty, empty, leaves, zero, one, zero,
-                          noLevels};
+  SmallVector<Value> init{empty, empty, empty, leaves,
+                          zero,  one,   zero,  noLevels};
   auto st = buildLoop(
       b, one, indexConst(b, kMaxLevels + 1), init,
       [&](ImplicitLocOpBuilder &lb, Value l, ValueRange s) {
@@ -63,11 +65,12 @@ LayoutTables mlir::pisa::detail::buildLayoutTables(ImplicitLocOpBuilder &b,
               lb, arith::SelectOp::create(lb, active, v, zero), table, l);
         };
         return SmallVector<Value>{
-            record(s[0], size), record(s[1], offset), record(s[2], span),
+            record(s[0], size),
+            record(s[1], offset),
+            record(s[2], span),
             arith::CeilDivUIOp::create(lb, size, g),
-            arith::SelectOp::create(lb, active,
-                                    arith::AddIOp::create(lb, offset, size),
-                                    offset),
+            arith::SelectOp::create(
+                lb, active, arith::AddIOp::create(lb, offset, size), offset),
             arith::SelectOp::create(lb, active,
                                     arith::MulIOp::create(lb, span, g), span),
             arith::SelectOp::create(lb, active, l, s[6]),

@@ -11,8 +11,8 @@ using namespace mlir;
 using namespace mlir::pisa::detail;
 
 LevelLayout::LevelLayout(ImplicitLocOpBuilder &b, Value numKeys,
-                         int64_t blockSize, int64_t branching,
-                         Value firstRow, Value capacity)
+                         int64_t blockSize, int64_t branching, Value firstRow,
+                         Value capacity)
     : block(blockSize), fan(branching), keys(numKeys), firstRow(firstRow) {
   std::optional<int64_t> n = getConstantIntValue(numKeys);
   if (n && *n >= 1 && !capacity) {
@@ -52,8 +52,8 @@ LevelLayout::LevelLayout(ImplicitLocOpBuilder &b, Value numKeys,
         Value span = arith::MulIOp::create(lb, st[0], g);
         SmallVector<Value> next{
             span, arith::AddIOp::create(lb, st[1], one),
-            arith::AddIOp::create(lb, st[2],
-                                  arith::CeilDivUIOp::create(lb, leaves, span))};
+            arith::AddIOp::create(
+                lb, st[2], arith::CeilDivUIOp::create(lb, leaves, span))};
         if (capacity)
           next.push_back(arith::AddIOp::create(
               lb, st[3],
@@ -79,8 +79,7 @@ SmallVector<Value> LevelLayout::walkDown(ImplicitLocOpBuilder &b,
                                          StepBody body) const {
   SmallVector<Value> st(state.begin(), state.end());
   auto inBuffer = [&](Value row) {
-    return firstRow ? arith::AddIOp::create(b, firstRow, row).getResult()
-                    : row;
+    return firstRow ? arith::AddIOp::create(b, firstRow, row).getResult() : row;
   };
   if (layout) {
     for (int64_t level = layout->numLevels(); level >= 2; --level) {
@@ -111,9 +110,10 @@ SmallVector<Value> LevelLayout::walkDown(ImplicitLocOpBuilder &b,
                 : arith::CeilDivUIOp::create(lb, capacityLeaves, childSpan)
                       .getResult();
         Value childRow = arith::SubIOp::create(lb, carried[1], childRows);
-        Step step{span,
-                  {childRow, childCount, g,
-                   arith::MulIOp::create(lb, childSpan, indexConst(lb, block))}};
+        Step step{
+            span,
+            {childRow, childCount, g,
+             arith::MulIOp::create(lb, childSpan, indexConst(lb, block))}};
         SmallVector<Value> next{childSpan, childRow};
         next.append(body(lb, step, carried.drop_front(2)));
         return next;

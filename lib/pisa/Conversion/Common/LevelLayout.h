@@ -1,4 +1,5 @@
-//===- LevelLayout.h - The pyramid layout as scalars, static or not -*- C++ -*-===//
+//===- LevelLayout.h - The pyramid layout as scalars, static or not -*- C++
+//-*-===//
 //
 // PyramidLayout (docs/semantics.md, section 1) for code that walks the
 // levels one at a time (the GPU kernels and their launches): constants when

@@ -62,8 +62,7 @@ Value mlir::pisa::detail::indexConst(ImplicitLocOpBuilder &b, int64_t value) {
 }
 
 Value mlir::pisa::detail::cmp(ImplicitLocOpBuilder &b,
-                              arith::CmpIPredicate pred, Value lhs,
-                              Value rhs) {
+                              arith::CmpIPredicate pred, Value lhs, Value rhs) {
   return arith::CmpIOp::create(b, pred, lhs, rhs);
 }
 

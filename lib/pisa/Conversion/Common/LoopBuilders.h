@@ -29,9 +29,8 @@ SmallVector<Value> buildLoop(ImplicitLocOpBuilder &b, Value lb, Value ub,
                              Value step, ValueRange init, LoopBody body);
 
 /// scf.if with results; each branch returns the values it yields.
-SmallVector<Value> buildIf(ImplicitLocOpBuilder &b, Value cond,
-                           TypeRange types, Branch thenBranch,
-                           Branch elseBranch);
+SmallVector<Value> buildIf(ImplicitLocOpBuilder &b, Value cond, TypeRange types,
+                           Branch thenBranch, Branch elseBranch);
 
 /// scf.if without results: runs `then` when `cond` holds.
 void buildIfThen(ImplicitLocOpBuilder &b, Value cond,

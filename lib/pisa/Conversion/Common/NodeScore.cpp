@@ -20,8 +20,8 @@ using namespace mlir;
 using namespace mlir::pisa::detail;
 
 SmallVector<Value> mlir::pisa::detail::onlineLseUpdate(ImplicitLocOpBuilder &b,
-                                                      Value max, Value sum,
-                                                      Value x) {
+                                                       Value max, Value sum,
+                                                       Value x) {
   Value m = arith::MaximumFOp::create(b, max, x);
   Value rescale = math::ExpOp::create(b, arith::SubFOp::create(b, max, m));
   Value term = math::ExpOp::create(b, arith::SubFOp::create(b, x, m));
@@ -29,8 +29,7 @@ SmallVector<Value> mlir::pisa::detail::onlineLseUpdate(ImplicitLocOpBuilder &b,
                                    term)};
 }
 
-Value mlir::pisa::detail::rankableScore(ImplicitLocOpBuilder &b,
-                                        Value score) {
+Value mlir::pisa::detail::rankableScore(ImplicitLocOpBuilder &b, Value score) {
   Value isNaN =
       arith::CmpFOp::create(b, arith::CmpFPredicate::UNO, score, score);
   Value negInf = arith::ConstantOp::create(
@@ -70,8 +69,8 @@ Value mlir::pisa::detail::buildKeep(
       b, ranked, {b.getI1Type()},
       [&](ImplicitLocOpBuilder &tb) {
         Value rank = buildRank(tb, count, a, scoreAt);
-        return SmallVector<Value>{arith::CmpIOp::create(
-            tb, arith::CmpIPredicate::ult, rank, slots)};
+        return SmallVector<Value>{
+            arith::CmpIOp::create(tb, arith::CmpIPredicate::ult, rank, slots)};
       },
       [&](ImplicitLocOpBuilder &eb) {
         return SmallVector<Value>{
@@ -103,8 +102,7 @@ mlir::pisa::detail::validChildren(ImplicitLocOpBuilder &b,
 Value mlir::pisa::detail::buildGroupScore(ImplicitLocOpBuilder &b,
                                           const ScoreOperands &operands,
                                           const QuerySite &site,
-                                          const ChildLevel &level,
-                                          Value node) {
+                                          const ChildLevel &level, Value node) {
   Value zero = indexConst(b, 0);
   auto children = validChildren(b, site, level, node);
   Value first = children.first, count = children.second;
@@ -114,8 +112,8 @@ Value mlir::pisa::detail::buildGroupScore(ImplicitLocOpBuilder &b,
   Value negInf = f32Const(b, -std::numeric_limits<float>::infinity());
   Value scale = f32Const(b, operands.scale);
   Value headDim = indexConst(b, operands.headDim);
-  Value groupBase = arith::MulIOp::create(
-      b, site.kvHead, indexConst(b, operands.groupSize));
+  Value groupBase =
+      arith::MulIOp::create(b, site.kvHead, indexConst(b, operands.groupSize));
   Value rowBase = arith::AddIOp::create(b, level.rowBase, first);
 
   auto headSum = buildLoop(
@@ -126,15 +124,13 @@ Value mlir::pisa::detail::buildGroupScore(ImplicitLocOpBuilder &b,
             hb, zero, count, {negInf, zeroF},
             [&](ImplicitLocOpBuilder &cb, Value c, ValueRange state) {
               Value row = arith::AddIOp::create(cb, rowBase, c);
-              Value first =
-                  operands.lanes > 1 ? operands.lane : zero;
+              Value first = operands.lanes > 1 ? operands.lane : zero;
               Value step = indexConst(cb, operands.lanes);
               auto dot = buildLoop(
                   cb, first, headDim, step, {zeroF},
                   [&](ImplicitLocOpBuilder &db, Value e, ValueRange sum) {
-                    Value qv = extractF32(
-                        db, operands.queries,
-                        {site.batch, qHead, site.query, e});
+                    Value qv = extractF32(db, operands.queries,
+                                          {site.batch, qHead, site.query, e});
                     Value kv = extractF32(db, operands.children,
                                           level.at(db, site, row, e));
                     Value prod = arith::MulFOp::create(db, qv, kv, fastDot);

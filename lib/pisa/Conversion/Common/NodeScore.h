@@ -76,15 +76,16 @@ Value rankableScore(ImplicitLocOpBuilder &b, Value score);
 /// or an equal score at a lower position (the tie rule, lower index wins,
 /// since candidates are kept in ascending node order), scores compared as
 /// rankableScore. `scoreAt` reads a candidate's score.
-Value buildRank(ImplicitLocOpBuilder &b, Value count, Value a,
-                llvm::function_ref<Value(ImplicitLocOpBuilder &, Value)> scoreAt);
+Value buildRank(
+    ImplicitLocOpBuilder &b, Value count, Value a,
+    llvm::function_ref<Value(ImplicitLocOpBuilder &, Value)> scoreAt);
 
 /// Whether candidate `a` is kept among the `slots` best: when `ranked`
 /// (there are more candidates than slots) its rank must be below `slots`;
 /// otherwise every candidate is kept, unscored. An i1.
-Value buildKeep(ImplicitLocOpBuilder &b, Value count, Value a, Value slots,
-                Value ranked,
-                llvm::function_ref<Value(ImplicitLocOpBuilder &, Value)> scoreAt);
+Value buildKeep(
+    ImplicitLocOpBuilder &b, Value count, Value a, Value slots, Value ranked,
+    llvm::function_ref<Value(ImplicitLocOpBuilder &, Value)> scoreAt);
 
 /// One step of an online LogSumExp: folds logit `x` into (running max,
 /// rescaled sum) and returns the new pair. Starts from (-inf, 0).

@@ -43,7 +43,6 @@ using namespace mlir;
 using namespace mlir::pisa;
 using namespace mlir::pisa::detail;
 
-
 /// What the kernels of one hier_topk are built for, decided up front.
 namespace {
 struct SelectionPlan {
@@ -87,9 +86,8 @@ static FailureOr<SelectionPlan> planSelection(HierTopKOp op) {
     plan.capacity = int64_t(*capacity);
   plan.tensorCoreWalk =
       plan.kind == ScheduleKind::TwoStage &&
-      canWalkWithMma(op.getQueries().getType().getElementType(),
-                     plan.groupSize, plan.headDim, plan.fanout,
-                     plan.candidates());
+      canWalkWithMma(op.getQueries().getType().getElementType(), plan.groupSize,
+                     plan.headDim, plan.fanout, plan.candidates());
   return plan;
 }
 
@@ -111,7 +109,7 @@ struct Sizes {
 /// tensor.empty of `shape` (static extents, kDynamic where `sizes` gives the
 /// value) and `elem`.
 static Value empty(ImplicitLocOpBuilder &b, ArrayRef<int64_t> shape, Type elem,
-            ArrayRef<Value> sizes) {
+                   ArrayRef<Value> sizes) {
   return emptyLike(b, RankedTensorType::get(shape, elem), sizes);
 }
 
@@ -119,7 +117,7 @@ static Value empty(ImplicitLocOpBuilder &b, ArrayRef<int64_t> shape, Type elem,
 /// limits on those sizes (gpuLimitViolation checks the static ones): host
 /// assertions that pisa-compile turns into a call's error.
 static void requireSizes(ImplicitLocOpBuilder &b, HierTopKOp op,
-                  const SelectionPlan &p, const Sizes &sizes) {
+                         const SelectionPlan &p, const Sizes &sizes) {
   Value queries = op.getQueries(), keys = op.getKeys();
   Value pyramid = op.getPyramid(), offset = op.getQueryOffset();
   auto dynamic = [](Value v, int64_t dim) {
@@ -168,12 +166,12 @@ static void requireSizes(ImplicitLocOpBuilder &b, HierTopKOp op,
           indexConst(b, kMaxGPUGroups),
           "B * Hkv is above the GPU limit of " + std::to_string(kMaxGPUGroups) +
               " (grid y)");
-  require(P::ule,
-          arith::MulIOp::create(b, sizes.numQueries,
-                                indexConst(b, p.candidates())),
-          indexConst(b, kMaxGPUPairs),
-          "Nq * g * K is above the GPU limit of " +
-              std::to_string(kMaxGPUPairs) + " (32-bit stage-2 pair indices)");
+  require(
+      P::ule,
+      arith::MulIOp::create(b, sizes.numQueries, indexConst(b, p.candidates())),
+      indexConst(b, kMaxGPUPairs),
+      "Nq * g * K is above the GPU limit of " + std::to_string(kMaxGPUPairs) +
+          " (32-bit stage-2 pair indices)");
   require(P::ule, numKeys, indexConst(b, kMaxGPUKeys),
           "N is above the GPU limit of " + std::to_string(kMaxGPUKeys) +
               " (32-bit leaf indices)");
@@ -194,10 +192,9 @@ struct TwoStageInputs {
 /// The two-stage kernels: [fragment planes], walk, bucket, score tiles,
 /// final selection. Returns the selection.
 static Value decomposeTwoStage(ImplicitLocOpBuilder &b, const SelectionPlan &p,
-                        const TwoStageInputs &in, Value selectionInit) {
+                               const TwoStageInputs &in, Value selectionInit) {
   Type i32 = b.getI32Type(), f32 = b.getF32Type();
-  ArrayRef<int64_t> qShape =
-      cast<ShapedType>(in.queries.getType()).getShape();
+  ArrayRef<int64_t> qShape = cast<ShapedType>(in.queries.getType()).getShape();
   const int64_t gk = p.candidates();
   const int64_t batch = qShape[0];
   const int64_t numQueries = qShape[tokenDimIndex(p.tokenMajor)];
@@ -229,10 +226,9 @@ static Value decomposeTwoStage(ImplicitLocOpBuilder &b, const SelectionPlan &p,
     const bool packedPyramid = bool(in.cuQueries);
     auto rows =
         cast<ShapedType>(pyramid.getType()).getShape()[packedPyramid ? 1 : 2];
-    Value planes = empty(b, {batch, p.kvHeads, rows, 2 * p.headDim},
-                         b.getBF16Type(),
-                         {in.batch, heads, in.pyramidRows,
-                          indexConst(b, 2 * p.headDim)});
+    Value planes =
+        empty(b, {batch, p.kvHeads, rows, 2 * p.headDim}, b.getBF16Type(),
+              {in.batch, heads, in.pyramidRows, indexConst(b, 2 * p.headDim)});
     pyramid = FragmentPlanesKernelOp::create(b, TypeRange{planes.getType()},
                                              pyramid, planes, packedPyramid)
                   .getResult(0);
@@ -241,18 +237,21 @@ static Value decomposeTwoStage(ImplicitLocOpBuilder &b, const SelectionPlan &p,
   Value cuQ = in.cuQueries, cuK = in.cuKeys;
   Value contendersInit = perQuery(i32, true), countsInit = perQuery(i32, false);
   auto walk = WalkKernelOp::create(
-      b, TypeRange{contendersInit.getType(), countsInit.getType()},
-      in.queries, pyramid, offset, numKeys, cuQ, cuK, contendersInit,
-      countsInit, p.topK, p.blockSize, p.fanout, llvm::APFloat(p.scale),
-      p.tensorCoreWalk, p.tokenMajor);
+      b, TypeRange{contendersInit.getType(), countsInit.getType()}, in.queries,
+      pyramid, offset, numKeys, cuQ, cuK, contendersInit, countsInit, p.topK,
+      p.blockSize, p.fanout, llvm::APFloat(p.scale), p.tensorCoreWalk,
+      p.tokenMajor);
   Value contenders = walk.getResult(0), counts = walk.getResult(1);
 
   SmallVector<Value> sortInits{
-      perGroup(leaves, numLeaves),       perGroup(leaves, numLeaves),
-      perGroup(leaves, numLeaves),       perGroup(tileCount, tileBound),
-      perGroup(tileCount, tileBound),    empty(b, {batch, p.kvHeads}, i32,
-                                               {in.batch, heads}),
-      perGroup(pairs, numPairs),         perGroup(leaves, numLeaves)};
+      perGroup(leaves, numLeaves),
+      perGroup(leaves, numLeaves),
+      perGroup(leaves, numLeaves),
+      perGroup(tileCount, tileBound),
+      perGroup(tileCount, tileBound),
+      empty(b, {batch, p.kvHeads}, i32, {in.batch, heads}),
+      perGroup(pairs, numPairs),
+      perGroup(leaves, numLeaves)};
   SmallVector<Type> sortTypes;
   for (Value v : sortInits)
     sortTypes.push_back(v.getType());
@@ -267,63 +266,59 @@ static Value decomposeTwoStage(ImplicitLocOpBuilder &b, const SelectionPlan &p,
       b, TypeRange{scoresInit.getType()}, in.queries, in.keys, offset,
       /*leaf_count=*/sorted[0], /*leaf_start=*/sorted[1],
       /*tile_leaf=*/sorted[3], /*tile_first=*/sorted[4],
-      /*num_tiles=*/sorted[5], /*sorted_pairs=*/sorted[6], cuQ, cuK,
-      scoresInit, p.topK, p.blockSize, p.qTile, llvm::APFloat(p.scale),
-      p.tokenMajor);
+      /*num_tiles=*/sorted[5], /*sorted_pairs=*/sorted[6], cuQ, cuK, scoresInit,
+      p.topK, p.blockSize, p.qTile, llvm::APFloat(p.scale), p.tokenMajor);
 
-  return SelectFinalKernelOp::create(b, TypeRange{selectionInit.getType()},
-                                     offset, numKeys, contenders, counts,
-                                     score.getResult(0), cuQ, cuK,
-                                     selectionInit, p.topK, p.blockSize,
-                                     p.tokenMajor)
+  return SelectFinalKernelOp::create(
+             b, TypeRange{selectionInit.getType()}, offset, numKeys, contenders,
+             counts, score.getResult(0), cuQ, cuK, selectionInit, p.topK,
+             p.blockSize, p.tokenMajor)
       .getResult(0);
 }
 
 /// Replaces `op` by the kernels of its (checked) plan.
 static void decomposeSelection(RewriterBase &rewriter, HierTopKOp op,
                                const SelectionPlan &p) {
-    rewriter.setInsertionPoint(op);
-    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-    Value queries = op.getQueries();
-    const unsigned tokens = tokenDimIndex(p.tokenMajor);
-    Sizes sizes{dimOf(b, queries, 0), indexConst(b, p.kvHeads),
-                dimOf(b, queries, tokens),
-                LevelLayout(b, dimOf(b, op.getKeys(), tokens), p.blockSize,
-                            p.fanout)};
-    requireSizes(b, op, p, sizes);
-    RankedTensorType selType = op.getSelection().getType();
-    SmallVector<Value> selSizes{sizes.batch, sizes.heads, sizes.numQueries,
-                                indexConst(b, p.topK)};
-    if (p.tokenMajor)
-      std::swap(selSizes[1], selSizes[2]);
-    Value selectionInit = emptyLike(b, selType, selSizes);
-    Value selection;
-    if (p.kind == ScheduleKind::SingleStage)
-      selection = SelectSingleStageKernelOp::create(
-                      b, TypeRange{selType}, queries, op.getKeys(),
-                      op.getPyramid(), op.getQueryOffset(), selectionInit,
-                      p.topK, p.blockSize, p.fanout,
-                      llvm::APFloat(p.scale), p.tokenMajor,
-                      p.capacity ? b.getI64IntegerAttr(*p.capacity)
-                                 : IntegerAttr())
-                      .getResult(0);
-    else {
-      const std::optional<PyramidLayout> &fixed = sizes.layout.fixed();
-      TwoStageInputs in{queries,
-                        op.getKeys(),
-                        op.getPyramid(),
-                        dimOf(b, op.getPyramid(), 2),
-                        op.getQueryOffset(),
-                        sizes.layout.numKeys(),
-                        Value(),
-                        Value(),
-                        sizes.batch,
-                        sizes.numQueries,
-                        sizes.layout.numLeaves(),
-                        fixed ? fixed->numLeaves() : ShapedType::kDynamic};
-      selection = decomposeTwoStage(b, p, in, selectionInit);
-    }
-    rewriter.replaceOp(op, selection);
+  rewriter.setInsertionPoint(op);
+  ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+  Value queries = op.getQueries();
+  const unsigned tokens = tokenDimIndex(p.tokenMajor);
+  Sizes sizes{
+      dimOf(b, queries, 0), indexConst(b, p.kvHeads), dimOf(b, queries, tokens),
+      LevelLayout(b, dimOf(b, op.getKeys(), tokens), p.blockSize, p.fanout)};
+  requireSizes(b, op, p, sizes);
+  RankedTensorType selType = op.getSelection().getType();
+  SmallVector<Value> selSizes{sizes.batch, sizes.heads, sizes.numQueries,
+                              indexConst(b, p.topK)};
+  if (p.tokenMajor)
+    std::swap(selSizes[1], selSizes[2]);
+  Value selectionInit = emptyLike(b, selType, selSizes);
+  Value selection;
+  if (p.kind == ScheduleKind::SingleStage)
+    selection =
+        SelectSingleStageKernelOp::create(
+            b, TypeRange{selType}, queries, op.getKeys(), op.getPyramid(),
+            op.getQueryOffset(), selectionInit, p.topK, p.blockSize, p.fanout,
+            llvm::APFloat(p.scale), p.tokenMajor,
+            p.capacity ? b.getI64IntegerAttr(*p.capacity) : IntegerAttr())
+            .getResult(0);
+  else {
+    const std::optional<PyramidLayout> &fixed = sizes.layout.fixed();
+    TwoStageInputs in{queries,
+                      op.getKeys(),
+                      op.getPyramid(),
+                      dimOf(b, op.getPyramid(), 2),
+                      op.getQueryOffset(),
+                      sizes.layout.numKeys(),
+                      Value(),
+                      Value(),
+                      sizes.batch,
+                      sizes.numQueries,
+                      sizes.layout.numLeaves(),
+                      fixed ? fixed->numLeaves() : ShapedType::kDynamic};
+    selection = decomposeTwoStage(b, p, in, selectionInit);
+  }
+  rewriter.replaceOp(op, selection);
 }
 
 LogicalResult mlir::pisa::detail::verifySelectionPlan(HierTopKOp op) {
@@ -337,114 +332,113 @@ void mlir::pisa::detail::decompose(RewriterBase &rewriter, HierTopKOp op) {
 }
 
 void mlir::pisa::detail::decompose(RewriterBase &rewriter, PyramidBuildOp op) {
-    rewriter.setInsertionPoint(op);
-    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-    Value keys = op.getKeys();
-    const bool tokenMajor = op.getTokenMajor();
-    RankedTensorType type = op.getPyramid().getType();
-    LevelLayout layout(b, dimOf(b, keys, tokenDimIndex(tokenMajor)),
-                       op.getBlockSize(), op.getBranching());
-    // A static row count with a dynamic N must be N's: checked at run time.
-    int64_t rows = type.getShape()[2];
-    if (!layout.fixed() && !ShapedType::isDynamic(rows))
-      requireAtRuntime(b,
-                       cmp(b, arith::CmpIPredicate::eq, layout.totalRows(),
-                           indexConst(b, rows)),
-                       "pisa.pyramid_build: the pyramid's " +
-                           std::to_string(rows) +
-                           " rows are not the layout of the keys' N");
-    SmallVector<Value> sizes{dimOf(b, keys, 0),
-                             dimOf(b, keys, headDimIndex(tokenMajor)),
-                             layout.totalRows(), dimOf(b, keys, 3)};
-    Value init = emptyLike(b, type, sizes);
-    rewriter.replaceOp(op, PyramidKernelOp::create(b, TypeRange{type}, keys,
-                                                   init, op.getBlockSize(),
-                                                   op.getBranching(), tokenMajor)
-                               .getResult(0));
+  rewriter.setInsertionPoint(op);
+  ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+  Value keys = op.getKeys();
+  const bool tokenMajor = op.getTokenMajor();
+  RankedTensorType type = op.getPyramid().getType();
+  LevelLayout layout(b, dimOf(b, keys, tokenDimIndex(tokenMajor)),
+                     op.getBlockSize(), op.getBranching());
+  // A static row count with a dynamic N must be N's: checked at run time.
+  int64_t rows = type.getShape()[2];
+  if (!layout.fixed() && !ShapedType::isDynamic(rows))
+    requireAtRuntime(b,
+                     cmp(b, arith::CmpIPredicate::eq, layout.totalRows(),
+                         indexConst(b, rows)),
+                     "pisa.pyramid_build: the pyramid's " +
+                         std::to_string(rows) +
+                         " rows are not the layout of the keys' N");
+  SmallVector<Value> sizes{dimOf(b, keys, 0),
+                           dimOf(b, keys, headDimIndex(tokenMajor)),
+                           layout.totalRows(), dimOf(b, keys, 3)};
+  Value init = emptyLike(b, type, sizes);
+  rewriter.replaceOp(op, PyramidKernelOp::create(b, TypeRange{type}, keys, init,
+                                                 op.getBlockSize(),
+                                                 op.getBranching(), tokenMajor)
+                             .getResult(0));
 }
 
 /// pisa.pyramid_append: the cache is the kernel's destination, updated in
 /// place (bufferization copies it only where the old cache is still used).
 void mlir::pisa::detail::decompose(RewriterBase &rewriter, PyramidAppendOp op) {
-    rewriter.setInsertionPoint(op);
-    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-    // Every per-sequence operand has the cache's B (a mismatch of dynamic
-    // sizes would read past one of them).
-    Value pyramid = op.getPyramid(), table = op.getBlockTable();
-    Value batch = dimOf(b, pyramid, 0);
-    auto require = [&](Value v, StringRef what) {
-      if (cast<ShapedType>(v.getType()).isDynamicDim(0) ||
-          cast<ShapedType>(pyramid.getType()).isDynamicDim(0))
-        requireAtRuntime(b, cmp(b, arith::CmpIPredicate::eq, dimOf(b, v, 0),
-                                batch),
-                         "pisa.pyramid_append: the " + what +
-                             " batch differs from the cache's");
-    };
-    require(table ? table : op.getKeys(), table ? "block_table's" : "keys'");
-    require(op.getFrom(), "from's");
-    require(op.getTo(), "to's");
-    rewriter.replaceOp(
-        op, PyramidAppendKernelOp::create(
-                b, TypeRange{op.getType()}, op.getKeys(), op.getFrom(),
-                op.getTo(), table, pyramid, op.getBlockSize(),
-                op.getBranching())
-                .getResult(0));
+  rewriter.setInsertionPoint(op);
+  ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+  // Every per-sequence operand has the cache's B (a mismatch of dynamic
+  // sizes would read past one of them).
+  Value pyramid = op.getPyramid(), table = op.getBlockTable();
+  Value batch = dimOf(b, pyramid, 0);
+  auto require = [&](Value v, StringRef what) {
+    if (cast<ShapedType>(v.getType()).isDynamicDim(0) ||
+        cast<ShapedType>(pyramid.getType()).isDynamicDim(0))
+      requireAtRuntime(b,
+                       cmp(b, arith::CmpIPredicate::eq, dimOf(b, v, 0), batch),
+                       "pisa.pyramid_append: the " + what +
+                           " batch differs from the cache's");
+  };
+  require(table ? table : op.getKeys(), table ? "block_table's" : "keys'");
+  require(op.getFrom(), "from's");
+  require(op.getTo(), "to's");
+  rewriter.replaceOp(op, PyramidAppendKernelOp::create(
+                             b, TypeRange{op.getType()}, op.getKeys(),
+                             op.getFrom(), op.getTo(), table, pyramid,
+                             op.getBlockSize(), op.getBranching())
+                             .getResult(0));
 }
 
 /// B * Hkv within the grid's y dimension, for a B known only at run time.
 static void requireGroupsFitGrid(ImplicitLocOpBuilder &b, StringRef opName,
-                          Value batch, int64_t kvHeads) {
-  requireAtRuntime(
-      b,
-      cmp(b, arith::CmpIPredicate::ule,
-          arith::MulIOp::create(b, batch, indexConst(b, kvHeads)),
-          indexConst(b, kMaxGPUGroups)),
-      opName + ": B * Hkv is above the GPU limit of " +
-          std::to_string(kMaxGPUGroups) + " (grid y)");
+                                 Value batch, int64_t kvHeads) {
+  requireAtRuntime(b,
+                   cmp(b, arith::CmpIPredicate::ule,
+                       arith::MulIOp::create(b, batch, indexConst(b, kvHeads)),
+                       indexConst(b, kMaxGPUGroups)),
+                   opName + ": B * Hkv is above the GPU limit of " +
+                       std::to_string(kMaxGPUGroups) + " (grid y)");
 }
 
 /// pisa.decode_select: the single-stage decode kernel; B on the host (the
 /// lengths stay on the device, where the kernel checks them).
 void mlir::pisa::detail::decompose(RewriterBase &rewriter, DecodeSelectOp op) {
-    rewriter.setInsertionPoint(op);
-    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-    Value queries = op.getQueries();
-    Value batch = dimOf(b, queries, 0);
-    auto dynamic = [](Value v) {
-      return cast<ShapedType>(v.getType()).isDynamicDim(0);
-    };
-    auto require = [&](Value v, StringRef what) {
-      if (dynamic(v) || dynamic(queries))
-        requireAtRuntime(b, cmp(b, arith::CmpIPredicate::eq, dimOf(b, v, 0),
-                                batch),
-                         "pisa.decode_select: the " + what +
-                             " batch differs from the queries'");
-    };
-    Value table = op.getBlockTable();
-    if (table)
-      require(table, "block_table's");
-    else
-      require(op.getKeys(), "keys'");
-    require(op.getPyramid(), "pyramid's");
-    require(op.getSeqLens(), "seq_lens'");
-    if (dynamic(queries))
-      requireGroupsFitGrid(b, "pisa.decode_select", batch,
-                           op.getPyramid().getType().getShape()[1]);
-    RankedTensorType type = op.getSelection().getType();
-    Value init =
-        emptyLike(b, type, {batch, Value(), dimOf(b, queries, 2), Value()});
-    rewriter.replaceOp(
-        op, SelectDecodeKernelOp::create(
-                b, TypeRange{type}, queries, op.getKeys(), op.getPyramid(),
-                op.getSeqLens(), table, init, op.getTopk(), op.getBlockSize(),
-                op.getBranching(), llvm::APFloat(op.getScaleOrDefault()))
-                .getResult(0));
+  rewriter.setInsertionPoint(op);
+  ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+  Value queries = op.getQueries();
+  Value batch = dimOf(b, queries, 0);
+  auto dynamic = [](Value v) {
+    return cast<ShapedType>(v.getType()).isDynamicDim(0);
+  };
+  auto require = [&](Value v, StringRef what) {
+    if (dynamic(v) || dynamic(queries))
+      requireAtRuntime(b,
+                       cmp(b, arith::CmpIPredicate::eq, dimOf(b, v, 0), batch),
+                       "pisa.decode_select: the " + what +
+                           " batch differs from the queries'");
+  };
+  Value table = op.getBlockTable();
+  if (table)
+    require(table, "block_table's");
+  else
+    require(op.getKeys(), "keys'");
+  require(op.getPyramid(), "pyramid's");
+  require(op.getSeqLens(), "seq_lens'");
+  if (dynamic(queries))
+    requireGroupsFitGrid(b, "pisa.decode_select", batch,
+                         op.getPyramid().getType().getShape()[1]);
+  RankedTensorType type = op.getSelection().getType();
+  Value init =
+      emptyLike(b, type, {batch, Value(), dimOf(b, queries, 2), Value()});
+  rewriter.replaceOp(op, SelectDecodeKernelOp::create(
+                             b, TypeRange{type}, queries, op.getKeys(),
+                             op.getPyramid(), op.getSeqLens(), table, init,
+                             op.getTopk(), op.getBlockSize(), op.getBranching(),
+                             llvm::APFloat(op.getScaleOrDefault()))
+                             .getResult(0));
 }
 
 /// sparse_attention: one kernel op. The sizes its verifier could not
 /// compare (dynamic) are host assertions, since a mismatch would read out
 /// of bounds; the selection's entries are device data the kernel checks.
-void mlir::pisa::detail::decompose(RewriterBase &rewriter, SparseAttentionOp op) {
+void mlir::pisa::detail::decompose(RewriterBase &rewriter,
+                                   SparseAttentionOp op) {
   rewriter.setInsertionPoint(op);
   ImplicitLocOpBuilder b(op.getLoc(), rewriter);
   Value queries = op.getQueries(), keys = op.getKeys();
@@ -512,9 +506,8 @@ void mlir::pisa::detail::decompose(RewriterBase &rewriter, LseScoreOp op) {
   };
   auto requireSame = [&](Value x, int64_t dim, Value y, StringRef what) {
     if (dynamic(x, dim) || dynamic(y, dim))
-      requireAtRuntime(
-          b, cmp(b, P::eq, dimOf(b, x, dim), dimOf(b, y, dim)),
-          "pisa.lse_score: " + what);
+      requireAtRuntime(b, cmp(b, P::eq, dimOf(b, x, dim), dimOf(b, y, dim)),
+                       "pisa.lse_score: " + what);
   };
   requireSame(children, 0, queries,
               "the children's batch differs from the queries'");
@@ -527,11 +520,11 @@ void mlir::pisa::detail::decompose(RewriterBase &rewriter, LseScoreOp op) {
   RankedTensorType type = op.getScores().getType();
   auto requireExtent = [&](Value v, int64_t dim, StringRef what) {
     if (dynamic(v, dim) && !type.isDynamicDim(dim))
-      requireAtRuntime(b,
-                       cmp(b, P::eq, dimOf(b, v, dim),
-                           indexConst(b, type.getDimSize(dim))),
-                       "pisa.lse_score: " + what + " differs from the scores' (" +
-                           std::to_string(type.getDimSize(dim)) + ")");
+      requireAtRuntime(
+          b,
+          cmp(b, P::eq, dimOf(b, v, dim), indexConst(b, type.getDimSize(dim))),
+          "pisa.lse_score: " + what + " differs from the scores' (" +
+              std::to_string(type.getDimSize(dim)) + ")");
   };
   requireExtent(queries, 0, "the queries' batch");
   requireExtent(queries, 2, "the queries' Nq");
@@ -545,20 +538,19 @@ void mlir::pisa::detail::decompose(RewriterBase &rewriter, LseScoreOp op) {
                      "pisa.lse_score: Nq is above the GPU limit of " +
                          std::to_string(kMaxGPUKeys) + " (grid x)");
   if (!matchPattern(offset, m_Constant()))
-    requireAtRuntime(
-        b,
-        arith::AndIOp::create(
-            b, cmp(b, P::sge, offset, indexConst(b, 0)),
-            cmp(b, P::sle, offset, indexConst(b, kMaxGPUKeys))),
-        "pisa.lse_score: query_offset is outside [0, " +
-            std::to_string(kMaxGPUKeys) + "]");
-  Value init = emptyLike(b, type,
-                         {batch, Value(), numQueries, dimOf(b, candidates, 3)});
+    requireAtRuntime(b,
+                     arith::AndIOp::create(
+                         b, cmp(b, P::sge, offset, indexConst(b, 0)),
+                         cmp(b, P::sle, offset, indexConst(b, kMaxGPUKeys))),
+                     "pisa.lse_score: query_offset is outside [0, " +
+                         std::to_string(kMaxGPUKeys) + "]");
+  Value init =
+      emptyLike(b, type, {batch, Value(), numQueries, dimOf(b, candidates, 3)});
   rewriter.replaceOp(
-      op, LseScoreKernelOp::create(
-              b, TypeRange{type}, queries, children, candidates, offset, init,
-              op.getLevel(), op.getBlockSize(), op.getBranching(),
-              llvm::APFloat(op.getScaleOrDefault()))
+      op, LseScoreKernelOp::create(b, TypeRange{type}, queries, children,
+                                   candidates, offset, init, op.getLevel(),
+                                   op.getBlockSize(), op.getBranching(),
+                                   llvm::APFloat(op.getScaleOrDefault()))
               .getResult(0));
 }
 
@@ -567,9 +559,9 @@ void mlir::pisa::detail::decompose(RewriterBase &rewriter, LseScoreOp op) {
 /// `cuKeysName` names cu_k in the messages. Returns R = 2 floor(Tk / C) +
 /// 32 B, the pyramid's rows.
 static Value requireVarlenSizes(ImplicitLocOpBuilder &b, StringRef opName,
-                         StringRef cuKeysName, Value cuKeys, Value keys,
-                         int64_t blockSize, Value cuQueries = Value(),
-                         Value queries = Value()) {
+                                StringRef cuKeysName, Value cuKeys, Value keys,
+                                int64_t blockSize, Value cuQueries = Value(),
+                                Value queries = Value()) {
   using P = arith::CmpIPredicate;
   auto require = [&](Value ok, const Twine &what) {
     requireAtRuntime(b, ok, opName + ": " + what);
@@ -577,8 +569,8 @@ static Value requireVarlenSizes(ImplicitLocOpBuilder &b, StringRef opName,
   Value zero = indexConst(b, 0);
   require(cmp(b, P::sge, dimOf(b, cuKeys, 0), indexConst(b, 1)),
           cuKeysName + " is empty (it holds B + 1 >= 1 entries)");
-  Value numSeqs = arith::SubIOp::create(b, dimOf(b, cuKeys, 0),
-                                        indexConst(b, 1));
+  Value numSeqs =
+      arith::SubIOp::create(b, dimOf(b, cuKeys, 0), indexConst(b, 1));
   Value numKeyRows = dimOf(b, keys, 0);
   auto noneOr = [&](Value rows) {
     return arith::OrIOp::create(b, cmp(b, P::ne, numSeqs, zero),
@@ -595,14 +587,14 @@ static Value requireVarlenSizes(ImplicitLocOpBuilder &b, StringRef opName,
   return firstPyramidRow(b, numKeyRows, numSeqs, blockSize);
 }
 
-void mlir::pisa::detail::decompose(RewriterBase &rewriter, PyramidBuildVarlenOp op) {
+void mlir::pisa::detail::decompose(RewriterBase &rewriter,
+                                   PyramidBuildVarlenOp op) {
   rewriter.setInsertionPoint(op);
   ImplicitLocOpBuilder b(op.getLoc(), rewriter);
   Value keys = op.getKeys();
   RankedTensorType type = op.getPyramid().getType();
-  Value rows = requireVarlenSizes(b, "pisa.pyramid_build_varlen",
-                                  "cu_seqlens", op.getCuSeqlens(), keys,
-                                  op.getBlockSize());
+  Value rows = requireVarlenSizes(b, "pisa.pyramid_build_varlen", "cu_seqlens",
+                                  op.getCuSeqlens(), keys, op.getBlockSize());
   // The result is sized from the inputs; the rule only checks a static R.
   if (!type.isDynamicDim(0))
     requireAtRuntime(b,
@@ -624,17 +616,17 @@ static Value asBatchOfOne(ImplicitLocOpBuilder &b, Value packed) {
   ArrayRef<int64_t> s = type.getShape();
   auto expanded =
       RankedTensorType::get({1, s[0], s[1], s[2]}, type.getElementType());
-  return tensor::ExpandShapeOp::create(
-      b, expanded, packed, {{0, 1}, {2}, {3}},
-      {b.getIndexAttr(1), dimOf(b, packed, 0), b.getIndexAttr(s[1]),
-       b.getIndexAttr(s[2])});
+  return tensor::ExpandShapeOp::create(b, expanded, packed, {{0, 1}, {2}, {3}},
+                                       {b.getIndexAttr(1), dimOf(b, packed, 0),
+                                        b.getIndexAttr(s[1]),
+                                        b.getIndexAttr(s[2])});
 }
 
 /// Two-stage hier_topk_varlen: the batched two-stage kernel ops on the
 /// packed batch seen as a batch of one, token-major, with cu_seqlens
 /// (docs/gpu.md, "Varlen").
-static Value decomposeTwoStageVarlen(ImplicitLocOpBuilder &b, HierTopKVarlenOp op,
-                              Value pyramidRows) {
+static Value decomposeTwoStageVarlen(ImplicitLocOpBuilder &b,
+                                     HierTopKVarlenOp op, Value pyramidRows) {
   ArrayRef<int64_t> q = op.getQueries().getType().getShape();
   ArrayRef<int64_t> k = op.getKeys().getType().getShape();
   ScheduleAttr schedule = op.getScheduleAttr();
@@ -651,9 +643,8 @@ static Value decomposeTwoStageVarlen(ImplicitLocOpBuilder &b, HierTopKVarlenOp o
                      /*tokenMajor=*/true,
                      /*capacity=*/std::nullopt};
   plan.tensorCoreWalk =
-      canWalkWithMma(op.getQueries().getType().getElementType(),
-                     plan.groupSize, plan.headDim, plan.fanout,
-                     plan.candidates());
+      canWalkWithMma(op.getQueries().getType().getElementType(), plan.groupSize,
+                     plan.headDim, plan.fanout, plan.candidates());
   Value numKeyRows = dimOf(b, op.getKeys(), 0);
   Value numQueryRows = dimOf(b, op.getQueries(), 0);
   Value numSeqs = arith::SubIOp::create(b, dimOf(b, op.getCuSeqlensK(), 0),
@@ -688,45 +679,42 @@ static Value decomposeTwoStageVarlen(ImplicitLocOpBuilder &b, HierTopKVarlenOp o
                     staticLeaves};
   // The destination is the packed [Tq, Hkv, K] seen as a batch of one, so
   // that the result is the caller's buffer itself (the reshapes fold).
-  Value init = asBatchOfOne(
-      b, emptyLike(b, op.getSelection().getType(),
-                   {numQueryRows, Value(), Value()}));
+  Value init = asBatchOfOne(b, emptyLike(b, op.getSelection().getType(),
+                                         {numQueryRows, Value(), Value()}));
   Value selection = decomposeTwoStage(b, plan, in, init);
-  return tensor::CollapseShapeOp::create(b, op.getSelection().getType(),
-                                         selection,
-                                         ArrayRef<ReassociationIndices>{
-                                             {0, 1}, {2}, {3}});
+  return tensor::CollapseShapeOp::create(
+      b, op.getSelection().getType(), selection,
+      ArrayRef<ReassociationIndices>{{0, 1}, {2}, {3}});
 }
 
 /// hier_topk_varlen: the two-stage kernels when its schedule says so, else
 /// the single-stage kernel (docs/gpu.md, "Varlen").
-void mlir::pisa::detail::decompose(RewriterBase &rewriter, HierTopKVarlenOp op) {
+void mlir::pisa::detail::decompose(RewriterBase &rewriter,
+                                   HierTopKVarlenOp op) {
   rewriter.setInsertionPoint(op);
   ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-  Value rows = requireVarlenSizes(b, "pisa.hier_topk_varlen", "cu_seqlens_k",
-                                  op.getCuSeqlensK(), op.getKeys(),
-                                  op.getBlockSize(), op.getCuSeqlensQ(),
-                                  op.getQueries());
-  requireAtRuntime(b,
-                   cmp(b, arith::CmpIPredicate::eq, dimOf(b, op.getPyramid(), 0),
-                       rows),
-                   "pisa.hier_topk_varlen: the pyramid's rows are not "
-                   "2 floor(Tk / C) + 32 B");
+  Value rows = requireVarlenSizes(
+      b, "pisa.hier_topk_varlen", "cu_seqlens_k", op.getCuSeqlensK(),
+      op.getKeys(), op.getBlockSize(), op.getCuSeqlensQ(), op.getQueries());
+  requireAtRuntime(
+      b, cmp(b, arith::CmpIPredicate::eq, dimOf(b, op.getPyramid(), 0), rows),
+      "pisa.hier_topk_varlen: the pyramid's rows are not "
+      "2 floor(Tk / C) + 32 B");
   ScheduleAttr schedule = op.getScheduleAttr();
   if (schedule && schedule.getKind() == ScheduleKind::TwoStage) {
     rewriter.replaceOp(op, decomposeTwoStageVarlen(b, op, rows));
     return;
   }
   RankedTensorType type = op.getSelection().getType();
-  Value init = emptyLike(b, type, {dimOf(b, op.getQueries(), 0), Value(),
-                                   Value()});
-  rewriter.replaceOp(
-      op, SelectSingleStageVarlenKernelOp::create(
-              b, TypeRange{type}, op.getQueries(), op.getKeys(),
-              op.getPyramid(), op.getCuSeqlensQ(), op.getCuSeqlensK(), init,
-              op.getTopk(), op.getBlockSize(), op.getBranching(),
-              llvm::APFloat(op.getScaleOrDefault()))
-              .getResult(0));
+  Value init =
+      emptyLike(b, type, {dimOf(b, op.getQueries(), 0), Value(), Value()});
+  rewriter.replaceOp(op, SelectSingleStageVarlenKernelOp::create(
+                             b, TypeRange{type}, op.getQueries(), op.getKeys(),
+                             op.getPyramid(), op.getCuSeqlensQ(),
+                             op.getCuSeqlensK(), init, op.getTopk(),
+                             op.getBlockSize(), op.getBranching(),
+                             llvm::APFloat(op.getScaleOrDefault()))
+                             .getResult(0));
 }
 
 namespace {
@@ -762,4 +750,3 @@ struct PisaDecomposeToKernelsPass
 };
 
 } // namespace
-

@@ -39,14 +39,16 @@ static Value increment(ImplicitLocOpBuilder &b, Value cond, Value count) {
 }
 
 /// Compacts cand[0..count) in place to the nodes satisfying `keep`.
-static Value compact(ImplicitLocOpBuilder &b, Value cand, Value count,
-                     llvm::function_ref<Value(ImplicitLocOpBuilder &, Value)> keep) {
+static Value
+compact(ImplicitLocOpBuilder &b, Value cand, Value count,
+        llvm::function_ref<Value(ImplicitLocOpBuilder &, Value)> keep) {
   Value zero = indexConst(b, 0);
   return buildLoop(b, zero, count, {zero},
                    [&](ImplicitLocOpBuilder &lb, Value a, ValueRange st) {
                      Value node = loadIndex(lb, cand, {a});
                      storeIndex(lb, node, cand, {st[0]});
-                     return SmallVector<Value>{increment(lb, keep(lb, node), st[0])};
+                     return SmallVector<Value>{
+                         increment(lb, keep(lb, node), st[0])};
                    })[0];
 }
 
@@ -102,8 +104,7 @@ Value mlir::pisa::detail::leafOfPosition(ImplicitLocOpBuilder &b,
 
 Value mlir::pisa::detail::contenderSlots(ImplicitLocOpBuilder &b, int64_t topK,
                                          Value bt) {
-  return arith::SubIOp::create(b, indexConst(b, topK),
-                               forcedBlockCount(b, bt));
+  return arith::SubIOp::create(b, indexConst(b, topK), forcedBlockCount(b, bt));
 }
 
 /// `vec` consecutive elements of `mem` from `indices` (its last index a
@@ -117,9 +118,9 @@ static SmallVector<Value> loadF32Vector(ImplicitLocOpBuilder &b, Value mem,
   SmallVector<Value> out;
   for (int64_t i = 0; i < vec; ++i) {
     Value x = vector::ExtractOp::create(b, v, ArrayRef<int64_t>{i});
-    out.push_back(elem.isF32()
-                      ? x
-                      : arith::ExtFOp::create(b, b.getF32Type(), x).getResult());
+    out.push_back(
+        elem.isF32() ? x
+                     : arith::ExtFOp::create(b, b.getF32Type(), x).getResult());
   }
   return out;
 }
@@ -143,13 +144,15 @@ int64_t mlir::pisa::detail::narrowQueryWidth(int64_t groupSize,
   const int64_t padded = int64_t(llvm::PowerOf2Ceil(groupSize));
   if (padded * headDim / 32 > 64)
     return 32;
-  int64_t width = int64_t(llvm::bit_floor(uint64_t(std::max<int64_t>(1, headDim / 16))));
+  int64_t width =
+      int64_t(llvm::bit_floor(uint64_t(std::max<int64_t>(1, headDim / 16))));
   return std::clamp<int64_t>(width, 32 / padded, 32);
 }
 
-std::optional<WarpQuery> mlir::pisa::detail::loadWarpQuery(
-    ImplicitLocOpBuilder &b, Value queries, const QuerySite &site,
-    int64_t groupSize, int64_t headDim, Value lane, int64_t width) {
+std::optional<WarpQuery>
+mlir::pisa::detail::loadWarpQuery(ImplicitLocOpBuilder &b, Value queries,
+                                  const QuerySite &site, int64_t groupSize,
+                                  int64_t headDim, Value lane, int64_t width) {
   if (headDim % 32 != 0 || groupSize > 32 || groupSize * headDim / 32 > 64)
     return std::nullopt;
   WarpQuery query;
@@ -159,8 +162,7 @@ std::optional<WarpQuery> mlir::pisa::detail::loadWarpQuery(
   const int64_t span = headDim / width;
   query.vec = width == 32 ? 1 : span % 4 == 0 ? 4 : span % 2 == 0 ? 2 : 1;
   query.part = lane;
-  Value head0 =
-      arith::MulIOp::create(b, site.kvHead, indexConst(b, groupSize));
+  Value head0 = arith::MulIOp::create(b, site.kvHead, indexConst(b, groupSize));
   if (width == 32) {
     // The G rows (the heads past G up to P are zero partials, not rows).
     for (int64_t h = 0; h < groupSize; ++h) {
@@ -187,10 +189,10 @@ std::optional<WarpQuery> mlir::pisa::detail::loadWarpQuery(
         b, head0, arith::MinUIOp::create(b, h, indexConst(b, groupSize - 1)));
     SmallVector<Value> row;
     for (int64_t j = 0; j < span; j += query.vec)
-      for (Value x : loadF32Vector(
-               b, queries,
-               {site.batch, head, site.query, query.elementOf(b, j)},
-               query.vec))
+      for (Value x :
+           loadF32Vector(b, queries,
+                         {site.batch, head, site.query, query.elementOf(b, j)},
+                         query.vec))
         row.push_back(arith::SelectOp::create(b, real, x, f32Const(b, 0.0f)));
     query.rows.push_back(std::move(row));
   }
@@ -215,11 +217,12 @@ static Value reduceScatterHeads(ImplicitLocOpBuilder &b, Value lane,
                       indexConst(b, 0));
     SmallVector<Value> kept;
     for (size_t i = 0; i < half; ++i) {
-      Value keep = arith::SelectOp::create(b, upper, partial[half + i],
-                                           partial[i]);
-      Value send = arith::SelectOp::create(b, upper, partial[i],
-                                           partial[half + i]);
-      kept.push_back(arith::AddFOp::create(b, keep, shuffleXor(b, send, offset)));
+      Value keep =
+          arith::SelectOp::create(b, upper, partial[half + i], partial[i]);
+      Value send =
+          arith::SelectOp::create(b, upper, partial[i], partial[half + i]);
+      kept.push_back(
+          arith::AddFOp::create(b, keep, shuffleXor(b, send, offset)));
     }
     partial = std::move(kept);
   }
@@ -233,11 +236,10 @@ static Value reduceScatterHeads(ImplicitLocOpBuilder &b, Value lane,
 /// query's lane, its group holding `heads` of them.
 static Value headOfLane(ImplicitLocOpBuilder &b, const WarpQuery &query,
                         int64_t heads) {
-  Value head = query.width == 32
-                   ? indexConst(b, 0)
-                   : arith::MulIOp::create(b, query.headGroup,
-                                           indexConst(b, heads))
-                         .getResult();
+  Value head = query.width == 32 ? indexConst(b, 0)
+                                 : arith::MulIOp::create(b, query.headGroup,
+                                                         indexConst(b, heads))
+                                       .getResult();
   for (int64_t offset = query.width / 2, n = heads; n > 1;
        offset /= 2, n /= 2) {
     Value bit = arith::DivUIOp::create(
@@ -249,13 +251,10 @@ static Value headOfLane(ImplicitLocOpBuilder &b, const WarpQuery &query,
   return head;
 }
 
-Value mlir::pisa::detail::buildWarpGroupScore(ImplicitLocOpBuilder &b,
-                                              const WarpQuery &query,
-                                              Value children,
-                                              const QuerySite &site,
-                                              const ChildLevel &level,
-                                              Value node, float scale,
-                                              int64_t rowsInFlight) {
+Value mlir::pisa::detail::buildWarpGroupScore(
+    ImplicitLocOpBuilder &b, const WarpQuery &query, Value children,
+    const QuerySite &site, const ChildLevel &level, Value node, float scale,
+    int64_t rowsInFlight) {
   const int64_t chunks = query.rows[0].size();
   // Partials per lane: the group's heads (zeros past G).
   const int64_t padded = query.headsPerGroup();
@@ -290,8 +289,7 @@ Value mlir::pisa::detail::buildWarpGroupScore(ImplicitLocOpBuilder &b,
       for (int64_t j = 0; j < chunks; ++j)
         acc = arith::AddFOp::create(
             cb, acc,
-            arith::MulFOp::create(cb, query.rows[h][j], child[j], fast),
-            fast);
+            arith::MulFOp::create(cb, query.rows[h][j], child[j], fast), fast);
       partial[h] = acc;
     }
     Value dot = reduceScatterHeads(cb, query.lane, partial, query.width);
@@ -313,8 +311,7 @@ Value mlir::pisa::detail::buildWarpGroupScore(ImplicitLocOpBuilder &b,
     Value last = arith::SubIOp::create(b, valid.second, indexConst(b, 1));
     state = buildLoop(
         b, indexConst(b, 0), valid.second, indexConst(b, rowsInFlight),
-        {negInf, zeroF},
-        [&](ImplicitLocOpBuilder &cb, Value c, ValueRange st) {
+        {negInf, zeroF}, [&](ImplicitLocOpBuilder &cb, Value c, ValueRange st) {
           SmallVector<SmallVector<Value>> rows;
           SmallVector<Value> at;
           for (int64_t u = 0; u < rowsInFlight; ++u) {
@@ -325,7 +322,8 @@ Value mlir::pisa::detail::buildWarpGroupScore(ImplicitLocOpBuilder &b,
           SmallVector<Value> s(st.begin(), st.end());
           for (int64_t u = 0; u < rowsInFlight; ++u) {
             SmallVector<Value> next = fold(cb, rows[u], s);
-            Value real = cmp(cb, arith::CmpIPredicate::ult, at[u], valid.second);
+            Value real =
+                cmp(cb, arith::CmpIPredicate::ult, at[u], valid.second);
             for (size_t k = 0; k < s.size(); ++k)
               s[k] = arith::SelectOp::create(cb, real, next[k], s[k]);
           }
@@ -341,8 +339,8 @@ Value mlir::pisa::detail::buildWarpGroupScore(ImplicitLocOpBuilder &b,
                                 indexConst(b, query.width / padded - 1)),
           indexConst(b, 0)),
       cmp(b, arith::CmpIPredicate::ult, head, indexConst(b, query.groupSize)));
-  Value lse = arith::AddFOp::create(b, state[0],
-                                    math::LogOp::create(b, state[1]));
+  Value lse =
+      arith::AddFOp::create(b, state[0], math::LogOp::create(b, state[1]));
   return laneGroupSum(b, arith::SelectOp::create(b, owner, lse, zeroF), 32);
 }
 
@@ -408,10 +406,11 @@ void mlir::pisa::detail::scoreCandidates(
               return SmallVector<Value>{};
             });
   gpu::BarrierOp::create(b);
-  buildLoop(b, zero, count, {}, [&](ImplicitLocOpBuilder &lb, Value a, ValueRange) {
-    store(lb, sharedScore(lb, a), scratch.scores, a);
-    return SmallVector<Value>{};
-  });
+  buildLoop(b, zero, count, {},
+            [&](ImplicitLocOpBuilder &lb, Value a, ValueRange) {
+              store(lb, sharedScore(lb, a), scratch.scores, a);
+              return SmallVector<Value>{};
+            });
 }
 
 Value mlir::pisa::detail::buildWalk(ImplicitLocOpBuilder &b,
@@ -432,12 +431,11 @@ Value mlir::pisa::detail::buildWalk(ImplicitLocOpBuilder &b,
   auto step = [&](ImplicitLocOpBuilder &b, const LevelLayout::Step &level,
                   ValueRange state) -> SmallVector<Value> {
     Value span = level.span;
-    Value numCausal = compact(b, scratch.cand, state[0],
-                              [&](ImplicitLocOpBuilder &cb, Value node) {
-                                return cmp(cb, arith::CmpIPredicate::ule,
-                                           arith::MulIOp::create(cb, node, span),
-                                           bt);
-                              });
+    Value numCausal = compact(
+        b, scratch.cand, state[0], [&](ImplicitLocOpBuilder &cb, Value node) {
+          return cmp(cb, arith::CmpIPredicate::ule,
+                     arith::MulIOp::create(cb, node, span), bt);
+        });
     const ChildLevel &children = level.children;
     Value childCount = children.numChildren;
     Value ranked = cmp(b, arith::CmpIPredicate::ugt, numCausal, cK);
@@ -448,15 +446,15 @@ Value mlir::pisa::detail::buildWalk(ImplicitLocOpBuilder &b,
                       });
     });
     auto loadRank = sharedRankLoader(scratch);
-    Value numKept = selectBest(b, loadCand, loadScore, numCausal, cK, ranked,
-                               scratch.kept,
-                               loadRank ? IndexLoader(loadRank) : nullptr);
+    Value numKept =
+        selectBest(b, loadCand, loadScore, numCausal, cK, ranked, scratch.kept,
+                   loadRank ? IndexLoader(loadRank) : nullptr);
     // The next candidates: existing children of the kept nodes, ascending.
     return buildLoop(
         b, zero, numKept, {zero},
         [&](ImplicitLocOpBuilder &lb, Value k, ValueRange st) {
-          Value first = arith::MulIOp::create(
-              lb, loadIndex(lb, scratch.kept, {k}), cFan);
+          Value first =
+              arith::MulIOp::create(lb, loadIndex(lb, scratch.kept, {k}), cFan);
           return buildLoop(
               lb, zero, cFan, {st[0]},
               [&](ImplicitLocOpBuilder &cb, Value c, ValueRange cs) {
@@ -479,14 +477,13 @@ Value mlir::pisa::detail::buildWalk(ImplicitLocOpBuilder &b,
 
 void mlir::pisa::detail::buildFinalSelection(
     ImplicitLocOpBuilder &b, int64_t topK, Value bt, Value numContenders,
-    IndexLoader loadCand, IndexLoader loadScore, Value kept,
-    IndexStorer store, IndexLoader loadRank) {
+    IndexLoader loadCand, IndexLoader loadScore, Value kept, IndexStorer store,
+    IndexLoader loadRank) {
   Value zero = indexConst(b, 0), one = indexConst(b, 1), two = indexConst(b, 2);
   Value slots = contenderSlots(b, topK, bt);
   Value ranked = cmp(b, arith::CmpIPredicate::ugt, numContenders, slots);
-  Value numKept =
-      selectBest(b, loadCand, loadScore, numContenders, slots, ranked, kept,
-                 loadRank);
+  Value numKept = selectBest(b, loadCand, loadScore, numContenders, slots,
+                             ranked, kept, loadRank);
 
   Value hasBt = cmp(b, arith::CmpIPredicate::uge, bt, one);
   Value hasBtMinus1 = cmp(b, arith::CmpIPredicate::uge, bt, two);
@@ -496,29 +493,32 @@ void mlir::pisa::detail::buildFinalSelection(
   };
   // Kept contenders: position = index among kept + forced blocks below.
   // Contenders are never forced, so every one is above block 0.
-  buildLoop(b, zero, numKept, {}, [&](ImplicitLocOpBuilder &lb, Value p, ValueRange) {
-    Value x = loadIndex(lb, kept, {p});
-    Value below = arith::AddIOp::create(
-        lb, one,
-        arith::AddIOp::create(
-            lb,
-            asIndex(lb, arith::AndIOp::create(
+  buildLoop(
+      b, zero, numKept, {}, [&](ImplicitLocOpBuilder &lb, Value p, ValueRange) {
+        Value x = loadIndex(lb, kept, {p});
+        Value below = arith::AddIOp::create(
+            lb, one,
+            arith::AddIOp::create(
+                lb,
+                asIndex(lb,
+                        arith::AndIOp::create(
                             lb, hasBtMinus1,
                             cmp(lb, arith::CmpIPredicate::ult, btMinus1, x))),
-            asIndex(lb, arith::AndIOp::create(
-                            lb, hasBt, cmp(lb, arith::CmpIPredicate::ult, bt, x)))));
-    store(lb, arith::AddIOp::create(lb, p, below), x);
-    return SmallVector<Value>{};
-  });
+                asIndex(lb, arith::AndIOp::create(
+                                lb, hasBt,
+                                cmp(lb, arith::CmpIPredicate::ult, bt, x)))));
+        store(lb, arith::AddIOp::create(lb, p, below), x);
+        return SmallVector<Value>{};
+      });
   // Forced block f: position = kept contenders below f + forced below f.
   auto placeForced = [&](ImplicitLocOpBuilder &fb, Value f, Value forcedBelow) {
-    Value keptBelow = buildLoop(
-        fb, zero, numKept, {zero},
-        [&](ImplicitLocOpBuilder &lb, Value p, ValueRange r) {
-          Value x = loadIndex(lb, kept, {p});
-          return SmallVector<Value>{
-              increment(lb, cmp(lb, arith::CmpIPredicate::ult, x, f), r[0])};
-        })[0];
+    Value keptBelow =
+        buildLoop(fb, zero, numKept, {zero},
+                  [&](ImplicitLocOpBuilder &lb, Value p, ValueRange r) {
+                    Value x = loadIndex(lb, kept, {p});
+                    return SmallVector<Value>{increment(
+                        lb, cmp(lb, arith::CmpIPredicate::ult, x, f), r[0])};
+                  })[0];
     store(fb, arith::AddIOp::create(fb, keptBelow, forcedBelow), f);
   };
   placeForced(b, zero, zero);

@@ -54,10 +54,9 @@ sharedRankLoader(const QueryScratch &scratch);
 /// shared[a] = scoreOf(a) for a < count, split over the query's warps
 /// (warp w scores items w, w + warps, ...; its lane 0 writes them), between
 /// two barriers: every warp of the query must call it alike.
-void shareScores(ImplicitLocOpBuilder &b, const QueryScratch &scratch,
-                 Value count,
-                 llvm::function_ref<Value(ImplicitLocOpBuilder &, Value)>
-                     scoreOf);
+void shareScores(
+    ImplicitLocOpBuilder &b, const QueryScratch &scratch, Value count,
+    llvm::function_ref<Value(ImplicitLocOpBuilder &, Value)> scoreOf);
 
 /// scratch.scores[a] = scoreOf(a) for a < count, split over the query's
 /// warps when it has several (a barrier before and after their exchange;

@@ -79,9 +79,9 @@ Kernel mlir::pisa::detail::createKernel(PatternRewriter &rewriter,
   SmallVector<Type> types;
   for (const KernelParam &p : params)
     types.push_back(p.type);
-  auto func = gpu::GPUFuncOp::create(
-      rewriter, loc, name, rewriter.getFunctionType(types, {}), workgroup,
-      privates);
+  auto func = gpu::GPUFuncOp::create(rewriter, loc, name,
+                                     rewriter.getFunctionType(types, {}),
+                                     workgroup, privates);
   func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(),
                 rewriter.getUnitAttr());
   SymbolTable(kernels).insert(func); // uniques the name
@@ -90,7 +90,7 @@ Kernel mlir::pisa::detail::createKernel(PatternRewriter &rewriter,
 }
 
 void mlir::pisa::detail::viewTokenMajorOperands(RewriterBase &rewriter,
-                                                 Operation *op) {
+                                                Operation *op) {
   if (!op->hasAttr("token_major"))
     return;
   using Operands = SmallVector<OpOperand *>;
@@ -117,9 +117,9 @@ void mlir::pisa::detail::viewTokenMajorOperands(RewriterBase &rewriter,
                             &o.getSelectionMutable()};
           })
           .Case([](SparseAttentionKernelOp o) {
-            return Operands{&o.getQueriesMutable(),   &o.getKeysMutable(),
-                            &o.getValuesMutable(),    &o.getSelectionMutable(),
-                            &o.getOutputMutable(),    &o.getLseMutable()};
+            return Operands{&o.getQueriesMutable(), &o.getKeysMutable(),
+                            &o.getValuesMutable(),  &o.getSelectionMutable(),
+                            &o.getOutputMutable(),  &o.getLseMutable()};
           })
           .Default([](Operation *) { return Operands{}; });
   OpBuilder::InsertionGuard guard(rewriter);
@@ -147,14 +147,14 @@ void mlir::pisa::detail::launch(ImplicitLocOpBuilder &b, const Kernel &kernel,
   Value one = arith::ConstantIndexOp::create(b, 1);
   Value threads = arith::ConstantIndexOp::create(b, bx);
   auto create = [&](ImplicitLocOpBuilder &lb) {
-    gpu::LaunchFuncOp::create(lb, kernel.func(), gpu::KernelDim3{gx, gy, one},
-                              gpu::KernelDim3{threads, one, one},
-                              dynamicSharedBytes > 0
-                                  ? arith::ConstantIntOp::create(
-                                        lb, dynamicSharedBytes, 32)
-                                        .getResult()
-                                  : Value(),
-                              kernel.operands(operands));
+    gpu::LaunchFuncOp::create(
+        lb, kernel.func(), gpu::KernelDim3{gx, gy, one},
+        gpu::KernelDim3{threads, one, one},
+        dynamicSharedBytes > 0
+            ? arith::ConstantIntOp::create(lb, dynamicSharedBytes, 32)
+                  .getResult()
+            : Value(),
+        kernel.operands(operands));
   };
   if (getConstantIntValue(gx) && getConstantIntValue(gy)) {
     create(b);
@@ -167,8 +167,8 @@ void mlir::pisa::detail::launch(ImplicitLocOpBuilder &b, const Kernel &kernel,
       b, arith::CmpIOp::create(b, arith::CmpIPredicate::ugt, gx, zero),
       arith::CmpIOp::create(b, arith::CmpIPredicate::ugt, gy, zero));
   auto ifOp = scf::IfOp::create(b, nonEmpty, /*withElseRegion=*/false);
-  ImplicitLocOpBuilder tb = ImplicitLocOpBuilder::atBlockBegin(
-      b.getLoc(), ifOp.thenBlock());
+  ImplicitLocOpBuilder tb =
+      ImplicitLocOpBuilder::atBlockBegin(b.getLoc(), ifOp.thenBlock());
   tb.setInsertionPoint(ifOp.thenBlock()->getTerminator());
   create(tb);
 }
@@ -216,8 +216,7 @@ MemRefType mlir::pisa::detail::globalType(ArrayRef<int64_t> shape, Type elem) {
 }
 
 MemRefType mlir::pisa::detail::privateType(MLIRContext *ctx,
-                                           ArrayRef<int64_t> shape,
-                                           Type elem) {
+                                           ArrayRef<int64_t> shape, Type elem) {
   return MemRefType::get(shape, elem, MemRefLayoutAttrInterface(),
                          gpu::AddressSpaceAttr::get(
                              ctx, gpu::GPUDialect::getPrivateAddressSpace()));
@@ -254,8 +253,8 @@ Value mlir::pisa::detail::mmaFragment(ImplicitLocOpBuilder &b,
 
 Value mlir::pisa::detail::fastLog2(ImplicitLocOpBuilder &b, Value x) {
   return math::Log2Op::create(
-      b, x, arith::FastMathFlagsAttr::get(b.getContext(),
-                                          arith::FastMathFlags::afn));
+      b, x,
+      arith::FastMathFlagsAttr::get(b.getContext(), arith::FastMathFlags::afn));
 }
 
 Value mlir::pisa::detail::concatVectors(ImplicitLocOpBuilder &b, Value x,
@@ -268,8 +267,8 @@ Value mlir::pisa::detail::concatVectors(ImplicitLocOpBuilder &b, Value x,
   return vector::ShuffleOp::create(b, x, y, order);
 }
 
-SmallVector<Value> PagedKeys::at(ImplicitLocOpBuilder &b, Value batch,
-                                 Value j, Value head, Value feature) const {
+SmallVector<Value> PagedKeys::at(ImplicitLocOpBuilder &b, Value batch, Value j,
+                                 Value head, Value feature) const {
   Value s = indexConst(b, pageSize);
   Value page = toIndex(
       b, memref::LoadOp::create(
@@ -305,10 +304,10 @@ Value mlir::pisa::detail::tileProduct(ImplicitLocOpBuilder &b, Value lhs,
   bindDims(b.getContext(), m, n, k);
   return vector::ContractionOp::create(
       b, lhs, rhs, acc,
-      ArrayRef<ArrayRef<AffineExpr>>{
-          {m, k},
-          rhsIsKN ? ArrayRef<AffineExpr>{k, n} : ArrayRef<AffineExpr>{n, k},
-          {m, n}},
+      ArrayRef<ArrayRef<AffineExpr>>{{m, k},
+                                     rhsIsKN ? ArrayRef<AffineExpr>{k, n}
+                                             : ArrayRef<AffineExpr>{n, k},
+                                     {m, n}},
       ArrayRef<vector::IteratorType>{vector::IteratorType::parallel,
                                      vector::IteratorType::parallel,
                                      vector::IteratorType::reduction});

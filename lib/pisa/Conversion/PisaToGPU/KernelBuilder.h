@@ -163,8 +163,7 @@ Value shuffleFrom(ImplicitLocOpBuilder &b, Value v, Value source);
 MemRefType globalType(ArrayRef<int64_t> shape, Type elem);
 /// memref<shape x elem, #gpu.address_space<private|workgroup>>.
 MemRefType privateType(MLIRContext *ctx, ArrayRef<int64_t> shape, Type elem);
-MemRefType workgroupType(MLIRContext *ctx, ArrayRef<int64_t> shape,
-                         Type elem);
+MemRefType workgroupType(MLIRContext *ctx, ArrayRef<int64_t> shape, Type elem);
 
 } // namespace mlir::pisa::detail
 

@@ -102,10 +102,11 @@ static Why firstOf(std::initializer_list<Why> limits) {
 static Why hierTopKLimits(HierTopKOp topk) {
   SmallVector<int64_t, 4> q = headMajorShape(
       topk.getQueries().getType().getShape(), topk.getTokenMajor());
-  SmallVector<int64_t, 4> k = headMajorShape(
-      topk.getKeys().getType().getShape(), topk.getTokenMajor());
+  SmallVector<int64_t, 4> k =
+      headMajorShape(topk.getKeys().getType().getShape(), topk.getTokenMajor());
   const int64_t groupSize = q[1] / k[1],
-                candidates = int64_t(topk.getBranching()) * int64_t(topk.getTopk());
+                candidates =
+                    int64_t(topk.getBranching()) * int64_t(topk.getTopk());
   ScheduleAttr schedule = topk.getScheduleAttr();
   if (Why why = firstOf({candidateLimit(topk.getBranching(), topk.getTopk()),
                          groupLimit(q[0], k[1])}))
@@ -149,8 +150,9 @@ static Why hierTopKVarlenLimits(HierTopKVarlenOp topk) {
 static Why decodeSelectLimits(DecodeSelectOp decode) {
   // [B, Hkv, ...] of the cache, whether the keys are paged or not.
   ArrayRef<int64_t> p = decode.getPyramid().getType().getShape();
-  if (Why why = firstOf({candidateLimit(decode.getBranching(), decode.getTopk()),
-                         groupLimit(p[0], p[1])}))
+  if (Why why =
+          firstOf({candidateLimit(decode.getBranching(), decode.getTopk()),
+                   groupLimit(p[0], p[1])}))
     return why;
   if (decode.getCapacity() <= kMaxGPUKeys)
     return std::nullopt;
@@ -176,9 +178,9 @@ static Why sparseAttentionLimits(SparseAttentionOp attention) {
   if (!known(q[2]) || q[2] <= kMaxGPUKeys)
     return std::nullopt;
   std::string why;
-  llvm::raw_string_ostream(why) << "has Nq = " << q[2]
-                                << " above the GPU limit of " << kMaxGPUKeys
-                                << " (grid x)";
+  llvm::raw_string_ostream(why)
+      << "has Nq = " << q[2] << " above the GPU limit of " << kMaxGPUKeys
+      << " (grid x)";
   return why;
 }
 
@@ -204,8 +206,8 @@ static Why lseScoreLimits(LseScoreOp score) {
 
 /// 0 <= offset <= N - Nq for the values a query offset feeds, when both
 /// token counts are static (docs/semantics.md, section 1).
-static void addQueryOffsetRange(EntryFacts &facts, Value offset,
-                                Value queries, Value keys, bool tokenMajor) {
+static void addQueryOffsetRange(EntryFacts &facts, Value offset, Value queries,
+                                Value keys, bool tokenMajor) {
   unsigned tokens = tokenDimIndex(tokenMajor);
   int64_t nq = cast<ShapedType>(queries.getType()).getDimSize(tokens);
   int64_t n = cast<ShapedType>(keys.getType()).getDimSize(tokens);
@@ -218,8 +220,7 @@ namespace {
 /// The methods every model has: the decomposition is DecomposeToKernels'
 /// for the op.
 template <typename ConcreteModel, typename OpTy>
-struct Model
-    : KernelLoweringOpInterface::ExternalModel<ConcreteModel, OpTy> {
+struct Model : KernelLoweringOpInterface::ExternalModel<ConcreteModel, OpTy> {
   void decomposeToKernels(Operation *op, RewriterBase &rewriter) const {
     pisa::detail::decompose(rewriter, cast<OpTy>(op));
   }
@@ -240,8 +241,8 @@ struct PyramidBuildVarlenModel
   }
   void describeEntry(Operation *op, EntryFacts &facts) const {
     auto build = cast<PyramidBuildVarlenOp>(op);
-    facts.roles.push_back({build.getCuSeqlens(), "cu_seqlens_k",
-                           build.getKeys()});
+    facts.roles.push_back(
+        {build.getCuSeqlens(), "cu_seqlens_k", build.getKeys()});
   }
 };
 
@@ -274,10 +275,10 @@ struct HierTopKVarlenModel : Model<HierTopKVarlenModel, HierTopKVarlenOp> {
   }
   void describeEntry(Operation *op, EntryFacts &facts) const {
     auto topk = cast<HierTopKVarlenOp>(op);
-    facts.roles.push_back({topk.getCuSeqlensQ(), "cu_seqlens_q",
-                           topk.getQueries()});
-    facts.roles.push_back({topk.getCuSeqlensK(), "cu_seqlens_k",
-                           topk.getKeys()});
+    facts.roles.push_back(
+        {topk.getCuSeqlensQ(), "cu_seqlens_q", topk.getQueries()});
+    facts.roles.push_back(
+        {topk.getCuSeqlensK(), "cu_seqlens_k", topk.getKeys()});
   }
 };
 
@@ -314,8 +315,7 @@ struct DecodeSelectModel : Model<DecodeSelectModel, DecodeSelectOp> {
   }
 };
 
-struct SparseAttentionModel
-    : Model<SparseAttentionModel, SparseAttentionOp> {
+struct SparseAttentionModel : Model<SparseAttentionModel, SparseAttentionOp> {
   Why getGPULimitViolation(Operation *op) const {
     return sparseAttentionLimits(cast<SparseAttentionOp>(op));
   }

@@ -50,36 +50,33 @@ namespace {
 /// How many lanes `other` < `lanes` for which `competes(other)` holds
 /// outrank this lane's `mine` (rankable): a higher score, or an equal one
 /// at a lower lane (buildRank's tie rule; lanes ascend with the index).
-Value laneRank(ImplicitLocOpBuilder &b, Value lane, Value mine, int64_t lanes,
-               llvm::function_ref<Value(ImplicitLocOpBuilder &, Value)>
-                   competes,
-               LaneScoreAt scoreAt = nullptr) {
+Value laneRank(
+    ImplicitLocOpBuilder &b, Value lane, Value mine, int64_t lanes,
+    llvm::function_ref<Value(ImplicitLocOpBuilder &, Value)> competes,
+    LaneScoreAt scoreAt = nullptr) {
   Value rank = indexConst(b, 0), one = indexConst(b, 1);
   for (int64_t other = 0; other < lanes; ++other) {
-    Value theirs =
-        scoreAt ? rankableScore(b, scoreAt(b, indexConst(b, other)))
-                : shuffleFrom(b, mine, indexConst(b, other));
+    Value theirs = scoreAt ? rankableScore(b, scoreAt(b, indexConst(b, other)))
+                           : shuffleFrom(b, mine, indexConst(b, other));
     Value beats = arith::OrIOp::create(
         b, arith::CmpFOp::create(b, arith::CmpFPredicate::OGT, theirs, mine),
         arith::AndIOp::create(
-            b, arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, theirs, mine),
+            b,
+            arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, theirs, mine),
             cmp(b, arith::CmpIPredicate::ugt, lane, indexConst(b, other))));
     Value counts =
         arith::AndIOp::create(b, beats, competes(b, indexConst(b, other)));
-    rank = arith::SelectOp::create(b, counts, arith::AddIOp::create(b, rank, one),
-                                   rank);
+    rank = arith::SelectOp::create(b, counts,
+                                   arith::AddIOp::create(b, rank, one), rank);
   }
   return rank;
 }
 } // namespace
 
-LaneLeaves mlir::pisa::detail::buildLaneWalk(ImplicitLocOpBuilder &b,
-                                             Value lane,
-                                             const LevelLayout &layout,
-                                             int64_t topK, int64_t fanout,
-                                             Value bt, LaneLevelScorer score,
-                                             LaneRankOnce rankOnce,
-                                             LaneScoreAt scoreAt) {
+LaneLeaves mlir::pisa::detail::buildLaneWalk(
+    ImplicitLocOpBuilder &b, Value lane, const LevelLayout &layout,
+    int64_t topK, int64_t fanout, Value bt, LaneLevelScorer score,
+    LaneRankOnce rankOnce, LaneScoreAt scoreAt) {
   const int64_t maxCandidates = fanout * topK;
   Value one = indexConst(b, 1);
   Value cK = indexConst(b, topK), cFan = indexConst(b, fanout);
@@ -117,9 +114,10 @@ LaneLeaves mlir::pisa::detail::buildLaneWalk(ImplicitLocOpBuilder &b,
                   return cmp(cb, arith::CmpIPredicate::ult, other, numCausal);
                 },
                 scoreAt);
-            return ballot(kb, arith::AndIOp::create(
-                                  kb, causal,
-                                  cmp(kb, arith::CmpIPredicate::ult, rank, cK)));
+            return ballot(
+                kb,
+                arith::AndIOp::create(
+                    kb, causal, cmp(kb, arith::CmpIPredicate::ult, rank, cK)));
           };
           LaneKept k = rankOnce ? rankOnce(rb, rankKept)
                                 : LaneKept{rankKept(rb), nullptr};
@@ -147,7 +145,8 @@ LaneLeaves mlir::pisa::detail::buildLaneWalk(ImplicitLocOpBuilder &b,
     // every walk skip the search and the shuffle.
     Value stillWhole = arith::AndIOp::create(
         b, whole,
-        arith::XOrIOp::create(b, ranked, arith::ConstantIntOp::create(b, 1, 1)));
+        arith::XOrIOp::create(b, ranked,
+                              arith::ConstantIntOp::create(b, 1, 1)));
     Value child = buildIf(
         b, stillWhole, {b.getIndexType()},
         [&](ImplicitLocOpBuilder &) { return SmallVector<Value>{lane}; },
@@ -164,11 +163,11 @@ LaneLeaves mlir::pisa::detail::buildLaneWalk(ImplicitLocOpBuilder &b,
     return SmallVector<Value>{toI32(b, child), popCount(b, ballot(b, next)),
                               stillWhole};
   };
-  SmallVector<Value> walked = layout.walkDown(
-      b,
-      {arith::ConstantIntOp::create(b, 0, 32), one,
-       arith::ConstantIntOp::create(b, 1, 1)},
-      step);
+  SmallVector<Value> walked =
+      layout.walkDown(b,
+                      {arith::ConstantIntOp::create(b, 0, 32), one,
+                       arith::ConstantIntOp::create(b, 1, 1)},
+                      step);
   Value cand = walked[0], numCand = walked[1];
   // Leaves: the causal ones outside the forced set {0, b_t - 1, b_t}.
   LaneLeaves leaves;
@@ -206,17 +205,16 @@ void mlir::pisa::detail::buildLaneFinalSelection(
               },
               scoreAt);
         } else {
-          rank = laneRank(
-              rb, lane, mine, candidates,
-              [&](ImplicitLocOpBuilder &cb, Value other) {
-                Value bit = arith::AndIOp::create(
-                    cb, leaves.mask,
-                    arith::ShLIOp::create(
-                        cb, arith::ConstantIntOp::create(cb, 1, 32),
-                        toI32(cb, other)));
-                return cmp(cb, P::ne, bit,
-                           arith::ConstantIntOp::create(cb, 0, 32));
-              });
+          rank = laneRank(rb, lane, mine, candidates,
+                          [&](ImplicitLocOpBuilder &cb, Value other) {
+                            Value bit = arith::AndIOp::create(
+                                cb, leaves.mask,
+                                arith::ShLIOp::create(
+                                    cb, arith::ConstantIntOp::create(cb, 1, 32),
+                                    toI32(cb, other)));
+                            return cmp(cb, P::ne, bit,
+                                       arith::ConstantIntOp::create(cb, 0, 32));
+                          });
         }
         return SmallVector<Value>{arith::AndIOp::create(
             rb, leaves.contender, cmp(rb, P::ult, rank, slots))};
@@ -243,43 +241,41 @@ void mlir::pisa::detail::buildLaneFinalSelection(
             kb,
             asIndex(kb, arith::AndIOp::create(kb, hasBtMinus1,
                                               cmp(kb, P::ult, btMinus1, x))),
-            asIndex(kb, arith::AndIOp::create(kb, hasBt, cmp(kb, P::ult, bt, x)))));
+            asIndex(kb,
+                    arith::AndIOp::create(kb, hasBt, cmp(kb, P::ult, bt, x)))));
     store(kb,
-          arith::AddIOp::create(kb, popCount(kb, bitsBelow(kb, keptMask, lane32)),
-                                forcedBelow),
+          arith::AddIOp::create(
+              kb, popCount(kb, bitsBelow(kb, keptMask, lane32)), forcedBelow),
           x);
   });
   // Forced block f's position: kept contenders below f + forced below f;
   // lane 0 writes block 0, lane 1 b_t - 1, lane 2 b_t.
   auto keptBelow = [&](Value f) {
-    return popCount(
-        b, ballot(b, arith::AndIOp::create(b, keep, cmp(b, P::ult, leaves.leaf, f))));
+    return popCount(b, ballot(b, arith::AndIOp::create(
+                                     b, keep, cmp(b, P::ult, leaves.leaf, f))));
   };
   Value belowPrevious = keptBelow(btMinus1), belowBt = keptBelow(bt);
-  buildIfThen(b, cmp(b, P::eq, lane, zero), [&](ImplicitLocOpBuilder &fb) {
-    store(fb, zero, zero);
-  });
-  buildIfThen(b,
-              arith::AndIOp::create(b, hasBtMinus1, cmp(b, P::eq, lane, one)),
-              [&](ImplicitLocOpBuilder &fb) {
-                store(fb, arith::AddIOp::create(fb, belowPrevious, one),
-                      btMinus1);
-              });
+  buildIfThen(b, cmp(b, P::eq, lane, zero),
+              [&](ImplicitLocOpBuilder &fb) { store(fb, zero, zero); });
   buildIfThen(
-      b, arith::AndIOp::create(b, hasBt, cmp(b, P::eq, lane, two)),
+      b, arith::AndIOp::create(b, hasBtMinus1, cmp(b, P::eq, lane, one)),
       [&](ImplicitLocOpBuilder &fb) {
-        store(fb,
-              arith::AddIOp::create(
-                  fb, belowBt, arith::SelectOp::create(fb, hasBtMinus1, two, one)),
-              bt);
+        store(fb, arith::AddIOp::create(fb, belowPrevious, one), btMinus1);
       });
+  buildIfThen(b, arith::AndIOp::create(b, hasBt, cmp(b, P::eq, lane, two)),
+              [&](ImplicitLocOpBuilder &fb) {
+                store(fb,
+                      arith::AddIOp::create(
+                          fb, belowBt,
+                          arith::SelectOp::create(fb, hasBtMinus1, two, one)),
+                      bt);
+              });
   // -1 past the kept and forced blocks.
   Value used = arith::AddIOp::create(
       b, numKept, arith::SubIOp::create(b, indexConst(b, topK), slots));
-  buildIfThen(b,
-              arith::AndIOp::create(b, cmp(b, P::uge, lane, used),
-                                    cmp(b, P::ult, lane, indexConst(b, topK))),
-              [&](ImplicitLocOpBuilder &pb) {
-                store(pb, lane, indexConst(pb, -1));
-              });
+  buildIfThen(
+      b,
+      arith::AndIOp::create(b, cmp(b, P::uge, lane, used),
+                            cmp(b, P::ult, lane, indexConst(b, topK))),
+      [&](ImplicitLocOpBuilder &pb) { store(pb, lane, indexConst(pb, -1)); });
 }

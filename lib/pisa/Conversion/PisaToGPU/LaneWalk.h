@@ -48,9 +48,9 @@ using LaneNodeOf = llvm::function_ref<Value(ImplicitLocOpBuilder &, Value a)>;
 /// The score of this lane's candidate at a level that must be ranked, its
 /// children at `level`; any value on lanes at or past `numCausal`. Runs on
 /// every lane of every warp of the query (it may hold barriers).
-using LaneLevelScorer = llvm::function_ref<Value(
-    ImplicitLocOpBuilder &, const ChildLevel &level, Value numCausal,
-    LaneNodeOf nodeOf)>;
+using LaneLevelScorer =
+    llvm::function_ref<Value(ImplicitLocOpBuilder &, const ChildLevel &level,
+                             Value numCausal, LaneNodeOf nodeOf)>;
 
 /// The leaves a lane walk ends on: lane a's leaf (an index; any value past
 /// the last), whether it is a contender (causal, not forced) and the ballot
@@ -94,12 +94,12 @@ LaneLeaves buildLaneWalk(ImplicitLocOpBuilder &b, Value lane,
 /// blocks and the best `slots` contenders of `leaves` (all when there are no
 /// more), ascending, padded with -1 to K. `score` is this lane's contender
 /// score, read only when the contenders are ranked; `ranked` must be
-/// popCount(mask) > contenderSlots; `candidates` is g * K. store(pos, value) runs on
-/// the lane that owns an entry (K <= 32 lanes). With `scoreAt` (q: the
+/// popCount(mask) > contenderSlots; `candidates` is g * K. store(pos, value)
+/// runs on the lane that owns an entry (K <= 32 lanes). With `scoreAt` (q: the
 /// q-th contender, the q-th set bit of the mask) the ranking reads the
 /// others' scores there instead of shuffling them.
-void buildLaneFinalSelection(ImplicitLocOpBuilder &b, Value lane,
-                             int64_t topK, int64_t candidates, Value bt,
+void buildLaneFinalSelection(ImplicitLocOpBuilder &b, Value lane, int64_t topK,
+                             int64_t candidates, Value bt,
                              const LaneLeaves &leaves, Value ranked,
                              Value score, IndexStorer store,
                              LaneScoreAt scoreAt = nullptr);

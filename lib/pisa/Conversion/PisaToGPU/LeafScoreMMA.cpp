@@ -69,7 +69,8 @@ LeafMmaQuery mlir::pisa::detail::loadLeafMmaQuery(ImplicitLocOpBuilder &b,
   // zeros past G (the load clamped to a real head); all loads are issued
   // before the fragments are built.
   auto rowGroups = [&](Value row) {
-    Value real = cmp(b, arith::CmpIPredicate::ult, row, indexConst(b, groupSize));
+    Value real =
+        cmp(b, arith::CmpIPredicate::ult, row, indexConst(b, groupSize));
     Value head = arith::AddIOp::create(
         b, firstHead,
         arith::MinUIOp::create(b, row, indexConst(b, groupSize - 1)));
@@ -132,9 +133,9 @@ SmallVector<Value> mlir::pisa::detail::buildKeyTileProducts(
       for (int64_t s = 0; s < groups; ++s)
         loaded.push_back(vector::LoadOp::create(
             b, groupType, keys,
-            keyLevel.at(b, site, row,
-                        arith::AddIOp::create(b, groupCol,
-                                              indexConst(b, 32 * s))),
+            keyLevel.at(
+                b, site, row,
+                arith::AddIOp::create(b, groupCol, indexConst(b, 32 * s))),
             false, llvm::MaybeAlign(16)));
       rows.push_back(std::move(loaded));
     }
@@ -155,9 +156,9 @@ SmallVector<Value> mlir::pisa::detail::buildKeyTileProducts(
 }
 
 SmallVector<Value> mlir::pisa::detail::rowLogits(ImplicitLocOpBuilder &b,
-                                                ArrayRef<Value> acc,
-                                                int64_t half, Value lane,
-                                                Value count, float scale) {
+                                                 ArrayRef<Value> acc,
+                                                 int64_t half, Value lane,
+                                                 Value count, float scale) {
   Value tig = arith::RemUIOp::create(b, lane, indexConst(b, 4));
   Value scaleF = f32Const(b, scale * kLog2E);
   Value negInf = f32Const(b, -std::numeric_limits<float>::infinity());
@@ -191,8 +192,9 @@ Value mlir::pisa::detail::quadRowLse(ImplicitLocOpBuilder &b,
   // An empty row (every key masked) shifts by 0, not by -inf (NaN).
   Value shift = arith::SelectOp::create(
       b,
-      arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, m,
-                            f32Const(b, -std::numeric_limits<float>::infinity())),
+      arith::CmpFOp::create(
+          b, arith::CmpFPredicate::OEQ, m,
+          f32Const(b, -std::numeric_limits<float>::infinity())),
       f32Const(b, 0.0f), m);
   Value total = f32Const(b, 0.0f);
   for (Value x : logits)
@@ -228,10 +230,11 @@ Value childPairLse2(ImplicitLocOpBuilder &b, Value acc, int64_t half,
 }
 } // namespace
 
-std::pair<Value, Value>
-mlir::pisa::detail::pairChild(ImplicitLocOpBuilder &b, const QuerySite &site,
-                              const ChildLevel &level, Value numCausal,
-                              Value a, Value node, Value c) {
+std::pair<Value, Value> mlir::pisa::detail::pairChild(ImplicitLocOpBuilder &b,
+                                                      const QuerySite &site,
+                                                      const ChildLevel &level,
+                                                      Value numCausal, Value a,
+                                                      Value node, Value c) {
   using P = arith::CmpIPredicate;
   Value row = arith::AddIOp::create(
       b, arith::MulIOp::create(b, node, indexConst(b, 2)), c);
@@ -277,10 +280,12 @@ Value mlir::pisa::detail::sumHeadRows(ImplicitLocOpBuilder &b,
   return arith::MulFOp::create(b, sum, f32Const(b, kLn2));
 }
 
-Value mlir::pisa::detail::buildLeafScoreMma(
-    ImplicitLocOpBuilder &b, const LeafMmaQuery &query, Value keys,
-    const QuerySite &site, const ChildLevel &keyLevel, Value leaf,
-    int64_t blockSize, int64_t headDim, float scale) {
+Value mlir::pisa::detail::buildLeafScoreMma(ImplicitLocOpBuilder &b,
+                                            const LeafMmaQuery &query,
+                                            Value keys, const QuerySite &site,
+                                            const ChildLevel &keyLevel,
+                                            Value leaf, int64_t blockSize,
+                                            int64_t headDim, float scale) {
   // A contender's C keys all exist and are visible: no column is masked.
   Value cBlock = indexConst(b, blockSize);
   SmallVector<Value> acc = buildKeyTileProducts(
@@ -316,8 +321,7 @@ Value mlir::pisa::detail::buildLeafScoreMma(
 
 Value mlir::pisa::detail::buildLevelScoreMma(
     ImplicitLocOpBuilder &b, const LeafMmaQuery &query, Value summaries,
-    const QuerySite &site, const ChildLevel &level, Value tile,
-    Value numCausal,
+    const QuerySite &site, const ChildLevel &level, Value tile, Value numCausal,
     llvm::function_ref<Value(ImplicitLocOpBuilder &, Value)> nodeOf,
     int64_t headDim, float scale) {
   Type f32 = b.getF32Type(), bf16 = b.getBF16Type();
@@ -336,11 +340,11 @@ Value mlir::pisa::detail::buildLevelScoreMma(
   // 16-byte load, all issued before the first product.
   Value columnCandidate = arith::AddIOp::create(
       b, firstCandidate, arith::DivUIOp::create(b, gid, two));
-  Value row = arith::AddIOp::create(
-      b, level.rowBase,
-      child(columnCandidate, nodeOf(b, columnCandidate),
-            arith::RemUIOp::create(b, gid, two))
-          .first);
+  Value row =
+      arith::AddIOp::create(b, level.rowBase,
+                            child(columnCandidate, nodeOf(b, columnCandidate),
+                                  arith::RemUIOp::create(b, gid, two))
+                                .first);
   auto quadType = VectorType::get({4}, f32);
   Value groupCol = arith::MulIOp::create(b, tig, indexConst(b, 8));
   SmallVector<Value> quads;

@@ -1,4 +1,5 @@
-//===- LeafScoreMMA.h - Leaf and level group scores on tensor cores -*- C++ -*-===//
+//===- LeafScoreMMA.h - Leaf and level group scores on tensor cores -*- C++
+//-*-===//
 //
 // The single-stage kernels score a contender leaf from its C raw keys:
 // u = sum over the G heads of log sum_j exp(scale q_h . k_j). On one warp
@@ -97,8 +98,8 @@ std::pair<Value, Value> pairChild(ImplicitLocOpBuilder &b,
 /// counts): per head row the LSE over them in base 2 (scale times log2 e
 /// folded in; -inf when neither counts), then sumHeadRows.
 Value childPairGroupScore(ImplicitLocOpBuilder &b, Value acc,
-                          ArrayRef<Value> valid, Value lane,
-                          int64_t groupSize, float scale);
+                          ArrayRef<Value> valid, Value lane, int64_t groupSize,
+                          float scale);
 
 /// A group score from this lane's two head rows' LSEs in base 2 (`lse2`:
 /// heads lane / 4 and lane / 4 + 8; heads at or past `groupSize` left out):
@@ -125,8 +126,7 @@ Value buildLeafScoreMma(ImplicitLocOpBuilder &b, const LeafMmaQuery &query,
 /// at or past `numCausal` score -inf.
 Value buildLevelScoreMma(
     ImplicitLocOpBuilder &b, const LeafMmaQuery &query, Value summaries,
-    const QuerySite &site, const ChildLevel &level, Value tile,
-    Value numCausal,
+    const QuerySite &site, const ChildLevel &level, Value tile, Value numCausal,
     llvm::function_ref<Value(ImplicitLocOpBuilder &, Value)> nodeOf,
     int64_t headDim, float scale);
 

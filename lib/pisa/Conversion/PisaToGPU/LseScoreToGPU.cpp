@@ -37,19 +37,18 @@ struct LseScoreToGPU : KernelOpPattern<LseScoreKernelOp> {
              ImplicitLocOpBuilder &host) const override {
     const ScoredLevel level =
         scoredLevel(op.getLevel(), op.getBlockSize(), op.getBranching());
-    Problem p = problemOf(op.getQueries(), op.getChildren(), /*topK=*/1,
-                          level.fanout, op.getBlockSize(),
-                          op.getScale().convertToFloat(), Value());
+    Problem p =
+        problemOf(op.getQueries(), op.getChildren(), /*topK=*/1, level.fanout,
+                  op.getBlockSize(), op.getScale().convertToFloat(), Value());
     Kernel kernel;
     {
       OpBuilder::InsertionGuard guard(rewriter);
-      kernel = createKernel(
-          rewriter, op, "lse_score",
-          {{"queries", p.queries},
-           {"children", bufferType(op.getChildren())},
-           {"candidates", bufferType(op.getCandidates())},
-           {"offset", rewriter.getIndexType()},
-           {"scores", bufferType(op.getScores())}});
+      kernel = createKernel(rewriter, op, "lse_score",
+                            {{"queries", p.queries},
+                             {"children", bufferType(op.getChildren())},
+                             {"candidates", bufferType(op.getCandidates())},
+                             {"offset", rewriter.getIndexType()},
+                             {"scores", bufferType(op.getScores())}});
       ImplicitLocOpBuilder b(op.getLoc(), rewriter);
       buildBody(b, kernel, p, level);
     }

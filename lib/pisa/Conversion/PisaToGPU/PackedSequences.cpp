@@ -46,8 +46,8 @@ Value mlir::pisa::detail::findSequence(
         ImplicitLocOpBuilder lb(loc, nb);
         Value mid = arith::DivUIOp::create(
             lb, arith::AddIOp::create(lb, st[0], st[1]), two);
-        Value below = cmp(lb, arith::CmpIPredicate::sle, firstSlot(lb, mid),
-                          slot);
+        Value below =
+            cmp(lb, arith::CmpIPredicate::sle, firstSlot(lb, mid), slot);
         scf::YieldOp::create(
             lb, ValueRange{arith::SelectOp::create(lb, below, mid, st[0]),
                            arith::SelectOp::create(lb, below, st[1], mid)});
@@ -55,9 +55,9 @@ Value mlir::pisa::detail::findSequence(
   return loop.getResult(0);
 }
 
-Value mlir::pisa::detail::batchRulesHold(ImplicitLocOpBuilder &b,
-                                         Value cuKeys, Value numKeyRows,
-                                         Value cuQueries, Value numQueryRows) {
+Value mlir::pisa::detail::batchRulesHold(ImplicitLocOpBuilder &b, Value cuKeys,
+                                         Value numKeyRows, Value cuQueries,
+                                         Value numQueryRows) {
   using P = arith::CmpIPredicate;
   Value zero = indexConst(b, 0), one = indexConst(b, 1);
   Value numSeqs = arith::SubIOp::create(b, dimOf(b, cuKeys, 0), one);
@@ -74,26 +74,28 @@ Value mlir::pisa::detail::batchRulesHold(ImplicitLocOpBuilder &b,
       [&](ImplicitLocOpBuilder &lb, Value s, ValueRange acc) {
         Value next = arith::AddIOp::create(lb, s, one);
         Value k0 = cuEntry(lb, cuKeys, s), k1 = cuEntry(lb, cuKeys, next);
-        Value holds = arith::AndIOp::create(lb, acc[0], cmp(lb, P::sle, k0, k1));
+        Value holds =
+            arith::AndIOp::create(lb, acc[0], cmp(lb, P::sle, k0, k1));
         if (cuQueries) {
-          Value q0 = cuEntry(lb, cuQueries, s), q1 = cuEntry(lb, cuQueries, next);
+          Value q0 = cuEntry(lb, cuQueries, s),
+                q1 = cuEntry(lb, cuQueries, next);
           holds = arith::AndIOp::create(
               lb, holds,
-              arith::AndIOp::create(
-                  lb, cmp(lb, P::sle, q0, q1),
-                  cmp(lb, P::sle, arith::SubIOp::create(lb, q1, q0),
-                      arith::SubIOp::create(lb, k1, k0))));
+              arith::AndIOp::create(lb, cmp(lb, P::sle, q0, q1),
+                                    cmp(lb, P::sle,
+                                        arith::SubIOp::create(lb, q1, q0),
+                                        arith::SubIOp::create(lb, k1, k0))));
         }
         return SmallVector<Value>{holds};
       })[0];
 }
 
-PackedKeys mlir::pisa::detail::packedKeys(ImplicitLocOpBuilder &b,
-                                          Value cuKeys, Value numKeyRows,
-                                          Value seq) {
+PackedKeys mlir::pisa::detail::packedKeys(ImplicitLocOpBuilder &b, Value cuKeys,
+                                          Value numKeyRows, Value seq) {
   using P = arith::CmpIPredicate;
   Value first = cuEntry(b, cuKeys, seq);
-  Value end = cuEntry(b, cuKeys, arith::AddIOp::create(b, seq, indexConst(b, 1)));
+  Value end =
+      cuEntry(b, cuKeys, arith::AddIOp::create(b, seq, indexConst(b, 1)));
   Value valid = arith::AndIOp::create(
       b, cmp(b, P::sge, first, indexConst(b, 0)),
       arith::AndIOp::create(b, cmp(b, P::sle, first, end),
@@ -101,19 +103,17 @@ PackedKeys mlir::pisa::detail::packedKeys(ImplicitLocOpBuilder &b,
   return {first, arith::SubIOp::create(b, end, first), valid};
 }
 
-QueryRowSequence mlir::pisa::detail::sequenceOfQueryRow(ImplicitLocOpBuilder &b,
-                                                        Value cuQueries,
-                                                        Value cuKeys,
-                                                        Value numQueryRows,
-                                                        Value numKeyRows,
-                                                        Value row) {
+QueryRowSequence
+mlir::pisa::detail::sequenceOfQueryRow(ImplicitLocOpBuilder &b, Value cuQueries,
+                                       Value cuKeys, Value numQueryRows,
+                                       Value numKeyRows, Value row) {
   using P = arith::CmpIPredicate;
   Value numSeqs =
       arith::SubIOp::create(b, dimOf(b, cuQueries, 0), indexConst(b, 1));
-  Value seq = findSequence(b, numSeqs, row,
-                           [&](ImplicitLocOpBuilder &lb, Value s) {
-                             return cuEntry(lb, cuQueries, s);
-                           });
+  Value seq =
+      findSequence(b, numSeqs, row, [&](ImplicitLocOpBuilder &lb, Value s) {
+        return cuEntry(lb, cuQueries, s);
+      });
   PackedKeys keys = packedKeys(b, cuKeys, numKeyRows, seq);
   Value q0 = cuEntry(b, cuQueries, seq);
   Value q1 =
@@ -121,24 +121,22 @@ QueryRowSequence mlir::pisa::detail::sequenceOfQueryRow(ImplicitLocOpBuilder &b,
   Value numQueries = arith::SubIOp::create(b, q1, q0);
   // The batch's rules put the row in [q0, q1) and t in [0, N_b); the
   // sequence's own checks keep every access in bounds on their own.
-  Value rules =
-      batchRulesHold(b, cuKeys, numKeyRows, cuQueries, numQueryRows);
+  Value rules = batchRulesHold(b, cuKeys, numKeyRows, cuQueries, numQueryRows);
   Value valid = arith::AndIOp::create(
       b, arith::AndIOp::create(b, rules, keys.valid),
-      arith::AndIOp::create(
-          b,
-          arith::AndIOp::create(b, cmp(b, P::sle, q0, row),
-                                cmp(b, P::slt, row, q1)),
-          cmp(b, P::sle, numQueries, keys.count)));
-  Value position = arith::AddIOp::create(
-      b, arith::SubIOp::create(b, keys.count, numQueries),
-      arith::SubIOp::create(b, row, q0));
+      arith::AndIOp::create(b,
+                            arith::AndIOp::create(b, cmp(b, P::sle, q0, row),
+                                                  cmp(b, P::slt, row, q1)),
+                            cmp(b, P::sle, numQueries, keys.count)));
+  Value position =
+      arith::AddIOp::create(b, arith::SubIOp::create(b, keys.count, numQueries),
+                            arith::SubIOp::create(b, row, q0));
   return {seq, keys, position, valid};
 }
 
-Value mlir::pisa::detail::firstNodeSlot(ImplicitLocOpBuilder &b,
-                                        Value firstKey, Value seq,
-                                        int64_t blockSize, Value span) {
+Value mlir::pisa::detail::firstNodeSlot(ImplicitLocOpBuilder &b, Value firstKey,
+                                        Value seq, int64_t blockSize,
+                                        Value span) {
   Value leaf = arith::DivUIOp::create(b, firstKey, indexConst(b, blockSize));
   return arith::AddIOp::create(b, arith::DivUIOp::create(b, leaf, span), seq);
 }

@@ -25,9 +25,9 @@ Value cuEntry(ImplicitLocOpBuilder &b, Value cu, Value at);
 
 /// The largest s in [0, numSeqs) with firstSlot(s) <= slot, for a
 /// non-decreasing firstSlot; 0 when none is (the caller's rules catch it).
-Value findSequence(ImplicitLocOpBuilder &b, Value numSeqs, Value slot,
-                   llvm::function_ref<Value(ImplicitLocOpBuilder &, Value)>
-                       firstSlot);
+Value findSequence(
+    ImplicitLocOpBuilder &b, Value numSeqs, Value slot,
+    llvm::function_ref<Value(ImplicitLocOpBuilder &, Value)> firstSlot);
 
 /// Whether cu_seqlens keep every rule of docs/semantics.md section 7:
 /// cu_k[0] = 0, non-decreasing, cu_k[B] = Tk, and with `cuQueries` the same

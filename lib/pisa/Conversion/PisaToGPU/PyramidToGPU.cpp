@@ -8,11 +8,11 @@
 // one block per (batch, KV head) looping up the levels with a barrier
 // between them: their level kernels would run faster than they can be
 // enqueued (issue 12's 4K call). All accumulate in f32 in the contract's
-// order; reads are coalesced across the feature dimension. The varlen form numbers the leaves (and each
-// level's nodes) over the whole batch and lets every block find its
-// sequence (PackedSequences.h); it launches a level kernel per level of
-// the longest possible sequence, and a block past its sequence's levels
-// returns at once.
+// order; reads are coalesced across the feature dimension. The varlen form
+// numbers the leaves (and each level's nodes) over the whole batch and lets
+// every block find its sequence (PackedSequences.h); it launches a level kernel
+// per level of the longest possible sequence, and a block past its sequence's
+// levels returns at once.
 //
 //===----------------------------------------------------------------------===//
 
@@ -39,19 +39,18 @@ using namespace mlir::pisa::detail;
 
 /// Stores mean(src[b, h, base + c, e] for c < count) to dst[b, h, row, e]
 /// (src's element e of row base + c at `srcAt(base + c, e)` when given).
-static void emitMean(ImplicitLocOpBuilder &b, Value src, Value dst,
-                     Value batch, Value head, Value base, Value count,
-                     Value row, Value feature,
-                     const RowIndices &srcAt = nullptr) {
+static void emitMean(ImplicitLocOpBuilder &b, Value src, Value dst, Value batch,
+                     Value head, Value base, Value count, Value row,
+                     Value feature, const RowIndices &srcAt = nullptr) {
   Value zero = indexConst(b, 0);
   auto sum = buildLoop(
       b, zero, count, {f32Const(b, 0.0f)},
       [&](ImplicitLocOpBuilder &lb, Value c, ValueRange acc) {
         Value at = arith::AddIOp::create(lb, base, c);
-        Value v = extractF32(lb, src,
-                             srcAt ? srcAt(lb, at, feature)
-                                   : SmallVector<Value>{batch, head, at,
-                                                        feature});
+        Value v =
+            extractF32(lb, src,
+                       srcAt ? srcAt(lb, at, feature)
+                             : SmallVector<Value>{batch, head, at, feature});
         return SmallVector<Value>{arith::AddFOp::create(lb, acc[0], v)};
       });
   Value n = arith::UIToFPOp::create(
@@ -82,8 +81,8 @@ struct RowBlock {
   BlockRows rows;
 };
 
-static RowBlock rowBlock(ImplicitLocOpBuilder &b, int64_t numHeads,
-                         int64_t d, int64_t threads) {
+static RowBlock rowBlock(ImplicitLocOpBuilder &b, int64_t numHeads, int64_t d,
+                         int64_t threads) {
   Value bh = blockIdY(b), heads = indexConst(b, numHeads);
   Value batch = arith::DivUIOp::create(b, bh, heads);
   Value head = arith::RemUIOp::create(b, bh, heads);
@@ -123,10 +122,9 @@ static Kernel buildTopLevelsKernel(PatternRewriter &rewriter, Operation *op,
                                    MemRefType pyrMem, int64_t numHeads,
                                    int64_t d, int64_t fan) {
   Type index = rewriter.getIndexType();
-  Kernel kernel = createKernel(rewriter, op, "pyramid_top_levels",
-                               {{"pyramid", pyrMem},
-                                {"childOffset", index},
-                                {"childCount", index}});
+  Kernel kernel = createKernel(
+      rewriter, op, "pyramid_top_levels",
+      {{"pyramid", pyrMem}, {"childOffset", index}, {"childCount", index}});
   ImplicitLocOpBuilder b(op->getLoc(), rewriter);
   RowBlock at = rowBlock(b, numHeads, d, topLevelRows(d) * d);
   Value cFan = indexConst(b, fan);
@@ -135,30 +133,29 @@ static Kernel buildTopLevelsKernel(PatternRewriter &rewriter, Operation *op,
   int64_t levels = 0;
   for (int64_t n = fan * topLevelMaxNodes(d); n > 1; n = ceilDiv(n, fan))
     ++levels;
-  buildLoop(
-      b, indexConst(b, 0), indexConst(b, levels),
-      {kernel.arg("childOffset"), kernel.arg("childCount")},
-      [&](ImplicitLocOpBuilder &lb, Value, ValueRange st) {
-        Value childOffset = st[0], childCount = st[1];
-        Value levelOffset = arith::AddIOp::create(lb, childOffset, childCount);
-        Value size = arith::CeilDivUIOp::create(lb, childCount, cFan);
-        // The level exists while its child level has more than one node.
-        Value nodes = arith::SelectOp::create(
-            lb, cmp(lb, arith::CmpIPredicate::ugt, childCount, one), size,
-            indexConst(lb, 0));
-        emitLevelNodes(lb, kernel.arg("pyramid"), at.batch, at.head,
-                       childOffset, childCount, levelOffset, indexConst(lb, 0),
-                       nodes, at.rows, fan);
-        gpu::BarrierOp::create(lb);
-        return SmallVector<Value>{levelOffset, size};
-      });
+  buildLoop(b, indexConst(b, 0), indexConst(b, levels),
+            {kernel.arg("childOffset"), kernel.arg("childCount")},
+            [&](ImplicitLocOpBuilder &lb, Value, ValueRange st) {
+              Value childOffset = st[0], childCount = st[1];
+              Value levelOffset =
+                  arith::AddIOp::create(lb, childOffset, childCount);
+              Value size = arith::CeilDivUIOp::create(lb, childCount, cFan);
+              // The level exists while its child level has more than one node.
+              Value nodes = arith::SelectOp::create(
+                  lb, cmp(lb, arith::CmpIPredicate::ugt, childCount, one), size,
+                  indexConst(lb, 0));
+              emitLevelNodes(lb, kernel.arg("pyramid"), at.batch, at.head,
+                             childOffset, childCount, levelOffset,
+                             indexConst(lb, 0), nodes, at.rows, fan);
+              gpu::BarrierOp::create(lb);
+              return SmallVector<Value>{levelOffset, size};
+            });
   gpu::ReturnOp::create(b);
   return kernel;
 }
 
 /// Levels above the leaves of any pyramid of at most `maxKeys` keys.
-static int64_t maxUpperLevels(int64_t maxKeys, int64_t blockSize,
-                              int64_t fan) {
+static int64_t maxUpperLevels(int64_t maxKeys, int64_t blockSize, int64_t fan) {
   int64_t levels = 0;
   for (int64_t n = ceilDiv(maxKeys, blockSize); n > 1; n = ceilDiv(n, fan))
     ++levels;
@@ -193,11 +190,13 @@ static void emitLastLeafAppend(ImplicitLocOpBuilder &b, Value keys,
   Value zeroF = f32Const(b, 0.0f);
   auto meanOf = [&](Value sum, Value count) -> Value {
     Value c = arith::UIToFPOp::create(
-        b, b.getF32Type(), arith::IndexCastUIOp::create(b, b.getI64Type(), count));
+        b, b.getF32Type(),
+        arith::IndexCastUIOp::create(b, b.getI64Type(), count));
     return arith::DivFOp::create(b, sum, c);
   };
   Value first = arith::MulIOp::create(b, leaf, cBlock);
-  Value count = arith::MinUIOp::create(b, cBlock, arith::SubIOp::create(b, n, first));
+  Value count =
+      arith::MinUIOp::create(b, cBlock, arith::SubIOp::create(b, n, first));
   // Every level's path node (the last of its level) and its siblings,
   // the children before the path's child.
   struct Level {
@@ -205,7 +204,8 @@ static void emitLastLeafAppend(ImplicitLocOpBuilder &b, Value keys,
     SmallVector<Value> siblings;
   };
   SmallVector<Level> path;
-  Value capOffset = zero, capCount = arith::CeilDivUIOp::create(b, capacity, cBlock);
+  Value capOffset = zero,
+        capCount = arith::CeilDivUIOp::create(b, capacity, cBlock);
   Value childCount = arith::CeilDivUIOp::create(b, n, cBlock);
   for (int64_t l = 0; l < levels; ++l) {
     Level level;
@@ -247,10 +247,10 @@ static void emitLastLeafAppend(ImplicitLocOpBuilder &b, Value keys,
           Value real = cmp(lb, P::ult, j, count);
           Value at = arith::AddIOp::create(
               lb, first, arith::SelectOp::create(lb, real, j, zero));
-          Value v = extractF32(lb, keys,
-                               keyAt ? keyAt(lb, at, feature)
-                                     : SmallVector<Value>{batch, head, at,
-                                                          feature});
+          Value v =
+              extractF32(lb, keys,
+                         keyAt ? keyAt(lb, at, feature)
+                               : SmallVector<Value>{batch, head, at, feature});
           chunk.push_back(arith::SelectOp::create(lb, real, v, zeroF));
         }
         Value s = acc[0];
@@ -292,9 +292,8 @@ void mlir::pisa::detail::emitPyramidAppend(ImplicitLocOpBuilder &b,
   Value cRows = indexConst(b, at.rows.count), cFan = indexConst(b, fan);
   Value cBlock = indexConst(b, blockSize), one = indexConst(b, 1);
   const int64_t pageSize = tableMem ? keysMem.getShape()[1] : 0;
-  Value capacity =
-      tableMem ? indexConst(b, tableMem.getShape()[1] * pageSize)
-               : dimOf(b, keys, 2);
+  Value capacity = tableMem ? indexConst(b, tableMem.getShape()[1] * pageSize)
+                            : dimOf(b, keys, 2);
   Value from = memref::LoadOp::create(b, ops.from, ValueRange{batch});
   Value to = memref::LoadOp::create(b, ops.to, ValueRange{batch});
   // 0 <= from < to <= Ncap, else the sequence's cache is left as it is
@@ -323,10 +322,10 @@ void mlir::pisa::detail::emitPyramidAppend(ImplicitLocOpBuilder &b,
               [&](ImplicitLocOpBuilder &lb, Value i, ValueRange) {
                 buildIfThen(lb, paged.outside(lb, batch, i, numPages),
                             [&](ImplicitLocOpBuilder &wb) {
-                  memref::StoreOp::create(
-                      wb, arith::ConstantIntOp::create(wb, 1, 32), flag,
-                      ValueRange{zero});
-                });
+                              memref::StoreOp::create(
+                                  wb, arith::ConstantIntOp::create(wb, 1, 32),
+                                  flag, ValueRange{zero});
+                            });
                 return SmallVector<Value>{};
               });
     gpu::BarrierOp::create(b);
@@ -338,8 +337,8 @@ void mlir::pisa::detail::emitPyramidAppend(ImplicitLocOpBuilder &b,
       return paged.at(lb, batch, j, head, e);
     };
   }
-  auto capShape = tableMem ? tableMem.getShape()[1] * pageSize
-                           : keysMem.getShape()[2];
+  auto capShape =
+      tableMem ? tableMem.getShape()[1] * pageSize : keysMem.getShape()[2];
   const int64_t levels = maxUpperLevels(
       ShapedType::isDynamic(capShape) ? kMaxGPUKeys : capShape, blockSize, fan);
   Value n = toIndex(b, to);
@@ -354,54 +353,57 @@ void mlir::pisa::detail::emitPyramidAppend(ImplicitLocOpBuilder &b,
                : arith::ConstantIntOp::create(b, 0, 1).getResult();
   buildIfThen(b, arith::AndIOp::create(b, valid, lastLeafOnly),
               [&](ImplicitLocOpBuilder &tb) {
-    buildIfThen(tb, cmp(tb, P::eq, row, indexConst(tb, 0)),
-                [&](ImplicitLocOpBuilder &rb) {
-      emitLastLeafAppend(rb, keys, pyramid, batch, head, feature, firstLeaf, n,
-                         capacity, blockSize, fan, levels,
-                         pathKeysInFlight(threads), keyAt);
-    });
-  });
-  buildIfThen(b,
-              arith::AndIOp::create(
-                  b, valid,
-                  arith::XOrIOp::create(
-                      b, lastLeafOnly,
-                      arith::ConstantIntOp::create(b, 1, 1))),
-              [&](ImplicitLocOpBuilder &tb) {
-    buildLoop(tb, arith::AddIOp::create(tb, firstLeaf, row), leaves, cRows, {},
-              [&](ImplicitLocOpBuilder &lb, Value leaf, ValueRange) {
-                Value first = arith::MulIOp::create(lb, leaf, cBlock);
-                Value count = arith::MinUIOp::create(
-                    lb, cBlock, arith::SubIOp::create(lb, n, first));
-                emitMean(lb, keys, pyramid, batch, head, first, count, leaf,
-                         feature, keyAt);
-                return SmallVector<Value>{};
+                buildIfThen(tb, cmp(tb, P::eq, row, indexConst(tb, 0)),
+                            [&](ImplicitLocOpBuilder &rb) {
+                              emitLastLeafAppend(
+                                  rb, keys, pyramid, batch, head, feature,
+                                  firstLeaf, n, capacity, blockSize, fan,
+                                  levels, pathKeysInFlight(threads), keyAt);
+                            });
               });
-    gpu::BarrierOp::create(tb);
-    // Level by level: where the child level starts and how many nodes it
-    // has in the capacity's layout, how many it has for n keys, and the
-    // first one recomputed.
-    Value capLeaves = arith::CeilDivUIOp::create(tb, capacity, cBlock);
-    buildLoop(
-        tb, indexConst(tb, 0), indexConst(tb, levels),
-        {indexConst(tb, 0), capLeaves, leaves, firstLeaf},
-        [&](ImplicitLocOpBuilder &lb, Value, ValueRange st) {
-          Value capOffset = st[0], capCount = st[1];
-          Value childCount = st[2], firstChild = st[3];
-          Value levelOffset = arith::AddIOp::create(lb, capOffset, capCount);
-          Value size = arith::CeilDivUIOp::create(lb, childCount, cFan);
-          Value first = arith::DivUIOp::create(lb, firstChild, cFan);
-          // The level exists while its child level has more than one node.
-          Value end = arith::SelectOp::create(
-              lb, cmp(lb, P::ugt, childCount, one), size, indexConst(lb, 0));
-          emitLevelNodes(lb, pyramid, batch, head, capOffset, childCount,
-                         levelOffset, first, end, at.rows, fan);
-          gpu::BarrierOp::create(lb);
-          return SmallVector<Value>{
-              levelOffset, arith::CeilDivUIOp::create(lb, capCount, cFan),
-              size, first};
-        });
-  });
+  buildIfThen(
+      b,
+      arith::AndIOp::create(
+          b, valid,
+          arith::XOrIOp::create(b, lastLeafOnly,
+                                arith::ConstantIntOp::create(b, 1, 1))),
+      [&](ImplicitLocOpBuilder &tb) {
+        buildLoop(tb, arith::AddIOp::create(tb, firstLeaf, row), leaves, cRows,
+                  {}, [&](ImplicitLocOpBuilder &lb, Value leaf, ValueRange) {
+                    Value first = arith::MulIOp::create(lb, leaf, cBlock);
+                    Value count = arith::MinUIOp::create(
+                        lb, cBlock, arith::SubIOp::create(lb, n, first));
+                    emitMean(lb, keys, pyramid, batch, head, first, count, leaf,
+                             feature, keyAt);
+                    return SmallVector<Value>{};
+                  });
+        gpu::BarrierOp::create(tb);
+        // Level by level: where the child level starts and how many nodes it
+        // has in the capacity's layout, how many it has for n keys, and the
+        // first one recomputed.
+        Value capLeaves = arith::CeilDivUIOp::create(tb, capacity, cBlock);
+        buildLoop(
+            tb, indexConst(tb, 0), indexConst(tb, levels),
+            {indexConst(tb, 0), capLeaves, leaves, firstLeaf},
+            [&](ImplicitLocOpBuilder &lb, Value, ValueRange st) {
+              Value capOffset = st[0], capCount = st[1];
+              Value childCount = st[2], firstChild = st[3];
+              Value levelOffset =
+                  arith::AddIOp::create(lb, capOffset, capCount);
+              Value size = arith::CeilDivUIOp::create(lb, childCount, cFan);
+              Value first = arith::DivUIOp::create(lb, firstChild, cFan);
+              // The level exists while its child level has more than one node.
+              Value end =
+                  arith::SelectOp::create(lb, cmp(lb, P::ugt, childCount, one),
+                                          size, indexConst(lb, 0));
+              emitLevelNodes(lb, pyramid, batch, head, capOffset, childCount,
+                             levelOffset, first, end, at.rows, fan);
+              gpu::BarrierOp::create(lb);
+              return SmallVector<Value>{
+                  levelOffset, arith::CeilDivUIOp::create(lb, capCount, cFan),
+                  size, first};
+            });
+      });
 }
 
 /// The kernel of pisa.kernel.pyramid_append: block (0, batch x head) runs
@@ -420,8 +422,8 @@ static Kernel buildAppendKernel(PatternRewriter &rewriter, Operation *op,
   if (tableMem)
     workgroup.push_back(
         workgroupType(rewriter.getContext(), {1}, rewriter.getI32Type()));
-  Kernel kernel = createKernel(rewriter, op, "pyramid_append", params,
-                               workgroup);
+  Kernel kernel =
+      createKernel(rewriter, op, "pyramid_append", params, workgroup);
   // A block of up to 1024 threads must launch whatever the last-leaf path
   // holds in registers: its size is told to ptxas.
   const int64_t d = keysMem.getShape()[3];
@@ -472,8 +474,7 @@ struct PyramidAppendKernelToGPU : OpRewritePattern<PyramidAppendKernelOp> {
                                         {"pyramid", op.getPyramid()}};
     if (table)
       operands.push_back({"blockTable", table});
-    launch(b, kernel, indexConst(b, 1), groups, topLevelRows(d) * d,
-           operands);
+    launch(b, kernel, indexConst(b, 1), groups, topLevelRows(d) * d, operands);
     rewriter.eraseOp(op);
     return success();
   }
@@ -532,12 +533,10 @@ struct PyramidKernelToGPU : OpRewritePattern<PyramidKernelOp> {
       Value children = arith::MinUIOp::create(
           lb, cFan, arith::SubIOp::create(lb, srcCount, firstChild));
       emitMean(lb, levelKernel.arg("pyramid"), levelKernel.arg("pyramid"),
-               lbatch, lhead,
-               arith::AddIOp::create(lb, srcOffset, firstChild), children,
-               arith::AddIOp::create(lb, dstOffset, node), le);
+               lbatch, lhead, arith::AddIOp::create(lb, srcOffset, firstChild),
+               children, arith::AddIOp::create(lb, dstOffset, node), le);
       gpu::ReturnOp::create(lb);
-      topKernel =
-          buildTopLevelsKernel(rewriter, op, pyrMem, numHeads, d, fan);
+      topKernel = buildTopLevelsKernel(rewriter, op, pyrMem, numHeads, d, fan);
     }
 
     rewriter.setInsertionPoint(op);
@@ -545,7 +544,8 @@ struct PyramidKernelToGPU : OpRewritePattern<PyramidKernelOp> {
     Value keys = op.getKeys(), pyramid = op.getPyramid();
     LevelLayout layout(b, dimOf(b, keys, 2), blockSize, fan);
     Value batch = dimOf(b, keys, 0);
-    Value groups = b.createOrFold<arith::MulIOp>(batch, indexConst(b, numHeads));
+    Value groups =
+        b.createOrFold<arith::MulIOp>(batch, indexConst(b, numHeads));
     launch(b, leafKernel, layout.numLeaves(), groups, d,
            {{"keys", keys}, {"pyramid", pyramid}});
     const int64_t maxTopNodes = topLevelMaxNodes(d);
@@ -622,8 +622,8 @@ static VarlenSlot varlenSlot(ImplicitLocOpBuilder &b, Value cu,
   Value seq = findSequence(b, numSeqs, slot, firstSlot);
   PackedKeys keys = packedKeys(b, cu, numKeyRows, seq);
   // A batch whose cu_seqlens break a rule writes no pyramid row.
-  keys.valid = arith::AndIOp::create(b, keys.valid,
-                                     batchRulesHold(b, cu, numKeyRows));
+  keys.valid =
+      arith::AndIOp::create(b, keys.valid, batchRulesHold(b, cu, numKeyRows));
   return {seq,
           arith::SubIOp::create(b, slot, firstSlot(b, seq)),
           blockIdY(b),
@@ -637,13 +637,13 @@ static VarlenSlot varlenSlot(ImplicitLocOpBuilder &b, Value cu,
 static Kernel buildVarlenLeafKernel(PatternRewriter &rewriter, Operation *op,
                                     MemRefType keys, MemRefType cu,
                                     MemRefType pyramid, int64_t blockSize) {
-  Kernel kernel = createKernel(rewriter, op, "pyramid_varlen_leaves",
-                               {{"keys", keys}, {"cuSeqlens", cu},
-                                {"pyramid", pyramid}});
+  Kernel kernel =
+      createKernel(rewriter, op, "pyramid_varlen_leaves",
+                   {{"keys", keys}, {"cuSeqlens", cu}, {"pyramid", pyramid}});
   ImplicitLocOpBuilder b(op->getLoc(), rewriter);
-  VarlenSlot s = varlenSlot(b, kernel.arg("cuSeqlens"),
-                            dimOf(b, kernel.arg("keys"), 2), blockSize,
-                            indexConst(b, 1));
+  VarlenSlot s =
+      varlenSlot(b, kernel.arg("cuSeqlens"), dimOf(b, kernel.arg("keys"), 2),
+                 blockSize, indexConst(b, 1));
   Value cBlock = indexConst(b, blockSize);
   Value exists = arith::AndIOp::create(
       b, s.keys.valid, cmp(b, arith::CmpIPredicate::ult, s.node, s.leaves));
@@ -673,9 +673,9 @@ static Kernel buildVarlenLevelKernel(PatternRewriter &rewriter, Operation *op,
                                 {"span", index}});
   ImplicitLocOpBuilder b(op->getLoc(), rewriter);
   // The keys are not read here; their row count bounds cu_k.
-  VarlenSlot s = varlenSlot(b, kernel.arg("cuSeqlens"),
-                            kernel.arg("numKeyRows"), blockSize,
-                            kernel.arg("span"));
+  VarlenSlot s =
+      varlenSlot(b, kernel.arg("cuSeqlens"), kernel.arg("numKeyRows"),
+                 blockSize, kernel.arg("span"));
   Value cFan = indexConst(b, fan);
   // Levels 1 .. level - 1 of this sequence: where the child level starts
   // and how many nodes it has.
@@ -730,8 +730,8 @@ struct PyramidVarlenKernelToGPU : OpRewritePattern<PyramidVarlenKernelOp> {
     Kernel leafKernel, levelKernel;
     {
       OpBuilder::InsertionGuard guard(rewriter);
-      leafKernel =
-          buildVarlenLeafKernel(rewriter, op, keysMem, cuMem, pyrMem, blockSize);
+      leafKernel = buildVarlenLeafKernel(rewriter, op, keysMem, cuMem, pyrMem,
+                                         blockSize);
       levelKernel =
           buildVarlenLevelKernel(rewriter, op, cuMem, pyrMem, blockSize, fan);
     }
@@ -750,27 +750,28 @@ struct PyramidVarlenKernelToGPU : OpRewritePattern<PyramidVarlenKernelOp> {
            {{"keys", keys}, {"cuSeqlens", cu}, {"pyramid", pyramid}});
     // Levels 2 .. L(Tk): no sequence has more levels than N = Tk gives.
     LevelLayout longest(b, numKeyRows, blockSize, fan);
-    buildLoop(
-        b, indexConst(b, 2),
-        arith::AddIOp::create(b, longest.numLevels(), indexConst(b, 1)),
-        {indexConst(b, 1)},
-        [&](ImplicitLocOpBuilder &lb, Value level, ValueRange st) {
-          Value span = arith::MulIOp::create(lb, st[0], indexConst(lb, fan));
-          launch(lb, levelKernel, slots(lb, span), heads, d,
-                 {{"pyramid", pyramid},
-                  {"cuSeqlens", cu},
-                  {"numKeyRows", numKeyRows},
-                  {"level", level},
-                  {"span", span}});
-          return SmallVector<Value>{span};
-        });
+    buildLoop(b, indexConst(b, 2),
+              arith::AddIOp::create(b, longest.numLevels(), indexConst(b, 1)),
+              {indexConst(b, 1)},
+              [&](ImplicitLocOpBuilder &lb, Value level, ValueRange st) {
+                Value span =
+                    arith::MulIOp::create(lb, st[0], indexConst(lb, fan));
+                launch(lb, levelKernel, slots(lb, span), heads, d,
+                       {{"pyramid", pyramid},
+                        {"cuSeqlens", cu},
+                        {"numKeyRows", numKeyRows},
+                        {"level", level},
+                        {"span", span}});
+                return SmallVector<Value>{span};
+              });
     rewriter.eraseOp(op);
     return success();
   }
 };
 } // namespace
 
-void mlir::pisa::populatePyramidKernelToGPUPatterns(RewritePatternSet &patterns) {
+void mlir::pisa::populatePyramidKernelToGPUPatterns(
+    RewritePatternSet &patterns) {
   patterns.add<PyramidKernelToGPU, PyramidVarlenKernelToGPU,
                PyramidAppendKernelToGPU>(patterns.getContext());
 }

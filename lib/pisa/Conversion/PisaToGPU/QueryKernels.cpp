@@ -25,8 +25,15 @@ Problem problemOf(Value queries, Value perKvHead, int64_t topK, int64_t fanout,
                   int64_t blockSize, float scale, Value numKeys) {
   ArrayRef<int64_t> q = bufferType(queries).getShape();
   int64_t kvHeads = bufferType(perKvHead).getShape()[1];
-  return {kvHeads, q[1] / kvHeads, q[3], topK, fanout, blockSize, scale,
-          bufferType(queries), getConstantIntValue(numKeys)};
+  return {kvHeads,
+          q[1] / kvHeads,
+          q[3],
+          topK,
+          fanout,
+          blockSize,
+          scale,
+          bufferType(queries),
+          getConstantIntValue(numKeys)};
 }
 
 SmallVector<KernelParam> keyCountParam(const Problem &p, Type index) {
@@ -35,7 +42,8 @@ SmallVector<KernelParam> keyCountParam(const Problem &p, Type index) {
   return {{"numKeys", index}};
 }
 
-Value keyCount(ImplicitLocOpBuilder &b, const Kernel &kernel, const Problem &p) {
+Value keyCount(ImplicitLocOpBuilder &b, const Kernel &kernel,
+               const Problem &p) {
   return p.dynamicKeys() ? kernel.arg("numKeys") : indexConst(b, *p.numKeys);
 }
 
@@ -70,8 +78,8 @@ SmallVector<Value> queryThread(ImplicitLocOpBuilder &b, const Problem &p,
       threadIdX(b));
   Value bk = blockIdY(b);
   Value heads = indexConst(b, p.kvHeads);
-  Value inRange = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, i,
-                                        numQueries);
+  Value inRange =
+      arith::CmpIOp::create(b, arith::CmpIPredicate::ult, i, numQueries);
   return {arith::DivUIOp::create(b, bk, heads),
           arith::RemUIOp::create(b, bk, heads), i, inRange};
 }
@@ -92,18 +100,21 @@ SmallVector<Value> queryWarp(ImplicitLocOpBuilder &b, const Problem &p,
   }
   Value bk = blockIdY(b);
   Value heads = indexConst(b, p.kvHeads);
-  Value inRange = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, i,
-                                        numQueries);
+  Value inRange =
+      arith::CmpIOp::create(b, arith::CmpIPredicate::ult, i, numQueries);
   return {arith::DivUIOp::create(b, bk, heads),
-          arith::RemUIOp::create(b, bk, heads), i, inRange,
-          arith::RemUIOp::create(b, tid, lanes), warp};
+          arith::RemUIOp::create(b, bk, heads),
+          i,
+          inRange,
+          arith::RemUIOp::create(b, tid, lanes),
+          warp};
 }
 
 Value isQueryWriter(ImplicitLocOpBuilder &b, const WarpSite &w) {
-  return arith::AndIOp::create(
-      b, isLaneZero(b, w.lane),
-      arith::CmpIOp::create(b, arith::CmpIPredicate::eq, w.warp,
-                            indexConst(b, 0)));
+  return arith::AndIOp::create(b, isLaneZero(b, w.lane),
+                               arith::CmpIOp::create(b,
+                                                     arith::CmpIPredicate::eq,
+                                                     w.warp, indexConst(b, 0)));
 }
 
 ScoreOperands warpOperands(Value queries, Value children, const Problem &p,
@@ -209,18 +220,17 @@ bool scoresBlockLevelsWithMma(const Problem &p, int64_t warpsPerQuery) {
 
 void forEachQueryWarp(ImplicitLocOpBuilder &b, const Kernel &kernel,
                       const Problem &p, Value queries, bool mmaLevels,
-                      const LevelLayout *batchLayout,
-                      WarpSequenceOf sequenceOf, QueryWarpBody body,
-                      InvalidQueryBody invalid, int64_t warpsPerQuery) {
-  SmallVector<Value> at =
-      queryWarp(b, p, dimOf(b, queries, 2), warpsPerQuery);
+                      const LevelLayout *batchLayout, WarpSequenceOf sequenceOf,
+                      QueryWarpBody body, InvalidQueryBody invalid,
+                      int64_t warpsPerQuery) {
+  SmallVector<Value> at = queryWarp(b, p, dimOf(b, queries, 2), warpsPerQuery);
   guarded(b, at[3], [&](ImplicitLocOpBuilder &gb) {
     WarpSequence seq = sequenceOf(gb, at[0], at[2]);
     auto run = [&](ImplicitLocOpBuilder &rb) {
       std::optional<LevelLayout> own;
       if (!batchLayout)
-        own.emplace(rb, seq.numKeys, p.blockSize, p.fanout,
-                    seq.firstPyramidRow, seq.capacity);
+        own.emplace(rb, seq.numKeys, p.blockSize, p.fanout, seq.firstPyramidRow,
+                    seq.capacity);
       const LevelLayout &layout = batchLayout ? *batchLayout : *own;
       WarpSite w{{seq.batch, at[1], seq.query, seq.position},
                  at[4],
@@ -270,9 +280,14 @@ void forEachQueryWarp(ImplicitLocOpBuilder &b, const Kernel &kernel,
 
 WarpSequence batchedSequence(ImplicitLocOpBuilder &b, Value batch, Value row,
                              Value offset, Value numKeys) {
-  return {batch,          row,     arith::AddIOp::create(b, offset, row),
-          numKeys,        indexConst(b, 0), Value(),
-          Value(),        Value()};
+  return {batch,
+          row,
+          arith::AddIOp::create(b, offset, row),
+          numKeys,
+          indexConst(b, 0),
+          Value(),
+          Value(),
+          Value()};
 }
 
 Value groupsOf(ImplicitLocOpBuilder &b, Value perKvHead, int64_t kvHeads) {
@@ -297,14 +312,11 @@ WarpSequence packedSequence(ImplicitLocOpBuilder &b, Value cuQ, Value cuK,
                             Value row, int64_t blockSize) {
   QueryRowSequence seq =
       sequenceOfQueryRow(b, cuQ, cuK, numQueryRows, numKeyRows, row);
-  return WarpSequence{batch,
-                      row,
-                      seq.position,
-                      seq.keys.count,
-                      seq.keys.first,
-                      firstPyramidRow(b, seq.keys.first, seq.seq, blockSize),
-                      seq.valid,
-                      Value()};
+  return WarpSequence{
+      batch,          row,
+      seq.position,   seq.keys.count,
+      seq.keys.first, firstPyramidRow(b, seq.keys.first, seq.seq, blockSize),
+      seq.valid,      Value()};
 }
 
 } // namespace mlir::pisa::detail

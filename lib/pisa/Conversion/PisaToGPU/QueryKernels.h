@@ -160,8 +160,8 @@ struct WarpSequence {
   Value capacity;
 };
 
-using WarpSequenceOf = llvm::function_ref<WarpSequence(
-    ImplicitLocOpBuilder &, Value batch, Value row)>;
+using WarpSequenceOf = llvm::function_ref<WarpSequence(ImplicitLocOpBuilder &,
+                                                       Value batch, Value row)>;
 
 /// One query's warp inside a walk kernel: where it is, its private scratch
 /// and its query rows (in registers when they fit).
@@ -196,9 +196,8 @@ using InvalidQueryBody = llvm::function_ref<void(
 /// builds each warp's from its sequence.
 void forEachQueryWarp(ImplicitLocOpBuilder &b, const Kernel &kernel,
                       const Problem &p, Value queries, bool mmaLevels,
-                      const LevelLayout *batchLayout,
-                      WarpSequenceOf sequenceOf, QueryWarpBody body,
-                      InvalidQueryBody invalid = nullptr,
+                      const LevelLayout *batchLayout, WarpSequenceOf sequenceOf,
+                      QueryWarpBody body, InvalidQueryBody invalid = nullptr,
                       int64_t warpsPerQuery = 1);
 
 /// Whether this thread writes a query's results: lane 0 of warp 0.

@@ -47,7 +47,7 @@ constexpr int64_t kMaxDecodeQueries = 4;
 int64_t warpsPerQuery(const Problem &p) {
   int64_t nq = p.queries.getShape()[2];
   return !ShapedType::isDynamic(nq) && nq <= kMaxDecodeQueries ? kDecodeWarps
-                                                                : 1;
+                                                               : 1;
 }
 
 /// A block of several warps per query must launch whatever the walk's
@@ -137,15 +137,14 @@ void buildBlockLaneSelection(ImplicitLocOpBuilder &gb, const Kernel &kernel,
   };
   LaneLeaves leaves = buildLaneWalk(
       gb, lane, layout, p.topK, p.fanout, w.bt,
-      [&](ImplicitLocOpBuilder &rb, const ChildLevel &children,
-          Value numCausal, LaneNodeOf nodeOf) {
+      [&](ImplicitLocOpBuilder &rb, const ChildLevel &children, Value numCausal,
+          LaneNodeOf nodeOf) {
         if (w.leafQuery)
           return exchangeTileScores(
               rb, scratch, numCausal, lane, [&](ImplicitLocOpBuilder &lb) {
-                return buildLevelScoreMma(lb, *w.leafQuery,
-                                          kernel.arg("pyramid"), site,
-                                          children, w.warp, numCausal, nodeOf,
-                                          p.headDim, p.scale);
+                return buildLevelScoreMma(
+                    lb, *w.leafQuery, kernel.arg("pyramid"), site, children,
+                    w.warp, numCausal, nodeOf, p.headDim, p.scale);
               });
         return exchangeScores(rb, scratch, numCausal, lane,
                               [&](ImplicitLocOpBuilder &lb, Value a) {
@@ -167,21 +166,20 @@ void buildBlockLaneSelection(ImplicitLocOpBuilder &gb, const Kernel &kernel,
               Value bit = arith::AndIOp::create(
                   wb, arith::ShRUIOp::create(wb, mask, toI32(wb, lane)),
                   arith::ConstantIntOp::create(wb, 1, 32));
-              buildIfThen(
-                  wb,
-                  cmp(wb, arith::CmpIPredicate::ne, bit,
-                      arith::ConstantIntOp::create(wb, 0, 32)),
-                  [&](ImplicitLocOpBuilder &kb) {
-                    Value k = popCount(kb, bitsBelow(kb, mask, toI32(kb, lane)));
-                    memref::StoreOp::create(
-                        kb, toI32(kb, lane), scratch.sharedMask,
-                        ValueRange{arith::AddIOp::create(kb, one, k)});
-                  });
+              buildIfThen(wb,
+                          cmp(wb, arith::CmpIPredicate::ne, bit,
+                              arith::ConstantIntOp::create(wb, 0, 32)),
+                          [&](ImplicitLocOpBuilder &kb) {
+                            Value k = popCount(
+                                kb, bitsBelow(kb, mask, toI32(kb, lane)));
+                            memref::StoreOp::create(
+                                kb, toI32(kb, lane), scratch.sharedMask,
+                                ValueRange{arith::AddIOp::create(kb, one, k)});
+                          });
               buildIfThen(wb, isLaneZero(wb, lane),
                           [&](ImplicitLocOpBuilder &sb) {
-                            memref::StoreOp::create(sb, mask,
-                                                    scratch.sharedMask,
-                                                    ValueRange{zero});
+                            memref::StoreOp::create(
+                                sb, mask, scratch.sharedMask, ValueRange{zero});
                           });
             });
         gpu::BarrierOp::create(rb);
@@ -215,9 +213,9 @@ void buildBlockLaneSelection(ImplicitLocOpBuilder &gb, const Kernel &kernel,
         return SmallVector<Value>{exchangeScores(
             rb, scratch, count, position,
             [&](ImplicitLocOpBuilder &lb, Value a) {
-              Value leaf = toIndex(
-                  lb, shuffleFrom(lb, toI32(lb, leaves.leaf),
-                                  nthSetBit(lb, leaves.mask, a)));
+              Value leaf =
+                  toIndex(lb, shuffleFrom(lb, toI32(lb, leaves.leaf),
+                                          nthSetBit(lb, leaves.mask, a)));
               if (mmaQuery)
                 return buildLeafScoreMma(lb, *mmaQuery, kernel.arg("keys"),
                                          site, keyLevel, leaf, p.blockSize,
@@ -271,25 +269,24 @@ void buildSingleStageWarp(ImplicitLocOpBuilder &gb, const Kernel &kernel,
       return paged->at(b, site.batch, row, site.kvHead, e);
     };
   if (usesBlockLaneWalk(p, scratch.warps))
-    return buildBlockLaneSelection(gb, kernel, p, w, layout, summaries,
-                                   rawKeys, keyLevel);
+    return buildBlockLaneSelection(gb, kernel, p, w, layout, summaries, rawKeys,
+                                   keyLevel);
   // The SIMT walk here: with the tensor-core level scorer this kernel also
   // keeps the f32 query rows for the leaves, and measured 12% slower at
   // 256K (docs/performance.md, v9).
   Value numContenders = buildWalk(gb, {layout, p.topK}, summaries, bt, scratch);
   // Score the contenders from the raw keys when they must compete.
-  Value ranked = arith::CmpIOp::create(gb, arith::CmpIPredicate::ugt,
-                                       numContenders,
-                                       contenderSlots(gb, p.topK, bt));
+  Value ranked =
+      arith::CmpIOp::create(gb, arith::CmpIPredicate::ugt, numContenders,
+                            contenderSlots(gb, p.topK, bt));
   buildIfThen(gb, ranked, [&](ImplicitLocOpBuilder &rb) {
-    scoreCandidates(rb, scratch, numContenders,
-                    [&](ImplicitLocOpBuilder &lb, Value a) {
-                      Value node = arith::IndexCastOp::create(
-                          lb, lb.getIndexType(),
-                          memref::LoadOp::create(lb, scratch.cand,
-                                                 ValueRange{a}));
-                      return rawKeys(lb, keyLevel, node);
-                    });
+    scoreCandidates(
+        rb, scratch, numContenders, [&](ImplicitLocOpBuilder &lb, Value a) {
+          Value node = arith::IndexCastOp::create(
+              lb, lb.getIndexType(),
+              memref::LoadOp::create(lb, scratch.cand, ValueRange{a}));
+          return rawKeys(lb, keyLevel, node);
+        });
   });
   auto loadRank = sharedRankLoader(scratch);
   buildFinalSelection(
@@ -352,9 +349,9 @@ static void lowerSingleStage(OpTy op, PatternRewriter &rewriter,
                              ImplicitLocOpBuilder &host,
                              std::optional<AppendInputs> append,
                              std::optional<uint64_t> capacity) {
-  Problem p = problemOf(op.getQueries(), op.getKeys(), op.getTopk(),
-                        op.getBranching(), op.getBlockSize(),
-                        op.getScale().convertToFloat(), Value());
+  Problem p =
+      problemOf(op.getQueries(), op.getKeys(), op.getTopk(), op.getBranching(),
+                op.getBlockSize(), op.getScale().convertToFloat(), Value());
   SmallVector<KernelParam> params{{"queries", p.queries},
                                   {"keys", bufferType(op.getKeys())},
                                   {"pyramid", bufferType(op.getPyramid())},
@@ -367,13 +364,11 @@ static void lowerSingleStage(OpTy op, PatternRewriter &rewriter,
   Kernel kernel;
   {
     OpBuilder::InsertionGuard guard(rewriter);
-    kernel = createKernel(rewriter, op,
-                          append ? "append_select_single_stage"
-                                 : "select_single_stage",
-                          params,
-                          exchangeTypes(rewriter.getContext(), p,
-                                        warpsPerQuery(p)),
-                          scratchTypes(rewriter.getContext(), p));
+    kernel = createKernel(
+        rewriter, op,
+        append ? "append_select_single_stage" : "select_single_stage", params,
+        exchangeTypes(rewriter.getContext(), p, warpsPerQuery(p)),
+        scratchTypes(rewriter.getContext(), p));
     boundRegisters(kernel, p);
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     if (append) {
@@ -384,13 +379,11 @@ static void lowerSingleStage(OpTy op, PatternRewriter &rewriter,
     }
     Value numKeys = dimOf(b, kernel.arg("keys"), 2);
     LevelLayout layout(b, numKeys, p.blockSize, p.fanout, Value(),
-                       capacity ? indexConst(b, int64_t(*capacity))
-                                : Value());
+                       capacity ? indexConst(b, int64_t(*capacity)) : Value());
     forEachQueryWarp(
         b, kernel, p, kernel.arg("queries"), /*mmaLevels=*/false, &layout,
         [&](ImplicitLocOpBuilder &sb, Value batch, Value row) {
-          return batchedSequence(sb, batch, row, kernel.arg("offset"),
-                                 numKeys);
+          return batchedSequence(sb, batch, row, kernel.arg("offset"), numKeys);
         },
         [&](ImplicitLocOpBuilder &gb, const WarpSite &w,
             const LevelLayout &layout) {
@@ -449,9 +442,9 @@ struct SelectSingleStageVarlenToGPU
     Value keys = viewAsBatchOfOne(host, op.getKeys());
     Value pyramid = viewAsBatchOfOne(host, op.getPyramid());
     Value selection = viewAsBatchOfOne(host, op.getSelection());
-    Problem p = problemOf(queries, keys, op.getTopk(), op.getBranching(),
-                          op.getBlockSize(), op.getScale().convertToFloat(),
-                          Value());
+    Problem p =
+        problemOf(queries, keys, op.getTopk(), op.getBranching(),
+                  op.getBlockSize(), op.getScale().convertToFloat(), Value());
     Kernel kernel;
     {
       OpBuilder::InsertionGuard guard(rewriter);
@@ -466,16 +459,15 @@ struct SelectSingleStageVarlenToGPU
       ImplicitLocOpBuilder b(op.getLoc(), rewriter);
       buildPerSequenceSingleStage(
           b, kernel, p, [&](ImplicitLocOpBuilder &sb, Value batch, Value row) {
-            return packedSequence(sb, kernel.arg("cuSeqlensQ"),
-                                  kernel.arg("cuSeqlensK"),
-                                  dimOf(sb, kernel.arg("queries"), 2),
-                                  dimOf(sb, kernel.arg("keys"), 2), batch, row,
-                                  p.blockSize);
+            return packedSequence(
+                sb, kernel.arg("cuSeqlensQ"), kernel.arg("cuSeqlensK"),
+                dimOf(sb, kernel.arg("queries"), 2),
+                dimOf(sb, kernel.arg("keys"), 2), batch, row, p.blockSize);
           });
     }
     launch(host, kernel,
-           host.createOrFold<arith::CeilDivUIOp>(dimOf(host, queries, 2),
-                                                 indexConst(host, kWarpQueries)),
+           host.createOrFold<arith::CeilDivUIOp>(
+               dimOf(host, queries, 2), indexConst(host, kWarpQueries)),
            indexConst(host, p.kvHeads), kQueryThreads,
            {{"queries", queries},
             {"keys", keys},
@@ -503,9 +495,8 @@ struct SelectDecodeToGPU : KernelOpPattern<SelectDecodeKernelOp> {
     Value table = op.getBlockTable();
     MemRefType keysMem = bufferType(op.getKeys());
     const int64_t pageSize = table ? keysMem.getShape()[1] : 0;
-    const int64_t capacity = table
-                                 ? bufferType(table).getShape()[1] * pageSize
-                                 : keysMem.getShape()[2];
+    const int64_t capacity = table ? bufferType(table).getShape()[1] * pageSize
+                                   : keysMem.getShape()[2];
     SmallVector<KernelParam> params{{"queries", p.queries},
                                     {"keys", keysMem},
                                     {"pyramid", bufferType(op.getPyramid())},
@@ -516,28 +507,27 @@ struct SelectDecodeToGPU : KernelOpPattern<SelectDecodeKernelOp> {
     Kernel kernel;
     {
       OpBuilder::InsertionGuard guard(rewriter);
-      kernel = createKernel(rewriter, op, "select_decode", params,
-                            exchangeTypes(rewriter.getContext(), p,
-                                          warpsPerQuery(p)),
-                            scratchTypes(rewriter.getContext(), p));
+      kernel = createKernel(
+          rewriter, op, "select_decode", params,
+          exchangeTypes(rewriter.getContext(), p, warpsPerQuery(p)),
+          scratchTypes(rewriter.getContext(), p));
       boundRegisters(kernel, p);
       ImplicitLocOpBuilder b(op.getLoc(), rewriter);
       std::optional<PagedKeys> paged;
       if (table)
-        paged = PagedKeys{kernel.arg("blockTable"), kernel.arg("keys"),
-                          pageSize};
+        paged =
+            PagedKeys{kernel.arg("blockTable"), kernel.arg("keys"), pageSize};
       buildPerSequenceSingleStage(
           b, kernel, p,
           [&](ImplicitLocOpBuilder &sb, Value batch, Value row) {
             using P = arith::CmpIPredicate;
             Value numQueries = dimOf(sb, kernel.arg("queries"), 2);
             // Signed: a negative length breaks the rule too.
-            Value n = toIndex(sb, memref::LoadOp::create(
-                                      sb, kernel.arg("seqLens"), batch));
+            Value n = toIndex(
+                sb, memref::LoadOp::create(sb, kernel.arg("seqLens"), batch));
             Value cap = indexConst(sb, capacity);
-            Value valid =
-                arith::AndIOp::create(sb, cmp(sb, P::sle, numQueries, n),
-                                      cmp(sb, P::sle, n, cap));
+            Value valid = arith::AndIOp::create(
+                sb, cmp(sb, P::sle, numQueries, n), cmp(sb, P::sle, n, cap));
             if (paged)
               valid = arith::AndIOp::create(
                   sb, valid, pagesInPool(sb, *paged, batch, n, cap));

@@ -57,12 +57,9 @@ struct AttentionTiles {
 
 /// Why the GPU kernel cannot take sparse attention of these sizes (the
 /// message names the limit), or nullopt.
-std::optional<std::string> attentionLimitViolation(Type elem,
-                                                   int64_t groupSize,
-                                                   int64_t headDim,
-                                                   int64_t valueDim,
-                                                   int64_t blockSize,
-                                                   int64_t topK);
+std::optional<std::string>
+attentionLimitViolation(Type elem, int64_t groupSize, int64_t headDim,
+                        int64_t valueDim, int64_t blockSize, int64_t topK);
 
 /// The blocks a query attends, in order, written to `list` (workgroup i32
 /// [K]) by thread `tid` = 0; every thread gets the count. An entry s of the

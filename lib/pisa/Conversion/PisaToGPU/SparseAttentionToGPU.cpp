@@ -115,9 +115,11 @@ mlir::pisa::detail::attentionLimitViolation(Type elem, int64_t groupSize,
   return why;
 }
 
-Value mlir::pisa::detail::listAttendedBlocks(
-    ImplicitLocOpBuilder &b, Value selection, ValueRange row, Value numKeys,
-    Value keyEnd, int64_t blockSize, int64_t topK, Value tid, Value list) {
+Value mlir::pisa::detail::listAttendedBlocks(ImplicitLocOpBuilder &b,
+                                             Value selection, ValueRange row,
+                                             Value numKeys, Value keyEnd,
+                                             int64_t blockSize, int64_t topK,
+                                             Value tid, Value list) {
   using P = arith::CmpIPredicate;
   Value zero = indexConst(b, 0), one = indexConst(b, 1);
   Value numBlocks =
@@ -137,34 +139,33 @@ Value mlir::pisa::detail::listAttendedBlocks(
             cmp(lb, P::sgt, s, last));
         Value attended = arith::AndIOp::create(
             lb, used,
-            cmp(lb, P::slt, arith::MulIOp::create(lb, s, indexConst(lb, blockSize)),
+            cmp(lb, P::slt,
+                arith::MulIOp::create(lb, s, indexConst(lb, blockSize)),
                 keyEnd));
-        buildIfThen(lb,
-                    arith::AndIOp::create(lb, attended,
-                                          cmp(lb, P::eq, tid, zero)),
-                    [&](ImplicitLocOpBuilder &wb) {
-                      memref::StoreOp::create(wb, s32, list, count);
-                    });
+        buildIfThen(
+            lb, arith::AndIOp::create(lb, attended, cmp(lb, P::eq, tid, zero)),
+            [&](ImplicitLocOpBuilder &wb) {
+              memref::StoreOp::create(wb, s32, list, count);
+            });
         return {arith::SelectOp::create(lb, used, s, last),
-                arith::SelectOp::create(
-                    lb, attended, arith::AddIOp::create(lb, count, one),
-                    count)};
+                arith::SelectOp::create(lb, attended,
+                                        arith::AddIOp::create(lb, count, one),
+                                        count)};
       });
   return walked[1];
 }
 
 std::pair<Value, Value> mlir::pisa::detail::rowEnd(ImplicitLocOpBuilder &b,
-                                                  Value max, Value sum) {
+                                                   Value max, Value sum) {
   Value empty = arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, sum,
                                       f32Const(b, 0.0f));
-  Value inverse = arith::SelectOp::create(
-      b, empty, f32Const(b, 0.0f),
-      arith::DivFOp::create(b, f32Const(b, 1.0f), sum));
+  Value inverse =
+      arith::SelectOp::create(b, empty, f32Const(b, 0.0f),
+                              arith::DivFOp::create(b, f32Const(b, 1.0f), sum));
   Value lse = arith::SelectOp::create(
       b, empty, f32Const(b, -std::numeric_limits<float>::infinity()),
-      arith::MulFOp::create(
-          b, arith::AddFOp::create(b, max, fastLog2(b, sum)),
-          f32Const(b, kLn2)));
+      arith::MulFOp::create(b, arith::AddFOp::create(b, max, fastLog2(b, sum)),
+                            f32Const(b, kLn2)));
   return {inverse, lse};
 }
 
@@ -192,10 +193,11 @@ public:
     MLIRContext *ctx = b.getContext();
     elem = cast<MemRefType>(e.arg("queries").getType()).getElementType();
     Value bytes = gpu::DynamicSharedMemoryOp::create(
-        b, MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
-                           MemRefLayoutAttrInterface(),
-                           gpu::AddressSpaceAttr::get(
-                               ctx, gpu::GPUDialect::getWorkgroupAddressSpace())));
+        b,
+        MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
+                        MemRefLayoutAttrInterface(),
+                        gpu::AddressSpaceAttr::get(
+                            ctx, gpu::GPUDialect::getWorkgroupAddressSpace())));
     auto view = [&](int64_t offset, ArrayRef<int64_t> shape, Type type) {
       return memref::ViewOp::create(b, workgroupType(ctx, shape, type), bytes,
                                     indexConst(b, offset), ValueRange{})
@@ -249,15 +251,15 @@ public:
 
     Value zero = indexConst(b, 0);
     SmallVector<Value> init{f32Const(b, negInf), f32Const(b, 0.0f)};
-    SmallVector<Value> state = buildLoop(
-        b, zero, count, init,
-        [&](ImplicitLocOpBuilder &lb, Value j,
-            ValueRange st) -> SmallVector<Value> {
-          gpu::BarrierOp::create(lb); // block j - 1's tiles are read
-          store(lb, fetch(lb, j));
-          gpu::BarrierOp::create(lb);
-          return attend(lb, j, st[0], st[1]);
-        });
+    SmallVector<Value> state =
+        buildLoop(b, zero, count, init,
+                  [&](ImplicitLocOpBuilder &lb, Value j,
+                      ValueRange st) -> SmallVector<Value> {
+                    gpu::BarrierOp::create(lb); // block j - 1's tiles are read
+                    store(lb, fetch(lb, j));
+                    gpu::BarrierOp::create(lb);
+                    return attend(lb, j, st[0], st[1]);
+                  });
     gpu::BarrierOp::create(b); // the last value product is in O
     writeOutput(b, state[0], state[1]);
     gpu::ReturnOp::create(b);
@@ -305,8 +307,8 @@ private:
         [&](ImplicitLocOpBuilder &lb, Value i, Value v) {
           vector::StoreOp::create(
               lb, v, qTile,
-              ValueRange{divide(lb, i, perRow), columnOf(lb, i, perRow)},
-              false, llvm::MaybeAlign(16));
+              ValueRange{divide(lb, i, perRow), columnOf(lb, i, perRow)}, false,
+              llvm::MaybeAlign(16));
         });
   }
 
@@ -330,7 +332,8 @@ private:
       const int64_t perRow = width / kChunk, count = t.blockSize * perRow;
       for (int64_t n = 0; n * kAttentionThreads < count; ++n) {
         Value i = arith::MinUIOp::create(
-            b, arith::AddIOp::create(b, tid, indexConst(b, n * kAttentionThreads)),
+            b,
+            arith::AddIOp::create(b, tid, indexConst(b, n * kAttentionThreads)),
             indexConst(b, count - 1));
         Value key = arith::AddIOp::create(b, firstKey, divide(b, i, perRow));
         Value v = vector::LoadOp::create(
@@ -349,26 +352,26 @@ private:
   /// Stores fetch()'s chunks into the key and value tiles.
   void store(ImplicitLocOpBuilder &b, ArrayRef<Value> chunks) const {
     size_t next = 0;
-    for (auto [target, width] : {std::pair<Value, int64_t>{kTile, t.headDim},
-                                 {vTile, t.valueDim}}) {
+    for (auto [target, width] :
+         {std::pair<Value, int64_t>{kTile, t.headDim}, {vTile, t.valueDim}}) {
       Value tile = target;
       const int64_t perRow = width / kChunk, count = t.blockSize * perRow;
       for (int64_t n = 0; n * kAttentionThreads < count; ++n) {
-        Value i = arith::AddIOp::create(
-            b, tid, indexConst(b, n * kAttentionThreads));
+        Value i =
+            arith::AddIOp::create(b, tid, indexConst(b, n * kAttentionThreads));
         Value v = chunks[next++];
         auto write = [&](ImplicitLocOpBuilder &wb) {
           vector::StoreOp::create(
               wb, v, tile,
-              ValueRange{divide(wb, i, perRow), columnOf(wb, i, perRow)},
-              false, llvm::MaybeAlign(16));
+              ValueRange{divide(wb, i, perRow), columnOf(wb, i, perRow)}, false,
+              llvm::MaybeAlign(16));
         };
         if ((n + 1) * kAttentionThreads <= count)
           write(b);
         else
-          buildIfThen(b,
-                      cmp(b, arith::CmpIPredicate::ult, i, indexConst(b, count)),
-                      write);
+          buildIfThen(
+              b, cmp(b, arith::CmpIPredicate::ult, i, indexConst(b, count)),
+              write);
       }
     }
   }
@@ -408,9 +411,9 @@ private:
     Value firstKey = firstKeyOf(b, j);
     auto scoreRow = VectorType::get({t.scoreColumns}, f32);
     auto i32s = VectorType::get({t.scoreColumns}, b.getI32Type());
-    Value raw = vector::LoadOp::create(b, scoreRow, sTile,
-                                       ValueRange{row, scoreCol0}, false,
-                                       llvm::MaybeAlign(16));
+    Value raw =
+        vector::LoadOp::create(b, scoreRow, sTile, ValueRange{row, scoreCol0},
+                               false, llvm::MaybeAlign(16));
     Value visible = arith::SubIOp::create(
         b, arith::SubIOp::create(b, keyEnd, firstKey), scoreCol0);
     visible = arith::MinSIOp::create(b, visible,
@@ -422,11 +425,11 @@ private:
         arith::MulFOp::create(b, raw, f32Splat(b, scoreRow, scale * kLog2E)),
         f32Splat(b, scoreRow, negInf));
     auto reassoc = arith::FastMathFlags::reassoc;
-    Value blockMax = rowAllReduce(
-        b,
-        vector::ReductionOp::create(b, vector::CombiningKind::MAXIMUMF, logits,
-                                    reassoc),
-        t.threadsPerRow, /*isMax=*/true);
+    Value blockMax =
+        rowAllReduce(b,
+                     vector::ReductionOp::create(
+                         b, vector::CombiningKind::MAXIMUMF, logits, reassoc),
+                     t.threadsPerRow, /*isMax=*/true);
     Value newMax = arith::MaximumFOp::create(b, max, blockMax);
     // A row that has seen no key yet keeps max = -inf: shift by 0 there.
     Value shift = arith::SelectOp::create(
@@ -437,11 +440,11 @@ private:
     Value probs = math::Exp2Op::create(
         b, arith::SubFOp::create(
                b, logits, vector::BroadcastOp::create(b, scoreRow, shift)));
-    Value blockSum = rowAllReduce(
-        b,
-        vector::ReductionOp::create(b, vector::CombiningKind::ADD, probs,
-                                    reassoc),
-        t.threadsPerRow, /*isMax=*/false);
+    Value blockSum =
+        rowAllReduce(b,
+                     vector::ReductionOp::create(b, vector::CombiningKind::ADD,
+                                                 probs, reassoc),
+                     t.threadsPerRow, /*isMax=*/false);
     Value alpha = math::Exp2Op::create(b, arith::SubFOp::create(b, max, shift));
     Value newSum = arith::AddFOp::create(
         b, arith::MulFOp::create(b, sum, alpha), blockSum);
@@ -473,9 +476,9 @@ private:
     // O += P V: warp w owns the columns [w dv/4, (w + 1) dv/4).
     const int64_t colsPerWarp = dv / kAttentionWarps;
     Value warpCol0 = arith::MulIOp::create(b, warp, indexConst(b, colsPerWarp));
-    Value lhs = vector::TransferReadOp::create(
-        b, VectorType::get({R, c}, elem), pTile, ValueRange{zero, zero}, pad,
-        inBounds);
+    Value lhs =
+        vector::TransferReadOp::create(b, VectorType::get({R, c}, elem), pTile,
+                                       ValueRange{zero, zero}, pad, inBounds);
     Value rhs = vector::TransferReadOp::create(
         b, VectorType::get({c, colsPerWarp}, elem), vTile,
         ValueRange{zero, warpCol0}, pad, inBounds);
@@ -495,25 +498,27 @@ private:
     using P = arith::CmpIPredicate;
     std::pair<Value, Value> end = rowEnd(b, max, sum);
     Value inverse = end.first, lse = end.second;
-    buildIfThen(b, cmp(b, P::ult, row, indexConst(b, G)),
-                [&](ImplicitLocOpBuilder &wb) {
-      Value head = arith::AddIOp::create(wb, firstHead, row);
-      Value acc = vector::LoadOp::create(wb, outRowType(wb), oTile,
-                                         ValueRange{row, outCol0}, false,
-                                         llvm::MaybeAlign(16));
-      Value out = arith::TruncFOp::create(
-          wb, VectorType::get({t.outColumns}, elem),
-          arith::MulFOp::create(
-              wb, acc, vector::BroadcastOp::create(wb, outRowType(wb), inverse)));
-      vector::StoreOp::create(
-          wb, out, e.arg("output"), ValueRange{batch, head, query, outCol0},
-          false, llvm::MaybeAlign(std::min<int64_t>(16, t.outColumns * 2)));
-      buildIfThen(wb, cmp(wb, P::eq, part, indexConst(wb, 0)),
-                  [&](ImplicitLocOpBuilder &lb) {
-                    memref::StoreOp::create(lb, lse, e.arg("lse"),
-                                            ValueRange{batch, head, query});
-                  });
-    });
+    buildIfThen(
+        b, cmp(b, P::ult, row, indexConst(b, G)),
+        [&](ImplicitLocOpBuilder &wb) {
+          Value head = arith::AddIOp::create(wb, firstHead, row);
+          Value acc = vector::LoadOp::create(wb, outRowType(wb), oTile,
+                                             ValueRange{row, outCol0}, false,
+                                             llvm::MaybeAlign(16));
+          Value out = arith::TruncFOp::create(
+              wb, VectorType::get({t.outColumns}, elem),
+              arith::MulFOp::create(
+                  wb, acc,
+                  vector::BroadcastOp::create(wb, outRowType(wb), inverse)));
+          vector::StoreOp::create(
+              wb, out, e.arg("output"), ValueRange{batch, head, query, outCol0},
+              false, llvm::MaybeAlign(std::min<int64_t>(16, t.outColumns * 2)));
+          buildIfThen(wb, cmp(wb, P::eq, part, indexConst(wb, 0)),
+                      [&](ImplicitLocOpBuilder &lb) {
+                        memref::StoreOp::create(lb, lse, e.arg("lse"),
+                                                ValueRange{batch, head, query});
+                      });
+        });
   }
 
   const Kernel &e;
@@ -540,44 +545,42 @@ struct SparseAttentionToGPU : KernelOpPattern<SparseAttentionKernelOp> {
     const int64_t dv = bufferType(op.getValues()).getShape()[3];
     const int64_t topK = bufferType(op.getSelection()).getShape()[3];
     const float scale = op.getScale().convertToFloat();
-    const bool inRegisters = attendsInRegisters(qType.getElementType(), G, d,
-                                                dv, op.getBlockSize());
+    const bool inRegisters =
+        attendsInRegisters(qType.getElementType(), G, d, dv, op.getBlockSize());
     const AttentionTiles tiles(G, d, dv, op.getBlockSize(), topK);
     const RegisterAttentionPlan plan(d, dv, op.getBlockSize(), topK);
     const int64_t sharedBytes = inRegisters ? plan.bytes : tiles.bytes;
     Kernel kernel;
     {
       OpBuilder::InsertionGuard guard(rewriter);
-      kernel = createKernel(
-          rewriter, op, "sparse_attention",
-          {{"queries", qType},
-           {"keys", bufferType(op.getKeys())},
-           {"values", bufferType(op.getValues())},
-           {"selection", bufferType(op.getSelection())},
-           {"queryOffset", rewriter.getIndexType()},
-           {"output", bufferType(op.getOutput())},
-           {"lse", bufferType(op.getLse())}});
+      kernel = createKernel(rewriter, op, "sparse_attention",
+                            {{"queries", qType},
+                             {"keys", bufferType(op.getKeys())},
+                             {"values", bufferType(op.getValues())},
+                             {"selection", bufferType(op.getSelection())},
+                             {"queryOffset", rewriter.getIndexType()},
+                             {"output", bufferType(op.getOutput())},
+                             {"lse", bufferType(op.getLse())}});
       // Blocks per SM as shared memory allows, so that ptxas keeps
       // registers within that occupancy; at most 2 for the register
       // kernel, whose 255 registers fit no more without spills (3 spilled
       // and measured slower: performance.md).
       setOccupancyHint(kernel.func(), kAttentionThreads,
-                       std::clamp<int64_t>(blocksBySharedMemory(sharedBytes),
-                                           1, inRegisters ? 2 : 16));
+                       std::clamp<int64_t>(blocksBySharedMemory(sharedBytes), 1,
+                                           inRegisters ? 2 : 16));
       ImplicitLocOpBuilder b(op.getLoc(), rewriter);
       if (inRegisters)
         buildRegisterAttention(b, kernel, plan, G, kvHeads, scale);
       else
         AttentionBlock(b, kernel, tiles, G, kvHeads, scale).build(b);
     }
-    Value groups = arith::MulIOp::create(
-        host, dimOf(host, op.getQueries(), 0), indexConst(host, kvHeads));
+    Value groups = arith::MulIOp::create(host, dimOf(host, op.getQueries(), 0),
+                                         indexConst(host, kvHeads));
     Value gridX = dimOf(host, op.getQueries(), 2);
     if (inRegisters)
       gridX = host.createOrFold<arith::CeilDivUIOp>(
           gridX, indexConst(host, kAttentionQueriesPerBlock));
-    launch(host, kernel, gridX, groups,
-           kAttentionThreads,
+    launch(host, kernel, gridX, groups, kAttentionThreads,
            {{"queries", op.getQueries()},
             {"keys", op.getKeys()},
             {"values", op.getValues()},

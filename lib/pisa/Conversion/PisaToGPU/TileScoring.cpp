@@ -24,9 +24,9 @@
 #include "../Common/NodeScore.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
-#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
@@ -55,8 +55,7 @@ struct ScoredPair {
 static void forEachScoredPair(
     ImplicitLocOpBuilder &b, const Kernel &kernel, const TileProblem &p,
     Value numLeaves,
-    llvm::function_ref<void(ImplicitLocOpBuilder &, const ScoredPair &)>
-        body) {
+    llvm::function_ref<void(ImplicitLocOpBuilder &, const ScoredPair &)> body) {
   Value offset = kernel.arg("offset"), contenders = kernel.arg("contenders");
   Value counts = kernel.arg("counts");
   Value numQueries = dimOf(b, counts, 2);
@@ -84,8 +83,8 @@ static void forEachScoredPair(
     Value cuK = kernel.arg("cuSeqlensK");
     Value lastKey = cuEntry(
         b, cuK, arith::SubIOp::create(b, dimOf(b, cuK, 0), indexConst(b, 1)));
-    QueryRowSequence seq = sequenceOfQueryRow(
-        b, kernel.arg("cuSeqlensQ"), cuK, numQueries, lastKey, i);
+    QueryRowSequence seq = sequenceOfQueryRow(b, kernel.arg("cuSeqlensQ"), cuK,
+                                              numQueries, lastKey, i);
     Value leaves = arith::CeilDivUIOp::create(b, seq.keys.count,
                                               indexConst(b, p.blockSize));
     bt = leafOfPosition(b, p.blockSize, leaves, seq.position);
@@ -120,12 +119,16 @@ SmallVector<KernelParam>
 mlir::pisa::detail::scoreKernelParams(const TileProblem &p) {
   Type index = IndexType::get(p.queries.getContext());
   const SortBuffers &s = p.sort;
-  SmallVector<KernelParam> params{
-      {"queries", p.queries},         {"keys", p.keys},
-      {"offset", index},              {"leafCount", s.leafCount},
-      {"leafStart", s.leafStart},     {"tileLeaf", s.tileLeaf},
-      {"tileFirst", s.tileFirst},     {"numTiles", s.numTiles},
-      {"sortedPairs", s.sortedPairs}, {"scores", p.scores}};
+  SmallVector<KernelParam> params{{"queries", p.queries},
+                                  {"keys", p.keys},
+                                  {"offset", index},
+                                  {"leafCount", s.leafCount},
+                                  {"leafStart", s.leafStart},
+                                  {"tileLeaf", s.tileLeaf},
+                                  {"tileFirst", s.tileFirst},
+                                  {"numTiles", s.numTiles},
+                                  {"sortedPairs", s.sortedPairs},
+                                  {"scores", p.scores}};
   params.append(cuSeqlensParams(p));
   return params;
 }
@@ -143,8 +146,12 @@ TileSpan mlir::pisa::detail::loadTileSpan(ImplicitLocOpBuilder &b,
                                       arith::SubIOp::create(b, end, first));
   Value cBlock = indexConst(b, p.blockSize);
   if (!p.packed())
-    return {leaf, first, size, arith::MulIOp::create(b, leaf, cBlock),
-            indexConst(b, 0), dimOf(b, score.arg("keys"), 2),
+    return {leaf,
+            first,
+            size,
+            arith::MulIOp::create(b, leaf, cBlock),
+            indexConst(b, 0),
+            dimOf(b, score.arg("keys"), 2),
             score.arg("offset")};
   // The leaf's sequence: the last whose first leaf slot is <= leaf.
   Value cuQ = score.arg("cuSeqlensQ"), cuK = score.arg("cuSeqlensK");
@@ -163,10 +170,10 @@ TileSpan mlir::pisa::detail::loadTileSpan(ImplicitLocOpBuilder &b,
   Value nq = arith::SubIOp::create(
       b, cuEntry(b, cuQ, arith::AddIOp::create(b, seq, one)), q0);
   // t = N_b - Nq_b + (row - cu_q[b]).
-  Value queryShift = arith::SubIOp::create(
-      b, arith::SubIOp::create(b, n, nq), q0);
-  return {leaf, first, size, arith::MulIOp::create(b, local, cBlock), k0, n,
-          queryShift};
+  Value queryShift =
+      arith::SubIOp::create(b, arith::SubIOp::create(b, n, nq), q0);
+  return {leaf, first, size,      arith::MulIOp::create(b, local, cBlock),
+          k0,   n,     queryShift};
 }
 
 BlockTiles mlir::pisa::detail::loadBlockTiles(ImplicitLocOpBuilder &b,
@@ -176,8 +183,8 @@ BlockTiles mlir::pisa::detail::loadBlockTiles(ImplicitLocOpBuilder &b,
   Value heads = indexConst(b, p.kvHeads);
   Value batch = arith::DivUIOp::create(b, blockIdY(b), heads);
   Value kv = arith::RemUIOp::create(b, blockIdY(b), heads);
-  Value numTiles = toIndex(
-      b, memref::LoadOp::create(b, score.arg("numTiles"), ValueRange{batch, kv}));
+  Value numTiles = toIndex(b, memref::LoadOp::create(b, score.arg("numTiles"),
+                                                     ValueRange{batch, kv}));
   Value first =
       arith::MulIOp::create(b, blockIdX(b), indexConst(b, tilesPerBlock));
   Value end = arith::MinUIOp::create(
@@ -188,9 +195,8 @@ BlockTiles mlir::pisa::detail::loadBlockTiles(ImplicitLocOpBuilder &b,
 
 TileMember mlir::pisa::detail::loadTileMember(ImplicitLocOpBuilder &b,
                                               const Kernel &score,
-                                              const TileProblem &p,
-                                              Value batch, Value kv,
-                                              const TileSpan &span,
+                                              const TileProblem &p, Value batch,
+                                              Value kv, const TileSpan &span,
                                               Value member) {
   Value one = indexConst(b, 1);
   Value sortedPairs = score.arg("sortedPairs");
@@ -203,8 +209,8 @@ TileMember mlir::pisa::detail::loadTileMember(ImplicitLocOpBuilder &b,
       b, arith::DivUIOp::create(b, pair, gk),
       arith::SubIOp::create(b, dimOf(b, score.arg("scores"), 2), one));
   Value t = arith::AddIOp::create(b, span.queryShift, query);
-  Value limit = arith::MinUIOp::create(b, span.numKeys,
-                                       arith::AddIOp::create(b, t, one));
+  Value limit =
+      arith::MinUIOp::create(b, span.numKeys, arith::AddIOp::create(b, t, one));
   return {query, arith::RemUIOp::create(b, pair, gk), limit};
 }
 
@@ -261,52 +267,54 @@ BucketKernels mlir::pisa::detail::buildBucketKernels(PatternRewriter &rewriter,
     Value lane = threadIdX(b);
     Value zero = indexConst(b, 0), q = indexConst(b, p.qTile);
     Value leaves = dimOf(b, e.arg("leafCount"), 2);
-    Value run = arith::CeilDivUIOp::create(b, leaves, indexConst(b, kScanLanes));
-    Value begin = arith::MinUIOp::create(b, arith::MulIOp::create(b, lane, run),
-                                         leaves);
-    Value end = arith::MinUIOp::create(b, arith::AddIOp::create(b, begin, run),
-                                       leaves);
+    Value run =
+        arith::CeilDivUIOp::create(b, leaves, indexConst(b, kScanLanes));
+    Value begin =
+        arith::MinUIOp::create(b, arith::MulIOp::create(b, lane, run), leaves);
+    Value end =
+        arith::MinUIOp::create(b, arith::AddIOp::create(b, begin, run), leaves);
     auto countOf = [&](ImplicitLocOpBuilder &lb, Value leaf) {
       return toIndex(lb, load(lb, e.arg("leafCount"), {batch, kv, leaf}));
     };
-    auto own = buildLoop(b, begin, end, {zero, zero},
-                         [&](ImplicitLocOpBuilder &lb, Value leaf, ValueRange st) {
-                           Value count = countOf(lb, leaf);
-                           return SmallVector<Value>{
-                               arith::AddIOp::create(lb, st[0], count),
-                               arith::AddIOp::create(
-                                   lb, st[1],
-                                   arith::CeilDivUIOp::create(lb, count, q))};
-                         });
+    auto own = buildLoop(
+        b, begin, end, {zero, zero},
+        [&](ImplicitLocOpBuilder &lb, Value leaf, ValueRange st) {
+          Value count = countOf(lb, leaf);
+          return SmallVector<Value>{
+              arith::AddIOp::create(lb, st[0], count),
+              arith::AddIOp::create(lb, st[1],
+                                    arith::CeilDivUIOp::create(lb, count, q))};
+        });
     // Inclusive scan of (pairs, tiles) over the lanes, as i32.
     Value width = arith::ConstantIntOp::create(b, kScanLanes, 32);
     SmallVector<Value> incl{toI32(b, own[0]), toI32(b, own[1])};
     for (int64_t offset = 1; offset < kScanLanes; offset *= 2) {
       Value off = arith::ConstantIntOp::create(b, offset, 32);
       for (Value &v : incl) {
-        auto up = gpu::ShuffleOp::create(b, v, off, width, gpu::ShuffleMode::UP);
+        auto up =
+            gpu::ShuffleOp::create(b, v, off, width, gpu::ShuffleMode::UP);
         v = arith::SelectOp::create(
-            b, up.getValid(), arith::AddIOp::create(b, v, up.getShuffleResult()),
-            v);
+            b, up.getValid(),
+            arith::AddIOp::create(b, v, up.getShuffleResult()), v);
       }
     }
     Value pairStart = arith::SubIOp::create(b, toIndex(b, incl[0]), own[0]);
     Value tileStart = arith::SubIOp::create(b, toIndex(b, incl[1]), own[1]);
-    buildLoop(
-        b, begin, end, {pairStart, tileStart},
-        [&](ImplicitLocOpBuilder &lb, Value leaf, ValueRange st) {
-          Value count = countOf(lb, leaf);
-          Value start = toI32(lb, st[0]);
-          memref::StoreOp::create(lb, start, e.arg("leafStart"),
-                                  ValueRange{batch, kv, leaf});
-          memref::StoreOp::create(lb, start, e.arg("cursor"),
-                                  ValueRange{batch, kv, leaf});
-          memref::StoreOp::create(lb, toI32(lb, st[1]), e.arg("tileBase"),
-                                  ValueRange{batch, kv, leaf});
-          Value numTiles = arith::CeilDivUIOp::create(lb, count, q);
-          return SmallVector<Value>{arith::AddIOp::create(lb, st[0], count),
-                                    arith::AddIOp::create(lb, st[1], numTiles)};
-        });
+    buildLoop(b, begin, end, {pairStart, tileStart},
+              [&](ImplicitLocOpBuilder &lb, Value leaf, ValueRange st) {
+                Value count = countOf(lb, leaf);
+                Value start = toI32(lb, st[0]);
+                memref::StoreOp::create(lb, start, e.arg("leafStart"),
+                                        ValueRange{batch, kv, leaf});
+                memref::StoreOp::create(lb, start, e.arg("cursor"),
+                                        ValueRange{batch, kv, leaf});
+                memref::StoreOp::create(lb, toI32(lb, st[1]), e.arg("tileBase"),
+                                        ValueRange{batch, kv, leaf});
+                Value numTiles = arith::CeilDivUIOp::create(lb, count, q);
+                return SmallVector<Value>{
+                    arith::AddIOp::create(lb, st[0], count),
+                    arith::AddIOp::create(lb, st[1], numTiles)};
+              });
     Value last = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, lane,
                                        indexConst(b, kScanLanes - 1));
     buildIfThen(b, last, [&](ImplicitLocOpBuilder &tb) {
@@ -326,38 +334,43 @@ BucketKernels mlir::pisa::detail::buildBucketKernels(PatternRewriter &rewriter,
                                          {"tileLeaf", s.tileLeaf},
                                          {"tileFirst", s.tileFirst}};
   scatterParams.append(cuSeqlensParams(p));
-  k.scatter = createKernel(rewriter, anchor, "select_stage2_scatter",
-                           scatterParams);
+  k.scatter =
+      createKernel(rewriter, anchor, "select_stage2_scatter", scatterParams);
   {
     ImplicitLocOpBuilder b(loc, rewriter);
     const Kernel &e = k.scatter;
-    forEachScoredPair(b, e, p, dimOf(b, e.arg("leafStart"), 2),
-                      [&](ImplicitLocOpBuilder &tb, const ScoredPair &at) {
-      Value pos = toIndex(tb, addOne(tb, e.arg("cursor"),
-                                     {at.batch, at.kv, at.leaf}));
-      Value pair = arith::AddIOp::create(
-          tb, arith::MulIOp::create(tb, at.query, indexConst(tb, p.candidates)),
-          at.slot);
-      memref::StoreOp::create(tb, toI32(tb, pair), e.arg("sortedPairs"),
-                              ValueRange{at.batch, at.kv, pos});
-      // The first pair of a tile records the tile.
-      Value rel = arith::SubIOp::create(
-          tb, pos,
-          toIndex(tb, load(tb, e.arg("leafStart"), {at.batch, at.kv, at.leaf})));
-      Value q = indexConst(tb, p.qTile);
-      Value opens = cmp(tb, arith::CmpIPredicate::eq,
-                        arith::RemUIOp::create(tb, rel, q), indexConst(tb, 0));
-      buildIfThen(tb, opens, [&](ImplicitLocOpBuilder &ob) {
-        Value tile = arith::AddIOp::create(
-            ob,
-            toIndex(ob, load(ob, e.arg("tileBase"), {at.batch, at.kv, at.leaf})),
-            arith::DivUIOp::create(ob, rel, q));
-        memref::StoreOp::create(ob, toI32(ob, at.leaf), e.arg("tileLeaf"),
-                                ValueRange{at.batch, at.kv, tile});
-        memref::StoreOp::create(ob, toI32(ob, pos), e.arg("tileFirst"),
-                                ValueRange{at.batch, at.kv, tile});
-      });
-    });
+    forEachScoredPair(
+        b, e, p, dimOf(b, e.arg("leafStart"), 2),
+        [&](ImplicitLocOpBuilder &tb, const ScoredPair &at) {
+          Value pos = toIndex(
+              tb, addOne(tb, e.arg("cursor"), {at.batch, at.kv, at.leaf}));
+          Value pair = arith::AddIOp::create(
+              tb,
+              arith::MulIOp::create(tb, at.query, indexConst(tb, p.candidates)),
+              at.slot);
+          memref::StoreOp::create(tb, toI32(tb, pair), e.arg("sortedPairs"),
+                                  ValueRange{at.batch, at.kv, pos});
+          // The first pair of a tile records the tile.
+          Value rel = arith::SubIOp::create(
+              tb, pos,
+              toIndex(tb, load(tb, e.arg("leafStart"),
+                               {at.batch, at.kv, at.leaf})));
+          Value q = indexConst(tb, p.qTile);
+          Value opens =
+              cmp(tb, arith::CmpIPredicate::eq,
+                  arith::RemUIOp::create(tb, rel, q), indexConst(tb, 0));
+          buildIfThen(tb, opens, [&](ImplicitLocOpBuilder &ob) {
+            Value tile = arith::AddIOp::create(
+                ob,
+                toIndex(ob, load(ob, e.arg("tileBase"),
+                                 {at.batch, at.kv, at.leaf})),
+                arith::DivUIOp::create(ob, rel, q));
+            memref::StoreOp::create(ob, toI32(ob, at.leaf), e.arg("tileLeaf"),
+                                    ValueRange{at.batch, at.kv, tile});
+            memref::StoreOp::create(ob, toI32(ob, pos), e.arg("tileFirst"),
+                                    ValueRange{at.batch, at.kv, tile});
+          });
+        });
     gpu::ReturnOp::create(b);
   }
 
@@ -397,8 +410,8 @@ ScoreKernel mlir::pisa::detail::buildScoreKernel(PatternRewriter &rewriter,
       {workgroupType(ctx, {rows, d}, f32), workgroupType(ctx, {threads}, f32)});
   gpu::GPUFuncOp scoreFunc = k.kernel.func();
   // 16-byte aligned so that rows can be read with vector loads.
-  scoreFunc.setWorkgroupAttributionAttr(0, LLVM::LLVMDialect::getAlignAttrName(),
-                                        rewriter.getI64IntegerAttr(16));
+  scoreFunc.setWorkgroupAttributionAttr(
+      0, LLVM::LLVMDialect::getAlignAttrName(), rewriter.getI64IntegerAttr(16));
   {
     ImplicitLocOpBuilder b(loc, rewriter);
     const Kernel &e = k.kernel;
@@ -411,144 +424,152 @@ ScoreKernel mlir::pisa::detail::buildScoreKernel(PatternRewriter &rewriter,
     Value zero = indexConst(b, 0);
     Value numTiles = toIndex(b, load(b, e.arg("numTiles"), {batch, kv}));
     // Uniform per block, so the barriers inside are reached by all threads.
-    buildIfThen(b, arith::CmpIOp::create(b, arith::CmpIPredicate::ult, tile, numTiles),
-           [&](ImplicitLocOpBuilder &tb) {
-      TileSpan span = loadTileSpan(tb, e, p, batch, kv, tile);
-      Value n = span.size;
-      Value g = indexConst(tb, p.groupSize);
-      Value member = arith::DivUIOp::create(tb, tid, g);
-      Value head = arith::RemUIOp::create(tb, tid, g);
-      Value active =
-          arith::CmpIOp::create(tb, arith::CmpIPredicate::ult, member, n);
-      TileMember mine = loadTileMember(tb, e, p, batch, kv, span, member);
-      Value query = mine.query, slot = mine.slot;
-      Value qHead = arith::AddIOp::create(tb, arith::MulIOp::create(tb, kv, g),
-                                          head);
-      // Key positions (of the leaf's sequence); rows add span.keyShift.
-      Value keyBase = span.firstKey;
-      Value limit = mine.limit;
-      Value numKeys = span.numKeys;
-      Value cRows = indexConst(tb, rows), cD = indexConst(tb, d);
-      Value negInf = f32Const(tb, -std::numeric_limits<float>::infinity());
-      Value zeroF = f32Const(tb, 0.0f), scale = f32Const(tb, p.scale);
-      auto fast = arith::FastMathFlags::reassoc | arith::FastMathFlags::contract;
+    buildIfThen(
+        b, arith::CmpIOp::create(b, arith::CmpIPredicate::ult, tile, numTiles),
+        [&](ImplicitLocOpBuilder &tb) {
+          TileSpan span = loadTileSpan(tb, e, p, batch, kv, tile);
+          Value n = span.size;
+          Value g = indexConst(tb, p.groupSize);
+          Value member = arith::DivUIOp::create(tb, tid, g);
+          Value head = arith::RemUIOp::create(tb, tid, g);
+          Value active =
+              arith::CmpIOp::create(tb, arith::CmpIPredicate::ult, member, n);
+          TileMember mine = loadTileMember(tb, e, p, batch, kv, span, member);
+          Value query = mine.query, slot = mine.slot;
+          Value qHead =
+              arith::AddIOp::create(tb, arith::MulIOp::create(tb, kv, g), head);
+          // Key positions (of the leaf's sequence); rows add span.keyShift.
+          Value keyBase = span.firstKey;
+          Value limit = mine.limit;
+          Value numKeys = span.numKeys;
+          Value cRows = indexConst(tb, rows), cD = indexConst(tb, d);
+          Value negInf = f32Const(tb, -std::numeric_limits<float>::infinity());
+          Value zeroF = f32Const(tb, 0.0f), scale = f32Const(tb, p.scale);
+          auto fast =
+              arith::FastMathFlags::reassoc | arith::FastMathFlags::contract;
 
-      auto state = buildLoop(
-          tb, zero, indexConst(tb, ceilDiv(blockSize, rows)), {negInf, zeroF},
-          [&](ImplicitLocOpBuilder &lb, Value chunk, ValueRange st) {
-            Value row0 = arith::AddIOp::create(
-                lb, keyBase, arith::MulIOp::create(lb, chunk, cRows));
-            // Cooperative load of `rows` keys (zeros past N) as f32.
-            auto load = scf::ForOp::create(lb, tid, indexConst(lb, rows * d),
-                                           indexConst(lb, threads));
-            {
-              OpBuilder::InsertionGuard g2(lb);
-              lb.setInsertionPointToStart(load.getBody());
-              Value idx = load.getInductionVar();
-              Value r = arith::DivUIOp::create(lb, idx, cD);
-              Value c = arith::RemUIOp::create(lb, idx, cD);
-              Value j = arith::AddIOp::create(lb, row0, r);
-              Value inKeys = arith::CmpIOp::create(
-                  lb, arith::CmpIPredicate::ult, j, numKeys);
-              Value v = buildIf(
-                  lb, inKeys, {lb.getF32Type()},
-                  [&](ImplicitLocOpBuilder &ib) {
-                    Value row = arith::AddIOp::create(ib, span.keyShift, j);
-                    return SmallVector<Value>{
-                        extractF32(ib, e.arg("keys"), {batch, kv, row, c})};
-                  },
-                  [&](ImplicitLocOpBuilder &) {
-                    return SmallVector<Value>{zeroF};
-                  })[0];
-              memref::StoreOp::create(lb, v, keyTile, ValueRange{r, c});
-            }
-            gpu::BarrierOp::create(lb);
-            // Register tile: the thread's query row against all `rows` keys
-            // of the chunk, one q element per step (rows accumulators,
-            // unrolled), the key read broadcast from shared memory.
-            SmallVector<Value> init(rows, zeroF);
-            const int64_t vec = d % 4 == 0 ? 4 : 1;
-            auto acc = buildLoop(
-                lb, zero, cD, indexConst(lb, vec), init,
-                [&](ImplicitLocOpBuilder &db, Value c, ValueRange a) {
-                  SmallVector<Value> qv;
-                  for (int64_t j = 0; j < vec; ++j)
-                    qv.push_back(extractF32(
-                        db, e.arg("queries"),
-                        {batch, qHead, query,
-                         arith::AddIOp::create(db, c, indexConst(db, j))}));
-                  SmallVector<Value> next;
-                  for (int64_t r = 0; r < rows; ++r) {
-                    // One 16-byte shared load feeds `vec` multiply-adds.
-                    Value k = vector::LoadOp::create(
-                        db, VectorType::get({vec}, db.getF32Type()), keyTile,
-                        ValueRange{indexConst(db, r), c}, /*nontemporal=*/false,
-                        llvm::MaybeAlign(4 * vec));
-                    Value sum = a[r];
-                    for (int64_t j = 0; j < vec; ++j) {
-                      Value kj = vector::ExtractOp::create(
-                          db, k, ArrayRef<int64_t>{j});
-                      sum = arith::AddFOp::create(
-                          db, sum, arith::MulFOp::create(db, qv[j], kj, fast),
-                          fast);
-                    }
-                    next.push_back(sum);
-                  }
-                  return next;
-                });
-            // Masked LSE of the chunk, merged into the running (max, sum).
-            // Keys at or past `limit` (causality, N) and idle threads count
-            // as -inf.
-            Value visible = arith::SelectOp::create(
-                lb, active,
-                arith::SubIOp::create(
-                    lb, arith::MaxUIOp::create(lb, limit, row0), row0),
-                zero);
-            SmallVector<Value> logits;
-            Value chunkMax = negInf;
-            for (int64_t r = 0; r < rows; ++r) {
-              Value ok = arith::CmpIOp::create(lb, arith::CmpIPredicate::ult,
-                                               indexConst(lb, r), visible);
-              Value x = arith::SelectOp::create(
-                  lb, ok, arith::MulFOp::create(lb, acc[r], scale), negInf);
-              logits.push_back(x);
-              chunkMax = arith::MaximumFOp::create(lb, chunkMax, x);
-            }
-            Value m = arith::MaximumFOp::create(lb, st[0], chunkMax);
-            Value empty = arith::CmpFOp::create(lb, arith::CmpFPredicate::OEQ,
-                                                m, negInf);
-            Value safeM = arith::SelectOp::create(lb, empty, zeroF, m);
-            Value sum = arith::MulFOp::create(
-                lb, st[1],
-                math::ExpOp::create(lb, arith::SubFOp::create(lb, st[0], safeM)));
-            for (Value x : logits)
-              sum = arith::AddFOp::create(
-                  lb, sum,
-                  math::ExpOp::create(lb, arith::SubFOp::create(lb, x, safeM)));
-            SmallVector<Value> next{m, sum};
-            gpu::BarrierOp::create(lb);
-            return next;
+          auto state = buildLoop(
+              tb, zero, indexConst(tb, ceilDiv(blockSize, rows)),
+              {negInf, zeroF},
+              [&](ImplicitLocOpBuilder &lb, Value chunk, ValueRange st) {
+                Value row0 = arith::AddIOp::create(
+                    lb, keyBase, arith::MulIOp::create(lb, chunk, cRows));
+                // Cooperative load of `rows` keys (zeros past N) as f32.
+                auto load = scf::ForOp::create(
+                    lb, tid, indexConst(lb, rows * d), indexConst(lb, threads));
+                {
+                  OpBuilder::InsertionGuard g2(lb);
+                  lb.setInsertionPointToStart(load.getBody());
+                  Value idx = load.getInductionVar();
+                  Value r = arith::DivUIOp::create(lb, idx, cD);
+                  Value c = arith::RemUIOp::create(lb, idx, cD);
+                  Value j = arith::AddIOp::create(lb, row0, r);
+                  Value inKeys = arith::CmpIOp::create(
+                      lb, arith::CmpIPredicate::ult, j, numKeys);
+                  Value v = buildIf(
+                      lb, inKeys, {lb.getF32Type()},
+                      [&](ImplicitLocOpBuilder &ib) {
+                        Value row = arith::AddIOp::create(ib, span.keyShift, j);
+                        return SmallVector<Value>{
+                            extractF32(ib, e.arg("keys"), {batch, kv, row, c})};
+                      },
+                      [&](ImplicitLocOpBuilder &) {
+                        return SmallVector<Value>{zeroF};
+                      })[0];
+                  memref::StoreOp::create(lb, v, keyTile, ValueRange{r, c});
+                }
+                gpu::BarrierOp::create(lb);
+                // Register tile: the thread's query row against all `rows` keys
+                // of the chunk, one q element per step (rows accumulators,
+                // unrolled), the key read broadcast from shared memory.
+                SmallVector<Value> init(rows, zeroF);
+                const int64_t vec = d % 4 == 0 ? 4 : 1;
+                auto acc = buildLoop(
+                    lb, zero, cD, indexConst(lb, vec), init,
+                    [&](ImplicitLocOpBuilder &db, Value c, ValueRange a) {
+                      SmallVector<Value> qv;
+                      for (int64_t j = 0; j < vec; ++j)
+                        qv.push_back(extractF32(
+                            db, e.arg("queries"),
+                            {batch, qHead, query,
+                             arith::AddIOp::create(db, c, indexConst(db, j))}));
+                      SmallVector<Value> next;
+                      for (int64_t r = 0; r < rows; ++r) {
+                        // One 16-byte shared load feeds `vec` multiply-adds.
+                        Value k = vector::LoadOp::create(
+                            db, VectorType::get({vec}, db.getF32Type()),
+                            keyTile, ValueRange{indexConst(db, r), c},
+                            /*nontemporal=*/false, llvm::MaybeAlign(4 * vec));
+                        Value sum = a[r];
+                        for (int64_t j = 0; j < vec; ++j) {
+                          Value kj = vector::ExtractOp::create(
+                              db, k, ArrayRef<int64_t>{j});
+                          sum = arith::AddFOp::create(
+                              db, sum,
+                              arith::MulFOp::create(db, qv[j], kj, fast), fast);
+                        }
+                        next.push_back(sum);
+                      }
+                      return next;
+                    });
+                // Masked LSE of the chunk, merged into the running (max, sum).
+                // Keys at or past `limit` (causality, N) and idle threads count
+                // as -inf.
+                Value visible = arith::SelectOp::create(
+                    lb, active,
+                    arith::SubIOp::create(
+                        lb, arith::MaxUIOp::create(lb, limit, row0), row0),
+                    zero);
+                SmallVector<Value> logits;
+                Value chunkMax = negInf;
+                for (int64_t r = 0; r < rows; ++r) {
+                  Value ok =
+                      arith::CmpIOp::create(lb, arith::CmpIPredicate::ult,
+                                            indexConst(lb, r), visible);
+                  Value x = arith::SelectOp::create(
+                      lb, ok, arith::MulFOp::create(lb, acc[r], scale), negInf);
+                  logits.push_back(x);
+                  chunkMax = arith::MaximumFOp::create(lb, chunkMax, x);
+                }
+                Value m = arith::MaximumFOp::create(lb, st[0], chunkMax);
+                Value empty = arith::CmpFOp::create(
+                    lb, arith::CmpFPredicate::OEQ, m, negInf);
+                Value safeM = arith::SelectOp::create(lb, empty, zeroF, m);
+                Value sum = arith::MulFOp::create(
+                    lb, st[1],
+                    math::ExpOp::create(
+                        lb, arith::SubFOp::create(lb, st[0], safeM)));
+                for (Value x : logits)
+                  sum = arith::AddFOp::create(
+                      lb, sum,
+                      math::ExpOp::create(lb,
+                                          arith::SubFOp::create(lb, x, safeM)));
+                SmallVector<Value> next{m, sum};
+                gpu::BarrierOp::create(lb);
+                return next;
+              });
+          Value lse = arith::AddFOp::create(tb, state[0],
+                                            math::LogOp::create(tb, state[1]));
+          memref::StoreOp::create(tb, lse, headLse, ValueRange{tid});
+          gpu::BarrierOp::create(tb);
+          Value writer = arith::AndIOp::create(
+              tb, active,
+              arith::CmpIOp::create(tb, arith::CmpIPredicate::eq, head, zero));
+          buildIfThen(tb, writer, [&](ImplicitLocOpBuilder &wb) {
+            Value base = arith::MulIOp::create(wb, member, g);
+            Value u = buildLoop(
+                wb, zero, g, {zeroF},
+                [&](ImplicitLocOpBuilder &hb, Value h, ValueRange acc) {
+                  Value v = memref::LoadOp::create(
+                      hb, headLse,
+                      ValueRange{arith::AddIOp::create(hb, base, h)});
+                  return SmallVector<Value>{
+                      arith::AddFOp::create(hb, acc[0], v)};
+                })[0];
+            memref::StoreOp::create(wb, u, e.arg("scores"),
+                                    ValueRange{batch, kv, query, slot});
           });
-      Value lse = arith::AddFOp::create(tb, state[0],
-                                        math::LogOp::create(tb, state[1]));
-      memref::StoreOp::create(tb, lse, headLse, ValueRange{tid});
-      gpu::BarrierOp::create(tb);
-      Value writer = arith::AndIOp::create(
-          tb, active,
-          arith::CmpIOp::create(tb, arith::CmpIPredicate::eq, head, zero));
-      buildIfThen(tb, writer, [&](ImplicitLocOpBuilder &wb) {
-        Value base = arith::MulIOp::create(wb, member, g);
-        Value u = buildLoop(
-            wb, zero, g, {zeroF},
-            [&](ImplicitLocOpBuilder &hb, Value h, ValueRange acc) {
-              Value v = memref::LoadOp::create(
-                  hb, headLse, ValueRange{arith::AddIOp::create(hb, base, h)});
-              return SmallVector<Value>{arith::AddFOp::create(hb, acc[0], v)};
-            })[0];
-        memref::StoreOp::create(wb, u, e.arg("scores"),
-                                ValueRange{batch, kv, query, slot});
-      });
-    });
+        });
     gpu::ReturnOp::create(b);
   }
   return k;
@@ -557,8 +578,11 @@ ScoreKernel mlir::pisa::detail::buildScoreKernel(PatternRewriter &rewriter,
 Value mlir::pisa::detail::maxTiles(ImplicitLocOpBuilder &b, Value numQueries,
                                    Value numLeaves, int64_t candidates,
                                    int64_t qTile) {
-  Value pairs = b.createOrFold<arith::MulIOp>(numQueries, indexConst(b, candidates));
-  return b.createOrFold<arith::AddIOp>(b.createOrFold<arith::CeilDivUIOp>(pairs, indexConst(b, qTile)), numLeaves);
+  Value pairs =
+      b.createOrFold<arith::MulIOp>(numQueries, indexConst(b, candidates));
+  return b.createOrFold<arith::AddIOp>(
+      b.createOrFold<arith::CeilDivUIOp>(pairs, indexConst(b, qTile)),
+      numLeaves);
 }
 
 void mlir::pisa::detail::launchBucketKernels(
@@ -585,22 +609,20 @@ void mlir::pisa::detail::launchBucketKernels(
           {"cursor", cursor},
           {"tileBase", tileBase},
           {"numTiles", tileCount}});
-  SmallVector<KernelOperand> scatter{{"offset", offset},
-                                     {"contenders", contenders},
-                                     {"counts", counts},
-                                     {"cursor", cursor},
-                                     {"sortedPairs", sortedPairs},
-                                     {"leafStart", leafStart},
-                                     {"tileBase", tileBase},
-                                     {"tileLeaf", tileLeaf},
-                                     {"tileFirst", tileFirst}};
+  SmallVector<KernelOperand> scatter{
+      {"offset", offset},           {"contenders", contenders},
+      {"counts", counts},           {"cursor", cursor},
+      {"sortedPairs", sortedPairs}, {"leafStart", leafStart},
+      {"tileBase", tileBase},       {"tileLeaf", tileLeaf},
+      {"tileFirst", tileFirst}};
   scatter.append(cuSeqlens.begin(), cuSeqlens.end());
   launch(b, k.scatter, pairBlocks, groups, kPairThreads, scatter);
 }
 
-void mlir::pisa::detail::launchScoreKernel(
-    ImplicitLocOpBuilder &b, const ScoreKernel &k, Value groups,
-    Value tileBound, ArrayRef<KernelOperand> operands) {
+void mlir::pisa::detail::launchScoreKernel(ImplicitLocOpBuilder &b,
+                                           const ScoreKernel &k, Value groups,
+                                           Value tileBound,
+                                           ArrayRef<KernelOperand> operands) {
   Value scoreBlocks = b.createOrFold<arith::CeilDivUIOp>(
       tileBound, indexConst(b, k.tilesPerBlock));
   launch(b, k.kernel, scoreBlocks, groups, k.threads, operands);

@@ -24,7 +24,7 @@ struct SortBuffers {
   MemRefType tileLeaf, tileFirst;          ///< [B, Hkv, maxTiles]
   MemRefType numTiles;                     ///< [B, Hkv]
   MemRefType sortedPairs;                  ///< [B, Hkv, Nq * g*K]
-  MemRefType tileBase;                     ///< [B, Hkv, M1]: a leaf's first tile
+  MemRefType tileBase; ///< [B, Hkv, M1]: a leaf's first tile
   SmallVector<MemRefType> all() const {
     return {leafCount, leafStart, cursor,      tileLeaf,
             tileFirst, numTiles,  sortedPairs, tileBase};

@@ -63,8 +63,7 @@ struct MmaTileLayout {
     // (a half-warp writes four rows of 8 words) and the LSE rotates its
     // reads to stay so (see rotatedRowLoad).
     scoreStride = rowsPerWarp == 32 ? c + (40 - c % 32) % 32 : c + 4;
-    registerEpilogue =
-        p.groupSize % 16 == 0 && rowsPerWarp % p.groupSize == 0;
+    registerEpilogue = p.groupSize % 16 == 0 && rowsPerWarp % p.groupSize == 0;
     // The score tile overlays the query tile only, so the key tile survives
     // for the block's next tile of the same leaf.
     keyOffset = registerEpilogue
@@ -89,9 +88,7 @@ bool mlir::pisa::detail::canScoreWithMma(const TileProblem &p) {
          l.bytes + l.rowLseBytes <= kStaticSharedBytes;
 }
 
-int64_t mlir::pisa::detail::mmaTilesPerBlock() {
-  return kTilesPerBlock;
-}
+int64_t mlir::pisa::detail::mmaTilesPerBlock() { return kTilesPerBlock; }
 
 int64_t mlir::pisa::detail::mmaScoreThreads(const TileProblem &p) {
   const MmaTileLayout l(p);
@@ -140,8 +137,7 @@ static std::pair<Value, Value> rotatedRowLoad(ImplicitLocOpBuilder &b,
               b, i32s,
               toI32(b, arith::MulIOp::create(b, shift, indexConst(b, 4))))),
       arith::ConstantOp::create(
-          b, i32s,
-          DenseElementsAttr::get(i32s, b.getI32IntegerAttr(width))));
+          b, i32s, DenseElementsAttr::get(i32s, b.getI32IntegerAttr(width))));
   return {parts.front(), columns};
 }
 
@@ -153,16 +149,16 @@ static std::pair<Value, Value> rotatedRowLoad(ImplicitLocOpBuilder &b,
 /// every key of the leaf is visible to every query of the tile and exists.
 static void buildRegisterEpilogue(ImplicitLocOpBuilder &b, const Kernel &e,
                                   const TileProblem &p, Value product,
-                                  Value warp, Value lane, Value batch,
-                                  Value kv, const TileSpan &span, Value n,
+                                  Value warp, Value lane, Value batch, Value kv,
+                                  const TileSpan &span, Value n,
                                   int64_t warpRows) {
   Type f32 = b.getF32Type();
   auto tileType = cast<VectorType>(product.getType());
   const int64_t G = p.groupSize;
   auto rowType = VectorType::get({warpRows}, f32);
   auto splat = [&](VectorType type, float v) { return f32Splat(b, type, v); };
-  Value logits = arith::MulFOp::create(
-      b, product, splat(tileType, p.scale * kLog2E));
+  Value logits =
+      arith::MulFOp::create(b, product, splat(tileType, p.scale * kLog2E));
   Value rowMax = vector::MultiDimReductionOp::create(
       b, logits, splat(rowType, -std::numeric_limits<float>::infinity()),
       ArrayRef<bool>{false, true}, vector::CombiningKind::MAXIMUMF);
@@ -174,16 +170,14 @@ static void buildRegisterEpilogue(ImplicitLocOpBuilder &b, const Kernel &e,
   Value sums = vector::MultiDimReductionOp::create(
       b, exps, splat(rowType, 0.0f), ArrayRef<bool>{false, true},
       vector::CombiningKind::ADD);
-  Value lse2 =
-      arith::AddFOp::create(b, rowMax, fastLog2(b, sums));
+  Value lse2 = arith::AddFOp::create(b, rowMax, fastLog2(b, sums));
   const int64_t members = warpRows / G;
   for (int64_t i = 0; i < members; ++i) {
     Value heads = vector::ExtractStridedSliceOp::create(
         b, lse2, ArrayRef<int64_t>{i * G}, ArrayRef<int64_t>{G},
         ArrayRef<int64_t>{1});
     Value total = arith::MulFOp::create(
-        b,
-        vector::ReductionOp::create(b, vector::CombiningKind::ADD, heads),
+        b, vector::ReductionOp::create(b, vector::CombiningKind::ADD, heads),
         f32Const(b, kLn2));
     Value member = arith::AddIOp::create(
         b, arith::MulIOp::create(b, warp, indexConst(b, members)),
@@ -206,8 +200,9 @@ static Value combineHalves(ImplicitLocOpBuilder &b, Value v, bool isMax) {
                : arith::AddFOp::create(b, v, other).getResult();
 }
 
-Kernel mlir::pisa::detail::buildMmaScoreKernel(
-    PatternRewriter &rewriter, Operation *anchor, const TileProblem &p) {
+Kernel mlir::pisa::detail::buildMmaScoreKernel(PatternRewriter &rewriter,
+                                               Operation *anchor,
+                                               const TileProblem &p) {
   OpBuilder::InsertionGuard guard(rewriter);
   MLIRContext *ctx = rewriter.getContext();
   Type f32 = rewriter.getF32Type(), elem = p.keys.getElementType();
@@ -230,9 +225,9 @@ Kernel mlir::pisa::detail::buildMmaScoreKernel(
                                      rewriter.getI64IntegerAttr(16));
   // As many blocks per SM as shared memory allows (ptxas would otherwise
   // keep every hoisted address in registers and fit fewer).
-  setOccupancyHint(kernel, threads,
-                   std::clamp<int64_t>(
-                       blocksBySharedMemory(l.bytes + l.rowLseBytes), 1, 8));
+  setOccupancyHint(
+      kernel, threads,
+      std::clamp<int64_t>(blocksBySharedMemory(l.bytes + l.rowLseBytes), 1, 8));
   ImplicitLocOpBuilder b(anchor->getLoc(), rewriter);
   Value bytes = kernel.getWorkgroupAttributions()[0];
   Value rowLse;
@@ -245,9 +240,8 @@ Kernel mlir::pisa::detail::buildMmaScoreKernel(
   };
   Value queryTile = view(0, {l.rows, l.tileStride}, elem);
   Value keyTile = view(l.keyOffset, {c, l.tileStride}, elem);
-  Value scoreTile = l.registerEpilogue
-                        ? Value()
-                        : view(0, {l.rows, l.scoreStride}, f32);
+  Value scoreTile =
+      l.registerEpilogue ? Value() : view(0, {l.rows, l.scoreStride}, f32);
 
   // Block x scores tiles [8x, 8x + 8) that exist, in order.
   BlockTiles owned = loadBlockTiles(b, e, p, kTilesPerBlock);
@@ -256,184 +250,193 @@ Kernel mlir::pisa::detail::buildMmaScoreKernel(
   Value tid = threadIdX(b);
   Value zero = indexConst(b, 0);
   Value noLeaf = indexConst(b, -1);
-  buildLoop(b, firstTile, endTile, ValueRange{noLeaf},
-            [&](ImplicitLocOpBuilder &tb, Value tile,
-                ValueRange stagedLeaf) -> SmallVector<Value> {
-    // The previous tile's reads of the query tile (ldmatrix, and the score
-    // tile and row LSEs overlaying it) are done before it is restaged.
-    gpu::BarrierOp::create(tb);
-    TileSpan span = loadTileSpan(tb, e, p, batch, kv, tile);
-    Value n = span.size;
-    Value g = indexConst(tb, G);
-    // Key positions (of the leaf's sequence); rows add span.keyShift.
-    Value keyBase = span.firstKey;
-    auto chunk = VectorType::get({kChunk}, elem);
+  buildLoop(
+      b, firstTile, endTile, ValueRange{noLeaf},
+      [&](ImplicitLocOpBuilder &tb, Value tile,
+          ValueRange stagedLeaf) -> SmallVector<Value> {
+        // The previous tile's reads of the query tile (ldmatrix, and the score
+        // tile and row LSEs overlaying it) are done before it is restaged.
+        gpu::BarrierOp::create(tb);
+        TileSpan span = loadTileSpan(tb, e, p, batch, kv, tile);
+        Value n = span.size;
+        Value g = indexConst(tb, G);
+        // Key positions (of the leaf's sequence); rows add span.keyShift.
+        Value keyBase = span.firstKey;
+        auto chunk = VectorType::get({kChunk}, elem);
 
-    // Stage the tile's query rows (row = member * G + head) and the leaf's
-    // keys (zeros past N); consecutive threads take consecutive 16-byte
-    // chunks of a row, so each warp load reads whole rows. Idle members
-    // load a clamped row that no result reads.
-    const int64_t chunksPerRow = d / kChunk;
-    auto chunkAt = [&](ImplicitLocOpBuilder &lb, Value i) {
-      Value r = arith::DivUIOp::create(lb, i, indexConst(lb, chunksPerRow));
-      Value col = arith::MulIOp::create(
-          lb, arith::RemUIOp::create(lb, i, indexConst(lb, chunksPerRow)),
-          indexConst(lb, kChunk));
-      return std::make_pair(r, col);
-    };
-    copyChunks(
-        tb, tid, l.rows * chunksPerRow, threads,
-        [&](ImplicitLocOpBuilder &lb, Value i) -> Value {
-          auto [r, col] = chunkAt(lb, i);
-          Value head = arith::AddIOp::create(
-              lb, arith::MulIOp::create(lb, kv, g),
-              arith::RemUIOp::create(lb, r, g));
-          TileMember m = loadTileMember(lb, e, p, batch, kv, span,
-                                        arith::DivUIOp::create(lb, r, g));
-          return vector::LoadOp::create(lb, chunk, e.arg("queries"),
-                                        ValueRange{batch, head, m.query, col},
+        // Stage the tile's query rows (row = member * G + head) and the leaf's
+        // keys (zeros past N); consecutive threads take consecutive 16-byte
+        // chunks of a row, so each warp load reads whole rows. Idle members
+        // load a clamped row that no result reads.
+        const int64_t chunksPerRow = d / kChunk;
+        auto chunkAt = [&](ImplicitLocOpBuilder &lb, Value i) {
+          Value r = arith::DivUIOp::create(lb, i, indexConst(lb, chunksPerRow));
+          Value col = arith::MulIOp::create(
+              lb, arith::RemUIOp::create(lb, i, indexConst(lb, chunksPerRow)),
+              indexConst(lb, kChunk));
+          return std::make_pair(r, col);
+        };
+        copyChunks(
+            tb, tid, l.rows * chunksPerRow, threads,
+            [&](ImplicitLocOpBuilder &lb, Value i) -> Value {
+              auto [r, col] = chunkAt(lb, i);
+              Value head =
+                  arith::AddIOp::create(lb, arith::MulIOp::create(lb, kv, g),
+                                        arith::RemUIOp::create(lb, r, g));
+              TileMember m = loadTileMember(lb, e, p, batch, kv, span,
+                                            arith::DivUIOp::create(lb, r, g));
+              return vector::LoadOp::create(
+                  lb, chunk, e.arg("queries"),
+                  ValueRange{batch, head, m.query, col}, false,
+                  llvm::MaybeAlign(16));
+            },
+            [&](ImplicitLocOpBuilder &lb, Value i, Value v) {
+              auto [r, col] = chunkAt(lb, i);
+              vector::StoreOp::create(lb, v, queryTile, ValueRange{r, col},
+                                      false, llvm::MaybeAlign(16));
+            });
+        Value lastKey =
+            arith::SubIOp::create(tb, span.numKeys, indexConst(tb, 1));
+        Value zeroChunk = arith::ConstantOp::create(
+            tb, chunk, DenseElementsAttr::get(chunk, tb.getZeroAttr(elem)));
+        Value newLeaf =
+            cmp(tb, arith::CmpIPredicate::ne, span.leaf, stagedLeaf.front());
+        buildIfThen(tb, newLeaf, [&](ImplicitLocOpBuilder &kb) {
+          copyChunks(
+              kb, tid, c * chunksPerRow, threads,
+              [&](ImplicitLocOpBuilder &lb, Value i) -> Value {
+                auto [r, col] = chunkAt(lb, i);
+                Value key = arith::AddIOp::create(lb, keyBase, r);
+                Value row = arith::AddIOp::create(
+                    lb, span.keyShift,
+                    arith::MinUIOp::create(lb, key, lastKey));
+                Value v = vector::LoadOp::create(
+                    lb, chunk, e.arg("keys"), ValueRange{batch, kv, row, col},
+                    false, llvm::MaybeAlign(16));
+                return arith::SelectOp::create(
+                    lb, cmp(lb, arith::CmpIPredicate::ule, key, lastKey), v,
+                    zeroChunk);
+              },
+              [&](ImplicitLocOpBuilder &lb, Value i, Value v) {
+                auto [r, col] = chunkAt(lb, i);
+                vector::StoreOp::create(lb, v, keyTile, ValueRange{r, col},
                                         false, llvm::MaybeAlign(16));
-        },
-        [&](ImplicitLocOpBuilder &lb, Value i, Value v) {
-          auto [r, col] = chunkAt(lb, i);
-          vector::StoreOp::create(lb, v, queryTile, ValueRange{r, col}, false,
-                                  llvm::MaybeAlign(16));
+              });
         });
-    Value lastKey = arith::SubIOp::create(tb, span.numKeys, indexConst(tb, 1));
-    Value zeroChunk = arith::ConstantOp::create(
-        tb, chunk, DenseElementsAttr::get(chunk, tb.getZeroAttr(elem)));
-    Value newLeaf =
-        cmp(tb, arith::CmpIPredicate::ne, span.leaf, stagedLeaf.front());
-    buildIfThen(tb, newLeaf, [&](ImplicitLocOpBuilder &kb) {
-      copyChunks(
-          kb, tid, c * chunksPerRow, threads,
-          [&](ImplicitLocOpBuilder &lb, Value i) -> Value {
-            auto [r, col] = chunkAt(lb, i);
-            Value key = arith::AddIOp::create(lb, keyBase, r);
-            Value row = arith::AddIOp::create(
-                lb, span.keyShift, arith::MinUIOp::create(lb, key, lastKey));
-            Value v = vector::LoadOp::create(
-                lb, chunk, e.arg("keys"), ValueRange{batch, kv, row, col},
-                false, llvm::MaybeAlign(16));
-            return arith::SelectOp::create(
-                lb, cmp(lb, arith::CmpIPredicate::ule, key, lastKey), v,
-                zeroChunk);
-          },
-          [&](ImplicitLocOpBuilder &lb, Value i, Value v) {
-            auto [r, col] = chunkAt(lb, i);
-            vector::StoreOp::create(lb, v, keyTile, ValueRange{r, col}, false,
-                                    llvm::MaybeAlign(16));
-          });
-    });
-    gpu::BarrierOp::create(tb);
+        gpu::BarrierOp::create(tb);
 
-    // The tile product: warp w owns rows R*w .. R*w + R - 1.
-    Value lane = arith::RemUIOp::create(tb, tid, indexConst(tb, 32));
-    Value warp = arith::DivUIOp::create(tb, tid, indexConst(tb, 32));
-    Value r0 = arith::MulIOp::create(tb, warp, indexConst(tb, warpRows));
-    Value pad = arith::ConstantOp::create(tb, tb.getZeroAttr(elem));
-    SmallVector<bool> inBounds(2, true);
-    Value lhs = vector::TransferReadOp::create(
-        tb, VectorType::get({warpRows, d}, elem), queryTile,
-        ValueRange{r0, zero},
-        pad, inBounds);
-    Value rhs = vector::TransferReadOp::create(
-        tb, VectorType::get({c, d}, elem), keyTile, ValueRange{zero, zero},
-        pad, inBounds);
-    Value product = tileProduct(
-        tb, lhs, rhs, f32Splat(tb, VectorType::get({warpRows, c}, f32), 0.0f),
-        /*rhsIsKN=*/false);
-    if (l.registerEpilogue) {
-      buildRegisterEpilogue(tb, e, p, product, warp, lane, batch, kv, span,
-                            n, warpRows);
-      return {span.leaf};
-    }
-    gpu::BarrierOp::create(tb); // queries read before scores overwrite them
-    vector::TransferWriteOp::create(tb, product, scoreTile,
-                                    ValueRange{r0, zero}, inBounds);
-    gpu::BarrierOp::create(tb);
+        // The tile product: warp w owns rows R*w .. R*w + R - 1.
+        Value lane = arith::RemUIOp::create(tb, tid, indexConst(tb, 32));
+        Value warp = arith::DivUIOp::create(tb, tid, indexConst(tb, 32));
+        Value r0 = arith::MulIOp::create(tb, warp, indexConst(tb, warpRows));
+        Value pad = arith::ConstantOp::create(tb, tb.getZeroAttr(elem));
+        SmallVector<bool> inBounds(2, true);
+        Value lhs = vector::TransferReadOp::create(
+            tb, VectorType::get({warpRows, d}, elem), queryTile,
+            ValueRange{r0, zero}, pad, inBounds);
+        Value rhs = vector::TransferReadOp::create(
+            tb, VectorType::get({c, d}, elem), keyTile, ValueRange{zero, zero},
+            pad, inBounds);
+        Value product =
+            tileProduct(tb, lhs, rhs,
+                        f32Splat(tb, VectorType::get({warpRows, c}, f32), 0.0f),
+                        /*rhsIsKN=*/false);
+        if (l.registerEpilogue) {
+          buildRegisterEpilogue(tb, e, p, product, warp, lane, batch, kv, span,
+                                n, warpRows);
+          return {span.leaf};
+        }
+        gpu::BarrierOp::create(tb); // queries read before scores overwrite them
+        vector::TransferWriteOp::create(tb, product, scoreTile,
+                                        ValueRange{r0, zero}, inBounds);
+        gpu::BarrierOp::create(tb);
 
-    // Row LSE over the visible keys: lane l takes row r0 + l % R and the
-    // keys [h * S, (h + 1) * S) of the leaf, h = l / R, S = C * R / 32.
-    Value r = arith::AddIOp::create(
-        tb, r0, arith::RemUIOp::create(tb, lane, indexConst(tb, warpRows)));
-    Value part = arith::DivUIOp::create(tb, lane, indexConst(tb, warpRows));
-    Value partStart = arith::MulIOp::create(tb, part, indexConst(tb, keysPerLane));
-    Value member = arith::DivUIOp::create(tb, r, g);
-    TileMember row = loadTileMember(tb, e, p, batch, kv, span, member);
-    // Idle rows see no key: their LSE is -inf and never read.
-    Value limit = arith::SelectOp::create(
-        tb, cmp(tb, arith::CmpIPredicate::ult, member, n), row.limit, zero);
-    Value visible = arith::SubIOp::create(
-        tb, limit, arith::AddIOp::create(tb, keyBase, partStart));
-    visible = arith::MinSIOp::create(
-        tb, arith::MaxSIOp::create(tb, visible, zero), indexConst(tb, keysPerLane));
-    auto rowType = VectorType::get({keysPerLane}, f32);
-    auto laneKeys = VectorType::get({keysPerLane}, tb.getI32Type());
-    Value raw, columns;
-    if (warpRows == 32) {
-      std::tie(raw, columns) = rotatedRowLoad(tb, scoreTile, r, partStart,
-                                              lane, keysPerLane);
-    } else {
-      columns = iotaI32(tb, keysPerLane);
-      raw = vector::LoadOp::create(tb, rowType, scoreTile,
-                                   ValueRange{r, partStart}, false,
-                                   llvm::MaybeAlign(16));
-    }
-    // mask[i] = column i < visible (what vector.create_mask means; the NVVM
-    // tail does not lower create_mask itself).
-    Value mask = cmp(
-        tb, arith::CmpIPredicate::slt, columns,
-        vector::BroadcastOp::create(
-            tb, laneKeys,
-            arith::IndexCastOp::create(tb, tb.getI32Type(), visible)));
-    auto splat = [&](float v) { return f32Splat(tb, rowType, v); };
-    // In base 2 with the scale folded in: exp2 is one instruction where exp
-    // is a range reduction around it. LSE = ln 2 * (max2 + log2(sum)).
-    const float negInf = -std::numeric_limits<float>::infinity();
-    Value logits = arith::SelectOp::create(
-        tb, mask, arith::MulFOp::create(tb, raw, splat(p.scale * kLog2E)),
-        splat(negInf));
-    // Reassociation lets the 32 or 64 terms reduce as a tree.
-    auto reassoc = arith::FastMathFlags::reassoc;
-    Value rowMax = vector::ReductionOp::create(
-        tb, vector::CombiningKind::MAXIMUMF, logits, reassoc);
-    if (lanesPerRow == 2)
-      rowMax = combineHalves(tb, rowMax, /*isMax=*/true);
-    Value empty = arith::CmpFOp::create(tb, arith::CmpFPredicate::OEQ, rowMax,
-                                        f32Const(tb, negInf));
-    Value shift =
-        arith::SelectOp::create(tb, empty, f32Const(tb, 0.0f), rowMax);
-    Value exps = math::Exp2Op::create(
-        tb, arith::SubFOp::create(
+        // Row LSE over the visible keys: lane l takes row r0 + l % R and the
+        // keys [h * S, (h + 1) * S) of the leaf, h = l / R, S = C * R / 32.
+        Value r = arith::AddIOp::create(
+            tb, r0, arith::RemUIOp::create(tb, lane, indexConst(tb, warpRows)));
+        Value part = arith::DivUIOp::create(tb, lane, indexConst(tb, warpRows));
+        Value partStart =
+            arith::MulIOp::create(tb, part, indexConst(tb, keysPerLane));
+        Value member = arith::DivUIOp::create(tb, r, g);
+        TileMember row = loadTileMember(tb, e, p, batch, kv, span, member);
+        // Idle rows see no key: their LSE is -inf and never read.
+        Value limit = arith::SelectOp::create(
+            tb, cmp(tb, arith::CmpIPredicate::ult, member, n), row.limit, zero);
+        Value visible = arith::SubIOp::create(
+            tb, limit, arith::AddIOp::create(tb, keyBase, partStart));
+        visible = arith::MinSIOp::create(
+            tb, arith::MaxSIOp::create(tb, visible, zero),
+            indexConst(tb, keysPerLane));
+        auto rowType = VectorType::get({keysPerLane}, f32);
+        auto laneKeys = VectorType::get({keysPerLane}, tb.getI32Type());
+        Value raw, columns;
+        if (warpRows == 32) {
+          std::tie(raw, columns) =
+              rotatedRowLoad(tb, scoreTile, r, partStart, lane, keysPerLane);
+        } else {
+          columns = iotaI32(tb, keysPerLane);
+          raw = vector::LoadOp::create(tb, rowType, scoreTile,
+                                       ValueRange{r, partStart}, false,
+                                       llvm::MaybeAlign(16));
+        }
+        // mask[i] = column i < visible (what vector.create_mask means; the NVVM
+        // tail does not lower create_mask itself).
+        Value mask =
+            cmp(tb, arith::CmpIPredicate::slt, columns,
+                vector::BroadcastOp::create(
+                    tb, laneKeys,
+                    arith::IndexCastOp::create(tb, tb.getI32Type(), visible)));
+        auto splat = [&](float v) { return f32Splat(tb, rowType, v); };
+        // In base 2 with the scale folded in: exp2 is one instruction where exp
+        // is a range reduction around it. LSE = ln 2 * (max2 + log2(sum)).
+        const float negInf = -std::numeric_limits<float>::infinity();
+        Value logits = arith::SelectOp::create(
+            tb, mask, arith::MulFOp::create(tb, raw, splat(p.scale * kLog2E)),
+            splat(negInf));
+        // Reassociation lets the 32 or 64 terms reduce as a tree.
+        auto reassoc = arith::FastMathFlags::reassoc;
+        Value rowMax = vector::ReductionOp::create(
+            tb, vector::CombiningKind::MAXIMUMF, logits, reassoc);
+        if (lanesPerRow == 2)
+          rowMax = combineHalves(tb, rowMax, /*isMax=*/true);
+        Value empty = arith::CmpFOp::create(tb, arith::CmpFPredicate::OEQ,
+                                            rowMax, f32Const(tb, negInf));
+        Value shift =
+            arith::SelectOp::create(tb, empty, f32Const(tb, 0.0f), rowMax);
+        Value exps = math::Exp2Op::create(
+            tb,
+            arith::SubFOp::create(
                 tb, logits, vector::BroadcastOp::create(tb, rowType, shift)));
-    Value sum = vector::ReductionOp::create(tb, vector::CombiningKind::ADD,
-                                            exps, reassoc);
-    if (lanesPerRow == 2)
-      sum = combineHalves(tb, sum, /*isMax=*/false);
-    Value lse = arith::MulFOp::create(
-        tb, arith::AddFOp::create(tb, rowMax, fastLog2(tb, sum)),
-        f32Const(tb, kLn2));
-    buildIfThen(tb, cmp(tb, arith::CmpIPredicate::eq, part, zero),
-                [&](ImplicitLocOpBuilder &wb) {
-                  memref::StoreOp::create(wb, lse, rowLse, ValueRange{r});
-                });
-    gpu::BarrierOp::create(tb);
+        Value sum = vector::ReductionOp::create(tb, vector::CombiningKind::ADD,
+                                                exps, reassoc);
+        if (lanesPerRow == 2)
+          sum = combineHalves(tb, sum, /*isMax=*/false);
+        Value lse = arith::MulFOp::create(
+            tb, arith::AddFOp::create(tb, rowMax, fastLog2(tb, sum)),
+            f32Const(tb, kLn2));
+        buildIfThen(tb, cmp(tb, arith::CmpIPredicate::eq, part, zero),
+                    [&](ImplicitLocOpBuilder &wb) {
+                      memref::StoreOp::create(wb, lse, rowLse, ValueRange{r});
+                    });
+        gpu::BarrierOp::create(tb);
 
-    // Thread t < n sums the G head LSEs of member t.
-    buildIfThen(tb, cmp(tb, arith::CmpIPredicate::ult, tid, n),
-                [&](ImplicitLocOpBuilder &wb) {
-      TileMember scored = loadTileMember(wb, e, p, batch, kv, span, tid);
-      Value heads = vector::LoadOp::create(
-          wb, VectorType::get({G}, f32), rowLse,
-          ValueRange{arith::MulIOp::create(wb, tid, g)});
-      Value total =
-          vector::ReductionOp::create(wb, vector::CombiningKind::ADD, heads);
-      memref::StoreOp::create(wb, total, e.arg("scores"),
-                              ValueRange{batch, kv, scored.query, scored.slot});
-    });
-    return {span.leaf};
-  });
+        // Thread t < n sums the G head LSEs of member t.
+        buildIfThen(tb, cmp(tb, arith::CmpIPredicate::ult, tid, n),
+                    [&](ImplicitLocOpBuilder &wb) {
+                      TileMember scored =
+                          loadTileMember(wb, e, p, batch, kv, span, tid);
+                      Value heads = vector::LoadOp::create(
+                          wb, VectorType::get({G}, f32), rowLse,
+                          ValueRange{arith::MulIOp::create(wb, tid, g)});
+                      Value total = vector::ReductionOp::create(
+                          wb, vector::CombiningKind::ADD, heads);
+                      memref::StoreOp::create(
+                          wb, total, e.arg("scores"),
+                          ValueRange{batch, kv, scored.query, scored.slot});
+                    });
+        return {span.leaf};
+      });
   gpu::ReturnOp::create(b);
   return e;
 }

@@ -54,12 +54,12 @@ using namespace mlir::pisa::detail;
 namespace {
 constexpr int64_t kWarpgroupRows = 64; // wgmma's M
 constexpr int64_t kWarpgroupThreads = 128;
-constexpr int64_t kChunk = 8;          // 16-bit elements per 16-byte copy
+constexpr int64_t kChunk = 8; // 16-bit elements per 16-byte copy
 // The 128-byte swizzle: a row of 64 16-bit columns, 8 chunks of 16 bytes.
 constexpr int64_t kSwizzleRowBytes = 128;
 constexpr int64_t kSwizzleColumns = 64;
-constexpr int64_t kKStep = 16;         // wgmma's K for 16-bit inputs
-constexpr int64_t kMaxN = 256;         // wgmma's largest N
+constexpr int64_t kKStep = 16; // wgmma's K for 16-bit inputs
+constexpr int64_t kMaxN = 256; // wgmma's largest N
 constexpr int64_t kTilesPerBlock = 8;
 constexpr int64_t kRegistersPerSM = 64 * 1024;
 
@@ -98,7 +98,6 @@ bool mlir::pisa::detail::canScoreWithWgmma(const TileProblem &p) {
 int64_t mlir::pisa::detail::wgmmaScoreThreads() { return kWarpgroupThreads; }
 int64_t mlir::pisa::detail::wgmmaTilesPerBlock() { return kTilesPerBlock; }
 
-
 /// Copies rows [0, rows) of a tile into buffer `buffer` of `tiles`
 /// ([buffers, d / 64, R, 8, 8]: 128-byte rows of 64 columns, the 16-byte
 /// chunk c of row r at c ^ (r % 8), the 128-byte swizzle) by cp.async, 16
@@ -107,16 +106,16 @@ int64_t mlir::pisa::detail::wgmmaTilesPerBlock() { return kTilesPerBlock; }
 /// eight chunks of a row land in eight different bank groups. The copies
 /// bypass L1 (.cg): a block reads each query row once, and that measured
 /// 2-4% faster than through L1.
-static Value copyTile(
-    ImplicitLocOpBuilder &b, Value tid, Value tiles, Value buffer,
-    int64_t rows, int64_t d,
-    llvm::function_ref<RowSource(ImplicitLocOpBuilder &, Value)> source) {
+static Value
+copyTile(ImplicitLocOpBuilder &b, Value tid, Value tiles, Value buffer,
+         int64_t rows, int64_t d,
+         llvm::function_ref<RowSource(ImplicitLocOpBuilder &, Value)> source) {
   const int64_t chunksPerRow = d / kChunk;
   const int64_t chunks = rows * chunksPerRow;
   SmallVector<Value> tokens;
   for (int64_t n = 0; n * kWarpgroupThreads < chunks; ++n) {
-    Value i = arith::AddIOp::create(
-        b, tid, indexConst(b, n * kWarpgroupThreads));
+    Value i =
+        arith::AddIOp::create(b, tid, indexConst(b, n * kWarpgroupThreads));
     if ((n + 1) * kWarpgroupThreads > chunks)
       i = arith::MinUIOp::create(b, i, indexConst(b, chunks - 1));
     Value row = arith::DivUIOp::create(b, i, indexConst(b, chunksPerRow));
@@ -125,9 +124,9 @@ static Value copyTile(
     // (col % 8) ^ (row % 8) in its 128-byte row.
     Value perRow = indexConst(b, kSwizzleRowBytes / 16);
     Value block = arith::DivUIOp::create(b, col, perRow);
-    Value swizzled = arith::XOrIOp::create(
-        b, arith::RemUIOp::create(b, col, perRow),
-        arith::RemUIOp::create(b, row, perRow));
+    Value swizzled =
+        arith::XOrIOp::create(b, arith::RemUIOp::create(b, col, perRow),
+                              arith::RemUIOp::create(b, row, perRow));
     RowSource src = source(b, row);
     SmallVector<Value> at(src.at);
     at.back() = arith::AddIOp::create(
@@ -151,9 +150,10 @@ static Value tileDescriptor(ImplicitLocOpBuilder &b, Value address) {
   auto c64 = [&](int64_t v) { return arith::ConstantIntOp::create(b, v, 64); };
   Value start = arith::ShRUIOp::create(
       b, arith::AndIOp::create(b, address, c64(0x3FFFF)), c64(4));
-  return arith::OrIOp::create(
-      b, start, c64((int64_t(1) << 16) | (int64_t(1024 >> 4) << 32) |
-                    (int64_t(1) << 62)));
+  return arith::OrIOp::create(b, start,
+                              c64((int64_t(1) << 16) |
+                                  (int64_t(1024 >> 4) << 32) |
+                                  (int64_t(1) << 62)));
 }
 
 /// K-step s's start in a tile of `rows` rows, in the descriptor's 16-byte
@@ -161,7 +161,8 @@ static Value tileDescriptor(ImplicitLocOpBuilder &b, Value address) {
 static int64_t stepOffset(int64_t s, int64_t rows) {
   const int64_t stepsPerRow = kSwizzleColumns / kKStep;
   return ((s / stepsPerRow) * rows * kSwizzleRowBytes +
-          (s % stepsPerRow) * kKStep * 2) >> 4;
+          (s % stepsPerRow) * kKStep * 2) >>
+         4;
 }
 
 /// The score of each member of the tile from the warpgroup's 64 x C
@@ -171,8 +172,8 @@ static int64_t stepOffset(int64_t s, int64_t rows) {
 /// mask: stage 2 scores contenders only, leaves at most b_t - 2, so every
 /// key of the leaf exists and every query of the tile sees it.
 static void buildWarpgroupEpilogue(ImplicitLocOpBuilder &b, const Kernel &e,
-                                   const TileProblem &p, Value acc,
-                                   Value tid, Value batch, Value kv,
+                                   const TileProblem &p, Value acc, Value tid,
+                                   Value batch, Value kv,
                                    const TileSpan &span) {
   const int64_t c = p.blockSize, G = p.groupSize;
   Value lane = arith::RemUIOp::create(b, tid, indexConst(b, 32));
@@ -205,8 +206,7 @@ static void buildWarpgroupEpilogue(ImplicitLocOpBuilder &b, const Kernel &e,
       total = arith::AddFOp::create(b, total, shuffleXor(b, total, 4 * m));
     total = arith::MulFOp::create(b, total, f32Const(b, kLn2));
     Value row = arith::AddIOp::create(
-        b,
-        arith::MulIOp::create(b, warp, indexConst(b, 16)),
+        b, arith::MulIOp::create(b, warp, indexConst(b, 16)),
         arith::AddIOp::create(b, quadRow, indexConst(b, 8 * half)));
     Value member = arith::DivUIOp::create(b, row, indexConst(b, G));
     Value writes = arith::AndIOp::create(
@@ -233,8 +233,7 @@ Kernel mlir::pisa::detail::buildWgmmaScoreKernel(PatternRewriter &rewriter,
   const int64_t d = p.headDim, c = p.blockSize, G = p.groupSize;
 
   Kernel e = createKernel(
-      rewriter, anchor, "select_stage2_score_tiles_wgmma",
-      scoreKernelParams(p),
+      rewriter, anchor, "select_stage2_score_tiles_wgmma", scoreKernelParams(p),
       {workgroupType(ctx, {l.bytes}, rewriter.getI8Type())});
   gpu::GPUFuncOp kernel = e.func();
   kernel.setWorkgroupAttributionAttr(0, LLVM::LLVMDialect::getAlignAttrName(),
@@ -255,8 +254,8 @@ Kernel mlir::pisa::detail::buildWgmmaScoreKernel(PatternRewriter &rewriter,
   auto swizzledTiles = [&](int64_t offset, int64_t buffers, int64_t rows) {
     return memref::ViewOp::create(
                b,
-               workgroupType(ctx, {buffers, d / kSwizzleColumns, rows, 8, kChunk},
-                             elem),
+               workgroupType(
+                   ctx, {buffers, d / kSwizzleColumns, rows, 8, kChunk}, elem),
                bytes, indexConst(b, offset), ValueRange{})
         .getResult();
   };
@@ -278,41 +277,39 @@ Kernel mlir::pisa::detail::buildWgmmaScoreKernel(PatternRewriter &rewriter,
   // the query tile. Idle members copy a clamped row that no result reads.
   Value g = indexConst(b, G);
   auto copyQueries = [&](ImplicitLocOpBuilder &qb, const TileSpan &span) {
-    return copyTile(
-        qb, tid, queryTile, indexConst(qb, 0), kWarpgroupRows, d,
-        [&](ImplicitLocOpBuilder &lb, Value r) -> RowSource {
-          Value head = arith::AddIOp::create(
-              lb, arith::MulIOp::create(lb, kv, g),
-              arith::RemUIOp::create(lb, r, g));
-          TileMember m = loadTileMember(lb, e, p, batch, kv, span,
-                                        arith::DivUIOp::create(lb, r, g));
-          return {e.arg("queries"),
-                  {batch, head, m.query, indexConst(lb, 0)},
-                  indexConst(lb, kChunk)};
-        });
+    return copyTile(qb, tid, queryTile, indexConst(qb, 0), kWarpgroupRows, d,
+                    [&](ImplicitLocOpBuilder &lb, Value r) -> RowSource {
+                      Value head = arith::AddIOp::create(
+                          lb, arith::MulIOp::create(lb, kv, g),
+                          arith::RemUIOp::create(lb, r, g));
+                      TileMember m =
+                          loadTileMember(lb, e, p, batch, kv, span,
+                                         arith::DivUIOp::create(lb, r, g));
+                      return {e.arg("queries"),
+                              {batch, head, m.query, indexConst(lb, 0)},
+                              indexConst(lb, kChunk)};
+                    });
   };
 
   // Copies a tile's operands: its keys unless the previous tile had the
   // same leaf (`previousLeaf`), then its queries, as cp.async groups.
   auto copyOperands = [&](ImplicitLocOpBuilder &cb, const TileSpan &span,
                           Value previousLeaf) {
-    Value newLeaf =
-        cmp(cb, arith::CmpIPredicate::ne, span.leaf, previousLeaf);
+    Value newLeaf = cmp(cb, arith::CmpIPredicate::ne, span.leaf, previousLeaf);
     buildIfThen(cb, newLeaf, [&](ImplicitLocOpBuilder &kb) {
       Value lastKey =
           arith::SubIOp::create(kb, span.numKeys, indexConst(kb, 1));
-      copyTile(kb, tid, keyTile, indexConst(kb, 0), c, d,
-               [&](ImplicitLocOpBuilder &lb, Value r) -> RowSource {
-                 Value key = arith::AddIOp::create(lb, span.firstKey, r);
-                 Value row = arith::AddIOp::create(
-                     lb, span.keyShift,
-                     arith::MinUIOp::create(lb, key, lastKey));
-                 Value real = arith::SelectOp::create(
-                     lb, cmp(lb, arith::CmpIPredicate::ule, key, lastKey),
-                     indexConst(lb, kChunk), indexConst(lb, 0));
-                 return {e.arg("keys"), {batch, kv, row, indexConst(lb, 0)},
-                         real};
-               });
+      copyTile(
+          kb, tid, keyTile, indexConst(kb, 0), c, d,
+          [&](ImplicitLocOpBuilder &lb, Value r) -> RowSource {
+            Value key = arith::AddIOp::create(lb, span.firstKey, r);
+            Value row = arith::AddIOp::create(
+                lb, span.keyShift, arith::MinUIOp::create(lb, key, lastKey));
+            Value real = arith::SelectOp::create(
+                lb, cmp(lb, arith::CmpIPredicate::ule, key, lastKey),
+                indexConst(lb, kChunk), indexConst(lb, 0));
+            return {e.arg("keys"), {batch, kv, row, indexConst(lb, 0)}, real};
+          });
     });
     copyQueries(cb, span);
   };
@@ -325,53 +322,54 @@ Kernel mlir::pisa::detail::buildWgmmaScoreKernel(PatternRewriter &rewriter,
                 copyOperands(pb, loadTileSpan(pb, e, p, batch, kv, firstTile),
                              indexConst(pb, -1));
               });
-  auto accType = LLVM::LLVMStructType::getLiteral(
-      ctx, SmallVector<Type>(c / 2, f32));
+  auto accType =
+      LLVM::LLVMStructType::getLiteral(ctx, SmallVector<Type>(c / 2, f32));
   NVVM::WGMMATypes inType =
       elem.isBF16() ? NVVM::WGMMATypes::bf16 : NVVM::WGMMATypes::f16;
-  buildLoop(b, firstTile, endTile, ValueRange{},
-            [&](ImplicitLocOpBuilder &tb, Value tile,
-                ValueRange) -> SmallVector<Value> {
-    TileSpan span = loadTileSpan(tb, e, p, batch, kv, tile);
-    // This tile's groups complete. cp.async wrote through the generic
-    // proxy; wgmma reads through the async proxy.
-    NVVM::CpAsyncWaitGroupOp::create(tb, 0);
-    NVVM::FenceProxyOp::create(
-        tb, NVVM::ProxyKind::async_shared,
-        NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
-    gpu::BarrierOp::create(tb);
+  buildLoop(
+      b, firstTile, endTile, ValueRange{},
+      [&](ImplicitLocOpBuilder &tb, Value tile,
+          ValueRange) -> SmallVector<Value> {
+        TileSpan span = loadTileSpan(tb, e, p, batch, kv, tile);
+        // This tile's groups complete. cp.async wrote through the generic
+        // proxy; wgmma reads through the async proxy.
+        NVVM::CpAsyncWaitGroupOp::create(tb, 0);
+        NVVM::FenceProxyOp::create(
+            tb, NVVM::ProxyKind::async_shared,
+            NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
+        gpu::BarrierOp::create(tb);
 
-    Value acc = LLVM::PoisonOp::create(tb, accType);
-    NVVM::WgmmaFenceAlignedOp::create(tb);
-    for (int64_t s = 0; s < d / kKStep; ++s) {
-      auto step = [&](int64_t rows) {
-        return arith::ConstantIntOp::create(tb, stepOffset(s, rows), 64);
-      };
-      acc = NVVM::WgmmaMmaAsyncOp::create(
-          tb, accType, acc,
-          arith::AddIOp::create(tb, queryDesc, step(kWarpgroupRows)),
-          arith::AddIOp::create(tb, keyDesc, step(c)),
-          NVVM::MMAShapeAttr::get(ctx, kWarpgroupRows, c, kKStep), inType,
-          inType, NVVM::WGMMATypes::f32,
-          s == 0 ? NVVM::WGMMAScaleOut::zero : NVVM::WGMMAScaleOut::one,
-          NVVM::WGMMAScaleIn::one, NVVM::WGMMAScaleIn::one,
-          NVVM::MMALayout::row, NVVM::MMALayout::col,
-          /*satfinite=*/NVVM::MMAIntOverflowAttr());
-    }
-    NVVM::WgmmaGroupSyncAlignedOp::create(tb);
-    NVVM::WgmmaWaitGroupSyncOp::create(tb, 0);
-    // Every warp's product is done with both tiles: the next tile's
-    // operands may overwrite them.
-    gpu::BarrierOp::create(tb);
-    Value next = arith::AddIOp::create(tb, tile, indexConst(tb, 1));
-    buildIfThen(tb, cmp(tb, arith::CmpIPredicate::ult, next, endTile),
-                [&](ImplicitLocOpBuilder &nb) {
-                  copyOperands(nb, loadTileSpan(nb, e, p, batch, kv, next),
-                               span.leaf);
-                });
-    buildWarpgroupEpilogue(tb, e, p, acc, tid, batch, kv, span);
-    return {};
-  });
+        Value acc = LLVM::PoisonOp::create(tb, accType);
+        NVVM::WgmmaFenceAlignedOp::create(tb);
+        for (int64_t s = 0; s < d / kKStep; ++s) {
+          auto step = [&](int64_t rows) {
+            return arith::ConstantIntOp::create(tb, stepOffset(s, rows), 64);
+          };
+          acc = NVVM::WgmmaMmaAsyncOp::create(
+              tb, accType, acc,
+              arith::AddIOp::create(tb, queryDesc, step(kWarpgroupRows)),
+              arith::AddIOp::create(tb, keyDesc, step(c)),
+              NVVM::MMAShapeAttr::get(ctx, kWarpgroupRows, c, kKStep), inType,
+              inType, NVVM::WGMMATypes::f32,
+              s == 0 ? NVVM::WGMMAScaleOut::zero : NVVM::WGMMAScaleOut::one,
+              NVVM::WGMMAScaleIn::one, NVVM::WGMMAScaleIn::one,
+              NVVM::MMALayout::row, NVVM::MMALayout::col,
+              /*satfinite=*/NVVM::MMAIntOverflowAttr());
+        }
+        NVVM::WgmmaGroupSyncAlignedOp::create(tb);
+        NVVM::WgmmaWaitGroupSyncOp::create(tb, 0);
+        // Every warp's product is done with both tiles: the next tile's
+        // operands may overwrite them.
+        gpu::BarrierOp::create(tb);
+        Value next = arith::AddIOp::create(tb, tile, indexConst(tb, 1));
+        buildIfThen(tb, cmp(tb, arith::CmpIPredicate::ult, next, endTile),
+                    [&](ImplicitLocOpBuilder &nb) {
+                      copyOperands(nb, loadTileSpan(nb, e, p, batch, kv, next),
+                                   span.leaf);
+                    });
+        buildWarpgroupEpilogue(tb, e, p, acc, tid, batch, kv, span);
+        return {};
+      });
   gpu::ReturnOp::create(b);
   return e;
 }

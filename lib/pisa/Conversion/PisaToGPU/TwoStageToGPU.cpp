@@ -14,9 +14,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "PackedSequences.h"
 #include "QueryKernels.h"
 #include "TileScoring.h"
-#include "PackedSequences.h"
 
 #include "../Common/LoopBuilders.h"
 
@@ -70,10 +70,10 @@ struct WalkToGPU : KernelOpPattern<WalkKernelOp> {
           {"counts", bufferType(op.getCounts())}};
       walkParams.append(
           keyParams(p, index, op.getCuSeqlensQ(), op.getCuSeqlensK()));
-      walkKernel = createKernel(
-          rewriter, op, "select_stage1_walk", walkParams, {},
-          mmaWalk ? SmallVector<Type>{}
-                  : scratchTypes(rewriter.getContext(), p));
+      walkKernel =
+          createKernel(rewriter, op, "select_stage1_walk", walkParams, {},
+                       mmaWalk ? SmallVector<Type>{}
+                               : scratchTypes(rewriter.getContext(), p));
       if (mmaWalk) {
         // The tensor-core walk is latency-bound (ncu: L1 scoreboard stalls
         // at 5 blocks per SM with 106 registers); ptxas fits 8 blocks (64
@@ -86,16 +86,14 @@ struct WalkToGPU : KernelOpPattern<WalkKernelOp> {
       std::optional<LevelLayout> batchLayout;
       if (!packed)
         batchLayout.emplace(b, numKeys, p.blockSize, p.fanout);
-      auto sequenceOf = [&](ImplicitLocOpBuilder &sb, Value batch,
-                            Value row) {
+      auto sequenceOf = [&](ImplicitLocOpBuilder &sb, Value batch, Value row) {
         if (!packed)
           return batchedSequence(sb, batch, row, walkKernel.arg("offset"),
                                  numKeys);
-        return packedSequence(sb, walkKernel.arg("cuSeqlensQ"),
-                              walkKernel.arg("cuSeqlensK"),
-                              dimOf(sb, walkKernel.arg("queries"), 2),
-                              walkKernel.arg("numKeyRows"), batch, row,
-                              p.blockSize);
+        return packedSequence(
+            sb, walkKernel.arg("cuSeqlensQ"), walkKernel.arg("cuSeqlensK"),
+            dimOf(sb, walkKernel.arg("queries"), 2),
+            walkKernel.arg("numKeyRows"), batch, row, p.blockSize);
       };
       // A row of a batch that breaks a rule: no contender (the final
       // kernel writes its kInvalidInput row).
@@ -108,51 +106,57 @@ struct WalkToGPU : KernelOpPattern<WalkKernelOp> {
               ValueRange{site.batch, site.kvHead, site.query});
         });
       };
-      forEachQueryWarp(b, walkKernel, p, walkKernel.arg("queries"), mmaWalk,
-                       batchLayout ? &*batchLayout : nullptr, sequenceOf,
-                       [&](ImplicitLocOpBuilder &gb, const WarpSite &w,
-                           const LevelLayout &walkLayout) {
-        const QuerySite &site = w.site;
-        Value bt = w.bt;
-        const std::optional<WarpQuery> &query = w.query;
-        Value n;
-        if (w.mmaQuery) {
-          // Lane a holds contender a: each lane writes its own.
-          n = buildMmaWarpWalk(
-              gb, *w.mmaQuery, walkKernel.arg("pyramid"), site, walkLayout, p.topK,
-              bt, p.headDim, p.scale,
-              [&](ImplicitLocOpBuilder &lb, Value pos, Value leaf) {
-                memref::StoreOp::create(
-                    lb, arith::IndexCastOp::create(lb, lb.getI32Type(), leaf),
-                    walkKernel.arg("contenders"),
-                    ValueRange{site.batch, site.kvHead, site.query, pos});
-              });
-        } else {
-          const QueryScratch &scratch = *w.scratch;
-          WarpScorer summaries = warpScorer(query, walkKernel.arg("queries"),
-                                            walkKernel.arg("pyramid"), p, w.lane,
-                                            site);
-          n = buildWalk(gb, {walkLayout, p.topK}, summaries, bt, scratch);
-          // Lanes hold identical results: lane 0 writes them.
-          Value zero = indexConst(gb, 0);
-          Value writes =
-              arith::SelectOp::create(gb, isLaneZero(gb, w.lane), n, zero);
-          buildLoop(gb, zero, writes, {},
-                    [&](ImplicitLocOpBuilder &lb, Value a, ValueRange) {
-                      Value leaf = memref::LoadOp::create(lb, scratch.cand,
-                                                          ValueRange{a});
-                      memref::StoreOp::create(
-                          lb, leaf, walkKernel.arg("contenders"),
-                          ValueRange{site.batch, site.kvHead, site.query, a});
-                      return SmallVector<Value>{};
-                    });
-        }
-        buildIfThen(gb, isLaneZero(gb, w.lane), [&](ImplicitLocOpBuilder &sb) {
-          memref::StoreOp::create(
-              sb, arith::IndexCastOp::create(sb, sb.getI32Type(), n),
-              walkKernel.arg("counts"), ValueRange{site.batch, site.kvHead, site.query});
-        });
-      }, noContenders);
+      forEachQueryWarp(
+          b, walkKernel, p, walkKernel.arg("queries"), mmaWalk,
+          batchLayout ? &*batchLayout : nullptr, sequenceOf,
+          [&](ImplicitLocOpBuilder &gb, const WarpSite &w,
+              const LevelLayout &walkLayout) {
+            const QuerySite &site = w.site;
+            Value bt = w.bt;
+            const std::optional<WarpQuery> &query = w.query;
+            Value n;
+            if (w.mmaQuery) {
+              // Lane a holds contender a: each lane writes its own.
+              n = buildMmaWarpWalk(
+                  gb, *w.mmaQuery, walkKernel.arg("pyramid"), site, walkLayout,
+                  p.topK, bt, p.headDim, p.scale,
+                  [&](ImplicitLocOpBuilder &lb, Value pos, Value leaf) {
+                    memref::StoreOp::create(
+                        lb,
+                        arith::IndexCastOp::create(lb, lb.getI32Type(), leaf),
+                        walkKernel.arg("contenders"),
+                        ValueRange{site.batch, site.kvHead, site.query, pos});
+                  });
+            } else {
+              const QueryScratch &scratch = *w.scratch;
+              WarpScorer summaries =
+                  warpScorer(query, walkKernel.arg("queries"),
+                             walkKernel.arg("pyramid"), p, w.lane, site);
+              n = buildWalk(gb, {walkLayout, p.topK}, summaries, bt, scratch);
+              // Lanes hold identical results: lane 0 writes them.
+              Value zero = indexConst(gb, 0);
+              Value writes =
+                  arith::SelectOp::create(gb, isLaneZero(gb, w.lane), n, zero);
+              buildLoop(
+                  gb, zero, writes, {},
+                  [&](ImplicitLocOpBuilder &lb, Value a, ValueRange) {
+                    Value leaf =
+                        memref::LoadOp::create(lb, scratch.cand, ValueRange{a});
+                    memref::StoreOp::create(
+                        lb, leaf, walkKernel.arg("contenders"),
+                        ValueRange{site.batch, site.kvHead, site.query, a});
+                    return SmallVector<Value>{};
+                  });
+            }
+            buildIfThen(
+                gb, isLaneZero(gb, w.lane), [&](ImplicitLocOpBuilder &sb) {
+                  memref::StoreOp::create(
+                      sb, arith::IndexCastOp::create(sb, sb.getI32Type(), n),
+                      walkKernel.arg("counts"),
+                      ValueRange{site.batch, site.kvHead, site.query});
+                });
+          },
+          noContenders);
     }
     SmallVector<KernelOperand> operands{{"queries", op.getQueries()},
                                         {"pyramid", op.getPyramid()},
@@ -185,12 +189,10 @@ TileProblem tileProblem(Value queries, Value keys, Value scores,
   }
   SortBuffers s{type(sort[0]), type(sort[1]), type(sort[2]), type(sort[3]),
                 type(sort[4]), type(sort[5]), type(sort[6]), type(sort[7])};
-  return TileProblem{perKv[1],      groupSize,        headDim,
-                     topK,          candidates,       qTile,
-                     blockSize,     scale,            type(queries),
-                     type(keys),    type(contenders), type(counts),
-                     type(scores),  s,                type(cuQueries),
-                     type(cuKeys)};
+  return TileProblem{perKv[1],      groupSize,  headDim,          topK,
+                     candidates,    qTile,      blockSize,        scale,
+                     type(queries), type(keys), type(contenders), type(counts),
+                     type(scores),  s,          type(cuQueries),  type(cuKeys)};
 }
 
 /// The cu_seqlens launch operands of a packed stage-2 op (none otherwise).
@@ -211,12 +213,11 @@ struct BucketToGPU : KernelOpPattern<BucketKernelOp> {
                                 op.getQTile(), op.getBlockSize(), 0.0f,
                                 op.getCuSeqlensQ(), op.getCuSeqlensK());
     BucketKernels kernels = buildBucketKernels(rewriter, op, p);
-    launchBucketKernels(host, kernels, p,
-                        groupsOf(host, op.getCounts(), p.kvHeads),
-                        dimOf(host, op.getCounts(), 2), op.getQueryOffset(),
-                        op.getContenders(), op.getCounts(), sort,
-                        cuSeqlensOperands(op.getCuSeqlensQ(),
-                                          op.getCuSeqlensK()));
+    launchBucketKernels(
+        host, kernels, p, groupsOf(host, op.getCounts(), p.kvHeads),
+        dimOf(host, op.getCounts(), 2), op.getQueryOffset(), op.getContenders(),
+        op.getCounts(), sort,
+        cuSeqlensOperands(op.getCuSeqlensQ(), op.getCuSeqlensK()));
   }
 };
 
@@ -227,29 +228,23 @@ struct ScoreTilesToGPU : KernelOpPattern<ScoreTilesKernelOp> {
   void lower(ScoreTilesKernelOp op, PatternRewriter &rewriter,
              ImplicitLocOpBuilder &host) const override {
     // Only the types of the buffers the scoring kernel reads matter here.
-    SmallVector<Value> sort{op.getLeafCount(), op.getLeafStart(),
-                            op.getLeafStart(), op.getTileLeaf(),
-                            op.getTileFirst(), op.getNumTiles(),
+    SmallVector<Value> sort{op.getLeafCount(),   op.getLeafStart(),
+                            op.getLeafStart(),   op.getTileLeaf(),
+                            op.getTileFirst(),   op.getNumTiles(),
                             op.getSortedPairs(), op.getLeafStart()};
     int64_t candidates = bufferType(op.getScores()).getShape()[3];
-    TileProblem p = tileProblem(op.getQueries(), op.getKeys(), op.getScores(),
-                                Value(), Value(), sort, op.getTopk(),
-                                candidates, op.getQTile(), op.getBlockSize(),
-                                op.getScale().convertToFloat(),
-                                op.getCuSeqlensQ(), op.getCuSeqlensK());
+    TileProblem p = tileProblem(
+        op.getQueries(), op.getKeys(), op.getScores(), Value(), Value(), sort,
+        op.getTopk(), candidates, op.getQTile(), op.getBlockSize(),
+        op.getScale().convertToFloat(), op.getCuSeqlensQ(), op.getCuSeqlensK());
     p.warpgroupMma = features.warpgroupMma;
     ScoreKernel kernel = buildScoreKernel(rewriter, op, p);
     SmallVector<KernelOperand> operands{
-        {"queries", op.getQueries()},
-        {"keys", op.getKeys()},
-        {"offset", op.getQueryOffset()},
-        {"leafCount", op.getLeafCount()},
-        {"leafStart", op.getLeafStart()},
-        {"tileLeaf", op.getTileLeaf()},
-        {"tileFirst", op.getTileFirst()},
-        {"numTiles", op.getNumTiles()},
-        {"sortedPairs", op.getSortedPairs()},
-        {"scores", op.getScores()}};
+        {"queries", op.getQueries()},         {"keys", op.getKeys()},
+        {"offset", op.getQueryOffset()},      {"leafCount", op.getLeafCount()},
+        {"leafStart", op.getLeafStart()},     {"tileLeaf", op.getTileLeaf()},
+        {"tileFirst", op.getTileFirst()},     {"numTiles", op.getNumTiles()},
+        {"sortedPairs", op.getSortedPairs()}, {"scores", op.getScores()}};
     operands.append(cuSeqlensOperands(op.getCuSeqlensQ(), op.getCuSeqlensK()));
     launchScoreKernel(host, kernel, groupsOf(host, op.getScores(), p.kvHeads),
                       dimOf(host, op.getTileLeaf(), 2), operands);
@@ -262,8 +257,14 @@ struct SelectFinalToGPU : KernelOpPattern<SelectFinalKernelOp> {
   void lower(SelectFinalKernelOp op, PatternRewriter &rewriter,
              ImplicitLocOpBuilder &host) const override {
     int64_t kvHeads = bufferType(op.getCounts()).getShape()[1];
-    Problem p{kvHeads, 0, 0, int64_t(op.getTopk()), 0,
-              int64_t(op.getBlockSize()), 0.0f, MemRefType(),
+    Problem p{kvHeads,
+              0,
+              0,
+              int64_t(op.getTopk()),
+              0,
+              int64_t(op.getBlockSize()),
+              0.0f,
+              MemRefType(),
               getConstantIntValue(op.getNumKeys())};
     Type index = rewriter.getIndexType(), i32 = rewriter.getI32Type();
     Kernel finalKernel;
@@ -295,12 +296,14 @@ struct SelectFinalToGPU : KernelOpPattern<SelectFinalKernelOp> {
             [&](ImplicitLocOpBuilder &lb, Value a) -> Value {
               return arith::IndexCastOp::create(
                   lb, lb.getIndexType(),
-                  memref::LoadOp::create(lb, finalKernel.arg("contenders"),
-                                         ValueRange{fat[0], fat[1], fat[2], a}));
+                  memref::LoadOp::create(
+                      lb, finalKernel.arg("contenders"),
+                      ValueRange{fat[0], fat[1], fat[2], a}));
             },
             [&](ImplicitLocOpBuilder &lb, Value a) -> Value {
-              return memref::LoadOp::create(lb, finalKernel.arg("scores"),
-                                            ValueRange{fat[0], fat[1], fat[2], a});
+              return memref::LoadOp::create(
+                  lb, finalKernel.arg("scores"),
+                  ValueRange{fat[0], fat[1], fat[2], a});
             },
             finalKernel.func().getPrivateAttributions()[0],
             [&](ImplicitLocOpBuilder &lb, Value pos, Value value) {
@@ -317,7 +320,8 @@ struct SelectFinalToGPU : KernelOpPattern<SelectFinalKernelOp> {
                       finalKernel.arg("numKeys"), indexConst(fb, p.blockSize))
                 : indexConst(fb, ceilDiv(*p.numKeys, p.blockSize));
         guarded(fb, fat[3], [&](ImplicitLocOpBuilder &gb) {
-          Value t = arith::AddIOp::create(gb, finalKernel.arg("offset"), fat[2]);
+          Value t =
+              arith::AddIOp::create(gb, finalKernel.arg("offset"), fat[2]);
           select(gb, leafOfPosition(gb, p.blockSize, finalLeaves, t));
         });
       } else {
@@ -357,8 +361,7 @@ void mlir::pisa::populateSelectionKernelsToGPUPatterns(
     RewritePatternSet &patterns, const GPUTargetFeatures &features) {
   addSingleStagePatterns(patterns);
   addLseScorePatterns(patterns);
-  patterns.add<FragmentPlanesToGPU, WalkToGPU,
-               BucketToGPU, SelectFinalToGPU>(
+  patterns.add<FragmentPlanesToGPU, WalkToGPU, BucketToGPU, SelectFinalToGPU>(
       patterns.getContext());
   patterns.add<ScoreTilesToGPU>(patterns.getContext(), features);
 }

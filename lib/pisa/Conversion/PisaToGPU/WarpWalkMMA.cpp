@@ -69,7 +69,7 @@ MmaWalkQuery mlir::pisa::detail::loadMmaWalkQuery(ImplicitLocOpBuilder &b,
     Value kHi = arith::AddIOp::create(b, kLo, indexConst(b, 8));
     query.fragments.push_back(
         mmaFragment(b, {pair(head0, kLo), pair(head1, kLo), pair(head0, kHi),
-                     pair(head1, kHi)}));
+                        pair(head1, kHi)}));
   }
   return query;
 }
@@ -84,17 +84,18 @@ MemRefType mlir::pisa::detail::fragmentPlanesType(MemRefType pyramid) {
 static Value fragmentGroups(ImplicitLocOpBuilder &b, Value pyramid) {
   int64_t d = cast<MemRefType>(pyramid.getType()).getShape()[3];
   return b.createOrFold<arith::MulIOp>(dimOf(b, pyramid, 2),
-                               indexConst(b, d / 16 * 4));
+                                       indexConst(b, d / 16 * 4));
 }
 
 Value mlir::pisa::detail::fragmentPlanesBlocks(ImplicitLocOpBuilder &b,
                                                Value pyramid) {
-  return b.createOrFold<arith::CeilDivUIOp>(fragmentGroups(b, pyramid),
-                                    indexConst(b, kFragmentPlanesThreads));
+  return b.createOrFold<arith::CeilDivUIOp>(
+      fragmentGroups(b, pyramid), indexConst(b, kFragmentPlanesThreads));
 }
 
-Kernel mlir::pisa::detail::buildFragmentPlanesKernel(
-    PatternRewriter &rewriter, Operation *anchor, MemRefType pyramid) {
+Kernel mlir::pisa::detail::buildFragmentPlanesKernel(PatternRewriter &rewriter,
+                                                     Operation *anchor,
+                                                     MemRefType pyramid) {
   OpBuilder::InsertionGuard guard(rewriter);
   MemRefType planesType = fragmentPlanesType(pyramid);
   Kernel kernel = createKernel(rewriter, anchor, "pyramid_mma_planes",
@@ -105,47 +106,50 @@ Kernel mlir::pisa::detail::buildFragmentPlanesKernel(
   Value batch = arith::DivUIOp::create(b, blockIdY(b), heads);
   Value kv = arith::RemUIOp::create(b, blockIdY(b), heads);
   Value i = arith::AddIOp::create(
-      b, arith::MulIOp::create(b, blockIdX(b),
-                               indexConst(b, kFragmentPlanesThreads)),
+      b,
+      arith::MulIOp::create(b, blockIdX(b),
+                            indexConst(b, kFragmentPlanesThreads)),
       threadIdX(b));
-  buildIfThen(b,
-              cmp(b, arith::CmpIPredicate::ult, i,
-                  fragmentGroups(b, kernel.arg("pyramid"))),
-              [&](ImplicitLocOpBuilder &tb) {
-    Value row = arith::DivUIOp::create(tb, i, indexConst(tb, 4 * steps));
-    Value group = arith::RemUIOp::create(tb, i, indexConst(tb, 4 * steps));
-    Value step = arith::DivUIOp::create(tb, group, indexConst(tb, 4));
-    Value tig = arith::RemUIOp::create(tb, group, indexConst(tb, 4));
-    // Elements 16 s + 2 t + {0, 1} and + {8, 9}.
-    Value k = arith::AddIOp::create(
-        tb, arith::MulIOp::create(tb, step, indexConst(tb, 16)),
-        arith::MulIOp::create(tb, tig, indexConst(tb, 2)));
-    auto pairF32 = VectorType::get({2}, tb.getF32Type());
-    auto pairBF16 = VectorType::get({2}, tb.getBF16Type());
-    SmallVector<Value> hi, lo;
-    for (int64_t offset : {0, 8}) {
-      Value x = vector::LoadOp::create(
-          tb, pairF32, kernel.arg("pyramid"),
-          ValueRange{batch, kv, row,
-                     arith::AddIOp::create(tb, k, indexConst(tb, offset))},
-          false, llvm::MaybeAlign(8));
-      Value h = arith::TruncFOp::create(tb, pairBF16, x);
-      hi.push_back(h);
-      lo.push_back(arith::TruncFOp::create(
-          tb, pairBF16,
-          arith::SubFOp::create(tb, x,
-                                arith::ExtFOp::create(tb, pairF32, h))));
-    }
-    Value packed = concatVectors(tb, concatVectors(tb, hi[0], hi[1]),
-                                 concatVectors(tb, lo[0], lo[1]));
-    vector::StoreOp::create(
-        tb, packed, kernel.arg("planes"),
-        ValueRange{batch, kv, row,
-                   arith::AddIOp::create(
-                       tb, arith::MulIOp::create(tb, step, indexConst(tb, 32)),
-                       arith::MulIOp::create(tb, tig, indexConst(tb, 8)))},
-        false, llvm::MaybeAlign(16));
-  });
+  buildIfThen(
+      b,
+      cmp(b, arith::CmpIPredicate::ult, i,
+          fragmentGroups(b, kernel.arg("pyramid"))),
+      [&](ImplicitLocOpBuilder &tb) {
+        Value row = arith::DivUIOp::create(tb, i, indexConst(tb, 4 * steps));
+        Value group = arith::RemUIOp::create(tb, i, indexConst(tb, 4 * steps));
+        Value step = arith::DivUIOp::create(tb, group, indexConst(tb, 4));
+        Value tig = arith::RemUIOp::create(tb, group, indexConst(tb, 4));
+        // Elements 16 s + 2 t + {0, 1} and + {8, 9}.
+        Value k = arith::AddIOp::create(
+            tb, arith::MulIOp::create(tb, step, indexConst(tb, 16)),
+            arith::MulIOp::create(tb, tig, indexConst(tb, 2)));
+        auto pairF32 = VectorType::get({2}, tb.getF32Type());
+        auto pairBF16 = VectorType::get({2}, tb.getBF16Type());
+        SmallVector<Value> hi, lo;
+        for (int64_t offset : {0, 8}) {
+          Value x = vector::LoadOp::create(
+              tb, pairF32, kernel.arg("pyramid"),
+              ValueRange{batch, kv, row,
+                         arith::AddIOp::create(tb, k, indexConst(tb, offset))},
+              false, llvm::MaybeAlign(8));
+          Value h = arith::TruncFOp::create(tb, pairBF16, x);
+          hi.push_back(h);
+          lo.push_back(arith::TruncFOp::create(
+              tb, pairBF16,
+              arith::SubFOp::create(tb, x,
+                                    arith::ExtFOp::create(tb, pairF32, h))));
+        }
+        Value packed = concatVectors(tb, concatVectors(tb, hi[0], hi[1]),
+                                     concatVectors(tb, lo[0], lo[1]));
+        vector::StoreOp::create(
+            tb, packed, kernel.arg("planes"),
+            ValueRange{batch, kv, row,
+                       arith::AddIOp::create(
+                           tb,
+                           arith::MulIOp::create(tb, step, indexConst(tb, 32)),
+                           arith::MulIOp::create(tb, tig, indexConst(tb, 8)))},
+            false, llvm::MaybeAlign(16));
+      });
   gpu::ReturnOp::create(b);
   return kernel;
 }
@@ -194,8 +198,7 @@ levelScores(ImplicitLocOpBuilder &b, const MmaWalkQuery &query, Value planes,
       Value group = vector::LoadOp::create(
           b, groupType, planes,
           ValueRange{site.batch, site.kvHead, row,
-                     arith::AddIOp::create(b, groupCol,
-                                           indexConst(b, 32 * s))},
+                     arith::AddIOp::create(b, groupCol, indexConst(b, 32 * s))},
           false, llvm::MaybeAlign(16));
       auto pairAt = [&](int64_t offset) -> Value {
         return vector::ShuffleOp::create(b, group, group,
@@ -229,8 +232,8 @@ Value mlir::pisa::detail::buildMmaWarpWalk(
   Value lane = query.lane, lane32 = toI32(b, lane);
   LaneLeaves leaves = buildLaneWalk(
       b, lane, layout, topK, kFanout, bt,
-      [&](ImplicitLocOpBuilder &rb, const ChildLevel &children,
-          Value numCausal, LaneNodeOf nodeOf) {
+      [&](ImplicitLocOpBuilder &rb, const ChildLevel &children, Value numCausal,
+          LaneNodeOf nodeOf) {
         SmallVector<Value> tiles =
             levelScores(rb, query, planes, site, children, numCausal, nodeOf,
                         maxCandidates, headDim, scale);

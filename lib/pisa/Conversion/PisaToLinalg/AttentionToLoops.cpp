@@ -60,34 +60,36 @@ struct SparseAttentionToLoops : OpRewritePattern<SparseAttentionOp> {
     Value out = emptyLike(b, op.getOutput().getType(), outSizes);
     Value lse = emptyLike(b, op.getLse().getType(), outSizes);
     auto accType = RankedTensorType::get({dv}, b.getF32Type());
-    Value accInit = tensor::EmptyOp::create(b, accType.getShape(),
-                                            b.getF32Type());
+    Value accInit =
+        tensor::EmptyOp::create(b, accType.getShape(), b.getF32Type());
 
     auto perQuery = [&](ImplicitLocOpBuilder &qb, Value bi, Value h, Value i,
                         ValueRange st) -> SmallVector<Value> {
       Value kv = arith::DivUIOp::create(qb, h, indexConst(qb, groupSize));
       Value t = arith::AddIOp::create(qb, op.getQueryOffset(), i);
       // Keys past t or N are never attended.
-      Value keyEnd = arith::MinUIOp::create(
-          qb, numKeys, arith::AddIOp::create(qb, t, one));
-      Value acc0 = buildLoop(qb, zero, indexConst(qb, dv), {accInit},
-                             [&](ImplicitLocOpBuilder &lb, Value e, ValueRange a) {
-        return SmallVector<Value>{
-            tensor::InsertOp::create(lb, zeroF, a[0], e).getResult()};
-      })[0];
+      Value keyEnd = arith::MinUIOp::create(qb, numKeys,
+                                            arith::AddIOp::create(qb, t, one));
+      Value acc0 = buildLoop(
+          qb, zero, indexConst(qb, dv), {accInit},
+          [&](ImplicitLocOpBuilder &lb, Value e, ValueRange a) {
+            return SmallVector<Value>{
+                tensor::InsertOp::create(lb, zeroF, a[0], e).getResult()};
+          })[0];
 
       // Over the selection row: entries used in order (docs/semantics.md 6).
       auto rowState = buildLoop(
           qb, zero, indexConst(qb, topK),
           {negInf, zeroF, acc0, indexConst(qb, -1)},
           [&](ImplicitLocOpBuilder &eb, Value slot, ValueRange es) {
-            Value raw = tensor::ExtractOp::create(
-                eb, op.getSelection(), ValueRange{bi, kv, i, slot});
-            Value block = arith::IndexCastOp::create(eb, eb.getIndexType(), raw);
+            Value raw = tensor::ExtractOp::create(eb, op.getSelection(),
+                                                  ValueRange{bi, kv, i, slot});
+            Value block =
+                arith::IndexCastOp::create(eb, eb.getIndexType(), raw);
             Value lastUsed = es[3];
-            Value nonNegative = arith::CmpIOp::create(
-                eb, arith::CmpIPredicate::sge, raw,
-                arith::ConstantIntOp::create(eb, 0, 32));
+            Value nonNegative =
+                arith::CmpIOp::create(eb, arith::CmpIPredicate::sge, raw,
+                                      arith::ConstantIntOp::create(eb, 0, 32));
             Value used = arith::AndIOp::create(
                 eb, nonNegative,
                 arith::AndIOp::create(
@@ -100,8 +102,8 @@ struct SparseAttentionToLoops : OpRewritePattern<SparseAttentionOp> {
                   Value end = arith::MinUIOp::create(
                       tb, keyEnd, arith::AddIOp::create(tb, first, cBlock));
                   end = arith::MaxUIOp::create(tb, end, first);
-                  return attendKeys(tb, op, {es[0], es[1], es[2]}, bi, h, kv,
-                                    i, first, end, scale, d, dv);
+                  return attendKeys(tb, op, {es[0], es[1], es[2]}, bi, h, kv, i,
+                                    first, end, scale, d, dv);
                 },
                 [&](ImplicitLocOpBuilder &) {
                   return SmallVector<Value>{es[0], es[1], es[2]};
@@ -122,16 +124,17 @@ struct SparseAttentionToLoops : OpRewritePattern<SparseAttentionOp> {
           qb, empty, zeroF,
           arith::DivFOp::create(qb, f32Const(qb, 1.0f), rowState[1]));
       Type elem = qType.getElementType();
-      Value outAcc = buildLoop(qb, zero, indexConst(qb, dv), {st[0]},
-                               [&](ImplicitLocOpBuilder &lb, Value e, ValueRange a) {
-        Value x = arith::MulFOp::create(
-            lb, tensor::ExtractOp::create(lb, rowState[2], e), inv);
-        if (elem != lb.getF32Type())
-          x = arith::TruncFOp::create(lb, elem, x);
-        return SmallVector<Value>{
-            tensor::InsertOp::create(lb, x, a[0], ValueRange{bi, h, i, e})
-                .getResult()};
-      })[0];
+      Value outAcc = buildLoop(
+          qb, zero, indexConst(qb, dv), {st[0]},
+          [&](ImplicitLocOpBuilder &lb, Value e, ValueRange a) {
+            Value x = arith::MulFOp::create(
+                lb, tensor::ExtractOp::create(lb, rowState[2], e), inv);
+            if (elem != lb.getF32Type())
+              x = arith::TruncFOp::create(lb, elem, x);
+            return SmallVector<Value>{
+                tensor::InsertOp::create(lb, x, a[0], ValueRange{bi, h, i, e})
+                    .getResult()};
+          })[0];
       Value lseAcc =
           tensor::InsertOp::create(qb, lseValue, st[1], ValueRange{bi, h, i});
       return {outAcc, lseAcc};
@@ -141,13 +144,19 @@ struct SparseAttentionToLoops : OpRewritePattern<SparseAttentionOp> {
                         LoopBody body) {
       return buildLoop(lb, zero, extent, acc, body);
     };
-    auto result = loopOver(b, batch, {out, lse}, [&](ImplicitLocOpBuilder &b0, Value bi, ValueRange a0) {
-      return loopOver(b0, indexConst(b0, queryHeads), a0, [&](ImplicitLocOpBuilder &b1, Value h, ValueRange a1) {
-        return loopOver(b1, numQueries, a1, [&](ImplicitLocOpBuilder &b2, Value i, ValueRange a2) {
-          return perQuery(b2, bi, h, i, a2);
-        });
-      });
-    });
+    auto result =
+        loopOver(b, batch, {out, lse},
+                 [&](ImplicitLocOpBuilder &b0, Value bi, ValueRange a0) {
+                   return loopOver(
+                       b0, indexConst(b0, queryHeads), a0,
+                       [&](ImplicitLocOpBuilder &b1, Value h, ValueRange a1) {
+                         return loopOver(b1, numQueries, a1,
+                                         [&](ImplicitLocOpBuilder &b2, Value i,
+                                             ValueRange a2) {
+                                           return perQuery(b2, bi, h, i, a2);
+                                         });
+                       });
+                 });
     rewriter.replaceOp(op, result);
     return success();
   }
@@ -163,30 +172,33 @@ private:
     return buildLoop(
         b, first, end, {state.max, state.sum, state.acc},
         [&](ImplicitLocOpBuilder &lb, Value j, ValueRange s) {
-          Value dot = buildLoop(lb, zero, indexConst(lb, d), {f32Const(lb, 0.0f)},
-                                [&](ImplicitLocOpBuilder &db, Value c, ValueRange a) {
-            Value qc = extractF32(db, op.getQueries(), {bi, h, i, c});
-            Value kc = extractF32(db, op.getKeys(), {bi, kv, j, c});
-            return SmallVector<Value>{arith::AddFOp::create(
-                db, a[0], arith::MulFOp::create(db, qc, kc))};
-          })[0];
+          Value dot = buildLoop(
+              lb, zero, indexConst(lb, d), {f32Const(lb, 0.0f)},
+              [&](ImplicitLocOpBuilder &db, Value c, ValueRange a) {
+                Value qc = extractF32(db, op.getQueries(), {bi, h, i, c});
+                Value kc = extractF32(db, op.getKeys(), {bi, kv, j, c});
+                return SmallVector<Value>{arith::AddFOp::create(
+                    db, a[0], arith::MulFOp::create(db, qc, kc))};
+              })[0];
           Value x = arith::MulFOp::create(lb, dot, scale);
           Value max = arith::MaximumFOp::create(lb, s[0], x);
           // exp(old max - new max) rescales what was accumulated.
-          Value keep = math::ExpOp::create(lb, arith::SubFOp::create(lb, s[0], max));
+          Value keep =
+              math::ExpOp::create(lb, arith::SubFOp::create(lb, s[0], max));
           Value p = math::ExpOp::create(lb, arith::SubFOp::create(lb, x, max));
           Value sum = arith::AddFOp::create(
               lb, arith::MulFOp::create(lb, s[1], keep), p);
-          Value acc = buildLoop(lb, zero, indexConst(lb, dv), {s[2]},
-                                [&](ImplicitLocOpBuilder &vb, Value e, ValueRange a) {
-            Value ve = extractF32(vb, op.getValues(), {bi, kv, j, e});
-            Value old = tensor::ExtractOp::create(vb, a[0], e);
-            Value next = arith::AddFOp::create(
-                vb, arith::MulFOp::create(vb, old, keep),
-                arith::MulFOp::create(vb, p, ve));
-            return SmallVector<Value>{
-                tensor::InsertOp::create(vb, next, a[0], e).getResult()};
-          })[0];
+          Value acc = buildLoop(
+              lb, zero, indexConst(lb, dv), {s[2]},
+              [&](ImplicitLocOpBuilder &vb, Value e, ValueRange a) {
+                Value ve = extractF32(vb, op.getValues(), {bi, kv, j, e});
+                Value old = tensor::ExtractOp::create(vb, a[0], e);
+                Value next = arith::AddFOp::create(
+                    vb, arith::MulFOp::create(vb, old, keep),
+                    arith::MulFOp::create(vb, p, ve));
+                return SmallVector<Value>{
+                    tensor::InsertOp::create(vb, next, a[0], e).getResult()};
+              })[0];
           return SmallVector<Value>{max, sum, acc};
         });
   }
@@ -201,8 +213,9 @@ struct TokenMajorSparseAttention : OpRewritePattern<SparseAttentionOp> {
       return failure();
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     auto headMajor = SparseAttentionOp::create(
-        b, TypeRange{swapHeadsAndTokens(op.getOutput().getType()),
-                     swapHeadsAndTokens(op.getLse().getType())},
+        b,
+        TypeRange{swapHeadsAndTokens(op.getOutput().getType()),
+                  swapHeadsAndTokens(op.getLse().getType())},
         swapHeadsAndTokens(b, op.getQueries()),
         swapHeadsAndTokens(b, op.getKeys()),
         swapHeadsAndTokens(b, op.getValues()),

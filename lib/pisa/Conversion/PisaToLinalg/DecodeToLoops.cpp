@@ -35,8 +35,8 @@ Value sequenceOf(ImplicitLocOpBuilder &b, Value tensor, Value batch,
   std::optional<int64_t> n = getConstantIntValue(rows);
   auto sliceType = RankedTensorType::get(
       {1, s[1], n ? *n : ShapedType::kDynamic, s[3]}, type.getElementType());
-  SmallVector<OpFoldResult> offsets{batch, b.getIndexAttr(0),
-                                    b.getIndexAttr(0), b.getIndexAttr(0)};
+  SmallVector<OpFoldResult> offsets{batch, b.getIndexAttr(0), b.getIndexAttr(0),
+                                    b.getIndexAttr(0)};
   SmallVector<OpFoldResult> sizes{b.getIndexAttr(1), b.getIndexAttr(s[1]),
                                   getAsOpFoldResult(rows),
                                   b.getIndexAttr(s[3])};
@@ -69,8 +69,8 @@ Value pagesExist(ImplicitLocOpBuilder &b, const PagedKeys &c, Value seq,
                                  indexConst(b, c.pageSize)),
       {arith::ConstantIntOp::create(b, 1, 1)},
       [&](ImplicitLocOpBuilder &lb, Value j, ValueRange acc) {
-        Value page = toIndex(lb, tensor::ExtractOp::create(
-                                     lb, c.table, ValueRange{seq, j}));
+        Value page = toIndex(
+            lb, tensor::ExtractOp::create(lb, c.table, ValueRange{seq, j}));
         Value inPool = arith::AndIOp::create(lb, cmp(lb, P::sge, page, zero),
                                              cmp(lb, P::slt, page, numPages));
         return SmallVector<Value>{arith::AndIOp::create(lb, acc[0], inPool)};
@@ -81,8 +81,8 @@ Value pagesExist(ImplicitLocOpBuilder &b, const PagedKeys &c, Value seq,
 /// rows past n are zeros), page by page.
 Value gatherKeys(ImplicitLocOpBuilder &b, const PagedKeys &c, Value seq,
                  Value n, Value rows, Type elem) {
-  auto type = RankedTensorType::get({1, c.heads, ShapedType::kDynamic, c.d},
-                                    elem);
+  auto type =
+      RankedTensorType::get({1, c.heads, ShapedType::kDynamic, c.d}, elem);
   Value init = emptyLike(b, type, {Value(), Value(), rows, Value()});
   Value zero = arith::ConstantOp::create(b, b.getZeroAttr(elem));
   init = linalg::FillOp::create(b, ValueRange{zero}, ValueRange{init})
@@ -91,8 +91,8 @@ Value gatherKeys(ImplicitLocOpBuilder &b, const PagedKeys &c, Value seq,
   return buildLoop(
       b, indexConst(b, 0), arith::CeilDivUIOp::create(b, n, cS), {init},
       [&](ImplicitLocOpBuilder &lb, Value j, ValueRange acc) {
-        Value page = toIndex(lb, tensor::ExtractOp::create(
-                                     lb, c.table, ValueRange{seq, j}));
+        Value page = toIndex(
+            lb, tensor::ExtractOp::create(lb, c.table, ValueRange{seq, j}));
         Value first = arith::MulIOp::create(lb, j, cS);
         Value count =
             arith::MinUIOp::create(lb, cS, arith::SubIOp::create(lb, n, first));
@@ -107,10 +107,11 @@ Value gatherKeys(ImplicitLocOpBuilder &b, const PagedKeys &c, Value seq,
                                       lb.getIndexAttr(c.heads),
                                       lb.getIndexAttr(c.d)},
             strides);
-        Value headMajor = emptyLike(
-            lb, RankedTensorType::get({1, c.heads, ShapedType::kDynamic, c.d},
-                                      elem),
-            {Value(), Value(), count, Value()});
+        Value headMajor =
+            emptyLike(lb,
+                      RankedTensorType::get(
+                          {1, c.heads, ShapedType::kDynamic, c.d}, elem),
+                      {Value(), Value(), count, Value()});
         Value transposed =
             linalg::TransposeOp::create(lb, slice, headMajor,
                                         ArrayRef<int64_t>{0, 2, 1, 3})
@@ -157,16 +158,16 @@ struct PagedAppendToLoops : OpConversionPattern<PyramidAppendOp> {
               lb, pagesExist(lb, c, seq, n), {acc[0].getType()},
               [&](ImplicitLocOpBuilder &tb) {
                 Value keys =
-                    gatherKeys(tb, c, seq, arith::MaxSIOp::create(
-                                               tb, n, indexConst(tb, 0)),
+                    gatherKeys(tb, c, seq,
+                               arith::MaxSIOp::create(tb, n, indexConst(tb, 0)),
                                indexConst(tb, capacity), elem);
                 keys = tensor::CastOp::create(
                     tb,
                     RankedTensorType::get({1, c.heads, capacity, c.d}, elem),
                     keys);
-                SmallVector<OpFoldResult> offsets{
-                    seq, tb.getIndexAttr(0), tb.getIndexAttr(0),
-                    tb.getIndexAttr(0)};
+                SmallVector<OpFoldResult> offsets{seq, tb.getIndexAttr(0),
+                                                  tb.getIndexAttr(0),
+                                                  tb.getIndexAttr(0)};
                 SmallVector<OpFoldResult> sizes{
                     tb.getIndexAttr(1), tb.getIndexAttr(p[1]),
                     tb.getIndexAttr(p[2]), tb.getIndexAttr(p[3])};
@@ -206,8 +207,8 @@ struct DecodeSelectToLoops : OpConversionPattern<DecodeSelectOp> {
     RankedTensorType type = op.getSelection().getType();
     ArrayRef<int64_t> r = type.getShape();
     Value numQueries = dimOf(b, queries, 2);
-    Value init =
-        emptyLike(b, type, {dimOf(b, queries, 0), Value(), numQueries, Value()});
+    Value init = emptyLike(
+        b, type, {dimOf(b, queries, 0), Value(), numQueries, Value()});
     auto rowType = RankedTensorType::get({1, r[1], r[2], topK}, b.getI32Type());
     Value cap = indexConst(b, capacity);
     std::optional<PagedKeys> paged;
@@ -219,8 +220,8 @@ struct DecodeSelectToLoops : OpConversionPattern<DecodeSelectOp> {
         [&](ImplicitLocOpBuilder &lb, Value seq, ValueRange acc) {
           Value n = toIndex(lb, tensor::ExtractOp::create(lb, lens, seq));
           // Signed: a negative length is no length.
-          Value valid = arith::AndIOp::create(lb, cmp(lb, P::sle, numQueries, n),
-                                              cmp(lb, P::sle, n, cap));
+          Value valid = arith::AndIOp::create(
+              lb, cmp(lb, P::sle, numQueries, n), cmp(lb, P::sle, n, cap));
           if (paged)
             valid = buildIf(
                 lb, valid, {lb.getI1Type()},
@@ -235,20 +236,18 @@ struct DecodeSelectToLoops : OpConversionPattern<DecodeSelectOp> {
               lb, valid, {rowType},
               [&](ImplicitLocOpBuilder &tb) {
                 Value sel = HierTopKOp::create(
-                    tb, rowType,
-                    sequenceOf(tb, queries, seq, numQueries),
+                    tb, rowType, sequenceOf(tb, queries, seq, numQueries),
                     paged ? gatherKeys(tb, *paged, seq, n, n, elem)
                           : sequenceOf(tb, keys, seq, n),
-                    sequenceOf(tb, pyramid, seq,
-                               dimOf(tb, pyramid, 2)),
+                    sequenceOf(tb, pyramid, seq, dimOf(tb, pyramid, 2)),
                     arith::SubIOp::create(tb, n, numQueries), topK,
                     op.getBlockSize(), op.getBranching(), op.getScaleAttr(),
                     /*schedule=*/nullptr, tb.getI64IntegerAttr(capacity));
                 return SmallVector<Value>{sel};
               },
               [&](ImplicitLocOpBuilder &eb) {
-                Value empty = emptyLike(eb, rowType,
-                                        {Value(), Value(), numQueries, Value()});
+                Value empty = emptyLike(
+                    eb, rowType, {Value(), Value(), numQueries, Value()});
                 Value marker =
                     arith::ConstantIntOp::create(eb, kInvalidInput, 32);
                 return SmallVector<Value>{
@@ -256,9 +255,8 @@ struct DecodeSelectToLoops : OpConversionPattern<DecodeSelectOp> {
                                            ValueRange{empty})
                         .getResult(0)};
               })[0];
-          SmallVector<OpFoldResult> offsets{seq, lb.getIndexAttr(0),
-                                            lb.getIndexAttr(0),
-                                            lb.getIndexAttr(0)};
+          SmallVector<OpFoldResult> offsets{
+              seq, lb.getIndexAttr(0), lb.getIndexAttr(0), lb.getIndexAttr(0)};
           SmallVector<OpFoldResult> sizes{
               lb.getIndexAttr(1), lb.getIndexAttr(r[1]),
               getAsOpFoldResult(numQueries), lb.getIndexAttr(topK)};

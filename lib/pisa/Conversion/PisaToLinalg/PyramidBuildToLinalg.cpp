@@ -60,17 +60,16 @@ static Value poolMean(ImplicitLocOpBuilder &b, Value input, int64_t group,
   Value zeroF = arith::ConstantOp::create(b, b.getF32FloatAttr(0.0f));
   Value init = linalg::FillOp::create(b, ValueRange{zeroF}, ValueRange{empty})
                    .getResult(0);
-  Value sum =
-      linalg::ReduceOp::create(
-          b, ValueRange{grouped}, ValueRange{init}, /*dimensions=*/{3},
-          [&](OpBuilder &nb, Location loc, ValueRange args) {
-            Value x = args[0];
-            if (x.getType() != f32)
-              x = arith::ExtFOp::create(nb, loc, f32, x);
-            Value acc = arith::AddFOp::create(nb, loc, x, args[1]);
-            linalg::YieldOp::create(nb, loc, acc);
-          })
-          .getResult(0);
+  Value sum = linalg::ReduceOp::create(
+                  b, ValueRange{grouped}, ValueRange{init}, /*dimensions=*/{3},
+                  [&](OpBuilder &nb, Location loc, ValueRange args) {
+                    Value x = args[0];
+                    if (x.getType() != f32)
+                      x = arith::ExtFOp::create(nb, loc, f32, x);
+                    Value acc = arith::AddFOp::create(nb, loc, x, args[1]);
+                    linalg::YieldOp::create(nb, loc, acc);
+                  })
+                  .getResult(0);
 
   // node i averages min(group, n - i*group) rows.
   AffineMap id = b.getMultiDimIdentityMap(4);
@@ -106,30 +105,39 @@ static Value meanRows(ImplicitLocOpBuilder &b, Value into, Value source,
                       Value endNode, Value group, Value sourceBase,
                       Value sourceRows, Value destBase) {
   Value zero = indexConst(b, 0);
-  return buildLoop(b, zero, indexConst(b, heads), {into}, [&](ImplicitLocOpBuilder &b1, Value h, ValueRange a1) {
-    return buildLoop(b1, firstNode, endNode, a1, [&](ImplicitLocOpBuilder &b2, Value i, ValueRange a2) {
-      Value first = arith::MulIOp::create(b2, i, group);
-      Value count = arith::MinUIOp::create(
-          b2, group, arith::SubIOp::create(b2, sourceRows, first));
-      Value countF = arith::UIToFPOp::create(
-          b2, b2.getF32Type(),
-          arith::IndexCastUIOp::create(b2, b2.getI64Type(), count));
-      Value row = arith::AddIOp::create(b2, destBase, i);
-      Value base = arith::AddIOp::create(b2, sourceBase, first);
-      return buildLoop(b2, zero, indexConst(b2, d), a2, [&](ImplicitLocOpBuilder &b3, Value e, ValueRange a3) {
-        Value from = source ? source : a3[0];
-        Value sum = buildLoop(b3, zero, count, {f32Const(b3, 0.0f)},
-                              [&](ImplicitLocOpBuilder &b4, Value c, ValueRange acc) {
-          Value x = extractF32(b4, from,
-                               {bi, h, arith::AddIOp::create(b4, base, c), e});
-          return SmallVector<Value>{arith::AddFOp::create(b4, x, acc[0])};
-        })[0];
-        Value mean = arith::DivFOp::create(b3, sum, countF);
-        return SmallVector<Value>{
-            tensor::InsertOp::create(b3, mean, a3[0], ValueRange{bi, h, row, e})};
-      });
-    });
-  })[0];
+  return buildLoop(
+      b, zero, indexConst(b, heads), {into},
+      [&](ImplicitLocOpBuilder &b1, Value h, ValueRange a1) {
+        return buildLoop(
+            b1, firstNode, endNode, a1,
+            [&](ImplicitLocOpBuilder &b2, Value i, ValueRange a2) {
+              Value first = arith::MulIOp::create(b2, i, group);
+              Value count = arith::MinUIOp::create(
+                  b2, group, arith::SubIOp::create(b2, sourceRows, first));
+              Value countF = arith::UIToFPOp::create(
+                  b2, b2.getF32Type(),
+                  arith::IndexCastUIOp::create(b2, b2.getI64Type(), count));
+              Value row = arith::AddIOp::create(b2, destBase, i);
+              Value base = arith::AddIOp::create(b2, sourceBase, first);
+              return buildLoop(
+                  b2, zero, indexConst(b2, d), a2,
+                  [&](ImplicitLocOpBuilder &b3, Value e, ValueRange a3) {
+                    Value from = source ? source : a3[0];
+                    Value sum = buildLoop(
+                        b3, zero, count, {f32Const(b3, 0.0f)},
+                        [&](ImplicitLocOpBuilder &b4, Value c, ValueRange acc) {
+                          Value x = extractF32(
+                              b4, from,
+                              {bi, h, arith::AddIOp::create(b4, base, c), e});
+                          return SmallVector<Value>{
+                              arith::AddFOp::create(b4, x, acc[0])};
+                        })[0];
+                    Value mean = arith::DivFOp::create(b3, sum, countF);
+                    return SmallVector<Value>{tensor::InsertOp::create(
+                        b3, mean, a3[0], ValueRange{bi, h, row, e})};
+                  });
+            });
+      })[0];
 }
 
 /// Recomputes, for batch element `bi`, the leaves [firstLeaf, M_1) of a
@@ -184,10 +192,11 @@ static Value buildDynamicPyramid(ImplicitLocOpBuilder &b, PyramidBuildOp op) {
                                          b.getF32Type(), dynamic);
   return buildLoop(b, zero, batch, {packed},
                    [&](ImplicitLocOpBuilder &lb, Value bi, ValueRange st) {
-    return SmallVector<Value>{updatePyramid(
-        lb, st[0], keys, bi, heads, d, op.getBlockSize(), op.getBranching(),
-        numKeys, zero, layout, layout.offsets)};
-  })[0];
+                     return SmallVector<Value>{
+                         updatePyramid(lb, st[0], keys, bi, heads, d,
+                                       op.getBlockSize(), op.getBranching(),
+                                       numKeys, zero, layout, layout.offsets)};
+                   })[0];
 }
 
 /// pyramid_append: per sequence, the leaves from from[b] / C on and their
@@ -203,30 +212,33 @@ static Value buildAppend(ImplicitLocOpBuilder &b, PyramidAppendOp op) {
   auto length = [&](ImplicitLocOpBuilder &lb, Value tensor, Value bi) {
     return tensor::ExtractOp::create(lb, tensor, bi).getResult();
   };
-  return buildLoop(b, zero, batch, {op.getPyramid()},
-                   [&](ImplicitLocOpBuilder &lb, Value bi, ValueRange st) {
-    Value from = length(lb, op.getFrom(), bi), to = length(lb, op.getTo(), bi);
-    Value zero32 = arith::ConstantIntOp::create(lb, 0, 32);
-    Value valid = arith::AndIOp::create(
-        lb,
-        arith::AndIOp::create(
-            lb, arith::CmpIOp::create(lb, arith::CmpIPredicate::sle, zero32, from),
-            arith::CmpIOp::create(lb, arith::CmpIPredicate::slt, from, to)),
-        cmp(lb, arith::CmpIPredicate::ule, toIndex(lb, to), capacity));
-    return buildIf(
-        lb, valid, {st[0].getType()},
-        [&](ImplicitLocOpBuilder &tb) {
-          Value n = toIndex(tb, to);
-          LayoutTables sizes = buildLayoutTables(tb, n, blockSize, fan);
-          Value firstLeaf = arith::DivUIOp::create(tb, toIndex(tb, from),
-                                                   indexConst(tb, blockSize));
-          return SmallVector<Value>{updatePyramid(tb, st[0], keys, bi, heads,
-                                                  d, blockSize, fan, n,
-                                                  firstLeaf, sizes,
-                                                  cache.offsets)};
-        },
-        [&](ImplicitLocOpBuilder &) { return SmallVector<Value>{st[0]}; });
-  })[0];
+  return buildLoop(
+      b, zero, batch, {op.getPyramid()},
+      [&](ImplicitLocOpBuilder &lb, Value bi, ValueRange st) {
+        Value from = length(lb, op.getFrom(), bi),
+              to = length(lb, op.getTo(), bi);
+        Value zero32 = arith::ConstantIntOp::create(lb, 0, 32);
+        Value valid = arith::AndIOp::create(
+            lb,
+            arith::AndIOp::create(
+                lb,
+                arith::CmpIOp::create(lb, arith::CmpIPredicate::sle, zero32,
+                                      from),
+                arith::CmpIOp::create(lb, arith::CmpIPredicate::slt, from, to)),
+            cmp(lb, arith::CmpIPredicate::ule, toIndex(lb, to), capacity));
+        return buildIf(
+            lb, valid, {st[0].getType()},
+            [&](ImplicitLocOpBuilder &tb) {
+              Value n = toIndex(tb, to);
+              LayoutTables sizes = buildLayoutTables(tb, n, blockSize, fan);
+              Value firstLeaf = arith::DivUIOp::create(
+                  tb, toIndex(tb, from), indexConst(tb, blockSize));
+              return SmallVector<Value>{
+                  updatePyramid(tb, st[0], keys, bi, heads, d, blockSize, fan,
+                                n, firstLeaf, sizes, cache.offsets)};
+            },
+            [&](ImplicitLocOpBuilder &) { return SmallVector<Value>{st[0]}; });
+      })[0];
 }
 
 namespace {

@@ -8,8 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "../Common/LayoutTables.h"
 #include "../Common/ForcedBlocks.h"
+#include "../Common/LayoutTables.h"
 #include "../Common/LoopBuilders.h"
 #include "../Common/NodeScore.h"
 
@@ -36,16 +36,15 @@ static SmallVector<Value>
 compact(ImplicitLocOpBuilder &b, Value cand, Value count,
         llvm::function_ref<Value(ImplicitLocOpBuilder &, Value)> keep) {
   Value zero = indexConst(b, 0), one = indexConst(b, 1);
-  return buildLoop(
-      b, zero, count, {cand, zero},
-      [&](ImplicitLocOpBuilder &lb, Value a, ValueRange st) {
-        Value node = extractIndex(lb, st[0], {a});
-        Value ok = keep(lb, node);
-        Value updated = insertIndex(lb, node, st[0], {st[1]});
-        Value next = arith::SelectOp::create(
-            lb, ok, arith::AddIOp::create(lb, st[1], one), st[1]);
-        return SmallVector<Value>{updated, next};
-      });
+  return buildLoop(b, zero, count, {cand, zero},
+                   [&](ImplicitLocOpBuilder &lb, Value a, ValueRange st) {
+                     Value node = extractIndex(lb, st[0], {a});
+                     Value ok = keep(lb, node);
+                     Value updated = insertIndex(lb, node, st[0], {st[1]});
+                     Value next = arith::SelectOp::create(
+                         lb, ok, arith::AddIOp::create(lb, st[1], one), st[1]);
+                     return SmallVector<Value>{updated, next};
+                   });
 }
 
 /// Keeps the `slots` best of cand[0..count) by score into kept[0..), in
@@ -59,18 +58,20 @@ static SmallVector<Value> selectBest(ImplicitLocOpBuilder &b, Value cand,
   return buildLoop(
       b, zero, count, {kept, zero},
       [&](ImplicitLocOpBuilder &lb, Value a, ValueRange st) {
-        Value take = buildKeep(
-            lb, count, a, slots, ranked,
-            [&](ImplicitLocOpBuilder &sb, Value o) -> Value {
-              return tensor::ExtractOp::create(sb, scores, o);
-            });
+        Value take =
+            buildKeep(lb, count, a, slots, ranked,
+                      [&](ImplicitLocOpBuilder &sb, Value o) -> Value {
+                        return tensor::ExtractOp::create(sb, scores, o);
+                      });
         Value updated = buildIf(
             lb, take, {st[0].getType()},
             [&](ImplicitLocOpBuilder &tb) {
               Value node = extractIndex(tb, cand, {a});
               return SmallVector<Value>{insertIndex(tb, node, st[0], {st[1]})};
             },
-            [&](ImplicitLocOpBuilder &) { return SmallVector<Value>{st[0]}; })[0];
+            [&](ImplicitLocOpBuilder &) {
+              return SmallVector<Value>{st[0]};
+            })[0];
         Value next = arith::SelectOp::create(
             lb, take, arith::AddIOp::create(lb, st[1], one), st[1]);
         return SmallVector<Value>{updated, next};
@@ -78,8 +79,8 @@ static SmallVector<Value> selectBest(ImplicitLocOpBuilder &b, Value cand,
 }
 
 /// Scores cand[0..count) into `scores` when `needed`.
-static Value scoreCandidates(ImplicitLocOpBuilder &b, Value needed,
-                             Value cand, Value count, Value scores,
+static Value scoreCandidates(ImplicitLocOpBuilder &b, Value needed, Value cand,
+                             Value count, Value scores,
                              const ScoreOperands &operands,
                              const QuerySite &site, const ChildLevel &level) {
   Value zero = indexConst(b, 0);
@@ -118,8 +119,8 @@ struct LseScoreToLoops : OpRewritePattern<LseScoreOp> {
 
     ScoredLevel scored =
         scoredLevel(op.getLevel(), op.getBlockSize(), op.getBranching());
-    ScoreOperands operands{op.getQueries(), op.getChildren(), q[1] / c[1],
-                           q[3], op.getScaleOrDefault()};
+    ScoreOperands operands{op.getQueries(), op.getChildren(), q[1] / c[1], q[3],
+                           op.getScaleOrDefault()};
     ChildLevel childLevel{indexConst(b, 0), dimOf(b, op.getChildren(), 2),
                           indexConst(b, scored.fanout),
                           indexConst(b, scored.keysPerChild)};
@@ -131,34 +132,46 @@ struct LseScoreToLoops : OpRewritePattern<LseScoreOp> {
                         LoopBody body) {
       return buildLoop(lb, zero, extent, {acc}, body);
     };
-    auto result = loopOver(b, s[0], init, [&](ImplicitLocOpBuilder &b0, Value bi, ValueRange a0) {
-      return loopOver(b0, s[1], a0[0], [&](ImplicitLocOpBuilder &b1, Value kv, ValueRange a1) {
-        return loopOver(b1, s[2], a1[0], [&](ImplicitLocOpBuilder &b2, Value i, ValueRange a2) {
-          Value t = arith::AddIOp::create(b2, op.getQueryOffset(), i);
-          QuerySite site{bi, kv, i, t};
-          return loopOver(b2, s[3], a2[0], [&](ImplicitLocOpBuilder &b3, Value j, ValueRange a3) {
-            Value raw = tensor::ExtractOp::create(b3, op.getCandidates(),
-                                                  ValueRange{bi, kv, i, j});
-            Value valid = arith::CmpIOp::create(
-                b3, arith::CmpIPredicate::sge, raw,
-                arith::ConstantIntOp::create(b3, 0, 32));
-            Value u = buildIf(
-                b3, valid, {b3.getF32Type()},
-                [&](ImplicitLocOpBuilder &tb) {
-                  Value node = arith::IndexCastOp::create(
-                      tb, tb.getIndexType(), raw);
-                  return SmallVector<Value>{
-                      buildGroupScore(tb, operands, site, childLevel, node)};
-                },
-                [&](ImplicitLocOpBuilder &) {
-                  return SmallVector<Value>{negInf};
-                })[0];
-            return SmallVector<Value>{tensor::InsertOp::create(
-                b3, u, a3[0], ValueRange{bi, kv, i, j}).getResult()};
-          });
+    auto result = loopOver(
+        b, s[0], init, [&](ImplicitLocOpBuilder &b0, Value bi, ValueRange a0) {
+          return loopOver(
+              b0, s[1], a0[0],
+              [&](ImplicitLocOpBuilder &b1, Value kv, ValueRange a1) {
+                return loopOver(
+                    b1, s[2], a1[0],
+                    [&](ImplicitLocOpBuilder &b2, Value i, ValueRange a2) {
+                      Value t =
+                          arith::AddIOp::create(b2, op.getQueryOffset(), i);
+                      QuerySite site{bi, kv, i, t};
+                      return loopOver(
+                          b2, s[3], a2[0],
+                          [&](ImplicitLocOpBuilder &b3, Value j,
+                              ValueRange a3) {
+                            Value raw = tensor::ExtractOp::create(
+                                b3, op.getCandidates(),
+                                ValueRange{bi, kv, i, j});
+                            Value valid = arith::CmpIOp::create(
+                                b3, arith::CmpIPredicate::sge, raw,
+                                arith::ConstantIntOp::create(b3, 0, 32));
+                            Value u = buildIf(
+                                b3, valid, {b3.getF32Type()},
+                                [&](ImplicitLocOpBuilder &tb) {
+                                  Value node = arith::IndexCastOp::create(
+                                      tb, tb.getIndexType(), raw);
+                                  return SmallVector<Value>{buildGroupScore(
+                                      tb, operands, site, childLevel, node)};
+                                },
+                                [&](ImplicitLocOpBuilder &) {
+                                  return SmallVector<Value>{negInf};
+                                })[0];
+                            return SmallVector<Value>{
+                                tensor::InsertOp::create(
+                                    b3, u, a3[0], ValueRange{bi, kv, i, j})
+                                    .getResult()};
+                          });
+                    });
+              });
         });
-      });
-    });
     rewriter.replaceOp(op, result[0]);
     return success();
   }
@@ -235,13 +248,11 @@ struct HierTopKToLoops : OpRewritePattern<HierTopKOp> {
             Value level = arith::SubIOp::create(lb, numLevels, j);
             Value child = arith::SubIOp::create(lb, level, one);
             Value span = tensor::ExtractOp::create(lb, spans, level);
-            auto causal = compact(lb, ls[0], ls[1],
-                                  [&](ImplicitLocOpBuilder &cb, Value node) {
-                                    Value firstLeaf =
-                                        arith::MulIOp::create(cb, node, span);
-                                    return cmp(cb, arith::CmpIPredicate::ule,
-                                               firstLeaf, bt);
-                                  });
+            auto causal = compact(
+                lb, ls[0], ls[1], [&](ImplicitLocOpBuilder &cb, Value node) {
+                  Value firstLeaf = arith::MulIOp::create(cb, node, span);
+                  return cmp(cb, arith::CmpIPredicate::ule, firstLeaf, bt);
+                });
             Value numChildren = tensor::ExtractOp::create(lb, sizes, child);
             ChildLevel childLevel{
                 tensor::ExtractOp::create(lb, offsets, child), numChildren,
@@ -251,16 +262,15 @@ struct HierTopKToLoops : OpRewritePattern<HierTopKOp> {
             Value ranked = cmp(lb, arith::CmpIPredicate::ugt, causal[1], cK);
             Value scored = scoreCandidates(lb, ranked, causal[0], causal[1],
                                            ls[3], summaries, site, childLevel);
-            auto best = selectBest(lb, causal[0], scored, causal[1], cK,
-                                   ranked, ls[2]);
+            auto best =
+                selectBest(lb, causal[0], scored, causal[1], cK, ranked, ls[2]);
             // A = the existing children of the kept nodes, ascending.
             auto expanded = buildLoop(
                 lb, zero, best[1], {causal[0], zero},
                 [&](ImplicitLocOpBuilder &eb, Value p, ValueRange es) {
                   Value parent = extractIndex(eb, best[0], {p});
                   Value firstChild = arith::MulIOp::create(eb, parent, cFan);
-                  return appendChildren(eb, es, firstChild, cFan,
-                                        numChildren);
+                  return appendChildren(eb, es, firstChild, cFan, numChildren);
                 });
             return SmallVector<Value>{expanded[0], expanded[1], best[0],
                                       scored};
@@ -281,8 +291,8 @@ struct HierTopKToLoops : OpRewritePattern<HierTopKOp> {
       Value ranked = cmp(qb, arith::CmpIPredicate::ugt, others[1], slots);
       Value scored = scoreCandidates(qb, ranked, others[0], others[1],
                                      walked[3], rawKeys, site, keyLevel);
-      auto best =
-          selectBest(qb, others[0], scored, others[1], slots, ranked, walked[2]);
+      auto best = selectBest(qb, others[0], scored, others[1], slots, ranked,
+                             walked[2]);
 
       // Append the forced blocks, then write the set ascending, padded -1.
       Value sel = insertIndex(qb, zero, best[0], {best[1]});
@@ -296,22 +306,23 @@ struct HierTopKToLoops : OpRewritePattern<HierTopKOp> {
       return {outAcc, walked[0], sel, scored};
     };
 
-    auto loopOver = [&](ImplicitLocOpBuilder &lb, Value extent,
-                        ValueRange acc, LoopBody body) {
+    auto loopOver = [&](ImplicitLocOpBuilder &lb, Value extent, ValueRange acc,
+                        LoopBody body) {
       return buildLoop(lb, zero, extent, acc, body);
     };
-    auto result = loopOver(
-        b, numBatch, {out, cand, kept, scores},
-        [&](ImplicitLocOpBuilder &b0, Value bi, ValueRange a0) {
-          return loopOver(
-              b0, indexConst(b0, numKv), a0, [&](ImplicitLocOpBuilder &b1, Value kv, ValueRange a1) {
-                return loopOver(b1, numQueries, a1,
-                                [&](ImplicitLocOpBuilder &b2, Value i,
-                                    ValueRange a2) {
-                                  return perQuery(b2, bi, kv, i, a2);
-                                });
-              });
-        });
+    auto result =
+        loopOver(b, numBatch, {out, cand, kept, scores},
+                 [&](ImplicitLocOpBuilder &b0, Value bi, ValueRange a0) {
+                   return loopOver(
+                       b0, indexConst(b0, numKv), a0,
+                       [&](ImplicitLocOpBuilder &b1, Value kv, ValueRange a1) {
+                         return loopOver(b1, numQueries, a1,
+                                         [&](ImplicitLocOpBuilder &b2, Value i,
+                                             ValueRange a2) {
+                                           return perQuery(b2, bi, kv, i, a2);
+                                         });
+                       });
+                 });
     rewriter.replaceOp(op, result[0]);
     return success();
   }
@@ -346,18 +357,19 @@ private:
   }
 
   /// out[prefix..., rank(x)] = x for the distinct x in sel[0..n), then -1.
-  static Value writeSorted(ImplicitLocOpBuilder &b, Value sel, Value n,
-                           Value k, Value out, ValueRange prefix) {
+  static Value writeSorted(ImplicitLocOpBuilder &b, Value sel, Value n, Value k,
+                           Value out, ValueRange prefix) {
     Value zero = indexConst(b, 0), one = indexConst(b, 1);
     auto written = buildLoop(
-        b, zero, n, {out}, [&](ImplicitLocOpBuilder &lb, Value p, ValueRange st) {
+        b, zero, n, {out},
+        [&](ImplicitLocOpBuilder &lb, Value p, ValueRange st) {
           Value x = tensor::ExtractOp::create(lb, sel, p);
           auto rank = buildLoop(
               lb, zero, n, {zero},
               [&](ImplicitLocOpBuilder &rb, Value o, ValueRange r) {
                 Value y = tensor::ExtractOp::create(rb, sel, o);
-                Value less = arith::CmpIOp::create(
-                    rb, arith::CmpIPredicate::slt, y, x);
+                Value less =
+                    arith::CmpIOp::create(rb, arith::CmpIPredicate::slt, y, x);
                 return SmallVector<Value>{arith::SelectOp::create(
                     rb, less, arith::AddIOp::create(rb, r[0], one), r[0])};
               });
@@ -368,7 +380,8 @@ private:
         });
     Value pad = arith::ConstantIntOp::create(b, -1, 32);
     auto padded = buildLoop(
-        b, n, k, written, [&](ImplicitLocOpBuilder &lb, Value p, ValueRange st) {
+        b, n, k, written,
+        [&](ImplicitLocOpBuilder &lb, Value p, ValueRange st) {
           SmallVector<Value> idx(prefix);
           idx.push_back(p);
           return SmallVector<Value>{

@@ -43,8 +43,8 @@ Value entry(ImplicitLocOpBuilder &b, Value cuSeqlens, Value at) {
 Value rows(ImplicitLocOpBuilder &b, Value packed, Value first, Value count) {
   auto type = cast<RankedTensorType>(packed.getType());
   ArrayRef<int64_t> s = type.getShape();
-  auto sliceType = RankedTensorType::get({kAny, s[1], s[2]},
-                                         type.getElementType());
+  auto sliceType =
+      RankedTensorType::get({kAny, s[1], s[2]}, type.getElementType());
   SmallVector<OpFoldResult> offsets{first, b.getIndexAttr(0),
                                     b.getIndexAttr(0)};
   SmallVector<OpFoldResult> sizes{count, b.getIndexAttr(s[1]),
@@ -59,8 +59,8 @@ Value toHeadMajor(ImplicitLocOpBuilder &b, Value tokens) {
   auto type = cast<RankedTensorType>(tokens.getType());
   ArrayRef<int64_t> s = type.getShape();
   Value n = dimOf(b, tokens, 0);
-  auto expandedType = RankedTensorType::get({1, kAny, s[1], s[2]},
-                                            type.getElementType());
+  auto expandedType =
+      RankedTensorType::get({1, kAny, s[1], s[2]}, type.getElementType());
   Value expanded = tensor::ExpandShapeOp::create(
       b, expandedType, tokens, {{0, 1}, {2}, {3}},
       {b.getIndexAttr(1), n, b.getIndexAttr(s[1]), b.getIndexAttr(s[2])});
@@ -74,8 +74,7 @@ Value toTokenMajor(ImplicitLocOpBuilder &b, Value heads) {
 }
 
 /// Writes `part` [n, H, X] into rows first .. first + n - 1 of `into`.
-Value insertRows(ImplicitLocOpBuilder &b, Value part, Value into,
-                 Value first) {
+Value insertRows(ImplicitLocOpBuilder &b, Value part, Value into, Value first) {
   ArrayRef<int64_t> s = cast<RankedTensorType>(part.getType()).getShape();
   SmallVector<OpFoldResult> offsets{first, b.getIndexAttr(0),
                                     b.getIndexAttr(0)};
@@ -125,12 +124,11 @@ void requireCuSeqlens(ImplicitLocOpBuilder &b, StringRef op, Value cuKeys,
           auto i64 = [&](Value v) {
             return arith::IndexCastOp::create(lb, lb.getI64Type(), v);
           };
-          monotone = arith::AndIOp::create(
-              lb, monotone, cmp(lb, P::sle, i64(q0), i64(q1)));
+          monotone = arith::AndIOp::create(lb, monotone,
+                                           cmp(lb, P::sle, i64(q0), i64(q1)));
           fits = arith::AndIOp::create(
               lb, fits,
-              cmp(lb, P::sle,
-                  arith::SubIOp::create(lb, i64(q1), i64(q0)),
+              cmp(lb, P::sle, arith::SubIOp::create(lb, i64(q1), i64(q0)),
                   arith::SubIOp::create(lb, i64(k1), i64(k0))));
         }
         return SmallVector<Value>{monotone, fits};
@@ -140,8 +138,7 @@ void requireCuSeqlens(ImplicitLocOpBuilder &b, StringRef op, Value cuKeys,
     require(ok[1], "a sequence has more queries than keys (Nq_b > N_b)");
 }
 
-struct PyramidBuildVarlenToLoops
-    : OpConversionPattern<PyramidBuildVarlenOp> {
+struct PyramidBuildVarlenToLoops : OpConversionPattern<PyramidBuildVarlenOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
   matchAndRewrite(PyramidBuildVarlenOp op, OpAdaptor adaptor,
@@ -157,11 +154,12 @@ struct PyramidBuildVarlenToLoops
     // Rows between sequences are unspecified; zeros keep runs reproducible.
     Value totalRows = firstPyramidRow(b, numKeys, numSeqs, blockSize);
     Value init = emptyLike(b, type, {totalRows, Value(), Value()});
-    init = linalg::FillOp::create(
-               b, ValueRange{arith::ConstantOp::create(
-                      b, b.getF32FloatAttr(0.0f))},
-               ValueRange{init})
-               .getResult(0);
+    init =
+        linalg::FillOp::create(
+            b,
+            ValueRange{arith::ConstantOp::create(b, b.getF32FloatAttr(0.0f))},
+            ValueRange{init})
+            .getResult(0);
     ArrayRef<int64_t> k = op.getKeys().getType().getShape();
     auto pyramidType =
         RankedTensorType::get({1, k[1], kAny, k[2]}, b.getF32Type());
@@ -174,9 +172,9 @@ struct PyramidBuildVarlenToLoops
               lb, rows(lb, keys, k0, arith::SubIOp::create(lb, k1, k0)));
           Value pyramid = PyramidBuildOp::create(
               lb, pyramidType, seqKeys, op.getBlockSize(), op.getBranching());
-          return SmallVector<Value>{insertRows(
-              lb, toTokenMajor(lb, pyramid), acc[0],
-              firstPyramidRow(lb, k0, seq, blockSize))};
+          return SmallVector<Value>{
+              insertRows(lb, toTokenMajor(lb, pyramid), acc[0],
+                         firstPyramidRow(lb, k0, seq, blockSize))};
         });
     Value out = result[0];
     if (out.getType() != type)
@@ -204,8 +202,7 @@ struct HierTopKVarlenToLoops : OpConversionPattern<HierTopKVarlenOp> {
     RankedTensorType type = op.getSelection().getType();
     Value init = emptyLike(b, type, {dimOf(b, queries, 0), Value(), Value()});
     ArrayRef<int64_t> k = op.getKeys().getType().getShape();
-    auto selType = RankedTensorType::get({1, k[1], kAny, topK},
-                                         b.getI32Type());
+    auto selType = RankedTensorType::get({1, k[1], kAny, topK}, b.getI32Type());
     SmallVector<Value> result = buildLoop(
         b, zero, numSeqs, {init},
         [&](ImplicitLocOpBuilder &lb, Value seq, ValueRange acc) {
@@ -240,10 +237,10 @@ struct TokenMajorPyramidBuild : OpRewritePattern<PyramidBuildOp> {
     if (!op.getTokenMajor())
       return failure();
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-    rewriter.replaceOp(op, PyramidBuildOp::create(
-                               b, op.getPyramid().getType(),
-                               swapHeadsAndTokens(b, op.getKeys()),
-                               op.getBlockSize(), op.getBranching()));
+    rewriter.replaceOp(
+        op, PyramidBuildOp::create(b, op.getPyramid().getType(),
+                                   swapHeadsAndTokens(b, op.getKeys()),
+                                   op.getBlockSize(), op.getBranching()));
     return success();
   }
 };
@@ -259,9 +256,8 @@ struct TokenMajorHierTopK : OpRewritePattern<HierTopKOp> {
         b, swapHeadsAndTokens(op.getSelection().getType()),
         swapHeadsAndTokens(b, op.getQueries()),
         swapHeadsAndTokens(b, op.getKeys()), op.getPyramid(),
-        op.getQueryOffset(), op.getTopk(), op.getBlockSize(),
-        op.getBranching(), op.getScaleAttr(), op.getScheduleAttr(),
-        op.getCapacityAttr());
+        op.getQueryOffset(), op.getTopk(), op.getBlockSize(), op.getBranching(),
+        op.getScaleAttr(), op.getScheduleAttr(), op.getCapacityAttr());
     rewriter.replaceOp(op, swapHeadsAndTokens(b, sel));
     return success();
   }

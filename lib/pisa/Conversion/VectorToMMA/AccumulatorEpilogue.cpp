@@ -86,8 +86,8 @@ Value shuffleXor(ImplicitLocOpBuilder &b, Value v, int32_t mask) {
 }
 
 /// `v` combined over the lanes that differ in the bits of `masks`.
-Value combineLanes(ImplicitLocOpBuilder &b, vector::CombiningKind kind,
-                   Value v, ArrayRef<int32_t> masks) {
+Value combineLanes(ImplicitLocOpBuilder &b, vector::CombiningKind kind, Value v,
+                   ArrayRef<int32_t> masks) {
   for (int32_t mask : masks)
     v = combine(b, kind, v, shuffleXor(b, v, mask));
   return v;
@@ -104,8 +104,8 @@ Value splatAs(ImplicitLocOpBuilder &b, Value value, VectorType type) {
 } // namespace
 
 void mlir::pisa::markAccumulatorEpilogue(
-    Value product, llvm::function_ref<void(Operation *, ArrayRef<int64_t>)>
-                       mark) {
+    Value product,
+    llvm::function_ref<void(Operation *, ArrayRef<int64_t>)> mark) {
   SmallVector<Value> work{product};
   DenseSet<Operation *> seen;
   while (!work.empty()) {
@@ -174,9 +174,8 @@ LogicalResult mlir::pisa::distributeAccumulatorEpilogue(
           b, p.kind,
           vector::ExtractOp::create(b, p.partial, ArrayRef<int64_t>{i}),
           {1, 2}));
-    Value row = combine(b, p.kind,
-                        vector::FromElementsOp::create(b, rowType, perRow),
-                        p.init);
+    Value row = combine(
+        b, p.kind, vector::FromElementsOp::create(b, rowType, perRow), p.init);
     rows[v] = row;
     return row;
   };
@@ -269,8 +268,8 @@ LogicalResult mlir::pisa::distributeAccumulatorEpilogue(
         return WalkResult::interrupt();
       }
       // n-D shape casts do not lower: build the 2x2 fragment row by row.
-      Value tile = arith::ConstantOp::create(b, tileType,
-                                             b.getZeroAttr(tileType));
+      Value tile =
+          arith::ConstantOp::create(b, tileType, b.getZeroAttr(tileType));
       for (int64_t i = 0; i < 2; ++i) {
         Value v = vector::ExtractOp::create(b, row, ArrayRef<int64_t>{i});
         tile = vector::InsertOp::create(
@@ -284,13 +283,12 @@ LogicalResult mlir::pisa::distributeAccumulatorEpilogue(
         result = op->emitOpError("is not a reduction of a 16-row piece");
         return WalkResult::interrupt();
       }
-      Value v = combine(
-          b, red.getKind(),
-          vector::ExtractOp::create(b, row, ArrayRef<int64_t>{0}),
-          vector::ExtractOp::create(b, row, ArrayRef<int64_t>{1}));
-      rewriter.replaceAllUsesWith(red.getResult(),
-                                  combineLanes(b, red.getKind(), v,
-                                               {4, 8, 16}));
+      Value v =
+          combine(b, red.getKind(),
+                  vector::ExtractOp::create(b, row, ArrayRef<int64_t>{0}),
+                  vector::ExtractOp::create(b, row, ArrayRef<int64_t>{1}));
+      rewriter.replaceAllUsesWith(
+          red.getResult(), combineLanes(b, red.getKind(), v, {4, 8, 16}));
     } else {
       // Transfer writes and the products themselves are the caller's.
       if (isa<vector::TransferWriteOp, vector::ContractionOp>(op))

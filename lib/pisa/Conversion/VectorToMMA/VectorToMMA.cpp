@@ -78,9 +78,10 @@ std::optional<BLayout> warpMatmulLayout(vector::ContractionOp op) {
   for (BLayout layout : {BLayout::NK, BLayout::KN}) {
     bool nk = layout == BLayout::NK;
     SmallVector<AffineMap> maps = AffineMap::inferFromExprList(
-        ArrayRef<ArrayRef<AffineExpr>>{
-            {m, k}, nk ? ArrayRef<AffineExpr>{n, k} : ArrayRef<AffineExpr>{k, n},
-            {m, n}},
+        ArrayRef<ArrayRef<AffineExpr>>{{m, k},
+                                       nk ? ArrayRef<AffineExpr>{n, k}
+                                          : ArrayRef<AffineExpr>{k, n},
+                                       {m, n}},
         ctx);
     if (op.getIndexingMapsArray() == maps &&
         rhs.getDimSize(nk ? 0 : 1) % kN == 0)
@@ -225,7 +226,8 @@ FailureOr<Value> loadAccumulator(RewriterBase &rewriter,
   auto accType = VectorType::get({2, 2}, b.getF32Type());
   Value acc = arith::ConstantOp::create(
       b, accType, DenseElementsAttr::get(accType, b.getF32FloatAttr(0.0f)));
-  for (auto [half, at] : llvm::enumerate(accumulatorPairs(b, read.getIndices())))
+  for (auto [half, at] :
+       llvm::enumerate(accumulatorPairs(b, read.getIndices())))
     acc = vector::InsertOp::create(
         b,
         vector::LoadOp::create(b, VectorType::get({2}, b.getF32Type()),
@@ -247,10 +249,10 @@ LogicalResult storeFragment(RewriterBase &rewriter,
   ImplicitLocOpBuilder b(write.getLoc(), rewriter);
   for (auto [half, at] :
        llvm::enumerate(accumulatorPairs(b, write.getIndices())))
-    vector::StoreOp::create(
-        b,
-        vector::ExtractOp::create(b, fragment, ArrayRef<int64_t>{int64_t(half)}),
-        write.getBase(), at);
+    vector::StoreOp::create(b,
+                            vector::ExtractOp::create(
+                                b, fragment, ArrayRef<int64_t>{int64_t(half)}),
+                            write.getBase(), at);
   rewriter.eraseOp(write);
   return success();
 }

@@ -87,6 +87,13 @@ if os.path.exists(ptxas):
     config.available_features.add("ptxas")
     config.substitutions.append(("%ptxas", ptxas))
 
+# The formatter the sources are checked against (test/Lint/format.test):
+# LLVM 22's, as every tool here; older ones format differently.
+clang_format = shutil.which("clang-format-22") or "/usr/lib/llvm-22/bin/clang-format"
+if os.path.exists(clang_format):
+    config.available_features.add("clang-format")
+    config.substitutions.append(("%clang_format", clang_format))
+
 if subprocess.run(["/usr/bin/python3", "-c", "import torch"],
                   capture_output=True).returncode == 0:
     config.available_features.add("torch")

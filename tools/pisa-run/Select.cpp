@@ -187,12 +187,14 @@ int pisatool::runSelectOrAttend(const Options &options, bool attend,
   // work (pisa/Support/OutputFiles.h).
   {
     std::vector<std::string> inputs{*qPath, *kPath, cfg.selectionInPath};
-    for (const char *name : {"v", "cu-seqlens-q", "cu-seqlens-k"})
-      if (options.has(name))
-        if (auto path = options.str(name))
-          inputs.push_back(*path);
-        else
-          llvm::consumeError(path.takeError());
+    for (const char *name : {"v", "cu-seqlens-q", "cu-seqlens-k"}) {
+      if (!options.has(name))
+        continue;
+      if (auto path = options.str(name))
+        inputs.push_back(*path);
+      else
+        llvm::consumeError(path.takeError());
+    }
     if (llvm::Error err = mlir::pisa::checkOutputs(
             inputs, {cfg.outPath, cfg.lseOutPath, cfg.selectionOutPath}))
       return fail(std::move(err));

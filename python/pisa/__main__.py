@@ -6,26 +6,11 @@ usage: python3 -m pisa COMMAND [ARGS...]   (python3 -m pisa COMMAND --help)
 import importlib
 import sys
 
-# command: (module, what it does). Library modules (aot, torch, reference)
-# are imported by programs; these are the checks and benchmarks
-# (pisa.checks).
+# command: (module, what it does). The library modules (aot, torch,
+# reference) are imported by programs; the checks, sweeps and benchmarks
+# run from a checkout: `PYTHONPATH=python python3 -m device_checks --help`.
 COMMANDS = {
-    "sweep": ("pisa.checks.sweep", "generated shape sweep: build libraries, check on the GPU or the CPU"),
-    "cases": ("pisa.checks.cases", "build the fixed GPU check and benchmark libraries"),
-    "check-gpu": ("pisa.checks.check_gpu", "check the fixed cases on the GPU against the reference"),
-    "check-stream-order": ("pisa.checks.check_stream_order", "check that calls order after their inputs' producers"),
-    "check-abi": ("pisa.checks.check_abi", "check the call contract on the GPU: graphs, threads, bad calls"),
-    "check-layouts": ("pisa.checks.check_layouts", "token-major libraries against head-major ones on the GPU"),
-    "compare-ptx": ("pisa.checks.compare_ptx", "the PTX of two pisa-opt builds, kernel by kernel (no GPU)"),
-    "compare-builds": ("pisa.checks.compare_builds", "two builds' libraries on the same inputs, bitwise (GPU)"),
-    "check-torch": ("pisa.checks.check_torch", "check the PyTorch custom ops: eager, torch.compile, graphs"),
-    "check-decode": ("pisa.checks.check_decode", "decode over contiguous and paged caches on the GPU; its speed"),
-    "check-attention": ("pisa.checks.check_attention", "sparse attention on the GPU against float64; its speed"),
-    "check-lse-score": ("pisa.checks.check_lse_score", "pisa.lse_score on the GPU against float64"),
     "quality": ("pisa.quality", "softmax mass and recall@K of a selection against the exact top blocks"),
-    "bench-call": ("pisa.checks.bench_call", "the host part of a call against its kernels"),
-    "bench-gpu": ("pisa.checks.bench_gpu", "time the benchmark libraries on the GPU"),
-    "profile-gpu": ("pisa.checks.profile_gpu", "per-kernel times of one benchmark library"),
 }
 
 

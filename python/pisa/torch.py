@@ -18,7 +18,7 @@ selection is [Tq, Hkv, K] (docs/semantics.md, section 7); `layout` does not
 apply to it. A pyramid cache that the program appends to (manifest
 `updated_in_place`) is declared mutated (`Tensor(a!)`), so torch.compile
 orders the op with the cache's other uses (checked on the H200 with
-docs/examples/decode-step.mlir: `python3 -m pisa.checks.check_torch
+docs/examples/decode-step.mlir: `python3 -m device_checks.check_torch
 --decode libdecode-step.so`, eager, torch.compile(fullgraph=True) and
 opcheck).
 """

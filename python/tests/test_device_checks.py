@@ -1,5 +1,5 @@
 """GPU-free tests of the decode, attention and sweep checks' generators
-(pisa.checks.check_decode, pisa.checks.check_attention, pisa.checks.sweep):
+(device_checks.check_decode, device_checks.check_attention, device_checks.sweep):
 the programs they compile are valid pisa, the attention draw marks the
 shapes the GPU kernel does not take, and the sweep's wgmma space is where
 the compiler picks the wgmma scorer."""
@@ -12,7 +12,7 @@ import subprocess
 import unittest
 import zlib
 
-from pisa.checks import check_attention, check_decode, sweep
+from device_checks import check_attention, check_decode, sweep
 
 PISA_OPT = os.environ.get("PISA_OPT", "pisa-opt")
 

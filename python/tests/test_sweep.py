@@ -1,4 +1,4 @@
-"""GPU-free tests of the sweep's generator and pass rule (pisa.checks.sweep)."""
+"""GPU-free tests of the sweep's generator and pass rule (device_checks.sweep)."""
 
 import os
 import shutil
@@ -7,7 +7,7 @@ import unittest
 
 import numpy as np
 
-from pisa.checks import sweep
+from device_checks import sweep
 
 
 class DrawTest(unittest.TestCase):

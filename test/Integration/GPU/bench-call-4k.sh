@@ -8,9 +8,9 @@ dir=${1:-.device/ovh}
 for round in $(seq "${ROUNDS:-3}"); do
   for lib in libprefill4k_old libprefill4k; do
     echo "== $round $lib"
-    python3 -m pisa.checks.bench_call $dir/$lib.so --samples 25 2>&1 | tail -1
+    python3 -m device_checks.bench_call $dir/$lib.so --samples 25 2>&1 | tail -1
   done
   echo "== $round libany (dynamic)"
-  python3 -m pisa.checks.bench_call $dir/libany.so --samples 25 \
+  python3 -m device_checks.bench_call $dir/libany.so --samples 25 \
       --shapes 1x16x4096x128,1x1x4096x128 --index-args 0 2>&1 | tail -1
 done

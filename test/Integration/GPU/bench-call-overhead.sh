@@ -12,9 +12,9 @@ for spec in 4k:4096 16k:16384 64k:65536 256k:262144 1m:1048576; do
   [ "$n" -eq 65536 ] && r=30
   for v in _old ""; do
     echo "== N=$n static$v"
-    python3 -m pisa.checks.bench_call $dir/libprefill$tag$v.so --samples $s --repeat $r 2>&1 | tail -1
+    python3 -m device_checks.bench_call $dir/libprefill$tag$v.so --samples $s --repeat $r 2>&1 | tail -1
     echo "== N=$n dynamic$v"
-    python3 -m pisa.checks.bench_call $dir/libany$v.so --samples $s --repeat $r \
+    python3 -m device_checks.bench_call $dir/libany$v.so --samples $s --repeat $r \
         --shapes 1x16x${n}x128,1x1x${n}x128 --index-args 0 2>&1 | tail -1
   done
 done

@@ -7,7 +7,7 @@
 #       -Wl,-rpath,'$ORIGIN' -Wl,--allow-shlib-undefined -o ABI_DIR/aot-call
 #   bash test/Integration/GPU/run-abi-on-device.sh ABI_DIR SWEEP_DIR NAME...
 # runs the C++ example (direct call, CUDA graph replays, a refused call) and
-# pisa.checks.check_abi / pisa.checks.check_stream_order on sweep libraries NAME....
+# device_checks.check_abi / device_checks.check_stream_order on sweep libraries NAME....
 set -uo pipefail
 abi=${1:?usage: run-abi-on-device.sh ABI_DIR SWEEP_DIR NAME...}
 dir=${2:?usage: run-abi-on-device.sh ABI_DIR SWEEP_DIR NAME...}
@@ -15,6 +15,6 @@ shift 2
 export PYTHONPATH=$PWD/python${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
 rc=0
 "$abi/aot-call" || rc=1
-python3 -m pisa.checks.check_abi "$dir" --only "$@" || rc=1
-python3 -m pisa.checks.check_stream_order "$dir" --only "$@" || rc=1
+python3 -m device_checks.check_abi "$dir" --only "$@" || rc=1
+python3 -m device_checks.check_stream_order "$dir" --only "$@" || rc=1
 exit $rc

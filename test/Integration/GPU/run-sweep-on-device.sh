@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The generated shape sweep and the sanitizers on the GPU machine, on
-# libraries built here by `python3 -m pisa.checks.sweep build` (docs/testing.md):
+# libraries built here by `python3 -m device_checks.sweep build` (docs/testing.md):
 #   bash test/Integration/GPU/run-sweep-on-device.sh SWEEP_DIR OUT_DIR [PART]
 # PART (I/N) checks every N-th case only, so that each device call ends in
 # time. With VARIANTS_DIR set, each kernel variant there also runs under
@@ -16,7 +16,7 @@ part=${3:-0/1}
 export PYTHONPATH=$PWD/python${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
 rc=0
 nvidia-smi -L
-[ "$part" = none ] || python3 -m pisa.checks.sweep check "$dir" --part "$part" --budget "${BUDGET:-420}" --nonfinite \
+[ "$part" = none ] || python3 -m device_checks.sweep check "$dir" --part "$part" --budget "${BUDGET:-420}" --nonfinite \
     --json "$out/sweep-${part//\//of}.json" 2>&1 | tee "$out/sweep-${part//\//of}.log" || rc=1
 if [ -n "${VARIANTS_DIR:-}" ]; then
   names=${VARIANTS:-$(python3 -c 'import json,sys; print(" ".join(c["name"] for c in json.load(open(sys.argv[1]))["cases"]))' "$VARIANTS_DIR/sweep.json")}
@@ -24,7 +24,7 @@ if [ -n "${VARIANTS_DIR:-}" ]; then
     for name in $names; do
       echo "== $tool $name"
       timeout "${SANITIZER_TIMEOUT:-90}" compute-sanitizer --tool $tool --error-exitcode 3 \
-        python3 -m pisa.checks.sweep check "$VARIANTS_DIR" --only "$name" --rows 256 2>&1 |
+        python3 -m device_checks.sweep check "$VARIANTS_DIR" --only "$name" --rows 256 2>&1 |
         grep -E "^(ok|FAIL)|ERROR SUMMARY|RACECHECK SUMMARY|error" | tee -a "$out/sanitizers.log"
       [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
     done
@@ -33,7 +33,7 @@ fi
 if [ -n "${MEMCHECK:-}" ]; then
   echo "== memcheck on $MEMCHECK"
   compute-sanitizer --tool memcheck --error-exitcode 3 \
-    python3 -m pisa.checks.sweep check "$dir" --only $MEMCHECK --rows 256 --nonfinite 2>&1 |
+    python3 -m device_checks.sweep check "$dir" --only $MEMCHECK --rows 256 --nonfinite 2>&1 |
     grep -E "^(ok|FAIL)|ERROR SUMMARY|sweep:" | tee -a "$out/sanitizers.log"
   [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
 fi

@@ -9,9 +9,9 @@ The library is called at once, without a synchronisation: a call that does
 not wait for the stream the caller is on reads half-written inputs and
 selects wrong blocks silently (issue 11's wrong rows: a private
 non-blocking stream on the default stream). Compared with the float64
-reference on sampled rows, as pisa.checks.sweep does.
+reference on sampled rows, as device_checks.sweep does.
 
-usage: python3 -m pisa.checks.check_stream_order SWEEP_DIR --only NAME [NAME ...]
+usage: python3 -m device_checks.check_stream_order SWEEP_DIR --only NAME [NAME ...]
 """
 
 import os
@@ -21,7 +21,7 @@ import numpy as np
 import torch
 
 from pisa import aot, reference
-from pisa.checks import sweep
+from device_checks import sweep
 
 SLEEP_CYCLES = 200_000_000  # about 0.1 s at the H200's clock
 

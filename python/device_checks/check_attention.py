@@ -1,9 +1,9 @@
 """pisa.sparse_attention on the GPU (issue 14) against a float64 reference,
 over configurations drawn from a seed, through one AOT library each.
 
-  python3 -m pisa.checks.check_attention build DIR --seed S --count N   # here
-  python3 -m pisa.checks.check_attention check DIR [--shapes 3]         # GPU
-  python3 -m pisa.checks.check_attention bench DIR                      # GPU, timing
+  python3 -m device_checks.check_attention build DIR --seed S --count N   # here
+  python3 -m device_checks.check_attention check DIR [--shapes 3]         # GPU
+  python3 -m device_checks.check_attention bench DIR                      # GPU, timing
 
 A configuration (Hkv, G, d, dv, C, K, g, dtype) is drawn over the GPU
 kernel's supported space and a little beyond it: a shape outside it must be
@@ -35,7 +35,7 @@ import statistics
 import sys
 import time
 
-from pisa.checks import sweep
+from device_checks import sweep
 
 DTYPES = ("f16", "bf16")
 ATTENTION_HEAD_DIMS = (16, 32, 64, 96, 128, 192, 256)
@@ -372,7 +372,7 @@ def bench(args):
     import torch
     import torch.nn.functional as F
     from pisa import aot
-    from pisa.checks import nsa_peer
+    from device_checks import nsa_peer
 
     lib = aot.Library(os.path.join(args.dir, args.library))
     print(f"{args.library}:")

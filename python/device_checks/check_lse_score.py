@@ -1,8 +1,8 @@
 """pisa.lse_score on the GPU against a float64 reference, over
 configurations drawn from a seed, through one AOT library each.
 
-  python3 -m pisa.checks.check_lse_score build DIR --seed S --count N   # here
-  python3 -m pisa.checks.check_lse_score check DIR [--shapes 4]         # GPU
+  python3 -m device_checks.check_lse_score build DIR --seed S --count N   # here
+  python3 -m device_checks.check_lse_score check DIR [--shapes 4]         # GPU
 
 A configuration (dtype, level, Hkv, G, d, C, g, scale) is drawn over the
 op's whole space: levels 1 to 4, G up to 64, d from 1 to 256 (the query
@@ -29,7 +29,7 @@ import random
 import sys
 import time
 
-from pisa.checks import sweep
+from device_checks import repo, sweep
 
 DTYPES = ("f32", "f16", "bf16")
 HEAD_DIMS = (1, 8, 16, 32, 40, 64, 96, 128, 160, 256)
@@ -133,8 +133,8 @@ def make_candidates(torch, gen, shape, R, offset, fanout, span):
 def cross_check(torch, reference, numpy_dir, rng):
     """The float64 reference equals the CPU test's NumPy one on small inputs."""
     import numpy as np
-    sys.path.insert(0, numpy_dir)
-    import check_lse_score as numpy_check  # noqa: E402
+    numpy_check = repo.load(os.path.join(numpy_dir, "check_lse_score.py"),
+                            "numpy_check_lse_score")
     gen = torch.Generator(device="cuda").manual_seed(rng.randrange(2**31))
     for (B, Hkv, G, Nq, d, R, level, C, g, S, offset) in [
             (1, 1, 3, 6, 8, 13, 1, 4, 2, 5, 7), (2, 2, 2, 5, 4, 7, 2, 3, 2, 4, 14),
@@ -272,7 +272,7 @@ def main(argv=None):
     c.add_argument("--shapes", type=int, default=4)
     c.add_argument("--only", nargs="*")
     c.add_argument("--budget", type=float, default=400)
-    c.add_argument("--numpy-reference", default="test/Integration")
+    c.add_argument("--numpy-reference", default=repo.INTEGRATION_DIR)
     args = parser.parse_args(argv)
     return {"build": build, "check": check}[args.cmd](args)
 

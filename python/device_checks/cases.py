@@ -1,6 +1,6 @@
 """The GPU check and benchmark cases, and the MLIR programs for them.
 
-`python3 -m pisa.checks.cases OUT_DIR --pisa-compile PATH` (on a machine with
+`python3 -m device_checks.cases OUT_DIR --pisa-compile PATH` (on a machine with
 MLIR) writes one AOT library per case into OUT_DIR plus cases.json; the
 checker and the benchmark (on the GPU machine) read cases.json. Each library
 exports the same selection twice, `select_two_stage` and

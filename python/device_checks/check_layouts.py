@@ -6,7 +6,7 @@ inputs, and through pisa.torch in both index layouts (eager and under
 torch.compile(fullgraph=True), whose fake implementation must give the
 right shape).
 
-usage: python3 -m pisa.checks.check_layouts HEAD_MAJOR.so TOKEN_MAJOR.so
+usage: python3 -m device_checks.check_layouts HEAD_MAJOR.so TOKEN_MAJOR.so
        [--seed S] [--shapes 6] [--bench 4096,65536]
 --bench times both libraries per N (prefill, B = 1): CUDA events around
 each call, 5 warm-up calls, the median of 20, three input sets rotated.

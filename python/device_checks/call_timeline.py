@@ -8,7 +8,7 @@ gap before it), in microseconds from the start of the call's first driver
 call; then the medians over the R calls of the call's span, the kernels'
 sum and the idle GPU time inside the span.
 
-usage: python3 -m pisa.checks.call_timeline LIB.so [--shapes ...] [--calls 20]
+usage: python3 -m device_checks.call_timeline LIB.so [--shapes ...] [--calls 20]
 """
 
 import argparse
@@ -18,7 +18,7 @@ import sys
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-from pisa.checks import bench_call
+from device_checks import bench_call
 
 
 def main():

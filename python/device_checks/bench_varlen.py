@@ -1,9 +1,9 @@
 """Times a varlen selection library against batched libraries of the same
 configuration on the same work, in one run (docs/performance.md, "Varlen").
 
-  python3 -m pisa.checks.bench_varlen write DIR         # here: the programs
+  python3 -m device_checks.bench_varlen write DIR         # here: the programs
   for p in DIR/*.mlir; do build/bin/pisa-compile $p -o DIR/lib$(basename $p .mlir).so; done
-  python3 -m pisa.checks.bench_varlen run DIR           # on the GPU
+  python3 -m device_checks.bench_varlen run DIR           # on the GPU
 
 Paper setting (G = 16, d = 128, C = 64, K = 8, g = 2, bf16, Hkv = 1).
 Libraries: `varlen` (pyramid_build_varlen + hier_topk_varlen, the
@@ -134,7 +134,7 @@ def run(args):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python3 -m pisa.checks.bench_varlen",
+    parser = argparse.ArgumentParser(prog="python3 -m device_checks.bench_varlen",
                                      description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="cmd", required=True)

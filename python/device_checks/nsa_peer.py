@@ -9,7 +9,7 @@ pass in the same run instead of quoting the issue's figures.
 
 It takes the selection rows our selection writes (ascending, -1 padding)
 and attends an entry's keys j <= t, as docs/semantics.md section 6 does for
-such rows; `python3 -m pisa.checks.nsa_peer --seed S` checks it against
+such rows; `python3 -m device_checks.nsa_peer --seed S` checks it against
 check_attention.reference (float64) over drawn shapes.
 """
 
@@ -100,7 +100,7 @@ def main(argv=None):
     of C, N < C, chunks and single queries)."""
     import torch
 
-    from pisa.checks import check_attention as ca
+    from device_checks import check_attention as ca
 
     parser = argparse.ArgumentParser(description=main.__doc__)
     parser.add_argument("--seed", type=int, default=1)

@@ -2,10 +2,10 @@
 then pisa.hier_topk ... capacity = Ncap, token by token, against a rebuilt
 pyramid and a prefill selection, through one AOT library per configuration.
 
-  python3 -m pisa.checks.check_decode build DIR --seed S --count N   # here
-  python3 -m pisa.checks.check_decode check DIR [--steps 100]        # GPU
-  python3 -m pisa.checks.check_decode bench DIR                      # GPU, timing, peers
-  python3 -m pisa.checks.check_decode profile DIR                    # GPU, per kernel
+  python3 -m device_checks.check_decode build DIR --seed S --count N   # here
+  python3 -m device_checks.check_decode check DIR [--steps 100]        # GPU
+  python3 -m device_checks.check_decode bench DIR                      # GPU, timing, peers
+  python3 -m device_checks.check_decode profile DIR                    # GPU, per kernel
 
 Configurations (Hkv, G, d, C, K, g, dtype, key inputs, capacity Ncap) are
 drawn from the seed, every other one within the decode block's fast paths
@@ -47,7 +47,7 @@ import time
 
 import numpy as np
 
-from pisa.checks import sweep
+from device_checks import sweep
 
 SENTINEL = 1234.5
 BATCH = 3  # sequences of decode_batch, one of them empty
@@ -481,7 +481,7 @@ def bench(args):
     replays, median of --samples after a warm-up replay (graph_time)."""
     import torch
     from pisa import aot
-    from pisa.checks.flat_decode import flat_select, overlap
+    from device_checks.flat_decode import flat_select, overlap
 
     paper = PaperDecode(args.dir, args.capacity)
     lib, q, out, ws = paper.lib, paper.q, paper.out, paper.ws

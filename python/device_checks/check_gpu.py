@@ -1,6 +1,6 @@
 """Checks the AOT selection kernels on the GPU against pisa.reference.
 
-For every case of cases.json (see pisa.checks.cases) and both schedules: fresh
+For every case of cases.json (see device_checks.cases) and both schedules: fresh
 random inputs (seed printed; --seed reproduces), the library's selection,
 the PyTorch float64 reference, and the comparison. A case passes when at
 least 99.9% of rows are equal and every differing row is explained by a
@@ -9,7 +9,7 @@ top-K boundaries). Exact ties (gap 0) must follow the tie rule.
 The PyTorch reference is first cross-checked against the NumPy test
 reference (test/Integration/pisa_reference.py) on small inputs.
 
-usage: python3 -m pisa.checks.check_gpu CASES_DIR [--seed S] [--numpy-reference DIR]
+usage: python3 -m device_checks.check_gpu CASES_DIR [--seed S] [--numpy-reference DIR]
 """
 
 import argparse
@@ -21,6 +21,7 @@ import time
 import numpy as np
 import torch
 
+from device_checks import repo
 from pisa import aot, reference
 
 TOL = 1e-2
@@ -43,8 +44,7 @@ def make_inputs(case, gen):
 
 def cross_check_references(numpy_dir, gen):
     """The two independent references agree on small random inputs."""
-    sys.path.insert(0, numpy_dir)
-    import pisa_reference  # noqa: E402
+    pisa_reference = repo.load(os.path.join(numpy_dir, "pisa_reference.py"))
     for (n, G, d, C, K, g) in [(200, 3, 16, 8, 4, 2), (333, 4, 32, 16, 8, 4), (64, 2, 8, 64, 3, 2)]:
         q = torch.randn(1, G, n, d, generator=gen, device="cuda")
         k = torch.randn(1, 1, n, d, generator=gen, device="cuda")
@@ -95,7 +95,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("cases")
     parser.add_argument("--seed", type=int, default=None)
-    parser.add_argument("--numpy-reference", default="test/Integration")
+    parser.add_argument("--numpy-reference", default=repo.INTEGRATION_DIR)
     parser.add_argument("--only", nargs="*", default=None)
     args = parser.parse_args()
     seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "little")

@@ -7,7 +7,7 @@
   a query offset past the keys) return a status and a message, and write
   nothing.
 
-usage: python3 -m pisa.checks.check_abi SWEEP_DIR --only NAME [NAME ...]
+usage: python3 -m device_checks.check_abi SWEEP_DIR --only NAME [NAME ...]
 """
 
 import ctypes
@@ -18,7 +18,7 @@ import threading
 import torch
 
 from pisa import aot
-from pisa.checks import sweep
+from device_checks import sweep
 
 
 

@@ -3,9 +3,9 @@ the GPU, must agree bitwise: the check for a change that must not move a
 result (a refactor, a schedule of the same arithmetic), where compare_ptx
 cannot (the PTX changed) and a reference check is too coarse.
 
-  python3 -m pisa.checks.check_decode build OLD --seed S ... --pisa-compile OLD_BIN
-  python3 -m pisa.checks.check_decode build NEW --seed S ...
-  python3 -m pisa.checks.compare_builds decode OLD NEW [--calls 40]      # GPU
+  python3 -m device_checks.check_decode build OLD --seed S ... --pisa-compile OLD_BIN
+  python3 -m device_checks.check_decode build NEW --seed S ...
+  python3 -m device_checks.compare_builds decode OLD NEW [--calls 40]      # GPU
 
 `decode` libraries (check_decode build) are compared through `select` (the
 single-stage selection of one query, a decode step's kernel) over the
@@ -27,8 +27,8 @@ def compare_decode(old, new, cfg, rng, calls):
     import numpy as np
     import torch
 
-    from pisa.checks import sweep
-    from pisa.checks.check_decode import layout
+    from device_checks import sweep
+    from device_checks.check_decode import layout
 
     Hkv, G, d, C, g, cap = (cfg[x] for x in ("Hkv", "G", "d", "C", "g", "Ncap"))
     dt = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}[cfg["dtype"]]
@@ -51,7 +51,7 @@ def compare_attention(old, new, cfg, rng, calls):
     """How many of the `calls` shapes' outputs (o, lse, prefill) differ."""
     import torch
 
-    from pisa.checks import check_attention as ca
+    from device_checks import check_attention as ca
 
     Hkv, G, d, dv, C, K = (cfg[x] for x in ("Hkv", "G", "d", "dv", "C", "K"))
     dt = {"f16": torch.float16, "bf16": torch.bfloat16}[cfg["dtype"]]

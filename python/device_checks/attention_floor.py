@@ -1,7 +1,7 @@
 """The counted floor of the sparse attention pass (issue 14), on the GPU:
 what moving its bytes alone costs, beside the pass itself, in one run.
 
-  python3 -m pisa.checks.attention_floor DIR [--lengths ...]   # GPU
+  python3 -m device_checks.attention_floor DIR [--lengths ...]   # GPU
 
 DIR holds the paper-setting attention library (`check_attention build
 --paper`: libpaper.so). For each N the library's own prefill selection is
@@ -33,7 +33,7 @@ def main(argv=None):
     import triton
     import triton.language as tl
     from pisa import aot
-    from pisa.checks.check_attention import timed
+    from device_checks.check_attention import timed
 
     C, D, K = 64, 128, 8
 

@@ -8,11 +8,11 @@ Runs without a GPU.
 A kernel that differs is also reported as "reordered" when its
 instructions are the same multiset with registers and labels renamed (the
 same code in another order). --drawn N adds N programs of the shape sweep
-(pisa.checks.sweep, seed 12: every other one dynamic, every third one
+(device_checks.sweep, seed 12: every other one dynamic, every third one
 token-major). --chip C builds both for chip C (sm_90 or sm_90a; the
 default is the pipeline's, which may differ between the two binaries).
 
-usage: python3 -m pisa.checks.compare_ptx OLD_PISA_OPT NEW_PISA_OPT
+usage: python3 -m device_checks.compare_ptx OLD_PISA_OPT NEW_PISA_OPT
            [--drawn N] [--chip C] PROGRAM.mlir...
 """
 
@@ -56,7 +56,7 @@ def instructions(ptx):
 
 def drawn_programs(count, directory):
     """`count` sweep programs written into `directory`."""
-    from pisa.checks import sweep
+    from device_checks import sweep
     paths = []
     for i, cfg in enumerate(sweep.draw(12, count)):
         cfg["dynamic"], cfg["token_major"] = i % 2 == 0, i % 3 == 0

@@ -4,8 +4,8 @@ breaks), under torch.compile(mode="reduce-overhead") (CUDA graphs) and in
 a torch.cuda.graph replayed on new inputs; the token-major layout is the
 transpose; torch.library.opcheck passes.
 
-usage: python3 -m pisa.checks.check_torch SWEEP_DIR --only NAME
-       python3 -m pisa.checks.check_torch --decode LIBDECODE-STEP.so
+usage: python3 -m device_checks.check_torch SWEEP_DIR --only NAME
+       python3 -m device_checks.check_torch --decode LIBDECODE-STEP.so
 
 --decode checks an op that appends to a pyramid cache in place
 (docs/examples/decode-step.mlir): eagerly and under
@@ -21,7 +21,7 @@ import torch
 
 import pisa.torch as pisa_torch
 from pisa import aot
-from pisa.checks import sweep
+from device_checks import sweep
 
 
 def check(cfg, path, gen):

@@ -2,11 +2,11 @@
 (docs/semantics.md, section 7) through one AOT library per configuration,
 against the float64 reference of the batched contract, sequence by sequence.
 
-  python3 -m pisa.checks.sweep_varlen build DIR --seed S --count N   # here
-  python3 -m pisa.checks.sweep_varlen check DIR [--graph]            # GPU
+  python3 -m device_checks.sweep_varlen build DIR --seed S --count N   # here
+  python3 -m device_checks.sweep_varlen check DIR [--graph]            # GPU
 
 Configurations (G, Hkv, d, C, K, g, dtype, inputs) are drawn as in
-pisa.checks.sweep, each with a schedule (single-stage, two-stage, or the
+device_checks.sweep, each with a schedule (single-stage, two-stage, or the
 compiler's choice, a third each); every library has dynamic Tq, Tk and B
 and two entry points, the selection and the pyramid. `check` calls each on --batches
 packed batches drawn from the seed: B in 0..8 with lengths mixing 0, 1,
@@ -30,7 +30,7 @@ import zlib
 
 import numpy as np
 
-from pisa.checks import sweep
+from device_checks import sweep
 
 ROWS_PER_SEQUENCE = 32  # kVarlenRowsPerSequence
 
@@ -446,7 +446,7 @@ def check(args):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python3 -m pisa.checks.sweep_varlen",
+    parser = argparse.ArgumentParser(prog="python3 -m device_checks.sweep_varlen",
                                      description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="cmd", required=True)

@@ -9,7 +9,7 @@ isolated call (perf_counter around the call and a stream synchronisation,
 GPU idle before it): what the call costs beyond its kernels is that
 latency minus the back-to-back GPU time. Medians of S samples.
 
-usage: python3 -m pisa.checks.bench_call LIB.so [--samples 15] [--repeat 100]
+usage: python3 -m device_checks.bench_call LIB.so [--samples 15] [--repeat 100]
          [--shapes 1x16x4096x128,1x1x4096x128] [--index-args 0]
 
 --shapes gives the tensor arguments' shapes (required for a library of

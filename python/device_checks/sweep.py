@@ -7,9 +7,9 @@ Configurations are drawn from a printed seed over the whole supported space
 (offset > 0) and decode (Nq = 1), f32/f16/bf16, Gaussian keys, a few hot
 keys per block, and exact ties.
 
-  python3 -m pisa.checks.sweep build DIR --seed S --count N   # here: libraries
-  python3 -m pisa.checks.sweep check DIR                      # GPU machine
-  python3 -m pisa.checks.sweep cpu --seed S --count N         # pisa-run vs NumPy
+  python3 -m device_checks.sweep build DIR --seed S --count N   # here: libraries
+  python3 -m device_checks.sweep check DIR                      # GPU machine
+  python3 -m device_checks.sweep cpu --seed S --count N         # pisa-run vs NumPy
 
 `build` writes one AOT library per configuration (pisa-compile) and
 DIR/sweep.json; `check` runs each on fresh inputs (seeded) against the
@@ -38,11 +38,11 @@ import zlib
 
 import numpy as np
 
-from pisa.checks.cases import pyramid_rows
+from device_checks import repo
+from device_checks.cases import pyramid_rows
 
 # The NumPy reference and contract checks (test/Integration/pisa_reference.py).
-INTEGRATION_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                               "..", "..", "..", "test", "Integration")
+INTEGRATION_DIR = repo.INTEGRATION_DIR
 
 TOL = 1e-2
 MIN_AGREEMENT = 0.999
@@ -343,10 +343,7 @@ def named_cases_cli(doc):
 
 def numpy_reference():
     """test/Integration/pisa_reference.py: the NumPy contract and checks."""
-    if INTEGRATION_DIR not in sys.path:
-        sys.path.insert(0, INTEGRATION_DIR)
-    import pisa_reference
-    return pisa_reference
+    return repo.load(os.path.join(INTEGRATION_DIR, "pisa_reference.py"))
 
 
 def gpu_inputs(cfg, gen, keys=None):
@@ -566,7 +563,7 @@ def cpu(args):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python3 -m pisa.checks.sweep", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python3 -m device_checks.sweep", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="cmd", required=True)
     b = sub.add_parser("build", help="draw configurations and compile their libraries")

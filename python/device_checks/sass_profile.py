@@ -4,7 +4,7 @@
       --import-source no --section SourceCounters --section WarpStateStats \\
       -k regex:KERNEL --launch-skip 5 -c 1 -o sel COMMAND...
   ncu -i sel.ncu-rep --page source --csv --print-source sass > sass.csv
-  python3 -m pisa.checks.sass_profile sass.csv [--min-share 0.5]
+  python3 -m device_checks.sass_profile sass.csv [--min-share 0.5]
 
 (`--cache-control none` keeps the L2 as the benchmark has it; ncu's
 default flushes it before the kernel, which made a decode step 30 us

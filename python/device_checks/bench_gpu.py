@@ -8,7 +8,7 @@ issue states (1.6 ms of tensor-core work plus 1.2 ms of exp at N = 256K,
 scaled linearly in N). With --reference it also times the PyTorch
 implementation of the contract (pisa.reference, float32) for N <= 64K,
 and with --flat-peer the flat selector of fla's design
-(pisa.checks.flat_prefill, Triton) on the same inputs, in the same run,
+(device_checks.flat_prefill, Triton) on the same inputs, in the same run,
 up to N = 256K.
 
 Per N: several fresh input sets (rotated so that L2 does not flatter),
@@ -17,7 +17,7 @@ the median over all timed calls is reported, with the selection time of
 both schedules. Each call includes its per-call device allocations and the
 wait for its own work, as a user sees it.
 
-usage: python3 -m pisa.checks.bench_gpu CASES_DIR [--reps 20] [--sets 3] [--flat-peer]
+usage: python3 -m device_checks.bench_gpu CASES_DIR [--reps 20] [--sets 3] [--flat-peer]
            [--only N ...]
 """
 
@@ -29,7 +29,7 @@ import statistics
 import torch
 
 from pisa import aot, reference
-from pisa.checks import flat_prefill
+from device_checks import flat_prefill
 
 
 def nominal_flops(case):

@@ -1,6 +1,6 @@
 """Per-kernel device time of the AOT selection libraries (torch.profiler).
 
-usage: python3 -m pisa.checks.profile_gpu CASES_DIR [--only bench4096 ...] [--calls 5]
+usage: python3 -m device_checks.profile_gpu CASES_DIR [--only bench4096 ...] [--calls 5]
 Prints, per library and schedule, each kernel's total and per-call time.
 """
 

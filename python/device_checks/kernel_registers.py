@@ -7,7 +7,7 @@ Each shape is the two-stage selection of cases.program (N = 4096, bf16,
 K = 8, Q_tile * G = 64); shapes the kernel is not generated for are left
 out.
 
-usage: python3 -m pisa.checks.kernel_registers [--kernel NAME]
+usage: python3 -m device_checks.kernel_registers [--kernel NAME]
            [--block-sizes 16 32 ...] [--dims 64 128 ...] [--groups 16 8 ...]
 """
 
@@ -18,7 +18,7 @@ import subprocess
 import sys
 import tempfile
 
-from pisa.checks import cases
+from device_checks import cases
 
 
 def ptx_of(pisa_opt, program):

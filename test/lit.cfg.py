@@ -87,6 +87,11 @@ if os.path.exists(ptxas):
     config.available_features.add("ptxas")
     config.substitutions.append(("%ptxas", ptxas))
 
+# pyflakes checks the Python sources (test/Lint/pyflakes.test).
+if subprocess.run(["/usr/bin/python3", "-c", "import pyflakes"],
+                  capture_output=True).returncode == 0:
+    config.available_features.add("pyflakes")
+
 # The formatter the sources are checked against (test/Lint/format.test):
 # LLVM 22's, as every tool here; older ones format differently.
 clang_format = shutil.which("clang-format-22") or "/usr/lib/llvm-22/bin/clang-format"

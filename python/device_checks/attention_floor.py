@@ -1,4 +1,4 @@
-"""The counted floor of the sparse attention pass (issue 14), on the GPU:
+"""The counted floor of the sparse attention pass, on the GPU:
 what moving its bytes alone costs, beside the pass itself, in one run.
 
   python3 -m device_checks.attention_floor DIR [--lengths ...]   # GPU

@@ -1,4 +1,4 @@
-"""The host part of an AOT call against its kernels (issue 12, item 7).
+"""The host part of an AOT call against its kernels.
 
 For a library and its inputs (Gaussian, on the GPU): GPU time per call from
 CUDA events around R back-to-back calls (after W warm-up calls), and host

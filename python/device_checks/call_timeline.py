@@ -1,4 +1,4 @@
-"""Where an isolated AOT call's time goes (issue 12, item 7), on the GPU.
+"""Where an isolated AOT call's time goes, on the GPU.
 
 Calls a library's entry like bench_call (Gaussian inputs, preallocated
 result and workspace, GPU idle before each call) under torch.profiler and

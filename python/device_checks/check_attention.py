@@ -1,4 +1,4 @@
-"""pisa.sparse_attention on the GPU (issue 14) against a float64 reference,
+"""pisa.sparse_attention on the GPU against a float64 reference,
 over configurations drawn from a seed, through one AOT library each.
 
   python3 -m device_checks.check_attention build DIR --seed S --count N   # here

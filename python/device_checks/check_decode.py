@@ -1,4 +1,4 @@
-"""Decode over a pyramid cache on the GPU (issue 13): pisa.pyramid_append
+"""Decode over a pyramid cache on the GPU: pisa.pyramid_append
 then pisa.hier_topk ... capacity = Ncap, token by token, against a rebuilt
 pyramid and a prefill selection, through one AOT library per configuration.
 
@@ -158,7 +158,7 @@ def build(args):
     cfgs = draw_configs(args.seed, args.count, args.max_cap, args.space)
     if args.paper:
         cfgs.append(dict(PAPER, Ncap=args.paper_capacity))
-        # 64 sequences of 32K, the batched decode of issue 13's goals.
+        # 64 sequences of 32K: the batched decode of docs/performance.md.
         cfgs.append(dict(PAPER, name="paper64", Ncap=32768, batch=64))
     t0 = time.time()
     built, rejected = sweep.compile_all(cfgs, args.out, args.pisa_compile, args.jobs, program)

@@ -23,7 +23,6 @@ the CPU test (test/Integration/check_lse_score.py).
 
 import argparse
 import json
-import math
 import os
 import random
 import sys
@@ -221,7 +220,7 @@ def check(args):
     print(f"lse_score check: input seed {seed}, {len(data['cases'])} libraries", flush=True)
     rng = random.Random(seed)
     results = [cross_check(torch, reference, args.numpy_reference, rng)]
-    t0, worst_all, scores = time.time(), 0.0, 0
+    t0, worst_all = time.time(), 0.0
     for cfg in data["cases"]:
         if args.only and cfg["name"] not in args.only:
             continue

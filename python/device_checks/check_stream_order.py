@@ -7,7 +7,7 @@ inputs written by a copy queued behind a long GPU sleep, and fresh
 `torch.randn` inputs drawn on the stream just before each of three calls.
 The library is called at once, without a synchronisation: a call that does
 not wait for the stream the caller is on reads half-written inputs and
-selects wrong blocks silently (issue 11's wrong rows: a private
+selects wrong blocks silently (as did a library whose calls ran on a private
 non-blocking stream on the default stream). Compared with the float64
 reference on sampled rows, as device_checks.sweep does.
 

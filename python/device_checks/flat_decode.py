@@ -1,4 +1,4 @@
-"""A flat decode selector, the peer of PISA's decode step (issue 13, item 5):
+"""A flat decode selector, the peer of PISA's decode step:
 every block of every sequence scored from all its keys, then the top K.
 
 It scores a block exactly as PISA scores a leaf (docs/semantics.md,

@@ -1,4 +1,4 @@
-"""A flat prefill selector, the peer of PISA's selection (issue 16): the
+"""A flat prefill selector, the peer of PISA's selection: the
 design of fla's NSA selector (`parallel_nsa_topk`). Every query scores the
 mean-pooled key of every block up to its own, a block's importance is the
 sum over the group's G heads of its softmax probability over those blocks,

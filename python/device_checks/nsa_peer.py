@@ -1,5 +1,5 @@
 """A selected-block attention peer in Triton, the design of fla-org's
-`parallel_nsa_fwd` (issue 14, item 6): one program per (query, batch x KV
+`parallel_nsa_fwd`: one program per (query, batch x KV
 head) holding the group's G head rows, a loop over the query's selection
 entries, each block's keys and values loaded, S = Q K^T and O += P V with
 tl.dot, the online softmax in registers. Written here from that

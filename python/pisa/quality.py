@@ -1,5 +1,5 @@
 """How much of attention a block selection keeps: the paper's quality
-diagnostic (issue 14, item 7), on the GPU with PyTorch.
+diagnostic, on the GPU with PyTorch.
 
 For queries q [B, Hq, Nq, d] at positions offset .. offset + Nq - 1 and
 keys k [B, Hkv, N, d], and a selection [B, Hkv, Nq, K] of leaf blocks of

@@ -52,7 +52,7 @@ struct LazyModule;
 /// by name once (the host code's constant string, so its address names
 /// it). The host code asks for its kernel before every launch, and a
 /// driver lookup, a shared memory attribute and a per-parameter launch
-/// each time were host work a short call could not hide (issue 12, item 7).
+/// each time were host work a short call could not hide.
 struct KernelRecord {
   const char *name;
   CUfunction function;

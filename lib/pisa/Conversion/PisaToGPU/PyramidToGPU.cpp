@@ -7,7 +7,7 @@
 // kTopLevelsPerPass(d) nodes x 4 on their widest) are built by one launch,
 // one block per (batch, KV head) looping up the levels with a barrier
 // between them: their level kernels would run faster than they can be
-// enqueued (issue 12's 4K call). All accumulate in f32 in the contract's
+// enqueued (a 4K call's top levels). All accumulate in f32 in the contract's
 // order; reads are coalesced across the feature dimension. The varlen form
 // numbers the leaves (and each level's nodes) over the whole batch and lets
 // every block find its sequence (PackedSequences.h); it launches a level kernel

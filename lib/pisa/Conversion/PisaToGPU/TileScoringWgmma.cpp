@@ -19,7 +19,7 @@
 // tile: copying the next tile's queries into a second buffer while the
 // current one is scored measured 9% slower at 256K, since the 16 KiB more
 // shared memory cost two blocks an SM (4 instead of 6) and the kernel is
-// bound by issue and latency (docs/performance.md, fifteenth session).
+// bound by issue and latency (docs/performance.md).
 //
 // The accumulators are read where wgmma leaves them (warp w holds rows
 // 16 w + lane / 4 and that + 8; the quad's lanes split each row's columns)

@@ -68,9 +68,9 @@ func.func @score(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x2x?x128xbf16>,
 // A static result: extents the operands give at run time must match it,
 // and a constant offset needs no assertion.
 // KERNEL-LABEL: func.func @static_result
-// KERNEL: cf.assert %{{.*}}, "pisa.lse_score: the queries' batch differs from the scores' (2)"
-// KERNEL: cf.assert %{{.*}}, "pisa.lse_score: the queries' Nq differs from the scores' (5)"
-// KERNEL: cf.assert %{{.*}}, "pisa.lse_score: the candidates' S differs from the scores' (7)"
+// KERNEL: cf.assert %{{.*}}, "pisa.lse_score: the result's dim 0 (2) is not the size the operands give"
+// KERNEL: cf.assert %{{.*}}, "pisa.lse_score: the result's dim 2 (5) is not the size the operands give"
+// KERNEL: cf.assert %{{.*}}, "pisa.lse_score: the result's dim 3 (7) is not the size the operands give"
 // KERNEL-NOT: query_offset is outside
 // KERNEL: pisa.kernel.lse_score {{.*}} level = 3 block_size = 16 branching = 4 scale = 5.000000e-01
 func.func @static_result(%q: tensor<?x3x?x32xf16>, %c: tensor<?x1x?x32xf32>,

@@ -113,6 +113,26 @@ static Value empty(ImplicitLocOpBuilder &b, ArrayRef<int64_t> shape, Type elem,
   return emptyLike(b, RankedTensorType::get(shape, elem), sizes);
 }
 
+/// A result's static extents that the operands give only at run time must
+/// agree with them: the kernels size their grids and writes from the
+/// operands, so a smaller result would be written past its end. `sizes`
+/// are the result's extents as the operands give them (null: not given);
+/// `what` names the result in the message.
+static void requireResultSizes(ImplicitLocOpBuilder &b, StringRef opName,
+                               RankedTensorType type, ArrayRef<Value> sizes,
+                               StringRef what = "result") {
+  for (auto [i, size] : llvm::enumerate(sizes)) {
+    const int64_t extent = type.getDimSize(i);
+    if (!size || ShapedType::isDynamic(extent) ||
+        matchPattern(size, m_Constant()))
+      continue;
+    requireAtRuntime(
+        b, cmp(b, arith::CmpIPredicate::eq, size, indexConst(b, extent)),
+        opName + ": the " + what + "'s dim " + std::to_string(i) + " (" +
+            std::to_string(extent) + ") is not the size the operands give");
+  }
+}
+
 /// What the verifier could not check because a size is dynamic, and the GPU
 /// limits on those sizes (gpuLimitViolation checks the static ones): host
 /// assertions that pisa-compile turns into a call's error.
@@ -292,6 +312,7 @@ static void decomposeSelection(RewriterBase &rewriter, HierTopKOp op,
                               indexConst(b, p.topK)};
   if (p.tokenMajor)
     std::swap(selSizes[1], selSizes[2]);
+  requireResultSizes(b, "pisa.hier_topk", selType, selSizes);
   Value selectionInit = emptyLike(b, selType, selSizes);
   Value selection;
   if (p.kind == ScheduleKind::SingleStage)
@@ -351,6 +372,9 @@ void mlir::pisa::detail::decompose(RewriterBase &rewriter, PyramidBuildOp op) {
   SmallVector<Value> sizes{dimOf(b, keys, 0),
                            dimOf(b, keys, headDimIndex(tokenMajor)),
                            layout.totalRows(), dimOf(b, keys, 3)};
+  // The rows are checked above against N's layout.
+  requireResultSizes(b, "pisa.pyramid_build", type,
+                     {sizes[0], sizes[1], Value(), sizes[3]});
   Value init = emptyLike(b, type, sizes);
   rewriter.replaceOp(op, PyramidKernelOp::create(b, TypeRange{type}, keys, init,
                                                  op.getBlockSize(),
@@ -424,8 +448,9 @@ void mlir::pisa::detail::decompose(RewriterBase &rewriter, DecodeSelectOp op) {
     requireGroupsFitGrid(b, "pisa.decode_select", batch,
                          op.getPyramid().getType().getShape()[1]);
   RankedTensorType type = op.getSelection().getType();
-  Value init =
-      emptyLike(b, type, {batch, Value(), dimOf(b, queries, 2), Value()});
+  SmallVector<Value> sizes{batch, Value(), dimOf(b, queries, 2), Value()};
+  requireResultSizes(b, "pisa.decode_select", type, sizes);
+  Value init = emptyLike(b, type, sizes);
   rewriter.replaceOp(op, SelectDecodeKernelOp::create(
                              b, TypeRange{type}, queries, op.getKeys(),
                              op.getPyramid(), op.getSeqLens(), table, init,
@@ -482,6 +507,8 @@ void mlir::pisa::detail::decompose(RewriterBase &rewriter,
   SmallVector<Value> outSizes(4, Value()), lseSizes(3, Value());
   outSizes[0] = lseSizes[0] = batch;
   outSizes[tokens] = lseSizes[tokens] = numQueries;
+  requireResultSizes(b, "pisa.sparse_attention", outType, outSizes, "output");
+  requireResultSizes(b, "pisa.sparse_attention", lseType, lseSizes, "lse");
   Value outInit = emptyLike(b, outType, outSizes);
   Value lseInit = emptyLike(b, lseType, lseSizes);
   auto kernel = SparseAttentionKernelOp::create(
@@ -515,20 +542,7 @@ void mlir::pisa::detail::decompose(RewriterBase &rewriter, LseScoreOp op) {
               "the candidates' batch differs from the queries'");
   requireSame(candidates, 2, queries,
               "the candidates' Nq differs from the queries'");
-  // A static result extent the operands give at run time: the kernel writes
-  // what the operands say.
   RankedTensorType type = op.getScores().getType();
-  auto requireExtent = [&](Value v, int64_t dim, StringRef what) {
-    if (dynamic(v, dim) && !type.isDynamicDim(dim))
-      requireAtRuntime(
-          b,
-          cmp(b, P::eq, dimOf(b, v, dim), indexConst(b, type.getDimSize(dim))),
-          "pisa.lse_score: " + what + " differs from the scores' (" +
-              std::to_string(type.getDimSize(dim)) + ")");
-  };
-  requireExtent(queries, 0, "the queries' batch");
-  requireExtent(queries, 2, "the queries' Nq");
-  requireExtent(candidates, 3, "the candidates' S");
   Value batch = dimOf(b, queries, 0), numQueries = dimOf(b, queries, 2);
   const int64_t kvHeads = op.getChildren().getType().getShape()[1];
   if (dynamic(queries, 0))
@@ -544,8 +558,9 @@ void mlir::pisa::detail::decompose(RewriterBase &rewriter, LseScoreOp op) {
                          cmp(b, P::sle, offset, indexConst(b, kMaxGPUKeys))),
                      "pisa.lse_score: query_offset is outside [0, " +
                          std::to_string(kMaxGPUKeys) + "]");
-  Value init =
-      emptyLike(b, type, {batch, Value(), numQueries, dimOf(b, candidates, 3)});
+  SmallVector<Value> sizes{batch, Value(), numQueries, dimOf(b, candidates, 3)};
+  requireResultSizes(b, "pisa.lse_score", type, sizes);
+  Value init = emptyLike(b, type, sizes);
   rewriter.replaceOp(
       op, LseScoreKernelOp::create(b, TypeRange{type}, queries, children,
                                    candidates, offset, init, op.getLevel(),
@@ -679,6 +694,8 @@ static Value decomposeTwoStageVarlen(ImplicitLocOpBuilder &b,
                     staticLeaves};
   // The destination is the packed [Tq, Hkv, K] seen as a batch of one, so
   // that the result is the caller's buffer itself (the reshapes fold).
+  requireResultSizes(b, "pisa.hier_topk_varlen", op.getSelection().getType(),
+                     {numQueryRows, Value(), Value()});
   Value init = asBatchOfOne(b, emptyLike(b, op.getSelection().getType(),
                                          {numQueryRows, Value(), Value()}));
   Value selection = decomposeTwoStage(b, plan, in, init);
@@ -706,8 +723,9 @@ void mlir::pisa::detail::decompose(RewriterBase &rewriter,
     return;
   }
   RankedTensorType type = op.getSelection().getType();
-  Value init =
-      emptyLike(b, type, {dimOf(b, op.getQueries(), 0), Value(), Value()});
+  SmallVector<Value> sizes{dimOf(b, op.getQueries(), 0), Value(), Value()};
+  requireResultSizes(b, "pisa.hier_topk_varlen", type, sizes);
+  Value init = emptyLike(b, type, sizes);
   rewriter.replaceOp(op, SelectSingleStageVarlenKernelOp::create(
                              b, TypeRange{type}, op.getQueries(), op.getKeys(),
                              op.getPyramid(), op.getCuSeqlensQ(),

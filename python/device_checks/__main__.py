@@ -4,8 +4,9 @@ the checks, sweeps, profilers and benchmarks.
 usage: python3 -m device_checks COMMAND [ARGS...]   (... COMMAND --help)
 """
 
-import importlib
 import sys
+
+from pisa.__main__ import dispatch
 
 # command: (module, what it does); each module also runs on its own as
 # `python3 -m device_checks.NAME`.
@@ -28,23 +29,8 @@ COMMANDS = {
 }
 
 
-def usage(out):
-    out.write(__doc__.split("\n\n")[1].rstrip("\n") + "\n\ncommands:\n")
-    for name, (_, what) in COMMANDS.items():
-        out.write(f"  {name:<20} {what}\n")
-
-
 def main(argv=None):
-    argv = sys.argv[1:] if argv is None else argv
-    if not argv or argv[0] in ("-h", "--help"):
-        usage(sys.stdout if argv else sys.stderr)
-        return 0 if argv else 2
-    if argv[0] not in COMMANDS:
-        sys.stderr.write(f"device_checks: unknown command '{argv[0]}' (see --help)\n")
-        return 2
-    module = importlib.import_module(COMMANDS[argv[0]][0])
-    sys.argv = [f"device_checks {argv[0]}"] + argv[1:]
-    return module.main()
+    return dispatch("device_checks", __doc__, COMMANDS, argv)
 
 
 if __name__ == "__main__":

@@ -155,14 +155,20 @@ def cross_check(torch, reference, numpy_dir, rng):
     return True
 
 
-def check_shape(torch, reference, lib, cfg, rng, gen):
+def dtypes(torch, cfg):
+    """The queries' dtype and the children's: the keys' at level 1, f32
+    summaries above."""
     dt = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}[cfg["dtype"]]
+    return dt, dt if cfg["level"] == 1 else torch.float32
+
+
+def check_shape(torch, reference, lib, cfg, rng, gen):
+    dt, cdt = dtypes(torch, cfg)
     B, nq, R, S, offset = draw_shape(rng, cfg)
     Hkv, G, d = cfg["Hkv"], cfg["G"], cfg["d"]
     fanout, span = fanout_span(cfg)
     amp = rng.choice((0.3, 1.0, 3.0))
     q = (amp * torch.randn(B, Hkv * G, nq, d, generator=gen, device="cuda")).to(dt)
-    cdt = dt if cfg["level"] == 1 else torch.float32
     c = (amp * torch.randn(B, Hkv, R, d, generator=gen, device="cuda")).to(cdt)
     cand = make_candidates(torch, gen, (B, Hkv, nq, S), R, offset, fanout, span)
     got = lib("score", q, c, cand, offset)
@@ -194,8 +200,7 @@ def check_shape(torch, reference, lib, cfg, rng, gen):
 
 def check_refusals(torch, lib, cfg):
     """An offset outside [0, 2^31 - 1] is refused with the rule's words."""
-    dt = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}[cfg["dtype"]]
-    cdt = dt if cfg["level"] == 1 else torch.float32
+    dt, cdt = dtypes(torch, cfg)
     q = torch.randn(1, cfg["Hkv"] * cfg["G"], 2, cfg["d"], device="cuda").to(dt)
     c = torch.randn(1, cfg["Hkv"], 5, cfg["d"], device="cuda").to(cdt)
     n = torch.zeros(1, cfg["Hkv"], 2, 3, dtype=torch.int32, device="cuda")

@@ -11,6 +11,7 @@
 #ifndef PISA_ANALYSIS_GPUTARGET_H
 #define PISA_ANALYSIS_GPUTARGET_H
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -33,7 +34,7 @@ struct GPUTargetFeatures {
 /// Threads of the decode selection's block (16 warps for a query's one
 /// batch x KV head, SingleStageToGPU.cpp); a decode step's append runs in
 /// the same block when d divides it (pisa.kernel.append_select_single_stage).
-constexpr long long kDecodeBlockThreads = 512;
+constexpr int64_t kDecodeBlockThreads = 512;
 
 /// The features of `chip` (one unsupportedGPUChip accepts).
 GPUTargetFeatures gpuTargetFeatures(std::string_view chip);

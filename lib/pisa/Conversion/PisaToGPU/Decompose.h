@@ -19,8 +19,8 @@ namespace mlir::pisa::detail {
 /// hier_topk's plan (schedule, kernel variants) can be made: emits why not.
 LogicalResult verifySelectionPlan(HierTopKOp op);
 
-/// Require a verified op (verifySelectionPlan for hier_topk, the GPU limits
-/// for all).
+/// Each replaces an op that passed its checks (the GPU limits; for
+/// hier_topk, verifySelectionPlan).
 void decompose(RewriterBase &rewriter, PyramidBuildOp op);
 void decompose(RewriterBase &rewriter, PyramidBuildVarlenOp op);
 void decompose(RewriterBase &rewriter, LseScoreOp op);

@@ -113,6 +113,22 @@ static Value empty(ImplicitLocOpBuilder &b, ArrayRef<int64_t> shape, Type elem,
   return emptyLike(b, RankedTensorType::get(shape, elem), sizes);
 }
 
+/// Dimension xDim of `x` equals dimension yDim of `y`: a host assertion
+/// ("<opName>: <what>") when either is dynamic (the verifier compared the
+/// static ones).
+static void requireSameExtent(ImplicitLocOpBuilder &b, StringRef opName,
+                              Value x, int64_t xDim, Value y, int64_t yDim,
+                              StringRef what) {
+  auto dynamic = [](Value v, int64_t dim) {
+    return cast<ShapedType>(v.getType()).isDynamicDim(dim);
+  };
+  if (dynamic(x, xDim) || dynamic(y, yDim))
+    requireAtRuntime(
+        b,
+        cmp(b, arith::CmpIPredicate::eq, dimOf(b, x, xDim), dimOf(b, y, yDim)),
+        opName + ": " + what);
+}
+
 /// A result's static extents that the operands give only at run time must
 /// agree with them: the kernels size their grids and writes from the
 /// operands, so a smaller result would be written past its end. `sizes`
@@ -475,11 +491,7 @@ void mlir::pisa::detail::decompose(RewriterBase &rewriter,
   };
   auto requireSame = [&](Value x, int64_t xDim, Value y, int64_t yDim,
                          StringRef what) {
-    if (dynamic(x, xDim) || dynamic(y, yDim))
-      requireAtRuntime(b,
-                       cmp(b, arith::CmpIPredicate::eq, dimOf(b, x, xDim),
-                           dimOf(b, y, yDim)),
-                       "pisa.sparse_attention: " + what);
+    requireSameExtent(b, "pisa.sparse_attention", x, xDim, y, yDim, what);
   };
   requireSame(keys, 0, queries, 0, "the keys' batch differs from the queries'");
   requireSame(values, 0, queries, 0,
@@ -532,9 +544,7 @@ void mlir::pisa::detail::decompose(RewriterBase &rewriter, LseScoreOp op) {
     return cast<ShapedType>(v.getType()).isDynamicDim(dim);
   };
   auto requireSame = [&](Value x, int64_t dim, Value y, StringRef what) {
-    if (dynamic(x, dim) || dynamic(y, dim))
-      requireAtRuntime(b, cmp(b, P::eq, dimOf(b, x, dim), dimOf(b, y, dim)),
-                       "pisa.lse_score: " + what);
+    requireSameExtent(b, "pisa.lse_score", x, dim, y, dim, what);
   };
   requireSame(children, 0, queries,
               "the children's batch differs from the queries'");

@@ -37,10 +37,7 @@ namespace {
 /// query when the op has at most 4 queries (decode, speculative decode),
 /// which split each level's and the leaves' scoring between them; else
 /// one warp per query, four per block (there the queries fill the GPU).
-constexpr int64_t kDecodeWarps = 16;
-static_assert(kDecodeWarps * kLanes == kDecodeBlockThreads,
-              "the fused decode step (--pisa-fuse-decode-append) relies on "
-              "this block size");
+constexpr int64_t kDecodeWarps = kDecodeBlockThreads / kLanes;
 constexpr int64_t kKeysInFlight = 8;
 constexpr int64_t kMaxDecodeQueries = 4;
 

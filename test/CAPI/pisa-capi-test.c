@@ -130,12 +130,14 @@ int main(void) {
   printf("\n");
 
   /* The scheduled ops become kernel-level ops through the models
-   * pisaRegisterAllDialects attached (KernelLoweringOpInterface). */
+   * pisaRegisterAllDialects attached (KernelLoweringOpInterface), each with
+   * its #pisa.kernel_config. */
   MlirPassManager kernels = mlirPassManagerCreate(ctx);
   parsed = mlirParsePassPipeline(
       mlirPassManagerGetAsOpPassManager(kernels),
       mlirStringRefCreateFromCString(
-          "builtin.module(pisa-decompose-to-kernels)"),
+          "builtin.module(pisa-decompose-to-kernels,"
+          "pisa-configure-kernels{chip=sm_90})"),
       printError, NULL);
   if (mlirLogicalResultIsFailure(parsed) ||
       mlirLogicalResultIsFailure(

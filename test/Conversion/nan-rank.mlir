@@ -1,5 +1,5 @@
 // RUN: pisa-opt %s --convert-pisa-to-linalg | FileCheck %s --enable-var-scope --check-prefix=CPU
-// RUN: pisa-opt %s --pisa-select-schedule --pisa-decompose-to-kernels %bufferize --convert-pisa-to-gpu | FileCheck %s --enable-var-scope --check-prefix=GPU
+// RUN: pisa-opt %s --pisa-select-schedule --pisa-decompose-to-kernels %bufferize --pisa-configure-kernels --convert-pisa-to-gpu | FileCheck %s --enable-var-scope --check-prefix=GPU
 
 // Every ranking compares scores with NaN taken as -inf (semantics section
 // 3): a NaN from overflowing products would otherwise be kept beside K

@@ -46,7 +46,8 @@ static const char *const kPipelines[] = {
     "convert-pisa-to-linalg",
     "pisa-cpu-pipeline",
     "pisa-select-schedule,convert-pisa-to-gpu",
-    ("pisa-select-schedule,convert-pisa-to-gpu,"
+    "pisa-configure-kernels{chip=sm_90}",
+    ("pisa-select-schedule,pisa-configure-kernels,convert-pisa-to-gpu,"
      "gpu.module(pisa-vector-to-mma-sync)"),
     "pisa-lower-to-nvvm-pipeline{format=isa}",
 };

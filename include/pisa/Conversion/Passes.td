@@ -45,6 +45,28 @@ def PisaDecomposeToKernels : Pass<"pisa-decompose-to-kernels"> {
   ];
 }
 
+def PisaConfigureKernels : Pass<"pisa-configure-kernels"> {
+  let summary = "choose each kernel-level op's #pisa.kernel_config";
+  let description = [{
+    Writes on every kernel-level op (`pisa.kernel.*`, tensors or buffers)
+    the decisions --convert-pisa-to-gpu follows, as `kernel_config =
+    #pisa.kernel_config<...>`: the kernel variant (simt, mma_sync, wgmma),
+    threads per block, the tile scorer's rows per warp, tiles per block and
+    epilogue, the single-stage walk's warps per query, candidate layout and
+    level scorer, and the occupancy ptxas keeps registers for (docs/gpu.md,
+    "Kernel configurations"). `chip` (sm_90 or sm_90a) is what the target
+    offers: wgmma only on sm_90a.
+
+    A configuration already on an op is kept and completed: each field it
+    sets must be one the op's kernels support on the chip, apply to the
+    op, and agree with the others, or the pass fails naming the field.
+  }];
+  let options = [
+    Option<"chip", "chip", "std::string", /*default=*/"\"sm_90a\"",
+           "GPU chip the kernels are built for (sm_90 | sm_90a)">
+  ];
+}
+
 def ConvertPisaToGPU : Pass<"convert-pisa-to-gpu", "::mlir::ModuleOp"> {
   let summary = "lower kernel-level pisa ops (buffers) to gpu kernels and launches";
   let description = [{
@@ -68,8 +90,10 @@ def ConvertPisaToGPU : Pass<"convert-pisa-to-gpu", "::mlir::ModuleOp"> {
     kernels read them from their buffers' sizes and walk a layout computed
     from N.
 
-    `chip` (sm_90 or sm_90a) picks the kernels: with sm_90a, stage 2
-    scores 64-row tiles with wgmma where the shape allows.
+    Each kernel is built as its op's `kernel_config` says
+    (--pisa-configure-kernels writes it); an op without one is an error.
+    `chip` (sm_90 or sm_90a) is checked against each configuration: wgmma
+    needs sm_90a.
   }];
   let options = [
     Option<"chip", "chip", "std::string", /*default=*/"\"sm_90a\"",

@@ -6,10 +6,21 @@
 #include "mlir/IR/Attributes.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/DialectImplementation.h"
+#include "mlir/IR/Operation.h"
 
 #include "pisa/IR/PisaEnums.h.inc"
 
 #define GET_ATTRDEF_CLASSES
 #include "pisa/IR/PisaAttrs.h.inc"
+
+namespace mlir::pisa {
+/// The attribute of a kernel-level op that holds its #pisa.kernel_config.
+constexpr llvm::StringLiteral kKernelConfigAttrName = "kernel_config";
+
+/// The configuration of kernel-level op `op`, or null when it has none.
+inline KernelConfigAttr getKernelConfig(Operation *op) {
+  return op->getAttrOfType<KernelConfigAttr>(kKernelConfigAttrName);
+}
+} // namespace mlir::pisa
 
 #endif // PISA_IR_PISAATTRS_H

@@ -1,7 +1,9 @@
 //===- PisaAttrs.td - PISA attributes ----------------------*- tablegen -*-===//
 //
 // The schedule attribute that `--pisa-select-schedule` attaches to
-// `pisa.hier_topk` and that the lowerings consume.
+// `pisa.hier_topk` and that the lowerings consume; the kernel configuration
+// that `--pisa-configure-kernels` attaches to each kernel-level op and that
+// `--convert-pisa-to-gpu` reads.
 //
 //===----------------------------------------------------------------------===//
 
@@ -46,6 +48,80 @@ def Pisa_ScheduleAttr : AttrDef<Pisa_Dialect, "Schedule"> {
     `<` $kind `,` `q_tile` `=` $qTile `,` `io_two_stage` `=` $ioTwoStage `,`
     `io_single_stage` `=` $ioSingleStage `>`
   }];
+  let genVerifyDecl = 1;
+}
+
+def Pisa_KernelVariant : I32EnumAttr<"KernelVariant",
+    "the instructions a kernel computes its products with", [
+      I32EnumAttrCase<"Simt", 0, "simt">,
+      I32EnumAttrCase<"MmaSync", 1, "mma_sync">,
+      I32EnumAttrCase<"Wgmma", 2, "wgmma">
+    ]> {
+  let cppNamespace = "::mlir::pisa";
+  let genSpecializedAttr = 0;
+}
+
+def Pisa_CandidateWalk : I32EnumAttr<"CandidateWalk",
+    "how a query's block of warps holds the walk's candidates", [
+      I32EnumAttrCase<"Lanes", 0, "lanes">,
+      I32EnumAttrCase<"Ranks", 1, "ranks">
+    ]> {
+  let cppNamespace = "::mlir::pisa";
+  let genSpecializedAttr = 0;
+}
+
+def Pisa_KernelEpilogue : I32EnumAttr<"KernelEpilogue",
+    "where a kernel finishes its tensor-core accumulators", [
+      I32EnumAttrCase<"Registers", 0, "registers">,
+      I32EnumAttrCase<"Shared", 1, "shared">
+    ]> {
+  let cppNamespace = "::mlir::pisa";
+  let genSpecializedAttr = 0;
+}
+
+def Pisa_KernelConfigAttr : AttrDef<Pisa_Dialect, "KernelConfig"> {
+  let mnemonic = "kernel_config";
+  let summary = "how --convert-pisa-to-gpu builds a kernel-level op's kernel";
+  let description = [{
+    Every decision the GPU lowering makes for one kernel-level op, chosen by
+    `--pisa-configure-kernels` (docs/gpu.md, "Kernel configurations") and
+    read by `--convert-pisa-to-gpu` as the op's `kernel_config`:
+
+    - `variant`: `simt`, `mma_sync` (warp tensor cores) or `wgmma`
+      (warpgroup tensor cores, sm_90a); for the single-stage selection, the
+      leaves' scorer.
+    - `threads`: threads per block of the op's main kernel (follows from
+      the other fields; may be left out of a hand-written configuration).
+    - `warps_per_query`: warps that share one query (single-stage
+      selection: 1, or a block of 16 for decode).
+    - `walk`: how such a block holds the walk's candidates, one per lane
+      (`lanes`, g * K <= 32) or ranked in shared memory (`ranks`).
+    - `level_variant`: the scorer of the walk's levels (`lanes` walk).
+    - `rows_per_warp`, `tiles_per_block`: the tensor-core tile scorer's
+      rows per warp and the tiles one block scores in turn.
+    - `epilogue`: whether the accumulators are finished in `registers` or
+      through `shared` memory (tile scorer, attention).
+    - `min_blocks_per_sm`: the occupancy ptxas keeps registers for.
+
+    Fields an op does not use are absent. Only `variant` is required in a
+    hand-written configuration: --pisa-configure-kernels completes it.
+
+    ```mlir
+    #pisa.kernel_config<variant = wgmma, threads = 128, tiles_per_block = 8, min_blocks_per_sm = 5>
+    ```
+  }];
+  let parameters = (ins
+    "::mlir::pisa::KernelVariant":$variant,
+    "int64_t":$threads,
+    OptionalParameter<"std::optional<int64_t>">:$warpsPerQuery,
+    OptionalParameter<"std::optional<::mlir::pisa::CandidateWalk>">:$walk,
+    OptionalParameter<"std::optional<::mlir::pisa::KernelVariant>">:$levelVariant,
+    OptionalParameter<"std::optional<int64_t>">:$rowsPerWarp,
+    OptionalParameter<"std::optional<int64_t>">:$tilesPerBlock,
+    OptionalParameter<"std::optional<::mlir::pisa::KernelEpilogue>">:$epilogue,
+    OptionalParameter<"std::optional<int64_t>">:$minBlocksPerSM
+  );
+  let hasCustomAssemblyFormat = 1;
   let genVerifyDecl = 1;
 }
 

@@ -12,6 +12,8 @@
 #include "pisa/Analysis/TensorCoreWalk.h"
 #include "pisa/IR/PisaOps.h"
 
+#include "mlir/IR/TypeUtilities.h"
+
 using namespace mlir;
 using namespace mlir::pisa;
 using namespace mlir::pisa::detail;
@@ -104,6 +106,11 @@ static LogicalResult verifyKernelAttributes(Operation *op) {
       return failure();
   if (std::optional<int64_t> qTile = integer("q_tile"); qTile && *qTile < 1)
     return op->emitOpError() << "expected q_tile >= 1 but got " << *qTile;
+  if (Attribute config = op->getAttr(kKernelConfigAttrName);
+      config && !isa<KernelConfigAttr>(config))
+    return op->emitOpError()
+           << "expected " << kKernelConfigAttrName
+           << " to be a #pisa.kernel_config but got " << config;
   return checkScale(op, op->getAttrOfType<FloatAttr>("scale"));
 }
 
@@ -218,6 +225,16 @@ LogicalResult SparseAttentionKernelOp::verify() {
                              {"selection", getSelection(), Tiled::Tokens, tm},
                              {"output", getOutput(), Tiled::Tokens, tm}})))
     return failure();
+  // The kernels read and write one element type (the lowering stores
+  // `output` in the queries' type).
+  Type elem = mlir::getElementTypeOrSelf(getQueries().getType());
+  for (auto [name, value] : {std::pair<StringRef, Value>{"keys", getKeys()},
+                             {"values", getValues()},
+                             {"output", getOutput()}})
+    if (mlir::getElementTypeOrSelf(value.getType()) != elem)
+      return emitOpError() << "expected " << name << " of the queries' "
+                           << "element type " << elem << " but got "
+                           << mlir::getElementTypeOrSelf(value.getType());
   SmallVector<int64_t, 4> q = tokenShapeOf(getQueries(), tm);
   SmallVector<int64_t, 4> k = tokenShapeOf(getKeys(), tm);
   if (failed(checkGroups(*this, q[1], k[1])))

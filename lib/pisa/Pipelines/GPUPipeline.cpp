@@ -41,6 +41,9 @@ void mlir::pisa::buildPisaGPUHostPipeline(
   addModuleBufferization(pm);
   bufferization::buildBufferDeallocationPipeline(pm);
   pm.addPass(createPisaFuseDecodeAppend());
+  PisaConfigureKernelsOptions configs;
+  configs.chip = options.chip;
+  pm.addPass(createPisaConfigureKernels(configs));
   ConvertPisaToGPUOptions kernels;
   kernels.chip = options.chip;
   pm.addPass(createConvertPisaToGPU(kernels));

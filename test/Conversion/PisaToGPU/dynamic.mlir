@@ -1,4 +1,4 @@
-// RUN: pisa-opt %s --pisa-select-schedule --pisa-decompose-to-kernels %bufferize --convert-pisa-to-gpu --canonicalize --cse | FileCheck %s --enable-var-scope
+// RUN: pisa-opt %s --pisa-select-schedule --pisa-decompose-to-kernels %bufferize --pisa-configure-kernels --convert-pisa-to-gpu --canonicalize --cse | FileCheck %s --enable-var-scope
 
 // One program for every B, N and Nq (issue 12): kernels read sizes from
 // their buffers, the layout comes from N at run time, grids and buffers are

@@ -1,5 +1,5 @@
 // RUN: pisa-opt %s --pisa-decompose-to-kernels --canonicalize --cse | FileCheck %s --check-prefix=KERNEL --enable-var-scope
-// RUN: pisa-opt %s --pisa-decompose-to-kernels %bufferize --convert-pisa-to-gpu --canonicalize --cse | FileCheck %s --enable-var-scope
+// RUN: pisa-opt %s --pisa-decompose-to-kernels %bufferize --pisa-configure-kernels --convert-pisa-to-gpu --canonicalize --cse | FileCheck %s --enable-var-scope
 
 // pisa.lse_score with B, Nq, the children's rows and S dynamic: the sizes
 // the verifier could not compare and the run-time query offset are host

@@ -1,6 +1,6 @@
-// RUN: pisa-opt %s --split-input-file --convert-pisa-to-gpu -verify-diagnostics
+// RUN: pisa-opt %s --split-input-file --pisa-configure-kernels --convert-pisa-to-gpu -verify-diagnostics
 
-// --convert-pisa-to-gpu lowers kernel-level ops on buffers; anything else
+// --pisa-configure-kernels --convert-pisa-to-gpu lowers kernel-level ops on buffers; anything else
 // names the passes that come first.
 func.func @op_level(%q: tensor<1x2x8x4xf32>, %k: tensor<1x1x8x4xf32>,
                     %p: tensor<1x1x3x4xf32>, %off: index) -> tensor<1x1x8x3xi32> {

@@ -1,5 +1,5 @@
 // RUN: pisa-opt %s --pisa-decompose-to-kernels | FileCheck %s --enable-var-scope --check-prefix=KERNELS
-// RUN: pisa-opt %s --pisa-decompose-to-kernels %bufferize --convert-pisa-to-gpu --canonicalize --cse | FileCheck %s --enable-var-scope
+// RUN: pisa-opt %s --pisa-decompose-to-kernels %bufferize --pisa-configure-kernels --convert-pisa-to-gpu --canonicalize --cse | FileCheck %s --enable-var-scope
 
 // A decode step over a paged key cache: a pool of P pages of S = 16 keys
 // ([P, S, Hkv, d], vLLM's NHD layout) read through block_table [B, Mp]

@@ -1,5 +1,5 @@
 // RUN: pisa-opt %s --pisa-select-schedule=keep-existing=1 --pisa-decompose-to-kernels | FileCheck %s --enable-var-scope --check-prefix=KERNELS
-// RUN: pisa-opt %s --pisa-select-schedule=keep-existing=1 --pisa-decompose-to-kernels %bufferize --pisa-fuse-decode-append --convert-pisa-to-gpu --canonicalize --cse | FileCheck %s --enable-var-scope
+// RUN: pisa-opt %s --pisa-select-schedule=keep-existing=1 --pisa-decompose-to-kernels %bufferize --pisa-fuse-decode-append --pisa-configure-kernels --convert-pisa-to-gpu --canonicalize --cse | FileCheck %s --enable-var-scope
 
 // A decode step over a pyramid cache (docs/semantics.md, section 4):
 // pisa.pyramid_append updates the cache argument in place (no copy: the

@@ -1,4 +1,4 @@
-// RUN: pisa-opt %s --pisa-decompose-to-kernels %bufferize --convert-pisa-to-gpu --canonicalize | FileCheck %s --enable-var-scope
+// RUN: pisa-opt %s --pisa-decompose-to-kernels %bufferize --pisa-configure-kernels --convert-pisa-to-gpu --canonicalize | FileCheck %s --enable-var-scope
 
 // 200 keys, C = 64, g = 2: the leaf kernel over 4 blocks, a block of
 // d = 16 threads per (leaf, batch x KV head); then every upper level (2

@@ -1,4 +1,4 @@
-// RUN: pisa-opt %s --pisa-decompose-to-kernels %bufferize --convert-pisa-to-gpu | FileCheck %s --enable-var-scope
+// RUN: pisa-opt %s --pisa-decompose-to-kernels %bufferize --pisa-configure-kernels --convert-pisa-to-gpu | FileCheck %s --enable-var-scope
 
 // Decode: one fused kernel from the root to the leaves, nothing else.
 

@@ -1,4 +1,4 @@
-// RUN: pisa-opt %s --pisa-decompose-to-kernels %bufferize --convert-pisa-to-gpu --canonicalize --cse | FileCheck %s --enable-var-scope
+// RUN: pisa-opt %s --pisa-decompose-to-kernels %bufferize --pisa-configure-kernels --convert-pisa-to-gpu --canonicalize --cse | FileCheck %s --enable-var-scope
 
 // Sparse attention with B, N and Nq dynamic, G = 16, d = dv = 128, C = 64
 // (the paper's setting, two KV heads): the G heads fit one m16 tile, so the

@@ -1,4 +1,4 @@
-// RUN: pisa-opt %s --pisa-decompose-to-kernels %bufferize --convert-pisa-to-gpu | FileCheck %s --enable-var-scope
+// RUN: pisa-opt %s --pisa-decompose-to-kernels %bufferize --pisa-configure-kernels --convert-pisa-to-gpu | FileCheck %s --enable-var-scope
 
 // The stage-2 shared-memory epilogue (G = 8, 32-row warps) with C = 48:
 // twelve chunks of 4 per row, not a power of two; the chunks are joined

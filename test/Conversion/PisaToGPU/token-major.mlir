@@ -1,4 +1,4 @@
-// RUN: pisa-opt %s --pisa-select-schedule --pisa-decompose-to-kernels %bufferize --convert-pisa-to-gpu --canonicalize --cse | FileCheck %s --enable-var-scope
+// RUN: pisa-opt %s --pisa-select-schedule --pisa-decompose-to-kernels %bufferize --pisa-configure-kernels --convert-pisa-to-gpu --canonicalize --cse | FileCheck %s --enable-var-scope
 
 // Token-major queries, keys and selection ([B, T, H, X]) are read and
 // written in place: each kernel gets a transposed [B, H, T, X] view

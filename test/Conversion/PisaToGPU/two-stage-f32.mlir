@@ -1,4 +1,4 @@
-// RUN: pisa-opt %s --pisa-decompose-to-kernels %bufferize --convert-pisa-to-gpu | FileCheck %s --enable-var-scope
+// RUN: pisa-opt %s --pisa-decompose-to-kernels %bufferize --pisa-configure-kernels --convert-pisa-to-gpu | FileCheck %s --enable-var-scope
 
 // f32 inputs take the SIMT scorer: 64 threads, one per (query, head) row,
 // each keeping its row against a 64-key chunk of f32 keys in registers.

@@ -1,4 +1,4 @@
-// RUN: pisa-opt %s --pisa-decompose-to-kernels %bufferize --convert-pisa-to-gpu | FileCheck %s --enable-var-scope
+// RUN: pisa-opt %s --pisa-decompose-to-kernels %bufferize --pisa-configure-kernels --convert-pisa-to-gpu | FileCheck %s --enable-var-scope
 
 // Which group sizes the wgmma scorer takes (sm_90a): a 64-row tile of
 // q_tile x G rows with G = 8 (two queries a warp: each half of the warp's

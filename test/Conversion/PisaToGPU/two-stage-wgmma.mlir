@@ -1,5 +1,5 @@
-// RUN: pisa-opt %s --pisa-decompose-to-kernels %bufferize --convert-pisa-to-gpu | FileCheck %s --enable-var-scope
-// RUN: pisa-opt %s --pisa-decompose-to-kernels %bufferize --convert-pisa-to-gpu=chip=sm_90 | FileCheck %s --check-prefix=SM90 --enable-var-scope
+// RUN: pisa-opt %s --pisa-decompose-to-kernels %bufferize --pisa-configure-kernels --convert-pisa-to-gpu | FileCheck %s --enable-var-scope
+// RUN: pisa-opt %s --pisa-decompose-to-kernels %bufferize --pisa-configure-kernels=chip=sm_90 --convert-pisa-to-gpu=chip=sm_90 | FileCheck %s --check-prefix=SM90 --enable-var-scope
 
 // Stage 2 at the paper's setting for sm_90a (the default chip): a block is
 // one warpgroup scoring 64-row tiles (4 queries x G = 16) with wgmma. Both

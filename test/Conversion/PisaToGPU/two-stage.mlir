@@ -1,4 +1,4 @@
-// RUN: pisa-opt %s --pisa-decompose-to-kernels %bufferize --convert-pisa-to-gpu=chip=sm_90 | FileCheck %s --enable-var-scope
+// RUN: pisa-opt %s --pisa-decompose-to-kernels %bufferize --pisa-configure-kernels=chip=sm_90 --convert-pisa-to-gpu=chip=sm_90 | FileCheck %s --enable-var-scope
 
 // Prefill at the paper's setting (N = 4096, C = 64: 64 leaves, g*K = 16),
 // built for sm_90 (no wgmma; two-stage-wgmma.mlir has sm_90a's stage 2):

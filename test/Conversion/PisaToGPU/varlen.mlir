@@ -1,5 +1,5 @@
 // RUN: pisa-opt %s --pisa-decompose-to-kernels | FileCheck %s --check-prefix=KERNELS --enable-var-scope
-// RUN: pisa-opt %s --pisa-decompose-to-kernels %bufferize --convert-pisa-to-gpu --canonicalize --cse | FileCheck %s --enable-var-scope
+// RUN: pisa-opt %s --pisa-decompose-to-kernels %bufferize --pisa-configure-kernels --convert-pisa-to-gpu --canonicalize --cse | FileCheck %s --enable-var-scope
 
 // A packed varlen batch on the GPU (docs/semantics.md section 7, docs/gpu.md
 // "Varlen"): grids from Tq, Tk and B only, every block or warp finding its

@@ -188,6 +188,30 @@ func.func @f(%q: memref<1x4x10x64xf16>, %k: memref<1x1x10x64xf16>, %v: memref<1x
 
 // -----
 
+func.func @f(%q: memref<1x4x10x64xf16>, %k: memref<1x1x10x64xf16>, %v: memref<1x1x10x64xf16>, %s: memref<1x1x10x3xi32>, %off: index, %o: memref<1x4x10x64xf32>, %l: memref<1x4x10xf32>) {
+  // expected-error @+1 {{expected output of the queries' element type 'f16' but got 'f32'}}
+  pisa.kernel.sparse_attention %q, %k, %v, %s, %off outs(%o, %l) block_size = 32 scale = 0.125 : memref<1x4x10x64xf16>, memref<1x1x10x64xf16>, memref<1x1x10x64xf16>, memref<1x1x10x3xi32>, memref<1x4x10x64xf32>, memref<1x4x10xf32>
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<1x4x10x64xf16>, %k: memref<1x1x10x64xbf16>, %v: memref<1x1x10x64xf16>, %s: memref<1x1x10x3xi32>, %off: index, %o: memref<1x4x10x64xf16>, %l: memref<1x4x10xf32>) {
+  // expected-error @+1 {{expected keys of the queries' element type 'f16' but got 'bf16'}}
+  pisa.kernel.sparse_attention %q, %k, %v, %s, %off outs(%o, %l) block_size = 32 scale = 0.125 : memref<1x4x10x64xf16>, memref<1x1x10x64xbf16>, memref<1x1x10x64xf16>, memref<1x1x10x3xi32>, memref<1x4x10x64xf16>, memref<1x4x10xf32>
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<1x4x10x64xf16>, %k: memref<1x1x10x64xf16>, %v: memref<1x1x10x64xf16>, %s: memref<1x1x10x3xi32>, %off: index, %o: memref<1x4x10x64xf16>, %l: memref<1x4x10xf32>) {
+  // expected-error @+1 {{expected kernel_config to be a #pisa.kernel_config but got "mma"}}
+  pisa.kernel.sparse_attention %q, %k, %v, %s, %off outs(%o, %l) block_size = 32 scale = 0.125 {kernel_config = "mma"} : memref<1x4x10x64xf16>, memref<1x1x10x64xf16>, memref<1x1x10x64xf16>, memref<1x1x10x3xi32>, memref<1x4x10x64xf16>, memref<1x4x10xf32>
+  return
+}
+
+// -----
+
 // The kernel ops take the user-level ops' attribute ranges (one definition,
 // lib/pisa/IR/ContractChecks.h). K = 2^62 with g = 4 made the walk's g * K
 // overflow int64 (UBSan, the sixteenth session's fuzz run).

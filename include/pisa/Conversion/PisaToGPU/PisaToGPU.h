@@ -4,6 +4,9 @@
 #define PISA_CONVERSION_PISATOGPU_PISATOGPU_H
 
 #include "pisa/Analysis/GPUTarget.h"
+#include "pisa/IR/PisaAttrs.h"
+
+#include "mlir/Support/LLVM.h"
 
 #include <cstdint>
 #include <optional>
@@ -38,15 +41,34 @@ std::optional<std::string> gpuLimitViolation(Operation *op);
 /// facts. registerAllDialects calls it.
 void registerKernelLoweringExternalModels(DialectRegistry &registry);
 
-/// Kernel-level ops (buffer form) to gpu.func kernels and their launches:
-/// pisa.kernel.pyramid, and the selection kernels of both schedules.
+/// The #pisa.kernel_config of kernel-level op `op` for a target with
+/// `features` (docs/gpu.md, "Kernel configurations"): each field `requested`
+/// sets is kept when the op's kernels support it, every other field is
+/// chosen. A field `requested` sets that the op's kernels cannot follow, or
+/// one that does not apply to the op or contradicts the others, is an error
+/// on `op` that names it. `requested` may be null.
+FailureOr<KernelConfigAttr> configureKernel(Operation *op,
+                                            const GPUTargetFeatures &features,
+                                            KernelConfigAttr requested);
+
+/// `op`'s kernel_config completed by configureKernel, each field it already
+/// sets confirmed: one the op's kernels cannot follow, or that does not
+/// apply or contradicts the others, is an error on `op` naming it.
+FailureOr<KernelConfigAttr>
+completeKernelConfig(Operation *op, const GPUTargetFeatures &features);
+
+/// Whether `op` is a kernel-level pisa op (pisa.kernel.*, destination
+/// style), which carries a kernel_config.
+bool isKernelLevelOp(Operation *op);
+
+/// Kernel-level ops (buffer form) with their kernel_config to gpu.func
+/// kernels and their launches: pisa.kernel.pyramid, and the selection
+/// kernels of both schedules.
 void populatePyramidKernelToGPUPatterns(RewritePatternSet &patterns);
-void populateSelectionKernelsToGPUPatterns(
-    RewritePatternSet &patterns, const GPUTargetFeatures &features = {});
+void populateSelectionKernelsToGPUPatterns(RewritePatternSet &patterns);
 /// pisa.kernel.sparse_attention.
 void populateAttentionKernelToGPUPatterns(RewritePatternSet &patterns);
-void populatePisaToGPUConversionPatterns(
-    RewritePatternSet &patterns, const GPUTargetFeatures &features = {});
+void populatePisaToGPUConversionPatterns(RewritePatternSet &patterns);
 
 /// In every function that holds kernel-level ops, memref.alloc,
 /// memref.dealloc and memref.copy become gpu.alloc, gpu.dealloc and

@@ -31,9 +31,9 @@ using namespace mlir;
 using namespace mlir::pisa;
 
 void mlir::pisa::populatePisaToGPUConversionPatterns(
-    RewritePatternSet &patterns, const GPUTargetFeatures &features) {
+    RewritePatternSet &patterns) {
   populatePyramidKernelToGPUPatterns(patterns);
-  populateSelectionKernelsToGPUPatterns(patterns, features);
+  populateSelectionKernelsToGPUPatterns(patterns);
   populateAttentionKernelToGPUPatterns(patterns);
 }
 
@@ -75,7 +75,7 @@ struct ConvertPisaToGPUPass
   using Base::Base;
 
   void runOnOperation() override {
-    // The chip picks the kernels (gpuTargetFeatures).
+    // Each configuration must hold on the chip (gpuTargetFeatures).
     if (auto error = unsupportedGPUChip(chip)) {
       getOperation()->emitError(*error);
       return signalPassFailure();
@@ -86,8 +86,29 @@ struct ConvertPisaToGPUPass
       if (!isa_and_nonnull<PisaDialect>(op->getDialect()))
         return;
       auto kernelOp = dyn_cast<DestinationStyleOpInterface>(op);
-      if (kernelOp && kernelOp.hasPureBufferSemantics())
+      if (kernelOp && kernelOp.hasPureBufferSemantics()) {
+        // The kernels are built as the op's configuration says: one that
+        // is complete and holds for this op on this chip.
+        KernelConfigAttr config = getKernelConfig(op);
+        if (!config) {
+          op->emitOpError() << "has no " << kKernelConfigAttrName
+                            << ": run --pisa-configure-kernels first "
+                               "(pisa-lower-to-nvvm-pipeline does)";
+          ok = false;
+          return;
+        }
+        FailureOr<KernelConfigAttr> complete =
+            completeKernelConfig(op, gpuTargetFeatures(chip));
+        if (failed(complete)) {
+          ok = false;
+        } else if (*complete != config) {
+          op->emitOpError() << "has an incomplete " << kKernelConfigAttrName
+                            << " (" << config << ", complete: " << *complete
+                            << "): run --pisa-configure-kernels";
+          ok = false;
+        }
         return;
+      }
       op->emitOpError(kernelOp ? "expected the buffer form: bufferize first "
                                  "(one-shot-bufferize)"
                                : "expected kernel-level ops on buffers: run "
@@ -102,7 +123,7 @@ struct ConvertPisaToGPUPass
     target.addIllegalDialect<PisaDialect>();
     target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
     RewritePatternSet patterns(&getContext());
-    populatePisaToGPUConversionPatterns(patterns, gpuTargetFeatures(chip));
+    populatePisaToGPUConversionPatterns(patterns);
     if (failed(applyPartialConversion(getOperation(), target,
                                       std::move(patterns))))
       return signalPassFailure();

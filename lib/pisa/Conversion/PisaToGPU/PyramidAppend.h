@@ -38,6 +38,10 @@ struct AppendOperands {
 void emitPyramidAppend(ImplicitLocOpBuilder &b, const AppendOperands &ops,
                        int64_t blockSize, int64_t fan, int64_t threads);
 
+/// Threads of pisa.kernel.pyramid_append's block: rows of d, as many as
+/// 1024 threads hold.
+int64_t pyramidAppendThreads(int64_t headDim);
+
 } // namespace mlir::pisa::detail
 
 #endif // PISA_LIB_CONVERSION_PISATOGPU_PYRAMIDAPPEND_H

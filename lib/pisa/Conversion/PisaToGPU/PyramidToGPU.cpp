@@ -64,6 +64,10 @@ static void emitMean(ImplicitLocOpBuilder &b, Value src, Value dst, Value batch,
 static int64_t topLevelRows(int64_t d) {
   return std::max<int64_t>(1, kMaxGPUThreads / d);
 }
+int64_t mlir::pisa::detail::pyramidAppendThreads(int64_t d) {
+  return topLevelRows(d) * d;
+}
+
 /// The widest level the top-levels kernel builds: four passes of its rows.
 static int64_t topLevelMaxNodes(int64_t d) { return 4 * topLevelRows(d); }
 
@@ -411,7 +415,8 @@ void mlir::pisa::detail::emitPyramidAppend(ImplicitLocOpBuilder &b,
 static Kernel buildAppendKernel(PatternRewriter &rewriter, Operation *op,
                                 MemRefType keysMem, MemRefType boundMem,
                                 MemRefType tableMem, MemRefType pyrMem,
-                                int64_t blockSize, int64_t fan) {
+                                int64_t blockSize, int64_t fan,
+                                KernelConfigAttr config) {
   SmallVector<KernelParam> params{
       {"keys", keysMem}, {"from", boundMem}, {"to", boundMem}};
   if (tableMem)
@@ -424,10 +429,8 @@ static Kernel buildAppendKernel(PatternRewriter &rewriter, Operation *op,
         workgroupType(rewriter.getContext(), {1}, rewriter.getI32Type()));
   Kernel kernel =
       createKernel(rewriter, op, "pyramid_append", params, workgroup);
-  // A block of up to 1024 threads must launch whatever the last-leaf path
-  // holds in registers: its size is told to ptxas.
-  const int64_t d = keysMem.getShape()[3];
-  setOccupancyHint(kernel.func(), topLevelRows(d) * d, 1);
+  if (std::optional<int64_t> blocks = config.getMinBlocksPerSM())
+    setOccupancyHint(kernel.func(), config.getThreads(), *blocks);
   ImplicitLocOpBuilder b(op->getLoc(), rewriter);
   AppendOperands ops{kernel.arg("keys"), kernel.arg("from"), kernel.arg("to"),
                      kernel.arg("pyramid")};
@@ -435,7 +438,7 @@ static Kernel buildAppendKernel(PatternRewriter &rewriter, Operation *op,
     ops.blockTable = kernel.arg("blockTable");
     ops.pageFlag = kernel.func().getWorkgroupAttributions()[0];
   }
-  emitPyramidAppend(b, ops, blockSize, fan, topLevelRows(d) * d);
+  emitPyramidAppend(b, ops, blockSize, fan, config.getThreads());
   gpu::ReturnOp::create(b);
   return kernel;
 }
@@ -456,12 +459,13 @@ struct PyramidAppendKernelToGPU : OpRewritePattern<PyramidAppendKernelOp> {
     auto pyrMem = cast<MemRefType>(op.getPyramid().getType());
     Value table = op.getBlockTable();
     auto tableMem = table ? cast<MemRefType>(table.getType()) : MemRefType();
-    const int64_t d = keysMem.getShape()[3];
+    KernelConfigAttr config = getKernelConfig(op);
     Kernel kernel;
     {
       OpBuilder::InsertionGuard guard(rewriter);
-      kernel = buildAppendKernel(rewriter, op, keysMem, boundMem, tableMem,
-                                 pyrMem, op.getBlockSize(), op.getBranching());
+      kernel =
+          buildAppendKernel(rewriter, op, keysMem, boundMem, tableMem, pyrMem,
+                            op.getBlockSize(), op.getBranching(), config);
     }
     rewriter.setInsertionPoint(op);
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
@@ -474,7 +478,7 @@ struct PyramidAppendKernelToGPU : OpRewritePattern<PyramidAppendKernelOp> {
                                         {"pyramid", op.getPyramid()}};
     if (table)
       operands.push_back({"blockTable", table});
-    launch(b, kernel, indexConst(b, 1), groups, topLevelRows(d) * d, operands);
+    launch(b, kernel, indexConst(b, 1), groups, config.getThreads(), operands);
     rewriter.eraseOp(op);
     return success();
   }

@@ -204,18 +204,17 @@ static int64_t warpQueryWidth(const Problem &p, int64_t warpsPerQuery) {
 }
 
 bool usesBlockLaneWalk(const Problem &p, int64_t warpsPerQuery) {
-  return warpsPerQuery > 1 && fitsLaneWalk(p.fanout, p.topK);
+  return warpsPerQuery > 1 && p.config &&
+         p.config.getWalk() == CandidateWalk::Lanes;
 }
 
 bool scoresLeavesWithMma(const Problem &p) {
-  return canScoreLeavesWithMma(p.queries.getElementType(), p.groupSize,
-                               p.headDim, p.blockSize);
+  return p.config && p.config.getVariant() == KernelVariant::MmaSync;
 }
 
 bool scoresBlockLevelsWithMma(const Problem &p, int64_t warpsPerQuery) {
   return usesBlockLaneWalk(p, warpsPerQuery) &&
-         canScoreLevelsWithMma(p.queries.getElementType(), p.groupSize,
-                               p.headDim, p.blockSize, p.fanout);
+         p.config.getLevelVariant() == KernelVariant::MmaSync;
 }
 
 void forEachQueryWarp(ImplicitLocOpBuilder &b, const Kernel &kernel,

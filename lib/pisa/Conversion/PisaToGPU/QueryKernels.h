@@ -19,6 +19,9 @@
 #include "../Common/LevelLayout.h"
 #include "../Common/NodeScore.h"
 
+#include "pisa/Analysis/GPUTarget.h"
+#include "pisa/IR/PisaAttrs.h"
+
 #include "mlir/IR/PatternMatch.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
 
@@ -34,6 +37,13 @@ constexpr int64_t kLanes = 32;
 
 constexpr int64_t kWarpQueries = kQueryThreads / kLanes;
 
+/// The single-stage kernels give a query a block of 16 warps (decode,
+/// speculative decode: at most 4 queries) that split each level's and the
+/// leaves' scoring, else one warp (four per block; there the queries fill
+/// the GPU).
+constexpr int64_t kDecodeWarps = kDecodeBlockThreads / kLanes;
+constexpr int64_t kMaxDecodeQueries = 4;
+
 /// Sizes of a selection kernel, read from its op. B, N and Nq may be
 /// dynamic: kernels read Nq from their buffers and N from "numKeys" (or the
 /// keys' size); a constant N stays a constant, so walks unroll.
@@ -43,14 +53,17 @@ struct Problem {
   float scale;
   MemRefType queries;
   std::optional<int64_t> numKeys; ///< N when it is a constant
+  /// A single-stage op's kernel_config (null for the other kernels).
+  KernelConfigAttr config;
   int64_t candidates() const { return fanout * topK; }
   bool dynamicKeys() const { return !numKeys; }
 };
 
-/// Whether a query's block of warps (warpsPerQuery > 1) walks with one
-/// candidate per lane (g * K <= 32, buildBlockLaneSelection), whether the
-/// leaves are scored on tensor cores, and whether such a block scores its
-/// levels on tensor cores too: the query's load (lane groups or mma
+/// A single-stage kernel's decisions, as p.config says: whether a query's
+/// block of warps (warpsPerQuery > 1) walks with one candidate per lane
+/// (walk = lanes, buildBlockLaneSelection), whether that walk scores the
+/// leaves on tensor cores (variant mma_sync), and its levels too
+/// (level_variant mma_sync): the query's load (lane groups or mma
 /// fragments) and the kernel's body follow these decisions alike.
 bool usesBlockLaneWalk(const Problem &p, int64_t warpsPerQuery);
 bool scoresLeavesWithMma(const Problem &p);

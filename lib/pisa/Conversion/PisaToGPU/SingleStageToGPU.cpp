@@ -33,26 +33,19 @@ using namespace mlir::pisa::detail;
 
 namespace {
 
-/// Warps per query of the single-stage kernels: a block of 16 warps per
-/// query when the op has at most 4 queries (decode, speculative decode),
-/// which split each level's and the leaves' scoring between them; else
-/// one warp per query, four per block (there the queries fill the GPU).
-constexpr int64_t kDecodeWarps = kDecodeBlockThreads / kLanes;
 constexpr int64_t kKeysInFlight = 8;
-constexpr int64_t kMaxDecodeQueries = 4;
 
+/// Warps per query (kernel_config warps_per_query).
 int64_t warpsPerQuery(const Problem &p) {
-  int64_t nq = p.queries.getShape()[2];
-  return !ShapedType::isDynamic(nq) && nq <= kMaxDecodeQueries ? kDecodeWarps
-                                                               : 1;
+  return p.config.getWarpsPerQuery().value_or(1);
 }
 
-/// A block of several warps per query must launch whatever the walk's
-/// register needs: its size is told to ptxas (at most 65536 / threads
-/// registers each), one block per SM at least.
+/// The occupancy ptxas keeps registers for (kernel_config
+/// min_blocks_per_sm): a block of several warps per query must launch
+/// whatever the walk's registers need.
 void boundRegisters(const Kernel &kernel, const Problem &p) {
-  if (int64_t warps = warpsPerQuery(p); warps > 1)
-    setOccupancyHint(kernel.func(), warps * kLanes, 1);
+  if (std::optional<int64_t> blocks = p.config.getMinBlocksPerSM())
+    setOccupancyHint(kernel.func(), p.config.getThreads(), *blocks);
 }
 
 /// Grid x and threads of a single-stage kernel over `numQueries` queries.
@@ -60,10 +53,10 @@ std::pair<Value, int64_t> queryGrid(ImplicitLocOpBuilder &host,
                                     const Problem &p, Value numQueries) {
   int64_t warps = warpsPerQuery(p);
   if (warps > 1)
-    return {numQueries, warps * kLanes};
-  return {host.createOrFold<arith::CeilDivUIOp>(numQueries,
-                                                indexConst(host, kWarpQueries)),
-          kQueryThreads};
+    return {numQueries, p.config.getThreads()};
+  return {host.createOrFold<arith::CeilDivUIOp>(
+              numQueries, indexConst(host, p.config.getThreads() / kLanes)),
+          p.config.getThreads()};
 }
 
 /// Item `readAt`'s score (clamped to the last of `count`) from where an
@@ -349,6 +342,7 @@ static void lowerSingleStage(OpTy op, PatternRewriter &rewriter,
   Problem p =
       problemOf(op.getQueries(), op.getKeys(), op.getTopk(), op.getBranching(),
                 op.getBlockSize(), op.getScale().convertToFloat(), Value());
+  p.config = getKernelConfig(op);
   SmallVector<KernelParam> params{{"queries", p.queries},
                                   {"keys", bufferType(op.getKeys())},
                                   {"pyramid", bufferType(op.getPyramid())},
@@ -442,6 +436,7 @@ struct SelectSingleStageVarlenToGPU
     Problem p =
         problemOf(queries, keys, op.getTopk(), op.getBranching(),
                   op.getBlockSize(), op.getScale().convertToFloat(), Value());
+    p.config = getKernelConfig(op);
     Kernel kernel;
     {
       OpBuilder::InsertionGuard guard(rewriter);
@@ -462,10 +457,8 @@ struct SelectSingleStageVarlenToGPU
                 dimOf(sb, kernel.arg("keys"), 2), batch, row, p.blockSize);
           });
     }
-    launch(host, kernel,
-           host.createOrFold<arith::CeilDivUIOp>(
-               dimOf(host, queries, 2), indexConst(host, kWarpQueries)),
-           indexConst(host, p.kvHeads), kQueryThreads,
+    auto [gridX, threads] = queryGrid(host, p, dimOf(host, queries, 2));
+    launch(host, kernel, gridX, indexConst(host, p.kvHeads), threads,
            {{"queries", queries},
             {"keys", keys},
             {"pyramid", pyramid},
@@ -489,6 +482,7 @@ struct SelectDecodeToGPU : KernelOpPattern<SelectDecodeKernelOp> {
     Problem p = problemOf(op.getQueries(), op.getPyramid(), op.getTopk(),
                           op.getBranching(), op.getBlockSize(),
                           op.getScale().convertToFloat(), Value());
+    p.config = getKernelConfig(op);
     Value table = op.getBlockTable();
     MemRefType keysMem = bufferType(op.getKeys());
     const int64_t pageSize = table ? keysMem.getShape()[1] : 0;

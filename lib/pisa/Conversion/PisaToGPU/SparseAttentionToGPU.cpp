@@ -545,8 +545,8 @@ struct SparseAttentionToGPU : KernelOpPattern<SparseAttentionKernelOp> {
     const int64_t dv = bufferType(op.getValues()).getShape()[3];
     const int64_t topK = bufferType(op.getSelection()).getShape()[3];
     const float scale = op.getScale().convertToFloat();
-    const bool inRegisters =
-        attendsInRegisters(qType.getElementType(), G, d, dv, op.getBlockSize());
+    KernelConfigAttr config = getKernelConfig(op);
+    const bool inRegisters = config.getEpilogue() == KernelEpilogue::Registers;
     const AttentionTiles tiles(G, d, dv, op.getBlockSize(), topK);
     const RegisterAttentionPlan plan(d, dv, op.getBlockSize(), topK);
     const int64_t sharedBytes = inRegisters ? plan.bytes : tiles.bytes;
@@ -561,13 +561,8 @@ struct SparseAttentionToGPU : KernelOpPattern<SparseAttentionKernelOp> {
                              {"queryOffset", rewriter.getIndexType()},
                              {"output", bufferType(op.getOutput())},
                              {"lse", bufferType(op.getLse())}});
-      // Blocks per SM as shared memory allows, so that ptxas keeps
-      // registers within that occupancy; at most 2 for the register
-      // kernel, whose 255 registers fit no more without spills (3 spilled
-      // and measured slower: performance.md).
-      setOccupancyHint(kernel.func(), kAttentionThreads,
-                       std::clamp<int64_t>(blocksBySharedMemory(sharedBytes), 1,
-                                           inRegisters ? 2 : 16));
+      if (std::optional<int64_t> blocks = config.getMinBlocksPerSM())
+        setOccupancyHint(kernel.func(), config.getThreads(), *blocks);
       ImplicitLocOpBuilder b(op.getLoc(), rewriter);
       if (inRegisters)
         buildRegisterAttention(b, kernel, plan, G, kvHeads, scale);
@@ -580,7 +575,7 @@ struct SparseAttentionToGPU : KernelOpPattern<SparseAttentionKernelOp> {
     if (inRegisters)
       gridX = host.createOrFold<arith::CeilDivUIOp>(
           gridX, indexConst(host, kAttentionQueriesPerBlock));
-    launch(host, kernel, gridX, groups, kAttentionThreads,
+    launch(host, kernel, gridX, groups, config.getThreads(),
            {{"queries", op.getQueries()},
             {"keys", op.getKeys()},
             {"values", op.getValues()},

@@ -35,7 +35,7 @@
 using namespace mlir;
 using namespace mlir::pisa::detail;
 
-static constexpr int64_t kPairThreads = 256;
+static constexpr int64_t kPairThreads = kBucketThreads;
 static constexpr int64_t kScanLanes = 32;
 static constexpr int64_t kMaxTileRows = 64;
 
@@ -377,6 +377,10 @@ BucketKernels mlir::pisa::detail::buildBucketKernels(PatternRewriter &rewriter,
   return k;
 }
 
+int64_t mlir::pisa::detail::simtScoreThreads(const TileProblem &p) {
+  return ceilDiv(p.qTile * p.groupSize, 32) * 32;
+}
+
 ScoreKernel mlir::pisa::detail::buildScoreKernel(PatternRewriter &rewriter,
                                                  Operation *anchor,
                                                  const TileProblem &p) {
@@ -384,31 +388,31 @@ ScoreKernel mlir::pisa::detail::buildScoreKernel(PatternRewriter &rewriter,
   Location loc = anchor->getLoc();
   Type f32 = rewriter.getF32Type();
   MLIRContext *ctx = rewriter.getContext();
-  ScoreKernel k{{}, 0, 1};
+  ScoreKernel k{
+      {}, p.config.getThreads(), p.config.getTilesPerBlock().value_or(1)};
   // scoreKernelParams, warpgroup tensor cores, tensor cores or SIMT.
-  if (canScoreWithWgmma(p)) {
+  switch (p.config.getVariant()) {
+  case KernelVariant::Wgmma:
     k.kernel = buildWgmmaScoreKernel(rewriter, anchor, p);
-    k.threads = wgmmaScoreThreads();
-    k.tilesPerBlock = wgmmaTilesPerBlock();
     return k;
-  }
-  if (canScoreWithMma(p)) {
+  case KernelVariant::MmaSync:
     k.kernel = buildMmaScoreKernel(rewriter, anchor, p);
-    k.threads = mmaScoreThreads(p);
-    k.tilesPerBlock = mmaTilesPerBlock();
     return k;
+  case KernelVariant::Simt:
+    break;
   }
-  const int64_t threads = ceilDiv(p.qTile * p.groupSize, 32) * 32;
+  const int64_t threads = k.threads;
   const int64_t d = p.headDim, blockSize = p.blockSize;
   // Keys per shared-memory chunk: at most 32 KiB of f32 and 64 rows, the
   // register accumulators each thread keeps.
   const int64_t rows = std::max<int64_t>(
       1, std::min<int64_t>({blockSize, 8192 / d, kMaxTileRows}));
-  k.threads = threads;
   k.kernel = createKernel(
       rewriter, anchor, "select_stage2_score_tiles", scoreKernelParams(p),
       {workgroupType(ctx, {rows, d}, f32), workgroupType(ctx, {threads}, f32)});
   gpu::GPUFuncOp scoreFunc = k.kernel.func();
+  if (std::optional<int64_t> blocks = p.config.getMinBlocksPerSM())
+    setOccupancyHint(scoreFunc, threads, *blocks);
   // 16-byte aligned so that rows can be read with vector loads.
   scoreFunc.setWorkgroupAttributionAttr(
       0, LLVM::LLVMDialect::getAlignAttrName(), rewriter.getI64IntegerAttr(16));

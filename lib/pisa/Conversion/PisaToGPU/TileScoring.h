@@ -12,9 +12,14 @@
 
 #include "KernelBuilder.h"
 
+#include "pisa/IR/PisaAttrs.h"
+
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 #include "mlir/IR/PatternMatch.h"
+
+#include <optional>
+#include <string>
 
 namespace mlir::pisa::detail {
 
@@ -44,14 +49,17 @@ struct TileProblem {
   /// kernels take both cu_seqlens, each query row finds its sequence and
   /// the leaf arrays number leaves over the batch (PackedSequences.h).
   MemRefType cuSeqlensQ, cuSeqlensK;
-  /// The target has wgmma (sm_90a): 64-row tiles may be scored on
-  /// warpgroup tensor cores (canScoreWithWgmma).
-  bool warpgroupMma = false;
+  /// The score_tiles op's kernel_config (null for the bucket kernels).
+  KernelConfigAttr config;
   bool packed() const { return bool(cuSeqlensQ); }
 };
 
 /// The cu_seqlens kernel parameters of a packed problem (none for a batch).
 SmallVector<KernelParam> cuSeqlensParams(const TileProblem &problem);
+
+/// Threads of the counting sort's histogram and scatter blocks (a pair
+/// each).
+constexpr int64_t kBucketThreads = 256;
 
 /// The counting sort's kernels (histogram, scan, scatter).
 struct BucketKernels {
@@ -109,31 +117,56 @@ TileMember loadTileMember(ImplicitLocOpBuilder &b, const Kernel &score,
                           const TileProblem &p, Value batch, Value kv,
                           const TileSpan &span, Value member);
 
-/// Tensor-core scoring applies to f16 and bf16 inputs with Q_tile * G a
-/// multiple of 16 (one warp per 16 rows), C a multiple of 8, d of 16, and
-/// the staged tiles within the 48 KiB of static shared memory.
-bool canScoreWithMma(const TileProblem &problem);
-int64_t mmaScoreThreads(const TileProblem &problem);
-/// Tiles per block of the tensor-core scorer (consecutive tiles).
-int64_t mmaTilesPerBlock();
+/// The mma.sync scorer's layout choices (kernel_config rows_per_warp and
+/// epilogue): a warp's rows (16 or 32 of the tile's Q_tile x G), and
+/// whether the row LSEs and head sums run on the accumulators in registers
+/// (each warp's rows whole queries of G a multiple of 16) or through a
+/// score tile in shared memory.
+struct MmaScoreShape {
+  int64_t rowsPerWarp;
+  bool registerEpilogue;
+};
+/// 32 rows per warp where Q_tile x G allows (each key tile read half as
+/// often), the register epilogue where it applies.
+MmaScoreShape defaultMmaScoreShape(const TileProblem &problem);
+/// Why the mma.sync scorer of `shape` cannot score `problem`, or nullopt:
+/// it takes f16 and bf16 with Q_tile * G a multiple of the rows per warp
+/// (at most 32 warps), C a multiple of 8, d of 16, and the staged tiles
+/// within the 48 KiB of static shared memory.
+std::optional<std::string> mmaScoreUnsupported(const TileProblem &problem,
+                                               const MmaScoreShape &shape);
+int64_t mmaScoreThreads(const TileProblem &problem, const MmaScoreShape &shape);
+/// Blocks per SM as shared memory allows (at most 8): the occupancy ptxas
+/// keeps registers for.
+int64_t mmaScoreBlocksPerSM(const TileProblem &problem,
+                            const MmaScoreShape &shape);
+/// Consecutive tiles one block scores: they mostly share a leaf (the
+/// scatter groups them by leaf), so each leaf's keys are staged once.
+constexpr int64_t kScoreTilesPerBlock = 8;
+/// The mma.sync scorer for p.config (variant mma_sync).
 Kernel buildMmaScoreKernel(PatternRewriter &rewriter, Operation *anchor,
                            const TileProblem &problem);
 
-/// Warpgroup scoring (sm_90a, TileScoringWgmma.cpp) applies to f16 and bf16
-/// inputs with Q_tile * G = 64 (wgmma's M) and G = 8 or 16, C a multiple
-/// of 8 up to 256, d of 64, and two query tiles and the key tile within
-/// 48 KiB; it is preferred to mma.sync where it applies.
-bool canScoreWithWgmma(const TileProblem &problem);
+/// Why warpgroup scoring (sm_90a, TileScoringWgmma.cpp) cannot score
+/// `problem`, or nullopt: it takes f16 and bf16 with Q_tile * G = 64
+/// (wgmma's M) and G = 8 or 16, C a multiple of 8 up to 256, d of 64, and
+/// two query tiles and the key tile within 48 KiB.
+std::optional<std::string> wgmmaScoreUnsupported(const TileProblem &problem);
 int64_t wgmmaScoreThreads();
-int64_t wgmmaTilesPerBlock();
+/// Blocks per SM as shared memory and the accumulators' registers allow.
+int64_t wgmmaScoreBlocksPerSM(const TileProblem &problem);
+/// The wgmma scorer for p.config (variant wgmma).
 Kernel buildWgmmaScoreKernel(PatternRewriter &rewriter, Operation *anchor,
                              const TileProblem &problem);
+
+/// The SIMT scorer's threads: a thread per row of the tile.
+int64_t simtScoreThreads(const TileProblem &problem);
 
 /// Kernels of pisa.kernel.bucket; reads only the sizes, contenders, counts
 /// and sort buffers of `problem`.
 BucketKernels buildBucketKernels(PatternRewriter &rewriter, Operation *anchor,
                                  const TileProblem &problem);
-/// The kernel of pisa.kernel.score_tiles.
+/// The kernel of pisa.kernel.score_tiles, as its p.config says.
 ScoreKernel buildScoreKernel(PatternRewriter &rewriter, Operation *anchor,
                              const TileProblem &problem);
 

@@ -50,12 +50,10 @@ struct MmaTileLayout {
   /// registers (AccumulatorEpilogue.cpp) and no score tile is needed.
   bool registerEpilogue;
 
-  explicit MmaTileLayout(const TileProblem &p) {
+  MmaTileLayout(const TileProblem &p, const MmaScoreShape &shape) {
     const int64_t c = p.blockSize;
     rows = p.qTile * p.groupSize;
-    // Every warp reads the whole key tile for its rows, so a warp with 32
-    // rows halves those shared-memory reads per query.
-    rowsPerWarp = rows % 32 == 0 ? 32 : 16;
+    rowsPerWarp = shape.rowsPerWarp;
     tileStride = p.headDim + 8;
     // Score rows: with 16 rows per warp the LSE's eight lanes per access
     // read eight rows, conflict-free at a stride of 4 mod 32 words. With 32
@@ -63,7 +61,7 @@ struct MmaTileLayout {
     // (a half-warp writes four rows of 8 words) and the LSE rotates its
     // reads to stay so (see rotatedRowLoad).
     scoreStride = rowsPerWarp == 32 ? c + (40 - c % 32) % 32 : c + 4;
-    registerEpilogue = p.groupSize % 16 == 0 && rowsPerWarp % p.groupSize == 0;
+    registerEpilogue = shape.registerEpilogue;
     // The score tile overlays the query tile only, so the key tile survives
     // for the block's next tile of the same leaf.
     keyOffset = registerEpilogue
@@ -73,26 +71,61 @@ struct MmaTileLayout {
     rowLseBytes = registerEpilogue ? 0 : rows * 4;
   }
 };
-// Consecutive tiles mostly share a leaf (the scatter groups them by leaf),
-// so a block scoring several in turn stages each leaf's keys once.
-constexpr int64_t kTilesPerBlock = 8;
 constexpr int64_t kChunk = 8; // 16-bit elements per 16-byte copy
+
+/// The shape of p.config (variant mma_sync).
+MmaScoreShape configuredShape(const TileProblem &p) {
+  return {*p.config.getRowsPerWarp(),
+          p.config.getEpilogue() == pisa::KernelEpilogue::Registers};
+}
 } // namespace
 
-bool mlir::pisa::detail::canScoreWithMma(const TileProblem &p) {
-  const MmaTileLayout l(p);
-  const int64_t c = p.blockSize;
-  Type elem = p.keys.getElementType();
-  return (elem.isBF16() || elem.isF16()) && l.rows % 16 == 0 &&
-         l.rows / l.rowsPerWarp <= 32 && c % 8 == 0 && p.headDim % 16 == 0 &&
-         l.bytes + l.rowLseBytes <= kStaticSharedBytes;
+MmaScoreShape mlir::pisa::detail::defaultMmaScoreShape(const TileProblem &p) {
+  const int64_t rows = p.qTile * p.groupSize;
+  // Every warp reads the whole key tile for its rows, so a warp with 32
+  // rows halves those shared-memory reads per query.
+  const int64_t rowsPerWarp = rows % 32 == 0 ? 32 : 16;
+  return {rowsPerWarp, p.groupSize % 16 == 0 && rowsPerWarp % p.groupSize == 0};
 }
 
-int64_t mlir::pisa::detail::mmaTilesPerBlock() { return kTilesPerBlock; }
+std::optional<std::string>
+mlir::pisa::detail::mmaScoreUnsupported(const TileProblem &p,
+                                        const MmaScoreShape &shape) {
+  const MmaTileLayout l(p, shape);
+  Type elem = p.keys.getElementType();
+  auto why = [](const Twine &t) { return std::optional(t.str()); };
+  if (!elem.isBF16() && !elem.isF16())
+    return why("mma_sync scores f16 or bf16 keys");
+  if (l.rows % l.rowsPerWarp)
+    return why("Q_tile x G (" + Twine(l.rows) + ") is not a multiple of " +
+               Twine(l.rowsPerWarp) + " rows per warp");
+  if (l.rows / l.rowsPerWarp > 32)
+    return why("Q_tile x G (" + Twine(l.rows) + ") needs more than 32 warps");
+  if (p.blockSize % 8 || p.headDim % 16)
+    return why("mma_sync needs C a multiple of 8 and d of 16");
+  if (shape.registerEpilogue &&
+      (p.groupSize % 16 || l.rowsPerWarp % p.groupSize))
+    return why("the register epilogue needs G (" + Twine(p.groupSize) +
+               ") a multiple of 16 dividing the rows per warp");
+  if (l.bytes + l.rowLseBytes > kStaticSharedBytes)
+    return why("the staged tiles take " + Twine(l.bytes + l.rowLseBytes) +
+               " bytes, over the 48 KiB of static shared memory");
+  return std::nullopt;
+}
 
-int64_t mlir::pisa::detail::mmaScoreThreads(const TileProblem &p) {
-  const MmaTileLayout l(p);
+int64_t mlir::pisa::detail::mmaScoreThreads(const TileProblem &p,
+                                            const MmaScoreShape &shape) {
+  const MmaTileLayout l(p, shape);
   return l.rows / l.rowsPerWarp * 32;
+}
+
+int64_t mlir::pisa::detail::mmaScoreBlocksPerSM(const TileProblem &p,
+                                                const MmaScoreShape &shape) {
+  const MmaTileLayout l(p, shape);
+  // As many blocks per SM as shared memory allows (ptxas would otherwise
+  // keep every hoisted address in registers and fit fewer).
+  return std::clamp<int64_t>(blocksBySharedMemory(l.bytes + l.rowLseBytes), 1,
+                             8);
 }
 
 /// Loads `width` scores of row `r` from column `start` as 4-wide chunks,
@@ -206,9 +239,9 @@ Kernel mlir::pisa::detail::buildMmaScoreKernel(PatternRewriter &rewriter,
   OpBuilder::InsertionGuard guard(rewriter);
   MLIRContext *ctx = rewriter.getContext();
   Type f32 = rewriter.getF32Type(), elem = p.keys.getElementType();
-  const MmaTileLayout l(p);
+  const MmaTileLayout l(p, configuredShape(p));
   const int64_t d = p.headDim, c = p.blockSize;
-  const int64_t threads = mmaScoreThreads(p), G = p.groupSize;
+  const int64_t threads = p.config.getThreads(), G = p.groupSize;
   const int64_t warpRows = l.rowsPerWarp, lanesPerRow = 32 / warpRows;
   const int64_t keysPerLane = c / lanesPerRow; // in the row LSE
 
@@ -223,11 +256,8 @@ Kernel mlir::pisa::detail::buildMmaScoreKernel(PatternRewriter &rewriter,
   gpu::GPUFuncOp kernel = e.func();
   kernel.setWorkgroupAttributionAttr(0, LLVM::LLVMDialect::getAlignAttrName(),
                                      rewriter.getI64IntegerAttr(16));
-  // As many blocks per SM as shared memory allows (ptxas would otherwise
-  // keep every hoisted address in registers and fit fewer).
-  setOccupancyHint(
-      kernel, threads,
-      std::clamp<int64_t>(blocksBySharedMemory(l.bytes + l.rowLseBytes), 1, 8));
+  if (std::optional<int64_t> blocks = p.config.getMinBlocksPerSM())
+    setOccupancyHint(kernel, threads, *blocks);
   ImplicitLocOpBuilder b(anchor->getLoc(), rewriter);
   Value bytes = kernel.getWorkgroupAttributions()[0];
   Value rowLse;
@@ -244,7 +274,7 @@ Kernel mlir::pisa::detail::buildMmaScoreKernel(PatternRewriter &rewriter,
       l.registerEpilogue ? Value() : view(0, {l.rows, l.scoreStride}, f32);
 
   // Block x scores tiles [8x, 8x + 8) that exist, in order.
-  BlockTiles owned = loadBlockTiles(b, e, p, kTilesPerBlock);
+  BlockTiles owned = loadBlockTiles(b, e, p, *p.config.getTilesPerBlock());
   Value batch = owned.batch, kv = owned.kv;
   Value firstTile = owned.first, endTile = owned.end;
   Value tid = threadIdX(b);

@@ -60,7 +60,6 @@ constexpr int64_t kSwizzleRowBytes = 128;
 constexpr int64_t kSwizzleColumns = 64;
 constexpr int64_t kKStep = 16; // wgmma's K for 16-bit inputs
 constexpr int64_t kMaxN = 256; // wgmma's largest N
-constexpr int64_t kTilesPerBlock = 8;
 constexpr int64_t kRegistersPerSM = 64 * 1024;
 
 /// The block's shared memory: the query tile (64 x d), then the key tile
@@ -82,21 +81,30 @@ struct RowSource {
 };
 } // namespace
 
-// G = 8 (q_tile 8) and 16 (q_tile 4) have run on the H200. The epilogue
-// also handles G = 1, 2 and 4 (q_tile 64, 32, 16), which keep the mma.sync
-// scorer until they have been checked there.
-bool mlir::pisa::detail::canScoreWithWgmma(const TileProblem &p) {
+std::optional<std::string>
+mlir::pisa::detail::wgmmaScoreUnsupported(const TileProblem &p) {
   Type elem = p.keys.getElementType();
   const int64_t g = p.groupSize;
-  return p.warpgroupMma && (elem.isBF16() || elem.isF16()) &&
-         p.qTile * g == kWarpgroupRows && (g == 8 || g == 16) &&
-         p.blockSize % 8 == 0 && p.blockSize <= kMaxN &&
-         p.headDim % kSwizzleColumns == 0 &&
-         WgmmaTileLayout(p).bytes <= kStaticSharedBytes;
+  auto why = [](const Twine &t) { return std::optional(t.str()); };
+  if (!elem.isBF16() && !elem.isF16())
+    return why("wgmma scores f16 or bf16 keys");
+  if (p.qTile * g != kWarpgroupRows)
+    return why("wgmma needs Q_tile x G = 64 but it is " + Twine(p.qTile * g));
+  // The epilogue also handles G = 1, 2 and 4 (Q_tile 64, 32, 16); only G =
+  // 8 and 16 have been checked on the H200, so the others keep mma.sync.
+  if (g != 8 && g != 16)
+    return why("wgmma takes G = 8 or 16 but G is " + Twine(g));
+  if (p.blockSize % 8 || p.blockSize > kMaxN)
+    return why("wgmma needs C a multiple of 8 up to " + Twine(kMaxN));
+  if (p.headDim % kSwizzleColumns)
+    return why("wgmma needs d a multiple of " + Twine(kSwizzleColumns));
+  if (WgmmaTileLayout(p).bytes > kStaticSharedBytes)
+    return why("the staged tiles take " + Twine(WgmmaTileLayout(p).bytes) +
+               " bytes, over the 48 KiB of static shared memory");
+  return std::nullopt;
 }
 
 int64_t mlir::pisa::detail::wgmmaScoreThreads() { return kWarpgroupThreads; }
-int64_t mlir::pisa::detail::wgmmaTilesPerBlock() { return kTilesPerBlock; }
 
 /// Copies rows [0, rows) of a tile into buffer `buffer` of `tiles`
 /// ([buffers, d / 64, R, 8, 8]: 128-byte rows of 64 columns, the 16-byte
@@ -223,6 +231,22 @@ static void buildWarpgroupEpilogue(ImplicitLocOpBuilder &b, const Kernel &e,
   }
 }
 
+int64_t mlir::pisa::detail::wgmmaScoreBlocksPerSM(const TileProblem &p) {
+  const WgmmaTileLayout l(p);
+  const int64_t d = p.headDim, c = p.blockSize;
+  // As many blocks per SM as shared memory allows, but no more than leave
+  // each thread the C / 2 accumulators and 48 registers besides, 80 for
+  // d > 128 (its copies' addresses). ptxas 13 then spills nothing for the C,
+  // d and G the tile layout admits (C = 64, d = 128: 79 registers at six
+  // blocks) but 4 bytes at C = 32, d = 192, G = 16 (32 at six blocks);
+  // C = 128 needs about 96 (it refuses wgmma with 85): four blocks.
+  const int64_t registers = c / 2 + (d > 128 ? 80 : 48);
+  const int64_t byRegisters = kRegistersPerSM / (kWarpgroupThreads * registers);
+  const int64_t hint = std::clamp<int64_t>(
+      std::min(blocksBySharedMemory(l.bytes), byRegisters), 1, 8);
+  return hint;
+}
+
 Kernel mlir::pisa::detail::buildWgmmaScoreKernel(PatternRewriter &rewriter,
                                                  Operation *anchor,
                                                  const TileProblem &p) {
@@ -238,17 +262,8 @@ Kernel mlir::pisa::detail::buildWgmmaScoreKernel(PatternRewriter &rewriter,
   gpu::GPUFuncOp kernel = e.func();
   kernel.setWorkgroupAttributionAttr(0, LLVM::LLVMDialect::getAlignAttrName(),
                                      rewriter.getI64IntegerAttr(1024));
-  // As many blocks per SM as shared memory allows, but no more than leave
-  // each thread the C / 2 accumulators and 48 registers besides, 80 for
-  // d > 128 (its copies' addresses). ptxas 13 then spills nothing for the C,
-  // d and G the tile layout admits (C = 64, d = 128: 79 registers at six
-  // blocks) but 4 bytes at C = 32, d = 192, G = 16 (32 at six blocks);
-  // C = 128 needs about 96 (it refuses wgmma with 85): four blocks.
-  const int64_t registers = c / 2 + (d > 128 ? 80 : 48);
-  const int64_t byRegisters = kRegistersPerSM / (kWarpgroupThreads * registers);
-  const int64_t hint = std::clamp<int64_t>(
-      std::min(blocksBySharedMemory(l.bytes), byRegisters), 1, 8);
-  setOccupancyHint(kernel, kWarpgroupThreads, hint);
+  if (std::optional<int64_t> blocks = p.config.getMinBlocksPerSM())
+    setOccupancyHint(kernel, kWarpgroupThreads, *blocks);
   ImplicitLocOpBuilder b(anchor->getLoc(), rewriter);
   Value bytes = kernel.getWorkgroupAttributions()[0];
   auto swizzledTiles = [&](int64_t offset, int64_t buffers, int64_t rows) {
@@ -269,7 +284,7 @@ Kernel mlir::pisa::detail::buildWgmmaScoreKernel(PatternRewriter &rewriter,
       b, arith::AddIOp::create(
              b, base, arith::ConstantIntOp::create(b, l.keyOffset, 64)));
 
-  BlockTiles owned = loadBlockTiles(b, e, p, kTilesPerBlock);
+  BlockTiles owned = loadBlockTiles(b, e, p, *p.config.getTilesPerBlock());
   Value batch = owned.batch, kv = owned.kv;
   Value firstTile = owned.first, endTile = owned.end;
   Value tid = threadIdX(b);

@@ -74,13 +74,9 @@ struct WalkToGPU : KernelOpPattern<WalkKernelOp> {
           createKernel(rewriter, op, "select_stage1_walk", walkParams, {},
                        mmaWalk ? SmallVector<Type>{}
                                : scratchTypes(rewriter.getContext(), p));
-      if (mmaWalk) {
-        // The tensor-core walk is latency-bound (ncu: L1 scoreboard stalls
-        // at 5 blocks per SM with 106 registers); ptxas fits 8 blocks (64
-        // registers) without spills for g*K <= 16, 6 (80) for 32.
-        setOccupancyHint(walkKernel.func(), kQueryThreads,
-                         p.candidates() <= 16 ? 8 : 6);
-      }
+      KernelConfigAttr config = getKernelConfig(op);
+      if (std::optional<int64_t> blocks = config.getMinBlocksPerSM())
+        setOccupancyHint(walkKernel.func(), config.getThreads(), *blocks);
       ImplicitLocOpBuilder b(op.getLoc(), rewriter);
       Value numKeys = packed ? Value() : keyCount(b, walkKernel, p);
       std::optional<LevelLayout> batchLayout;
@@ -222,9 +218,7 @@ struct BucketToGPU : KernelOpPattern<BucketKernelOp> {
 };
 
 struct ScoreTilesToGPU : KernelOpPattern<ScoreTilesKernelOp> {
-  ScoreTilesToGPU(MLIRContext *ctx, const GPUTargetFeatures &features)
-      : KernelOpPattern(ctx), features(features) {}
-  GPUTargetFeatures features;
+  using KernelOpPattern::KernelOpPattern;
   void lower(ScoreTilesKernelOp op, PatternRewriter &rewriter,
              ImplicitLocOpBuilder &host) const override {
     // Only the types of the buffers the scoring kernel reads matter here.
@@ -237,7 +231,7 @@ struct ScoreTilesToGPU : KernelOpPattern<ScoreTilesKernelOp> {
         op.getQueries(), op.getKeys(), op.getScores(), Value(), Value(), sort,
         op.getTopk(), candidates, op.getQTile(), op.getBlockSize(),
         op.getScale().convertToFloat(), op.getCuSeqlensQ(), op.getCuSeqlensK());
-    p.warpgroupMma = features.warpgroupMma;
+    p.config = getKernelConfig(op);
     ScoreKernel kernel = buildScoreKernel(rewriter, op, p);
     SmallVector<KernelOperand> operands{
         {"queries", op.getQueries()},         {"keys", op.getKeys()},
@@ -358,10 +352,9 @@ struct SelectFinalToGPU : KernelOpPattern<SelectFinalKernelOp> {
 } // namespace
 
 void mlir::pisa::populateSelectionKernelsToGPUPatterns(
-    RewritePatternSet &patterns, const GPUTargetFeatures &features) {
+    RewritePatternSet &patterns) {
   addSingleStagePatterns(patterns);
   addLseScorePatterns(patterns);
-  patterns.add<FragmentPlanesToGPU, WalkToGPU, BucketToGPU, SelectFinalToGPU>(
-      patterns.getContext());
-  patterns.add<ScoreTilesToGPU>(patterns.getContext(), features);
+  patterns.add<FragmentPlanesToGPU, WalkToGPU, BucketToGPU, ScoreTilesToGPU,
+               SelectFinalToGPU>(patterns.getContext());
 }

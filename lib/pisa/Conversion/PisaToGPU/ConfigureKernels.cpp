@@ -1,0 +1,48 @@
+//===- ConfigureKernels.cpp - --pisa-configure-kernels -------------------===//
+
+#include "pisa/Conversion/Passes.h"
+#include "pisa/Conversion/PisaToGPU/PisaToGPU.h"
+#include "pisa/IR/PisaDialect.h"
+
+#include "mlir/Interfaces/DestinationStyleOpInterface.h"
+
+namespace mlir::pisa {
+#define GEN_PASS_DEF_PISACONFIGUREKERNELS
+#include "pisa/Conversion/Passes.h.inc"
+} // namespace mlir::pisa
+
+using namespace mlir;
+using namespace mlir::pisa;
+
+bool mlir::pisa::isKernelLevelOp(Operation *op) {
+  return isa_and_nonnull<PisaDialect>(op->getDialect()) &&
+         isa<DestinationStyleOpInterface>(op);
+}
+
+namespace {
+struct PisaConfigureKernelsPass
+    : public pisa::impl::PisaConfigureKernelsBase<PisaConfigureKernelsPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    if (auto error = unsupportedGPUChip(chip)) {
+      getOperation()->emitError(*error);
+      return signalPassFailure();
+    }
+    const GPUTargetFeatures features = gpuTargetFeatures(chip);
+    bool ok = true;
+    getOperation()->walk([&](Operation *op) {
+      if (!isKernelLevelOp(op))
+        return;
+      FailureOr<KernelConfigAttr> config = completeKernelConfig(op, features);
+      if (failed(config)) {
+        ok = false;
+        return;
+      }
+      op->setAttr(kKernelConfigAttrName, *config);
+    });
+    if (!ok)
+      signalPassFailure();
+  }
+};
+} // namespace

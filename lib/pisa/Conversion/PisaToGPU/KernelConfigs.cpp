@@ -1,0 +1,470 @@
+//===- KernelConfigs.cpp - Each kernel-level op's #pisa.kernel_config ----===//
+//
+// The one place the GPU lowering's decisions are made: for each kernel-level
+// op, which kernel variant, how many threads, the tile scorer's rows per
+// warp and epilogue, the single-stage walk's warps per query, and the
+// occupancy ptxas keeps registers for. --pisa-configure-kernels writes them
+// as the op's kernel_config and --convert-pisa-to-gpu only reads them
+// (docs/gpu.md, "Kernel configurations"). A field a configuration already
+// sets is kept when the op's kernels support it: anyone can try another
+// variant from the IR.
+//
+//===----------------------------------------------------------------------===//
+
+#include "LaneWalk.h"
+#include "LeafScoreMMA.h"
+#include "PyramidAppend.h"
+#include "QueryKernels.h"
+#include "SparseAttention.h"
+#include "TileScoring.h"
+#include "WarpWalkMMA.h"
+
+#include "pisa/Conversion/PisaToGPU/PisaToGPU.h"
+#include "pisa/IR/PisaOps.h"
+
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace mlir::pisa;
+using namespace mlir::pisa::detail;
+
+namespace {
+
+std::string text(int64_t v) { return std::to_string(v); }
+std::string text(KernelVariant v) { return stringifyKernelVariant(v).str(); }
+std::string text(CandidateWalk v) { return stringifyCandidateWalk(v).str(); }
+std::string text(KernelEpilogue v) { return stringifyKernelEpilogue(v).str(); }
+
+/// The fields of a configuration being chosen; `asked` is the one the op
+/// already carries (null when none).
+class Configurer {
+public:
+  Configurer(Operation *op, KernelConfigAttr asked,
+             const GPUTargetFeatures &features)
+      : op(op), asked(asked), features(features) {}
+
+  Operation *op;
+  KernelConfigAttr asked;
+  GPUTargetFeatures features;
+
+  /// The value `asked` gives a free field, checked by `unsupported` (why
+  /// the op's kernels cannot follow it, or nullopt), else `chosen`.
+  template <typename T>
+  FailureOr<T> pick(
+      StringRef field, std::optional<T> askedValue, T chosen,
+      llvm::function_ref<std::optional<std::string>(T)> unsupported = nullptr) {
+    if (!askedValue)
+      return chosen;
+    if (unsupported)
+      if (std::optional<std::string> why = unsupported(*askedValue)) {
+        op->emitOpError() << kKernelConfigAttrName << " " << field << " = "
+                          << text(*askedValue)
+                          << " is not supported here: " << *why;
+        return failure();
+      }
+    return *askedValue;
+  }
+  std::optional<KernelVariant> askedVariant() const {
+    return asked ? std::optional(asked.getVariant()) : std::nullopt;
+  }
+  template <typename T>
+  std::optional<T> field(std::optional<T> (KernelConfigAttr::*get)() const) {
+    return asked ? (asked.*get)() : std::nullopt;
+  }
+  /// The occupancy hint: the asked one (any), else `chosen` (none when 0).
+  std::optional<int64_t> blocksPerSM(int64_t chosen) {
+    if (auto v = field(&KernelConfigAttr::getMinBlocksPerSM))
+      return v;
+    return chosen ? std::optional(chosen) : std::nullopt;
+  }
+  KernelConfigAttr make(KernelVariant variant, int64_t threads,
+                        std::optional<int64_t> minBlocksPerSM = std::nullopt) {
+    return KernelConfigAttr::get(
+        op->getContext(), variant, threads, std::nullopt, std::nullopt,
+        std::nullopt, std::nullopt, std::nullopt, std::nullopt, minBlocksPerSM);
+  }
+};
+
+/// Sizes of a [B, H, T, X] operand (token_major ops read queries, keys and
+/// selection as [B, T, H, X]): {H, T, X}.
+struct Heads {
+  int64_t heads, tokens, dim;
+};
+Heads headsOf(Operation *op, Value v) {
+  ArrayRef<int64_t> s = cast<ShapedType>(v.getType()).getShape();
+  if (op->hasAttr("token_major"))
+    return {s[2], s[1], s[3]};
+  return {s[1], s[2], s[3]};
+}
+
+MemRefType memrefOf(Value v) {
+  auto shaped = cast<ShapedType>(v.getType());
+  return MemRefType::get(shaped.getShape(), shaped.getElementType());
+}
+
+/// Stage-2 scoring: wgmma where sm_90a and the shape allow, else mma.sync
+/// (32 rows per warp and the register epilogue where they apply), else
+/// SIMT, a thread per row.
+FailureOr<KernelConfigAttr> configure(ScoreTilesKernelOp op, Configurer &c) {
+  TileProblem p{};
+  Heads q = headsOf(op, op.getQueries());
+  p.kvHeads = headsOf(op, op.getKeys()).heads;
+  p.groupSize = q.heads / p.kvHeads;
+  p.headDim = q.dim;
+  p.topK = op.getTopk();
+  p.qTile = op.getQTile();
+  p.blockSize = op.getBlockSize();
+  p.queries = memrefOf(op.getQueries());
+  p.keys = memrefOf(op.getKeys());
+  MmaScoreShape shape = defaultMmaScoreShape(p);
+  shape.rowsPerWarp =
+      c.field(&KernelConfigAttr::getRowsPerWarp).value_or(shape.rowsPerWarp);
+  if (auto e = c.field(&KernelConfigAttr::getEpilogue))
+    shape.registerEpilogue = *e == KernelEpilogue::Registers;
+  auto wgmmaUnsupported = [&]() -> std::optional<std::string> {
+    if (!c.features.warpgroupMma)
+      return "wgmma needs sm_90a";
+    return wgmmaScoreUnsupported(p);
+  };
+  KernelVariant chosen = !wgmmaUnsupported() ? KernelVariant::Wgmma
+                         : !mmaScoreUnsupported(p, defaultMmaScoreShape(p))
+                             ? KernelVariant::MmaSync
+                             : KernelVariant::Simt;
+  FailureOr<KernelVariant> variant = c.pick<KernelVariant>(
+      "variant", c.askedVariant(), chosen,
+      [&](KernelVariant v) -> std::optional<std::string> {
+        if (v == KernelVariant::Wgmma)
+          return wgmmaUnsupported();
+        if (v == KernelVariant::MmaSync)
+          return mmaScoreUnsupported(p, defaultMmaScoreShape(p));
+        return std::nullopt;
+      });
+  if (failed(variant))
+    return failure();
+  FailureOr<int64_t> tiles = c.pick<int64_t>(
+      "tiles_per_block", c.field(&KernelConfigAttr::getTilesPerBlock),
+      *variant == KernelVariant::Simt ? 1 : kScoreTilesPerBlock,
+      [&](int64_t t) -> std::optional<std::string> {
+        if (*variant == KernelVariant::Simt && t != 1)
+          return "the SIMT scorer takes one tile per block";
+        return std::nullopt;
+      });
+  if (failed(tiles))
+    return failure();
+  if (*variant == KernelVariant::MmaSync)
+    if (std::optional<std::string> why = mmaScoreUnsupported(p, shape)) {
+      op->emitOpError() << kKernelConfigAttrName
+                        << " rows_per_warp = " << shape.rowsPerWarp
+                        << " with the "
+                        << (shape.registerEpilogue ? "registers" : "shared")
+                        << " epilogue is not supported here: " << *why;
+      return failure();
+    }
+  MLIRContext *ctx = op->getContext();
+  switch (*variant) {
+  case KernelVariant::Wgmma:
+    return KernelConfigAttr::get(ctx, *variant, wgmmaScoreThreads(),
+                                 std::nullopt, std::nullopt, std::nullopt,
+                                 std::nullopt, *tiles, std::nullopt,
+                                 c.blocksPerSM(wgmmaScoreBlocksPerSM(p)));
+  case KernelVariant::MmaSync:
+    return KernelConfigAttr::get(
+        ctx, *variant, mmaScoreThreads(p, shape), std::nullopt, std::nullopt,
+        std::nullopt, shape.rowsPerWarp, *tiles,
+        shape.registerEpilogue ? KernelEpilogue::Registers
+                               : KernelEpilogue::Shared,
+        c.blocksPerSM(mmaScoreBlocksPerSM(p, shape)));
+  case KernelVariant::Simt:
+    break;
+  }
+  return KernelConfigAttr::get(ctx, *variant, simtScoreThreads(p), std::nullopt,
+                               std::nullopt, std::nullopt, std::nullopt, *tiles,
+                               std::nullopt, c.blocksPerSM(0));
+}
+
+/// The single-stage selection (select_single_stage, its fused append form,
+/// select_decode, the varlen form): a block of 16 warps per query for at
+/// most 4 queries (decode), which walks with a candidate per lane where g *
+/// K <= 32 and then scores leaves and levels on tensor cores where they
+/// allow; else a warp per query, four per block.
+FailureOr<KernelConfigAttr> configureSingleStage(Operation *op, Value queries,
+                                                 int64_t topK, int64_t fanout,
+                                                 int64_t blockSize,
+                                                 std::optional<int64_t> warps,
+                                                 Configurer &c) {
+  Heads q = headsOf(op, queries);
+  Type elem = cast<ShapedType>(queries.getType()).getElementType();
+  const int64_t kvHeads = headsOf(op, op->getOperand(1)).heads;
+  const int64_t G = q.heads / kvHeads;
+  const int64_t chosenWarps =
+      warps ? *warps
+            : (!ShapedType::isDynamic(q.tokens) && q.tokens <= kMaxDecodeQueries
+                   ? kDecodeWarps
+                   : 1);
+  FailureOr<int64_t> warpsPerQuery = c.pick<int64_t>(
+      "warps_per_query", c.field(&KernelConfigAttr::getWarpsPerQuery),
+      chosenWarps, [&](int64_t w) -> std::optional<std::string> {
+        if (warps && w != *warps)
+          return "this op's kernel gives a query " + text(*warps) + " warp" +
+                 (*warps > 1 ? "s" : "");
+        if (w != 1 && w != kDecodeWarps)
+          return "a query takes 1 or " + text(kDecodeWarps) + " warps";
+        return std::nullopt;
+      });
+  if (failed(warpsPerQuery))
+    return failure();
+  const bool block = *warpsPerQuery > 1;
+  const bool laneFits = fitsLaneWalk(fanout, topK);
+  std::optional<CandidateWalk> walk;
+  if (block || c.field(&KernelConfigAttr::getWalk)) {
+    FailureOr<CandidateWalk> w = c.pick<CandidateWalk>(
+        "walk", c.field(&KernelConfigAttr::getWalk),
+        laneFits ? CandidateWalk::Lanes : CandidateWalk::Ranks,
+        [&](CandidateWalk w) -> std::optional<std::string> {
+          if (!block)
+            return "a warp per query walks with ranks of its own";
+          if (w == CandidateWalk::Lanes && !laneFits)
+            return "a candidate per lane needs g * K (" + text(fanout * topK) +
+                   ") <= 32";
+          return std::nullopt;
+        });
+    if (failed(w))
+      return failure();
+    walk = *w;
+  }
+  const bool lanes = walk == CandidateWalk::Lanes;
+  const bool leavesMma = canScoreLeavesWithMma(elem, G, q.dim, blockSize);
+  FailureOr<KernelVariant> variant = c.pick<KernelVariant>(
+      "variant", c.askedVariant(),
+      lanes && leavesMma ? KernelVariant::MmaSync : KernelVariant::Simt,
+      [&](KernelVariant v) -> std::optional<std::string> {
+        if (v == KernelVariant::Wgmma)
+          return "the leaves are scored with simt or mma_sync";
+        if (v == KernelVariant::MmaSync && !lanes)
+          return "only the walk with a candidate per lane scores its leaves "
+                 "on tensor cores";
+        if (v == KernelVariant::MmaSync && !leavesMma)
+          return "tensor-core leaves need f16 or bf16, G <= 16, d a "
+                 "multiple of 32 and C of 8";
+        return std::nullopt;
+      });
+  if (failed(variant))
+    return failure();
+  std::optional<KernelVariant> levelVariant;
+  if (lanes || c.field(&KernelConfigAttr::getLevelVariant)) {
+    const bool levelsMma =
+        canScoreLevelsWithMma(elem, G, q.dim, blockSize, fanout);
+    FailureOr<KernelVariant> v = c.pick<KernelVariant>(
+        "level_variant", c.field(&KernelConfigAttr::getLevelVariant),
+        levelsMma && *variant == KernelVariant::MmaSync ? KernelVariant::MmaSync
+                                                        : KernelVariant::Simt,
+        [&](KernelVariant v) -> std::optional<std::string> {
+          if (!lanes)
+            return "only the walk with a candidate per lane scores levels "
+                   "apart";
+          if (v == KernelVariant::MmaSync &&
+              (!levelsMma || *variant != KernelVariant::MmaSync))
+            return "tensor-core levels need tensor-core leaves (variant "
+                   "mma_sync), bf16 queries and fanout 2";
+          return std::nullopt;
+        });
+    if (failed(v))
+      return failure();
+    levelVariant = *v;
+  }
+  // A block of several warps per query must launch whatever the walk's
+  // registers need: one block per SM at least.
+  return KernelConfigAttr::get(op->getContext(), *variant,
+                               block ? *warpsPerQuery * kLanes : kQueryThreads,
+                               *warpsPerQuery, walk, levelVariant, std::nullopt,
+                               std::nullopt, std::nullopt,
+                               c.blocksPerSM(block ? 1 : 0));
+}
+
+/// Sparse attention: the register kernel where the query's heads and
+/// tiles fit a lane's registers (at most 2 blocks per SM: 255 registers
+/// fit no more without spills), else the staged one (blocks as shared
+/// memory allows).
+FailureOr<KernelConfigAttr> configure(SparseAttentionKernelOp op,
+                                      Configurer &c) {
+  Heads q = headsOf(op, op.getQueries());
+  const int64_t G = q.heads / headsOf(op, op.getKeys()).heads;
+  const int64_t dv = headsOf(op, op.getValues()).dim;
+  const int64_t topK = headsOf(op, op.getSelection()).dim;
+  const int64_t C = op.getBlockSize();
+  Type elem = cast<ShapedType>(op.getQueries().getType()).getElementType();
+  const bool fits = attendsInRegisters(elem, G, q.dim, dv, C);
+  FailureOr<KernelEpilogue> epilogue = c.pick<KernelEpilogue>(
+      "epilogue", c.field(&KernelConfigAttr::getEpilogue),
+      fits ? KernelEpilogue::Registers : KernelEpilogue::Shared,
+      [&](KernelEpilogue e) -> std::optional<std::string> {
+        if (e == KernelEpilogue::Registers && !fits)
+          return "the register kernel needs G <= 16, d a multiple of 32 up "
+                 "to 128, dv of 8 up to 128, C of 16 up to 64 and 16-bit "
+                 "inputs";
+        return std::nullopt;
+      });
+  if (failed(epilogue))
+    return failure();
+  const bool inRegisters = *epilogue == KernelEpilogue::Registers;
+  const int64_t bytes = inRegisters
+                            ? RegisterAttentionPlan(q.dim, dv, C, topK).bytes
+                            : AttentionTiles(G, q.dim, dv, C, topK).bytes;
+  FailureOr<KernelVariant> variant =
+      c.pick<KernelVariant>("variant", c.askedVariant(), KernelVariant::MmaSync,
+                            [](KernelVariant v) -> std::optional<std::string> {
+                              if (v != KernelVariant::MmaSync)
+                                return "sparse attention runs on mma_sync";
+                              return std::nullopt;
+                            });
+  if (failed(variant))
+    return failure();
+  return KernelConfigAttr::get(
+      op->getContext(), *variant, kAttentionThreads, std::nullopt, std::nullopt,
+      std::nullopt, std::nullopt, std::nullopt, *epilogue,
+      c.blocksPerSM(std::clamp<int64_t>(blocksBySharedMemory(bytes), 1,
+                                        inRegisters ? 2 : 16)));
+}
+
+/// A kernel of one design: `variant` and `threads` are facts of it; only
+/// the occupancy hint may be chosen.
+FailureOr<KernelConfigAttr> fixedDesign(Configurer &c, KernelVariant variant,
+                                        int64_t threads,
+                                        int64_t blocksPerSM = 0) {
+  FailureOr<KernelVariant> v = c.pick<KernelVariant>(
+      "variant", c.askedVariant(), variant,
+      [&](KernelVariant asked) -> std::optional<std::string> {
+        if (asked != variant)
+          return "this op's kernel runs on " + text(variant);
+        return std::nullopt;
+      });
+  if (failed(v))
+    return failure();
+  return c.make(variant, threads, c.blocksPerSM(blocksPerSM));
+}
+
+} // namespace
+
+FailureOr<KernelConfigAttr>
+mlir::pisa::configureKernel(Operation *op, const GPUTargetFeatures &features,
+                            KernelConfigAttr requested) {
+  Configurer c(op, requested, features);
+  return llvm::TypeSwitch<Operation *, FailureOr<KernelConfigAttr>>(op)
+      .Case([&](ScoreTilesKernelOp k) { return configure(k, c); })
+      .Case([&](SparseAttentionKernelOp k) { return configure(k, c); })
+      .Case([&](SelectSingleStageKernelOp k) {
+        return configureSingleStage(k, k.getQueries(), k.getTopk(),
+                                    k.getBranching(), k.getBlockSize(),
+                                    std::nullopt, c);
+      })
+      .Case([&](SelectDecodeKernelOp k) {
+        return configureSingleStage(k, k.getQueries(), k.getTopk(),
+                                    k.getBranching(), k.getBlockSize(),
+                                    std::nullopt, c);
+      })
+      // The fused append runs in the decode block (kDecodeBlockThreads).
+      .Case([&](AppendSelectSingleStageKernelOp k) {
+        return configureSingleStage(k, k.getQueries(), k.getTopk(),
+                                    k.getBranching(), k.getBlockSize(),
+                                    kDecodeWarps, c);
+      })
+      // A packed batch's queries are many: a warp each.
+      .Case([&](SelectSingleStageVarlenKernelOp k) {
+        return configureSingleStage(k, k.getQueries(), k.getTopk(),
+                                    k.getBranching(), k.getBlockSize(),
+                                    int64_t(1), c);
+      })
+      // The tensor-core walk is latency-bound (ncu: L1 scoreboard stalls at
+      // 5 blocks per SM with 106 registers); ptxas fits 8 blocks (64
+      // registers) without spills for g*K <= 16, 6 (80) for 32.
+      .Case([&](WalkKernelOp k) {
+        const bool mma = k.getTensorCores();
+        const int64_t candidates = k.getBranching() * k.getTopk();
+        return fixedDesign(c,
+                           mma ? KernelVariant::MmaSync : KernelVariant::Simt,
+                           kQueryThreads, mma ? (candidates <= 16 ? 8 : 6) : 0);
+      })
+      // A block of up to 1024 threads must launch whatever the last-leaf
+      // path holds in registers: its size is told to ptxas.
+      .Case([&](PyramidAppendKernelOp k) {
+        int64_t d = cast<ShapedType>(k.getKeys().getType()).getShape()[3];
+        return fixedDesign(c, KernelVariant::Simt, pyramidAppendThreads(d), 1);
+      })
+      .Case([&](PyramidKernelOp k) {
+        return fixedDesign(c, KernelVariant::Simt, headsOf(k, k.getKeys()).dim);
+      })
+      .Case([&](PyramidVarlenKernelOp k) {
+        return fixedDesign(
+            c, KernelVariant::Simt,
+            cast<ShapedType>(k.getKeys().getType()).getShape().back());
+      })
+      .Case([&](FragmentPlanesKernelOp) {
+        return fixedDesign(c, KernelVariant::Simt, kFragmentPlanesThreads);
+      })
+      .Case([&](BucketKernelOp) {
+        return fixedDesign(c, KernelVariant::Simt, kBucketThreads);
+      })
+      .Case([&](SelectFinalKernelOp) {
+        return fixedDesign(c, KernelVariant::Simt, kQueryThreads);
+      })
+      .Case([&](LseScoreKernelOp) {
+        return fixedDesign(c, KernelVariant::Simt, kQueryThreads);
+      })
+      .Default([&](Operation *other) -> FailureOr<KernelConfigAttr> {
+        other->emitOpError("is not a kernel-level op: it has no kernel_config");
+        return failure();
+      });
+}
+
+namespace {
+/// Reports the first field `asked` sets that `complete` does not hold.
+LogicalResult confirmFields(Operation *op, KernelConfigAttr asked,
+                            KernelConfigAttr complete) {
+  auto check = [&](StringRef field, auto askedValue,
+                   auto completeValue) -> LogicalResult {
+    if (!askedValue || askedValue == completeValue)
+      return success();
+    InFlightDiagnostic diag = op->emitOpError()
+                              << kKernelConfigAttrName << " " << field << " = "
+                              << text(*askedValue);
+    if (!completeValue)
+      diag << " does not apply to this op's kernel";
+    else
+      diag << " does not hold: with the other fields it is "
+           << text(*completeValue);
+    return failure();
+  };
+  auto opt = [](auto v) { return std::optional(v); };
+  return success(
+      succeeded(check("variant", opt(asked.getVariant()),
+                      opt(complete.getVariant()))) &&
+      succeeded(
+          check("threads",
+                asked.getThreads() ? opt(asked.getThreads()) : std::nullopt,
+                opt(complete.getThreads()))) &&
+      succeeded(check("warps_per_query", asked.getWarpsPerQuery(),
+                      complete.getWarpsPerQuery())) &&
+      succeeded(check("walk", asked.getWalk(), complete.getWalk())) &&
+      succeeded(check("level_variant", asked.getLevelVariant(),
+                      complete.getLevelVariant())) &&
+      succeeded(check("rows_per_warp", asked.getRowsPerWarp(),
+                      complete.getRowsPerWarp())) &&
+      succeeded(check("tiles_per_block", asked.getTilesPerBlock(),
+                      complete.getTilesPerBlock())) &&
+      succeeded(
+          check("epilogue", asked.getEpilogue(), complete.getEpilogue())) &&
+      succeeded(check("min_blocks_per_sm", asked.getMinBlocksPerSM(),
+                      complete.getMinBlocksPerSM())));
+}
+} // namespace
+
+FailureOr<KernelConfigAttr>
+mlir::pisa::completeKernelConfig(Operation *op,
+                                 const GPUTargetFeatures &features) {
+  KernelConfigAttr asked = getKernelConfig(op);
+  FailureOr<KernelConfigAttr> complete = configureKernel(op, features, asked);
+  if (failed(complete) ||
+      (asked && failed(confirmFields(op, asked, *complete))))
+    return failure();
+  return complete;
+}

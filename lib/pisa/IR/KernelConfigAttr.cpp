@@ -1,0 +1,167 @@
+//===- KernelConfigAttr.cpp - #pisa.kernel_config syntax and rules --------===//
+//
+// `#pisa.kernel_config<key = value, ...>`: the keys in any order, each at
+// most once; printed in one fixed order with the absent ones left out. The
+// rules here hold for every op; what one op's kernels support is checked by
+// --pisa-configure-kernels (docs/gpu.md, "Kernel configurations").
+//
+//===----------------------------------------------------------------------===//
+
+#include "pisa/IR/PisaAttrs.h"
+#include "pisa/IR/PisaDialect.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/StringSet.h"
+
+using namespace mlir;
+using namespace mlir::pisa;
+
+namespace {
+/// The fields of a configuration while it is parsed.
+struct Fields {
+  std::optional<KernelVariant> variant, levelVariant;
+  std::optional<int64_t> threads, warpsPerQuery, rowsPerWarp, tilesPerBlock,
+      minBlocksPerSM;
+  std::optional<CandidateWalk> walk;
+  std::optional<KernelEpilogue> epilogue;
+};
+
+template <typename EnumT>
+ParseResult parseEnum(AsmParser &parser, StringRef key,
+                      std::optional<EnumT> (*symbolize)(StringRef),
+                      StringRef allowed, std::optional<EnumT> &out) {
+  SMLoc loc = parser.getCurrentLocation();
+  std::string word;
+  if (parser.parseKeywordOrString(&word))
+    return failure();
+  out = symbolize(word);
+  if (!out)
+    return parser.emitError(loc) << "expected " << key << " to be one of "
+                                 << allowed << " but got '" << word << "'";
+  return success();
+}
+} // namespace
+
+Attribute KernelConfigAttr::parse(AsmParser &parser, Type) {
+  Fields f;
+  llvm::StringSet<> seen;
+  SMLoc start = parser.getCurrentLocation();
+  if (parser.parseLess())
+    return {};
+  do {
+    SMLoc loc = parser.getCurrentLocation();
+    StringRef key;
+    if (parser.parseKeyword(&key) || parser.parseEqual())
+      return {};
+    if (!seen.insert(key).second) {
+      parser.emitError(loc)
+          << "kernel_config field '" << key << "' is given twice";
+      return {};
+    }
+    auto integer = [&](std::optional<int64_t> &out) {
+      int64_t v;
+      if (parser.parseInteger(v))
+        return failure();
+      out = v;
+      return success();
+    };
+    ParseResult r = failure();
+    if (key == "variant")
+      r = parseEnum(parser, key, symbolizeKernelVariant,
+                    "simt, mma_sync, wgmma", f.variant);
+    else if (key == "level_variant")
+      r = parseEnum(parser, key, symbolizeKernelVariant,
+                    "simt, mma_sync, wgmma", f.levelVariant);
+    else if (key == "walk")
+      r = parseEnum(parser, key, symbolizeCandidateWalk, "lanes, ranks",
+                    f.walk);
+    else if (key == "epilogue")
+      r = parseEnum(parser, key, symbolizeKernelEpilogue, "registers, shared",
+                    f.epilogue);
+    else if (key == "threads")
+      r = integer(f.threads);
+    else if (key == "warps_per_query")
+      r = integer(f.warpsPerQuery);
+    else if (key == "rows_per_warp")
+      r = integer(f.rowsPerWarp);
+    else if (key == "tiles_per_block")
+      r = integer(f.tilesPerBlock);
+    else if (key == "min_blocks_per_sm")
+      r = integer(f.minBlocksPerSM);
+    else {
+      parser.emitError(loc)
+          << "unknown kernel_config field '" << key
+          << "' (expected variant, threads, warps_per_query, walk, "
+             "level_variant, rows_per_warp, tiles_per_block, epilogue or "
+             "min_blocks_per_sm)";
+      return {};
+    }
+    if (failed(r))
+      return {};
+  } while (succeeded(parser.parseOptionalComma()));
+  if (parser.parseGreater())
+    return {};
+  if (!f.variant) {
+    parser.emitError(start) << "kernel_config needs a 'variant'";
+    return {};
+  }
+  return parser.getChecked<KernelConfigAttr>(
+      start, parser.getContext(), *f.variant, f.threads.value_or(0),
+      f.warpsPerQuery, f.walk, f.levelVariant, f.rowsPerWarp, f.tilesPerBlock,
+      f.epilogue, f.minBlocksPerSM);
+}
+
+void KernelConfigAttr::print(AsmPrinter &printer) const {
+  printer << "<variant = " << stringifyKernelVariant(getVariant());
+  if (getThreads())
+    printer << ", threads = " << getThreads();
+  if (auto v = getWarpsPerQuery())
+    printer << ", warps_per_query = " << *v;
+  if (auto v = getWalk())
+    printer << ", walk = " << stringifyCandidateWalk(*v);
+  if (auto v = getLevelVariant())
+    printer << ", level_variant = " << stringifyKernelVariant(*v);
+  if (auto v = getRowsPerWarp())
+    printer << ", rows_per_warp = " << *v;
+  if (auto v = getTilesPerBlock())
+    printer << ", tiles_per_block = " << *v;
+  if (auto v = getEpilogue())
+    printer << ", epilogue = " << stringifyKernelEpilogue(*v);
+  if (auto v = getMinBlocksPerSM())
+    printer << ", min_blocks_per_sm = " << *v;
+  printer << ">";
+}
+
+LogicalResult KernelConfigAttr::verify(
+    function_ref<InFlightDiagnostic()> emitError, KernelVariant,
+    int64_t threads, std::optional<int64_t> warpsPerQuery,
+    std::optional<CandidateWalk>, std::optional<KernelVariant> levelVariant,
+    std::optional<int64_t> rowsPerWarp, std::optional<int64_t> tilesPerBlock,
+    std::optional<KernelEpilogue>, std::optional<int64_t> minBlocksPerSM) {
+  // Threads 0: not chosen yet (a hand-written configuration that
+  // --pisa-configure-kernels completes). A block has at most 1024.
+  if (threads < 0 || threads > 1024)
+    return emitError() << "expected kernel_config threads in [1, 1024] but got "
+                       << threads;
+  if (warpsPerQuery && (*warpsPerQuery < 1 || *warpsPerQuery > 32))
+    return emitError() << "expected kernel_config warps_per_query in [1, 32] "
+                          "but got "
+                       << *warpsPerQuery;
+  if (levelVariant == KernelVariant::Wgmma)
+    return emitError() << "expected kernel_config level_variant simt or "
+                          "mma_sync (no walk level is scored with wgmma)";
+  if (rowsPerWarp && *rowsPerWarp != 16 && *rowsPerWarp != 32)
+    return emitError() << "expected kernel_config rows_per_warp 16 or 32 "
+                          "(mma.sync's m16 rows, once or twice) but got "
+                       << *rowsPerWarp;
+  if (tilesPerBlock && *tilesPerBlock < 1)
+    return emitError() << "expected kernel_config tiles_per_block >= 1 but got "
+                       << *tilesPerBlock;
+  // sm_90 holds at most 32 blocks per SM.
+  if (minBlocksPerSM && (*minBlocksPerSM < 1 || *minBlocksPerSM > 32))
+    return emitError() << "expected kernel_config min_blocks_per_sm in [1, "
+                          "32] but got "
+                       << *minBlocksPerSM;
+  return success();
+}

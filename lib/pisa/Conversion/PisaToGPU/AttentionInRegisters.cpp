@@ -212,8 +212,6 @@ private:
   SmallVector<Value> attend(ImplicitLocOpBuilder &b, const LeafMmaQuery &q,
                             Value j, ValueRange st) const {
     Type f32 = b.getF32Type();
-    const float negInfF = -std::numeric_limits<float>::infinity();
-    Value negInf = f32Const(b, negInfF);
     Value firstKey =
         arith::MulIOp::create(b, toIndex(b, memref::LoadOp::create(b, list, j)),
                               indexConst(b, plan.blockSize));
@@ -238,25 +236,17 @@ private:
     SmallVector<Value> alpha(2), probs[2];
     for (int64_t half = 0; half < 2; ++half) {
       SmallVector<Value> logits = rowLogits(b, s, half, lane, visible, scale);
-      Value m = quadRowMax(b, logits);
       Value oldMax = st[half];
-      Value newMax = arith::MaximumFOp::create(b, oldMax, m);
-      // A row that has seen no key yet keeps max = -inf: shift by 0 there.
-      Value shift = arith::SelectOp::create(
-          b,
-          arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, newMax, negInf),
-          f32Const(b, 0.0f), newMax);
+      auto [newMax, shift] = onlineMaxStep(b, oldMax, quadRowMax(b, logits));
       Value sum = f32Const(b, 0.0f);
       for (Value x : logits) {
-        Value p = math::Exp2Op::create(b, arith::SubFOp::create(b, x, shift));
+        Value p = shiftedExp2(b, x, shift);
         probs[half].push_back(p);
         sum = arith::AddFOp::create(b, sum, p);
       }
-      alpha[half] =
-          math::Exp2Op::create(b, arith::SubFOp::create(b, oldMax, shift));
+      alpha[half] = rescaleFactor(b, oldMax, shift);
       next[half] = newMax;
-      next[2 + half] = arith::AddFOp::create(
-          b, arith::MulFOp::create(b, st[2 + half], alpha[half]), sum);
+      next[2 + half] = rescaledSum(b, st[2 + half], alpha[half], sum);
     }
     auto accType = VectorType::get({2, 2}, f32);
     Value alphaTile = vector::FromElementsOp::create(
@@ -365,18 +355,13 @@ private:
                   wb, part, ValueRange{indexConst(wb, w), sumAt}));
               m = arith::MaximumFOp::create(wb, m, maxes.back());
             }
-            Value shift = arith::SelectOp::create(
-                wb,
-                arith::CmpFOp::create(wb, arith::CmpFPredicate::OEQ, m,
-                                      f32Const(wb, negInfF)),
-                f32Const(wb, 0.0f), m);
+            Value shift = emptyRowShift(wb, m);
             Value total = f32Const(wb, 0.0f);
             Value o = f32Splat(wb, chunkType, 0.0f);
             Value at = arith::AddIOp::create(
                 wb, arith::MulIOp::create(wb, row, indexConst(wb, dv)), col);
             for (int64_t w = 0; w < kAttentionWarps; ++w) {
-              Value weight = math::Exp2Op::create(
-                  wb, arith::SubFOp::create(wb, maxes[w], shift));
+              Value weight = rescaleFactor(wb, maxes[w], shift);
               total = arith::AddFOp::create(
                   wb, total, arith::MulFOp::create(wb, partSums[w], weight));
               Value ow = vector::LoadOp::create(

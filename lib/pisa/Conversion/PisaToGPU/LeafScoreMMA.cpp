@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "LeafScoreMMA.h"
+#include "RowSoftmax.h"
 
 #include "KernelBuilder.h"
 
@@ -176,35 +177,6 @@ SmallVector<Value> mlir::pisa::detail::rowLogits(ImplicitLocOpBuilder &b,
   return logits;
 }
 
-Value mlir::pisa::detail::quadRowMax(ImplicitLocOpBuilder &b,
-                                     ArrayRef<Value> logits) {
-  Value m = logits[0];
-  for (Value x : logits.drop_front())
-    m = arith::MaximumFOp::create(b, m, x);
-  for (int64_t offset : {1, 2})
-    m = arith::MaximumFOp::create(b, m, shuffleXor(b, m, offset));
-  return m;
-}
-
-Value mlir::pisa::detail::quadRowLse(ImplicitLocOpBuilder &b,
-                                     ArrayRef<Value> logits) {
-  Value m = quadRowMax(b, logits);
-  // An empty row (every key masked) shifts by 0, not by -inf (NaN).
-  Value shift = arith::SelectOp::create(
-      b,
-      arith::CmpFOp::create(
-          b, arith::CmpFPredicate::OEQ, m,
-          f32Const(b, -std::numeric_limits<float>::infinity())),
-      f32Const(b, 0.0f), m);
-  Value total = f32Const(b, 0.0f);
-  for (Value x : logits)
-    total = arith::AddFOp::create(
-        b, total, math::Exp2Op::create(b, arith::SubFOp::create(b, x, shift)));
-  for (int64_t offset : {1, 2})
-    total = arith::AddFOp::create(b, total, shuffleXor(b, total, offset));
-  return arith::AddFOp::create(b, m, fastLog2(b, total));
-}
-
 namespace {
 /// The LSE in base 2 over row `half`'s two columns of `acc`.
 Value childPairLse2(ImplicitLocOpBuilder &b, Value acc, int64_t half,
@@ -220,13 +192,10 @@ Value childPairLse2(ImplicitLocOpBuilder &b, Value acc, int64_t half,
             scaleF),
         negInf);
   Value m = arith::MaximumFOp::create(b, logit[0], logit[1]);
-  Value shift = arith::SelectOp::create(
-      b, arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, m, negInf),
-      f32Const(b, 0.0f), m);
-  Value total = arith::AddFOp::create(
-      b, math::Exp2Op::create(b, arith::SubFOp::create(b, logit[0], shift)),
-      math::Exp2Op::create(b, arith::SubFOp::create(b, logit[1], shift)));
-  return arith::AddFOp::create(b, m, fastLog2(b, total));
+  Value shift = emptyRowShift(b, m);
+  Value e0 = shiftedExp2(b, logit[0], shift);
+  Value e1 = shiftedExp2(b, logit[1], shift);
+  return lse2FromSum(b, m, arith::AddFOp::create(b, e0, e1));
 }
 } // namespace
 
@@ -275,9 +244,8 @@ Value mlir::pisa::detail::sumHeadRows(ImplicitLocOpBuilder &b,
     sum = arith::AddFOp::create(b, sum, term);
   }
   // Heads gid and gid + 8 here; the others on the lanes sharing lane % 4.
-  for (int64_t offset : {4, 8, 16})
-    sum = arith::AddFOp::create(b, sum, shuffleXor(b, sum, offset));
-  return arith::MulFOp::create(b, sum, f32Const(b, kLn2));
+  sum = laneAllReduce(b, sum, {4, 8, 16}, /*isMax=*/false);
+  return toBaseE(b, sum);
 }
 
 Value mlir::pisa::detail::buildLeafScoreMma(ImplicitLocOpBuilder &b,
@@ -312,9 +280,8 @@ Value mlir::pisa::detail::buildLeafScoreMma(ImplicitLocOpBuilder &b,
       total = arith::AddFOp::create(
           b, total,
           math::Exp2Op::create(b, math::FmaOp::create(b, x, scaleF, negShift)));
-    for (int64_t offset : {1, 2})
-      total = arith::AddFOp::create(b, total, shuffleXor(b, total, offset));
-    lse2.push_back(arith::AddFOp::create(b, shift, fastLog2(b, total)));
+    total = laneAllReduce(b, total, kQuadLanes, /*isMax=*/false);
+    lse2.push_back(lse2FromSum(b, shift, total));
   }
   return sumHeadRows(b, lse2, query.lane, query.groupSize);
 }

@@ -27,6 +27,7 @@
 #define PISA_LIB_CONVERSION_PISATOGPU_LEAFSCOREMMA_H
 
 #include "../Common/NodeScore.h"
+#include "RowSoftmax.h"
 
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
@@ -75,13 +76,19 @@ SmallVector<Value> rowLogits(ImplicitLocOpBuilder &b, ArrayRef<Value> acc,
                              int64_t half, Value lane, Value count,
                              float scale);
 
-/// The max of a row's logits over the lane's columns and then its quad
-/// (the four lanes that share the row).
-Value quadRowMax(ImplicitLocOpBuilder &b, ArrayRef<Value> logits);
+/// The lanes of a quad (the four that share an mma accumulator row).
+constexpr int64_t kQuadLanes[] = {1, 2};
+
+/// The max of a row's logits over the lane's columns and then its quad.
+inline Value quadRowMax(ImplicitLocOpBuilder &b, ArrayRef<Value> logits) {
+  return rowMax(b, logits, kQuadLanes);
+}
 
 /// The LSE in base 2 of a row's logits over the lane's columns and then its
 /// quad: -inf when every logit is -inf.
-Value quadRowLse(ImplicitLocOpBuilder &b, ArrayRef<Value> logits);
+inline Value quadRowLse(ImplicitLocOpBuilder &b, ArrayRef<Value> logits) {
+  return rowLse2(b, logits, kQuadLanes);
+}
 
 /// Child c of candidate a (node `node`) of a fanout-2 level scored on
 /// tensor cores, its children at `level`: its row within the level (row 0

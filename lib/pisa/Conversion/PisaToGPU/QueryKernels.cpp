@@ -33,7 +33,8 @@ Problem problemOf(Value queries, Value perKvHead, int64_t topK, int64_t fanout,
           blockSize,
           scale,
           bufferType(queries),
-          getConstantIntValue(numKeys)};
+          getConstantIntValue(numKeys),
+          KernelConfigAttr()};
 }
 
 SmallVector<KernelParam> keyCountParam(const Problem &p, Type index) {

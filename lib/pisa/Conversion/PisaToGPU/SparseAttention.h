@@ -9,6 +9,7 @@
 #define PISA_LIB_CONVERSION_PISATOGPU_SPARSEATTENTION_H
 
 #include "KernelBuilder.h"
+#include "RowSoftmax.h"
 
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 #include "mlir/IR/PatternMatch.h"
@@ -70,10 +71,6 @@ Value listAttendedBlocks(ImplicitLocOpBuilder &b, Value selection,
                          ValueRange row, Value numKeys, Value keyEnd,
                          int64_t blockSize, int64_t topK, Value tid,
                          Value list);
-
-/// A row's end from its max and sum (base 2): the factor o = O * inverse
-/// (0 for a row with no key) and lse = ln 2 (max + log2 sum) (-inf then).
-std::pair<Value, Value> rowEnd(ImplicitLocOpBuilder &b, Value max, Value sum);
 
 /// Whether the query's heads fit one m16 tile and S, O and Q's fragments a
 /// lane's registers (G <= 16, d a multiple of 32 up to 128, dv a multiple

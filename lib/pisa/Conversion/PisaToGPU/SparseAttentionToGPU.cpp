@@ -155,31 +155,12 @@ Value mlir::pisa::detail::listAttendedBlocks(ImplicitLocOpBuilder &b,
   return walked[1];
 }
 
-std::pair<Value, Value> mlir::pisa::detail::rowEnd(ImplicitLocOpBuilder &b,
-                                                   Value max, Value sum) {
-  Value empty = arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, sum,
-                                      f32Const(b, 0.0f));
-  Value inverse =
-      arith::SelectOp::create(b, empty, f32Const(b, 0.0f),
-                              arith::DivFOp::create(b, f32Const(b, 1.0f), sum));
-  Value lse = arith::SelectOp::create(
-      b, empty, f32Const(b, -std::numeric_limits<float>::infinity()),
-      arith::MulFOp::create(b, arith::AddFOp::create(b, max, fastLog2(b, sum)),
-                            f32Const(b, kLn2)));
-  return {inverse, lse};
-}
-
 namespace {
 
 /// max or sum of `v` over the `width` consecutive lanes that share a row.
 Value rowAllReduce(ImplicitLocOpBuilder &b, Value v, int64_t width,
                    bool isMax) {
-  for (int64_t mask = 1; mask < width; mask *= 2) {
-    Value other = shuffleXor(b, v, mask);
-    v = isMax ? arith::MaximumFOp::create(b, v, other).getResult()
-              : arith::AddFOp::create(b, v, other).getResult();
-  }
-  return v;
+  return laneAllReduce(b, v, consecutiveLaneMasks(width), isMax);
 }
 
 /// The kernel body: one block per (query, batch x KV head). Its values are
@@ -430,24 +411,16 @@ private:
                      vector::ReductionOp::create(
                          b, vector::CombiningKind::MAXIMUMF, logits, reassoc),
                      t.threadsPerRow, /*isMax=*/true);
-    Value newMax = arith::MaximumFOp::create(b, max, blockMax);
-    // A row that has seen no key yet keeps max = -inf: shift by 0 there.
-    Value shift = arith::SelectOp::create(
-        b,
-        arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, newMax,
-                              f32Const(b, negInf)),
-        f32Const(b, 0.0f), newMax);
-    Value probs = math::Exp2Op::create(
-        b, arith::SubFOp::create(
-               b, logits, vector::BroadcastOp::create(b, scoreRow, shift)));
+    auto [newMax, shift] = onlineMaxStep(b, max, blockMax);
+    Value probs =
+        shiftedExp2(b, logits, vector::BroadcastOp::create(b, scoreRow, shift));
     Value blockSum =
         rowAllReduce(b,
                      vector::ReductionOp::create(b, vector::CombiningKind::ADD,
                                                  probs, reassoc),
                      t.threadsPerRow, /*isMax=*/false);
-    Value alpha = math::Exp2Op::create(b, arith::SubFOp::create(b, max, shift));
-    Value newSum = arith::AddFOp::create(
-        b, arith::MulFOp::create(b, sum, alpha), blockSum);
+    Value alpha = rescaleFactor(b, max, shift);
+    Value newSum = rescaledSum(b, sum, alpha, blockSum);
     vector::StoreOp::create(
         b,
         arith::TruncFOp::create(b, VectorType::get({t.scoreColumns}, elem),

@@ -22,6 +22,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "KernelBuilder.h"
+#include "RowSoftmax.h"
 #include "TileScoring.h"
 
 #include "../Common/LoopBuilders.h"
@@ -199,19 +200,18 @@ static void buildRegisterEpilogue(ImplicitLocOpBuilder &b, const Kernel &e,
       b, tileType,
       vector::ShapeCastOp::create(b, VectorType::get({warpRows, 1}, f32),
                                   rowMax));
-  Value exps = math::Exp2Op::create(b, arith::SubFOp::create(b, logits, shift));
+  Value exps = shiftedExp2(b, logits, shift);
   Value sums = vector::MultiDimReductionOp::create(
       b, exps, splat(rowType, 0.0f), ArrayRef<bool>{false, true},
       vector::CombiningKind::ADD);
-  Value lse2 = arith::AddFOp::create(b, rowMax, fastLog2(b, sums));
+  Value lse2 = lse2FromSum(b, rowMax, sums);
   const int64_t members = warpRows / G;
   for (int64_t i = 0; i < members; ++i) {
     Value heads = vector::ExtractStridedSliceOp::create(
         b, lse2, ArrayRef<int64_t>{i * G}, ArrayRef<int64_t>{G},
         ArrayRef<int64_t>{1});
-    Value total = arith::MulFOp::create(
-        b, vector::ReductionOp::create(b, vector::CombiningKind::ADD, heads),
-        f32Const(b, kLn2));
+    Value total = toBaseE(
+        b, vector::ReductionOp::create(b, vector::CombiningKind::ADD, heads));
     Value member = arith::AddIOp::create(
         b, arith::MulIOp::create(b, warp, indexConst(b, members)),
         indexConst(b, i));
@@ -226,12 +226,8 @@ static void buildRegisterEpilogue(ImplicitLocOpBuilder &b, const Kernel &e,
   }
 }
 
-/// The combined value of `v` and the lane 16 away (the row's other half).
-static Value combineHalves(ImplicitLocOpBuilder &b, Value v, bool isMax) {
-  Value other = shuffleXor(b, v, 16);
-  return isMax ? arith::MaximumFOp::create(b, v, other).getResult()
-               : arith::AddFOp::create(b, v, other).getResult();
-}
+/// The lane 16 away holds the other half of a row of 32 scores.
+constexpr int64_t kRowHalves[] = {16};
 
 Kernel mlir::pisa::detail::buildMmaScoreKernel(PatternRewriter &rewriter,
                                                Operation *anchor,
@@ -429,22 +425,15 @@ Kernel mlir::pisa::detail::buildMmaScoreKernel(PatternRewriter &rewriter,
         Value rowMax = vector::ReductionOp::create(
             tb, vector::CombiningKind::MAXIMUMF, logits, reassoc);
         if (lanesPerRow == 2)
-          rowMax = combineHalves(tb, rowMax, /*isMax=*/true);
-        Value empty = arith::CmpFOp::create(tb, arith::CmpFPredicate::OEQ,
-                                            rowMax, f32Const(tb, negInf));
-        Value shift =
-            arith::SelectOp::create(tb, empty, f32Const(tb, 0.0f), rowMax);
-        Value exps = math::Exp2Op::create(
-            tb,
-            arith::SubFOp::create(
-                tb, logits, vector::BroadcastOp::create(tb, rowType, shift)));
+          rowMax = laneAllReduce(tb, rowMax, kRowHalves, /*isMax=*/true);
+        Value shift = emptyRowShift(tb, rowMax);
+        Value exps = shiftedExp2(
+            tb, logits, vector::BroadcastOp::create(tb, rowType, shift));
         Value sum = vector::ReductionOp::create(tb, vector::CombiningKind::ADD,
                                                 exps, reassoc);
         if (lanesPerRow == 2)
-          sum = combineHalves(tb, sum, /*isMax=*/false);
-        Value lse = arith::MulFOp::create(
-            tb, arith::AddFOp::create(tb, rowMax, fastLog2(tb, sum)),
-            f32Const(tb, kLn2));
+          sum = laneAllReduce(tb, sum, kRowHalves, /*isMax=*/false);
+        Value lse = toBaseE(tb, lse2FromSum(tb, rowMax, sum));
         buildIfThen(tb, cmp(tb, arith::CmpIPredicate::eq, part, zero),
                     [&](ImplicitLocOpBuilder &wb) {
                       memref::StoreOp::create(wb, lse, rowLse, ValueRange{r});

@@ -209,10 +209,11 @@ static void buildWarpgroupEpilogue(ImplicitLocOpBuilder &b, const Kernel &e,
   if (G == 16)
     lse[0] = arith::AddFOp::create(b, lse[0], lse[1]);
   for (int64_t half = 0; half < halves; ++half) {
-    Value total = lse[half];
+    SmallVector<int64_t> quadRows;
     for (int64_t m = 1; m < span8; m *= 2)
-      total = arith::AddFOp::create(b, total, shuffleXor(b, total, 4 * m));
-    total = arith::MulFOp::create(b, total, f32Const(b, kLn2));
+      quadRows.push_back(4 * m);
+    Value total =
+        toBaseE(b, laneAllReduce(b, lse[half], quadRows, /*isMax=*/false));
     Value row = arith::AddIOp::create(
         b, arith::MulIOp::create(b, warp, indexConst(b, 16)),
         arith::AddIOp::create(b, quadRow, indexConst(b, 8 * half)));

@@ -185,10 +185,12 @@ TileProblem tileProblem(Value queries, Value keys, Value scores,
   }
   SortBuffers s{type(sort[0]), type(sort[1]), type(sort[2]), type(sort[3]),
                 type(sort[4]), type(sort[5]), type(sort[6]), type(sort[7])};
-  return TileProblem{perKv[1],      groupSize,  headDim,          topK,
-                     candidates,    qTile,      blockSize,        scale,
-                     type(queries), type(keys), type(contenders), type(counts),
-                     type(scores),  s,          type(cuQueries),  type(cuKeys)};
+  return TileProblem{
+      perKv[1],          groupSize,  headDim,          topK,
+      candidates,        qTile,      blockSize,        scale,
+      type(queries),     type(keys), type(contenders), type(counts),
+      type(scores),      s,          type(cuQueries),  type(cuKeys),
+      KernelConfigAttr()};
 }
 
 /// The cu_seqlens launch operands of a packed stage-2 op (none otherwise).
@@ -259,7 +261,8 @@ struct SelectFinalToGPU : KernelOpPattern<SelectFinalKernelOp> {
               int64_t(op.getBlockSize()),
               0.0f,
               MemRefType(),
-              getConstantIntValue(op.getNumKeys())};
+              getConstantIntValue(op.getNumKeys()),
+              KernelConfigAttr()};
     Type index = rewriter.getIndexType(), i32 = rewriter.getI32Type();
     Kernel finalKernel;
     {

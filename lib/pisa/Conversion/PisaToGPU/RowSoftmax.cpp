@@ -1,0 +1,104 @@
+//===- RowSoftmax.cpp - The row LogSumExp and online softmax -------------===//
+
+#include "RowSoftmax.h"
+#include "KernelBuilder.h"
+
+#include "../Common/LoopBuilders.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+
+#include <limits>
+
+using namespace mlir;
+using namespace mlir::pisa::detail;
+
+static constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+Value mlir::pisa::detail::laneAllReduce(ImplicitLocOpBuilder &b, Value v,
+                                        ArrayRef<int64_t> masks, bool isMax) {
+  for (int64_t mask : masks) {
+    Value other = shuffleXor(b, v, mask);
+    v = isMax ? arith::MaximumFOp::create(b, v, other).getResult()
+              : arith::AddFOp::create(b, v, other).getResult();
+  }
+  return v;
+}
+
+SmallVector<int64_t> mlir::pisa::detail::consecutiveLaneMasks(int64_t width) {
+  SmallVector<int64_t> masks;
+  for (int64_t mask = 1; mask < width; mask *= 2)
+    masks.push_back(mask);
+  return masks;
+}
+
+Value mlir::pisa::detail::emptyRowShift(ImplicitLocOpBuilder &b, Value max) {
+  Value empty = arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, max,
+                                      f32Const(b, kNegInf));
+  return arith::SelectOp::create(b, empty, f32Const(b, 0.0f), max);
+}
+
+Value mlir::pisa::detail::shiftedExp2(ImplicitLocOpBuilder &b, Value x,
+                                      Value shift) {
+  return math::Exp2Op::create(b, arith::SubFOp::create(b, x, shift));
+}
+
+Value mlir::pisa::detail::lse2FromSum(ImplicitLocOpBuilder &b, Value shift,
+                                      Value sum) {
+  return arith::AddFOp::create(b, shift, fastLog2(b, sum));
+}
+
+Value mlir::pisa::detail::toBaseE(ImplicitLocOpBuilder &b, Value x) {
+  return arith::MulFOp::create(b, x, f32Const(b, kLn2));
+}
+
+Value mlir::pisa::detail::rowMax(ImplicitLocOpBuilder &b,
+                                 ArrayRef<Value> logits,
+                                 ArrayRef<int64_t> laneMasks) {
+  Value m = logits[0];
+  for (Value x : logits.drop_front())
+    m = arith::MaximumFOp::create(b, m, x);
+  return laneAllReduce(b, m, laneMasks, /*isMax=*/true);
+}
+
+Value mlir::pisa::detail::rowLse2(ImplicitLocOpBuilder &b,
+                                  ArrayRef<Value> logits,
+                                  ArrayRef<int64_t> laneMasks) {
+  Value m = rowMax(b, logits, laneMasks);
+  Value shift = emptyRowShift(b, m);
+  Value total = f32Const(b, 0.0f);
+  for (Value x : logits)
+    total = arith::AddFOp::create(b, total, shiftedExp2(b, x, shift));
+  total = laneAllReduce(b, total, laneMasks, /*isMax=*/false);
+  return lse2FromSum(b, m, total);
+}
+
+OnlineMax mlir::pisa::detail::onlineMaxStep(ImplicitLocOpBuilder &b,
+                                            Value oldMax, Value blockMax) {
+  Value max = arith::MaximumFOp::create(b, oldMax, blockMax);
+  // A row that has seen no key yet keeps max = -inf: shift by 0 there.
+  return {max, emptyRowShift(b, max)};
+}
+
+Value mlir::pisa::detail::rescaleFactor(ImplicitLocOpBuilder &b, Value oldMax,
+                                        Value shift) {
+  return shiftedExp2(b, oldMax, shift);
+}
+
+Value mlir::pisa::detail::rescaledSum(ImplicitLocOpBuilder &b, Value sum,
+                                      Value alpha, Value blockSum) {
+  return arith::AddFOp::create(b, arith::MulFOp::create(b, sum, alpha),
+                               blockSum);
+}
+
+std::pair<Value, Value> mlir::pisa::detail::rowEnd(ImplicitLocOpBuilder &b,
+                                                   Value max, Value sum) {
+  Value empty = arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, sum,
+                                      f32Const(b, 0.0f));
+  Value inverse =
+      arith::SelectOp::create(b, empty, f32Const(b, 0.0f),
+                              arith::DivFOp::create(b, f32Const(b, 1.0f), sum));
+  Value lse = arith::SelectOp::create(b, empty, f32Const(b, kNegInf),
+                                      toBaseE(b, lse2FromSum(b, max, sum)));
+  return {inverse, lse};
+}

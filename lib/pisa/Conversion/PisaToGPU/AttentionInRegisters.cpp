@@ -23,7 +23,7 @@
 //
 // The staged kernel (SparseAttentionToGPU.cpp) measured bound by its
 // shared-memory traffic (Q, K, V, S, P and O tiles: about 130 KB a block
-// for the 32 KB staged; docs/performance.md); this one moves 32 KB.
+// for the 32 KB staged; CHANGELOG.md's performance history); this one moves 32 KB.
 //
 //===----------------------------------------------------------------------===//
 

@@ -195,7 +195,7 @@ static void bindExchange(QueryScratch &scratch, const Kernel &kernel,
 /// Narrow lane groups (WarpQuery) where a query's block of warps scores
 /// only the walk's levels with them: the lane walk with its leaves on
 /// tensor cores (there they make the select kernel 22.3 us instead of 25.3
-/// us at 131K on the H200, docs/performance.md). Elsewhere the rows' loads stay
+/// us at 131K on the H200, CHANGELOG.md's performance history). Elsewhere the rows' loads stay
 /// one element per lane, so that many rows stay in flight (the SIMT leaf
 /// scorer's 8 key rows).
 static int64_t warpQueryWidth(const Problem &p, int64_t warpsPerQuery) {

@@ -112,7 +112,7 @@ SmallVector<Value> queryWarp(ImplicitLocOpBuilder &b, const Problem &p,
 /// Score operands for a warp kernel: lanes split every dot product over d
 /// (coalesced row loads, one butterfly per dot). Giving each head its own
 /// lanes instead was measured slower on the H200 (walk 0.55 -> 0.77 ms at
-/// N = 4K: strided query rows, long FMA chains); see docs/performance.md.
+/// N = 4K: strided query rows, long FMA chains); see CHANGELOG.md's performance history.
 ScoreOperands warpOperands(Value queries, Value children, const Problem &p,
                            Value lane);
 

@@ -263,7 +263,7 @@ void buildSingleStageWarp(ImplicitLocOpBuilder &gb, const Kernel &kernel,
                                    keyLevel);
   // The SIMT walk here: with the tensor-core level scorer this kernel also
   // keeps the f32 query rows for the leaves, and measured 12% slower at
-  // 256K (docs/performance.md, v9).
+  // 256K (CHANGELOG.md, "Performance history").
   Value numContenders = buildWalk(gb, {layout, p.topK}, summaries, bt, scratch);
   // Score the contenders from the raw keys when they must compete.
   Value ranked =

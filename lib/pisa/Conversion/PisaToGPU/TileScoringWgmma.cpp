@@ -15,11 +15,11 @@
 // threads copy consecutive chunks of a row (whole rows from global memory)
 // and the eight chunks of a row land in distinct bank groups. (Unswizzled
 // 8 x 16-byte core matrices measured 1.4x slower than mma.sync, Nsight
-// Compute's Mem Busy at 90%; docs/performance.md.) A block keeps one query
+// Compute's Mem Busy at 90%; CHANGELOG.md's performance history.) A block keeps one query
 // tile: copying the next tile's queries into a second buffer while the
 // current one is scored measured 9% slower at 256K, since the 16 KiB more
 // shared memory cost two blocks an SM (4 instead of 6) and the kernel is
-// bound by issue and latency (docs/performance.md).
+// bound by issue and latency (CHANGELOG.md's performance history).
 //
 // The accumulators are read where wgmma leaves them (warp w holds rows
 // 16 w + lane / 4 and that + 8; the quad's lanes split each row's columns)

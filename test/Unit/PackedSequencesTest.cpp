@@ -1,4 +1,5 @@
-//===- PackedSequencesTest.cpp - The varlen kernels' index math, on the CPU -===//
+//===- PackedSequencesTest.cpp - The varlen kernels' index math, on the CPU
+//-===//
 //
 // The GPU kernels of a packed varlen batch find their sequence with the IR
 // of PackedSequences.h. That IR is plain arith/scf/memref, so it is built
@@ -10,7 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "PackedSequences.h"
+#include "Selection/PackedSequences.h"
 
 #include "../Common/LoopBuilders.h"
 
@@ -36,8 +37,8 @@ using namespace mlir::pisa::detail;
 
 namespace {
 
-constexpr int64_t kBlock = 8;   // C
-constexpr int64_t kFanout = 2;  // g
+constexpr int64_t kBlock = 8;  // C
+constexpr int64_t kFanout = 2; // g
 
 using Memref1D = StridedMemRefType<int32_t, 1>;
 
@@ -94,8 +95,8 @@ protected:
     };
     define("sequence_of_row", {cuType, index}, {index},
            [](ImplicitLocOpBuilder &b, ValueRange a) -> SmallVector<Value> {
-             Value numSeqs = arith::SubIOp::create(b, dimOf(b, a[0], 0),
-                                                   indexConst(b, 1));
+             Value numSeqs =
+                 arith::SubIOp::create(b, dimOf(b, a[0], 0), indexConst(b, 1));
              return {findSequence(b, numSeqs, a[1],
                                   [&](ImplicitLocOpBuilder &lb, Value s) {
                                     return cuEntry(lb, a[0], s);
@@ -104,20 +105,19 @@ protected:
     // A pyramid block's sequence and node (one function each: the C
     // interface returns one value).
     for (bool node : {false, true})
-      define(node ? "slot_node" : "slot_sequence", {cuType, index, index},
-             {index},
-             [node](ImplicitLocOpBuilder &b, ValueRange a) -> SmallVector<Value> {
-               Value numSeqs = arith::SubIOp::create(b, dimOf(b, a[0], 0),
-                                                     indexConst(b, 1));
-               auto first = [&](ImplicitLocOpBuilder &lb, Value s) {
-                 return firstNodeSlot(lb, cuEntry(lb, a[0], s), s, kBlock,
-                                      a[2]);
-               };
-               Value seq = findSequence(b, numSeqs, a[1], first);
-               if (!node)
-                 return {seq};
-               return {arith::SubIOp::create(b, a[1], first(b, seq))};
-             });
+      define(
+          node ? "slot_node" : "slot_sequence", {cuType, index, index}, {index},
+          [node](ImplicitLocOpBuilder &b, ValueRange a) -> SmallVector<Value> {
+            Value numSeqs =
+                arith::SubIOp::create(b, dimOf(b, a[0], 0), indexConst(b, 1));
+            auto first = [&](ImplicitLocOpBuilder &lb, Value s) {
+              return firstNodeSlot(lb, cuEntry(lb, a[0], s), s, kBlock, a[2]);
+            };
+            Value seq = findSequence(b, numSeqs, a[1], first);
+            if (!node)
+              return {seq};
+            return {arith::SubIOp::create(b, a[1], first(b, seq))};
+          });
     define("rules", {cuType, cuType, index, index}, {ob.getI1Type()},
            [](ImplicitLocOpBuilder &b, ValueRange a) -> SmallVector<Value> {
              return {batchRulesHold(b, a[1], a[3], a[0], a[2])};
@@ -159,8 +159,8 @@ protected:
                     int64_t tq, int64_t tk) {
     Memref1D mq = view(cuq), mk = view(cuk);
     bool out = false;
-    llvm::Error e = engine->invoke("rules", &mq, &mk, tq, tk,
-                                   ExecutionEngine::result(out));
+    llvm::Error e =
+        engine->invoke("rules", &mq, &mk, tq, tk, ExecutionEngine::result(out));
     EXPECT_FALSE(bool(e));
     llvm::consumeError(std::move(e));
     return out;
@@ -202,8 +202,7 @@ int64_t ceilDivide(int64_t a, int64_t b) { return (a + b - 1) / b; }
 TEST_F(PackedSequencesTest, EveryQueryRowFindsItsSequence) {
   std::mt19937 rng(12);
   for (int trial = 0; trial < 60; ++trial) {
-    std::vector<int32_t> cu =
-        drawCu(rng, 1 + trial % 9, trial % 3 ? 40 : 3);
+    std::vector<int32_t> cu = drawCu(rng, 1 + trial % 9, trial % 3 ? 40 : 3);
     for (int64_t row = 0; row < cu.back(); ++row) {
       int64_t b = sequenceOfRow(cu, row);
       ASSERT_GE(b, 0);
@@ -231,7 +230,8 @@ TEST_F(PackedSequencesTest, PyramidSlotsCoverEveryNodeOnce) {
         int64_t leaves = ceilDivide(cu[s + 1] - cu[s], kBlock);
         // The level exists for the sequence when its child level has more
         // than one node (level 1 whenever there are leaves).
-        bool exists = level == 1 ? leaves > 0 : ceilDivide(leaves, span / kFanout) > 1;
+        bool exists =
+            level == 1 ? leaves > 0 : ceilDivide(leaves, span / kFanout) > 1;
         hits[s].assign(exists ? ceilDivide(leaves, span) : 0, 0);
       }
       for (int64_t slot = 0; slot < slots; ++slot) {
@@ -289,11 +289,11 @@ TEST_F(PackedSequencesTest, BatchRulesMatchTheContract) {
       break;
     }
     }
-    EXPECT_FALSE(rules(q, k, tq, tk)) << "trial " << trial << " case "
-                                      << trial % 5;
+    EXPECT_FALSE(rules(q, k, tq, tk))
+        << "trial " << trial << " case " << trial % 5;
     if (k != cuk) // the keys' own rules break too
-      EXPECT_FALSE(keyRules(k, tk)) << "trial " << trial << " case "
-                                    << trial % 5;
+      EXPECT_FALSE(keyRules(k, tk))
+          << "trial " << trial << " case " << trial % 5;
   }
 }
 

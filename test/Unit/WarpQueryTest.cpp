@@ -10,7 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "DeviceSelection.h"
+#include "Selection/DeviceSelection.h"
 
 #include "llvm/Support/MathExtras.h"
 

@@ -24,27 +24,6 @@ def ConvertPisaToLinalg : Pass<"convert-pisa-to-linalg"> {
   ];
 }
 
-def PisaDecomposeToKernels : Pass<"pisa-decompose-to-kernels"> {
-  let summary = "decompose pisa ops into the kernel-level ops of their schedule";
-  let description = [{
-    The GPU lowering's first step. `pisa.pyramid_build` becomes
-    `pisa.kernel.pyramid`; a scheduled `pisa.hier_topk` becomes
-    `pisa.kernel.select_single_stage` (single_stage) or, for two_stage,
-    [`pisa.kernel.fragment_planes` when the walk scores on tensor cores],
-    `pisa.kernel.walk`, `pisa.kernel.bucket`, `pisa.kernel.score_tiles` and
-    `pisa.kernel.select_final`. All are destination-passing on tensors with
-    `tensor.empty` destinations, so one-shot bufferization places every
-    buffer. The plan of each op (schedule, GPU limits, kernel variants) is
-    made and checked before any IR changes: an op without a
-    `#pisa.schedule`, or beyond a GPU limit, is an error naming it.
-    Preconditions on dynamic sizes become host `cf.assert`s.
-  }];
-  let dependentDialects = [
-    "::mlir::arith::ArithDialect", "::mlir::cf::ControlFlowDialect",
-    "::mlir::scf::SCFDialect", "::mlir::tensor::TensorDialect"
-  ];
-}
-
 def PisaConfigureKernels : Pass<"pisa-configure-kernels"> {
   let summary = "choose each kernel-level op's #pisa.kernel_config";
   let description = [{

@@ -1,7 +1,7 @@
 //===- Decompose.h - Each pisa op's kernel-level ops ------------*- C++ -*-===//
 //
 // The decomposition of each user-level op into the kernel-level ops of
-// PisaKernelOps.td (DecomposeToKernels.cpp), called by the op's
+// PisaKernelOps.td (KernelDecompositions.cpp), called by the op's
 // KernelLoweringOpInterface model (KernelLowering.cpp). Each replaces the
 // op, inserting host assertions on sizes known only at run time first.
 //

@@ -11,13 +11,13 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "LaneWalk.h"
-#include "LeafScoreMMA.h"
-#include "PyramidAppend.h"
-#include "QueryKernels.h"
-#include "SparseAttention.h"
-#include "TileScoring.h"
-#include "WarpWalkMMA.h"
+#include "Attention/SparseAttention.h"
+#include "Pyramid/PyramidAppend.h"
+#include "Selection/LaneWalk.h"
+#include "Selection/LeafScoreMMA.h"
+#include "Selection/QueryKernels.h"
+#include "Selection/TileScoring.h"
+#include "Selection/WarpWalkMMA.h"
 
 #include "pisa/Conversion/PisaToGPU/PisaToGPU.h"
 #include "pisa/IR/PisaOps.h"

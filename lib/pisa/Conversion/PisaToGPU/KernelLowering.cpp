@@ -1,15 +1,15 @@
 //===- KernelLowering.cpp - Each pisa op's KernelLoweringOpInterface ------===//
 //
 // One model per user-level op: its GPU limits (docs/gpu.md, "Supported
-// shapes"), its kernel-level ops (DecomposeToKernels.cpp) and what an AOT
+// shapes"), its kernel-level ops (KernelDecompositions.cpp) and what an AOT
 // entry point says of the values it reads. --pisa-decompose-to-kernels and
 // pisa-compile ask these models and name no op; adding an op to the GPU
 // path means adding its model here.
 //
 //===----------------------------------------------------------------------===//
 
+#include "Attention/SparseAttention.h"
 #include "Decompose.h"
-#include "SparseAttention.h"
 
 #include "pisa/Conversion/PisaToGPU/PisaToGPU.h"
 #include "pisa/IR/PisaDialect.h"

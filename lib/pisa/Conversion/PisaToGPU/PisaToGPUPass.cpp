@@ -1,7 +1,7 @@
 //===- PisaToGPUPass.cpp - --convert-pisa-to-gpu --------------------------===//
 
-#include "KernelBuilder.h"
-#include "SparseAttention.h"
+#include "Attention/SparseAttention.h"
+#include "Kernels/KernelBuilder.h"
 
 #include "pisa/Conversion/Passes.h"
 #include "pisa/Conversion/PisaToGPU/PisaToGPU.h"

@@ -8,8 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef PISA_LIB_CONVERSION_PISATOGPU_DEVICESELECTION_H
-#define PISA_LIB_CONVERSION_PISATOGPU_DEVICESELECTION_H
+#ifndef PISA_LIB_CONVERSION_PISATOGPU_SELECTION_DEVICESELECTION_H
+#define PISA_LIB_CONVERSION_PISATOGPU_SELECTION_DEVICESELECTION_H
 
 #include "../Common/LevelLayout.h"
 #include "../Common/NodeScore.h"
@@ -154,4 +154,4 @@ void buildFinalSelection(ImplicitLocOpBuilder &b, int64_t topK, Value bt,
 
 } // namespace mlir::pisa::detail
 
-#endif // PISA_LIB_CONVERSION_PISATOGPU_DEVICESELECTION_H
+#endif // PISA_LIB_CONVERSION_PISATOGPU_SELECTION_DEVICESELECTION_H

@@ -8,7 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "QueryKernels.h"
+#include "Selection/QueryKernels.h"
 
 #include "../Common/LoopBuilders.h"
 

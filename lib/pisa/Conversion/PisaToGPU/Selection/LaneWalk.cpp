@@ -1,8 +1,8 @@
 //===- LaneWalk.cpp - A query's walk with one candidate per lane ----------===//
 
-#include "LaneWalk.h"
+#include "Selection/LaneWalk.h"
 
-#include "KernelBuilder.h"
+#include "Kernels/KernelBuilder.h"
 
 #include "../Common/ForcedBlocks.h"
 #include "../Common/LoopBuilders.h"

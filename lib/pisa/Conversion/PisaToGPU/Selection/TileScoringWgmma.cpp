@@ -15,9 +15,9 @@
 // threads copy consecutive chunks of a row (whole rows from global memory)
 // and the eight chunks of a row land in distinct bank groups. (Unswizzled
 // 8 x 16-byte core matrices measured 1.4x slower than mma.sync, Nsight
-// Compute's Mem Busy at 90%; CHANGELOG.md's performance history.) A block keeps one query
-// tile: copying the next tile's queries into a second buffer while the
-// current one is scored measured 9% slower at 256K, since the 16 KiB more
+// Compute's Mem Busy at 90%; CHANGELOG.md's performance history.) A block keeps
+// one query tile: copying the next tile's queries into a second buffer while
+// the current one is scored measured 9% slower at 256K, since the 16 KiB more
 // shared memory cost two blocks an SM (4 instead of 6) and the kernel is
 // bound by issue and latency (CHANGELOG.md's performance history).
 //
@@ -33,9 +33,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "KernelBuilder.h"
-#include "LeafScoreMMA.h"
-#include "TileScoring.h"
+#include "Kernels/KernelBuilder.h"
+#include "Selection/LeafScoreMMA.h"
+#include "Selection/TileScoring.h"
 
 #include "../Common/LoopBuilders.h"
 

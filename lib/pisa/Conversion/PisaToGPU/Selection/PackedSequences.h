@@ -8,8 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef PISA_LIB_CONVERSION_PISATOGPU_PACKEDSEQUENCES_H
-#define PISA_LIB_CONVERSION_PISATOGPU_PACKEDSEQUENCES_H
+#ifndef PISA_LIB_CONVERSION_PISATOGPU_SELECTION_PACKEDSEQUENCES_H
+#define PISA_LIB_CONVERSION_PISATOGPU_SELECTION_PACKEDSEQUENCES_H
 
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
@@ -67,4 +67,4 @@ Value firstNodeSlot(ImplicitLocOpBuilder &b, Value firstKey, Value seq,
 
 } // namespace mlir::pisa::detail
 
-#endif // PISA_LIB_CONVERSION_PISATOGPU_PACKEDSEQUENCES_H
+#endif // PISA_LIB_CONVERSION_PISATOGPU_SELECTION_PACKEDSEQUENCES_H

@@ -21,9 +21,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "KernelBuilder.h"
-#include "RowSoftmax.h"
-#include "TileScoring.h"
+#include "Kernels/KernelBuilder.h"
+#include "Kernels/RowSoftmax.h"
+#include "Selection/TileScoring.h"
 
 #include "../Common/LoopBuilders.h"
 

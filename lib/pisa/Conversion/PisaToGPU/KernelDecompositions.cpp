@@ -1,27 +1,26 @@
-//===- DecomposeToKernels.cpp - pisa ops to kernel-level ops --------------===//
+//===- KernelDecompositions.cpp - Each pisa op's kernel-level ops ---------===//
 //
-// --pisa-decompose-to-kernels: the first step of the GPU lowering. Each
-// user-level op becomes, through its KernelLoweringOpInterface model
-// (KernelLowering.cpp), the kernel-level ops of PisaKernelOps.td defined
-// here: destination-passing on tensors, with tensor.empty for every
-// intermediate (a scheduled hier_topk: the kernels of its schedule).
-// One-shot bufferization then places the buffers and --convert-pisa-to-gpu
-// builds one kernel per op. Every op is checked (schedule, GPU limits, the
-// kernel variants) before any IR is created; preconditions on dynamic
-// sizes become host cf.assert here, in tensor form.
+// What --pisa-decompose-to-kernels (lib/pisa/Transforms) makes of each
+// user-level op through its KernelLoweringOpInterface model
+// (KernelLowering.cpp): the kernel-level ops of PisaKernelOps.td,
+// destination-passing on tensors, with tensor.empty for every intermediate
+// (a scheduled hier_topk: the kernels of its schedule). One-shot
+// bufferization then places the buffers and --convert-pisa-to-gpu builds
+// the kernels. The model checks each op (schedule, GPU limits, the kernel
+// variants) before any IR is created; preconditions on dynamic sizes
+// become host cf.assert here, in tensor form.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Decompose.h"
-#include "KernelBuilder.h"
-#include "TileScoring.h"
-#include "WarpWalkMMA.h"
+#include "Kernels/KernelBuilder.h"
+#include "Selection/TileScoring.h"
+#include "Selection/WarpWalkMMA.h"
 
 #include "../Common/LevelLayout.h"
 #include "../Common/LoopBuilders.h"
 #include "../Common/VarlenRows.h"
 
-#include "pisa/Conversion/Passes.h"
 #include "pisa/Conversion/PisaToGPU/PisaToGPU.h"
 #include "pisa/IR/PisaDialect.h"
 #include "pisa/IR/PisaInterfaces.h"
@@ -33,11 +32,6 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
-
-namespace mlir::pisa {
-#define GEN_PASS_DEF_PISADECOMPOSETOKERNELS
-#include "pisa/Conversion/Passes.h.inc"
-} // namespace mlir::pisa
 
 using namespace mlir;
 using namespace mlir::pisa;
@@ -744,37 +738,3 @@ void mlir::pisa::detail::decompose(RewriterBase &rewriter,
                              llvm::APFloat(op.getScaleOrDefault()))
                              .getResult(0));
 }
-
-namespace {
-
-struct PisaDecomposeToKernelsPass
-    : public pisa::impl::PisaDecomposeToKernelsBase<
-          PisaDecomposeToKernelsPass> {
-  using Base::Base;
-  void runOnOperation() override {
-    // Every op is checked (and every limit reported) before IR changes.
-    bool ok = true;
-    SmallVector<KernelLoweringOpInterface> ops;
-    getOperation()->walk([&](Operation *op) {
-      if (!isa_and_nonnull<PisaDialect>(op->getDialect()) ||
-          isa<DestinationStyleOpInterface>(op))
-        return; // not pisa, or already kernel-level
-      auto lowering = dyn_cast<KernelLoweringOpInterface>(op);
-      if (!lowering) {
-        op->emitOpError() << *gpuLimitViolation(op);
-        ok = false;
-      } else if (failed(lowering.verifyKernelDecomposition())) {
-        ok = false;
-      } else {
-        ops.push_back(lowering);
-      }
-    });
-    if (!ok)
-      return signalPassFailure();
-    IRRewriter rewriter(&getContext());
-    for (KernelLoweringOpInterface op : ops)
-      op.decomposeToKernels(rewriter);
-  }
-};
-
-} // namespace

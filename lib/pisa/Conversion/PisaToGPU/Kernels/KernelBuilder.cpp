@@ -1,6 +1,6 @@
 //===- KernelBuilder.cpp - gpu.func kernels and their launches ------------===//
 
-#include "KernelBuilder.h"
+#include "Kernels/KernelBuilder.h"
 
 #include "../Common/LoopBuilders.h"
 

@@ -23,11 +23,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef PISA_LIB_CONVERSION_PISATOGPU_LEAFSCOREMMA_H
-#define PISA_LIB_CONVERSION_PISATOGPU_LEAFSCOREMMA_H
+#ifndef PISA_LIB_CONVERSION_PISATOGPU_SELECTION_LEAFSCOREMMA_H
+#define PISA_LIB_CONVERSION_PISATOGPU_SELECTION_LEAFSCOREMMA_H
 
 #include "../Common/NodeScore.h"
-#include "RowSoftmax.h"
+#include "Kernels/RowSoftmax.h"
 
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
@@ -139,4 +139,4 @@ Value buildLevelScoreMma(
 
 } // namespace mlir::pisa::detail
 
-#endif // PISA_LIB_CONVERSION_PISATOGPU_LEAFSCOREMMA_H
+#endif // PISA_LIB_CONVERSION_PISATOGPU_SELECTION_LEAFSCOREMMA_H

@@ -10,11 +10,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "WarpWalkMMA.h"
+#include "Selection/WarpWalkMMA.h"
 
-#include "KernelBuilder.h"
-#include "LaneWalk.h"
-#include "LeafScoreMMA.h"
+#include "Kernels/KernelBuilder.h"
+#include "Selection/LaneWalk.h"
+#include "Selection/LeafScoreMMA.h"
 
 #include "../Common/ForcedBlocks.h"
 #include "../Common/LoopBuilders.h"

@@ -12,10 +12,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef PISA_LIB_CONVERSION_PISATOGPU_LANEWALK_H
-#define PISA_LIB_CONVERSION_PISATOGPU_LANEWALK_H
+#ifndef PISA_LIB_CONVERSION_PISATOGPU_SELECTION_LANEWALK_H
+#define PISA_LIB_CONVERSION_PISATOGPU_SELECTION_LANEWALK_H
 
-#include "DeviceSelection.h"
+#include "Selection/DeviceSelection.h"
 
 #include "../Common/LevelLayout.h"
 
@@ -106,4 +106,4 @@ void buildLaneFinalSelection(ImplicitLocOpBuilder &b, Value lane, int64_t topK,
 
 } // namespace mlir::pisa::detail
 
-#endif // PISA_LIB_CONVERSION_PISATOGPU_LANEWALK_H
+#endif // PISA_LIB_CONVERSION_PISATOGPU_SELECTION_LANEWALK_H

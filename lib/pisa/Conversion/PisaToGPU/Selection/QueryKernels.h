@@ -8,13 +8,13 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef PISA_LIB_CONVERSION_PISATOGPU_QUERYKERNELS_H
-#define PISA_LIB_CONVERSION_PISATOGPU_QUERYKERNELS_H
+#ifndef PISA_LIB_CONVERSION_PISATOGPU_SELECTION_QUERYKERNELS_H
+#define PISA_LIB_CONVERSION_PISATOGPU_SELECTION_QUERYKERNELS_H
 
-#include "DeviceSelection.h"
-#include "KernelBuilder.h"
-#include "LeafScoreMMA.h"
-#include "WarpWalkMMA.h"
+#include "Kernels/KernelBuilder.h"
+#include "Selection/DeviceSelection.h"
+#include "Selection/LeafScoreMMA.h"
+#include "Selection/WarpWalkMMA.h"
 
 #include "../Common/LevelLayout.h"
 #include "../Common/NodeScore.h"
@@ -112,7 +112,8 @@ SmallVector<Value> queryWarp(ImplicitLocOpBuilder &b, const Problem &p,
 /// Score operands for a warp kernel: lanes split every dot product over d
 /// (coalesced row loads, one butterfly per dot). Giving each head its own
 /// lanes instead was measured slower on the H200 (walk 0.55 -> 0.77 ms at
-/// N = 4K: strided query rows, long FMA chains); see CHANGELOG.md's performance history.
+/// N = 4K: strided query rows, long FMA chains); see CHANGELOG.md's performance
+/// history.
 ScoreOperands warpOperands(Value queries, Value children, const Problem &p,
                            Value lane);
 
@@ -264,4 +265,4 @@ void addLseScorePatterns(RewritePatternSet &patterns);
 
 } // namespace mlir::pisa::detail
 
-#endif // PISA_LIB_CONVERSION_PISATOGPU_QUERYKERNELS_H
+#endif // PISA_LIB_CONVERSION_PISATOGPU_SELECTION_QUERYKERNELS_H

@@ -17,9 +17,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "KernelBuilder.h"
-#include "QueryKernels.h"
-#include "SparseAttention.h"
+#include "Attention/SparseAttention.h"
+#include "Kernels/KernelBuilder.h"
+#include "Selection/QueryKernels.h"
 
 #include "../Common/LoopBuilders.h"
 
@@ -304,7 +304,8 @@ private:
   /// (chunk i of a tile is i = tid + 128 n), all loads issued before the
   /// first store; rows past N are zeros (a zero probability times a garbage
   /// value could be NaN). Loading block j + 1 while block j is computed
-  /// measured no faster (CHANGELOG.md's performance history), so blocks are staged in turn.
+  /// measured no faster (CHANGELOG.md's performance history), so blocks are
+  /// staged in turn.
   SmallVector<Value> fetch(ImplicitLocOpBuilder &b, Value j) const {
     Value firstKey = firstKeyOf(b, j);
     SmallVector<Value> chunks;

@@ -7,10 +7,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef PISA_LIB_CONVERSION_PISATOGPU_TILESCORING_H
-#define PISA_LIB_CONVERSION_PISATOGPU_TILESCORING_H
+#ifndef PISA_LIB_CONVERSION_PISATOGPU_SELECTION_TILESCORING_H
+#define PISA_LIB_CONVERSION_PISATOGPU_SELECTION_TILESCORING_H
 
-#include "KernelBuilder.h"
+#include "Kernels/KernelBuilder.h"
 
 #include "pisa/IR/PisaAttrs.h"
 
@@ -186,4 +186,4 @@ void launchScoreKernel(ImplicitLocOpBuilder &b, const ScoreKernel &kernel,
 
 } // namespace mlir::pisa::detail
 
-#endif // PISA_LIB_CONVERSION_PISATOGPU_TILESCORING_H
+#endif // PISA_LIB_CONVERSION_PISATOGPU_SELECTION_TILESCORING_H

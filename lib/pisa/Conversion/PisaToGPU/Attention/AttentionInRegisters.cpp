@@ -23,14 +23,15 @@
 //
 // The staged kernel (SparseAttentionToGPU.cpp) measured bound by its
 // shared-memory traffic (Q, K, V, S, P and O tiles: about 130 KB a block
-// for the 32 KB staged; CHANGELOG.md's performance history); this one moves 32 KB.
+// for the 32 KB staged; CHANGELOG.md's performance history); this one moves 32
+// KB.
 //
 //===----------------------------------------------------------------------===//
 
-#include "KernelBuilder.h"
-#include "LeafScoreMMA.h"
-#include "QueryKernels.h"
-#include "SparseAttention.h"
+#include "Attention/SparseAttention.h"
+#include "Kernels/KernelBuilder.h"
+#include "Selection/LeafScoreMMA.h"
+#include "Selection/QueryKernels.h"
 
 #include "../Common/LoopBuilders.h"
 

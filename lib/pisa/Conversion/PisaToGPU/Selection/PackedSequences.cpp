@@ -1,6 +1,6 @@
 //===- PackedSequences.cpp - Varlen batches inside kernels ----------------===//
 
-#include "PackedSequences.h"
+#include "Selection/PackedSequences.h"
 
 #include "../Common/LoopBuilders.h"
 

@@ -6,10 +6,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "LeafScoreMMA.h"
-#include "RowSoftmax.h"
+#include "Selection/LeafScoreMMA.h"
+#include "Kernels/RowSoftmax.h"
 
-#include "KernelBuilder.h"
+#include "Kernels/KernelBuilder.h"
 
 #include "../Common/LoopBuilders.h"
 
@@ -27,7 +27,8 @@ namespace {
 constexpr int64_t kHeadRows = 16, kKeysPerTile = 8;
 /// Registers of key rows loaded before any is multiplied (their latencies
 /// overlap): a tile takes d / 8 (16 at d = 128, so 4 tiles). Loading all 8
-/// tiles of a C = 64 leaf at once measured no faster (CHANGELOG.md's performance history).
+/// tiles of a C = 64 leaf at once measured no faster (CHANGELOG.md's
+/// performance history).
 constexpr int64_t kKeyRegistersInFlight = 64;
 
 /// Elements [at, at + 2) of a 16-byte group.
@@ -327,8 +328,8 @@ Value mlir::pisa::detail::buildLevelScoreMma(
   // mask, exact in bf16), the low one the exact rest rounded to bf16, so
   // x is represented to 2^-15 of itself (the two-stage walk's planes round
   // the high half, 2^-16, which takes twice the instructions here: 0.6 us
-  // of a 131K decode step, CHANGELOG.md's performance history). The products accumulate
-  // in f32 in two chains (the level is on the walk's critical path),
+  // of a 131K decode step, CHANGELOG.md's performance history). The products
+  // accumulate in f32 in two chains (the level is on the walk's critical path),
   // added at the end.
   auto pairBF16 = VectorType::get({2}, bf16);
   auto accType = VectorType::get({2, 2}, f32);

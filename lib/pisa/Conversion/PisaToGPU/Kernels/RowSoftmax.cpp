@@ -1,7 +1,7 @@
 //===- RowSoftmax.cpp - The row LogSumExp and online softmax -------------===//
 
-#include "RowSoftmax.h"
-#include "KernelBuilder.h"
+#include "Kernels/RowSoftmax.h"
+#include "Kernels/KernelBuilder.h"
 
 #include "../Common/LoopBuilders.h"
 

@@ -8,8 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef PISA_LIB_CONVERSION_PISATOGPU_PYRAMIDAPPEND_H
-#define PISA_LIB_CONVERSION_PISATOGPU_PYRAMIDAPPEND_H
+#ifndef PISA_LIB_CONVERSION_PISATOGPU_PYRAMID_PYRAMIDAPPEND_H
+#define PISA_LIB_CONVERSION_PISATOGPU_PYRAMID_PYRAMIDAPPEND_H
 
 #include "pisa/IR/PisaOps.h"
 
@@ -44,4 +44,4 @@ int64_t pyramidAppendThreads(int64_t headDim);
 
 } // namespace mlir::pisa::detail
 
-#endif // PISA_LIB_CONVERSION_PISATOGPU_PYRAMIDAPPEND_H
+#endif // PISA_LIB_CONVERSION_PISATOGPU_PYRAMID_PYRAMIDAPPEND_H

@@ -14,9 +14,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "PackedSequences.h"
-#include "QueryKernels.h"
-#include "TileScoring.h"
+#include "Selection/PackedSequences.h"
+#include "Selection/QueryKernels.h"
+#include "Selection/TileScoring.h"
 
 #include "../Common/LoopBuilders.h"
 

@@ -6,8 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef PISA_LIB_CONVERSION_PISATOGPU_KERNELBUILDER_H
-#define PISA_LIB_CONVERSION_PISATOGPU_KERNELBUILDER_H
+#ifndef PISA_LIB_CONVERSION_PISATOGPU_KERNELS_KERNELBUILDER_H
+#define PISA_LIB_CONVERSION_PISATOGPU_KERNELS_KERNELBUILDER_H
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
@@ -167,4 +167,4 @@ MemRefType workgroupType(MLIRContext *ctx, ArrayRef<int64_t> shape, Type elem);
 
 } // namespace mlir::pisa::detail
 
-#endif // PISA_LIB_CONVERSION_PISATOGPU_KERNELBUILDER_H
+#endif // PISA_LIB_CONVERSION_PISATOGPU_KERNELS_KERNELBUILDER_H

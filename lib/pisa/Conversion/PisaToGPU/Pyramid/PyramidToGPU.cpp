@@ -16,9 +16,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "KernelBuilder.h"
-#include "PackedSequences.h"
-#include "PyramidAppend.h"
+#include "Kernels/KernelBuilder.h"
+#include "Pyramid/PyramidAppend.h"
+#include "Selection/PackedSequences.h"
 
 #include "../Common/LevelLayout.h"
 #include "../Common/LoopBuilders.h"

@@ -10,10 +10,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef PISA_LIB_CONVERSION_PISATOGPU_WARPWALKMMA_H
-#define PISA_LIB_CONVERSION_PISATOGPU_WARPWALKMMA_H
+#ifndef PISA_LIB_CONVERSION_PISATOGPU_SELECTION_WARPWALKMMA_H
+#define PISA_LIB_CONVERSION_PISATOGPU_SELECTION_WARPWALKMMA_H
 
-#include "KernelBuilder.h"
+#include "Kernels/KernelBuilder.h"
 
 #include "../Common/NodeScore.h"
 
@@ -75,4 +75,4 @@ Value buildMmaWarpWalk(
 
 } // namespace mlir::pisa::detail
 
-#endif // PISA_LIB_CONVERSION_PISATOGPU_WARPWALKMMA_H
+#endif // PISA_LIB_CONVERSION_PISATOGPU_SELECTION_WARPWALKMMA_H

@@ -5,11 +5,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "LaneWalk.h"
-#include "LeafScoreMMA.h"
-#include "PackedSequences.h"
-#include "PyramidAppend.h"
-#include "QueryKernels.h"
+#include "Pyramid/PyramidAppend.h"
+#include "Selection/LaneWalk.h"
+#include "Selection/LeafScoreMMA.h"
+#include "Selection/PackedSequences.h"
+#include "Selection/QueryKernels.h"
 
 #include "../Common/LoopBuilders.h"
 

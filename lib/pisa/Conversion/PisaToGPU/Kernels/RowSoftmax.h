@@ -12,8 +12,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef PISA_LIB_CONVERSION_PISATOGPU_ROWSOFTMAX_H
-#define PISA_LIB_CONVERSION_PISATOGPU_ROWSOFTMAX_H
+#ifndef PISA_LIB_CONVERSION_PISATOGPU_KERNELS_ROWSOFTMAX_H
+#define PISA_LIB_CONVERSION_PISATOGPU_KERNELS_ROWSOFTMAX_H
 
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 
@@ -76,4 +76,4 @@ std::pair<Value, Value> rowEnd(ImplicitLocOpBuilder &b, Value max, Value sum);
 
 } // namespace mlir::pisa::detail
 
-#endif // PISA_LIB_CONVERSION_PISATOGPU_ROWSOFTMAX_H
+#endif // PISA_LIB_CONVERSION_PISATOGPU_KERNELS_ROWSOFTMAX_H

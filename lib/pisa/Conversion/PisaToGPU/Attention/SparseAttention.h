@@ -5,11 +5,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef PISA_LIB_CONVERSION_PISATOGPU_SPARSEATTENTION_H
-#define PISA_LIB_CONVERSION_PISATOGPU_SPARSEATTENTION_H
+#ifndef PISA_LIB_CONVERSION_PISATOGPU_ATTENTION_SPARSEATTENTION_H
+#define PISA_LIB_CONVERSION_PISATOGPU_ATTENTION_SPARSEATTENTION_H
 
-#include "KernelBuilder.h"
-#include "RowSoftmax.h"
+#include "Kernels/KernelBuilder.h"
+#include "Kernels/RowSoftmax.h"
 
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 #include "mlir/IR/PatternMatch.h"
@@ -104,4 +104,4 @@ void buildRegisterAttention(ImplicitLocOpBuilder &b, const Kernel &kernel,
 
 } // namespace mlir::pisa::detail
 
-#endif // PISA_LIB_CONVERSION_PISATOGPU_SPARSEATTENTION_H
+#endif // PISA_LIB_CONVERSION_PISATOGPU_ATTENTION_SPARSEATTENTION_H

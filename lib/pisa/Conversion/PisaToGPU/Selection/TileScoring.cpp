@@ -15,10 +15,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "TileScoring.h"
-#include "DeviceSelection.h"
-#include "KernelBuilder.h"
-#include "PackedSequences.h"
+#include "Selection/TileScoring.h"
+#include "Kernels/KernelBuilder.h"
+#include "Selection/DeviceSelection.h"
+#include "Selection/PackedSequences.h"
 
 #include "../Common/LoopBuilders.h"
 #include "../Common/NodeScore.h"

@@ -1,9 +1,9 @@
 //===- QueryKernels.cpp - What the selection kernels share ----------------===//
 
-#include "QueryKernels.h"
-#include "LaneWalk.h"
-#include "LeafScoreMMA.h"
-#include "PackedSequences.h"
+#include "Selection/QueryKernels.h"
+#include "Selection/LaneWalk.h"
+#include "Selection/LeafScoreMMA.h"
+#include "Selection/PackedSequences.h"
 
 #include "../Common/LoopBuilders.h"
 #include "../Common/VarlenRows.h"
@@ -195,9 +195,9 @@ static void bindExchange(QueryScratch &scratch, const Kernel &kernel,
 /// Narrow lane groups (WarpQuery) where a query's block of warps scores
 /// only the walk's levels with them: the lane walk with its leaves on
 /// tensor cores (there they make the select kernel 22.3 us instead of 25.3
-/// us at 131K on the H200, CHANGELOG.md's performance history). Elsewhere the rows' loads stay
-/// one element per lane, so that many rows stay in flight (the SIMT leaf
-/// scorer's 8 key rows).
+/// us at 131K on the H200, CHANGELOG.md's performance history). Elsewhere the
+/// rows' loads stay one element per lane, so that many rows stay in flight (the
+/// SIMT leaf scorer's 8 key rows).
 static int64_t warpQueryWidth(const Problem &p, int64_t warpsPerQuery) {
   if (usesBlockLaneWalk(p, warpsPerQuery) && scoresLeavesWithMma(p))
     return narrowQueryWidth(p.groupSize, p.headDim);

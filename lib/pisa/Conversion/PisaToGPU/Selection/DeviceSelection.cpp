@@ -1,8 +1,8 @@
 //===- DeviceSelection.cpp - Per-query selection inside kernels -----------===//
 
-#include "DeviceSelection.h"
+#include "Selection/DeviceSelection.h"
 
-#include "KernelBuilder.h"
+#include "Kernels/KernelBuilder.h"
 
 #include "../Common/ForcedBlocks.h"
 #include "../Common/LoopBuilders.h"

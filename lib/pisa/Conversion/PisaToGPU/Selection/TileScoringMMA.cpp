@@ -229,34 +229,58 @@ static void buildRegisterEpilogue(ImplicitLocOpBuilder &b, const Kernel &e,
 /// The lane 16 away holds the other half of a row of 32 scores.
 constexpr int64_t kRowHalves[] = {16};
 
-Kernel mlir::pisa::detail::buildMmaScoreKernel(PatternRewriter &rewriter,
-                                               Operation *anchor,
-                                               const TileProblem &p) {
-  OpBuilder::InsertionGuard guard(rewriter);
-  MLIRContext *ctx = rewriter.getContext();
-  Type f32 = rewriter.getF32Type(), elem = p.keys.getElementType();
-  const MmaTileLayout l(p, configuredShape(p));
-  const int64_t d = p.headDim, c = p.blockSize;
-  const int64_t threads = p.config.getThreads(), G = p.groupSize;
-  const int64_t warpRows = l.rowsPerWarp, lanesPerRow = 32 / warpRows;
-  const int64_t keysPerLane = c / lanesPerRow; // in the row LSE
+namespace {
+/// The mma.sync scorer's kernel (p.config: rows per warp, epilogue, tiles
+/// per block, occupancy), each phase of a tile built by its own method in
+/// the order the body runs: stage the queries and, for a new leaf, the
+/// keys; the warps' tile products; the epilogue (in registers, or through
+/// the score tile: the row LSEs, then each member's head sum).
+class MmaScoreKernelBuilder {
+public:
+  MmaScoreKernelBuilder(PatternRewriter &rewriter, const TileProblem &p)
+      : p(p), l(p, configuredShape(p)), ctx(rewriter.getContext()),
+        f32(rewriter.getF32Type()), elem(p.keys.getElementType()), d(p.headDim),
+        c(p.blockSize), threads(p.config.getThreads()), G(p.groupSize),
+        warpRows(l.rowsPerWarp), lanesPerRow(32 / warpRows),
+        keysPerLane(c / lanesPerRow) {}
 
-  Kernel e = createKernel(
-      rewriter, anchor, "select_stage2_score_tiles_mma", scoreKernelParams(p),
-      l.registerEpilogue
-          ? SmallVector<Type>{workgroupType(ctx, {l.bytes},
-                                            rewriter.getI8Type())}
-          : SmallVector<Type>{
-                workgroupType(ctx, {l.bytes}, rewriter.getI8Type()),
-                workgroupType(ctx, {l.rows}, f32)});
+  Kernel build(PatternRewriter &rewriter, Operation *anchor);
+
+private:
+  /// The block's shared memory carved into the query, key and score tiles.
+  void carveTiles(ImplicitLocOpBuilder &b);
+  /// One tile of the block; returns the leaf whose keys are staged after
+  /// it.
+  Value buildTile(ImplicitLocOpBuilder &tb, Value tile, Value stagedLeaf);
+  /// Row r, column col of 16-byte chunk i of a staged [rows x d] tile.
+  std::pair<Value, Value> chunkAt(ImplicitLocOpBuilder &b, Value i) const;
+  /// The tile's query rows (row = member * G + head); idle members load a
+  /// clamped row that no result reads.
+  void stageQueries(ImplicitLocOpBuilder &tb, const TileSpan &span, Value g);
+  /// The leaf's keys (zeros past N) when the leaf is not the staged one.
+  void stageKeys(ImplicitLocOpBuilder &tb, const TileSpan &span,
+                 Value stagedLeaf);
+  /// The row LSEs over the visible keys from the score tile, into rowLse.
+  void sharedRowLse(ImplicitLocOpBuilder &tb, const TileSpan &span, Value g,
+                    Value lane, Value r0);
+  /// Thread t < n sums the G head LSEs of member t and writes its score.
+  void sharedHeadSums(ImplicitLocOpBuilder &tb, const TileSpan &span, Value g);
+
+  const TileProblem &p;
+  const MmaTileLayout l;
+  MLIRContext *ctx;
+  Type f32, elem;
+  const int64_t d, c, threads, G, warpRows, lanesPerRow;
+  const int64_t keysPerLane; // in the row LSE
+  Kernel e;
+  Value queryTile, keyTile, scoreTile, rowLse;
+  Value batch, kv, tid, zero;
+};
+} // namespace
+
+void MmaScoreKernelBuilder::carveTiles(ImplicitLocOpBuilder &b) {
   gpu::GPUFuncOp kernel = e.func();
-  kernel.setWorkgroupAttributionAttr(0, LLVM::LLVMDialect::getAlignAttrName(),
-                                     rewriter.getI64IntegerAttr(16));
-  if (std::optional<int64_t> blocks = p.config.getMinBlocksPerSM())
-    setOccupancyHint(kernel, threads, *blocks);
-  ImplicitLocOpBuilder b(anchor->getLoc(), rewriter);
   Value bytes = kernel.getWorkgroupAttributions()[0];
-  Value rowLse;
   if (!l.registerEpilogue)
     rowLse = kernel.getWorkgroupAttributions()[1];
   auto view = [&](int64_t offset, ArrayRef<int64_t> shape, Type type) {
@@ -264,198 +288,239 @@ Kernel mlir::pisa::detail::buildMmaScoreKernel(PatternRewriter &rewriter,
                                   indexConst(b, offset), ValueRange{})
         .getResult();
   };
-  Value queryTile = view(0, {l.rows, l.tileStride}, elem);
-  Value keyTile = view(l.keyOffset, {c, l.tileStride}, elem);
-  Value scoreTile =
-      l.registerEpilogue ? Value() : view(0, {l.rows, l.scoreStride}, f32);
+  queryTile = view(0, {l.rows, l.tileStride}, elem);
+  keyTile = view(l.keyOffset, {c, l.tileStride}, elem);
+  if (!l.registerEpilogue)
+    scoreTile = view(0, {l.rows, l.scoreStride}, f32);
+}
 
-  // Block x scores tiles [8x, 8x + 8) that exist, in order.
-  BlockTiles owned = loadBlockTiles(b, e, p, *p.config.getTilesPerBlock());
-  Value batch = owned.batch, kv = owned.kv;
-  Value firstTile = owned.first, endTile = owned.end;
-  Value tid = threadIdX(b);
-  Value zero = indexConst(b, 0);
-  Value noLeaf = indexConst(b, -1);
-  buildLoop(
-      b, firstTile, endTile, ValueRange{noLeaf},
-      [&](ImplicitLocOpBuilder &tb, Value tile,
-          ValueRange stagedLeaf) -> SmallVector<Value> {
-        // The previous tile's reads of the query tile (ldmatrix, and the score
-        // tile and row LSEs overlaying it) are done before it is restaged.
-        gpu::BarrierOp::create(tb);
-        TileSpan span = loadTileSpan(tb, e, p, batch, kv, tile);
-        Value n = span.size;
-        Value g = indexConst(tb, G);
-        // Key positions (of the leaf's sequence); rows add span.keyShift.
-        Value keyBase = span.firstKey;
-        auto chunk = VectorType::get({kChunk}, elem);
+std::pair<Value, Value> MmaScoreKernelBuilder::chunkAt(ImplicitLocOpBuilder &b,
+                                                       Value i) const {
+  const int64_t chunksPerRow = d / kChunk;
+  Value r = arith::DivUIOp::create(b, i, indexConst(b, chunksPerRow));
+  Value col = arith::MulIOp::create(
+      b, arith::RemUIOp::create(b, i, indexConst(b, chunksPerRow)),
+      indexConst(b, kChunk));
+  return {r, col};
+}
 
-        // Stage the tile's query rows (row = member * G + head) and the leaf's
-        // keys (zeros past N); consecutive threads take consecutive 16-byte
-        // chunks of a row, so each warp load reads whole rows. Idle members
-        // load a clamped row that no result reads.
-        const int64_t chunksPerRow = d / kChunk;
-        auto chunkAt = [&](ImplicitLocOpBuilder &lb, Value i) {
-          Value r = arith::DivUIOp::create(lb, i, indexConst(lb, chunksPerRow));
-          Value col = arith::MulIOp::create(
-              lb, arith::RemUIOp::create(lb, i, indexConst(lb, chunksPerRow)),
-              indexConst(lb, kChunk));
-          return std::make_pair(r, col);
-        };
-        copyChunks(
-            tb, tid, l.rows * chunksPerRow, threads,
-            [&](ImplicitLocOpBuilder &lb, Value i) -> Value {
-              auto [r, col] = chunkAt(lb, i);
-              Value head =
-                  arith::AddIOp::create(lb, arith::MulIOp::create(lb, kv, g),
-                                        arith::RemUIOp::create(lb, r, g));
-              TileMember m = loadTileMember(lb, e, p, batch, kv, span,
-                                            arith::DivUIOp::create(lb, r, g));
-              return vector::LoadOp::create(
-                  lb, chunk, e.arg("queries"),
-                  ValueRange{batch, head, m.query, col}, false,
-                  llvm::MaybeAlign(16));
-            },
-            [&](ImplicitLocOpBuilder &lb, Value i, Value v) {
-              auto [r, col] = chunkAt(lb, i);
-              vector::StoreOp::create(lb, v, queryTile, ValueRange{r, col},
+void MmaScoreKernelBuilder::stageQueries(ImplicitLocOpBuilder &tb,
+                                         const TileSpan &span, Value g) {
+  // Consecutive threads take consecutive 16-byte chunks of a row, so each
+  // warp load reads whole rows.
+  auto chunk = VectorType::get({kChunk}, elem);
+  copyChunks(
+      tb, tid, l.rows * (d / kChunk), threads,
+      [&](ImplicitLocOpBuilder &lb, Value i) -> Value {
+        auto [r, col] = chunkAt(lb, i);
+        Value head = arith::AddIOp::create(lb, arith::MulIOp::create(lb, kv, g),
+                                           arith::RemUIOp::create(lb, r, g));
+        TileMember m = loadTileMember(lb, e, p, batch, kv, span,
+                                      arith::DivUIOp::create(lb, r, g));
+        return vector::LoadOp::create(lb, chunk, e.arg("queries"),
+                                      ValueRange{batch, head, m.query, col},
                                       false, llvm::MaybeAlign(16));
-            });
-        Value lastKey =
-            arith::SubIOp::create(tb, span.numKeys, indexConst(tb, 1));
-        Value zeroChunk = arith::ConstantOp::create(
-            tb, chunk, DenseElementsAttr::get(chunk, tb.getZeroAttr(elem)));
-        Value newLeaf =
-            cmp(tb, arith::CmpIPredicate::ne, span.leaf, stagedLeaf.front());
-        buildIfThen(tb, newLeaf, [&](ImplicitLocOpBuilder &kb) {
-          copyChunks(
-              kb, tid, c * chunksPerRow, threads,
-              [&](ImplicitLocOpBuilder &lb, Value i) -> Value {
-                auto [r, col] = chunkAt(lb, i);
-                Value key = arith::AddIOp::create(lb, keyBase, r);
-                Value row = arith::AddIOp::create(
-                    lb, span.keyShift,
-                    arith::MinUIOp::create(lb, key, lastKey));
-                Value v = vector::LoadOp::create(
-                    lb, chunk, e.arg("keys"), ValueRange{batch, kv, row, col},
-                    false, llvm::MaybeAlign(16));
-                return arith::SelectOp::create(
-                    lb, cmp(lb, arith::CmpIPredicate::ule, key, lastKey), v,
-                    zeroChunk);
-              },
-              [&](ImplicitLocOpBuilder &lb, Value i, Value v) {
-                auto [r, col] = chunkAt(lb, i);
-                vector::StoreOp::create(lb, v, keyTile, ValueRange{r, col},
-                                        false, llvm::MaybeAlign(16));
-              });
-        });
-        gpu::BarrierOp::create(tb);
-
-        // The tile product: warp w owns rows R*w .. R*w + R - 1.
-        Value lane = arith::RemUIOp::create(tb, tid, indexConst(tb, 32));
-        Value warp = arith::DivUIOp::create(tb, tid, indexConst(tb, 32));
-        Value r0 = arith::MulIOp::create(tb, warp, indexConst(tb, warpRows));
-        Value pad = arith::ConstantOp::create(tb, tb.getZeroAttr(elem));
-        SmallVector<bool> inBounds(2, true);
-        Value lhs = vector::TransferReadOp::create(
-            tb, VectorType::get({warpRows, d}, elem), queryTile,
-            ValueRange{r0, zero}, pad, inBounds);
-        Value rhs = vector::TransferReadOp::create(
-            tb, VectorType::get({c, d}, elem), keyTile, ValueRange{zero, zero},
-            pad, inBounds);
-        Value product =
-            tileProduct(tb, lhs, rhs,
-                        f32Splat(tb, VectorType::get({warpRows, c}, f32), 0.0f),
-                        /*rhsIsKN=*/false);
-        if (l.registerEpilogue) {
-          buildRegisterEpilogue(tb, e, p, product, warp, lane, batch, kv, span,
-                                n, warpRows);
-          return {span.leaf};
-        }
-        gpu::BarrierOp::create(tb); // queries read before scores overwrite them
-        vector::TransferWriteOp::create(tb, product, scoreTile,
-                                        ValueRange{r0, zero}, inBounds);
-        gpu::BarrierOp::create(tb);
-
-        // Row LSE over the visible keys: lane l takes row r0 + l % R and the
-        // keys [h * S, (h + 1) * S) of the leaf, h = l / R, S = C * R / 32.
-        Value r = arith::AddIOp::create(
-            tb, r0, arith::RemUIOp::create(tb, lane, indexConst(tb, warpRows)));
-        Value part = arith::DivUIOp::create(tb, lane, indexConst(tb, warpRows));
-        Value partStart =
-            arith::MulIOp::create(tb, part, indexConst(tb, keysPerLane));
-        Value member = arith::DivUIOp::create(tb, r, g);
-        TileMember row = loadTileMember(tb, e, p, batch, kv, span, member);
-        // Idle rows see no key: their LSE is -inf and never read.
-        Value limit = arith::SelectOp::create(
-            tb, cmp(tb, arith::CmpIPredicate::ult, member, n), row.limit, zero);
-        Value visible = arith::SubIOp::create(
-            tb, limit, arith::AddIOp::create(tb, keyBase, partStart));
-        visible = arith::MinSIOp::create(
-            tb, arith::MaxSIOp::create(tb, visible, zero),
-            indexConst(tb, keysPerLane));
-        auto rowType = VectorType::get({keysPerLane}, f32);
-        auto laneKeys = VectorType::get({keysPerLane}, tb.getI32Type());
-        Value raw, columns;
-        if (warpRows == 32) {
-          std::tie(raw, columns) =
-              rotatedRowLoad(tb, scoreTile, r, partStart, lane, keysPerLane);
-        } else {
-          columns = iotaI32(tb, keysPerLane);
-          raw = vector::LoadOp::create(tb, rowType, scoreTile,
-                                       ValueRange{r, partStart}, false,
-                                       llvm::MaybeAlign(16));
-        }
-        // mask[i] = column i < visible (what vector.create_mask means; the NVVM
-        // tail does not lower create_mask itself).
-        Value mask =
-            cmp(tb, arith::CmpIPredicate::slt, columns,
-                vector::BroadcastOp::create(
-                    tb, laneKeys,
-                    arith::IndexCastOp::create(tb, tb.getI32Type(), visible)));
-        auto splat = [&](float v) { return f32Splat(tb, rowType, v); };
-        // In base 2 with the scale folded in: exp2 is one instruction where exp
-        // is a range reduction around it. LSE = ln 2 * (max2 + log2(sum)).
-        const float negInf = -std::numeric_limits<float>::infinity();
-        Value logits = arith::SelectOp::create(
-            tb, mask, arith::MulFOp::create(tb, raw, splat(p.scale * kLog2E)),
-            splat(negInf));
-        // Reassociation lets the 32 or 64 terms reduce as a tree.
-        auto reassoc = arith::FastMathFlags::reassoc;
-        Value rowMax = vector::ReductionOp::create(
-            tb, vector::CombiningKind::MAXIMUMF, logits, reassoc);
-        if (lanesPerRow == 2)
-          rowMax = laneAllReduce(tb, rowMax, kRowHalves, /*isMax=*/true);
-        Value shift = emptyRowShift(tb, rowMax);
-        Value exps = shiftedExp2(
-            tb, logits, vector::BroadcastOp::create(tb, rowType, shift));
-        Value sum = vector::ReductionOp::create(tb, vector::CombiningKind::ADD,
-                                                exps, reassoc);
-        if (lanesPerRow == 2)
-          sum = laneAllReduce(tb, sum, kRowHalves, /*isMax=*/false);
-        Value lse = toBaseE(tb, lse2FromSum(tb, rowMax, sum));
-        buildIfThen(tb, cmp(tb, arith::CmpIPredicate::eq, part, zero),
-                    [&](ImplicitLocOpBuilder &wb) {
-                      memref::StoreOp::create(wb, lse, rowLse, ValueRange{r});
-                    });
-        gpu::BarrierOp::create(tb);
-
-        // Thread t < n sums the G head LSEs of member t.
-        buildIfThen(tb, cmp(tb, arith::CmpIPredicate::ult, tid, n),
-                    [&](ImplicitLocOpBuilder &wb) {
-                      TileMember scored =
-                          loadTileMember(wb, e, p, batch, kv, span, tid);
-                      Value heads = vector::LoadOp::create(
-                          wb, VectorType::get({G}, f32), rowLse,
-                          ValueRange{arith::MulIOp::create(wb, tid, g)});
-                      Value total = vector::ReductionOp::create(
-                          wb, vector::CombiningKind::ADD, heads);
-                      memref::StoreOp::create(
-                          wb, total, e.arg("scores"),
-                          ValueRange{batch, kv, scored.query, scored.slot});
-                    });
-        return {span.leaf};
+      },
+      [&](ImplicitLocOpBuilder &lb, Value i, Value v) {
+        auto [r, col] = chunkAt(lb, i);
+        vector::StoreOp::create(lb, v, queryTile, ValueRange{r, col}, false,
+                                llvm::MaybeAlign(16));
       });
+}
+
+void MmaScoreKernelBuilder::stageKeys(ImplicitLocOpBuilder &tb,
+                                      const TileSpan &span, Value stagedLeaf) {
+  auto chunk = VectorType::get({kChunk}, elem);
+  // Key positions (of the leaf's sequence); rows add span.keyShift.
+  Value keyBase = span.firstKey;
+  Value lastKey = arith::SubIOp::create(tb, span.numKeys, indexConst(tb, 1));
+  Value zeroChunk = arith::ConstantOp::create(
+      tb, chunk, DenseElementsAttr::get(chunk, tb.getZeroAttr(elem)));
+  Value newLeaf = cmp(tb, arith::CmpIPredicate::ne, span.leaf, stagedLeaf);
+  buildIfThen(tb, newLeaf, [&](ImplicitLocOpBuilder &kb) {
+    copyChunks(
+        kb, tid, c * (d / kChunk), threads,
+        [&](ImplicitLocOpBuilder &lb, Value i) -> Value {
+          auto [r, col] = chunkAt(lb, i);
+          Value key = arith::AddIOp::create(lb, keyBase, r);
+          Value row = arith::AddIOp::create(
+              lb, span.keyShift, arith::MinUIOp::create(lb, key, lastKey));
+          Value v = vector::LoadOp::create(lb, chunk, e.arg("keys"),
+                                           ValueRange{batch, kv, row, col},
+                                           false, llvm::MaybeAlign(16));
+          return arith::SelectOp::create(
+              lb, cmp(lb, arith::CmpIPredicate::ule, key, lastKey), v,
+              zeroChunk);
+        },
+        [&](ImplicitLocOpBuilder &lb, Value i, Value v) {
+          auto [r, col] = chunkAt(lb, i);
+          vector::StoreOp::create(lb, v, keyTile, ValueRange{r, col}, false,
+                                  llvm::MaybeAlign(16));
+        });
+  });
+}
+
+void MmaScoreKernelBuilder::sharedRowLse(ImplicitLocOpBuilder &tb,
+                                         const TileSpan &span, Value g,
+                                         Value lane, Value r0) {
+  // Lane l takes row r0 + l % R and the keys [h * S, (h + 1) * S) of the
+  // leaf, h = l / R, S = C * R / 32.
+  Value r = arith::AddIOp::create(
+      tb, r0, arith::RemUIOp::create(tb, lane, indexConst(tb, warpRows)));
+  Value part = arith::DivUIOp::create(tb, lane, indexConst(tb, warpRows));
+  Value partStart =
+      arith::MulIOp::create(tb, part, indexConst(tb, keysPerLane));
+  Value member = arith::DivUIOp::create(tb, r, g);
+  TileMember row = loadTileMember(tb, e, p, batch, kv, span, member);
+  // Idle rows see no key: their LSE is -inf and never read.
+  Value limit = arith::SelectOp::create(
+      tb, cmp(tb, arith::CmpIPredicate::ult, member, span.size), row.limit,
+      zero);
+  Value visible = arith::SubIOp::create(
+      tb, limit, arith::AddIOp::create(tb, span.firstKey, partStart));
+  visible =
+      arith::MinSIOp::create(tb, arith::MaxSIOp::create(tb, visible, zero),
+                             indexConst(tb, keysPerLane));
+  auto rowType = VectorType::get({keysPerLane}, f32);
+  auto laneKeys = VectorType::get({keysPerLane}, tb.getI32Type());
+  Value raw, columns;
+  if (warpRows == 32) {
+    std::tie(raw, columns) =
+        rotatedRowLoad(tb, scoreTile, r, partStart, lane, keysPerLane);
+  } else {
+    columns = iotaI32(tb, keysPerLane);
+    raw =
+        vector::LoadOp::create(tb, rowType, scoreTile, ValueRange{r, partStart},
+                               false, llvm::MaybeAlign(16));
+  }
+  // mask[i] = column i < visible (what vector.create_mask means; the NVVM
+  // tail does not lower create_mask itself).
+  Value mask =
+      cmp(tb, arith::CmpIPredicate::slt, columns,
+          vector::BroadcastOp::create(
+              tb, laneKeys,
+              arith::IndexCastOp::create(tb, tb.getI32Type(), visible)));
+  auto splat = [&](float v) { return f32Splat(tb, rowType, v); };
+  // In base 2 with the scale folded in: exp2 is one instruction where exp
+  // is a range reduction around it. LSE = ln 2 * (max2 + log2(sum)).
+  const float negInf = -std::numeric_limits<float>::infinity();
+  Value logits = arith::SelectOp::create(
+      tb, mask, arith::MulFOp::create(tb, raw, splat(p.scale * kLog2E)),
+      splat(negInf));
+  // Reassociation lets the 32 or 64 terms reduce as a tree.
+  auto reassoc = arith::FastMathFlags::reassoc;
+  Value rowMax = vector::ReductionOp::create(
+      tb, vector::CombiningKind::MAXIMUMF, logits, reassoc);
+  if (lanesPerRow == 2)
+    rowMax = laneAllReduce(tb, rowMax, kRowHalves, /*isMax=*/true);
+  Value shift = emptyRowShift(tb, rowMax);
+  Value exps =
+      shiftedExp2(tb, logits, vector::BroadcastOp::create(tb, rowType, shift));
+  Value sum = vector::ReductionOp::create(tb, vector::CombiningKind::ADD, exps,
+                                          reassoc);
+  if (lanesPerRow == 2)
+    sum = laneAllReduce(tb, sum, kRowHalves, /*isMax=*/false);
+  Value lse = toBaseE(tb, lse2FromSum(tb, rowMax, sum));
+  buildIfThen(tb, cmp(tb, arith::CmpIPredicate::eq, part, zero),
+              [&](ImplicitLocOpBuilder &wb) {
+                memref::StoreOp::create(wb, lse, rowLse, ValueRange{r});
+              });
+}
+
+void MmaScoreKernelBuilder::sharedHeadSums(ImplicitLocOpBuilder &tb,
+                                           const TileSpan &span, Value g) {
+  buildIfThen(tb, cmp(tb, arith::CmpIPredicate::ult, tid, span.size),
+              [&](ImplicitLocOpBuilder &wb) {
+                TileMember scored =
+                    loadTileMember(wb, e, p, batch, kv, span, tid);
+                Value heads = vector::LoadOp::create(
+                    wb, VectorType::get({G}, f32), rowLse,
+                    ValueRange{arith::MulIOp::create(wb, tid, g)});
+                Value total = vector::ReductionOp::create(
+                    wb, vector::CombiningKind::ADD, heads);
+                memref::StoreOp::create(
+                    wb, total, e.arg("scores"),
+                    ValueRange{batch, kv, scored.query, scored.slot});
+              });
+}
+
+Value MmaScoreKernelBuilder::buildTile(ImplicitLocOpBuilder &tb, Value tile,
+                                       Value stagedLeaf) {
+  // The previous tile's reads of the query tile (ldmatrix, and the score
+  // tile and row LSEs overlaying it) are done before it is restaged.
+  gpu::BarrierOp::create(tb);
+  TileSpan span = loadTileSpan(tb, e, p, batch, kv, tile);
+  Value g = indexConst(tb, G);
+  stageQueries(tb, span, g);
+  stageKeys(tb, span, stagedLeaf);
+  gpu::BarrierOp::create(tb);
+
+  // The tile product: warp w owns rows R*w .. R*w + R - 1.
+  Value lane = arith::RemUIOp::create(tb, tid, indexConst(tb, 32));
+  Value warp = arith::DivUIOp::create(tb, tid, indexConst(tb, 32));
+  Value r0 = arith::MulIOp::create(tb, warp, indexConst(tb, warpRows));
+  Value pad = arith::ConstantOp::create(tb, tb.getZeroAttr(elem));
+  SmallVector<bool> inBounds(2, true);
+  Value lhs = vector::TransferReadOp::create(
+      tb, VectorType::get({warpRows, d}, elem), queryTile, ValueRange{r0, zero},
+      pad, inBounds);
+  Value rhs =
+      vector::TransferReadOp::create(tb, VectorType::get({c, d}, elem), keyTile,
+                                     ValueRange{zero, zero}, pad, inBounds);
+  Value product = tileProduct(
+      tb, lhs, rhs, f32Splat(tb, VectorType::get({warpRows, c}, f32), 0.0f),
+      /*rhsIsKN=*/false);
+  if (l.registerEpilogue) {
+    buildRegisterEpilogue(tb, e, p, product, warp, lane, batch, kv, span,
+                          span.size, warpRows);
+    return span.leaf;
+  }
+  gpu::BarrierOp::create(tb); // queries read before scores overwrite them
+  vector::TransferWriteOp::create(tb, product, scoreTile, ValueRange{r0, zero},
+                                  inBounds);
+  gpu::BarrierOp::create(tb);
+  sharedRowLse(tb, span, g, lane, r0);
+  gpu::BarrierOp::create(tb);
+  sharedHeadSums(tb, span, g);
+  return span.leaf;
+}
+
+Kernel MmaScoreKernelBuilder::build(PatternRewriter &rewriter,
+                                    Operation *anchor) {
+  e = createKernel(rewriter, anchor, "select_stage2_score_tiles_mma",
+                   scoreKernelParams(p),
+                   l.registerEpilogue
+                       ? SmallVector<Type>{workgroupType(ctx, {l.bytes},
+                                                         rewriter.getI8Type())}
+                       : SmallVector<Type>{workgroupType(ctx, {l.bytes},
+                                                         rewriter.getI8Type()),
+                                           workgroupType(ctx, {l.rows}, f32)});
+  gpu::GPUFuncOp kernel = e.func();
+  kernel.setWorkgroupAttributionAttr(0, LLVM::LLVMDialect::getAlignAttrName(),
+                                     rewriter.getI64IntegerAttr(16));
+  if (std::optional<int64_t> blocks = p.config.getMinBlocksPerSM())
+    setOccupancyHint(kernel, threads, *blocks);
+  ImplicitLocOpBuilder b(anchor->getLoc(), rewriter);
+  carveTiles(b);
+  // Block x scores tiles [T x, T x + T) that exist, in order.
+  BlockTiles owned = loadBlockTiles(b, e, p, *p.config.getTilesPerBlock());
+  batch = owned.batch;
+  kv = owned.kv;
+  tid = threadIdX(b);
+  zero = indexConst(b, 0);
+  Value noLeaf = indexConst(b, -1);
+  buildLoop(b, owned.first, owned.end, ValueRange{noLeaf},
+            [&](ImplicitLocOpBuilder &tb, Value tile,
+                ValueRange stagedLeaf) -> SmallVector<Value> {
+              return {buildTile(tb, tile, stagedLeaf.front())};
+            });
   gpu::ReturnOp::create(b);
   return e;
+}
+
+Kernel mlir::pisa::detail::buildMmaScoreKernel(PatternRewriter &rewriter,
+                                               Operation *anchor,
+                                               const TileProblem &p) {
+  OpBuilder::InsertionGuard guard(rewriter);
+  return MmaScoreKernelBuilder(rewriter, p).build(rewriter, anchor);
 }

@@ -17,6 +17,7 @@
 
 #include "Selection/TileScoring.h"
 #include "Kernels/KernelBuilder.h"
+#include "Kernels/RowSoftmax.h"
 #include "Selection/DeviceSelection.h"
 #include "Selection/PackedSequences.h"
 
@@ -381,200 +382,242 @@ int64_t mlir::pisa::detail::simtScoreThreads(const TileProblem &p) {
   return ceilDiv(p.qTile * p.groupSize, 32) * 32;
 }
 
+namespace {
+/// The SIMT scorer: one block per tile, a thread per (member, head) row.
+/// Each chunk of the leaf's keys is staged in shared memory as f32, every
+/// thread accumulates its query row against the chunk's keys in
+/// registers, and merges the chunk's masked logits into its running (max,
+/// sum) in base e (the f32 path keeps exp and log); then each member's
+/// head LSEs are summed.
+class SimtScoreKernelBuilder {
+public:
+  SimtScoreKernelBuilder(const TileProblem &p)
+      : p(p), threads(p.config.getThreads()), d(p.headDim),
+        blockSize(p.blockSize),
+        // Keys per shared-memory chunk: at most 32 KiB of f32 and 64 rows,
+        // the register accumulators each thread keeps.
+        rows(std::max<int64_t>(
+            1, std::min<int64_t>({blockSize, 8192 / d, kMaxTileRows}))) {}
+
+  Kernel build(PatternRewriter &rewriter, Operation *anchor);
+
+private:
+  /// The tile `tile` of the block's (batch, KV head).
+  void buildTile(ImplicitLocOpBuilder &tb, Value tile);
+  /// Rows row0 .. row0 + rows - 1 of the leaf's keys (zeros past N) into
+  /// the key tile as f32, the threads taking consecutive elements.
+  void stageChunk(ImplicitLocOpBuilder &lb, const TileSpan &span, Value row0);
+  /// The thread's query row against the chunk's `rows` keys: one query
+  /// element per step, the key read broadcast from shared memory.
+  SmallVector<Value> chunkProducts(ImplicitLocOpBuilder &lb, Value query,
+                                   Value qHead);
+  /// The chunk's logits (keys at or past `limit`, and idle threads, -inf)
+  /// merged into the running (max, sum).
+  SmallVector<Value> mergeChunk(ImplicitLocOpBuilder &lb, ValueRange state,
+                                ArrayRef<Value> acc, Value row0, Value limit,
+                                Value active);
+  /// The writer thread of each member sums its G head LSEs.
+  void writeHeadSums(ImplicitLocOpBuilder &tb, Value active, Value member,
+                     Value head, Value query, Value slot, Value g);
+
+  const TileProblem &p;
+  const int64_t threads, d, blockSize, rows;
+  Kernel e;
+  Value keyTile, headLse, batch, kv, tid, zero, negInf, zeroF, scale;
+};
+} // namespace
+
+void SimtScoreKernelBuilder::stageChunk(ImplicitLocOpBuilder &lb,
+                                        const TileSpan &span, Value row0) {
+  Value cD = indexConst(lb, d);
+  auto load = scf::ForOp::create(lb, tid, indexConst(lb, rows * d),
+                                 indexConst(lb, threads));
+  OpBuilder::InsertionGuard guard(lb);
+  lb.setInsertionPointToStart(load.getBody());
+  Value idx = load.getInductionVar();
+  Value r = arith::DivUIOp::create(lb, idx, cD);
+  Value c = arith::RemUIOp::create(lb, idx, cD);
+  Value j = arith::AddIOp::create(lb, row0, r);
+  Value inKeys =
+      arith::CmpIOp::create(lb, arith::CmpIPredicate::ult, j, span.numKeys);
+  Value v = buildIf(
+      lb, inKeys, {lb.getF32Type()},
+      [&](ImplicitLocOpBuilder &ib) {
+        Value row = arith::AddIOp::create(ib, span.keyShift, j);
+        return SmallVector<Value>{
+            extractF32(ib, e.arg("keys"), {batch, kv, row, c})};
+      },
+      [&](ImplicitLocOpBuilder &) { return SmallVector<Value>{zeroF}; })[0];
+  memref::StoreOp::create(lb, v, keyTile, ValueRange{r, c});
+}
+
+SmallVector<Value>
+SimtScoreKernelBuilder::chunkProducts(ImplicitLocOpBuilder &lb, Value query,
+                                      Value qHead) {
+  auto fast = arith::FastMathFlags::reassoc | arith::FastMathFlags::contract;
+  SmallVector<Value> init(rows, zeroF);
+  const int64_t vec = d % 4 == 0 ? 4 : 1;
+  return buildLoop(
+      lb, zero, indexConst(lb, d), indexConst(lb, vec), init,
+      [&](ImplicitLocOpBuilder &db, Value c, ValueRange a) {
+        SmallVector<Value> qv;
+        for (int64_t j = 0; j < vec; ++j)
+          qv.push_back(
+              extractF32(db, e.arg("queries"),
+                         {batch, qHead, query,
+                          arith::AddIOp::create(db, c, indexConst(db, j))}));
+        SmallVector<Value> next;
+        for (int64_t r = 0; r < rows; ++r) {
+          // One 16-byte shared load feeds `vec` multiply-adds.
+          Value k = vector::LoadOp::create(
+              db, VectorType::get({vec}, db.getF32Type()), keyTile,
+              ValueRange{indexConst(db, r), c},
+              /*nontemporal=*/false, llvm::MaybeAlign(4 * vec));
+          Value sum = a[r];
+          for (int64_t j = 0; j < vec; ++j) {
+            Value kj = vector::ExtractOp::create(db, k, ArrayRef<int64_t>{j});
+            sum = arith::AddFOp::create(
+                db, sum, arith::MulFOp::create(db, qv[j], kj, fast), fast);
+          }
+          next.push_back(sum);
+        }
+        return next;
+      });
+}
+
+SmallVector<Value> SimtScoreKernelBuilder::mergeChunk(ImplicitLocOpBuilder &lb,
+                                                      ValueRange state,
+                                                      ArrayRef<Value> acc,
+                                                      Value row0, Value limit,
+                                                      Value active) {
+  Value visible = arith::SelectOp::create(
+      lb, active,
+      arith::SubIOp::create(lb, arith::MaxUIOp::create(lb, limit, row0), row0),
+      zero);
+  SmallVector<Value> logits;
+  Value chunkMax = negInf;
+  for (int64_t r = 0; r < rows; ++r) {
+    Value ok = arith::CmpIOp::create(lb, arith::CmpIPredicate::ult,
+                                     indexConst(lb, r), visible);
+    Value x = arith::SelectOp::create(
+        lb, ok, arith::MulFOp::create(lb, acc[r], scale), negInf);
+    logits.push_back(x);
+    chunkMax = arith::MaximumFOp::create(lb, chunkMax, x);
+  }
+  auto [m, shift] = onlineMaxStep(lb, state[0], chunkMax);
+  Value sum = arith::MulFOp::create(
+      lb, state[1],
+      math::ExpOp::create(lb, arith::SubFOp::create(lb, state[0], shift)));
+  for (Value x : logits)
+    sum = arith::AddFOp::create(
+        lb, sum, math::ExpOp::create(lb, arith::SubFOp::create(lb, x, shift)));
+  return {m, sum};
+}
+
+void SimtScoreKernelBuilder::writeHeadSums(ImplicitLocOpBuilder &tb,
+                                           Value active, Value member,
+                                           Value head, Value query, Value slot,
+                                           Value g) {
+  Value writer = arith::AndIOp::create(
+      tb, active,
+      arith::CmpIOp::create(tb, arith::CmpIPredicate::eq, head, zero));
+  buildIfThen(tb, writer, [&](ImplicitLocOpBuilder &wb) {
+    Value base = arith::MulIOp::create(wb, member, g);
+    Value u = buildLoop(
+        wb, zero, g, {zeroF},
+        [&](ImplicitLocOpBuilder &hb, Value h, ValueRange acc) {
+          Value v = memref::LoadOp::create(
+              hb, headLse, ValueRange{arith::AddIOp::create(hb, base, h)});
+          return SmallVector<Value>{arith::AddFOp::create(hb, acc[0], v)};
+        })[0];
+    memref::StoreOp::create(wb, u, e.arg("scores"),
+                            ValueRange{batch, kv, query, slot});
+  });
+}
+
+void SimtScoreKernelBuilder::buildTile(ImplicitLocOpBuilder &tb, Value tile) {
+  TileSpan span = loadTileSpan(tb, e, p, batch, kv, tile);
+  Value g = indexConst(tb, p.groupSize);
+  Value member = arith::DivUIOp::create(tb, tid, g);
+  Value head = arith::RemUIOp::create(tb, tid, g);
+  Value active =
+      arith::CmpIOp::create(tb, arith::CmpIPredicate::ult, member, span.size);
+  TileMember mine = loadTileMember(tb, e, p, batch, kv, span, member);
+  Value qHead =
+      arith::AddIOp::create(tb, arith::MulIOp::create(tb, kv, g), head);
+  Value cRows = indexConst(tb, rows);
+  negInf = f32Const(tb, -std::numeric_limits<float>::infinity());
+  zeroF = f32Const(tb, 0.0f);
+  scale = f32Const(tb, p.scale);
+  auto state = buildLoop(
+      tb, zero, indexConst(tb, pisa::ceilDiv(blockSize, rows)), {negInf, zeroF},
+      [&](ImplicitLocOpBuilder &lb, Value chunk, ValueRange st) {
+        // Key positions (of the leaf's sequence); rows add span.keyShift.
+        Value row0 = arith::AddIOp::create(
+            lb, span.firstKey, arith::MulIOp::create(lb, chunk, cRows));
+        stageChunk(lb, span, row0);
+        gpu::BarrierOp::create(lb);
+        SmallVector<Value> acc = chunkProducts(lb, mine.query, qHead);
+        SmallVector<Value> next =
+            mergeChunk(lb, st, acc, row0, mine.limit, active);
+        gpu::BarrierOp::create(lb);
+        return next;
+      });
+  Value lse =
+      arith::AddFOp::create(tb, state[0], math::LogOp::create(tb, state[1]));
+  memref::StoreOp::create(tb, lse, headLse, ValueRange{tid});
+  gpu::BarrierOp::create(tb);
+  writeHeadSums(tb, active, member, head, mine.query, mine.slot, g);
+}
+
+Kernel SimtScoreKernelBuilder::build(PatternRewriter &rewriter,
+                                     Operation *anchor) {
+  MLIRContext *ctx = rewriter.getContext();
+  Type f32 = rewriter.getF32Type();
+  e = createKernel(
+      rewriter, anchor, "select_stage2_score_tiles", scoreKernelParams(p),
+      {workgroupType(ctx, {rows, d}, f32), workgroupType(ctx, {threads}, f32)});
+  gpu::GPUFuncOp scoreFunc = e.func();
+  if (std::optional<int64_t> blocks = p.config.getMinBlocksPerSM())
+    setOccupancyHint(scoreFunc, threads, *blocks);
+  // 16-byte aligned so that rows can be read with vector loads.
+  scoreFunc.setWorkgroupAttributionAttr(
+      0, LLVM::LLVMDialect::getAlignAttrName(), rewriter.getI64IntegerAttr(16));
+  ImplicitLocOpBuilder b(anchor->getLoc(), rewriter);
+  keyTile = scoreFunc.getWorkgroupAttributions()[0];
+  headLse = scoreFunc.getWorkgroupAttributions()[1];
+  Value heads = indexConst(b, p.kvHeads);
+  batch = arith::DivUIOp::create(b, blockIdY(b), heads);
+  kv = arith::RemUIOp::create(b, blockIdY(b), heads);
+  Value tile = blockIdX(b);
+  tid = threadIdX(b);
+  zero = indexConst(b, 0);
+  Value numTiles = toIndex(b, load(b, e.arg("numTiles"), {batch, kv}));
+  // Uniform per block, so the barriers inside are reached by all threads.
+  buildIfThen(
+      b, arith::CmpIOp::create(b, arith::CmpIPredicate::ult, tile, numTiles),
+      [&](ImplicitLocOpBuilder &tb) { buildTile(tb, tile); });
+  gpu::ReturnOp::create(b);
+  return e;
+}
+
 ScoreKernel mlir::pisa::detail::buildScoreKernel(PatternRewriter &rewriter,
                                                  Operation *anchor,
                                                  const TileProblem &p) {
   OpBuilder::InsertionGuard guard(rewriter);
-  Location loc = anchor->getLoc();
-  Type f32 = rewriter.getF32Type();
-  MLIRContext *ctx = rewriter.getContext();
   ScoreKernel k{
       {}, p.config.getThreads(), p.config.getTilesPerBlock().value_or(1)};
   // scoreKernelParams, warpgroup tensor cores, tensor cores or SIMT.
   switch (p.config.getVariant()) {
   case KernelVariant::Wgmma:
     k.kernel = buildWgmmaScoreKernel(rewriter, anchor, p);
-    return k;
+    break;
   case KernelVariant::MmaSync:
     k.kernel = buildMmaScoreKernel(rewriter, anchor, p);
-    return k;
-  case KernelVariant::Simt:
     break;
-  }
-  const int64_t threads = k.threads;
-  const int64_t d = p.headDim, blockSize = p.blockSize;
-  // Keys per shared-memory chunk: at most 32 KiB of f32 and 64 rows, the
-  // register accumulators each thread keeps.
-  const int64_t rows = std::max<int64_t>(
-      1, std::min<int64_t>({blockSize, 8192 / d, kMaxTileRows}));
-  k.kernel = createKernel(
-      rewriter, anchor, "select_stage2_score_tiles", scoreKernelParams(p),
-      {workgroupType(ctx, {rows, d}, f32), workgroupType(ctx, {threads}, f32)});
-  gpu::GPUFuncOp scoreFunc = k.kernel.func();
-  if (std::optional<int64_t> blocks = p.config.getMinBlocksPerSM())
-    setOccupancyHint(scoreFunc, threads, *blocks);
-  // 16-byte aligned so that rows can be read with vector loads.
-  scoreFunc.setWorkgroupAttributionAttr(
-      0, LLVM::LLVMDialect::getAlignAttrName(), rewriter.getI64IntegerAttr(16));
-  {
-    ImplicitLocOpBuilder b(loc, rewriter);
-    const Kernel &e = k.kernel;
-    Value keyTile = scoreFunc.getWorkgroupAttributions()[0];
-    Value headLse = scoreFunc.getWorkgroupAttributions()[1];
-    Value heads = indexConst(b, p.kvHeads);
-    Value batch = arith::DivUIOp::create(b, blockIdY(b), heads);
-    Value kv = arith::RemUIOp::create(b, blockIdY(b), heads);
-    Value tile = blockIdX(b), tid = threadIdX(b);
-    Value zero = indexConst(b, 0);
-    Value numTiles = toIndex(b, load(b, e.arg("numTiles"), {batch, kv}));
-    // Uniform per block, so the barriers inside are reached by all threads.
-    buildIfThen(
-        b, arith::CmpIOp::create(b, arith::CmpIPredicate::ult, tile, numTiles),
-        [&](ImplicitLocOpBuilder &tb) {
-          TileSpan span = loadTileSpan(tb, e, p, batch, kv, tile);
-          Value n = span.size;
-          Value g = indexConst(tb, p.groupSize);
-          Value member = arith::DivUIOp::create(tb, tid, g);
-          Value head = arith::RemUIOp::create(tb, tid, g);
-          Value active =
-              arith::CmpIOp::create(tb, arith::CmpIPredicate::ult, member, n);
-          TileMember mine = loadTileMember(tb, e, p, batch, kv, span, member);
-          Value query = mine.query, slot = mine.slot;
-          Value qHead =
-              arith::AddIOp::create(tb, arith::MulIOp::create(tb, kv, g), head);
-          // Key positions (of the leaf's sequence); rows add span.keyShift.
-          Value keyBase = span.firstKey;
-          Value limit = mine.limit;
-          Value numKeys = span.numKeys;
-          Value cRows = indexConst(tb, rows), cD = indexConst(tb, d);
-          Value negInf = f32Const(tb, -std::numeric_limits<float>::infinity());
-          Value zeroF = f32Const(tb, 0.0f), scale = f32Const(tb, p.scale);
-          auto fast =
-              arith::FastMathFlags::reassoc | arith::FastMathFlags::contract;
-
-          auto state = buildLoop(
-              tb, zero, indexConst(tb, ceilDiv(blockSize, rows)),
-              {negInf, zeroF},
-              [&](ImplicitLocOpBuilder &lb, Value chunk, ValueRange st) {
-                Value row0 = arith::AddIOp::create(
-                    lb, keyBase, arith::MulIOp::create(lb, chunk, cRows));
-                // Cooperative load of `rows` keys (zeros past N) as f32.
-                auto load = scf::ForOp::create(
-                    lb, tid, indexConst(lb, rows * d), indexConst(lb, threads));
-                {
-                  OpBuilder::InsertionGuard g2(lb);
-                  lb.setInsertionPointToStart(load.getBody());
-                  Value idx = load.getInductionVar();
-                  Value r = arith::DivUIOp::create(lb, idx, cD);
-                  Value c = arith::RemUIOp::create(lb, idx, cD);
-                  Value j = arith::AddIOp::create(lb, row0, r);
-                  Value inKeys = arith::CmpIOp::create(
-                      lb, arith::CmpIPredicate::ult, j, numKeys);
-                  Value v = buildIf(
-                      lb, inKeys, {lb.getF32Type()},
-                      [&](ImplicitLocOpBuilder &ib) {
-                        Value row = arith::AddIOp::create(ib, span.keyShift, j);
-                        return SmallVector<Value>{
-                            extractF32(ib, e.arg("keys"), {batch, kv, row, c})};
-                      },
-                      [&](ImplicitLocOpBuilder &) {
-                        return SmallVector<Value>{zeroF};
-                      })[0];
-                  memref::StoreOp::create(lb, v, keyTile, ValueRange{r, c});
-                }
-                gpu::BarrierOp::create(lb);
-                // Register tile: the thread's query row against all `rows` keys
-                // of the chunk, one q element per step (rows accumulators,
-                // unrolled), the key read broadcast from shared memory.
-                SmallVector<Value> init(rows, zeroF);
-                const int64_t vec = d % 4 == 0 ? 4 : 1;
-                auto acc = buildLoop(
-                    lb, zero, cD, indexConst(lb, vec), init,
-                    [&](ImplicitLocOpBuilder &db, Value c, ValueRange a) {
-                      SmallVector<Value> qv;
-                      for (int64_t j = 0; j < vec; ++j)
-                        qv.push_back(extractF32(
-                            db, e.arg("queries"),
-                            {batch, qHead, query,
-                             arith::AddIOp::create(db, c, indexConst(db, j))}));
-                      SmallVector<Value> next;
-                      for (int64_t r = 0; r < rows; ++r) {
-                        // One 16-byte shared load feeds `vec` multiply-adds.
-                        Value k = vector::LoadOp::create(
-                            db, VectorType::get({vec}, db.getF32Type()),
-                            keyTile, ValueRange{indexConst(db, r), c},
-                            /*nontemporal=*/false, llvm::MaybeAlign(4 * vec));
-                        Value sum = a[r];
-                        for (int64_t j = 0; j < vec; ++j) {
-                          Value kj = vector::ExtractOp::create(
-                              db, k, ArrayRef<int64_t>{j});
-                          sum = arith::AddFOp::create(
-                              db, sum,
-                              arith::MulFOp::create(db, qv[j], kj, fast), fast);
-                        }
-                        next.push_back(sum);
-                      }
-                      return next;
-                    });
-                // Masked LSE of the chunk, merged into the running (max, sum).
-                // Keys at or past `limit` (causality, N) and idle threads count
-                // as -inf.
-                Value visible = arith::SelectOp::create(
-                    lb, active,
-                    arith::SubIOp::create(
-                        lb, arith::MaxUIOp::create(lb, limit, row0), row0),
-                    zero);
-                SmallVector<Value> logits;
-                Value chunkMax = negInf;
-                for (int64_t r = 0; r < rows; ++r) {
-                  Value ok =
-                      arith::CmpIOp::create(lb, arith::CmpIPredicate::ult,
-                                            indexConst(lb, r), visible);
-                  Value x = arith::SelectOp::create(
-                      lb, ok, arith::MulFOp::create(lb, acc[r], scale), negInf);
-                  logits.push_back(x);
-                  chunkMax = arith::MaximumFOp::create(lb, chunkMax, x);
-                }
-                Value m = arith::MaximumFOp::create(lb, st[0], chunkMax);
-                Value empty = arith::CmpFOp::create(
-                    lb, arith::CmpFPredicate::OEQ, m, negInf);
-                Value safeM = arith::SelectOp::create(lb, empty, zeroF, m);
-                Value sum = arith::MulFOp::create(
-                    lb, st[1],
-                    math::ExpOp::create(
-                        lb, arith::SubFOp::create(lb, st[0], safeM)));
-                for (Value x : logits)
-                  sum = arith::AddFOp::create(
-                      lb, sum,
-                      math::ExpOp::create(lb,
-                                          arith::SubFOp::create(lb, x, safeM)));
-                SmallVector<Value> next{m, sum};
-                gpu::BarrierOp::create(lb);
-                return next;
-              });
-          Value lse = arith::AddFOp::create(tb, state[0],
-                                            math::LogOp::create(tb, state[1]));
-          memref::StoreOp::create(tb, lse, headLse, ValueRange{tid});
-          gpu::BarrierOp::create(tb);
-          Value writer = arith::AndIOp::create(
-              tb, active,
-              arith::CmpIOp::create(tb, arith::CmpIPredicate::eq, head, zero));
-          buildIfThen(tb, writer, [&](ImplicitLocOpBuilder &wb) {
-            Value base = arith::MulIOp::create(wb, member, g);
-            Value u = buildLoop(
-                wb, zero, g, {zeroF},
-                [&](ImplicitLocOpBuilder &hb, Value h, ValueRange acc) {
-                  Value v = memref::LoadOp::create(
-                      hb, headLse,
-                      ValueRange{arith::AddIOp::create(hb, base, h)});
-                  return SmallVector<Value>{
-                      arith::AddFOp::create(hb, acc[0], v)};
-                })[0];
-            memref::StoreOp::create(wb, u, e.arg("scores"),
-                                    ValueRange{batch, kv, query, slot});
-          });
-        });
-    gpu::ReturnOp::create(b);
+  case KernelVariant::Simt:
+    k.kernel = SimtScoreKernelBuilder(p).build(rewriter, anchor);
+    break;
   }
   return k;
 }

@@ -248,25 +248,49 @@ int64_t mlir::pisa::detail::wgmmaScoreBlocksPerSM(const TileProblem &p) {
   return hint;
 }
 
-Kernel mlir::pisa::detail::buildWgmmaScoreKernel(PatternRewriter &rewriter,
-                                                 Operation *anchor,
-                                                 const TileProblem &p) {
-  OpBuilder::InsertionGuard guard(rewriter);
-  MLIRContext *ctx = rewriter.getContext();
-  Type f32 = rewriter.getF32Type(), elem = p.keys.getElementType();
-  const WgmmaTileLayout l(p);
-  const int64_t d = p.headDim, c = p.blockSize, G = p.groupSize;
+namespace {
+/// The wgmma scorer's kernel: the tiles staged by cp.async in the 128-byte
+/// swizzle, one warpgroup product a tile, the next tile's copies issued
+/// under this tile's epilogue.
+class WgmmaScoreKernelBuilder {
+public:
+  WgmmaScoreKernelBuilder(PatternRewriter &rewriter, const TileProblem &p)
+      : p(p), l(p), ctx(rewriter.getContext()), f32(rewriter.getF32Type()),
+        elem(p.keys.getElementType()), d(p.headDim), c(p.blockSize),
+        G(p.groupSize) {}
 
-  Kernel e = createKernel(
-      rewriter, anchor, "select_stage2_score_tiles_wgmma", scoreKernelParams(p),
-      {workgroupType(ctx, {l.bytes}, rewriter.getI8Type())});
-  gpu::GPUFuncOp kernel = e.func();
-  kernel.setWorkgroupAttributionAttr(0, LLVM::LLVMDialect::getAlignAttrName(),
-                                     rewriter.getI64IntegerAttr(1024));
-  if (std::optional<int64_t> blocks = p.config.getMinBlocksPerSM())
-    setOccupancyHint(kernel, kWarpgroupThreads, *blocks);
-  ImplicitLocOpBuilder b(anchor->getLoc(), rewriter);
-  Value bytes = kernel.getWorkgroupAttributions()[0];
+  Kernel build(PatternRewriter &rewriter, Operation *anchor);
+
+private:
+  /// The query and key tiles in the block's shared memory, and their
+  /// wgmma descriptors.
+  void carveTiles(ImplicitLocOpBuilder &b);
+  /// Copies the query rows (member * G + head) of the tile `span` into
+  /// the query tile. Idle members copy a clamped row that no result reads.
+  void copyQueries(ImplicitLocOpBuilder &qb, const TileSpan &span);
+  /// Copies a tile's operands: its keys unless the previous tile had the
+  /// same leaf (`previousLeaf`), then its queries, as cp.async groups.
+  void copyOperands(ImplicitLocOpBuilder &cb, const TileSpan &span,
+                    Value previousLeaf);
+  /// The warpgroup's 64 x C product of the staged tiles.
+  Value tileProduct(ImplicitLocOpBuilder &tb);
+  /// One tile: wait for its operands, its product, the next tile's copies,
+  /// its epilogue.
+  void buildTile(ImplicitLocOpBuilder &tb, Value tile, Value endTile);
+
+  const TileProblem &p;
+  const WgmmaTileLayout l;
+  MLIRContext *ctx;
+  Type f32, elem;
+  const int64_t d, c, G;
+  Kernel e;
+  Value queryTile, keyTile, queryDesc, keyDesc;
+  Value batch, kv, tid, g;
+};
+} // namespace
+
+void WgmmaScoreKernelBuilder::carveTiles(ImplicitLocOpBuilder &b) {
+  Value bytes = e.func().getWorkgroupAttributions()[0];
   auto swizzledTiles = [&](int64_t offset, int64_t buffers, int64_t rows) {
     return memref::ViewOp::create(
                b,
@@ -275,117 +299,141 @@ Kernel mlir::pisa::detail::buildWgmmaScoreKernel(PatternRewriter &rewriter,
                bytes, indexConst(b, offset), ValueRange{})
         .getResult();
   };
-  Value queryTile = swizzledTiles(0, 1, kWarpgroupRows);
-  Value keyTile = swizzledTiles(l.keyOffset, 1, c);
+  queryTile = swizzledTiles(0, 1, kWarpgroupRows);
+  keyTile = swizzledTiles(l.keyOffset, 1, c);
   Value base = arith::IndexCastOp::create(
       b, b.getI64Type(),
       memref::ExtractAlignedPointerAsIndexOp::create(b, bytes));
-  Value queryDesc = tileDescriptor(b, base);
-  Value keyDesc = tileDescriptor(
+  queryDesc = tileDescriptor(b, base);
+  keyDesc = tileDescriptor(
       b, arith::AddIOp::create(
              b, base, arith::ConstantIntOp::create(b, l.keyOffset, 64)));
+}
 
-  BlockTiles owned = loadBlockTiles(b, e, p, *p.config.getTilesPerBlock());
-  Value batch = owned.batch, kv = owned.kv;
-  Value firstTile = owned.first, endTile = owned.end;
-  Value tid = threadIdX(b);
-  // Copies the query rows (member * G + head) of the tile `span` into
-  // the query tile. Idle members copy a clamped row that no result reads.
-  Value g = indexConst(b, G);
-  auto copyQueries = [&](ImplicitLocOpBuilder &qb, const TileSpan &span) {
-    return copyTile(qb, tid, queryTile, indexConst(qb, 0), kWarpgroupRows, d,
-                    [&](ImplicitLocOpBuilder &lb, Value r) -> RowSource {
-                      Value head = arith::AddIOp::create(
-                          lb, arith::MulIOp::create(lb, kv, g),
-                          arith::RemUIOp::create(lb, r, g));
-                      TileMember m =
-                          loadTileMember(lb, e, p, batch, kv, span,
-                                         arith::DivUIOp::create(lb, r, g));
-                      return {e.arg("queries"),
-                              {batch, head, m.query, indexConst(lb, 0)},
-                              indexConst(lb, kChunk)};
-                    });
-  };
+void WgmmaScoreKernelBuilder::copyQueries(ImplicitLocOpBuilder &qb,
+                                          const TileSpan &span) {
+  copyTile(qb, tid, queryTile, indexConst(qb, 0), kWarpgroupRows, d,
+           [&](ImplicitLocOpBuilder &lb, Value r) -> RowSource {
+             Value head =
+                 arith::AddIOp::create(lb, arith::MulIOp::create(lb, kv, g),
+                                       arith::RemUIOp::create(lb, r, g));
+             TileMember m = loadTileMember(lb, e, p, batch, kv, span,
+                                           arith::DivUIOp::create(lb, r, g));
+             return {e.arg("queries"),
+                     {batch, head, m.query, indexConst(lb, 0)},
+                     indexConst(lb, kChunk)};
+           });
+}
 
-  // Copies a tile's operands: its keys unless the previous tile had the
-  // same leaf (`previousLeaf`), then its queries, as cp.async groups.
-  auto copyOperands = [&](ImplicitLocOpBuilder &cb, const TileSpan &span,
-                          Value previousLeaf) {
-    Value newLeaf = cmp(cb, arith::CmpIPredicate::ne, span.leaf, previousLeaf);
-    buildIfThen(cb, newLeaf, [&](ImplicitLocOpBuilder &kb) {
-      Value lastKey =
-          arith::SubIOp::create(kb, span.numKeys, indexConst(kb, 1));
-      copyTile(
-          kb, tid, keyTile, indexConst(kb, 0), c, d,
-          [&](ImplicitLocOpBuilder &lb, Value r) -> RowSource {
-            Value key = arith::AddIOp::create(lb, span.firstKey, r);
-            Value row = arith::AddIOp::create(
-                lb, span.keyShift, arith::MinUIOp::create(lb, key, lastKey));
-            Value real = arith::SelectOp::create(
-                lb, cmp(lb, arith::CmpIPredicate::ule, key, lastKey),
-                indexConst(lb, kChunk), indexConst(lb, 0));
-            return {e.arg("keys"), {batch, kv, row, indexConst(lb, 0)}, real};
-          });
-    });
-    copyQueries(cb, span);
-  };
+void WgmmaScoreKernelBuilder::copyOperands(ImplicitLocOpBuilder &cb,
+                                           const TileSpan &span,
+                                           Value previousLeaf) {
+  Value newLeaf = cmp(cb, arith::CmpIPredicate::ne, span.leaf, previousLeaf);
+  buildIfThen(cb, newLeaf, [&](ImplicitLocOpBuilder &kb) {
+    Value lastKey = arith::SubIOp::create(kb, span.numKeys, indexConst(kb, 1));
+    copyTile(kb, tid, keyTile, indexConst(kb, 0), c, d,
+             [&](ImplicitLocOpBuilder &lb, Value r) -> RowSource {
+               Value key = arith::AddIOp::create(lb, span.firstKey, r);
+               Value row = arith::AddIOp::create(
+                   lb, span.keyShift, arith::MinUIOp::create(lb, key, lastKey));
+               Value real = arith::SelectOp::create(
+                   lb, cmp(lb, arith::CmpIPredicate::ule, key, lastKey),
+                   indexConst(lb, kChunk), indexConst(lb, 0));
+               return {
+                   e.arg("keys"), {batch, kv, row, indexConst(lb, 0)}, real};
+             });
+  });
+  copyQueries(cb, span);
+}
 
-  // The first tile's operands; each tile then copies the next one's as soon
-  // as its product is done, so that the copy runs under its epilogue (the
-  // exps) rather than before the next product.
-  buildIfThen(b, cmp(b, arith::CmpIPredicate::ult, firstTile, endTile),
-              [&](ImplicitLocOpBuilder &pb) {
-                copyOperands(pb, loadTileSpan(pb, e, p, batch, kv, firstTile),
-                             indexConst(pb, -1));
-              });
+Value WgmmaScoreKernelBuilder::tileProduct(ImplicitLocOpBuilder &tb) {
   auto accType =
       LLVM::LLVMStructType::getLiteral(ctx, SmallVector<Type>(c / 2, f32));
   NVVM::WGMMATypes inType =
       elem.isBF16() ? NVVM::WGMMATypes::bf16 : NVVM::WGMMATypes::f16;
-  buildLoop(
-      b, firstTile, endTile, ValueRange{},
-      [&](ImplicitLocOpBuilder &tb, Value tile,
-          ValueRange) -> SmallVector<Value> {
-        TileSpan span = loadTileSpan(tb, e, p, batch, kv, tile);
-        // This tile's groups complete. cp.async wrote through the generic
-        // proxy; wgmma reads through the async proxy.
-        NVVM::CpAsyncWaitGroupOp::create(tb, 0);
-        NVVM::FenceProxyOp::create(
-            tb, NVVM::ProxyKind::async_shared,
-            NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
-        gpu::BarrierOp::create(tb);
+  Value acc = LLVM::PoisonOp::create(tb, accType);
+  NVVM::WgmmaFenceAlignedOp::create(tb);
+  for (int64_t s = 0; s < d / kKStep; ++s) {
+    auto step = [&](int64_t rows) {
+      return arith::ConstantIntOp::create(tb, stepOffset(s, rows), 64);
+    };
+    acc = NVVM::WgmmaMmaAsyncOp::create(
+        tb, accType, acc,
+        arith::AddIOp::create(tb, queryDesc, step(kWarpgroupRows)),
+        arith::AddIOp::create(tb, keyDesc, step(c)),
+        NVVM::MMAShapeAttr::get(ctx, kWarpgroupRows, c, kKStep), inType, inType,
+        NVVM::WGMMATypes::f32,
+        s == 0 ? NVVM::WGMMAScaleOut::zero : NVVM::WGMMAScaleOut::one,
+        NVVM::WGMMAScaleIn::one, NVVM::WGMMAScaleIn::one, NVVM::MMALayout::row,
+        NVVM::MMALayout::col,
+        /*satfinite=*/NVVM::MMAIntOverflowAttr());
+  }
+  NVVM::WgmmaGroupSyncAlignedOp::create(tb);
+  NVVM::WgmmaWaitGroupSyncOp::create(tb, 0);
+  return acc;
+}
 
-        Value acc = LLVM::PoisonOp::create(tb, accType);
-        NVVM::WgmmaFenceAlignedOp::create(tb);
-        for (int64_t s = 0; s < d / kKStep; ++s) {
-          auto step = [&](int64_t rows) {
-            return arith::ConstantIntOp::create(tb, stepOffset(s, rows), 64);
-          };
-          acc = NVVM::WgmmaMmaAsyncOp::create(
-              tb, accType, acc,
-              arith::AddIOp::create(tb, queryDesc, step(kWarpgroupRows)),
-              arith::AddIOp::create(tb, keyDesc, step(c)),
-              NVVM::MMAShapeAttr::get(ctx, kWarpgroupRows, c, kKStep), inType,
-              inType, NVVM::WGMMATypes::f32,
-              s == 0 ? NVVM::WGMMAScaleOut::zero : NVVM::WGMMAScaleOut::one,
-              NVVM::WGMMAScaleIn::one, NVVM::WGMMAScaleIn::one,
-              NVVM::MMALayout::row, NVVM::MMALayout::col,
-              /*satfinite=*/NVVM::MMAIntOverflowAttr());
-        }
-        NVVM::WgmmaGroupSyncAlignedOp::create(tb);
-        NVVM::WgmmaWaitGroupSyncOp::create(tb, 0);
-        // Every warp's product is done with both tiles: the next tile's
-        // operands may overwrite them.
-        gpu::BarrierOp::create(tb);
-        Value next = arith::AddIOp::create(tb, tile, indexConst(tb, 1));
-        buildIfThen(tb, cmp(tb, arith::CmpIPredicate::ult, next, endTile),
-                    [&](ImplicitLocOpBuilder &nb) {
-                      copyOperands(nb, loadTileSpan(nb, e, p, batch, kv, next),
-                                   span.leaf);
-                    });
-        buildWarpgroupEpilogue(tb, e, p, acc, tid, batch, kv, span);
-        return {};
-      });
+void WgmmaScoreKernelBuilder::buildTile(ImplicitLocOpBuilder &tb, Value tile,
+                                        Value endTile) {
+  TileSpan span = loadTileSpan(tb, e, p, batch, kv, tile);
+  // This tile's groups complete. cp.async wrote through the generic proxy;
+  // wgmma reads through the async proxy.
+  NVVM::CpAsyncWaitGroupOp::create(tb, 0);
+  NVVM::FenceProxyOp::create(
+      tb, NVVM::ProxyKind::async_shared,
+      NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
+  gpu::BarrierOp::create(tb);
+  Value acc = tileProduct(tb);
+  // Every warp's product is done with both tiles: the next tile's operands
+  // may overwrite them.
+  gpu::BarrierOp::create(tb);
+  Value next = arith::AddIOp::create(tb, tile, indexConst(tb, 1));
+  buildIfThen(tb, cmp(tb, arith::CmpIPredicate::ult, next, endTile),
+              [&](ImplicitLocOpBuilder &nb) {
+                copyOperands(nb, loadTileSpan(nb, e, p, batch, kv, next),
+                             span.leaf);
+              });
+  buildWarpgroupEpilogue(tb, e, p, acc, tid, batch, kv, span);
+}
+
+Kernel WgmmaScoreKernelBuilder::build(PatternRewriter &rewriter,
+                                      Operation *anchor) {
+  e = createKernel(rewriter, anchor, "select_stage2_score_tiles_wgmma",
+                   scoreKernelParams(p),
+                   {workgroupType(ctx, {l.bytes}, rewriter.getI8Type())});
+  gpu::GPUFuncOp kernel = e.func();
+  kernel.setWorkgroupAttributionAttr(0, LLVM::LLVMDialect::getAlignAttrName(),
+                                     rewriter.getI64IntegerAttr(1024));
+  if (std::optional<int64_t> blocks = p.config.getMinBlocksPerSM())
+    setOccupancyHint(kernel, kWarpgroupThreads, *blocks);
+  ImplicitLocOpBuilder b(anchor->getLoc(), rewriter);
+  carveTiles(b);
+  BlockTiles owned = loadBlockTiles(b, e, p, *p.config.getTilesPerBlock());
+  batch = owned.batch;
+  kv = owned.kv;
+  tid = threadIdX(b);
+  g = indexConst(b, G);
+  // The first tile's operands; each tile then copies the next one's as soon
+  // as its product is done, so that the copy runs under its epilogue (the
+  // exps) rather than before the next product.
+  buildIfThen(b, cmp(b, arith::CmpIPredicate::ult, owned.first, owned.end),
+              [&](ImplicitLocOpBuilder &pb) {
+                copyOperands(pb, loadTileSpan(pb, e, p, batch, kv, owned.first),
+                             indexConst(pb, -1));
+              });
+  buildLoop(b, owned.first, owned.end, ValueRange{},
+            [&](ImplicitLocOpBuilder &tb, Value tile,
+                ValueRange) -> SmallVector<Value> {
+              buildTile(tb, tile, owned.end);
+              return {};
+            });
   gpu::ReturnOp::create(b);
   return e;
+}
+
+Kernel mlir::pisa::detail::buildWgmmaScoreKernel(PatternRewriter &rewriter,
+                                                 Operation *anchor,
+                                                 const TileProblem &p) {
+  OpBuilder::InsertionGuard guard(rewriter);
+  return WgmmaScoreKernelBuilder(rewriter, p).build(rewriter, anchor);
 }

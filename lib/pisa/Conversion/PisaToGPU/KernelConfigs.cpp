@@ -182,59 +182,64 @@ FailureOr<KernelConfigAttr> configure(ScoreTilesKernelOp op, Configurer &c) {
                                std::nullopt, c.blocksPerSM(0));
 }
 
-/// The single-stage selection (select_single_stage, its fused append form,
-/// select_decode, the varlen form): a block of 16 warps per query for at
-/// most 4 queries (decode), which walks with a candidate per lane where g *
-/// K <= 32 and then scores leaves and levels on tensor cores where they
-/// allow; else a warp per query, four per block.
-FailureOr<KernelConfigAttr> configureSingleStage(Operation *op, Value queries,
-                                                 int64_t topK, int64_t fanout,
-                                                 int64_t blockSize,
-                                                 std::optional<int64_t> warps,
-                                                 Configurer &c) {
-  Heads q = headsOf(op, queries);
-  Type elem = cast<ShapedType>(queries.getType()).getElementType();
-  const int64_t kvHeads = headsOf(op, op->getOperand(1)).heads;
-  const int64_t G = q.heads / kvHeads;
-  const int64_t chosenWarps =
-      warps ? *warps
-            : (!ShapedType::isDynamic(q.tokens) && q.tokens <= kMaxDecodeQueries
+/// What the single-stage kernels' choices depend on.
+struct SingleStageShape {
+  Type elem;
+  int64_t groupSize, headDim, topK, fanout, blockSize;
+  std::optional<int64_t> staticQueries; ///< Nq when static
+};
+
+/// Warps per query: `fixed` for an op whose kernel has one, else 16 (a
+/// decode block) for at most 4 static queries, else 1.
+FailureOr<int64_t> pickWarpsPerQuery(Configurer &c, const SingleStageShape &s,
+                                     std::optional<int64_t> fixed) {
+  const int64_t chosen =
+      fixed ? *fixed
+            : (s.staticQueries && *s.staticQueries <= kMaxDecodeQueries
                    ? kDecodeWarps
                    : 1);
-  FailureOr<int64_t> warpsPerQuery = c.pick<int64_t>(
-      "warps_per_query", c.field(&KernelConfigAttr::getWarpsPerQuery),
-      chosenWarps, [&](int64_t w) -> std::optional<std::string> {
-        if (warps && w != *warps)
-          return "this op's kernel gives a query " + text(*warps) + " warp" +
-                 (*warps > 1 ? "s" : "");
+  return c.pick<int64_t>(
+      "warps_per_query", c.field(&KernelConfigAttr::getWarpsPerQuery), chosen,
+      [&](int64_t w) -> std::optional<std::string> {
+        if (fixed && w != *fixed)
+          return "this op's kernel gives a query " + text(*fixed) + " warp" +
+                 (*fixed > 1 ? "s" : "");
         if (w != 1 && w != kDecodeWarps)
           return "a query takes 1 or " + text(kDecodeWarps) + " warps";
         return std::nullopt;
       });
-  if (failed(warpsPerQuery))
+}
+
+/// A decode block's candidates: one per lane where g * K <= 32, else
+/// ranked in shared memory; none for a warp per query.
+FailureOr<std::optional<CandidateWalk>>
+pickWalk(Configurer &c, const SingleStageShape &s, bool block) {
+  const bool laneFits = fitsLaneWalk(s.fanout, s.topK);
+  if (!block && !c.field(&KernelConfigAttr::getWalk))
+    return std::optional<CandidateWalk>();
+  FailureOr<CandidateWalk> w = c.pick<CandidateWalk>(
+      "walk", c.field(&KernelConfigAttr::getWalk),
+      laneFits ? CandidateWalk::Lanes : CandidateWalk::Ranks,
+      [&](CandidateWalk w) -> std::optional<std::string> {
+        if (!block)
+          return "a warp per query walks with ranks of its own";
+        if (w == CandidateWalk::Lanes && !laneFits)
+          return "a candidate per lane needs g * K (" +
+                 text(s.fanout * s.topK) + ") <= 32";
+        return std::nullopt;
+      });
+  if (failed(w))
     return failure();
-  const bool block = *warpsPerQuery > 1;
-  const bool laneFits = fitsLaneWalk(fanout, topK);
-  std::optional<CandidateWalk> walk;
-  if (block || c.field(&KernelConfigAttr::getWalk)) {
-    FailureOr<CandidateWalk> w = c.pick<CandidateWalk>(
-        "walk", c.field(&KernelConfigAttr::getWalk),
-        laneFits ? CandidateWalk::Lanes : CandidateWalk::Ranks,
-        [&](CandidateWalk w) -> std::optional<std::string> {
-          if (!block)
-            return "a warp per query walks with ranks of its own";
-          if (w == CandidateWalk::Lanes && !laneFits)
-            return "a candidate per lane needs g * K (" + text(fanout * topK) +
-                   ") <= 32";
-          return std::nullopt;
-        });
-    if (failed(w))
-      return failure();
-    walk = *w;
-  }
-  const bool lanes = walk == CandidateWalk::Lanes;
-  const bool leavesMma = canScoreLeavesWithMma(elem, G, q.dim, blockSize);
-  FailureOr<KernelVariant> variant = c.pick<KernelVariant>(
+  return std::optional<CandidateWalk>(*w);
+}
+
+/// The leaves' scorer: mma.sync where the lane walk runs and the shape
+/// allows, else SIMT.
+FailureOr<KernelVariant>
+pickLeafVariant(Configurer &c, const SingleStageShape &s, bool lanes) {
+  const bool leavesMma =
+      canScoreLeavesWithMma(s.elem, s.groupSize, s.headDim, s.blockSize);
+  return c.pick<KernelVariant>(
       "variant", c.askedVariant(),
       lanes && leavesMma ? KernelVariant::MmaSync : KernelVariant::Simt,
       [&](KernelVariant v) -> std::optional<std::string> {
@@ -248,36 +253,76 @@ FailureOr<KernelConfigAttr> configureSingleStage(Operation *op, Value queries,
                  "multiple of 32 and C of 8";
         return std::nullopt;
       });
+}
+
+/// The lane walk's level scorer: mma.sync with tensor-core leaves, bf16
+/// queries and fanout 2, else SIMT; none without the lane walk.
+FailureOr<std::optional<KernelVariant>>
+pickLevelVariant(Configurer &c, const SingleStageShape &s, bool lanes,
+                 KernelVariant leaves) {
+  if (!lanes && !c.field(&KernelConfigAttr::getLevelVariant))
+    return std::optional<KernelVariant>();
+  const bool levelsMma = canScoreLevelsWithMma(s.elem, s.groupSize, s.headDim,
+                                               s.blockSize, s.fanout);
+  const bool mma = levelsMma && leaves == KernelVariant::MmaSync;
+  FailureOr<KernelVariant> v = c.pick<KernelVariant>(
+      "level_variant", c.field(&KernelConfigAttr::getLevelVariant),
+      mma ? KernelVariant::MmaSync : KernelVariant::Simt,
+      [&](KernelVariant v) -> std::optional<std::string> {
+        if (!lanes)
+          return "only the walk with a candidate per lane scores levels "
+                 "apart";
+        if (v == KernelVariant::MmaSync && !mma)
+          return "tensor-core levels need tensor-core leaves (variant "
+                 "mma_sync), bf16 queries and fanout 2";
+        return std::nullopt;
+      });
+  if (failed(v))
+    return failure();
+  return std::optional<KernelVariant>(*v);
+}
+
+/// The single-stage selection (select_single_stage, its fused append form,
+/// select_decode, the varlen form): a block of 16 warps per query for at
+/// most 4 queries (decode), which walks with a candidate per lane where g *
+/// K <= 32 and then scores leaves and levels on tensor cores where they
+/// allow; else a warp per query, four per block.
+FailureOr<KernelConfigAttr> configureSingleStage(Operation *op, Value queries,
+                                                 int64_t topK, int64_t fanout,
+                                                 int64_t blockSize,
+                                                 std::optional<int64_t> warps,
+                                                 Configurer &c) {
+  Heads q = headsOf(op, queries);
+  SingleStageShape s{cast<ShapedType>(queries.getType()).getElementType(),
+                     q.heads / headsOf(op, op->getOperand(1)).heads,
+                     q.dim,
+                     topK,
+                     fanout,
+                     blockSize,
+                     ShapedType::isDynamic(q.tokens)
+                         ? std::nullopt
+                         : std::optional<int64_t>(q.tokens)};
+  FailureOr<int64_t> warpsPerQuery = pickWarpsPerQuery(c, s, warps);
+  if (failed(warpsPerQuery))
+    return failure();
+  const bool block = *warpsPerQuery > 1;
+  FailureOr<std::optional<CandidateWalk>> walk = pickWalk(c, s, block);
+  if (failed(walk))
+    return failure();
+  const bool lanes = *walk == CandidateWalk::Lanes;
+  FailureOr<KernelVariant> variant = pickLeafVariant(c, s, lanes);
   if (failed(variant))
     return failure();
-  std::optional<KernelVariant> levelVariant;
-  if (lanes || c.field(&KernelConfigAttr::getLevelVariant)) {
-    const bool levelsMma =
-        canScoreLevelsWithMma(elem, G, q.dim, blockSize, fanout);
-    FailureOr<KernelVariant> v = c.pick<KernelVariant>(
-        "level_variant", c.field(&KernelConfigAttr::getLevelVariant),
-        levelsMma && *variant == KernelVariant::MmaSync ? KernelVariant::MmaSync
-                                                        : KernelVariant::Simt,
-        [&](KernelVariant v) -> std::optional<std::string> {
-          if (!lanes)
-            return "only the walk with a candidate per lane scores levels "
-                   "apart";
-          if (v == KernelVariant::MmaSync &&
-              (!levelsMma || *variant != KernelVariant::MmaSync))
-            return "tensor-core levels need tensor-core leaves (variant "
-                   "mma_sync), bf16 queries and fanout 2";
-          return std::nullopt;
-        });
-    if (failed(v))
-      return failure();
-    levelVariant = *v;
-  }
+  FailureOr<std::optional<KernelVariant>> levelVariant =
+      pickLevelVariant(c, s, lanes, *variant);
+  if (failed(levelVariant))
+    return failure();
   // A block of several warps per query must launch whatever the walk's
   // registers need: one block per SM at least.
   return KernelConfigAttr::get(op->getContext(), *variant,
                                block ? *warpsPerQuery * kLanes : kQueryThreads,
-                               *warpsPerQuery, walk, levelVariant, std::nullopt,
-                               std::nullopt, std::nullopt,
+                               *warpsPerQuery, *walk, *levelVariant,
+                               std::nullopt, std::nullopt, std::nullopt,
                                c.blocksPerSM(block ? 1 : 0));
 }
 

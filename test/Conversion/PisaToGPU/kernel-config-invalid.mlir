@@ -201,6 +201,17 @@ func.func @f(%k: memref<1x1x512x128xbf16>, %p: memref<1x1x15x128xf32>) {
 
 // -----
 
+// The pyramid's kernels take no occupancy hint.
+func.func @f(%k: memref<1x1x512x128xbf16>, %p: memref<1x1x15x128xf32>) {
+  // expected-error @+1 {{kernel_config min_blocks_per_sm = 4 does not apply to this op's kernel}}
+  pisa.kernel.pyramid %k outs(%p) block_size = 64 branching = 2
+      {kernel_config = #pisa.kernel_config<variant = simt, min_blocks_per_sm = 4>}
+      : memref<1x1x512x128xbf16>, memref<1x1x15x128xf32>
+  return
+}
+
+// -----
+
 // expected-error @+1 {{unknown kernel_config field 'warps' (expected variant, threads, warps_per_query, walk, level_variant, rows_per_warp, tiles_per_block, epilogue or min_blocks_per_sm)}}
 #bad = #pisa.kernel_config<variant = simt, warps = 2>
 

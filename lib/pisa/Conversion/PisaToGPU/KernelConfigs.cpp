@@ -371,10 +371,15 @@ FailureOr<KernelConfigAttr> configure(SparseAttentionKernelOp op,
                                         inRegisters ? 2 : 16)));
 }
 
-/// A kernel of one design: `variant` and `threads` are facts of it; only
-/// the occupancy hint may be chosen.
+/// How a kernel of one design takes an occupancy hint.
+enum class Hint { None, Free };
+
+/// A kernel of one design: `variant` and `threads` are facts of it; the
+/// occupancy hint may be chosen where its lowering applies one (`hint`),
+/// `blocksPerSM` by default (0: none). Elsewhere min_blocks_per_sm does not
+/// apply (confirmFields says so).
 FailureOr<KernelConfigAttr> fixedDesign(Configurer &c, KernelVariant variant,
-                                        int64_t threads,
+                                        int64_t threads, Hint hint = Hint::None,
                                         int64_t blocksPerSM = 0) {
   FailureOr<KernelVariant> v = c.pick<KernelVariant>(
       "variant", c.askedVariant(), variant,
@@ -385,7 +390,8 @@ FailureOr<KernelConfigAttr> fixedDesign(Configurer &c, KernelVariant variant,
       });
   if (failed(v))
     return failure();
-  return c.make(variant, threads, c.blocksPerSM(blocksPerSM));
+  return c.make(variant, threads,
+                hint == Hint::Free ? c.blocksPerSM(blocksPerSM) : std::nullopt);
 }
 
 } // namespace
@@ -425,15 +431,16 @@ mlir::pisa::configureKernel(Operation *op, const GPUTargetFeatures &features,
       .Case([&](WalkKernelOp k) {
         const bool mma = k.getTensorCores();
         const int64_t candidates = k.getBranching() * k.getTopk();
-        return fixedDesign(c,
-                           mma ? KernelVariant::MmaSync : KernelVariant::Simt,
-                           kQueryThreads, mma ? (candidates <= 16 ? 8 : 6) : 0);
+        return fixedDesign(
+            c, mma ? KernelVariant::MmaSync : KernelVariant::Simt,
+            kQueryThreads, Hint::Free, mma ? (candidates <= 16 ? 8 : 6) : 0);
       })
       // A block of up to 1024 threads must launch whatever the last-leaf
       // path holds in registers: its size is told to ptxas.
       .Case([&](PyramidAppendKernelOp k) {
         int64_t d = cast<ShapedType>(k.getKeys().getType()).getShape()[3];
-        return fixedDesign(c, KernelVariant::Simt, pyramidAppendThreads(d), 1);
+        return fixedDesign(c, KernelVariant::Simt, pyramidAppendThreads(d),
+                           Hint::Free, 1);
       })
       .Case([&](PyramidKernelOp k) {
         return fixedDesign(c, KernelVariant::Simt, headsOf(k, k.getKeys()).dim);

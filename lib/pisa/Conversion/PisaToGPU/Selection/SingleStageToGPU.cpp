@@ -448,6 +448,7 @@ struct SelectSingleStageVarlenToGPU
                              {"cuSeqlensK", bufferType(op.getCuSeqlensK())},
                              {"selection", bufferType(selection)}},
                             {}, scratchTypes(rewriter.getContext(), p));
+      boundRegisters(kernel, p);
       ImplicitLocOpBuilder b(op.getLoc(), rewriter);
       buildPerSequenceSingleStage(
           b, kernel, p, [&](ImplicitLocOpBuilder &sb, Value batch, Value row) {

@@ -215,166 +215,169 @@ TileMember mlir::pisa::detail::loadTileMember(ImplicitLocOpBuilder &b,
   return {query, arith::RemUIOp::create(b, pair, gk), limit};
 }
 
+/// Adds 1 to the i32 at `idx` of `mem` (atomically); returns the old value.
+static Value atomicAddOne(ImplicitLocOpBuilder &b, Value mem, ValueRange idx) {
+  Value one = arith::ConstantIntOp::create(b, 1, 32);
+  return memref::AtomicRMWOp::create(
+      b, b.getI32Type(),
+      arith::AtomicRMWKindAttr::get(b.getContext(), arith::AtomicRMWKind::addi),
+      one, mem, idx);
+}
+
+/// histogram: each scored pair counts one for its leaf.
+static Kernel buildHistogramKernel(PatternRewriter &rewriter, Operation *anchor,
+                                   const TileProblem &p) {
+  SmallVector<KernelParam> params{{"offset", rewriter.getIndexType()},
+                                  {"contenders", p.contenders},
+                                  {"counts", p.counts},
+                                  {"leafCount", p.sort.leafCount}};
+  params.append(cuSeqlensParams(p));
+  Kernel e = createKernel(rewriter, anchor, "select_stage2_histogram", params);
+  ImplicitLocOpBuilder b(anchor->getLoc(), rewriter);
+  forEachScoredPair(b, e, p, dimOf(b, e.arg("leafCount"), 2),
+                    [&](ImplicitLocOpBuilder &tb, const ScoredPair &at) {
+                      atomicAddOne(tb, e.arg("leafCount"),
+                                   {at.batch, at.kv, at.leaf});
+                    });
+  gpu::ReturnOp::create(b);
+  return e;
+}
+
+/// scan: one warp per (batch, KV head); each lane owns a contiguous run of
+/// leaves, lane totals are scanned with shuffles, then each lane writes
+/// its run's pair starts, cursors and first tiles.
+static Kernel buildScanKernel(PatternRewriter &rewriter, Operation *anchor,
+                              const TileProblem &p) {
+  const SortBuffers &s = p.sort;
+  Kernel e = createKernel(rewriter, anchor, "select_stage2_scan",
+                          {{"leafCount", s.leafCount},
+                           {"leafStart", s.leafStart},
+                           {"cursor", s.cursor},
+                           {"tileBase", s.tileBase},
+                           {"numTiles", s.numTiles}});
+  ImplicitLocOpBuilder b(anchor->getLoc(), rewriter);
+  Value heads = indexConst(b, p.kvHeads);
+  Value batch = arith::DivUIOp::create(b, blockIdY(b), heads);
+  Value kv = arith::RemUIOp::create(b, blockIdY(b), heads);
+  Value lane = threadIdX(b);
+  Value zero = indexConst(b, 0), q = indexConst(b, p.qTile);
+  Value leaves = dimOf(b, e.arg("leafCount"), 2);
+  Value run = arith::CeilDivUIOp::create(b, leaves, indexConst(b, kScanLanes));
+  Value begin =
+      arith::MinUIOp::create(b, arith::MulIOp::create(b, lane, run), leaves);
+  Value end =
+      arith::MinUIOp::create(b, arith::AddIOp::create(b, begin, run), leaves);
+  auto countOf = [&](ImplicitLocOpBuilder &lb, Value leaf) {
+    return toIndex(lb, load(lb, e.arg("leafCount"), {batch, kv, leaf}));
+  };
+  auto own =
+      buildLoop(b, begin, end, {zero, zero},
+                [&](ImplicitLocOpBuilder &lb, Value leaf, ValueRange st) {
+                  Value count = countOf(lb, leaf);
+                  return SmallVector<Value>{
+                      arith::AddIOp::create(lb, st[0], count),
+                      arith::AddIOp::create(
+                          lb, st[1], arith::CeilDivUIOp::create(lb, count, q))};
+                });
+  // Inclusive scan of (pairs, tiles) over the lanes, as i32.
+  Value width = arith::ConstantIntOp::create(b, kScanLanes, 32);
+  SmallVector<Value> incl{toI32(b, own[0]), toI32(b, own[1])};
+  for (int64_t offset = 1; offset < kScanLanes; offset *= 2) {
+    Value off = arith::ConstantIntOp::create(b, offset, 32);
+    for (Value &v : incl) {
+      auto up = gpu::ShuffleOp::create(b, v, off, width, gpu::ShuffleMode::UP);
+      v = arith::SelectOp::create(
+          b, up.getValid(), arith::AddIOp::create(b, v, up.getShuffleResult()),
+          v);
+    }
+  }
+  Value pairStart = arith::SubIOp::create(b, toIndex(b, incl[0]), own[0]);
+  Value tileStart = arith::SubIOp::create(b, toIndex(b, incl[1]), own[1]);
+  buildLoop(b, begin, end, {pairStart, tileStart},
+            [&](ImplicitLocOpBuilder &lb, Value leaf, ValueRange st) {
+              Value count = countOf(lb, leaf);
+              Value start = toI32(lb, st[0]);
+              memref::StoreOp::create(lb, start, e.arg("leafStart"),
+                                      ValueRange{batch, kv, leaf});
+              memref::StoreOp::create(lb, start, e.arg("cursor"),
+                                      ValueRange{batch, kv, leaf});
+              memref::StoreOp::create(lb, toI32(lb, st[1]), e.arg("tileBase"),
+                                      ValueRange{batch, kv, leaf});
+              Value numTiles = arith::CeilDivUIOp::create(lb, count, q);
+              return SmallVector<Value>{
+                  arith::AddIOp::create(lb, st[0], count),
+                  arith::AddIOp::create(lb, st[1], numTiles)};
+            });
+  Value last = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, lane,
+                                     indexConst(b, kScanLanes - 1));
+  buildIfThen(b, last, [&](ImplicitLocOpBuilder &tb) {
+    memref::StoreOp::create(tb, incl[1], e.arg("numTiles"),
+                            ValueRange{batch, kv});
+  });
+  gpu::ReturnOp::create(b);
+  return e;
+}
+
+/// scatter: each scored pair takes the next slot of its leaf's group; the
+/// first pair of a tile records the tile's leaf and first slot.
+static Kernel buildScatterKernel(PatternRewriter &rewriter, Operation *anchor,
+                                 const TileProblem &p) {
+  const SortBuffers &s = p.sort;
+  SmallVector<KernelParam> params{{"offset", rewriter.getIndexType()},
+                                  {"contenders", p.contenders},
+                                  {"counts", p.counts},
+                                  {"cursor", s.cursor},
+                                  {"sortedPairs", s.sortedPairs},
+                                  {"leafStart", s.leafStart},
+                                  {"tileBase", s.tileBase},
+                                  {"tileLeaf", s.tileLeaf},
+                                  {"tileFirst", s.tileFirst}};
+  params.append(cuSeqlensParams(p));
+  Kernel e = createKernel(rewriter, anchor, "select_stage2_scatter", params);
+  ImplicitLocOpBuilder b(anchor->getLoc(), rewriter);
+  forEachScoredPair(
+      b, e, p, dimOf(b, e.arg("leafStart"), 2),
+      [&](ImplicitLocOpBuilder &tb, const ScoredPair &at) {
+        Value pos = toIndex(
+            tb, atomicAddOne(tb, e.arg("cursor"), {at.batch, at.kv, at.leaf}));
+        Value pair = arith::AddIOp::create(
+            tb,
+            arith::MulIOp::create(tb, at.query, indexConst(tb, p.candidates)),
+            at.slot);
+        memref::StoreOp::create(tb, toI32(tb, pair), e.arg("sortedPairs"),
+                                ValueRange{at.batch, at.kv, pos});
+        Value rel = arith::SubIOp::create(
+            tb, pos,
+            toIndex(tb,
+                    load(tb, e.arg("leafStart"), {at.batch, at.kv, at.leaf})));
+        Value q = indexConst(tb, p.qTile);
+        Value opens =
+            cmp(tb, arith::CmpIPredicate::eq,
+                arith::RemUIOp::create(tb, rel, q), indexConst(tb, 0));
+        buildIfThen(tb, opens, [&](ImplicitLocOpBuilder &ob) {
+          Value tile = arith::AddIOp::create(
+              ob,
+              toIndex(ob,
+                      load(ob, e.arg("tileBase"), {at.batch, at.kv, at.leaf})),
+              arith::DivUIOp::create(ob, rel, q));
+          memref::StoreOp::create(ob, toI32(ob, at.leaf), e.arg("tileLeaf"),
+                                  ValueRange{at.batch, at.kv, tile});
+          memref::StoreOp::create(ob, toI32(ob, pos), e.arg("tileFirst"),
+                                  ValueRange{at.batch, at.kv, tile});
+        });
+      });
+  gpu::ReturnOp::create(b);
+  return e;
+}
+
 BucketKernels mlir::pisa::detail::buildBucketKernels(PatternRewriter &rewriter,
                                                      Operation *anchor,
                                                      const TileProblem &p) {
   OpBuilder::InsertionGuard guard(rewriter);
-  MLIRContext *ctx = rewriter.getContext();
-  Location loc = anchor->getLoc();
-  Type index = rewriter.getIndexType();
-  Type i32 = rewriter.getI32Type();
-  const SortBuffers &s = p.sort;
-  auto addOne = [&](ImplicitLocOpBuilder &b, Value mem, ValueRange idx) {
-    Value one = arith::ConstantIntOp::create(b, 1, 32);
-    return memref::AtomicRMWOp::create(
-        b, i32, arith::AtomicRMWKindAttr::get(ctx, arith::AtomicRMWKind::addi),
-        one, mem, idx);
-  };
-
   BucketKernels k;
-  SmallVector<KernelParam> histogramParams{{"offset", index},
-                                           {"contenders", p.contenders},
-                                           {"counts", p.counts},
-                                           {"leafCount", s.leafCount}};
-  histogramParams.append(cuSeqlensParams(p));
-  k.histogram = createKernel(rewriter, anchor, "select_stage2_histogram",
-                             histogramParams);
-  {
-    ImplicitLocOpBuilder b(loc, rewriter);
-    const Kernel &e = k.histogram;
-    forEachScoredPair(b, e, p, dimOf(b, e.arg("leafCount"), 2),
-                      [&](ImplicitLocOpBuilder &tb, const ScoredPair &at) {
-                        addOne(tb, e.arg("leafCount"),
-                               {at.batch, at.kv, at.leaf});
-                      });
-    gpu::ReturnOp::create(b);
-  }
-
-  // scan: one warp per (batch, KV head); each lane owns a contiguous run of
-  // leaves, lane totals are scanned with shuffles, then each lane writes
-  // its run.
-  k.scan = createKernel(rewriter, anchor, "select_stage2_scan",
-                        {{"leafCount", s.leafCount},
-                         {"leafStart", s.leafStart},
-                         {"cursor", s.cursor},
-                         {"tileBase", s.tileBase},
-                         {"numTiles", s.numTiles}});
-  {
-    ImplicitLocOpBuilder b(loc, rewriter);
-    const Kernel &e = k.scan;
-    Value heads = indexConst(b, p.kvHeads);
-    Value batch = arith::DivUIOp::create(b, blockIdY(b), heads);
-    Value kv = arith::RemUIOp::create(b, blockIdY(b), heads);
-    Value lane = threadIdX(b);
-    Value zero = indexConst(b, 0), q = indexConst(b, p.qTile);
-    Value leaves = dimOf(b, e.arg("leafCount"), 2);
-    Value run =
-        arith::CeilDivUIOp::create(b, leaves, indexConst(b, kScanLanes));
-    Value begin =
-        arith::MinUIOp::create(b, arith::MulIOp::create(b, lane, run), leaves);
-    Value end =
-        arith::MinUIOp::create(b, arith::AddIOp::create(b, begin, run), leaves);
-    auto countOf = [&](ImplicitLocOpBuilder &lb, Value leaf) {
-      return toIndex(lb, load(lb, e.arg("leafCount"), {batch, kv, leaf}));
-    };
-    auto own = buildLoop(
-        b, begin, end, {zero, zero},
-        [&](ImplicitLocOpBuilder &lb, Value leaf, ValueRange st) {
-          Value count = countOf(lb, leaf);
-          return SmallVector<Value>{
-              arith::AddIOp::create(lb, st[0], count),
-              arith::AddIOp::create(lb, st[1],
-                                    arith::CeilDivUIOp::create(lb, count, q))};
-        });
-    // Inclusive scan of (pairs, tiles) over the lanes, as i32.
-    Value width = arith::ConstantIntOp::create(b, kScanLanes, 32);
-    SmallVector<Value> incl{toI32(b, own[0]), toI32(b, own[1])};
-    for (int64_t offset = 1; offset < kScanLanes; offset *= 2) {
-      Value off = arith::ConstantIntOp::create(b, offset, 32);
-      for (Value &v : incl) {
-        auto up =
-            gpu::ShuffleOp::create(b, v, off, width, gpu::ShuffleMode::UP);
-        v = arith::SelectOp::create(
-            b, up.getValid(),
-            arith::AddIOp::create(b, v, up.getShuffleResult()), v);
-      }
-    }
-    Value pairStart = arith::SubIOp::create(b, toIndex(b, incl[0]), own[0]);
-    Value tileStart = arith::SubIOp::create(b, toIndex(b, incl[1]), own[1]);
-    buildLoop(b, begin, end, {pairStart, tileStart},
-              [&](ImplicitLocOpBuilder &lb, Value leaf, ValueRange st) {
-                Value count = countOf(lb, leaf);
-                Value start = toI32(lb, st[0]);
-                memref::StoreOp::create(lb, start, e.arg("leafStart"),
-                                        ValueRange{batch, kv, leaf});
-                memref::StoreOp::create(lb, start, e.arg("cursor"),
-                                        ValueRange{batch, kv, leaf});
-                memref::StoreOp::create(lb, toI32(lb, st[1]), e.arg("tileBase"),
-                                        ValueRange{batch, kv, leaf});
-                Value numTiles = arith::CeilDivUIOp::create(lb, count, q);
-                return SmallVector<Value>{
-                    arith::AddIOp::create(lb, st[0], count),
-                    arith::AddIOp::create(lb, st[1], numTiles)};
-              });
-    Value last = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, lane,
-                                       indexConst(b, kScanLanes - 1));
-    buildIfThen(b, last, [&](ImplicitLocOpBuilder &tb) {
-      memref::StoreOp::create(tb, incl[1], e.arg("numTiles"),
-                              ValueRange{batch, kv});
-    });
-    gpu::ReturnOp::create(b);
-  }
-
-  SmallVector<KernelParam> scatterParams{{"offset", index},
-                                         {"contenders", p.contenders},
-                                         {"counts", p.counts},
-                                         {"cursor", s.cursor},
-                                         {"sortedPairs", s.sortedPairs},
-                                         {"leafStart", s.leafStart},
-                                         {"tileBase", s.tileBase},
-                                         {"tileLeaf", s.tileLeaf},
-                                         {"tileFirst", s.tileFirst}};
-  scatterParams.append(cuSeqlensParams(p));
-  k.scatter =
-      createKernel(rewriter, anchor, "select_stage2_scatter", scatterParams);
-  {
-    ImplicitLocOpBuilder b(loc, rewriter);
-    const Kernel &e = k.scatter;
-    forEachScoredPair(
-        b, e, p, dimOf(b, e.arg("leafStart"), 2),
-        [&](ImplicitLocOpBuilder &tb, const ScoredPair &at) {
-          Value pos = toIndex(
-              tb, addOne(tb, e.arg("cursor"), {at.batch, at.kv, at.leaf}));
-          Value pair = arith::AddIOp::create(
-              tb,
-              arith::MulIOp::create(tb, at.query, indexConst(tb, p.candidates)),
-              at.slot);
-          memref::StoreOp::create(tb, toI32(tb, pair), e.arg("sortedPairs"),
-                                  ValueRange{at.batch, at.kv, pos});
-          // The first pair of a tile records the tile.
-          Value rel = arith::SubIOp::create(
-              tb, pos,
-              toIndex(tb, load(tb, e.arg("leafStart"),
-                               {at.batch, at.kv, at.leaf})));
-          Value q = indexConst(tb, p.qTile);
-          Value opens =
-              cmp(tb, arith::CmpIPredicate::eq,
-                  arith::RemUIOp::create(tb, rel, q), indexConst(tb, 0));
-          buildIfThen(tb, opens, [&](ImplicitLocOpBuilder &ob) {
-            Value tile = arith::AddIOp::create(
-                ob,
-                toIndex(ob, load(ob, e.arg("tileBase"),
-                                 {at.batch, at.kv, at.leaf})),
-                arith::DivUIOp::create(ob, rel, q));
-            memref::StoreOp::create(ob, toI32(ob, at.leaf), e.arg("tileLeaf"),
-                                    ValueRange{at.batch, at.kv, tile});
-            memref::StoreOp::create(ob, toI32(ob, pos), e.arg("tileFirst"),
-                                    ValueRange{at.batch, at.kv, tile});
-          });
-        });
-    gpu::ReturnOp::create(b);
-  }
-
+  k.histogram = buildHistogramKernel(rewriter, anchor, p);
+  k.scan = buildScanKernel(rewriter, anchor, p);
+  k.scatter = buildScatterKernel(rewriter, anchor, p);
   return k;
 }
 

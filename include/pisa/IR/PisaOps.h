@@ -18,6 +18,18 @@ namespace mlir::pisa {
 /// (head-major, the default) or [B, T, H, X] (`token_major`).
 inline unsigned headDimIndex(bool tokenMajor) { return tokenMajor ? 2 : 1; }
 inline unsigned tokenDimIndex(bool tokenMajor) { return tokenMajor ? 1 : 2; }
+
+/// Whether `op` is a kernel-level op (pisa.kernel.*, destination-passing):
+/// what --pisa-decompose-to-kernels writes, --pisa-configure-kernels
+/// configures and --convert-pisa-to-gpu lowers.
+inline bool isKernelLevelOp(Operation *op) {
+  return isa_and_nonnull<PisaDialect>(op->getDialect()) &&
+         isa<DestinationStyleOpInterface>(op);
+}
+
+/// The error of a user-level pisa op without a GPU lowering.
+constexpr llvm::StringLiteral kNoGPULoweringError =
+    "has no GPU lowering (the CPU pipeline, pisa-cpu-pipeline, lowers it)";
 } // namespace mlir::pisa
 
 #define GET_OP_CLASSES

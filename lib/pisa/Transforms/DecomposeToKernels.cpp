@@ -9,6 +9,7 @@
 
 #include "pisa/IR/PisaDialect.h"
 #include "pisa/IR/PisaInterfaces.h"
+#include "pisa/IR/PisaOps.h"
 #include "pisa/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -16,7 +17,6 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/PatternMatch.h"
-#include "mlir/Interfaces/DestinationStyleOpInterface.h"
 
 namespace mlir::pisa {
 #define GEN_PASS_DEF_PISADECOMPOSETOKERNELS
@@ -36,12 +36,11 @@ struct PisaDecomposeToKernelsPass
     SmallVector<KernelLoweringOpInterface> ops;
     getOperation()->walk([&](Operation *op) {
       if (!isa_and_nonnull<PisaDialect>(op->getDialect()) ||
-          isa<DestinationStyleOpInterface>(op))
+          isKernelLevelOp(op))
         return; // not pisa, or already kernel-level
       auto lowering = dyn_cast<KernelLoweringOpInterface>(op);
       if (!lowering) {
-        op->emitOpError("has no GPU lowering (the CPU pipeline, "
-                        "pisa-cpu-pipeline, lowers it)");
+        op->emitOpError(kNoGPULoweringError);
         ok = false;
       } else if (failed(lowering.verifyKernelDecomposition())) {
         ok = false;

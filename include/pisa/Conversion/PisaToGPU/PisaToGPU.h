@@ -42,24 +42,12 @@ std::optional<std::string> gpuLimitViolation(Operation *op);
 void registerKernelLoweringExternalModels(DialectRegistry &registry);
 
 /// The #pisa.kernel_config of kernel-level op `op` for a target with
-/// `features` (docs/gpu.md, "Kernel configurations"): each field `requested`
-/// sets is kept when the op's kernels support it, every other field is
-/// chosen. A field `requested` sets that the op's kernels cannot follow, or
-/// one that does not apply to the op or contradicts the others, is an error
-/// on `op` that names it. `requested` may be null.
-FailureOr<KernelConfigAttr> configureKernel(Operation *op,
-                                            const GPUTargetFeatures &features,
-                                            KernelConfigAttr requested);
-
-/// `op`'s kernel_config completed by configureKernel, each field it already
-/// sets confirmed: one the op's kernels cannot follow, or that does not
-/// apply or contradicts the others, is an error on `op` naming it.
+/// `features` (docs/gpu.md, "Kernel configurations"): each field the op's
+/// kernel_config already sets is kept, every other field is chosen. A field
+/// set that the op's kernels cannot follow, that does not apply to the op
+/// or that contradicts the others is an error on `op` naming it.
 FailureOr<KernelConfigAttr>
 completeKernelConfig(Operation *op, const GPUTargetFeatures &features);
-
-/// Whether `op` is a kernel-level pisa op (pisa.kernel.*, destination
-/// style), which carries a kernel_config.
-bool isKernelLevelOp(Operation *op);
 
 /// Kernel-level ops (buffer form) with their kernel_config to gpu.func
 /// kernels and their launches: pisa.kernel.pyramid, and the selection

@@ -2,9 +2,7 @@
 
 #include "pisa/Conversion/Passes.h"
 #include "pisa/Conversion/PisaToGPU/PisaToGPU.h"
-#include "pisa/IR/PisaDialect.h"
-
-#include "mlir/Interfaces/DestinationStyleOpInterface.h"
+#include "pisa/IR/PisaOps.h"
 
 namespace mlir::pisa {
 #define GEN_PASS_DEF_PISACONFIGUREKERNELS
@@ -13,11 +11,6 @@ namespace mlir::pisa {
 
 using namespace mlir;
 using namespace mlir::pisa;
-
-bool mlir::pisa::isKernelLevelOp(Operation *op) {
-  return isa_and_nonnull<PisaDialect>(op->getDialect()) &&
-         isa<DestinationStyleOpInterface>(op);
-}
 
 namespace {
 struct PisaConfigureKernelsPass

@@ -92,9 +92,8 @@ struct Heads {
 };
 Heads headsOf(Operation *op, Value v) {
   ArrayRef<int64_t> s = cast<ShapedType>(v.getType()).getShape();
-  if (op->hasAttr("token_major"))
-    return {s[2], s[1], s[3]};
-  return {s[1], s[2], s[3]};
+  const bool tokenMajor = op->hasAttr("token_major");
+  return {s[headDimIndex(tokenMajor)], s[tokenDimIndex(tokenMajor)], s[3]};
 }
 
 MemRefType memrefOf(Value v) {
@@ -394,11 +393,11 @@ FailureOr<KernelConfigAttr> fixedDesign(Configurer &c, KernelVariant variant,
                 hint == Hint::Free ? c.blocksPerSM(blocksPerSM) : std::nullopt);
 }
 
-} // namespace
-
-FailureOr<KernelConfigAttr>
-mlir::pisa::configureKernel(Operation *op, const GPUTargetFeatures &features,
-                            KernelConfigAttr requested) {
+/// The configuration of `op`: each field `requested` (may be null) sets
+/// kept when the op's kernels support it, every other one chosen.
+FailureOr<KernelConfigAttr> configureKernel(Operation *op,
+                                            const GPUTargetFeatures &features,
+                                            KernelConfigAttr requested) {
   Configurer c(op, requested, features);
   return llvm::TypeSwitch<Operation *, FailureOr<KernelConfigAttr>>(op)
       .Case([&](ScoreTilesKernelOp k) { return configure(k, c); })
@@ -468,7 +467,6 @@ mlir::pisa::configureKernel(Operation *op, const GPUTargetFeatures &features,
       });
 }
 
-namespace {
 /// Reports the first field `asked` sets that `complete` does not hold.
 LogicalResult confirmFields(Operation *op, KernelConfigAttr asked,
                             KernelConfigAttr complete) {

@@ -332,10 +332,8 @@ struct SparseAttentionModel : Model<SparseAttentionModel, SparseAttentionOp> {
 std::optional<std::string> mlir::pisa::gpuLimitViolation(Operation *op) {
   if (auto lowering = dyn_cast<KernelLoweringOpInterface>(op))
     return lowering.getGPULimitViolation();
-  if (isa_and_nonnull<PisaDialect>(op->getDialect()) &&
-      !isa<DestinationStyleOpInterface>(op))
-    return std::string("has no GPU lowering (the CPU pipeline, "
-                       "pisa-cpu-pipeline, lowers it)");
+  if (isa_and_nonnull<PisaDialect>(op->getDialect()) && !isKernelLevelOp(op))
+    return kNoGPULoweringError.str();
   return std::nullopt;
 }
 

@@ -157,12 +157,6 @@ Value mlir::pisa::detail::listAttendedBlocks(ImplicitLocOpBuilder &b,
 
 namespace {
 
-/// max or sum of `v` over the `width` consecutive lanes that share a row.
-Value rowAllReduce(ImplicitLocOpBuilder &b, Value v, int64_t width,
-                   bool isMax) {
-  return laneAllReduce(b, v, consecutiveLaneMasks(width), isMax);
-}
-
 /// The kernel body: one block per (query, batch x KV head). Its values are
 /// the block's coordinates and shared tiles, built once at the top.
 class AttentionBlock {
@@ -407,19 +401,21 @@ private:
         arith::MulFOp::create(b, raw, f32Splat(b, scoreRow, scale * kLog2E)),
         f32Splat(b, scoreRow, negInf));
     auto reassoc = arith::FastMathFlags::reassoc;
+    // The threads that share the row.
+    SmallVector<int64_t> rowLanes = consecutiveLaneMasks(t.threadsPerRow);
     Value blockMax =
-        rowAllReduce(b,
-                     vector::ReductionOp::create(
-                         b, vector::CombiningKind::MAXIMUMF, logits, reassoc),
-                     t.threadsPerRow, /*isMax=*/true);
+        laneAllReduce(b,
+                      vector::ReductionOp::create(
+                          b, vector::CombiningKind::MAXIMUMF, logits, reassoc),
+                      rowLanes, /*isMax=*/true);
     auto [newMax, shift] = onlineMaxStep(b, max, blockMax);
     Value probs =
         shiftedExp2(b, logits, vector::BroadcastOp::create(b, scoreRow, shift));
     Value blockSum =
-        rowAllReduce(b,
-                     vector::ReductionOp::create(b, vector::CombiningKind::ADD,
-                                                 probs, reassoc),
-                     t.threadsPerRow, /*isMax=*/false);
+        laneAllReduce(b,
+                      vector::ReductionOp::create(b, vector::CombiningKind::ADD,
+                                                  probs, reassoc),
+                      rowLanes, /*isMax=*/false);
     Value alpha = rescaleFactor(b, max, shift);
     Value newSum = rescaledSum(b, sum, alpha, blockSum);
     vector::StoreOp::create(
@@ -535,8 +531,7 @@ struct SparseAttentionToGPU : KernelOpPattern<SparseAttentionKernelOp> {
                              {"queryOffset", rewriter.getIndexType()},
                              {"output", bufferType(op.getOutput())},
                              {"lse", bufferType(op.getLse())}});
-      if (std::optional<int64_t> blocks = config.getMinBlocksPerSM())
-        setOccupancyHint(kernel.func(), config.getThreads(), *blocks);
+      applyOccupancyHint(kernel.func(), config);
       ImplicitLocOpBuilder b(op.getLoc(), rewriter);
       if (inRegisters)
         buildRegisterAttention(b, kernel, plan, G, kvHeads, scale);

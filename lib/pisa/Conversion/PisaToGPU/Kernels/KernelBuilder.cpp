@@ -240,6 +240,12 @@ void mlir::pisa::detail::setOccupancyHint(gpu::GPUFuncOp kernel,
                   b.getI32IntegerAttr(blocksPerSM));
 }
 
+void mlir::pisa::detail::applyOccupancyHint(gpu::GPUFuncOp kernel,
+                                            KernelConfigAttr config) {
+  if (std::optional<int64_t> blocks = config.getMinBlocksPerSM())
+    setOccupancyHint(kernel, config.getThreads(), *blocks);
+}
+
 Value mlir::pisa::detail::mmaFragment(ImplicitLocOpBuilder &b,
                                       ArrayRef<Value> pairs) {
   auto pairType = cast<VectorType>(pairs[0].getType());

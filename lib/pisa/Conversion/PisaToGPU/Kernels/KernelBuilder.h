@@ -9,6 +9,8 @@
 #ifndef PISA_LIB_CONVERSION_PISATOGPU_KERNELS_KERNELBUILDER_H
 #define PISA_LIB_CONVERSION_PISATOGPU_KERNELS_KERNELBUILDER_H
 
+#include "pisa/IR/PisaAttrs.h"
+
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 #include "mlir/IR/PatternMatch.h"
@@ -110,6 +112,10 @@ constexpr int64_t blocksBySharedMemory(int64_t bytesPerBlock) {
 /// that occupancy.
 void setOccupancyHint(gpu::GPUFuncOp kernel, int64_t threads,
                       int64_t blocksPerSM);
+
+/// setOccupancyHint with `config`'s threads and min_blocks_per_sm, when it
+/// has one (the kernel_config of the op `kernel` is built for).
+void applyOccupancyHint(gpu::GPUFuncOp kernel, KernelConfigAttr config);
 
 /// The 1-D vectors `x` then `y` as one vector (a vector.shuffle, which lowers
 /// to one LLVM shufflevector).

@@ -429,8 +429,7 @@ static Kernel buildAppendKernel(PatternRewriter &rewriter, Operation *op,
         workgroupType(rewriter.getContext(), {1}, rewriter.getI32Type()));
   Kernel kernel =
       createKernel(rewriter, op, "pyramid_append", params, workgroup);
-  if (std::optional<int64_t> blocks = config.getMinBlocksPerSM())
-    setOccupancyHint(kernel.func(), config.getThreads(), *blocks);
+  applyOccupancyHint(kernel.func(), config);
   ImplicitLocOpBuilder b(op->getLoc(), rewriter);
   AppendOperands ops{kernel.arg("keys"), kernel.arg("from"), kernel.arg("to"),
                      kernel.arg("pyramid")};

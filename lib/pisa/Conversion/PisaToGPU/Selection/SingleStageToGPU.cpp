@@ -40,14 +40,6 @@ int64_t warpsPerQuery(const Problem &p) {
   return p.config.getWarpsPerQuery().value_or(1);
 }
 
-/// The occupancy ptxas keeps registers for (kernel_config
-/// min_blocks_per_sm): a block of several warps per query must launch
-/// whatever the walk's registers need.
-void boundRegisters(const Kernel &kernel, const Problem &p) {
-  if (std::optional<int64_t> blocks = p.config.getMinBlocksPerSM())
-    setOccupancyHint(kernel.func(), p.config.getThreads(), *blocks);
-}
-
 /// Grid x and threads of a single-stage kernel over `numQueries` queries.
 std::pair<Value, int64_t> queryGrid(ImplicitLocOpBuilder &host,
                                     const Problem &p, Value numQueries) {
@@ -360,7 +352,7 @@ static void lowerSingleStage(OpTy op, PatternRewriter &rewriter,
         append ? "append_select_single_stage" : "select_single_stage", params,
         exchangeTypes(rewriter.getContext(), p, warpsPerQuery(p)),
         scratchTypes(rewriter.getContext(), p));
-    boundRegisters(kernel, p);
+    applyOccupancyHint(kernel.func(), p.config);
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     if (append) {
       emitPyramidAppend(b,
@@ -448,7 +440,7 @@ struct SelectSingleStageVarlenToGPU
                              {"cuSeqlensK", bufferType(op.getCuSeqlensK())},
                              {"selection", bufferType(selection)}},
                             {}, scratchTypes(rewriter.getContext(), p));
-      boundRegisters(kernel, p);
+      applyOccupancyHint(kernel.func(), p.config);
       ImplicitLocOpBuilder b(op.getLoc(), rewriter);
       buildPerSequenceSingleStage(
           b, kernel, p, [&](ImplicitLocOpBuilder &sb, Value batch, Value row) {
@@ -503,7 +495,7 @@ struct SelectDecodeToGPU : KernelOpPattern<SelectDecodeKernelOp> {
           rewriter, op, "select_decode", params,
           exchangeTypes(rewriter.getContext(), p, warpsPerQuery(p)),
           scratchTypes(rewriter.getContext(), p));
-      boundRegisters(kernel, p);
+      applyOccupancyHint(kernel.func(), p.config);
       ImplicitLocOpBuilder b(op.getLoc(), rewriter);
       std::optional<PagedKeys> paged;
       if (table)

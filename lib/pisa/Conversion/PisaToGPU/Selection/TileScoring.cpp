@@ -581,8 +581,7 @@ Kernel SimtScoreKernelBuilder::build(PatternRewriter &rewriter,
       rewriter, anchor, "select_stage2_score_tiles", scoreKernelParams(p),
       {workgroupType(ctx, {rows, d}, f32), workgroupType(ctx, {threads}, f32)});
   gpu::GPUFuncOp scoreFunc = e.func();
-  if (std::optional<int64_t> blocks = p.config.getMinBlocksPerSM())
-    setOccupancyHint(scoreFunc, threads, *blocks);
+  applyOccupancyHint(scoreFunc, p.config);
   // 16-byte aligned so that rows can be read with vector loads.
   scoreFunc.setWorkgroupAttributionAttr(
       0, LLVM::LLVMDialect::getAlignAttrName(), rewriter.getI64IntegerAttr(16));
@@ -604,25 +603,20 @@ Kernel SimtScoreKernelBuilder::build(PatternRewriter &rewriter,
   return e;
 }
 
-ScoreKernel mlir::pisa::detail::buildScoreKernel(PatternRewriter &rewriter,
-                                                 Operation *anchor,
-                                                 const TileProblem &p) {
+Kernel mlir::pisa::detail::buildScoreKernel(PatternRewriter &rewriter,
+                                            Operation *anchor,
+                                            const TileProblem &p) {
   OpBuilder::InsertionGuard guard(rewriter);
-  ScoreKernel k{
-      {}, p.config.getThreads(), p.config.getTilesPerBlock().value_or(1)};
   // scoreKernelParams, warpgroup tensor cores, tensor cores or SIMT.
   switch (p.config.getVariant()) {
   case KernelVariant::Wgmma:
-    k.kernel = buildWgmmaScoreKernel(rewriter, anchor, p);
-    break;
+    return buildWgmmaScoreKernel(rewriter, anchor, p);
   case KernelVariant::MmaSync:
-    k.kernel = buildMmaScoreKernel(rewriter, anchor, p);
-    break;
+    return buildMmaScoreKernel(rewriter, anchor, p);
   case KernelVariant::Simt:
-    k.kernel = SimtScoreKernelBuilder(p).build(rewriter, anchor);
     break;
   }
-  return k;
+  return SimtScoreKernelBuilder(p).build(rewriter, anchor);
 }
 
 Value mlir::pisa::detail::maxTiles(ImplicitLocOpBuilder &b, Value numQueries,
@@ -670,10 +664,11 @@ void mlir::pisa::detail::launchBucketKernels(
 }
 
 void mlir::pisa::detail::launchScoreKernel(ImplicitLocOpBuilder &b,
-                                           const ScoreKernel &k, Value groups,
-                                           Value tileBound,
+                                           const Kernel &kernel,
+                                           KernelConfigAttr config,
+                                           Value groups, Value tileBound,
                                            ArrayRef<KernelOperand> operands) {
   Value scoreBlocks = b.createOrFold<arith::CeilDivUIOp>(
-      tileBound, indexConst(b, k.tilesPerBlock));
-  launch(b, k.kernel, scoreBlocks, groups, k.threads, operands);
+      tileBound, indexConst(b, *config.getTilesPerBlock()));
+  launch(b, kernel, scoreBlocks, groups, config.getThreads(), operands);
 }

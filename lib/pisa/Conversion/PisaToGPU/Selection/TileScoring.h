@@ -66,14 +66,6 @@ struct BucketKernels {
   Kernel histogram, scan, scatter;
 };
 
-/// The scoring kernel (scoreKernelParams), tensor-core or SIMT.
-struct ScoreKernel {
-  Kernel kernel;
-  int64_t threads;
-  /// Tiles one scoring block takes (grid x = ceil(maxTiles / this)).
-  int64_t tilesPerBlock;
-};
-
 /// Upper bound on the tiles of one (batch, KV head): every pair can open a
 /// tile of its own leaf's group, ceil(Nq * g*K / Q_tile) + M_1 (host side).
 Value maxTiles(ImplicitLocOpBuilder &b, Value numQueries, Value numLeaves,
@@ -167,8 +159,8 @@ int64_t simtScoreThreads(const TileProblem &problem);
 BucketKernels buildBucketKernels(PatternRewriter &rewriter, Operation *anchor,
                                  const TileProblem &problem);
 /// The kernel of pisa.kernel.score_tiles, as its p.config says.
-ScoreKernel buildScoreKernel(PatternRewriter &rewriter, Operation *anchor,
-                             const TileProblem &problem);
+Kernel buildScoreKernel(PatternRewriter &rewriter, Operation *anchor,
+                        const TileProblem &problem);
 
 /// Zeroes the histogram and launches the three sort kernels over `groups`
 /// (B * Hkv) x the pairs; `sort` holds the buffers in SortBuffers::all()
@@ -179,9 +171,10 @@ void launchBucketKernels(ImplicitLocOpBuilder &b, const BucketKernels &kernels,
                          Value counts, ArrayRef<Value> sort,
                          ArrayRef<KernelOperand> cuSeqlens);
 /// Launches the scoring kernel over `groups` x the tiles (at most
-/// `tileBound`, maxTiles).
-void launchScoreKernel(ImplicitLocOpBuilder &b, const ScoreKernel &kernel,
-                       Value groups, Value tileBound,
+/// `tileBound`, maxTiles), `config`'s threads a block and tiles_per_block
+/// tiles each.
+void launchScoreKernel(ImplicitLocOpBuilder &b, const Kernel &kernel,
+                       KernelConfigAttr config, Value groups, Value tileBound,
                        ArrayRef<KernelOperand> operands);
 
 } // namespace mlir::pisa::detail

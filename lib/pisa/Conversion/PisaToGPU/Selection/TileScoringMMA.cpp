@@ -498,8 +498,7 @@ Kernel MmaScoreKernelBuilder::build(PatternRewriter &rewriter,
   gpu::GPUFuncOp kernel = e.func();
   kernel.setWorkgroupAttributionAttr(0, LLVM::LLVMDialect::getAlignAttrName(),
                                      rewriter.getI64IntegerAttr(16));
-  if (std::optional<int64_t> blocks = p.config.getMinBlocksPerSM())
-    setOccupancyHint(kernel, threads, *blocks);
+  applyOccupancyHint(kernel, p.config);
   ImplicitLocOpBuilder b(anchor->getLoc(), rewriter);
   carveTiles(b);
   // Block x scores tiles [T x, T x + T) that exist, in order.

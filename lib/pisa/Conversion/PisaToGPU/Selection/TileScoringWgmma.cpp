@@ -404,8 +404,7 @@ Kernel WgmmaScoreKernelBuilder::build(PatternRewriter &rewriter,
   gpu::GPUFuncOp kernel = e.func();
   kernel.setWorkgroupAttributionAttr(0, LLVM::LLVMDialect::getAlignAttrName(),
                                      rewriter.getI64IntegerAttr(1024));
-  if (std::optional<int64_t> blocks = p.config.getMinBlocksPerSM())
-    setOccupancyHint(kernel, kWarpgroupThreads, *blocks);
+  applyOccupancyHint(kernel, p.config);
   ImplicitLocOpBuilder b(anchor->getLoc(), rewriter);
   carveTiles(b);
   BlockTiles owned = loadBlockTiles(b, e, p, *p.config.getTilesPerBlock());

@@ -74,9 +74,7 @@ struct WalkToGPU : KernelOpPattern<WalkKernelOp> {
           createKernel(rewriter, op, "select_stage1_walk", walkParams, {},
                        mmaWalk ? SmallVector<Type>{}
                                : scratchTypes(rewriter.getContext(), p));
-      KernelConfigAttr config = getKernelConfig(op);
-      if (std::optional<int64_t> blocks = config.getMinBlocksPerSM())
-        setOccupancyHint(walkKernel.func(), config.getThreads(), *blocks);
+      applyOccupancyHint(walkKernel.func(), getKernelConfig(op));
       ImplicitLocOpBuilder b(op.getLoc(), rewriter);
       Value numKeys = packed ? Value() : keyCount(b, walkKernel, p);
       std::optional<LevelLayout> batchLayout;
@@ -234,7 +232,7 @@ struct ScoreTilesToGPU : KernelOpPattern<ScoreTilesKernelOp> {
         op.getTopk(), candidates, op.getQTile(), op.getBlockSize(),
         op.getScale().convertToFloat(), op.getCuSeqlensQ(), op.getCuSeqlensK());
     p.config = getKernelConfig(op);
-    ScoreKernel kernel = buildScoreKernel(rewriter, op, p);
+    Kernel kernel = buildScoreKernel(rewriter, op, p);
     SmallVector<KernelOperand> operands{
         {"queries", op.getQueries()},         {"keys", op.getKeys()},
         {"offset", op.getQueryOffset()},      {"leafCount", op.getLeafCount()},
@@ -242,7 +240,8 @@ struct ScoreTilesToGPU : KernelOpPattern<ScoreTilesKernelOp> {
         {"tileFirst", op.getTileFirst()},     {"numTiles", op.getNumTiles()},
         {"sortedPairs", op.getSortedPairs()}, {"scores", op.getScores()}};
     operands.append(cuSeqlensOperands(op.getCuSeqlensQ(), op.getCuSeqlensK()));
-    launchScoreKernel(host, kernel, groupsOf(host, op.getScores(), p.kvHeads),
+    launchScoreKernel(host, kernel, p.config,
+                      groupsOf(host, op.getScores(), p.kvHeads),
                       dimOf(host, op.getTileLeaf(), 2), operands);
   }
 };

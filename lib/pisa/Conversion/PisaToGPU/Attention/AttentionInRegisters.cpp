@@ -30,6 +30,7 @@
 
 #include "Attention/SparseAttention.h"
 #include "Kernels/KernelBuilder.h"
+#include "Kernels/TileCopy.h"
 #include "Selection/LeafScoreMMA.h"
 #include "Selection/QueryKernels.h"
 
@@ -53,7 +54,6 @@ namespace {
 constexpr int64_t kHeadRows = 16;     // one m16 tile of head rows
 constexpr int64_t kKeysPerStep = 16;  // a k16 step of P V
 constexpr int64_t kValuesPerTile = 8; // an n8 tile of O
-constexpr int64_t kChunkElems = 8;    // 16-bit elements per 16 bytes
 /// Registers a lane gives O and S (dv / 2 and C / 2): within ptxas's 255
 /// with Q's fragments (d / 4) and the keys in flight.
 constexpr int64_t kMaxRegisterValueDim = 128;
@@ -181,31 +181,21 @@ private:
   /// queries of the block attend many of the same blocks (the forced ones
   /// at least), measured 13% faster at 64K than bypassing it.
   Value copyValues(ImplicitLocOpBuilder &b, Value firstKey) const {
-    const int64_t perRow = plan.valueDim / kChunkElems;
-    const int64_t chunks = plan.blockSize * perRow;
+    ChunkedTile tile{plan.blockSize, plan.valueDim, 32};
     Value lastKey = arith::SubIOp::create(b, numKeys, indexConst(b, 1));
-    SmallVector<Value> tokens;
-    for (int64_t n = 0; n * 32 < chunks; ++n) {
-      Value i = arith::AddIOp::create(b, lane, indexConst(b, 32 * n));
-      // A lane past the tile's chunks (C dv / 8 not a multiple of 32)
-      // copies the last one again: the same bytes to the same place.
-      if ((n + 1) * 32 > chunks)
-        i = arith::MinUIOp::create(b, i, indexConst(b, chunks - 1));
-      Value row = arith::DivUIOp::create(b, i, indexConst(b, perRow));
-      Value col = arith::MulIOp::create(
-          b, arith::RemUIOp::create(b, i, indexConst(b, perRow)),
-          indexConst(b, kChunkElems));
-      Value key = arith::AddIOp::create(b, firstKey, row);
-      Value real = cmp(b, arith::CmpIPredicate::ult, key, numKeys);
+    auto chunkAt = [&](ImplicitLocOpBuilder &cb, Value i) -> AsyncChunk {
+      Value row = tile.row(cb, i), col = tile.column(cb, i);
+      Value key = arith::AddIOp::create(cb, firstKey, row);
+      Value real = cmp(cb, arith::CmpIPredicate::ult, key, numKeys);
       Value srcElements = arith::SelectOp::create(
-          b, real, indexConst(b, kChunkElems), indexConst(b, 0));
-      tokens.push_back(nvgpu::DeviceAsyncCopyOp::create(
-          b, valueTile, ValueRange{row, col}, e.arg("values"),
-          ValueRange{batch, kv, arith::MinUIOp::create(b, key, lastKey), col},
-          b.getIndexAttr(kChunkElems), srcElements, /*bypassL1=*/UnitAttr()));
-    }
-    return nvgpu::DeviceAsyncCreateGroupOp::create(
-        b, nvgpu::DeviceAsyncTokenType::get(b.getContext()), tokens);
+          cb, real, indexConst(cb, kChunkElems), indexConst(cb, 0));
+      return {valueTile,
+              {row, col},
+              e.arg("values"),
+              {batch, kv, arith::MinUIOp::create(cb, key, lastKey), col},
+              srcElements};
+    };
+    return asyncCopyChunks(b, tile, lane, chunkAt, /*bypassL1=*/false);
   }
 
   /// List entry j: S, the online softmax and O = O alpha + P V. `st` and

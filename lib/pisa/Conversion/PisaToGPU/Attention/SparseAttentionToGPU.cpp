@@ -19,6 +19,7 @@
 
 #include "Attention/SparseAttention.h"
 #include "Kernels/KernelBuilder.h"
+#include "Kernels/TileCopy.h"
 #include "Selection/QueryKernels.h"
 
 #include "../Common/LoopBuilders.h"
@@ -42,7 +43,6 @@ using namespace mlir::pisa;
 using namespace mlir::pisa::detail;
 
 namespace {
-constexpr int64_t kChunk = 8; // 16-bit elements per 16-byte copy
 
 int64_t roundUp(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
 } // namespace
@@ -242,7 +242,7 @@ public:
 
 private:
   VectorType chunkType(ImplicitLocOpBuilder &b) const {
-    return VectorType::get({kChunk}, elem);
+    return VectorType::get({kChunkElems}, elem);
   }
   Value zeroChunk(ImplicitLocOpBuilder &b) const {
     return arith::ConstantOp::create(
@@ -252,28 +252,19 @@ private:
   VectorType outRowType(ImplicitLocOpBuilder &b) const {
     return VectorType::get({t.outColumns}, b.getF32Type());
   }
-  Value divide(ImplicitLocOpBuilder &b, Value i, int64_t n) const {
-    return arith::DivUIOp::create(b, i, indexConst(b, n));
-  }
-  Value columnOf(ImplicitLocOpBuilder &b, Value i, int64_t perRow) const {
-    return arith::MulIOp::create(
-        b, arith::RemUIOp::create(b, i, indexConst(b, perRow)),
-        indexConst(b, kChunk));
-  }
-
   /// The query's head rows (rows past G are zeros), 16-byte copies.
   void stageQueries(ImplicitLocOpBuilder &b) {
-    const int64_t perRow = t.headDim / kChunk;
+    ChunkedTile tile{t.rows, t.headDim, kAttentionThreads};
     copyChunks(
-        b, tid, t.rows * perRow, kAttentionThreads,
+        b, tile, tid,
         [&](ImplicitLocOpBuilder &lb, Value i) -> Value {
-          Value r = divide(lb, i, perRow);
+          Value r = tile.row(lb, i);
           Value head = arith::AddIOp::create(
               lb, firstHead,
               arith::MinUIOp::create(lb, r, indexConst(lb, G - 1)));
           Value v = vector::LoadOp::create(
               lb, chunkType(lb), e.arg("queries"),
-              ValueRange{batch, head, query, columnOf(lb, i, perRow)}, false,
+              ValueRange{batch, head, query, tile.column(lb, i)}, false,
               llvm::MaybeAlign(16));
           return arith::SelectOp::create(
               lb, cmp(lb, arith::CmpIPredicate::ult, r, indexConst(lb, G)), v,
@@ -281,9 +272,8 @@ private:
         },
         [&](ImplicitLocOpBuilder &lb, Value i, Value v) {
           vector::StoreOp::create(
-              lb, v, qTile,
-              ValueRange{divide(lb, i, perRow), columnOf(lb, i, perRow)}, false,
-              llvm::MaybeAlign(16));
+              lb, v, qTile, ValueRange{tile.row(lb, i), tile.column(lb, i)},
+              false, llvm::MaybeAlign(16));
         });
   }
 
@@ -303,52 +293,42 @@ private:
   SmallVector<Value> fetch(ImplicitLocOpBuilder &b, Value j) const {
     Value firstKey = firstKeyOf(b, j);
     SmallVector<Value> chunks;
-    for (auto [name, width] : {std::pair<StringRef, int64_t>{"keys", t.headDim},
-                               {"values", t.valueDim}}) {
-      const int64_t perRow = width / kChunk, count = t.blockSize * perRow;
-      for (int64_t n = 0; n * kAttentionThreads < count; ++n) {
-        Value i = arith::MinUIOp::create(
-            b,
-            arith::AddIOp::create(b, tid, indexConst(b, n * kAttentionThreads)),
-            indexConst(b, count - 1));
-        Value key = arith::AddIOp::create(b, firstKey, divide(b, i, perRow));
-        Value v = vector::LoadOp::create(
-            b, chunkType(b), e.arg(name),
-            ValueRange{batch, kv, arith::MinUIOp::create(b, key, lastKey),
-                       columnOf(b, i, perRow)},
-            false, llvm::MaybeAlign(16));
-        chunks.push_back(arith::SelectOp::create(
-            b, cmp(b, arith::CmpIPredicate::ult, key, numKeys), v,
-            zeroChunk(b)));
-      }
+    for (auto [operand, width] :
+         {std::pair<StringRef, int64_t>{"keys", t.headDim},
+          {"values", t.valueDim}}) {
+      StringRef name = operand;
+      ChunkedTile tile{t.blockSize, width, kAttentionThreads};
+      llvm::append_range(
+          chunks,
+          loadChunks(b, tile, tid, [&](ImplicitLocOpBuilder &lb, Value i) {
+            Value key = arith::AddIOp::create(lb, firstKey, tile.row(lb, i));
+            Value v = vector::LoadOp::create(
+                lb, chunkType(lb), e.arg(name),
+                ValueRange{batch, kv, arith::MinUIOp::create(lb, key, lastKey),
+                           tile.column(lb, i)},
+                false, llvm::MaybeAlign(16));
+            return arith::SelectOp::create(
+                lb, cmp(lb, arith::CmpIPredicate::ult, key, numKeys), v,
+                zeroChunk(lb));
+          }));
     }
     return chunks;
   }
 
   /// Stores fetch()'s chunks into the key and value tiles.
   void store(ImplicitLocOpBuilder &b, ArrayRef<Value> chunks) const {
-    size_t next = 0;
     for (auto [target, width] :
          {std::pair<Value, int64_t>{kTile, t.headDim}, {vTile, t.valueDim}}) {
-      Value tile = target;
-      const int64_t perRow = width / kChunk, count = t.blockSize * perRow;
-      for (int64_t n = 0; n * kAttentionThreads < count; ++n) {
-        Value i =
-            arith::AddIOp::create(b, tid, indexConst(b, n * kAttentionThreads));
-        Value v = chunks[next++];
-        auto write = [&](ImplicitLocOpBuilder &wb) {
-          vector::StoreOp::create(
-              wb, v, tile,
-              ValueRange{divide(wb, i, perRow), columnOf(wb, i, perRow)}, false,
-              llvm::MaybeAlign(16));
-        };
-        if ((n + 1) * kAttentionThreads <= count)
-          write(b);
-        else
-          buildIfThen(
-              b, cmp(b, arith::CmpIPredicate::ult, i, indexConst(b, count)),
-              write);
-      }
+      Value tileBuffer = target;
+      ChunkedTile tile{t.blockSize, width, kAttentionThreads};
+      storeChunks(b, tile, tid, chunks.take_front(tile.passes()),
+                  [&](ImplicitLocOpBuilder &wb, Value i, Value v) {
+                    vector::StoreOp::create(
+                        wb, v, tileBuffer,
+                        ValueRange{tile.row(wb, i), tile.column(wb, i)}, false,
+                        llvm::MaybeAlign(16));
+                  });
+      chunks = chunks.drop_front(tile.passes());
     }
   }
 

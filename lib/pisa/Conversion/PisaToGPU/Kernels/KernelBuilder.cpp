@@ -173,29 +173,6 @@ void mlir::pisa::detail::launch(ImplicitLocOpBuilder &b, const Kernel &kernel,
   create(tb);
 }
 
-void mlir::pisa::detail::copyChunks(
-    ImplicitLocOpBuilder &b, Value tid, int64_t count, int64_t threads,
-    llvm::function_ref<Value(ImplicitLocOpBuilder &, Value)> load,
-    llvm::function_ref<void(ImplicitLocOpBuilder &, Value, Value)> store) {
-  SmallVector<std::pair<Value, Value>> chunks;
-  for (int64_t j = 0; j * threads < count; ++j) {
-    Value i = arith::AddIOp::create(b, tid, indexConst(b, j * threads));
-    Value safe = arith::MinUIOp::create(b, i, indexConst(b, count - 1));
-    chunks.push_back({i, load(b, safe)});
-  }
-  for (int64_t j = 0, e = chunks.size(); j < e; ++j) {
-    Value i = chunks[j].first, v = chunks[j].second;
-    if ((j + 1) * threads <= count) {
-      store(b, i, v);
-      continue;
-    }
-    buildIfThen(b,
-                arith::CmpIOp::create(b, arith::CmpIPredicate::ult, i,
-                                      indexConst(b, count)),
-                [&](ImplicitLocOpBuilder &sb) { store(sb, i, v); });
-  }
-}
-
 void mlir::pisa::detail::requireAtRuntime(ImplicitLocOpBuilder &b, Value cond,
                                           const Twine &message) {
   cf::AssertOp::create(b, cond, message.str());

@@ -78,15 +78,6 @@ void launch(ImplicitLocOpBuilder &b, const Kernel &kernel, Value gx, Value gy,
             int64_t bx, ArrayRef<KernelOperand> operands,
             int64_t dynamicSharedBytes = 0);
 
-/// Straight-line copy of `count` 16-byte chunks, thread `tid` taking chunks
-/// tid, tid + threads, ...: every load is issued before the first store, so
-/// their latencies overlap (a loop would wait for each in turn). `load(i)`
-/// must stay in bounds for any i < count; a chunk past count is not stored.
-void copyChunks(
-    ImplicitLocOpBuilder &b, Value tid, int64_t count, int64_t threads,
-    llvm::function_ref<Value(ImplicitLocOpBuilder &, Value)> load,
-    llvm::function_ref<void(ImplicitLocOpBuilder &, Value, Value)> store);
-
 /// A precondition on sizes known only at run time (host side): a
 /// cf.assert whose message names the op and the rule. pisa-compile checks
 /// every such condition before a call enqueues anything and returns it as

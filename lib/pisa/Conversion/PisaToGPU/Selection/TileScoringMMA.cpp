@@ -23,6 +23,7 @@
 
 #include "Kernels/KernelBuilder.h"
 #include "Kernels/RowSoftmax.h"
+#include "Kernels/TileCopy.h"
 #include "Selection/TileScoring.h"
 
 #include "../Common/LoopBuilders.h"
@@ -72,7 +73,6 @@ struct MmaTileLayout {
     rowLseBytes = registerEpilogue ? 0 : rows * 4;
   }
 };
-constexpr int64_t kChunk = 8; // 16-bit elements per 16-byte copy
 
 /// The shape of p.config (variant mma_sync).
 MmaScoreShape configuredShape(const TileProblem &p) {
@@ -252,8 +252,6 @@ private:
   /// One tile of the block; returns the leaf whose keys are staged after
   /// it.
   Value buildTile(ImplicitLocOpBuilder &tb, Value tile, Value stagedLeaf);
-  /// Row r, column col of 16-byte chunk i of a staged [rows x d] tile.
-  std::pair<Value, Value> chunkAt(ImplicitLocOpBuilder &b, Value i) const;
   /// The tile's query rows (row = member * G + head); idle members load a
   /// clamped row that no result reads.
   void stageQueries(ImplicitLocOpBuilder &tb, const TileSpan &span, Value g);
@@ -294,25 +292,14 @@ void MmaScoreKernelBuilder::carveTiles(ImplicitLocOpBuilder &b) {
     scoreTile = view(0, {l.rows, l.scoreStride}, f32);
 }
 
-std::pair<Value, Value> MmaScoreKernelBuilder::chunkAt(ImplicitLocOpBuilder &b,
-                                                       Value i) const {
-  const int64_t chunksPerRow = d / kChunk;
-  Value r = arith::DivUIOp::create(b, i, indexConst(b, chunksPerRow));
-  Value col = arith::MulIOp::create(
-      b, arith::RemUIOp::create(b, i, indexConst(b, chunksPerRow)),
-      indexConst(b, kChunk));
-  return {r, col};
-}
-
 void MmaScoreKernelBuilder::stageQueries(ImplicitLocOpBuilder &tb,
                                          const TileSpan &span, Value g) {
-  // Consecutive threads take consecutive 16-byte chunks of a row, so each
-  // warp load reads whole rows.
-  auto chunk = VectorType::get({kChunk}, elem);
+  auto chunk = VectorType::get({kChunkElems}, elem);
+  ChunkedTile tile{l.rows, d, threads};
   copyChunks(
-      tb, tid, l.rows * (d / kChunk), threads,
+      tb, tile, tid,
       [&](ImplicitLocOpBuilder &lb, Value i) -> Value {
-        auto [r, col] = chunkAt(lb, i);
+        Value r = tile.row(lb, i), col = tile.column(lb, i);
         Value head = arith::AddIOp::create(lb, arith::MulIOp::create(lb, kv, g),
                                            arith::RemUIOp::create(lb, r, g));
         TileMember m = loadTileMember(lb, e, p, batch, kv, span,
@@ -322,15 +309,16 @@ void MmaScoreKernelBuilder::stageQueries(ImplicitLocOpBuilder &tb,
                                       false, llvm::MaybeAlign(16));
       },
       [&](ImplicitLocOpBuilder &lb, Value i, Value v) {
-        auto [r, col] = chunkAt(lb, i);
-        vector::StoreOp::create(lb, v, queryTile, ValueRange{r, col}, false,
-                                llvm::MaybeAlign(16));
+        vector::StoreOp::create(lb, v, queryTile,
+                                ValueRange{tile.row(lb, i), tile.column(lb, i)},
+                                false, llvm::MaybeAlign(16));
       });
 }
 
 void MmaScoreKernelBuilder::stageKeys(ImplicitLocOpBuilder &tb,
                                       const TileSpan &span, Value stagedLeaf) {
-  auto chunk = VectorType::get({kChunk}, elem);
+  auto chunk = VectorType::get({kChunkElems}, elem);
+  ChunkedTile tile{c, d, threads};
   // Key positions (of the leaf's sequence); rows add span.keyShift.
   Value keyBase = span.firstKey;
   Value lastKey = arith::SubIOp::create(tb, span.numKeys, indexConst(tb, 1));
@@ -339,9 +327,9 @@ void MmaScoreKernelBuilder::stageKeys(ImplicitLocOpBuilder &tb,
   Value newLeaf = cmp(tb, arith::CmpIPredicate::ne, span.leaf, stagedLeaf);
   buildIfThen(tb, newLeaf, [&](ImplicitLocOpBuilder &kb) {
     copyChunks(
-        kb, tid, c * (d / kChunk), threads,
+        kb, tile, tid,
         [&](ImplicitLocOpBuilder &lb, Value i) -> Value {
-          auto [r, col] = chunkAt(lb, i);
+          Value r = tile.row(lb, i), col = tile.column(lb, i);
           Value key = arith::AddIOp::create(lb, keyBase, r);
           Value row = arith::AddIOp::create(
               lb, span.keyShift, arith::MinUIOp::create(lb, key, lastKey));
@@ -353,9 +341,9 @@ void MmaScoreKernelBuilder::stageKeys(ImplicitLocOpBuilder &tb,
               zeroChunk);
         },
         [&](ImplicitLocOpBuilder &lb, Value i, Value v) {
-          auto [r, col] = chunkAt(lb, i);
-          vector::StoreOp::create(lb, v, keyTile, ValueRange{r, col}, false,
-                                  llvm::MaybeAlign(16));
+          vector::StoreOp::create(
+              lb, v, keyTile, ValueRange{tile.row(lb, i), tile.column(lb, i)},
+              false, llvm::MaybeAlign(16));
         });
   });
 }

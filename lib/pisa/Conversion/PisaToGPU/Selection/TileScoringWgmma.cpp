@@ -34,6 +34,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Kernels/KernelBuilder.h"
+#include "Kernels/TileCopy.h"
 #include "Selection/LeafScoreMMA.h"
 #include "Selection/TileScoring.h"
 
@@ -54,7 +55,6 @@ using namespace mlir::pisa::detail;
 namespace {
 constexpr int64_t kWarpgroupRows = 64; // wgmma's M
 constexpr int64_t kWarpgroupThreads = 128;
-constexpr int64_t kChunk = 8; // 16-bit elements per 16-byte copy
 // The 128-byte swizzle: a row of 64 16-bit columns, 8 chunks of 16 bytes.
 constexpr int64_t kSwizzleRowBytes = 128;
 constexpr int64_t kSwizzleColumns = 64;
@@ -118,34 +118,29 @@ static Value
 copyTile(ImplicitLocOpBuilder &b, Value tid, Value tiles, Value buffer,
          int64_t rows, int64_t d,
          llvm::function_ref<RowSource(ImplicitLocOpBuilder &, Value)> source) {
-  const int64_t chunksPerRow = d / kChunk;
-  const int64_t chunks = rows * chunksPerRow;
-  SmallVector<Value> tokens;
-  for (int64_t n = 0; n * kWarpgroupThreads < chunks; ++n) {
-    Value i =
-        arith::AddIOp::create(b, tid, indexConst(b, n * kWarpgroupThreads));
-    if ((n + 1) * kWarpgroupThreads > chunks)
-      i = arith::MinUIOp::create(b, i, indexConst(b, chunks - 1));
-    Value row = arith::DivUIOp::create(b, i, indexConst(b, chunksPerRow));
-    Value col = arith::RemUIOp::create(b, i, indexConst(b, chunksPerRow));
+  ChunkedTile tile{rows, d, kWarpgroupThreads};
+  auto chunkAt = [&](ImplicitLocOpBuilder &cb, Value i) -> AsyncChunk {
+    Value row = tile.row(cb, i);
+    Value col = tile.chunkInRow(cb, i);
     // Chunk `col` of the row: 64-column block col / 8, position
     // (col % 8) ^ (row % 8) in its 128-byte row.
-    Value perRow = indexConst(b, kSwizzleRowBytes / 16);
-    Value block = arith::DivUIOp::create(b, col, perRow);
+    Value perRow = indexConst(cb, kSwizzleRowBytes / 16);
+    Value block = arith::DivUIOp::create(cb, col, perRow);
     Value swizzled =
-        arith::XOrIOp::create(b, arith::RemUIOp::create(b, col, perRow),
-                              arith::RemUIOp::create(b, row, perRow));
-    RowSource src = source(b, row);
+        arith::XOrIOp::create(cb, arith::RemUIOp::create(cb, col, perRow),
+                              arith::RemUIOp::create(cb, row, perRow));
+    RowSource src = source(cb, row);
     SmallVector<Value> at(src.at);
     at.back() = arith::AddIOp::create(
-        b, at.back(), arith::MulIOp::create(b, col, indexConst(b, kChunk)));
-    tokens.push_back(nvgpu::DeviceAsyncCopyOp::create(
-        b, tiles, ValueRange{buffer, block, row, swizzled, indexConst(b, 0)},
-        src.memref, at, b.getIndexAttr(kChunk), src.real,
-        /*bypassL1=*/b.getUnitAttr()));
-  }
-  return nvgpu::DeviceAsyncCreateGroupOp::create(
-      b, nvgpu::DeviceAsyncTokenType::get(b.getContext()), tokens);
+        cb, at.back(),
+        arith::MulIOp::create(cb, col, indexConst(cb, kChunkElems)));
+    return {tiles,
+            {buffer, block, row, swizzled, indexConst(cb, 0)},
+            src.memref,
+            at,
+            src.real};
+  };
+  return asyncCopyChunks(b, tile, tid, chunkAt, /*bypassL1=*/true);
 }
 
 /// The wgmma descriptor of a K-major tile in the 128-byte swizzle at shared
@@ -292,11 +287,12 @@ private:
 void WgmmaScoreKernelBuilder::carveTiles(ImplicitLocOpBuilder &b) {
   Value bytes = e.func().getWorkgroupAttributions()[0];
   auto swizzledTiles = [&](int64_t offset, int64_t buffers, int64_t rows) {
-    return memref::ViewOp::create(
-               b,
-               workgroupType(
-                   ctx, {buffers, d / kSwizzleColumns, rows, 8, kChunk}, elem),
-               bytes, indexConst(b, offset), ValueRange{})
+    return memref::ViewOp::create(b,
+                                  workgroupType(ctx,
+                                                {buffers, d / kSwizzleColumns,
+                                                 rows, 8, kChunkElems},
+                                                elem),
+                                  bytes, indexConst(b, offset), ValueRange{})
         .getResult();
   };
   queryTile = swizzledTiles(0, 1, kWarpgroupRows);
@@ -321,7 +317,7 @@ void WgmmaScoreKernelBuilder::copyQueries(ImplicitLocOpBuilder &qb,
                                            arith::DivUIOp::create(lb, r, g));
              return {e.arg("queries"),
                      {batch, head, m.query, indexConst(lb, 0)},
-                     indexConst(lb, kChunk)};
+                     indexConst(lb, kChunkElems)};
            });
 }
 
@@ -338,7 +334,7 @@ void WgmmaScoreKernelBuilder::copyOperands(ImplicitLocOpBuilder &cb,
                    lb, span.keyShift, arith::MinUIOp::create(lb, key, lastKey));
                Value real = arith::SelectOp::create(
                    lb, cmp(lb, arith::CmpIPredicate::ule, key, lastKey),
-                   indexConst(lb, kChunk), indexConst(lb, 0));
+                   indexConst(lb, kChunkElems), indexConst(lb, 0));
                return {
                    e.arg("keys"), {batch, kv, row, indexConst(lb, 0)}, real};
              });

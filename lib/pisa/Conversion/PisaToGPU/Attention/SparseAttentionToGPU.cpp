@@ -336,11 +336,9 @@ private:
   /// P V. Returns the row's new (max, sum), base 2.
   SmallVector<Value> attend(ImplicitLocOpBuilder &b, Value j, Value max,
                             Value sum) const {
-    using P = arith::CmpIPredicate;
     Type f32 = b.getF32Type();
     const int64_t d = t.headDim, dv = t.valueDim, c = t.blockSize;
     const int64_t R = t.rows;
-    const float negInf = -std::numeric_limits<float>::infinity();
     Value zero = indexConst(b, 0);
     Value pad = arith::ConstantOp::create(b, b.getZeroAttr(elem));
     SmallVector<bool> inBounds(2, true);
@@ -366,7 +364,6 @@ private:
     // O rescaled by exp2(old max - new max).
     Value firstKey = firstKeyOf(b, j);
     auto scoreRow = VectorType::get({t.scoreColumns}, f32);
-    auto i32s = VectorType::get({t.scoreColumns}, b.getI32Type());
     Value raw =
         vector::LoadOp::create(b, scoreRow, sTile, ValueRange{row, scoreCol0},
                                false, llvm::MaybeAlign(16));
@@ -374,12 +371,8 @@ private:
         b, arith::SubIOp::create(b, keyEnd, firstKey), scoreCol0);
     visible = arith::MinSIOp::create(b, visible,
                                      indexConst(b, t.scoreColumns)); // i32
-    Value mask = cmp(b, P::slt, iotaI32(b, t.scoreColumns),
-                     vector::BroadcastOp::create(b, i32s, toI32(b, visible)));
-    Value logits = arith::SelectOp::create(
-        b, mask,
-        arith::MulFOp::create(b, raw, f32Splat(b, scoreRow, scale * kLog2E)),
-        f32Splat(b, scoreRow, negInf));
+    Value logits =
+        maskedRowLogits(b, raw, iotaI32(b, t.scoreColumns), visible, scale);
     auto reassoc = arith::FastMathFlags::reassoc;
     // The threads that share the row.
     SmallVector<int64_t> rowLanes = consecutiveLaneMasks(t.threadsPerRow);

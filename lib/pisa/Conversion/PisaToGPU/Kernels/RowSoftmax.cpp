@@ -7,6 +7,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 #include <limits>
 
@@ -23,6 +24,49 @@ Value mlir::pisa::detail::laneAllReduce(ImplicitLocOpBuilder &b, Value v,
               : arith::AddFOp::create(b, v, other).getResult();
   }
   return v;
+}
+
+Value mlir::pisa::detail::laneSum(ImplicitLocOpBuilder &b, Value v,
+                                  ArrayRef<int64_t> masks) {
+  return laneAllReduce(b, v, masks, /*isMax=*/false);
+}
+
+SmallVector<int64_t> mlir::pisa::detail::halvingLaneMasks(int64_t width) {
+  SmallVector<int64_t> masks;
+  for (int64_t mask = width / 2; mask >= 1; mask /= 2)
+    masks.push_back(mask);
+  return masks;
+}
+
+Value mlir::pisa::detail::headSumInShared(ImplicitLocOpBuilder &b, Value lses,
+                                          Value first, int64_t G) {
+  Value heads = vector::LoadOp::create(b, VectorType::get({G}, b.getF32Type()),
+                                       lses, ValueRange{first});
+  return vector::ReductionOp::create(b, vector::CombiningKind::ADD, heads);
+}
+
+Value mlir::pisa::detail::maskedLogit(ImplicitLocOpBuilder &b, Value x,
+                                      Value visible, Value scale,
+                                      Value negInf) {
+  return arith::SelectOp::create(b, visible, arith::MulFOp::create(b, x, scale),
+                                 negInf);
+}
+
+Value mlir::pisa::detail::maskedRowLogits(ImplicitLocOpBuilder &b, Value raw,
+                                          Value columns, Value visible,
+                                          float scale) {
+  auto rowType = cast<VectorType>(raw.getType());
+  // mask[i] = columns[i] < visible (what vector.create_mask means for an
+  // iota; the NVVM tail does not lower create_mask itself).
+  Value mask = arith::CmpIOp::create(
+      b, arith::CmpIPredicate::slt, columns,
+      vector::BroadcastOp::create(
+          b, columns.getType(),
+          arith::IndexCastOp::create(b, b.getI32Type(), visible)));
+  return arith::SelectOp::create(
+      b, mask,
+      arith::MulFOp::create(b, raw, f32Splat(b, rowType, scale * kLog2E)),
+      f32Splat(b, rowType, kNegInf));
 }
 
 SmallVector<int64_t> mlir::pisa::detail::consecutiveLaneMasks(int64_t width) {

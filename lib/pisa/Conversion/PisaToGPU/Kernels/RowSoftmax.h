@@ -7,7 +7,8 @@
 // (1 / sum and the LSE in base e), and reductions across the lanes that
 // share a row. The kernels differ only in where a row's values live (a
 // lane's registers, a quad, half a warp, a vector); they pass those values
-// here. Scores are in base 2 (exp2 and log2 are single instructions):
+// here. The causal mask and the sum of a query's head LSEs are here too.
+// Scores are in base 2 (exp2 and log2 are single instructions):
 // logits are scaled by log2(e), LSEs taken back to base e with ln(2).
 //
 //===----------------------------------------------------------------------===//
@@ -29,6 +30,33 @@ Value laneAllReduce(ImplicitLocOpBuilder &b, Value v, ArrayRef<int64_t> masks,
 /// The masks of `width` consecutive lanes (a power of two): 1, 2, ...,
 /// width / 2.
 SmallVector<int64_t> consecutiveLaneMasks(int64_t width);
+
+/// The masks of `width` consecutive lanes (a power of two) from the
+/// widest: width / 2, ..., 2, 1.
+SmallVector<int64_t> halvingLaneMasks(int64_t width);
+
+/// The GQA head sum (docs/semantics.md: u sums the LSEs of a query's G
+/// heads): `v`, one head's LSE per lane, summed over the lanes of `masks`
+/// (laneAllReduce's add).
+Value laneSum(ImplicitLocOpBuilder &b, Value v, ArrayRef<int64_t> masks);
+
+/// The GQA head sum of G LSEs held in shared memory at lses[first, first +
+/// G): summed in order, as a vector of G.
+Value headSumInShared(ImplicitLocOpBuilder &b, Value lses, Value first,
+                      int64_t G);
+
+/// The masked causal tile: a score becomes a logit, x * scale, where its key
+/// is visible to the row's query (at or before it, and before N) and -inf
+/// elsewhere, so that it takes no part in the row's softmax.
+Value maskedLogit(ImplicitLocOpBuilder &b, Value x, Value visible, Value scale,
+                  Value negInf);
+
+/// A row of raw scores (vector<n x f32>) as logits in base 2 (scale times
+/// log2 e folded into one multiply): element i is masked unless columns[i]
+/// (its key's offset in the tile, vector<n x i32>) < visible (the index of
+/// the first key the row's query does not see, relative to the tile).
+Value maskedRowLogits(ImplicitLocOpBuilder &b, Value raw, Value columns,
+                      Value visible, float scale);
 
 /// What a row's exponents subtract: its max, or 0 for a row with no visible
 /// key (max = -inf), so that exp2(x - shift) is 0 there, not NaN.

@@ -3,6 +3,7 @@
 #include "Selection/DeviceSelection.h"
 
 #include "Kernels/KernelBuilder.h"
+#include "Kernels/RowSoftmax.h"
 
 #include "../Common/ForcedBlocks.h"
 #include "../Common/LoopBuilders.h"
@@ -79,13 +80,6 @@ static Value selectBest(ImplicitLocOpBuilder &b, IndexLoader loadCand,
         });
         return SmallVector<Value>{increment(lb, take, st[0])};
       })[0];
-}
-
-Value mlir::pisa::detail::laneGroupSum(ImplicitLocOpBuilder &b, Value v,
-                                       int64_t width) {
-  for (int64_t offset = width / 2; offset >= 1; offset /= 2)
-    v = arith::AddFOp::create(b, v, shuffleXor(b, v, offset));
-  return v;
 }
 
 Value mlir::pisa::detail::leafOfPosition(ImplicitLocOpBuilder &b,
@@ -341,7 +335,8 @@ Value mlir::pisa::detail::buildWarpGroupScore(
       cmp(b, arith::CmpIPredicate::ult, head, indexConst(b, query.groupSize)));
   Value lse =
       arith::AddFOp::create(b, state[0], math::LogOp::create(b, state[1]));
-  return laneGroupSum(b, arith::SelectOp::create(b, owner, lse, zeroF), 32);
+  return laneSum(b, arith::SelectOp::create(b, owner, lse, zeroF),
+                 halvingLaneMasks(32));
 }
 
 std::function<Value(ImplicitLocOpBuilder &, Value)>

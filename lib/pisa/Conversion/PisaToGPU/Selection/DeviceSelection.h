@@ -66,10 +66,6 @@ void scoreCandidates(
     ImplicitLocOpBuilder &b, const QueryScratch &scratch, Value count,
     llvm::function_ref<Value(ImplicitLocOpBuilder &, Value)> scoreOf);
 
-/// Sum over groups of `width` consecutive lanes (xor butterfly); every lane
-/// of a group gets its group's total. width is a power of two <= 32.
-Value laneGroupSum(ImplicitLocOpBuilder &b, Value v, int64_t width);
-
 /// b_t = min(t / C, M_1 - 1).
 Value leafOfPosition(ImplicitLocOpBuilder &b, const LevelLayout &layout,
                      Value position);

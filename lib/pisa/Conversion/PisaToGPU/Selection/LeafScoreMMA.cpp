@@ -171,9 +171,8 @@ SmallVector<Value> mlir::pisa::detail::rowLogits(ImplicitLocOpBuilder &b,
           b, arith::MulIOp::create(b, tig, indexConst(b, 2)),
           indexConst(b, kKeysPerTile * int64_t(t) + c));
       Value x = vector::ExtractOp::create(b, tile, ArrayRef<int64_t>{half, c});
-      logits.push_back(arith::SelectOp::create(
-          b, cmp(b, arith::CmpIPredicate::ult, key, count),
-          arith::MulFOp::create(b, x, scaleF), negInf));
+      Value visible = cmp(b, arith::CmpIPredicate::ult, key, count);
+      logits.push_back(maskedLogit(b, x, visible, scaleF, negInf));
     }
   return logits;
 }
@@ -186,12 +185,9 @@ Value childPairLse2(ImplicitLocOpBuilder &b, Value acc, int64_t half,
   Value negInf = f32Const(b, -std::numeric_limits<float>::infinity());
   Value logit[2];
   for (int64_t c = 0; c < 2; ++c)
-    logit[c] = arith::SelectOp::create(
-        b, valid[c],
-        arith::MulFOp::create(
-            b, vector::ExtractOp::create(b, acc, ArrayRef<int64_t>{half, c}),
-            scaleF),
-        negInf);
+    logit[c] = maskedLogit(
+        b, vector::ExtractOp::create(b, acc, ArrayRef<int64_t>{half, c}),
+        valid[c], scaleF, negInf);
   Value m = arith::MaximumFOp::create(b, logit[0], logit[1]);
   Value shift = emptyRowShift(b, m);
   Value e0 = shiftedExp2(b, logit[0], shift);
@@ -245,7 +241,7 @@ Value mlir::pisa::detail::sumHeadRows(ImplicitLocOpBuilder &b,
     sum = arith::AddFOp::create(b, sum, term);
   }
   // Heads gid and gid + 8 here; the others on the lanes sharing lane % 4.
-  sum = laneAllReduce(b, sum, {4, 8, 16}, /*isMax=*/false);
+  sum = laneSum(b, sum, {4, 8, 16});
   return toBaseE(b, sum);
 }
 

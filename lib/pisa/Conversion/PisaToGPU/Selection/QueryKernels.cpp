@@ -1,6 +1,7 @@
 //===- QueryKernels.cpp - What the selection kernels share ----------------===//
 
 #include "Selection/QueryKernels.h"
+#include "Kernels/RowSoftmax.h"
 #include "Selection/LaneWalk.h"
 #include "Selection/LeafScoreMMA.h"
 #include "Selection/PackedSequences.h"
@@ -124,7 +125,7 @@ ScoreOperands warpOperands(Value queries, Value children, const Problem &p,
   operands.lanes = kLanes;
   operands.lane = lane;
   operands.laneSum = [](ImplicitLocOpBuilder &b, Value v) {
-    return laneGroupSum(b, v, kLanes);
+    return laneSum(b, v, halvingLaneMasks(kLanes));
   };
   return operands;
 }

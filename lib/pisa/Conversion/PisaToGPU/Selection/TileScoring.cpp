@@ -502,8 +502,7 @@ SmallVector<Value> SimtScoreKernelBuilder::mergeChunk(ImplicitLocOpBuilder &lb,
   for (int64_t r = 0; r < rows; ++r) {
     Value ok = arith::CmpIOp::create(lb, arith::CmpIPredicate::ult,
                                      indexConst(lb, r), visible);
-    Value x = arith::SelectOp::create(
-        lb, ok, arith::MulFOp::create(lb, acc[r], scale), negInf);
+    Value x = maskedLogit(lb, acc[r], ok, scale, negInf);
     logits.push_back(x);
     chunkMax = arith::MaximumFOp::create(lb, chunkMax, x);
   }
@@ -526,13 +525,7 @@ void SimtScoreKernelBuilder::writeHeadSums(ImplicitLocOpBuilder &tb,
       arith::CmpIOp::create(tb, arith::CmpIPredicate::eq, head, zero));
   buildIfThen(tb, writer, [&](ImplicitLocOpBuilder &wb) {
     Value base = arith::MulIOp::create(wb, member, g);
-    Value u = buildLoop(
-        wb, zero, g, {zeroF},
-        [&](ImplicitLocOpBuilder &hb, Value h, ValueRange acc) {
-          Value v = memref::LoadOp::create(
-              hb, headLse, ValueRange{arith::AddIOp::create(hb, base, h)});
-          return SmallVector<Value>{arith::AddFOp::create(hb, acc[0], v)};
-        })[0];
+    Value u = headSumInShared(wb, headLse, base, p.groupSize);
     memref::StoreOp::create(wb, u, e.arg("scores"),
                             ValueRange{batch, kv, query, slot});
   });

@@ -370,7 +370,6 @@ void MmaScoreKernelBuilder::sharedRowLse(ImplicitLocOpBuilder &tb,
       arith::MinSIOp::create(tb, arith::MaxSIOp::create(tb, visible, zero),
                              indexConst(tb, keysPerLane));
   auto rowType = VectorType::get({keysPerLane}, f32);
-  auto laneKeys = VectorType::get({keysPerLane}, tb.getI32Type());
   Value raw, columns;
   if (warpRows == 32) {
     std::tie(raw, columns) =
@@ -381,20 +380,9 @@ void MmaScoreKernelBuilder::sharedRowLse(ImplicitLocOpBuilder &tb,
         vector::LoadOp::create(tb, rowType, scoreTile, ValueRange{r, partStart},
                                false, llvm::MaybeAlign(16));
   }
-  // mask[i] = column i < visible (what vector.create_mask means; the NVVM
-  // tail does not lower create_mask itself).
-  Value mask =
-      cmp(tb, arith::CmpIPredicate::slt, columns,
-          vector::BroadcastOp::create(
-              tb, laneKeys,
-              arith::IndexCastOp::create(tb, tb.getI32Type(), visible)));
-  auto splat = [&](float v) { return f32Splat(tb, rowType, v); };
   // In base 2 with the scale folded in: exp2 is one instruction where exp
   // is a range reduction around it. LSE = ln 2 * (max2 + log2(sum)).
-  const float negInf = -std::numeric_limits<float>::infinity();
-  Value logits = arith::SelectOp::create(
-      tb, mask, arith::MulFOp::create(tb, raw, splat(p.scale * kLog2E)),
-      splat(negInf));
+  Value logits = maskedRowLogits(tb, raw, columns, visible, p.scale);
   // Reassociation lets the 32 or 64 terms reduce as a tree.
   auto reassoc = arith::FastMathFlags::reassoc;
   Value rowMax = vector::ReductionOp::create(
@@ -421,11 +409,8 @@ void MmaScoreKernelBuilder::sharedHeadSums(ImplicitLocOpBuilder &tb,
               [&](ImplicitLocOpBuilder &wb) {
                 TileMember scored =
                     loadTileMember(wb, e, p, batch, kv, span, tid);
-                Value heads = vector::LoadOp::create(
-                    wb, VectorType::get({G}, f32), rowLse,
-                    ValueRange{arith::MulIOp::create(wb, tid, g)});
-                Value total = vector::ReductionOp::create(
-                    wb, vector::CombiningKind::ADD, heads);
+                Value total = headSumInShared(
+                    wb, rowLse, arith::MulIOp::create(wb, tid, g), G);
                 memref::StoreOp::create(
                     wb, total, e.arg("scores"),
                     ValueRange{batch, kv, scored.query, scored.slot});

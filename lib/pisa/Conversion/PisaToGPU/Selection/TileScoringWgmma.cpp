@@ -207,8 +207,7 @@ static void buildWarpgroupEpilogue(ImplicitLocOpBuilder &b, const Kernel &e,
     SmallVector<int64_t> quadRows;
     for (int64_t m = 1; m < span8; m *= 2)
       quadRows.push_back(4 * m);
-    Value total =
-        toBaseE(b, laneAllReduce(b, lse[half], quadRows, /*isMax=*/false));
+    Value total = toBaseE(b, laneSum(b, lse[half], quadRows));
     Value row = arith::AddIOp::create(
         b, arith::MulIOp::create(b, warp, indexConst(b, 16)),
         arith::AddIOp::create(b, quadRow, indexConst(b, 8 * half)));

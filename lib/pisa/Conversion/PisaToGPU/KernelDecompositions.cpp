@@ -219,6 +219,23 @@ struct TwoStageInputs {
 };
 } // namespace
 
+/// The pyramid as the tensor-core walk reads it: its bf16 fragment planes.
+/// A packed batch's pyramid is [1, R, Hkv, d]; the planes are head-major
+/// either way.
+static Value fragmentPlanes(ImplicitLocOpBuilder &b, const SelectionPlan &p,
+                            const TwoStageInputs &in, int64_t batch,
+                            Value heads) {
+  const bool packedPyramid = bool(in.cuQueries);
+  auto rows =
+      cast<ShapedType>(in.pyramid.getType()).getShape()[packedPyramid ? 1 : 2];
+  Value planes =
+      empty(b, {batch, p.kvHeads, rows, 2 * p.headDim}, b.getBF16Type(),
+            {in.batch, heads, in.pyramidRows, indexConst(b, 2 * p.headDim)});
+  return FragmentPlanesKernelOp::create(b, TypeRange{planes.getType()},
+                                        in.pyramid, planes, packedPyramid)
+      .getResult(0);
+}
+
 /// The two-stage kernels: [fragment planes], walk, bucket, score tiles,
 /// final selection. Returns the selection.
 static Value decomposeTwoStage(ImplicitLocOpBuilder &b, const SelectionPlan &p,
@@ -249,20 +266,8 @@ static Value decomposeTwoStage(ImplicitLocOpBuilder &b, const SelectionPlan &p,
     return empty(b, {batch, p.kvHeads, last}, i32, {in.batch, heads, lastSize});
   };
 
-  Value pyramid = in.pyramid;
-  if (p.tensorCoreWalk) {
-    // A packed batch's pyramid is [1, R, Hkv, d]; the planes are
-    // head-major either way.
-    const bool packedPyramid = bool(in.cuQueries);
-    auto rows =
-        cast<ShapedType>(pyramid.getType()).getShape()[packedPyramid ? 1 : 2];
-    Value planes =
-        empty(b, {batch, p.kvHeads, rows, 2 * p.headDim}, b.getBF16Type(),
-              {in.batch, heads, in.pyramidRows, indexConst(b, 2 * p.headDim)});
-    pyramid = FragmentPlanesKernelOp::create(b, TypeRange{planes.getType()},
-                                             pyramid, planes, packedPyramid)
-                  .getResult(0);
-  }
+  Value pyramid =
+      p.tensorCoreWalk ? fragmentPlanes(b, p, in, batch, heads) : in.pyramid;
   Value offset = in.offset, numKeys = in.numKeys;
   Value cuQ = in.cuQueries, cuK = in.cuKeys;
   Value contendersInit = perQuery(i32, true), countsInit = perQuery(i32, false);

@@ -143,165 +143,209 @@ void mlir::pisa::markAccumulatorEpilogue(
   }
 }
 
-LogicalResult mlir::pisa::distributeAccumulatorEpilogue(
-    RewriterBase &rewriter, Operation *root, DenseMap<Value, Value> &tiles) {
-  MLIRContext *ctx = rewriter.getContext();
-  Type f32 = Float32Type::get(ctx);
-  auto tileType = VectorType::get({2, 2}, f32);
-  auto rowType = VectorType::get({2}, f32);
-  DenseMap<Value, Value> rows;
-  // A row reduction's result before its quad shuffles: the lane's partial
-  // (vector<2xf32>), the kind, and the initial accumulator applied after
-  // the shuffles. Chained reductions (how unrolling splits a row) extend
-  // the partial, so a row costs two shuffles per fragment row, not per
-  // 16 x 8 tile.
+namespace {
+/// Rewrites the epilogue of one product, op by op in program order, onto
+/// the accumulator layout: `tiles` maps a 16 x 8 tile to its lane's
+/// vector<2x2xf32>, `rows` a 16-row piece to its vector<2xf32>.
+class EpilogueDistributor {
+public:
+  EpilogueDistributor(RewriterBase &rewriter, DenseMap<Value, Value> &tiles)
+      : rewriter(rewriter), tiles(tiles) {
+    Type f32 = Float32Type::get(rewriter.getContext());
+    tileType = VectorType::get({2, 2}, f32);
+    rowType = VectorType::get({2}, f32);
+  }
+
+  LogicalResult run(Operation *root);
+
+private:
+  /// A row reduction's result before its quad shuffles: the lane's partial
+  /// (vector<2xf32>), the kind, and the initial accumulator applied after
+  /// the shuffles. Chained reductions (how unrolling splits a row) extend
+  /// the partial, so a row costs two shuffles per fragment row, not per
+  /// 16 x 8 tile.
   struct Pending {
     Value partial;
     vector::CombiningKind kind;
     Value init;
   };
-  DenseMap<Value, Pending> pending;
-  auto materialize = [&](ImplicitLocOpBuilder &b, Value v) -> Value {
-    if (Value row = rows.lookup(v))
-      return row;
-    auto it = pending.find(v);
-    if (it == pending.end())
-      return {};
-    Pending p = it->second;
-    SmallVector<Value> perRow;
-    for (int64_t i = 0; i < 2; ++i)
-      perRow.push_back(combineLanes(
-          b, p.kind,
-          vector::ExtractOp::create(b, p.partial, ArrayRef<int64_t>{i}),
-          {1, 2}));
-    Value row = combine(
-        b, p.kind, vector::FromElementsOp::create(b, rowType, perRow), p.init);
-    rows[v] = row;
-    return row;
-  };
-  SmallVector<Operation *> done;
-  auto isTile = [](Value v) {
+
+  static bool isTile(Value v) {
     auto t = dyn_cast<VectorType>(v.getType());
     return t && t.getShape() == ArrayRef<int64_t>{kRows, kCols};
-  };
-  auto isRow = [](Value v) {
+  }
+  static bool isRow(Value v) {
     auto t = dyn_cast<VectorType>(v.getType());
     return t && (t.getShape() == ArrayRef<int64_t>{kRows} ||
                  t.getShape() == ArrayRef<int64_t>{kRows, 1});
-  };
-  LogicalResult result = success();
-  root->walk([&](Operation *op) {
-    if (failed(result))
-      return WalkResult::interrupt();
-    ImplicitLocOpBuilder b(op->getLoc(), rewriter);
-    rewriter.setInsertionPoint(op);
-    auto usesDistributed = llvm::any_of(op->getOperands(), [&](Value v) {
+  }
+  bool usesDistributed(Operation *op) const {
+    return llvm::any_of(op->getOperands(), [&](Value v) {
       return tiles.count(v) || rows.count(v) || pending.count(v);
     });
-    if (!usesDistributed)
-      return WalkResult::advance();
+  }
 
-    if (isElementwiseF32(op)) {
-      Value res = op->getResult(0);
-      bool tile = isTile(res);
-      if (!tile && !isRow(res)) {
-        result = op->emitOpError("has no accumulator layout for this shape");
-        return WalkResult::interrupt();
-      }
-      VectorType type = tile ? tileType : rowType;
-      SmallVector<Value> operands;
-      for (Value v : op->getOperands()) {
-        Value d = tile ? tiles.lookup(v) : materialize(b, v);
-        if (!d)
-          d = splatAs(b, v, type);
-        if (!d) {
-          result = op->emitOpError(
-              "mixes an accumulator with a value of no known layout");
-          return WalkResult::interrupt();
-        }
-        operands.push_back(d);
-      }
-      OperationState state(op->getLoc(), op->getName(), operands, {type},
-                           op->getAttrs());
-      (tile ? tiles : rows)[res] = b.create(state)->getResult(0);
-    } else if (auto red = dyn_cast<vector::MultiDimReductionOp>(op)) {
-      Value src = tiles.lookup(red.getSource());
-      vector::CombiningKind kind = red.getKind();
-      if (!src || !isRowReduction(red) || !isSupportedKind(kind)) {
-        result = op->emitOpError("is not a supported row reduction of an "
-                                 "accumulator");
-        return WalkResult::interrupt();
-      }
-      // The lane's two columns of each of its rows.
-      SmallVector<Value> perRow;
-      for (int64_t i = 0; i < 2; ++i) {
-        Value pair = vector::ExtractOp::create(b, src, ArrayRef<int64_t>{i});
-        perRow.push_back(combine(
-            b, kind, vector::ExtractOp::create(b, pair, ArrayRef<int64_t>{0}),
-            vector::ExtractOp::create(b, pair, ArrayRef<int64_t>{1})));
-      }
-      Value local = vector::FromElementsOp::create(b, rowType, perRow);
-      auto chained = pending.find(red.getAcc());
-      if (chained != pending.end() && chained->second.kind == kind) {
-        Pending p = chained->second;
-        pending[red.getResult()] = {combine(b, kind, p.partial, local), kind,
-                                    p.init};
-      } else if (Value init = splatAs(b, red.getAcc(), rowType)) {
-        pending[red.getResult()] = {local, kind, init};
-      } else if (Value acc = materialize(b, red.getAcc())) {
-        pending[red.getResult()] = {local, kind, acc};
-      } else {
-        result = op->emitOpError("has an accumulator of no known layout");
-        return WalkResult::interrupt();
-      }
-    } else if (auto cast = dyn_cast<vector::ShapeCastOp>(op)) {
-      Value row = materialize(b, cast.getSource());
-      if (!row || !isRow(cast.getResult())) {
-        result = op->emitOpError("is not a 16-row piece cast to 16 x 1");
-        return WalkResult::interrupt();
-      }
-      rows[cast.getResult()] = row;
-    } else if (auto bcast = dyn_cast<vector::BroadcastOp>(op)) {
-      Value row = materialize(b, bcast.getSource());
-      if (!row || !isRowBroadcast(bcast) || !isTile(bcast.getResult())) {
-        result = op->emitOpError("is not a row broadcast to a 16 x 8 tile");
-        return WalkResult::interrupt();
-      }
-      // n-D shape casts do not lower: build the 2x2 fragment row by row.
-      Value tile =
-          arith::ConstantOp::create(b, tileType, b.getZeroAttr(tileType));
-      for (int64_t i = 0; i < 2; ++i) {
-        Value v = vector::ExtractOp::create(b, row, ArrayRef<int64_t>{i});
-        tile = vector::InsertOp::create(
-            b, vector::BroadcastOp::create(b, rowType, v), tile,
-            ArrayRef<int64_t>{i});
-      }
-      tiles[bcast.getResult()] = tile;
-    } else if (auto red = dyn_cast<vector::ReductionOp>(op)) {
-      Value row = materialize(b, red.getVector());
-      if (!row || red.getAcc() || !isSupportedKind(red.getKind())) {
-        result = op->emitOpError("is not a reduction of a 16-row piece");
-        return WalkResult::interrupt();
-      }
-      Value v =
-          combine(b, red.getKind(),
-                  vector::ExtractOp::create(b, row, ArrayRef<int64_t>{0}),
-                  vector::ExtractOp::create(b, row, ArrayRef<int64_t>{1}));
-      rewriter.replaceAllUsesWith(
-          red.getResult(), combineLanes(b, red.getKind(), v, {4, 8, 16}));
-    } else {
-      // Transfer writes and the products themselves are the caller's.
-      if (isa<vector::TransferWriteOp, vector::ContractionOp>(op))
-        return WalkResult::advance();
-      result = op->emitOpError("uses an mma accumulator in a way that has "
-                               "no register layout");
+  /// The distributed row of `v`, finishing a pending reduction (its quad
+  /// shuffles, then its initial value); null if `v` has none.
+  Value materialize(ImplicitLocOpBuilder &b, Value v);
+  /// One op using a distributed value; fails with a diagnostic on `op`.
+  LogicalResult distribute(ImplicitLocOpBuilder &b, Operation *op);
+  LogicalResult elementwise(ImplicitLocOpBuilder &b, Operation *op);
+  LogicalResult rowReduction(ImplicitLocOpBuilder &b,
+                             vector::MultiDimReductionOp red);
+  LogicalResult rowBroadcast(ImplicitLocOpBuilder &b,
+                             vector::BroadcastOp bcast);
+  LogicalResult reduction(ImplicitLocOpBuilder &b, vector::ReductionOp red);
+
+  RewriterBase &rewriter;
+  DenseMap<Value, Value> &tiles;
+  DenseMap<Value, Value> rows;
+  DenseMap<Value, Pending> pending;
+  VectorType tileType, rowType;
+};
+} // namespace
+
+Value EpilogueDistributor::materialize(ImplicitLocOpBuilder &b, Value v) {
+  if (Value row = rows.lookup(v))
+    return row;
+  auto it = pending.find(v);
+  if (it == pending.end())
+    return {};
+  Pending p = it->second;
+  SmallVector<Value> perRow;
+  for (int64_t i = 0; i < 2; ++i)
+    perRow.push_back(combineLanes(
+        b, p.kind,
+        vector::ExtractOp::create(b, p.partial, ArrayRef<int64_t>{i}), {1, 2}));
+  Value row = combine(
+      b, p.kind, vector::FromElementsOp::create(b, rowType, perRow), p.init);
+  rows[v] = row;
+  return row;
+}
+
+LogicalResult EpilogueDistributor::elementwise(ImplicitLocOpBuilder &b,
+                                               Operation *op) {
+  Value res = op->getResult(0);
+  bool tile = isTile(res);
+  if (!tile && !isRow(res))
+    return op->emitOpError("has no accumulator layout for this shape");
+  VectorType type = tile ? tileType : rowType;
+  SmallVector<Value> operands;
+  for (Value v : op->getOperands()) {
+    Value d = tile ? tiles.lookup(v) : materialize(b, v);
+    if (!d)
+      d = splatAs(b, v, type);
+    if (!d)
+      return op->emitOpError(
+          "mixes an accumulator with a value of no known layout");
+    operands.push_back(d);
+  }
+  OperationState state(op->getLoc(), op->getName(), operands, {type},
+                       op->getAttrs());
+  (tile ? tiles : rows)[res] = b.create(state)->getResult(0);
+  return success();
+}
+
+LogicalResult
+EpilogueDistributor::rowReduction(ImplicitLocOpBuilder &b,
+                                  vector::MultiDimReductionOp red) {
+  Value src = tiles.lookup(red.getSource());
+  vector::CombiningKind kind = red.getKind();
+  if (!src || !isRowReduction(red) || !isSupportedKind(kind))
+    return red->emitOpError("is not a supported row reduction of an "
+                            "accumulator");
+  // The lane's two columns of each of its rows.
+  SmallVector<Value> perRow;
+  for (int64_t i = 0; i < 2; ++i) {
+    Value pair = vector::ExtractOp::create(b, src, ArrayRef<int64_t>{i});
+    perRow.push_back(combine(
+        b, kind, vector::ExtractOp::create(b, pair, ArrayRef<int64_t>{0}),
+        vector::ExtractOp::create(b, pair, ArrayRef<int64_t>{1})));
+  }
+  Value local = vector::FromElementsOp::create(b, rowType, perRow);
+  auto chained = pending.find(red.getAcc());
+  if (chained != pending.end() && chained->second.kind == kind) {
+    Pending p = chained->second;
+    pending[red.getResult()] = {combine(b, kind, p.partial, local), kind,
+                                p.init};
+  } else if (Value init = splatAs(b, red.getAcc(), rowType)) {
+    pending[red.getResult()] = {local, kind, init};
+  } else if (Value acc = materialize(b, red.getAcc())) {
+    pending[red.getResult()] = {local, kind, acc};
+  } else {
+    return red->emitOpError("has an accumulator of no known layout");
+  }
+  return success();
+}
+
+LogicalResult EpilogueDistributor::rowBroadcast(ImplicitLocOpBuilder &b,
+                                                vector::BroadcastOp bcast) {
+  Value row = materialize(b, bcast.getSource());
+  if (!row || !isRowBroadcast(bcast) || !isTile(bcast.getResult()))
+    return bcast->emitOpError("is not a row broadcast to a 16 x 8 tile");
+  // n-D shape casts do not lower: build the 2x2 fragment row by row.
+  Value tile = arith::ConstantOp::create(b, tileType, b.getZeroAttr(tileType));
+  for (int64_t i = 0; i < 2; ++i) {
+    Value v = vector::ExtractOp::create(b, row, ArrayRef<int64_t>{i});
+    tile =
+        vector::InsertOp::create(b, vector::BroadcastOp::create(b, rowType, v),
+                                 tile, ArrayRef<int64_t>{i});
+  }
+  tiles[bcast.getResult()] = tile;
+  return success();
+}
+
+LogicalResult EpilogueDistributor::reduction(ImplicitLocOpBuilder &b,
+                                             vector::ReductionOp red) {
+  Value row = materialize(b, red.getVector());
+  if (!row || red.getAcc() || !isSupportedKind(red.getKind()))
+    return red->emitOpError("is not a reduction of a 16-row piece");
+  Value v = combine(b, red.getKind(),
+                    vector::ExtractOp::create(b, row, ArrayRef<int64_t>{0}),
+                    vector::ExtractOp::create(b, row, ArrayRef<int64_t>{1}));
+  rewriter.replaceAllUsesWith(red.getResult(),
+                              combineLanes(b, red.getKind(), v, {4, 8, 16}));
+  return success();
+}
+
+LogicalResult EpilogueDistributor::distribute(ImplicitLocOpBuilder &b,
+                                              Operation *op) {
+  if (isElementwiseF32(op))
+    return elementwise(b, op);
+  if (auto red = dyn_cast<vector::MultiDimReductionOp>(op))
+    return rowReduction(b, red);
+  if (auto cast = dyn_cast<vector::ShapeCastOp>(op)) {
+    Value row = materialize(b, cast.getSource());
+    if (!row || !isRow(cast.getResult()))
+      return op->emitOpError("is not a 16-row piece cast to 16 x 1");
+    rows[cast.getResult()] = row;
+    return success();
+  }
+  if (auto bcast = dyn_cast<vector::BroadcastOp>(op))
+    return rowBroadcast(b, bcast);
+  if (auto red = dyn_cast<vector::ReductionOp>(op))
+    return reduction(b, red);
+  return op->emitOpError("uses an mma accumulator in a way that has "
+                         "no register layout");
+}
+
+LogicalResult EpilogueDistributor::run(Operation *root) {
+  SmallVector<Operation *> done;
+  WalkResult walked = root->walk([&](Operation *op) {
+    if (!usesDistributed(op))
+      return WalkResult::advance();
+    // Transfer writes and the products themselves are the caller's.
+    if (isa<vector::TransferWriteOp, vector::ContractionOp>(op))
+      return WalkResult::advance();
+    ImplicitLocOpBuilder b(op->getLoc(), rewriter);
+    rewriter.setInsertionPoint(op);
+    if (failed(distribute(b, op)))
       return WalkResult::interrupt();
-    }
     done.push_back(op);
     return WalkResult::advance();
   });
-  if (failed(result))
-    return result;
+  if (walked.wasInterrupted())
+    return failure();
   for (Operation *op : llvm::reverse(done)) {
     if (!op->use_empty())
       return op->emitOpError("accumulator value still used after "
@@ -309,4 +353,9 @@ LogicalResult mlir::pisa::distributeAccumulatorEpilogue(
     rewriter.eraseOp(op);
   }
   return success();
+}
+
+LogicalResult mlir::pisa::distributeAccumulatorEpilogue(
+    RewriterBase &rewriter, Operation *root, DenseMap<Value, Value> &tiles) {
+  return EpilogueDistributor(rewriter, tiles).run(root);
 }

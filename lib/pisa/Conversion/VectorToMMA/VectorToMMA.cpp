@@ -396,6 +396,68 @@ LogicalResult mlir::pisa::unrollWarpMatmulsToMmaShape(Operation *root) {
   return success();
 }
 
+/// The mma accumulator of `op` (the builder at `op`): an earlier k-step's
+/// result, a fragment loaded from its shared-memory read, or a splat
+/// constant; fails with a diagnostic on `op` otherwise.
+static FailureOr<Value> accumulatorOf(RewriterBase &rewriter,
+                                      vector::ContractionOp op,
+                                      const DenseMap<Value, Value> &fragments) {
+  auto accType = VectorType::get({2, 2}, rewriter.getF32Type());
+  Value acc = fragments.lookup(op.getAcc());
+  if (auto read = op.getAcc().getDefiningOp<vector::TransferReadOp>();
+      !acc && read) {
+    FailureOr<Value> loaded = loadAccumulator(rewriter, read);
+    if (failed(loaded))
+      return op.emitOpError("an mma accumulator read must be an in-bounds "
+                            "row-major f32 read of shared memory");
+    acc = *loaded;
+    rewriter.setInsertionPoint(op);
+  }
+  if (!acc) {
+    SplatElementsAttr splat;
+    if (!matchPattern(op.getAcc(), m_Constant(&splat)))
+      return op.emitOpError("mma accumulator must be a splat constant, a "
+                            "shared-memory read or an mma result");
+    acc = arith::ConstantOp::create(
+        rewriter, op.getLoc(), accType,
+        DenseElementsAttr::get(accType, splat.getSplatValue<Attribute>()));
+  }
+  return acc;
+}
+
+/// Stores the products' results through their transfer_writes (anything
+/// else has no layout; the epilogue is gone by now), then erases the
+/// contracts and the reads only they used.
+static LogicalResult
+storeResultsAndErase(RewriterBase &rewriter,
+                     ArrayRef<vector::ContractionOp> contracts,
+                     const DenseMap<Value, Value> &fragments) {
+  for (vector::ContractionOp op : contracts)
+    for (Operation *user : llvm::make_early_inc_range(op->getUsers())) {
+      if (auto write = dyn_cast<vector::TransferWriteOp>(user)) {
+        if (failed(storeFragment(rewriter, write,
+                                 fragments.lookup(op.getResult()))))
+          return write.emitOpError(
+              "mma results must be written in bounds, row-major");
+      } else if (!isa<vector::ContractionOp>(user)) {
+        return user->emitOpError(
+            "uses an mma result other than by transfer_write");
+      }
+    }
+  for (vector::ContractionOp op : llvm::reverse(contracts)) {
+    Value lhs = op.getLhs(), rhs = op.getRhs(), acc = op.getAcc();
+    rewriter.eraseOp(op);
+    for (Value operand : {lhs, rhs})
+      if (Operation *def = operand.getDefiningOp(); def && def->use_empty())
+        rewriter.eraseOp(def);
+    // An accumulator read (an earlier k-step's contract is erased in turn).
+    if (auto read = acc.getDefiningOp<vector::TransferReadOp>();
+        read && read->use_empty())
+      rewriter.eraseOp(read);
+  }
+  return success();
+}
+
 LogicalResult mlir::pisa::convertWarpMatmulsToNVGPU(RewriterBase &rewriter,
                                                     Operation *root) {
   SmallVector<vector::ContractionOp> contracts;
@@ -434,60 +496,18 @@ LogicalResult mlir::pisa::convertWarpMatmulsToNVGPU(RewriterBase &rewriter,
           "mma operands must be in-bounds row-major reads of shared memory");
 
     rewriter.setInsertionPoint(op);
-    auto accType = VectorType::get({2, 2}, rewriter.getF32Type());
-    Value acc = fragments.lookup(op.getAcc());
-    if (auto read = op.getAcc().getDefiningOp<vector::TransferReadOp>();
-        !acc && read) {
-      FailureOr<Value> loaded = loadAccumulator(rewriter, read);
-      if (failed(loaded))
-        return op.emitOpError("an mma accumulator read must be an in-bounds "
-                              "row-major f32 read of shared memory");
-      acc = *loaded;
-      rewriter.setInsertionPoint(op);
-    }
-    if (!acc) {
-      SplatElementsAttr splat;
-      if (!matchPattern(op.getAcc(), m_Constant(&splat)))
-        return op.emitOpError("mma accumulator must be a splat constant, a "
-                              "shared-memory read or an mma result");
-      acc = arith::ConstantOp::create(
-          rewriter, op.getLoc(), accType,
-          DenseElementsAttr::get(accType, splat.getSplatValue<Attribute>()));
-    }
+    FailureOr<Value> acc = accumulatorOf(rewriter, op, fragments);
+    if (failed(acc))
+      return failure();
     fragments[op.getResult()] = nvgpu::MmaSyncOp::create(
-        rewriter, op.getLoc(), *a, *bFrag, acc, {kM, kN, kK});
+        rewriter, op.getLoc(), *a, *bFrag, *acc, {kM, kN, kK});
   }
 
   // Register epilogues consume results where mma.sync left them.
   if (failed(pisa::distributeAccumulatorEpilogue(rewriter, root, fragments)))
     return failure();
 
-  // Results leave through transfer_writes (or the epilogue, gone by now);
-  // anything else has no layout.
-  for (vector::ContractionOp op : contracts)
-    for (Operation *user : llvm::make_early_inc_range(op->getUsers())) {
-      if (auto write = dyn_cast<vector::TransferWriteOp>(user)) {
-        if (failed(storeFragment(rewriter, write,
-                                 fragments.lookup(op.getResult()))))
-          return write.emitOpError(
-              "mma results must be written in bounds, row-major");
-      } else if (!isa<vector::ContractionOp>(user)) {
-        return user->emitOpError(
-            "uses an mma result other than by transfer_write");
-      }
-    }
-  for (vector::ContractionOp op : llvm::reverse(contracts)) {
-    Value lhs = op.getLhs(), rhs = op.getRhs(), acc = op.getAcc();
-    rewriter.eraseOp(op);
-    for (Value operand : {lhs, rhs})
-      if (Operation *def = operand.getDefiningOp(); def && def->use_empty())
-        rewriter.eraseOp(def);
-    // An accumulator read (an earlier k-step's contract is erased in turn).
-    if (auto read = acc.getDefiningOp<vector::TransferReadOp>();
-        read && read->use_empty())
-      rewriter.eraseOp(read);
-  }
-  return success();
+  return storeResultsAndErase(rewriter, contracts, fragments);
 }
 
 void mlir::pisa::populateBF16MmaSyncToNVVMPatterns(

@@ -283,17 +283,33 @@ private:
   /// max), o = sum_w O_w weight_w / sum (0 without keys), lse = ln 2 (max +
   /// log2 sum) (-inf without keys).
   void merge(ImplicitLocOpBuilder &b, ValueRange st) const {
-    using P = arith::CmpIPredicate;
-    Type f32 = b.getF32Type();
-    const float negInfF = -std::numeric_limits<float>::infinity();
+    Value part = publishPartials(b, st);
+    gpu::BarrierOp::create(b);
+    // Thread n takes 8 columns of a row: items tid, tid + 128, ...
+    ChunkedTile items{G, plan.valueDim, kAttentionThreads};
+    for (int64_t n = 0; n < items.passes(); ++n) {
+      Value i = items.chunk(b, tid, n);
+      buildIfThen(
+          b, cmp(b, arith::CmpIPredicate::ult, i, indexConst(b, items.count())),
+          [&](ImplicitLocOpBuilder &wb) {
+            Value row = items.row(wb, i), col = items.column(wb, i);
+            combineChunk(wb, part, row, col);
+          });
+    }
+  }
+
+  /// Writes this warp's partial result to shared memory, [warps, stride]:
+  /// per row its O, then its max and its sum (over the quad: each lane
+  /// summed its own columns). Returns that buffer.
+  Value publishPartials(ImplicitLocOpBuilder &b, ValueRange st) const {
     const int64_t dv = plan.valueDim, stride = plan.mergeStride;
-    // Sums over the quad: each lane summed its own columns.
     SmallVector<Value> sums{st[2], st[3]};
     for (Value &sum : sums)
       for (int64_t offset : {1, 2})
         sum = arith::AddFOp::create(b, sum, shuffleXor(b, sum, offset));
     gpu::BarrierOp::create(b); // every warp is done with its V tile
-    Value part = view(b, indexConst(b, 0), {kAttentionWarps, stride}, f32);
+    Value part =
+        view(b, indexConst(b, 0), {kAttentionWarps, stride}, b.getF32Type());
     for (int64_t half = 0; half < 2; ++half) {
       Value row = arith::AddIOp::create(b, gid, indexConst(b, 8 * half));
       for (int64_t t = 0; t < dv / kValuesPerTile; ++t) {
@@ -307,7 +323,7 @@ private:
         vector::StoreOp::create(b, v, part, ValueRange{warp, at});
       }
       buildIfThen(
-          b, cmp(b, P::eq, tig, indexConst(b, 0)),
+          b, cmp(b, arith::CmpIPredicate::eq, tig, indexConst(b, 0)),
           [&](ImplicitLocOpBuilder &wb) {
             Value at =
                 arith::AddIOp::create(wb, row, indexConst(wb, kHeadRows * dv));
@@ -318,71 +334,60 @@ private:
                                      wb, at, indexConst(wb, kHeadRows))});
           });
     }
-    gpu::BarrierOp::create(b);
+    return part;
+  }
 
-    // Thread n takes 8 columns of a row: items tid, tid + 128, ...
-    const int64_t perRow = dv / kChunkElems, items = G * perRow;
+  /// Columns [col, col + 8) of head row `row` from the warps' partials:
+  /// its output chunk, and (from the thread of column 0) its LSE.
+  void combineChunk(ImplicitLocOpBuilder &wb, Value part, Value row,
+                    Value col) const {
+    Type f32 = wb.getF32Type();
+    const int64_t dv = plan.valueDim;
     auto chunkType = VectorType::get({kChunkElems}, f32);
-    for (int64_t n = 0; n * kAttentionThreads < items; ++n) {
-      Value i =
-          arith::AddIOp::create(b, tid, indexConst(b, n * kAttentionThreads));
-      buildIfThen(
-          b, cmp(b, P::ult, i, indexConst(b, items)),
-          [&](ImplicitLocOpBuilder &wb) {
-            Value row = arith::DivUIOp::create(wb, i, indexConst(wb, perRow));
-            Value col = arith::MulIOp::create(
-                wb, arith::RemUIOp::create(wb, i, indexConst(wb, perRow)),
-                indexConst(wb, kChunkElems));
-            Value maxAt =
-                arith::AddIOp::create(wb, row, indexConst(wb, kHeadRows * dv));
-            Value sumAt =
-                arith::AddIOp::create(wb, maxAt, indexConst(wb, kHeadRows));
-            SmallVector<Value> maxes, partSums;
-            Value m = f32Const(wb, negInfF);
-            for (int64_t w = 0; w < kAttentionWarps; ++w) {
-              maxes.push_back(memref::LoadOp::create(
-                  wb, part, ValueRange{indexConst(wb, w), maxAt}));
-              partSums.push_back(memref::LoadOp::create(
-                  wb, part, ValueRange{indexConst(wb, w), sumAt}));
-              m = arith::MaximumFOp::create(wb, m, maxes.back());
-            }
-            Value shift = emptyRowShift(wb, m);
-            Value total = f32Const(wb, 0.0f);
-            Value o = f32Splat(wb, chunkType, 0.0f);
-            Value at = arith::AddIOp::create(
-                wb, arith::MulIOp::create(wb, row, indexConst(wb, dv)), col);
-            for (int64_t w = 0; w < kAttentionWarps; ++w) {
-              Value weight = rescaleFactor(wb, maxes[w], shift);
-              total = arith::AddFOp::create(
-                  wb, total, arith::MulFOp::create(wb, partSums[w], weight));
-              Value ow = vector::LoadOp::create(
-                  wb, chunkType, part, ValueRange{indexConst(wb, w), at});
-              o = arith::AddFOp::create(
-                  wb, o,
-                  arith::MulFOp::create(
-                      wb, ow,
-                      vector::BroadcastOp::create(wb, chunkType, weight)));
-            }
-            std::pair<Value, Value> end = rowEnd(wb, m, total);
-            Value inverse = end.first, lse = end.second;
-            Value head = arith::AddIOp::create(
-                wb, arith::MulIOp::create(wb, kv, indexConst(wb, G)), row);
-            Value out = arith::TruncFOp::create(
-                wb, VectorType::get({kChunkElems}, elem),
-                arith::MulFOp::create(
-                    wb, o,
-                    vector::BroadcastOp::create(wb, chunkType, inverse)));
-            vector::StoreOp::create(wb, out, e.arg("output"),
-                                    ValueRange{batch, head, query, col}, false,
-                                    llvm::MaybeAlign(16));
-            buildIfThen(wb, cmp(wb, P::eq, col, indexConst(wb, 0)),
-                        [&](ImplicitLocOpBuilder &lb) {
-                          memref::StoreOp::create(
-                              lb, lse, e.arg("lse"),
-                              ValueRange{batch, head, query});
-                        });
-          });
+    Value maxAt =
+        arith::AddIOp::create(wb, row, indexConst(wb, kHeadRows * dv));
+    Value sumAt = arith::AddIOp::create(wb, maxAt, indexConst(wb, kHeadRows));
+    SmallVector<Value> maxes, partSums;
+    Value m = f32Const(wb, -std::numeric_limits<float>::infinity());
+    for (int64_t w = 0; w < kAttentionWarps; ++w) {
+      maxes.push_back(memref::LoadOp::create(
+          wb, part, ValueRange{indexConst(wb, w), maxAt}));
+      partSums.push_back(memref::LoadOp::create(
+          wb, part, ValueRange{indexConst(wb, w), sumAt}));
+      m = arith::MaximumFOp::create(wb, m, maxes.back());
     }
+    Value shift = emptyRowShift(wb, m);
+    Value total = f32Const(wb, 0.0f);
+    Value o = f32Splat(wb, chunkType, 0.0f);
+    Value at = arith::AddIOp::create(
+        wb, arith::MulIOp::create(wb, row, indexConst(wb, dv)), col);
+    for (int64_t w = 0; w < kAttentionWarps; ++w) {
+      Value weight = rescaleFactor(wb, maxes[w], shift);
+      total = arith::AddFOp::create(
+          wb, total, arith::MulFOp::create(wb, partSums[w], weight));
+      Value ow = vector::LoadOp::create(wb, chunkType, part,
+                                        ValueRange{indexConst(wb, w), at});
+      o = arith::AddFOp::create(
+          wb, o,
+          arith::MulFOp::create(
+              wb, ow, vector::BroadcastOp::create(wb, chunkType, weight)));
+    }
+    std::pair<Value, Value> end = rowEnd(wb, m, total);
+    Value inverse = end.first, lse = end.second;
+    Value head = arith::AddIOp::create(
+        wb, arith::MulIOp::create(wb, kv, indexConst(wb, G)), row);
+    Value out = arith::TruncFOp::create(
+        wb, VectorType::get({kChunkElems}, elem),
+        arith::MulFOp::create(
+            wb, o, vector::BroadcastOp::create(wb, chunkType, inverse)));
+    vector::StoreOp::create(wb, out, e.arg("output"),
+                            ValueRange{batch, head, query, col}, false,
+                            llvm::MaybeAlign(16));
+    buildIfThen(wb, cmp(wb, arith::CmpIPredicate::eq, col, indexConst(wb, 0)),
+                [&](ImplicitLocOpBuilder &lb) {
+                  memref::StoreOp::create(lb, lse, e.arg("lse"),
+                                          ValueRange{batch, head, query});
+                });
   }
 
   const Kernel &e;

@@ -336,34 +336,39 @@ private:
   /// P V. Returns the row's new (max, sum), base 2.
   SmallVector<Value> attend(ImplicitLocOpBuilder &b, Value j, Value max,
                             Value sum) const {
-    Type f32 = b.getF32Type();
-    const int64_t d = t.headDim, dv = t.valueDim, c = t.blockSize;
-    const int64_t R = t.rows;
+    scoreBlock(b);
+    gpu::BarrierOp::create(b);
+    SmallVector<Value> next = softmaxStep(b, j, max, sum);
+    gpu::BarrierOp::create(b);
+    accumulateValues(b);
+    return next;
+  }
+
+  /// S = Q K^T: warp w scores the block's keys [w C/4, (w + 1) C/4).
+  void scoreBlock(ImplicitLocOpBuilder &b) const {
+    const int64_t keysPerWarp = t.blockSize / kAttentionWarps;
     Value zero = indexConst(b, 0);
     Value pad = arith::ConstantOp::create(b, b.getZeroAttr(elem));
     SmallVector<bool> inBounds(2, true);
-
-    // S = Q K^T: warp w scores the block's keys [w C/4, (w + 1) C/4).
-    const int64_t keysPerWarp = c / kAttentionWarps;
     Value warpKey0 = arith::MulIOp::create(b, warp, indexConst(b, keysPerWarp));
-    {
-      Value lhs = queryTile;
-      Value rhs = vector::TransferReadOp::create(
-          b, VectorType::get({keysPerWarp, d}, elem), kTile,
-          ValueRange{warpKey0, zero}, pad, inBounds);
-      auto accType = VectorType::get({R, keysPerWarp}, f32);
-      Value product = tileProduct(b, lhs, rhs, f32Splat(b, accType, 0.0f),
-                                  /*rhsIsKN=*/false);
-      vector::TransferWriteOp::create(b, product, sTile,
-                                      ValueRange{zero, warpKey0}, inBounds);
-    }
-    gpu::BarrierOp::create(b);
+    Value rhs = vector::TransferReadOp::create(
+        b, VectorType::get({keysPerWarp, t.headDim}, elem), kTile,
+        ValueRange{warpKey0, zero}, pad, inBounds);
+    auto accType = VectorType::get({t.rows, keysPerWarp}, b.getF32Type());
+    Value product = tileProduct(b, queryTile, rhs, f32Splat(b, accType, 0.0f),
+                                /*rhsIsKN=*/false);
+    vector::TransferWriteOp::create(b, product, sTile,
+                                    ValueRange{zero, warpKey0}, inBounds);
+  }
 
-    // The row's online softmax over its visible keys (base 2, the scale
-    // folded into one multiply); P = exp2(logit - new max), and the row of
-    // O rescaled by exp2(old max - new max).
+  /// The row's online softmax over list entry j's visible keys (base 2, the
+  /// scale folded into one multiply): P = exp2(logit - new max) into the
+  /// P tile, and the row of O rescaled by exp2(old max - new max). Returns
+  /// the row's new (max, sum).
+  SmallVector<Value> softmaxStep(ImplicitLocOpBuilder &b, Value j, Value max,
+                                 Value sum) const {
     Value firstKey = firstKeyOf(b, j);
-    auto scoreRow = VectorType::get({t.scoreColumns}, f32);
+    auto scoreRow = VectorType::get({t.scoreColumns}, b.getF32Type());
     Value raw =
         vector::LoadOp::create(b, scoreRow, sTile, ValueRange{row, scoreCol0},
                                false, llvm::MaybeAlign(16));
@@ -397,8 +402,14 @@ private:
                                 probs),
         pTile, ValueRange{row, scoreCol0}, false,
         llvm::MaybeAlign(std::min<int64_t>(16, t.scoreColumns * 2)));
-    // alpha = 1 (the row's max did not grow: most blocks after the first
-    // few) leaves O as it is, so its shared-memory round trip is skipped.
+    rescaleOutputRow(b, alpha);
+    return {newMax, newSum};
+  }
+
+  /// The row of O times alpha. alpha = 1 (the row's max did not grow: most
+  /// blocks after the first few) leaves O as it is, so its shared-memory
+  /// round trip is skipped.
+  void rescaleOutputRow(ImplicitLocOpBuilder &b, Value alpha) const {
     buildIfThen(
         b,
         arith::CmpFOp::create(b, arith::CmpFPredicate::UNE, alpha,
@@ -414,10 +425,16 @@ private:
                   vector::BroadcastOp::create(rb, outRowType(rb), alpha)),
               oTile, ValueRange{row, outCol0}, false, llvm::MaybeAlign(16));
         });
-    gpu::BarrierOp::create(b);
+  }
 
-    // O += P V: warp w owns the columns [w dv/4, (w + 1) dv/4).
-    const int64_t colsPerWarp = dv / kAttentionWarps;
+  /// O += P V: warp w owns the columns [w dv/4, (w + 1) dv/4).
+  void accumulateValues(ImplicitLocOpBuilder &b) const {
+    Type f32 = b.getF32Type();
+    const int64_t R = t.rows, c = t.blockSize;
+    const int64_t colsPerWarp = t.valueDim / kAttentionWarps;
+    Value zero = indexConst(b, 0);
+    Value pad = arith::ConstantOp::create(b, b.getZeroAttr(elem));
+    SmallVector<bool> inBounds(2, true);
     Value warpCol0 = arith::MulIOp::create(b, warp, indexConst(b, colsPerWarp));
     Value lhs =
         vector::TransferReadOp::create(b, VectorType::get({R, c}, elem), pTile,
@@ -432,7 +449,6 @@ private:
     Value product = tileProduct(b, lhs, rhs, accTile, /*rhsIsKN=*/true);
     vector::TransferWriteOp::create(b, product, oTile,
                                     ValueRange{zero, warpCol0}, inBounds);
-    return {newMax, newSum};
   }
 
   /// Row r < G is head firstHead + r: o = O / sum (0 without keys), lse =

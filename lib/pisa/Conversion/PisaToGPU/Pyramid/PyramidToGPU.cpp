@@ -182,37 +182,33 @@ static int64_t pathKeysInFlight(int64_t threads) {
   return threads > 512 ? 16 : 32;
 }
 
-static void emitLastLeafAppend(ImplicitLocOpBuilder &b, Value keys,
-                               Value pyramid, Value batch, Value head,
-                               Value feature, Value leaf, Value n,
-                               Value capacity, int64_t blockSize, int64_t fan,
-                               int64_t levels, int64_t keysInFlight,
-                               const RowIndices &keyAt) {
+namespace {
+/// One level of the last leaf's path: whether its node exists (its child
+/// level has more than one node), the node's row, its children, and the
+/// siblings of the path's child (+0 where there is none).
+struct PathLevel {
+  Value exists, row, children;
+  SmallVector<Value> siblings;
+};
+} // namespace
+
+/// The path's levels above `leaf` for n keys in the capacity's layout, the
+/// siblings loaded from the pyramid (each level's node is the last of it).
+static SmallVector<PathLevel> loadPathLevels(ImplicitLocOpBuilder &b,
+                                             Value pyramid, Value batch,
+                                             Value head, Value feature, Value n,
+                                             Value capacity, int64_t blockSize,
+                                             int64_t fan, int64_t levels) {
   using P = arith::CmpIPredicate;
   Value zero = indexConst(b, 0), one = indexConst(b, 1);
   Value cFan = indexConst(b, fan), cBlock = indexConst(b, blockSize);
   Value zeroF = f32Const(b, 0.0f);
-  auto meanOf = [&](Value sum, Value count) -> Value {
-    Value c = arith::UIToFPOp::create(
-        b, b.getF32Type(),
-        arith::IndexCastUIOp::create(b, b.getI64Type(), count));
-    return arith::DivFOp::create(b, sum, c);
-  };
-  Value first = arith::MulIOp::create(b, leaf, cBlock);
-  Value count =
-      arith::MinUIOp::create(b, cBlock, arith::SubIOp::create(b, n, first));
-  // Every level's path node (the last of its level) and its siblings,
-  // the children before the path's child.
-  struct Level {
-    Value exists, row, children;
-    SmallVector<Value> siblings;
-  };
-  SmallVector<Level> path;
+  SmallVector<PathLevel> path;
   Value capOffset = zero,
         capCount = arith::CeilDivUIOp::create(b, capacity, cBlock);
   Value childCount = arith::CeilDivUIOp::create(b, n, cBlock);
   for (int64_t l = 0; l < levels; ++l) {
-    Level level;
+    PathLevel level;
     Value levelOffset = arith::AddIOp::create(b, capOffset, capCount);
     level.exists = cmp(b, P::ugt, childCount, one);
     Value node = arith::DivUIOp::create(
@@ -238,6 +234,32 @@ static void emitLastLeafAppend(ImplicitLocOpBuilder &b, Value keys,
     capCount = arith::CeilDivUIOp::create(b, capCount, cFan);
     childCount = arith::CeilDivUIOp::create(b, childCount, cFan);
   }
+  return path;
+}
+
+/// sum / count, count an index.
+static Value meanOf(ImplicitLocOpBuilder &b, Value sum, Value count) {
+  Value c = arith::UIToFPOp::create(
+      b, b.getF32Type(),
+      arith::IndexCastUIOp::create(b, b.getI64Type(), count));
+  return arith::DivFOp::create(b, sum, c);
+}
+
+static void emitLastLeafAppend(ImplicitLocOpBuilder &b, Value keys,
+                               Value pyramid, Value batch, Value head,
+                               Value feature, Value leaf, Value n,
+                               Value capacity, int64_t blockSize, int64_t fan,
+                               int64_t levels, int64_t keysInFlight,
+                               const RowIndices &keyAt) {
+  using P = arith::CmpIPredicate;
+  Value zero = indexConst(b, 0);
+  Value cBlock = indexConst(b, blockSize);
+  Value zeroF = f32Const(b, 0.0f);
+  Value first = arith::MulIOp::create(b, leaf, cBlock);
+  Value count =
+      arith::MinUIOp::create(b, cBlock, arith::SubIOp::create(b, n, first));
+  SmallVector<PathLevel> path = loadPathLevels(
+      b, pyramid, batch, head, feature, n, capacity, blockSize, fan, levels);
   // The path, bottom up: s = 0 + x_0, then s = x_j + s, divided once;
   // the leaf's keys loaded keysInFlight at a time (rows past its count
   // load its first key, added as +0).
@@ -262,20 +284,105 @@ static void emitLastLeafAppend(ImplicitLocOpBuilder &b, Value keys,
           s = arith::AddFOp::create(lb, s, v);
         return SmallVector<Value>{s};
       })[0];
-  Value value = meanOf(sum, count);
+  Value value = meanOf(b, sum, count);
   memref::StoreOp::create(b, value, pyramid,
                           ValueRange{batch, head, leaf, feature});
-  for (const Level &level : path) {
+  for (const PathLevel &level : path) {
     Value s = zeroF;
     for (Value v : level.siblings)
       s = arith::AddFOp::create(b, s, v);
     s = arith::AddFOp::create(b, s, value);
-    value = meanOf(s, level.children);
+    value = meanOf(b, s, level.children);
     buildIfThen(b, level.exists, [&](ImplicitLocOpBuilder &wb) {
       memref::StoreOp::create(wb, value, pyramid,
                               ValueRange{batch, head, level.row, feature});
     });
   }
+}
+
+namespace {
+/// One sequence's append as a block sees it: its cache, where this
+/// thread works, and the keys [from, to = n) whose leaves (from firstLeaf
+/// to leaves) and ancestors are recomputed.
+struct AppendSite {
+  Value keys, pyramid;
+  RowBlock at;
+  RowIndices keyAt;
+  Value capacity, n, firstLeaf, leaves;
+  int64_t blockSize = 0, fan = 0, levels = 0;
+};
+} // namespace
+
+/// Whether the pages below `to` of the sequence lie in [0, P): the threads
+/// split the table's entries (`stride` at a time), and the shared `flag`
+/// records whether any is out of range.
+static Value pagesInRange(ImplicitLocOpBuilder &b, const PagedKeys &paged,
+                          Value flag, Value batch, Value to, Value capacity,
+                          int64_t stride) {
+  using P = arith::CmpIPredicate;
+  Value zero32 = arith::ConstantIntOp::create(b, 0, 32);
+  Value zero = indexConst(b, 0), tid = threadIdX(b);
+  buildIfThen(b, cmp(b, P::eq, tid, zero), [&](ImplicitLocOpBuilder &ib) {
+    memref::StoreOp::create(ib, zero32, flag, ValueRange{zero});
+  });
+  gpu::BarrierOp::create(b);
+  Value pages = paged.pagesBelow(b, toIndex(b, to), capacity);
+  Value numPages = dimOf(b, paged.pool, 0);
+  buildLoop(b, tid, pages, indexConst(b, stride), {},
+            [&](ImplicitLocOpBuilder &lb, Value i, ValueRange) {
+              buildIfThen(lb, paged.outside(lb, batch, i, numPages),
+                          [&](ImplicitLocOpBuilder &wb) {
+                            memref::StoreOp::create(
+                                wb, arith::ConstantIntOp::create(wb, 1, 32),
+                                flag, ValueRange{zero});
+                          });
+              return SmallVector<Value>{};
+            });
+  gpu::BarrierOp::create(b);
+  return cmp(b, P::eq, memref::LoadOp::create(b, flag, ValueRange{zero}),
+             zero32);
+}
+
+/// Any append: the block's rows recompute the leaves from firstLeaf, then
+/// level by level the nodes above them.
+static void emitGeneralAppend(ImplicitLocOpBuilder &tb, const AppendSite &s) {
+  using P = arith::CmpIPredicate;
+  const RowBlock &at = s.at;
+  Value cRows = indexConst(tb, at.rows.count), cFan = indexConst(tb, s.fan);
+  Value cBlock = indexConst(tb, s.blockSize), one = indexConst(tb, 1);
+  buildLoop(tb, arith::AddIOp::create(tb, s.firstLeaf, at.rows.row), s.leaves,
+            cRows, {}, [&](ImplicitLocOpBuilder &lb, Value leaf, ValueRange) {
+              Value first = arith::MulIOp::create(lb, leaf, cBlock);
+              Value count = arith::MinUIOp::create(
+                  lb, cBlock, arith::SubIOp::create(lb, s.n, first));
+              emitMean(lb, s.keys, s.pyramid, at.batch, at.head, first, count,
+                       leaf, at.rows.feature, s.keyAt);
+              return SmallVector<Value>{};
+            });
+  gpu::BarrierOp::create(tb);
+  // Level by level: where the child level starts and how many nodes it
+  // has in the capacity's layout, how many it has for n keys, and the
+  // first one recomputed.
+  Value capLeaves = arith::CeilDivUIOp::create(tb, s.capacity, cBlock);
+  buildLoop(
+      tb, indexConst(tb, 0), indexConst(tb, s.levels),
+      {indexConst(tb, 0), capLeaves, s.leaves, s.firstLeaf},
+      [&](ImplicitLocOpBuilder &lb, Value, ValueRange st) {
+        Value capOffset = st[0], capCount = st[1];
+        Value childCount = st[2], firstChild = st[3];
+        Value levelOffset = arith::AddIOp::create(lb, capOffset, capCount);
+        Value size = arith::CeilDivUIOp::create(lb, childCount, cFan);
+        Value first = arith::DivUIOp::create(lb, firstChild, cFan);
+        // The level exists while its child level has more than one node.
+        Value end = arith::SelectOp::create(
+            lb, cmp(lb, P::ugt, childCount, one), size, indexConst(lb, 0));
+        emitLevelNodes(lb, s.pyramid, at.batch, at.head, capOffset, childCount,
+                       levelOffset, first, end, at.rows, s.fan);
+        gpu::BarrierOp::create(lb);
+        return SmallVector<Value>{
+            levelOffset, arith::CeilDivUIOp::create(lb, capCount, cFan), size,
+            first};
+      });
 }
 
 void mlir::pisa::detail::emitPyramidAppend(ImplicitLocOpBuilder &b,
@@ -288,16 +395,17 @@ void mlir::pisa::detail::emitPyramidAppend(ImplicitLocOpBuilder &b,
                                  : MemRefType();
   const int64_t d = keysMem.getShape()[3];
   using P = arith::CmpIPredicate;
-  const int64_t numHeads = pyrMem.getShape()[1];
-  Value keys = ops.keys, pyramid = ops.pyramid;
-  RowBlock at = rowBlock(b, numHeads, d, threads);
-  Value batch = at.batch, head = at.head, row = at.rows.row;
-  Value feature = at.rows.feature;
-  Value cRows = indexConst(b, at.rows.count), cFan = indexConst(b, fan);
+  AppendSite s;
+  s.keys = ops.keys;
+  s.pyramid = ops.pyramid;
+  s.blockSize = blockSize;
+  s.fan = fan;
+  s.at = rowBlock(b, pyrMem.getShape()[1], d, threads);
+  Value batch = s.at.batch, head = s.at.head;
   Value cBlock = indexConst(b, blockSize), one = indexConst(b, 1);
   const int64_t pageSize = tableMem ? keysMem.getShape()[1] : 0;
-  Value capacity = tableMem ? indexConst(b, tableMem.getShape()[1] * pageSize)
-                            : dimOf(b, keys, 2);
+  s.capacity = tableMem ? indexConst(b, tableMem.getShape()[1] * pageSize)
+                        : dimOf(b, ops.keys, 2);
   Value from = memref::LoadOp::create(b, ops.from, ValueRange{batch});
   Value to = memref::LoadOp::create(b, ops.to, ValueRange{batch});
   // 0 <= from < to <= Ncap, else the sequence's cache is left as it is
@@ -307,107 +415,50 @@ void mlir::pisa::detail::emitPyramidAppend(ImplicitLocOpBuilder &b,
       b,
       arith::AndIOp::create(b, cmp(b, P::sle, zero32, from),
                             cmp(b, P::slt, from, to)),
-      cmp(b, P::ule, toIndex(b, to), capacity));
-  RowIndices keyAt;
+      cmp(b, P::ule, toIndex(b, to), s.capacity));
   if (tableMem) {
-    PagedKeys paged{ops.blockTable, keys, pageSize};
-    // Pages below to[b] must lie in [0, P), else the cache is left as it
-    // is: the threads split the table's entries, and a shared flag holds
-    // whether any of them is out of range.
-    Value flag = ops.pageFlag;
-    Value zero = indexConst(b, 0), tid = threadIdX(b);
-    buildIfThen(b, cmp(b, P::eq, tid, zero), [&](ImplicitLocOpBuilder &ib) {
-      memref::StoreOp::create(ib, zero32, flag, ValueRange{zero});
-    });
-    gpu::BarrierOp::create(b);
-    Value pages = paged.pagesBelow(b, toIndex(b, to), capacity);
-    Value numPages = dimOf(b, keys, 0);
-    buildLoop(b, tid, pages, indexConst(b, at.rows.count * d), {},
-              [&](ImplicitLocOpBuilder &lb, Value i, ValueRange) {
-                buildIfThen(lb, paged.outside(lb, batch, i, numPages),
-                            [&](ImplicitLocOpBuilder &wb) {
-                              memref::StoreOp::create(
-                                  wb, arith::ConstantIntOp::create(wb, 1, 32),
-                                  flag, ValueRange{zero});
-                            });
-                return SmallVector<Value>{};
-              });
-    gpu::BarrierOp::create(b);
-    valid = arith::AndIOp::create(
-        b, valid,
-        cmp(b, P::eq, memref::LoadOp::create(b, flag, ValueRange{zero}),
-            zero32));
-    keyAt = [=](ImplicitLocOpBuilder &lb, Value j, Value e) {
+    // Pages below to[b] must lie in [0, P), else the cache is left as it is.
+    PagedKeys paged{ops.blockTable, ops.keys, pageSize};
+    valid =
+        arith::AndIOp::create(b, valid,
+                              pagesInRange(b, paged, ops.pageFlag, batch, to,
+                                           s.capacity, s.at.rows.count * d));
+    s.keyAt = [=](ImplicitLocOpBuilder &lb, Value j, Value e) {
       return paged.at(lb, batch, j, head, e);
     };
   }
   auto capShape =
       tableMem ? tableMem.getShape()[1] * pageSize : keysMem.getShape()[2];
-  const int64_t levels = maxUpperLevels(
+  s.levels = maxUpperLevels(
       ShapedType::isDynamic(capShape) ? kMaxGPUKeys : capShape, blockSize, fan);
-  Value n = toIndex(b, to);
-  Value firstLeaf = arith::DivUIOp::create(b, toIndex(b, from), cBlock);
-  Value leaves = arith::CeilDivUIOp::create(b, n, cBlock);
+  s.n = toIndex(b, to);
+  s.firstLeaf = arith::DivUIOp::create(b, toIndex(b, from), cBlock);
+  s.leaves = arith::CeilDivUIOp::create(b, s.n, cBlock);
   // Keys in the last leaf only (a decode step): its path, in registers,
   // when the leaf's keys and the path's siblings fit them.
   const bool pathFits =
-      blockSize <= kMaxPathLeafKeys && (fan - 1) * levels <= kMaxPathSiblings;
+      blockSize <= kMaxPathLeafKeys && (fan - 1) * s.levels <= kMaxPathSiblings;
   Value lastLeafOnly =
-      pathFits ? cmp(b, P::eq, arith::AddIOp::create(b, firstLeaf, one), leaves)
-               : arith::ConstantIntOp::create(b, 0, 1).getResult();
+      pathFits
+          ? cmp(b, P::eq, arith::AddIOp::create(b, s.firstLeaf, one), s.leaves)
+          : arith::ConstantIntOp::create(b, 0, 1).getResult();
   buildIfThen(b, arith::AndIOp::create(b, valid, lastLeafOnly),
               [&](ImplicitLocOpBuilder &tb) {
-                buildIfThen(tb, cmp(tb, P::eq, row, indexConst(tb, 0)),
-                            [&](ImplicitLocOpBuilder &rb) {
-                              emitLastLeafAppend(
-                                  rb, keys, pyramid, batch, head, feature,
-                                  firstLeaf, n, capacity, blockSize, fan,
-                                  levels, pathKeysInFlight(threads), keyAt);
-                            });
+                buildIfThen(
+                    tb, cmp(tb, P::eq, s.at.rows.row, indexConst(tb, 0)),
+                    [&](ImplicitLocOpBuilder &rb) {
+                      emitLastLeafAppend(rb, s.keys, s.pyramid, batch, head,
+                                         s.at.rows.feature, s.firstLeaf, s.n,
+                                         s.capacity, blockSize, fan, s.levels,
+                                         pathKeysInFlight(threads), s.keyAt);
+                    });
               });
-  buildIfThen(
-      b,
-      arith::AndIOp::create(
-          b, valid,
-          arith::XOrIOp::create(b, lastLeafOnly,
-                                arith::ConstantIntOp::create(b, 1, 1))),
-      [&](ImplicitLocOpBuilder &tb) {
-        buildLoop(tb, arith::AddIOp::create(tb, firstLeaf, row), leaves, cRows,
-                  {}, [&](ImplicitLocOpBuilder &lb, Value leaf, ValueRange) {
-                    Value first = arith::MulIOp::create(lb, leaf, cBlock);
-                    Value count = arith::MinUIOp::create(
-                        lb, cBlock, arith::SubIOp::create(lb, n, first));
-                    emitMean(lb, keys, pyramid, batch, head, first, count, leaf,
-                             feature, keyAt);
-                    return SmallVector<Value>{};
-                  });
-        gpu::BarrierOp::create(tb);
-        // Level by level: where the child level starts and how many nodes it
-        // has in the capacity's layout, how many it has for n keys, and the
-        // first one recomputed.
-        Value capLeaves = arith::CeilDivUIOp::create(tb, capacity, cBlock);
-        buildLoop(
-            tb, indexConst(tb, 0), indexConst(tb, levels),
-            {indexConst(tb, 0), capLeaves, leaves, firstLeaf},
-            [&](ImplicitLocOpBuilder &lb, Value, ValueRange st) {
-              Value capOffset = st[0], capCount = st[1];
-              Value childCount = st[2], firstChild = st[3];
-              Value levelOffset =
-                  arith::AddIOp::create(lb, capOffset, capCount);
-              Value size = arith::CeilDivUIOp::create(lb, childCount, cFan);
-              Value first = arith::DivUIOp::create(lb, firstChild, cFan);
-              // The level exists while its child level has more than one node.
-              Value end =
-                  arith::SelectOp::create(lb, cmp(lb, P::ugt, childCount, one),
-                                          size, indexConst(lb, 0));
-              emitLevelNodes(lb, pyramid, batch, head, capOffset, childCount,
-                             levelOffset, first, end, at.rows, fan);
-              gpu::BarrierOp::create(lb);
-              return SmallVector<Value>{
-                  levelOffset, arith::CeilDivUIOp::create(lb, capCount, cFan),
-                  size, first};
-            });
-      });
+  buildIfThen(b,
+              arith::AndIOp::create(
+                  b, valid,
+                  arith::XOrIOp::create(b, lastLeafOnly,
+                                        arith::ConstantIntOp::create(b, 1, 1))),
+              [&](ImplicitLocOpBuilder &tb) { emitGeneralAppend(tb, s); });
 }
 
 /// The kernel of pisa.kernel.pyramid_append: block (0, batch x head) runs
@@ -483,6 +534,58 @@ struct PyramidAppendKernelToGPU : OpRewritePattern<PyramidAppendKernelOp> {
   }
 };
 
+/// pyramid_leaves: block (leaf, batch x head), a thread per feature, the
+/// mean of the leaf's keys.
+static Kernel buildLeafKernel(PatternRewriter &rewriter, Operation *op,
+                              MemRefType keysMem, MemRefType pyrMem,
+                              int64_t blockSize) {
+  Kernel kernel = createKernel(rewriter, op, "pyramid_leaves",
+                               {{"keys", keysMem}, {"pyramid", pyrMem}});
+  ImplicitLocOpBuilder kb(op->getLoc(), rewriter);
+  Value leaf = blockIdX(kb), bh = blockIdY(kb), e = threadIdX(kb);
+  Value heads = indexConst(kb, keysMem.getShape()[1]);
+  Value batch = arith::DivUIOp::create(kb, bh, heads);
+  Value head = arith::RemUIOp::create(kb, bh, heads);
+  Value cBlock = indexConst(kb, blockSize);
+  Value first = arith::MulIOp::create(kb, leaf, cBlock);
+  Value numKeys = dimOf(kb, kernel.arg("keys"), 2);
+  Value count = arith::MinUIOp::create(
+      kb, cBlock, arith::SubIOp::create(kb, numKeys, first));
+  emitMean(kb, kernel.arg("keys"), kernel.arg("pyramid"), batch, head, first,
+           count, leaf, e);
+  gpu::ReturnOp::create(kb);
+  return kernel;
+}
+
+/// pyramid_level: block (node, batch x head), a thread per feature, the
+/// mean of the node's children in the level below.
+static Kernel buildLevelKernel(PatternRewriter &rewriter, Operation *op,
+                               MemRefType pyrMem, int64_t fan) {
+  Type index = rewriter.getIndexType();
+  Kernel kernel = createKernel(rewriter, op, "pyramid_level",
+                               {{"pyramid", pyrMem},
+                                {"childOffset", index},
+                                {"levelOffset", index},
+                                {"childCount", index}});
+  ImplicitLocOpBuilder lb(op->getLoc(), rewriter);
+  Value node = blockIdX(lb), lbh = blockIdY(lb), le = threadIdX(lb);
+  Value lheads = indexConst(lb, pyrMem.getShape()[1]);
+  Value lbatch = arith::DivUIOp::create(lb, lbh, lheads);
+  Value lhead = arith::RemUIOp::create(lb, lbh, lheads);
+  Value srcOffset = kernel.arg("childOffset");
+  Value dstOffset = kernel.arg("levelOffset");
+  Value srcCount = kernel.arg("childCount");
+  Value cFan = indexConst(lb, fan);
+  Value firstChild = arith::MulIOp::create(lb, node, cFan);
+  Value children = arith::MinUIOp::create(
+      lb, cFan, arith::SubIOp::create(lb, srcCount, firstChild));
+  emitMean(lb, kernel.arg("pyramid"), kernel.arg("pyramid"), lbatch, lhead,
+           arith::AddIOp::create(lb, srcOffset, firstChild), children,
+           arith::AddIOp::create(lb, dstOffset, node), le);
+  gpu::ReturnOp::create(lb);
+  return kernel;
+}
+
 struct PyramidKernelToGPU : OpRewritePattern<PyramidKernelOp> {
   using OpRewritePattern::OpRewritePattern;
 
@@ -497,48 +600,12 @@ struct PyramidKernelToGPU : OpRewritePattern<PyramidKernelOp> {
     const int64_t numHeads = shape[1], d = shape[3];
     const int64_t blockSize = op.getBlockSize(), fan = op.getBranching();
     Location loc = op.getLoc();
-    Type index = rewriter.getIndexType();
 
     Kernel leafKernel, levelKernel, topKernel;
     {
       OpBuilder::InsertionGuard guard(rewriter);
-      leafKernel = createKernel(rewriter, op, "pyramid_leaves",
-                                {{"keys", keysMem}, {"pyramid", pyrMem}});
-      ImplicitLocOpBuilder kb(loc, rewriter);
-      Value leaf = blockIdX(kb), bh = blockIdY(kb), e = threadIdX(kb);
-      Value heads = indexConst(kb, numHeads);
-      Value batch = arith::DivUIOp::create(kb, bh, heads);
-      Value head = arith::RemUIOp::create(kb, bh, heads);
-      Value cBlock = indexConst(kb, blockSize);
-      Value first = arith::MulIOp::create(kb, leaf, cBlock);
-      Value numKeys = dimOf(kb, leafKernel.arg("keys"), 2);
-      Value count = arith::MinUIOp::create(
-          kb, cBlock, arith::SubIOp::create(kb, numKeys, first));
-      emitMean(kb, leafKernel.arg("keys"), leafKernel.arg("pyramid"), batch,
-               head, first, count, leaf, e);
-      gpu::ReturnOp::create(kb);
-
-      levelKernel = createKernel(rewriter, op, "pyramid_level",
-                                 {{"pyramid", pyrMem},
-                                  {"childOffset", index},
-                                  {"levelOffset", index},
-                                  {"childCount", index}});
-      ImplicitLocOpBuilder lb(loc, rewriter);
-      Value node = blockIdX(lb), lbh = blockIdY(lb), le = threadIdX(lb);
-      Value lheads = indexConst(lb, numHeads);
-      Value lbatch = arith::DivUIOp::create(lb, lbh, lheads);
-      Value lhead = arith::RemUIOp::create(lb, lbh, lheads);
-      Value srcOffset = levelKernel.arg("childOffset");
-      Value dstOffset = levelKernel.arg("levelOffset");
-      Value srcCount = levelKernel.arg("childCount");
-      Value cFan = indexConst(lb, fan);
-      Value firstChild = arith::MulIOp::create(lb, node, cFan);
-      Value children = arith::MinUIOp::create(
-          lb, cFan, arith::SubIOp::create(lb, srcCount, firstChild));
-      emitMean(lb, levelKernel.arg("pyramid"), levelKernel.arg("pyramid"),
-               lbatch, lhead, arith::AddIOp::create(lb, srcOffset, firstChild),
-               children, arith::AddIOp::create(lb, dstOffset, node), le);
-      gpu::ReturnOp::create(lb);
+      leafKernel = buildLeafKernel(rewriter, op, keysMem, pyrMem, blockSize);
+      levelKernel = buildLevelKernel(rewriter, op, pyrMem, fan);
       topKernel = buildTopLevelsKernel(rewriter, op, pyrMem, numHeads, d, fan);
     }
 

@@ -245,6 +245,64 @@ static Value headOfLane(ImplicitLocOpBuilder &b, const WarpQuery &query,
   return head;
 }
 
+namespace {
+using ChildLoader =
+    llvm::function_ref<SmallVector<Value>(ImplicitLocOpBuilder &, Value)>;
+using ChildFolder = llvm::function_ref<SmallVector<Value>(
+    ImplicitLocOpBuilder &, ArrayRef<Value>, ValueRange)>;
+} // namespace
+
+/// Folds children 0 .. count - 1 (`load(c)`, then `fold(row, state)`) into
+/// `init`, in order. With `rowsInFlight` > 1 the rows of that many children
+/// are loaded before any is folded, so their latencies overlap (a row past
+/// the last is loaded clamped and not folded).
+static SmallVector<Value> foldChildren(ImplicitLocOpBuilder &b, Value count,
+                                       int64_t rowsInFlight, ValueRange init,
+                                       ChildLoader load, ChildFolder fold) {
+  if (rowsInFlight == 1)
+    return buildLoop(b, indexConst(b, 0), count, init,
+                     [&](ImplicitLocOpBuilder &cb, Value c, ValueRange st) {
+                       return fold(cb, load(cb, c), st);
+                     });
+  Value last = arith::SubIOp::create(b, count, indexConst(b, 1));
+  return buildLoop(
+      b, indexConst(b, 0), count, indexConst(b, rowsInFlight), init,
+      [&](ImplicitLocOpBuilder &cb, Value c, ValueRange st) {
+        SmallVector<SmallVector<Value>> rows;
+        SmallVector<Value> at;
+        for (int64_t u = 0; u < rowsInFlight; ++u) {
+          at.push_back(arith::AddIOp::create(cb, c, indexConst(cb, u)));
+          rows.push_back(load(cb, arith::MinUIOp::create(cb, at.back(), last)));
+        }
+        SmallVector<Value> s(st.begin(), st.end());
+        for (int64_t u = 0; u < rowsInFlight; ++u) {
+          SmallVector<Value> next = fold(cb, rows[u], s);
+          Value real = cmp(cb, arith::CmpIPredicate::ult, at[u], count);
+          for (size_t k = 0; k < s.size(); ++k)
+            s[k] = arith::SelectOp::create(cb, real, next[k], s[k]);
+        }
+        return s;
+      });
+}
+
+/// The query's score from each lane's head (max, sum) in base e: the heads'
+/// LSEs summed once per head (its lowest lane, real heads only) over the
+/// warp.
+static Value sumHeadLses(ImplicitLocOpBuilder &b, const WarpQuery &query,
+                         int64_t padded, Value max, Value sum) {
+  Value head = headOfLane(b, query, padded);
+  Value owner = arith::AndIOp::create(
+      b,
+      cmp(b, arith::CmpIPredicate::eq,
+          arith::AndIOp::create(b, query.lane,
+                                indexConst(b, query.width / padded - 1)),
+          indexConst(b, 0)),
+      cmp(b, arith::CmpIPredicate::ult, head, indexConst(b, query.groupSize)));
+  Value lse = arith::AddFOp::create(b, max, math::LogOp::create(b, sum));
+  return laneSum(b, arith::SelectOp::create(b, owner, lse, f32Const(b, 0.0f)),
+                 halvingLaneMasks(32));
+}
+
 Value mlir::pisa::detail::buildWarpGroupScore(
     ImplicitLocOpBuilder &b, const WarpQuery &query, Value children,
     const QuerySite &site, const ChildLevel &level, Value node, float scale,
@@ -292,51 +350,9 @@ Value mlir::pisa::detail::buildWarpGroupScore(
   };
   if (query.width < 32)
     rowsInFlight = std::clamp<int64_t>(32 / chunks, 1, rowsInFlight);
-  SmallVector<Value> state;
-  if (rowsInFlight == 1) {
-    state = buildLoop(b, indexConst(b, 0), valid.second, {negInf, zeroF},
-                      [&](ImplicitLocOpBuilder &cb, Value c, ValueRange st) {
-                        return fold(cb, loadChild(cb, c), st);
-                      });
-  } else {
-    // The rows of `rowsInFlight` children are loaded before any is folded,
-    // so their latencies overlap; the folds run in the same order as one
-    // at a time (a row past the last is loaded clamped and not folded).
-    Value last = arith::SubIOp::create(b, valid.second, indexConst(b, 1));
-    state = buildLoop(
-        b, indexConst(b, 0), valid.second, indexConst(b, rowsInFlight),
-        {negInf, zeroF}, [&](ImplicitLocOpBuilder &cb, Value c, ValueRange st) {
-          SmallVector<SmallVector<Value>> rows;
-          SmallVector<Value> at;
-          for (int64_t u = 0; u < rowsInFlight; ++u) {
-            at.push_back(arith::AddIOp::create(cb, c, indexConst(cb, u)));
-            rows.push_back(
-                loadChild(cb, arith::MinUIOp::create(cb, at.back(), last)));
-          }
-          SmallVector<Value> s(st.begin(), st.end());
-          for (int64_t u = 0; u < rowsInFlight; ++u) {
-            SmallVector<Value> next = fold(cb, rows[u], s);
-            Value real =
-                cmp(cb, arith::CmpIPredicate::ult, at[u], valid.second);
-            for (size_t k = 0; k < s.size(); ++k)
-              s[k] = arith::SelectOp::create(cb, real, next[k], s[k]);
-          }
-          return s;
-        });
-  }
-  // Sum the heads' LSEs, once per head: its lowest lane, real heads only.
-  Value head = headOfLane(b, query, padded);
-  Value owner = arith::AndIOp::create(
-      b,
-      cmp(b, arith::CmpIPredicate::eq,
-          arith::AndIOp::create(b, query.lane,
-                                indexConst(b, query.width / padded - 1)),
-          indexConst(b, 0)),
-      cmp(b, arith::CmpIPredicate::ult, head, indexConst(b, query.groupSize)));
-  Value lse =
-      arith::AddFOp::create(b, state[0], math::LogOp::create(b, state[1]));
-  return laneSum(b, arith::SelectOp::create(b, owner, lse, zeroF),
-                 halvingLaneMasks(32));
+  SmallVector<Value> state = foldChildren(b, valid.second, rowsInFlight,
+                                          {negInf, zeroF}, loadChild, fold);
+  return sumHeadLses(b, query, padded, state[0], state[1]);
 }
 
 std::function<Value(ImplicitLocOpBuilder &, Value)>

@@ -73,6 +73,49 @@ Value laneRank(
 }
 } // namespace
 
+/// A level's kept candidates: every causal one, or the K best when there
+/// are more (`ranked`: `score` gives this lane's candidate's score, ranked
+/// among the lanes where `isCandidate`). Returns the kept mask and this
+/// lane's source, the `lanePair`-th kept candidate's lane (the kept set is
+/// a prefix while `whole`: no level has been ranked).
+static SmallVector<Value> keepCandidates(
+    ImplicitLocOpBuilder &b, Value lane, Value ranked, Value causal,
+    Value whole, Value lanePair, int64_t maxCandidates, Value cK,
+    llvm::function_ref<Value(ImplicitLocOpBuilder &)> score,
+    llvm::function_ref<Value(ImplicitLocOpBuilder &, Value)> isCandidate,
+    LaneRankOnce rankOnce, LaneScoreAt scoreAt) {
+  return buildIf(
+      b, ranked, {b.getI32Type(), b.getIndexType()},
+      [&](ImplicitLocOpBuilder &rb) {
+        Value mine = rankableScore(rb, score(rb));
+        auto rankKept = [&](ImplicitLocOpBuilder &kb) -> Value {
+          Value rank =
+              laneRank(kb, lane, mine, maxCandidates, isCandidate, scoreAt);
+          return ballot(kb, arith::AndIOp::create(
+                                kb, causal,
+                                cmp(kb, arith::CmpIPredicate::ult, rank, cK)));
+        };
+        LaneKept k =
+            rankOnce ? rankOnce(rb, rankKept) : LaneKept{rankKept(rb), nullptr};
+        if (!k.source)
+          k.source = nthSetBit(rb, k.mask, lanePair);
+        return SmallVector<Value>{k.mask, k.source};
+      },
+      [&](ImplicitLocOpBuilder &eb) {
+        Value mask = ballot(eb, causal);
+        // While no level has been ranked the kept set is a prefix.
+        Value source = buildIf(
+            eb, whole, {eb.getIndexType()},
+            [&](ImplicitLocOpBuilder &) {
+              return SmallVector<Value>{lanePair};
+            },
+            [&](ImplicitLocOpBuilder &sb) {
+              return SmallVector<Value>{nthSetBit(sb, mask, lanePair)};
+            })[0];
+        return SmallVector<Value>{mask, source};
+      });
+}
+
 LaneLeaves mlir::pisa::detail::buildLaneWalk(
     ImplicitLocOpBuilder &b, Value lane, const LevelLayout &layout,
     int64_t topK, int64_t fanout, Value bt, LaneLevelScorer score,
@@ -100,44 +143,15 @@ LaneLeaves mlir::pisa::detail::buildLaneWalk(
     Value childCount = children.numChildren;
     Value ranked = cmp(b, arith::CmpIPredicate::ugt, numCausal, cK);
     Value lanePair = arith::DivUIOp::create(b, lane, cFan);
-    // Kept: every causal candidate, or the K best when there are more; and
-    // this lane's source, the (lane / g)-th kept candidate's lane.
-    SmallVector<Value> kept = buildIf(
-        b, ranked, {b.getI32Type(), b.getIndexType()},
+    SmallVector<Value> kept = keepCandidates(
+        b, lane, ranked, causal, whole, lanePair, maxCandidates, cK,
         [&](ImplicitLocOpBuilder &rb) {
-          Value mine =
-              rankableScore(rb, score(rb, children, numCausal, nodeOf));
-          auto rankKept = [&](ImplicitLocOpBuilder &kb) -> Value {
-            Value rank = laneRank(
-                kb, lane, mine, maxCandidates,
-                [&](ImplicitLocOpBuilder &cb, Value other) {
-                  return cmp(cb, arith::CmpIPredicate::ult, other, numCausal);
-                },
-                scoreAt);
-            return ballot(
-                kb,
-                arith::AndIOp::create(
-                    kb, causal, cmp(kb, arith::CmpIPredicate::ult, rank, cK)));
-          };
-          LaneKept k = rankOnce ? rankOnce(rb, rankKept)
-                                : LaneKept{rankKept(rb), nullptr};
-          if (!k.source)
-            k.source = nthSetBit(rb, k.mask, lanePair);
-          return SmallVector<Value>{k.mask, k.source};
+          return score(rb, children, numCausal, nodeOf);
         },
-        [&](ImplicitLocOpBuilder &eb) {
-          Value mask = ballot(eb, causal);
-          // While no level has been ranked the kept set is a prefix.
-          Value source = buildIf(
-              eb, whole, {eb.getIndexType()},
-              [&](ImplicitLocOpBuilder &) {
-                return SmallVector<Value>{lanePair};
-              },
-              [&](ImplicitLocOpBuilder &sb) {
-                return SmallVector<Value>{nthSetBit(sb, mask, lanePair)};
-              })[0];
-          return SmallVector<Value>{mask, source};
-        });
+        [&](ImplicitLocOpBuilder &cb, Value other) {
+          return cmp(cb, arith::CmpIPredicate::ult, other, numCausal);
+        },
+        rankOnce, scoreAt);
     Value numKept = popCount(b, kept[0]);
     // Lane j takes child j % g of its source. While no level has been
     // ranked the candidates are nodes 0, 1, ... in lane order and all
@@ -179,16 +193,15 @@ LaneLeaves mlir::pisa::detail::buildLaneWalk(
   return leaves;
 }
 
-void mlir::pisa::detail::buildLaneFinalSelection(
-    ImplicitLocOpBuilder &b, Value lane, int64_t topK, int64_t candidates,
-    Value bt, const LaneLeaves &leaves, Value ranked, Value score,
-    IndexStorer store, LaneScoreAt scoreAt) {
+/// Whether this lane's leaf is kept: a contender, and among the `slots`
+/// best when there are more (`ranked`), its score `score`.
+static Value keepContenders(ImplicitLocOpBuilder &b, Value lane,
+                            int64_t candidates, const LaneLeaves &leaves,
+                            Value ranked, Value score, Value slots,
+                            LaneScoreAt scoreAt) {
   using P = arith::CmpIPredicate;
-  Value zero = indexConst(b, 0), one = indexConst(b, 1), two = indexConst(b, 2);
   Value lane32 = toI32(b, lane);
-  Value slots = contenderSlots(b, topK, bt);
-  // Kept: every contender, or the `slots` best when there are more.
-  Value keep = buildIf(
+  return buildIf(
       b, ranked, {b.getI1Type()},
       [&](ImplicitLocOpBuilder &rb) {
         Value mine = rankableScore(rb, score);
@@ -222,6 +235,19 @@ void mlir::pisa::detail::buildLaneFinalSelection(
       [&](ImplicitLocOpBuilder &) {
         return SmallVector<Value>{leaves.contender};
       })[0];
+}
+
+void mlir::pisa::detail::buildLaneFinalSelection(
+    ImplicitLocOpBuilder &b, Value lane, int64_t topK, int64_t candidates,
+    Value bt, const LaneLeaves &leaves, Value ranked, Value score,
+    IndexStorer store, LaneScoreAt scoreAt) {
+  using P = arith::CmpIPredicate;
+  Value zero = indexConst(b, 0), one = indexConst(b, 1), two = indexConst(b, 2);
+  Value lane32 = toI32(b, lane);
+  Value slots = contenderSlots(b, topK, bt);
+  // Kept: every contender, or the `slots` best when there are more.
+  Value keep = keepContenders(b, lane, candidates, leaves, ranked, score, slots,
+                              scoreAt);
   Value keptMask = ballot(b, keep);
   Value numKept = popCount(b, keptMask);
   Value hasBt = cmp(b, P::uge, bt, one);

@@ -95,6 +95,92 @@ Value exchangeTileScores(
   return readSharedScore(b, scratch, count, readAt);
 }
 
+/// Warp 0 ranks a level and hands out its kept set: the mask, and the
+/// kept lanes in order (the k-th at 1 + k), so that lane j reads its
+/// source, the (j / g)-th, instead of searching the mask. The others wait
+/// at the barrier and read it before the next level's exchange barrier,
+/// which warp 0 passes before it writes again.
+static LaneKept
+shareKeptSet(ImplicitLocOpBuilder &rb,
+             llvm::function_ref<Value(ImplicitLocOpBuilder &)> rankKept,
+             const Problem &p, const WarpSite &w) {
+  const QueryScratch &scratch = *w.scratch;
+  Value lane = w.lane;
+  Value zero = indexConst(rb, 0), one = indexConst(rb, 1);
+  buildIfThen(
+      rb, cmp(rb, arith::CmpIPredicate::eq, w.warp, zero),
+      [&](ImplicitLocOpBuilder &wb) {
+        Value mask = rankKept(wb);
+        Value bit = arith::AndIOp::create(
+            wb, arith::ShRUIOp::create(wb, mask, toI32(wb, lane)),
+            arith::ConstantIntOp::create(wb, 1, 32));
+        buildIfThen(wb,
+                    cmp(wb, arith::CmpIPredicate::ne, bit,
+                        arith::ConstantIntOp::create(wb, 0, 32)),
+                    [&](ImplicitLocOpBuilder &kb) {
+                      Value k =
+                          popCount(kb, bitsBelow(kb, mask, toI32(kb, lane)));
+                      memref::StoreOp::create(
+                          kb, toI32(kb, lane), scratch.sharedMask,
+                          ValueRange{arith::AddIOp::create(kb, one, k)});
+                    });
+        buildIfThen(wb, isLaneZero(wb, lane), [&](ImplicitLocOpBuilder &sb) {
+          memref::StoreOp::create(sb, mask, scratch.sharedMask,
+                                  ValueRange{zero});
+        });
+      });
+  gpu::BarrierOp::create(rb);
+  Value pair = arith::MinUIOp::create(
+      rb, arith::DivUIOp::create(rb, lane, indexConst(rb, p.fanout)),
+      indexConst(rb, p.topK - 1));
+  return LaneKept{
+      memref::LoadOp::create(rb, scratch.sharedMask, ValueRange{zero}),
+      toIndex(rb, memref::LoadOp::create(
+                      rb, scratch.sharedMask,
+                      ValueRange{arith::AddIOp::create(rb, one, pair)}))};
+}
+
+/// When the leaf contenders must be ranked (`ranked`), this lane's
+/// contender's score, the `count` contenders scored split over the warps;
+/// else 0. Contender a is the a-th set bit of the mask; this lane's is at
+/// the number of set bits below it.
+static Value scoreLeafContenders(ImplicitLocOpBuilder &gb, const Kernel &kernel,
+                                 const Problem &p, const WarpSite &w,
+                                 const LaneLeaves &leaves, Value count,
+                                 Value ranked, const WarpScorer &rawKeys,
+                                 const ChildLevel &keyLevel) {
+  const QuerySite &site = w.site;
+  Value lane = w.lane;
+  return buildIf(
+      gb, ranked, {gb.getF32Type()},
+      [&](ImplicitLocOpBuilder &rb) {
+        Value position =
+            popCount(rb, bitsBelow(rb, leaves.mask, toI32(rb, lane)));
+        // The leaves on tensor cores when the sizes allow (the query's
+        // fragments loaded with the query when the levels use them too,
+        // else here, after the walk's f32 rows are dead).
+        std::optional<LeafMmaQuery> mmaQuery = w.leafQuery;
+        if (!mmaQuery && scoresLeavesWithMma(p))
+          mmaQuery = loadLeafMmaQuery(rb, kernel.arg("queries"), site,
+                                      p.groupSize, p.headDim, lane);
+        return SmallVector<Value>{exchangeScores(
+            rb, *w.scratch, count, position,
+            [&](ImplicitLocOpBuilder &lb, Value a) {
+              Value leaf =
+                  toIndex(lb, shuffleFrom(lb, toI32(lb, leaves.leaf),
+                                          nthSetBit(lb, leaves.mask, a)));
+              if (mmaQuery)
+                return buildLeafScoreMma(lb, *mmaQuery, kernel.arg("keys"),
+                                         site, keyLevel, leaf, p.blockSize,
+                                         p.headDim, p.scale);
+              return rawKeys(lb, keyLevel, leaf);
+            })};
+      },
+      [&](ImplicitLocOpBuilder &eb) {
+        return SmallVector<Value>{f32Const(eb, 0.0f)};
+      })[0];
+}
+
 /// The single-stage body of a query's block of warps when a level's
 /// candidates fit the lanes (g * K <= 32): every warp runs the lane walk
 /// (LaneWalk.h) with its state in registers; a level or the leaves that
@@ -135,79 +221,14 @@ void buildBlockLaneSelection(ImplicitLocOpBuilder &gb, const Kernel &kernel,
       },
       [&](ImplicitLocOpBuilder &rb,
           llvm::function_ref<Value(ImplicitLocOpBuilder &)> rankKept) {
-        // Warp 0 ranks and hands out its kept set: the mask, and the
-        // kept lanes in order (the k-th at 1 + k), so that lane j reads its
-        // source, the (j / g)-th, instead of searching the mask. The others
-        // wait at the barrier and read it before the next level's exchange
-        // barrier, which warp 0 passes before it writes again.
-        Value zero = indexConst(rb, 0), one = indexConst(rb, 1);
-        buildIfThen(
-            rb, cmp(rb, arith::CmpIPredicate::eq, w.warp, zero),
-            [&](ImplicitLocOpBuilder &wb) {
-              Value mask = rankKept(wb);
-              Value bit = arith::AndIOp::create(
-                  wb, arith::ShRUIOp::create(wb, mask, toI32(wb, lane)),
-                  arith::ConstantIntOp::create(wb, 1, 32));
-              buildIfThen(wb,
-                          cmp(wb, arith::CmpIPredicate::ne, bit,
-                              arith::ConstantIntOp::create(wb, 0, 32)),
-                          [&](ImplicitLocOpBuilder &kb) {
-                            Value k = popCount(
-                                kb, bitsBelow(kb, mask, toI32(kb, lane)));
-                            memref::StoreOp::create(
-                                kb, toI32(kb, lane), scratch.sharedMask,
-                                ValueRange{arith::AddIOp::create(kb, one, k)});
-                          });
-              buildIfThen(wb, isLaneZero(wb, lane),
-                          [&](ImplicitLocOpBuilder &sb) {
-                            memref::StoreOp::create(
-                                sb, mask, scratch.sharedMask, ValueRange{zero});
-                          });
-            });
-        gpu::BarrierOp::create(rb);
-        Value pair = arith::MinUIOp::create(
-            rb, arith::DivUIOp::create(rb, lane, indexConst(rb, p.fanout)),
-            indexConst(rb, p.topK - 1));
-        return LaneKept{
-            memref::LoadOp::create(rb, scratch.sharedMask, ValueRange{zero}),
-            toIndex(rb, memref::LoadOp::create(
-                            rb, scratch.sharedMask,
-                            ValueRange{arith::AddIOp::create(rb, one, pair)}))};
+        return shareKeptSet(rb, rankKept, p, w);
       },
       sharedScore);
   Value count = popCount(gb, leaves.mask);
   Value ranked = cmp(gb, arith::CmpIPredicate::ugt, count,
                      contenderSlots(gb, p.topK, w.bt));
-  // Contender a is the a-th set bit of the mask; this lane's is at the
-  // number of set bits below it.
-  Value score = buildIf(
-      gb, ranked, {gb.getF32Type()},
-      [&](ImplicitLocOpBuilder &rb) {
-        Value position =
-            popCount(rb, bitsBelow(rb, leaves.mask, toI32(rb, lane)));
-        // The leaves on tensor cores when the sizes allow (the query's
-        // fragments loaded with the query when the levels use them too,
-        // else here, after the walk's f32 rows are dead).
-        std::optional<LeafMmaQuery> mmaQuery = w.leafQuery;
-        if (!mmaQuery && scoresLeavesWithMma(p))
-          mmaQuery = loadLeafMmaQuery(rb, kernel.arg("queries"), site,
-                                      p.groupSize, p.headDim, lane);
-        return SmallVector<Value>{exchangeScores(
-            rb, scratch, count, position,
-            [&](ImplicitLocOpBuilder &lb, Value a) {
-              Value leaf =
-                  toIndex(lb, shuffleFrom(lb, toI32(lb, leaves.leaf),
-                                          nthSetBit(lb, leaves.mask, a)));
-              if (mmaQuery)
-                return buildLeafScoreMma(lb, *mmaQuery, kernel.arg("keys"),
-                                         site, keyLevel, leaf, p.blockSize,
-                                         p.headDim, p.scale);
-              return rawKeys(lb, keyLevel, leaf);
-            })};
-      },
-      [&](ImplicitLocOpBuilder &eb) {
-        return SmallVector<Value>{f32Const(eb, 0.0f)};
-      })[0];
+  Value score = scoreLeafContenders(gb, kernel, p, w, leaves, count, ranked,
+                                    rawKeys, keyLevel);
   // Warp 0 alone selects and writes the row.
   buildIfThen(
       gb, cmp(gb, arith::CmpIPredicate::eq, w.warp, indexConst(gb, 0)),

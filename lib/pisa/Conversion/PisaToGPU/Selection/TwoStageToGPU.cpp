@@ -47,6 +47,53 @@ struct FragmentPlanesToGPU : KernelOpPattern<FragmentPlanesKernelOp> {
   }
 };
 
+/// One query warp of stage 1: the walk down to its leaf contenders, written
+/// to `contenders` with their number to `counts`.
+static void walkQueryWarp(ImplicitLocOpBuilder &gb, const Kernel &walkKernel,
+                          const Problem &p, const WarpSite &w,
+                          const LevelLayout &walkLayout) {
+  const QuerySite &site = w.site;
+  Value bt = w.bt;
+  const std::optional<WarpQuery> &query = w.query;
+  Value n;
+  if (w.mmaQuery) {
+    // Lane a holds contender a: each lane writes its own.
+    n = buildMmaWarpWalk(
+        gb, *w.mmaQuery, walkKernel.arg("pyramid"), site, walkLayout, p.topK,
+        bt, p.headDim, p.scale,
+        [&](ImplicitLocOpBuilder &lb, Value pos, Value leaf) {
+          memref::StoreOp::create(
+              lb, arith::IndexCastOp::create(lb, lb.getI32Type(), leaf),
+              walkKernel.arg("contenders"),
+              ValueRange{site.batch, site.kvHead, site.query, pos});
+        });
+  } else {
+    const QueryScratch &scratch = *w.scratch;
+    WarpScorer summaries =
+        warpScorer(query, walkKernel.arg("queries"), walkKernel.arg("pyramid"),
+                   p, w.lane, site);
+    n = buildWalk(gb, {walkLayout, p.topK}, summaries, bt, scratch);
+    // Lanes hold identical results: lane 0 writes them.
+    Value zero = indexConst(gb, 0);
+    Value writes = arith::SelectOp::create(gb, isLaneZero(gb, w.lane), n, zero);
+    buildLoop(gb, zero, writes, {},
+              [&](ImplicitLocOpBuilder &lb, Value a, ValueRange) {
+                Value leaf =
+                    memref::LoadOp::create(lb, scratch.cand, ValueRange{a});
+                memref::StoreOp::create(
+                    lb, leaf, walkKernel.arg("contenders"),
+                    ValueRange{site.batch, site.kvHead, site.query, a});
+                return SmallVector<Value>{};
+              });
+  }
+  buildIfThen(gb, isLaneZero(gb, w.lane), [&](ImplicitLocOpBuilder &sb) {
+    memref::StoreOp::create(sb,
+                            arith::IndexCastOp::create(sb, sb.getI32Type(), n),
+                            walkKernel.arg("counts"),
+                            ValueRange{site.batch, site.kvHead, site.query});
+  });
+}
+
 /// Stage 1: the walk down to the leaf contenders. On tensor cores it reads
 /// the pyramid as bf16 fragment planes.
 struct WalkToGPU : KernelOpPattern<WalkKernelOp> {
@@ -105,50 +152,7 @@ struct WalkToGPU : KernelOpPattern<WalkKernelOp> {
           batchLayout ? &*batchLayout : nullptr, sequenceOf,
           [&](ImplicitLocOpBuilder &gb, const WarpSite &w,
               const LevelLayout &walkLayout) {
-            const QuerySite &site = w.site;
-            Value bt = w.bt;
-            const std::optional<WarpQuery> &query = w.query;
-            Value n;
-            if (w.mmaQuery) {
-              // Lane a holds contender a: each lane writes its own.
-              n = buildMmaWarpWalk(
-                  gb, *w.mmaQuery, walkKernel.arg("pyramid"), site, walkLayout,
-                  p.topK, bt, p.headDim, p.scale,
-                  [&](ImplicitLocOpBuilder &lb, Value pos, Value leaf) {
-                    memref::StoreOp::create(
-                        lb,
-                        arith::IndexCastOp::create(lb, lb.getI32Type(), leaf),
-                        walkKernel.arg("contenders"),
-                        ValueRange{site.batch, site.kvHead, site.query, pos});
-                  });
-            } else {
-              const QueryScratch &scratch = *w.scratch;
-              WarpScorer summaries =
-                  warpScorer(query, walkKernel.arg("queries"),
-                             walkKernel.arg("pyramid"), p, w.lane, site);
-              n = buildWalk(gb, {walkLayout, p.topK}, summaries, bt, scratch);
-              // Lanes hold identical results: lane 0 writes them.
-              Value zero = indexConst(gb, 0);
-              Value writes =
-                  arith::SelectOp::create(gb, isLaneZero(gb, w.lane), n, zero);
-              buildLoop(
-                  gb, zero, writes, {},
-                  [&](ImplicitLocOpBuilder &lb, Value a, ValueRange) {
-                    Value leaf =
-                        memref::LoadOp::create(lb, scratch.cand, ValueRange{a});
-                    memref::StoreOp::create(
-                        lb, leaf, walkKernel.arg("contenders"),
-                        ValueRange{site.batch, site.kvHead, site.query, a});
-                    return SmallVector<Value>{};
-                  });
-            }
-            buildIfThen(
-                gb, isLaneZero(gb, w.lane), [&](ImplicitLocOpBuilder &sb) {
-                  memref::StoreOp::create(
-                      sb, arith::IndexCastOp::create(sb, sb.getI32Type(), n),
-                      walkKernel.arg("counts"),
-                      ValueRange{site.batch, site.kvHead, site.query});
-                });
+            walkQueryWarp(gb, walkKernel, p, w, walkLayout);
           },
           noContenders);
     }
@@ -246,6 +250,37 @@ struct ScoreTilesToGPU : KernelOpPattern<ScoreTilesKernelOp> {
   }
 };
 
+/// Stage 3 for the query row at `fat` (batch, head, query), whose leaf is
+/// bt: the forced blocks and the best of its scored contenders, written to
+/// `selection`.
+static void selectFromContenders(ImplicitLocOpBuilder &gb,
+                                 const Kernel &finalKernel, const Problem &p,
+                                 ArrayRef<Value> fat, Value bt) {
+  Value selection = finalKernel.arg("selection");
+  Value n = arith::IndexCastOp::create(
+      gb, gb.getIndexType(),
+      memref::LoadOp::create(gb, finalKernel.arg("counts"),
+                             ValueRange{fat[0], fat[1], fat[2]}));
+  buildFinalSelection(
+      gb, p.topK, bt, n,
+      [&](ImplicitLocOpBuilder &lb, Value a) -> Value {
+        return arith::IndexCastOp::create(
+            lb, lb.getIndexType(),
+            memref::LoadOp::create(lb, finalKernel.arg("contenders"),
+                                   ValueRange{fat[0], fat[1], fat[2], a}));
+      },
+      [&](ImplicitLocOpBuilder &lb, Value a) -> Value {
+        return memref::LoadOp::create(lb, finalKernel.arg("scores"),
+                                      ValueRange{fat[0], fat[1], fat[2], a});
+      },
+      finalKernel.func().getPrivateAttributions()[0],
+      [&](ImplicitLocOpBuilder &lb, Value pos, Value value) {
+        memref::StoreOp::create(
+            lb, arith::IndexCastOp::create(lb, lb.getI32Type(), value),
+            selection, ValueRange{fat[0], fat[1], fat[2], pos});
+      });
+}
+
 /// Stage 3: forced blocks + best scored contenders.
 struct SelectFinalToGPU : KernelOpPattern<SelectFinalKernelOp> {
   using KernelOpPattern::KernelOpPattern;
@@ -283,30 +318,7 @@ struct SelectFinalToGPU : KernelOpPattern<SelectFinalKernelOp> {
           queryThread(fb, p, dimOf(fb, finalKernel.arg("counts"), 2));
       Value selection = finalKernel.arg("selection");
       auto select = [&](ImplicitLocOpBuilder &gb, Value bt) {
-        Value n = arith::IndexCastOp::create(
-            gb, gb.getIndexType(),
-            memref::LoadOp::create(gb, finalKernel.arg("counts"),
-                                   ValueRange{fat[0], fat[1], fat[2]}));
-        buildFinalSelection(
-            gb, p.topK, bt, n,
-            [&](ImplicitLocOpBuilder &lb, Value a) -> Value {
-              return arith::IndexCastOp::create(
-                  lb, lb.getIndexType(),
-                  memref::LoadOp::create(
-                      lb, finalKernel.arg("contenders"),
-                      ValueRange{fat[0], fat[1], fat[2], a}));
-            },
-            [&](ImplicitLocOpBuilder &lb, Value a) -> Value {
-              return memref::LoadOp::create(
-                  lb, finalKernel.arg("scores"),
-                  ValueRange{fat[0], fat[1], fat[2], a});
-            },
-            finalKernel.func().getPrivateAttributions()[0],
-            [&](ImplicitLocOpBuilder &lb, Value pos, Value value) {
-              memref::StoreOp::create(
-                  lb, arith::IndexCastOp::create(lb, lb.getI32Type(), value),
-                  selection, ValueRange{fat[0], fat[1], fat[2], pos});
-            });
+        selectFromContenders(gb, finalKernel, p, fat, bt);
       };
       if (!packed) {
         // Only b_t is needed here: M_1, not the whole layout.

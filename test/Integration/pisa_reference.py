@@ -156,3 +156,55 @@ def invalid_rows(selection, N, C, K, offset=0):
         present = np.any(sel == forced, axis=-1)
         bad |= (forced[..., 0] >= 0) & ~present
     return bad
+
+
+def attended_mask(selection, N, C, Nq, offset=0):
+    """[B, Hkv, Nq, N] booleans: the keys each query attends (docs/
+    semantics.md section 6: entries used in order, causal, below N)."""
+    B, Hkv = selection.shape[:2]
+    blocks = -(-N // C)
+    mask = np.zeros((B, Hkv, Nq, N), dtype=bool)
+    for b in range(B):
+        for kv in range(Hkv):
+            for i in range(Nq):
+                last = -1
+                for s in selection[b, kv, i]:
+                    s = int(s)
+                    if 0 <= s < blocks and s > last:
+                        mask[b, kv, i, s * C:min(s * C + C, N)] = True
+                        last = s
+                mask[b, kv, i, offset + i + 1:] = False
+    return mask
+
+
+def attend_grad(q, keys, values, selection, grad_out, C, scale=None, offset=0):
+    """The gradients (dq, dk, dv) of docs/semantics.md section 6.1, in
+    float64, as dense masked matrices: P = softmax(scale Q K^T) over the
+    attended keys, dP = dO V^T, dS = P (dP - rowsum(P dP)), dQ = scale dS K,
+    dK = scale dS^T Q and dV = P^T dO, summed over each KV head's G query
+    heads."""
+    B, Hq, Nq, d = q.shape
+    _, Hkv, N, dv = values.shape
+    G = Hq // Hkv
+    if scale is None:
+        scale = 1.0 / math.sqrt(d)
+    qd, kd, vd, dod = (a.astype(np.float64) for a in (q, keys, values, grad_out))
+    mask = attended_mask(selection, N, C, Nq, offset)
+    dq = np.zeros((B, Hq, Nq, d))
+    dk = np.zeros((B, Hkv, N, d))
+    dvv = np.zeros((B, Hkv, N, dv))
+    for b in range(B):
+        for h in range(Hq):
+            kv = h // G
+            m = mask[b, kv]
+            s = np.where(m, scale * qd[b, h] @ kd[b, kv].T, -np.inf)
+            rowmax = np.where(m.any(1), s.max(1), 0.0)
+            p = np.where(m, np.exp(s - rowmax[:, None]), 0.0)
+            total = p.sum(1)
+            p = p / np.where(total > 0, total, 1.0)[:, None]
+            dp = dod[b, h] @ vd[b, kv].T
+            ds = p * (dp - (p * dp).sum(1)[:, None])
+            dq[b, h] = scale * ds @ kd[b, kv]
+            dk[b, kv] += scale * ds.T @ qd[b, h]
+            dvv[b, kv] += p.T @ dod[b, h]
+    return dq, dk, dvv

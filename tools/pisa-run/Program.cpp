@@ -142,17 +142,24 @@ OwningOpRef<ModuleOp> pisatool::buildModule(MLIRContext &ctx, const Problem &p,
       {batch, p.queryHeads, queries, p.valueDim}, elemType);
   auto lseType =
       RankedTensorType::get({batch, p.queryHeads, queries}, b.getF32Type());
+  auto f32Like = [&](RankedTensorType t) {
+    return RankedTensorType::get(t.getShape(), b.getF32Type());
+  };
   SmallVector<Type> inputs{qType, kType};
   SmallVector<Type> results{selType};
   const bool given = !cfg.selectionInPath.empty();
   if (cfg.attend) {
     inputs.push_back(vType);
-    results = {outType, lseType, selType};
+    results = {outType, lseType};
+    if (cfg.grad())
+      results.append({f32Like(qType), f32Like(kType), f32Like(vType)});
+    if (!given)
+      results.push_back(selType);
   }
-  if (given) { // (q, k, v, selection, offset) -> (output, lse)
+  if (given) // (q, k, v, selection, [dO], offset)
     inputs.push_back(selType);
-    results.pop_back();
-  }
+  if (cfg.grad())
+    inputs.push_back(outType);
   inputs.push_back(b.getIndexType());
   auto func = func::FuncOp::create(b, loc, "select",
                                    b.getFunctionType(inputs, results));
@@ -167,12 +174,26 @@ OwningOpRef<ModuleOp> pisatool::buildModule(MLIRContext &ctx, const Problem &p,
                                            cfg, selType));
     return module;
   }
-  if (given) {
+  // attention over `selection`, and its gradient with dO: the results.
+  auto attend = [&](Value selection) -> SmallVector<Value> {
     auto attention = mlir::pisa::SparseAttentionOp::create(
         b, loc, TypeRange{outType, lseType}, entry->getArgument(0),
-        entry->getArgument(1), entry->getArgument(2), entry->getArgument(3),
-        offset, cfg.blockSize, b.getF32FloatAttr(cfg.scale));
-    func::ReturnOp::create(b, loc, attention.getResults());
+        entry->getArgument(1), entry->getArgument(2), selection, offset,
+        cfg.blockSize, b.getF32FloatAttr(cfg.scale));
+    SmallVector<Value> values(attention.getResults());
+    if (cfg.grad()) {
+      Value gradOutput = entry->getArgument(entry->getNumArguments() - 2);
+      auto grad = mlir::pisa::SparseAttentionGradOp::create(
+          b, loc, TypeRange{f32Like(qType), f32Like(kType), f32Like(vType)},
+          entry->getArgument(0), entry->getArgument(1), entry->getArgument(2),
+          selection, offset, attention.getOutput(), attention.getLse(),
+          gradOutput, cfg.blockSize, b.getF32FloatAttr(cfg.scale));
+      llvm::append_range(values, grad.getResults());
+    }
+    return values;
+  };
+  if (given) {
+    func::ReturnOp::create(b, loc, attend(entry->getArgument(3)));
     return module;
   }
   Value pyramid = mlir::pisa::PyramidBuildOp::create(
@@ -187,12 +208,8 @@ OwningOpRef<ModuleOp> pisatool::buildModule(MLIRContext &ctx, const Problem &p,
     func::ReturnOp::create(b, loc, select.getResult());
     return module;
   }
-  auto attention = mlir::pisa::SparseAttentionOp::create(
-      b, loc, TypeRange{outType, lseType}, entry->getArgument(0),
-      entry->getArgument(1), entry->getArgument(2), select.getResult(), offset,
-      cfg.blockSize, b.getF32FloatAttr(cfg.scale));
-  func::ReturnOp::create(b, loc,
-                         ValueRange{attention.getOutput(), attention.getLse(),
-                                    select.getResult()});
+  SmallVector<Value> values = attend(select.getResult());
+  values.push_back(select.getResult());
+  func::ReturnOp::create(b, loc, values);
   return module;
 }

@@ -34,6 +34,10 @@ struct SelectConfig {
   std::string lseOutPath, selectionOutPath; ///< attend's optional outputs
   /// attend --selection-in: attend over this selection instead of PISA's.
   std::string selectionInPath;
+  /// attend --grad-out dO.npy: also run pisa.sparse_attention_grad on dO
+  /// and write dq, dk and dv (f32) to these paths.
+  std::string gradOutPath, dqOutPath, dkOutPath, dvOutPath;
+  bool grad() const { return !gradOutPath.empty(); }
 };
 
 /// Shapes of a validated problem.
@@ -44,7 +48,10 @@ struct Problem {
 
 /// func.func @select(%q, %k, %offset: index) -> results, C interface: the
 /// selection (select, decode) or attention's output, LSE and selection
-/// (attend), for the problem's head layout, d, C, K, g and dtype.
+/// (attend), for the problem's head layout, d, C, K, g and dtype. attend
+/// takes %v after %k, then the given selection (--selection-in) and dO
+/// (--grad-out); with dO it returns output, LSE, dq, dk, dv, then the
+/// selection unless it was given.
 mlir::OwningOpRef<mlir::ModuleOp> buildModule(mlir::MLIRContext &ctx,
                                               const Problem &p,
                                               const SelectConfig &config,

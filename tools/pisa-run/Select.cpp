@@ -125,6 +125,14 @@ template <typename E> struct AttendResults {
   StridedMemRefType<int32_t, 4> selection; ///< absent with --selection-in
 };
 
+/// What an attend --grad-out call returns.
+template <typename E> struct AttendGradResults {
+  StridedMemRefType<E, 4> output;
+  StridedMemRefType<float, 3> lse;
+  StridedMemRefType<float, 4> dq, dk, dv;
+  StridedMemRefType<int32_t, 4> selection; ///< absent with --selection-in
+};
+
 int pisatool::runSelect(const Options &options) {
   return runSelectOrAttend(options, /*attend=*/false);
 }
@@ -176,17 +184,28 @@ int pisatool::runSelectOrAttend(const Options &options, bool attend,
   cfg.tokenMajor = options.has("token-major");
   for (auto [name, field] : {std::pair{"lse-out", &cfg.lseOutPath},
                              std::pair{"selection-out", &cfg.selectionOutPath},
-                             std::pair{"selection-in", &cfg.selectionInPath}})
+                             std::pair{"selection-in", &cfg.selectionInPath},
+                             std::pair{"grad-out", &cfg.gradOutPath},
+                             std::pair{"dq-out", &cfg.dqOutPath},
+                             std::pair{"dk-out", &cfg.dkOutPath},
+                             std::pair{"dv-out", &cfg.dvOutPath}})
     if (attend && options.has(name)) {
       auto path = options.str(name);
       if (!path)
         return fail(path.takeError());
       *field = *path;
     }
+  // dO and the three gradients come together.
+  if (cfg.grad() != !cfg.dqOutPath.empty() ||
+      cfg.grad() != !cfg.dkOutPath.empty() ||
+      cfg.grad() != !cfg.dvOutPath.empty())
+    return fail("expected --grad-out, --dq-out, --dk-out and --dv-out "
+                "together");
   // An output that is an input or another output is refused before any
   // work (pisa/Support/OutputFiles.h).
   {
-    std::vector<std::string> inputs{*qPath, *kPath, cfg.selectionInPath};
+    std::vector<std::string> inputs{*qPath, *kPath, cfg.selectionInPath,
+                                    cfg.gradOutPath};
     for (const char *name : {"v", "cu-seqlens-q", "cu-seqlens-k"}) {
       if (!options.has(name))
         continue;
@@ -196,7 +215,8 @@ int pisatool::runSelectOrAttend(const Options &options, bool attend,
         llvm::consumeError(path.takeError());
     }
     if (llvm::Error err = mlir::pisa::checkOutputs(
-            inputs, {cfg.outPath, cfg.lseOutPath, cfg.selectionOutPath}))
+            inputs, {cfg.outPath, cfg.lseOutPath, cfg.selectionOutPath,
+                     cfg.dqOutPath, cfg.dkOutPath, cfg.dvOutPath}))
       return fail(std::move(err));
   }
   std::optional<npy::Array> v;
@@ -208,6 +228,13 @@ int pisatool::runSelectOrAttend(const Options &options, bool attend,
     if (!read)
       return fail(read.takeError());
     v = std::move(*read);
+  }
+  std::optional<npy::Array> gradOutput;
+  if (cfg.grad()) {
+    auto read = npy::read(cfg.gradOutPath);
+    if (!read)
+      return fail(read.takeError());
+    gradOutput = std::move(*read);
   }
   std::optional<npy::Array> givenSelection;
   if (!cfg.selectionInPath.empty()) {
@@ -262,6 +289,16 @@ int pisatool::runSelectOrAttend(const Options &options, bool attend,
   }
   if (!problem)
     return fail(problem.takeError());
+  if (gradOutput) {
+    std::vector<int64_t> want{problem->batch, problem->queryHeads,
+                              problem->numQueries, problem->valueDim};
+    if (gradOutput->dtype != q->dtype || gradOutput->shape != want)
+      return fail(std::string("expected --grad-out to be ") +
+                  (q->dtype == npy::DType::F16 ? "float16" : "float32") +
+                  " [B, Hq, Nq, dv] = [" + std::to_string(want[0]) + ", " +
+                  std::to_string(want[1]) + ", " + std::to_string(want[2]) +
+                  ", " + std::to_string(want[3]) + "] like the output");
+  }
 
   CompileContext compile;
   MLIRContext &ctx = compile.get();
@@ -280,7 +317,7 @@ int pisatool::runSelectOrAttend(const Options &options, bool attend,
   int64_t offset = cfg.queryOffset;
   auto runStart = std::chrono::steady_clock::now();
   llvm::Error err = llvm::Error::success();
-  npy::Array selection, output, lse;
+  npy::Array selection, output, lse, dq, dk, dv;
   // The C interface takes the result (a struct of descriptors when there
   // are several) first; results are owned by the caller.
   auto run = [&](auto tag) -> llvm::Error {
@@ -300,32 +337,52 @@ int pisatool::runSelectOrAttend(const Options &options, bool attend,
     }
     auto vDesc = describe<E>(*v);
     auto *vPtr = &vDesc;
-    AttendResults<E> results;
-    std::memset(&results, 0, sizeof(results));
-    auto *resultsPtr = &results;
-    if (givenSelection) {
-      // Two results: the struct's first two members.
-      auto selDesc = describe<int32_t>(*givenSelection);
-      auto *selPtr = &selDesc;
-      if (llvm::Error e = (*engine)->invoke("select", resultsPtr, qPtr, kPtr,
-                                            vPtr, selPtr, offset))
+    // The given selection, then dO, come after v.
+    auto invokeAttend = [&](auto *resultsPtr, auto... extra) -> llvm::Error {
+      if (givenSelection) {
+        auto selDesc = describe<int32_t>(*givenSelection);
+        auto *selPtr = &selDesc;
+        return (*engine)->invoke("select", resultsPtr, qPtr, kPtr, vPtr, selPtr,
+                                 extra..., offset);
+      }
+      return (*engine)->invoke("select", resultsPtr, qPtr, kPtr, vPtr, extra...,
+                               offset);
+    };
+    auto collect = [&](auto &results) {
+      if constexpr (std::is_same_v<E, uint16_t>)
+        output = toNpy(results.output, npy::DType::F32, &fromHalf);
+      else
+        output = toNpy(results.output, npy::DType::F32, &same<float>);
+      lse = toNpy(results.lse, npy::DType::F32, &same<float>);
+      std::free(results.output.basePtr);
+      std::free(results.lse.basePtr);
+      if (givenSelection) {
+        selection = *givenSelection;
+      } else {
+        selection = toNpy(results.selection, npy::DType::I32, &same<int32_t>);
+        std::free(results.selection.basePtr);
+      }
+    };
+    if (!cfg.grad()) {
+      AttendResults<E> results;
+      std::memset(&results, 0, sizeof(results));
+      if (llvm::Error e = invokeAttend(&results))
         return e;
-    } else if (llvm::Error e = (*engine)->invoke("select", resultsPtr, qPtr,
-                                                 kPtr, vPtr, offset)) {
-      return e;
+      collect(results);
+      return llvm::Error::success();
     }
-    if constexpr (std::is_same_v<E, uint16_t>)
-      output = toNpy(results.output, npy::DType::F32, &fromHalf);
-    else
-      output = toNpy(results.output, npy::DType::F32, &same<float>);
-    lse = toNpy(results.lse, npy::DType::F32, &same<float>);
-    std::free(results.output.basePtr);
-    std::free(results.lse.basePtr);
-    if (givenSelection) {
-      selection = *givenSelection;
-    } else {
-      selection = toNpy(results.selection, npy::DType::I32, &same<int32_t>);
-      std::free(results.selection.basePtr);
+    AttendGradResults<E> results;
+    std::memset(&results, 0, sizeof(results));
+    auto dDesc = describe<E>(*gradOutput);
+    auto *dPtr = &dDesc;
+    if (llvm::Error e = invokeAttend(&results, dPtr))
+      return e;
+    collect(results);
+    for (auto [from, to] :
+         {std::pair{&results.dq, &dq}, std::pair{&results.dk, &dk},
+          std::pair{&results.dv, &dv}}) {
+      *to = toNpy(*from, npy::DType::F32, &same<float>);
+      std::free(from->basePtr);
     }
     return llvm::Error::success();
   };
@@ -339,7 +396,10 @@ int pisatool::runSelectOrAttend(const Options &options, bool attend,
 
   llvm::Error werr = cfg.attend ? writeAll({{cfg.outPath, &output},
                                             {cfg.lseOutPath, &lse},
-                                            {cfg.selectionOutPath, &selection}})
+                                            {cfg.selectionOutPath, &selection},
+                                            {cfg.dqOutPath, &dq},
+                                            {cfg.dkOutPath, &dk},
+                                            {cfg.dvOutPath, &dv}})
                                 : writeAll({{cfg.outPath, &selection}});
   if (werr)
     return fail(std::move(werr));
@@ -349,7 +409,7 @@ int pisatool::runSelectOrAttend(const Options &options, bool attend,
   llvm::outs() << llvm::format(
       "pisa-run: %s K=%lld of %lld leaf blocks (C=%lld, g=%lld, %lld "
       "levels) for %lld queries x %lld KV heads x B=%lld, G=%lld, d=%lld; "
-      "compile %.2f s%s, run %.3f s; wrote %s\n",
+      "compile %.2f s%s, run %.3f s; wrote %s%s\n",
       cfg.attend ? "attended over" : "selected", (long long)cfg.topK,
       (long long)layout.numLeaves(), (long long)cfg.blockSize,
       (long long)cfg.branching, (long long)layout.numLevels(),
@@ -358,6 +418,10 @@ int pisatool::runSelectOrAttend(const Options &options, bool attend,
       (long long)(problem->queryHeads / problem->kvHeads),
       (long long)problem->headDim, compileSeconds,
       (*engine)->fromCache() ? " (cached)" : "", runSeconds,
-      cfg.outPath.c_str());
+      cfg.outPath.c_str(),
+      cfg.grad() ? (" and the gradients " + cfg.dqOutPath + ", " +
+                    cfg.dkOutPath + ", " + cfg.dvOutPath)
+                       .c_str()
+                 : "");
   return 0;
 }

@@ -135,6 +135,9 @@ static void usage(llvm::raw_ostream &os) {
         "           --topk K [--branching g] [--scale S] [--query-offset T]\n"
         "           --out O.npy [--lse-out L.npy] [--selection-out S.npy]\n"
         "           [--selection-in S.npy]  (attend over a given selection)\n"
+        "           [--grad-out DO.npy --dq-out DQ.npy --dk-out DK.npy\n"
+        "            --dv-out DV.npy]  (also the gradients of a loss L with\n"
+        "            dL/dO = DO with respect to Q, K, V, float32)\n"
         "           [--dump-ir] [--static-shapes]\n"
         "       select, decode and attend keep each compiled program in\n"
         "           --cache-dir DIR (default $PISA_CACHE_DIR, else\n"
@@ -192,7 +195,8 @@ int main(int argc, char **argv) {
        runSelect},
       {"decode", selection, {"dump-ir", "no-cache"}, runDecode},
       {"attend",
-       with(selection, {"v", "lse-out", "selection-out", "selection-in"}),
+       with(selection, {"v", "lse-out", "selection-out", "selection-in",
+                        "grad-out", "dq-out", "dk-out", "dv-out"}),
        {"dump-ir", "static-shapes", "no-cache"},
        runAttend},
       {"plan",

@@ -274,6 +274,62 @@ def Pisa_SparseAttentionOp : Pisa_Op<"sparse_attention", [Pure]> {
   }];
 }
 
+def Pisa_SparseAttentionGradOp : Pisa_Op<"sparse_attention_grad", [Pure]> {
+  let summary = "the backward of pisa.sparse_attention";
+  let description = [{
+    Given the forward's operands (queries, keys, values, selection, query
+    offset, block size, scale, layout), its results `output` and `lse`, and
+    `grad_output` (dO, the gradient of a loss with respect to `output`),
+    returns the gradients with respect to the queries, keys and values, in
+    their shapes (element type f32 or that of the queries):
+
+        P_j = exp(scale * q . k_j - lse)      (0 when lse = -inf)
+        dS_j = P_j (dO . v_j - dO . o)
+        dq = scale * sum_j dS_j k_j
+        dk_j = scale * sum dS_j q,  dv_j = sum P_j dO
+
+    over the keys j each query attends in the forward (the same entries,
+    the same causal mask); dk and dv of a KV head sum over its G query
+    heads and every query attending the key, and are 0 for a key no query
+    attends. The selection gets no gradient. docs/semantics.md, section
+    6.1, is the contract.
+
+    ```mlir
+    %dq, %dk, %dv = pisa.sparse_attention_grad %q, %k, %v, %sel, %off
+        out(%o, %lse) grad(%do) block_size = 64
+        : tensor<1x16x4096x128xbf16>, tensor<1x1x4096x128xbf16>,
+          tensor<1x1x4096x128xbf16>, tensor<1x1x4096x8xi32>,
+          tensor<1x16x4096x128xbf16>, tensor<1x16x4096xf32>,
+          tensor<1x16x4096x128xbf16>
+        -> tensor<1x16x4096x128xf32>, tensor<1x1x4096x128xf32>,
+           tensor<1x1x4096x128xf32>
+    ```
+  }];
+  let arguments = (ins Pisa_FloatTensor4D:$queries, Pisa_FloatTensor4D:$keys,
+                       Pisa_FloatTensor4D:$values,
+                       4DTensorOf<[I32]>:$selection, Index:$query_offset,
+                       Pisa_FloatTensor4D:$output, 3DTensorOf<[F32]>:$lse,
+                       Pisa_FloatTensor4D:$grad_output,
+                       I64Attr:$block_size, OptionalAttr<F32Attr>:$scale,
+                       UnitAttr:$token_major);
+  let results = (outs Pisa_FloatTensor4D:$grad_queries,
+                      Pisa_FloatTensor4D:$grad_keys,
+                      Pisa_FloatTensor4D:$grad_values);
+  let assemblyFormat = [{
+    $queries `,` $keys `,` $values `,` $selection `,` $query_offset
+    `out` `(` $output `,` $lse `)` `grad` `(` $grad_output `)`
+    `block_size` `=` $block_size (`scale` `=` $scale^)? attr-dict
+    `:` type($queries) `,` type($keys) `,` type($values) `,` type($selection)
+    `,` type($output) `,` type($lse) `,` type($grad_output)
+    `->` type($grad_queries) `,` type($grad_keys) `,` type($grad_values)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The logit scale: the attribute, else 1/sqrt(d).
+    float getScaleOrDefault();
+  }];
+}
+
 def Pisa_FloatTensor3D : 3DTensorOf<[F32, F16, BF16]>;
 
 def Pisa_PyramidBuildVarlenOp : Pisa_Op<"pyramid_build_varlen", [Pure]> {

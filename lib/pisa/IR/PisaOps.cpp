@@ -372,61 +372,127 @@ float SparseAttentionOp::getScaleOrDefault() {
   return scaleOrDefault(getScaleAttr(), getQueries().getType());
 }
 
-LogicalResult SparseAttentionOp::verify() {
-  if (getBlockSize() < 1 || getBlockSize() > kMaxBlockSize)
-    return emitOpError() << "expected block size C in [1, " << kMaxBlockSize
-                         << "] but got " << getBlockSize();
-  if (failed(checkScale(*this, getScaleAttr())))
+/// The rules a sparse_attention and its gradient share (docs/semantics.md,
+/// sections 6 and 6.1): C and scale in range; queries, keys, values and
+/// output of one element type; static Hq, Hkv, d, dv and K; the shapes of
+/// q, k, v, the selection, o and lse consistent in layout `tm`; the offset.
+static LogicalResult verifyAttention(Operation *op, int64_t blockSize,
+                                     FloatAttr scale, Value queries, Value keys,
+                                     Value values, Value selection,
+                                     Value offset, Value output, Value lseValue,
+                                     bool tm) {
+  if (blockSize < 1 || blockSize > kMaxBlockSize)
+    return op->emitOpError() << "expected block size C in [1, " << kMaxBlockSize
+                             << "] but got " << blockSize;
+  if (failed(checkScale(op, scale)))
     return failure();
-  RankedTensorType qType = getQueries().getType();
-  RankedTensorType kType = getKeys().getType();
-  RankedTensorType vType = getValues().getType();
-  RankedTensorType oType = getOutput().getType();
+  auto qType = cast<RankedTensorType>(queries.getType());
+  auto kType = cast<RankedTensorType>(keys.getType());
+  auto vType = cast<RankedTensorType>(values.getType());
+  auto oType = cast<RankedTensorType>(output.getType());
+  auto selType = cast<RankedTensorType>(selection.getType());
   if (kType.getElementType() != qType.getElementType() ||
       vType.getElementType() != qType.getElementType() ||
       oType.getElementType() != qType.getElementType())
-    return emitOpError() << "expected queries, keys, values and output to "
-                            "have one element type but got "
-                         << qType.getElementType() << ", "
-                         << kType.getElementType() << ", "
-                         << vType.getElementType() << " and "
-                         << oType.getElementType();
-  const bool tm = getTokenMajor();
+    return op->emitOpError()
+           << "expected queries, keys, values and output to "
+              "have one element type but got "
+           << qType.getElementType() << ", " << kType.getElementType() << ", "
+           << vType.getElementType() << " and " << oType.getElementType();
   const int heads = headDimIndex(tm);
-  if (failed(checkStaticDims(*this, "queries", qType,
-                             {{heads, "Hq"}, {3, "d"}})) ||
-      failed(checkStaticDims(*this, "keys", kType, {{heads, "Hkv"}})) ||
-      failed(checkStaticDims(*this, "values", vType, {{3, "dv"}})) ||
-      failed(checkStaticDims(*this, "selection", getSelection().getType(),
-                             {{3, "K"}})))
+  if (failed(
+          checkStaticDims(op, "queries", qType, {{heads, "Hq"}, {3, "d"}})) ||
+      failed(checkStaticDims(op, "keys", kType, {{heads, "Hkv"}})) ||
+      failed(checkStaticDims(op, "values", vType, {{3, "dv"}})) ||
+      failed(checkStaticDims(op, "selection", selType, {{3, "K"}})))
     return failure();
   // [B, H, T, X] whatever the layout; lse [B, Hq, Nq].
   SmallVector<int64_t, 4> q = headMajorShape(qType.getShape(), tm);
   SmallVector<int64_t, 4> k = headMajorShape(kType.getShape(), tm);
   SmallVector<int64_t, 4> v = headMajorShape(vType.getShape(), tm);
   SmallVector<int64_t, 4> o = headMajorShape(oType.getShape(), tm);
-  SmallVector<int64_t, 4> sel =
-      headMajorShape(getSelection().getType().getShape(), tm);
-  ArrayRef<int64_t> l = getLse().getType().getShape();
+  SmallVector<int64_t, 4> sel = headMajorShape(selType.getShape(), tm);
+  ArrayRef<int64_t> l = cast<RankedTensorType>(lseValue.getType()).getShape();
   SmallVector<int64_t, 3> lse{l[0], l[tm ? 2 : 1], l[tm ? 1 : 2]};
-  if (failed(checkSameDim(*this, "B", "keys", k[0], "queries", q[0])) ||
-      failed(checkSameDim(*this, "d", "keys", k[3], "queries", q[3])) ||
-      failed(checkGroups(*this, q[1], k[1])) ||
-      failed(checkSameDim(*this, "B", "values", v[0], "keys", k[0])) ||
-      failed(checkSameDim(*this, "Hkv", "values", v[1], "keys", k[1])) ||
-      failed(checkSameDim(*this, "N", "values", v[2], "keys", k[2])) ||
-      failed(checkSameDim(*this, "B", "selection", sel[0], "queries", q[0])) ||
-      failed(checkSameDim(*this, "Hkv", "selection", sel[1], "keys", k[1])) ||
-      failed(checkSameDim(*this, "Nq", "selection", sel[2], "queries", q[2])) ||
-      failed(checkSameDim(*this, "B", "output", o[0], "queries", q[0])) ||
-      failed(checkSameDim(*this, "Hq", "output", o[1], "queries", q[1])) ||
-      failed(checkSameDim(*this, "Nq", "output", o[2], "queries", q[2])) ||
-      failed(checkSameDim(*this, "dv", "output", o[3], "values", v[3])) ||
-      failed(checkSameDim(*this, "B", "lse", lse[0], "queries", q[0])) ||
-      failed(checkSameDim(*this, "Hq", "lse", lse[1], "queries", q[1])) ||
-      failed(checkSameDim(*this, "Nq", "lse", lse[2], "queries", q[2])))
+  if (failed(checkSameDim(op, "B", "keys", k[0], "queries", q[0])) ||
+      failed(checkSameDim(op, "d", "keys", k[3], "queries", q[3])) ||
+      failed(checkGroups(op, q[1], k[1])) ||
+      failed(checkSameDim(op, "B", "values", v[0], "keys", k[0])) ||
+      failed(checkSameDim(op, "Hkv", "values", v[1], "keys", k[1])) ||
+      failed(checkSameDim(op, "N", "values", v[2], "keys", k[2])) ||
+      failed(checkSameDim(op, "B", "selection", sel[0], "queries", q[0])) ||
+      failed(checkSameDim(op, "Hkv", "selection", sel[1], "keys", k[1])) ||
+      failed(checkSameDim(op, "Nq", "selection", sel[2], "queries", q[2])) ||
+      failed(checkSameDim(op, "B", "output", o[0], "queries", q[0])) ||
+      failed(checkSameDim(op, "Hq", "output", o[1], "queries", q[1])) ||
+      failed(checkSameDim(op, "Nq", "output", o[2], "queries", q[2])) ||
+      failed(checkSameDim(op, "dv", "output", o[3], "values", v[3])) ||
+      failed(checkSameDim(op, "B", "lse", lse[0], "queries", q[0])) ||
+      failed(checkSameDim(op, "Hq", "lse", lse[1], "queries", q[1])) ||
+      failed(checkSameDim(op, "Nq", "lse", lse[2], "queries", q[2])))
     return failure();
-  return checkQueryOffset(*this, getQueryOffset(), q[2], k[2]);
+  return checkQueryOffset(op, offset, q[2], k[2]);
+}
+
+LogicalResult SparseAttentionOp::verify() {
+  return verifyAttention(*this, getBlockSize(), getScaleAttr(), getQueries(),
+                         getKeys(), getValues(), getSelection(),
+                         getQueryOffset(), getOutput(), getLse(),
+                         getTokenMajor());
+}
+
+float SparseAttentionGradOp::getScaleOrDefault() {
+  return scaleOrDefault(getScaleAttr(), getQueries().getType());
+}
+
+/// `a` and `b` (4-D) agree in every static dimension.
+static LogicalResult checkSameShape(Operation *op, StringRef aName, Value a,
+                                    StringRef bName, Value b) {
+  static const char *const kDims[] = {"dimension 0", "dimension 1",
+                                      "dimension 2", "dimension 3"};
+  ArrayRef<int64_t> aShape = cast<RankedTensorType>(a.getType()).getShape();
+  ArrayRef<int64_t> bShape = cast<RankedTensorType>(b.getType()).getShape();
+  for (int64_t i = 0; i < 4; ++i)
+    if (failed(checkSameDim(op, kDims[i], aName, aShape[i], bName, bShape[i])))
+      return failure();
+  return success();
+}
+
+/// `grad` has the shape of `of` and its element type is f32 or `of`'s.
+static LogicalResult checkGradient(Operation *op, StringRef gradName,
+                                   Value grad, StringRef ofName, Value of) {
+  Type gElem = cast<RankedTensorType>(grad.getType()).getElementType();
+  Type oElem = cast<RankedTensorType>(of.getType()).getElementType();
+  if (gElem != oElem && !gElem.isF32())
+    return op->emitOpError()
+           << "expected " << gradName << " of element type f32 or " << oElem
+           << " (that of " << ofName << ") but got " << gElem;
+  return checkSameShape(op, gradName, grad, ofName, of);
+}
+
+LogicalResult SparseAttentionGradOp::verify() {
+  if (failed(verifyAttention(*this, getBlockSize(), getScaleAttr(),
+                             getQueries(), getKeys(), getValues(),
+                             getSelection(), getQueryOffset(), getOutput(),
+                             getLse(), getTokenMajor())))
+    return failure();
+  Type oElem = getOutput().getType().getElementType();
+  Type dElem = getGradOutput().getType().getElementType();
+  if (dElem != oElem)
+    return emitOpError() << "expected grad_output of the output's element "
+                            "type "
+                         << oElem << " but got " << dElem;
+  if (failed(checkSameShape(*this, "grad_output", getGradOutput(), "output",
+                            getOutput())))
+    return failure();
+  if (failed(checkGradient(*this, "grad_queries", getGradQueries(), "queries",
+                           getQueries())) ||
+      failed(checkGradient(*this, "grad_keys", getGradKeys(), "keys",
+                           getKeys())) ||
+      failed(checkGradient(*this, "grad_values", getGradValues(), "values",
+                           getValues())))
+    return failure();
+  return success();
 }
 
 //===----------------------------------------------------------------------===//

@@ -200,3 +200,12 @@ func.func @score_offset(%q: tensor<1x2x4x32xf32>, %k: tensor<1x1x9x32xf32>, %n: 
       : tensor<1x2x4x32xf32>, tensor<1x1x9x32xf32>, tensor<1x1x4x3xi32> -> tensor<1x1x4x3xf32>
   return %u : tensor<1x1x4x3xf32>
 }
+
+// -----
+
+// The backward of sparse attention runs on the CPU pipeline only.
+func.func @attend_grad(%q: tensor<1x4x64x32xbf16>, %k: tensor<1x2x64x32xbf16>, %v: tensor<1x2x64x32xbf16>, %s: tensor<1x2x64x3xi32>, %o: tensor<1x4x64x32xbf16>, %l: tensor<1x4x64xf32>, %do: tensor<1x4x64x32xbf16>, %off: index) {
+  // expected-error @+1 {{has no GPU kernels: the backward of sparse attention runs on the CPU pipeline (--pisa-cpu-pipeline, pisa-run attend --grad-out)}}
+  %dq, %dk, %dv = pisa.sparse_attention_grad %q, %k, %v, %s, %off out(%o, %l) grad(%do) block_size = 32 : tensor<1x4x64x32xbf16>, tensor<1x2x64x32xbf16>, tensor<1x2x64x32xbf16>, tensor<1x2x64x3xi32>, tensor<1x4x64x32xbf16>, tensor<1x4x64xf32>, tensor<1x4x64x32xbf16> -> tensor<1x4x64x32xf32>, tensor<1x2x64x32xf32>, tensor<1x2x64x32xf32>
+  return
+}

@@ -657,3 +657,67 @@ func.func @attention_token_major_lse(%q: tensor<1x10x4x16xf32>, %k: tensor<1x200
   %o, %l = pisa.sparse_attention %q, %k, %v, %s, %off block_size = 64 {token_major} : tensor<1x10x4x16xf32>, tensor<1x200x2x16xf32>, tensor<1x200x2x8xf32>, tensor<1x10x2x4xi32> -> tensor<1x10x4x8xf32>, tensor<1x4x10xf32>
   return %l : tensor<1x4x10xf32>
 }
+
+// -----
+
+func.func @f(%q: tensor<1x4x10x16xf16>, %k: tensor<1x2x10x16xf16>, %v: tensor<1x2x10x8xf16>, %s: tensor<1x2x10x3xi32>, %o: tensor<1x4x10x8xf16>, %l: tensor<1x4x10xf32>, %do: tensor<1x4x10x8xf32>, %off: index) {
+  // expected-error @+1 {{expected grad_output of the output's element type 'f16' but got 'f32'}}
+  %dq, %dk, %dv = pisa.sparse_attention_grad %q, %k, %v, %s, %off out(%o, %l) grad(%do) block_size = 4 : tensor<1x4x10x16xf16>, tensor<1x2x10x16xf16>, tensor<1x2x10x8xf16>, tensor<1x2x10x3xi32>, tensor<1x4x10x8xf16>, tensor<1x4x10xf32>, tensor<1x4x10x8xf32> -> tensor<1x4x10x16xf32>, tensor<1x2x10x16xf32>, tensor<1x2x10x8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<1x4x10x16xf16>, %k: tensor<1x2x10x16xf16>, %v: tensor<1x2x10x8xf16>, %s: tensor<1x2x10x3xi32>, %o: tensor<1x4x10x8xf16>, %l: tensor<1x4x10xf32>, %do: tensor<1x4x9x8xf16>, %off: index) {
+  // expected-error @+1 {{expected dimension 2 of grad_output (9) to match output (10)}}
+  %dq, %dk, %dv = pisa.sparse_attention_grad %q, %k, %v, %s, %off out(%o, %l) grad(%do) block_size = 4 : tensor<1x4x10x16xf16>, tensor<1x2x10x16xf16>, tensor<1x2x10x8xf16>, tensor<1x2x10x3xi32>, tensor<1x4x10x8xf16>, tensor<1x4x10xf32>, tensor<1x4x9x8xf16> -> tensor<1x4x10x16xf32>, tensor<1x2x10x16xf32>, tensor<1x2x10x8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<1x4x10x16xf16>, %k: tensor<1x2x10x16xf16>, %v: tensor<1x2x10x8xf16>, %s: tensor<1x2x10x3xi32>, %o: tensor<1x4x10x8xf16>, %l: tensor<1x4x10xf32>, %do: tensor<1x4x10x8xf16>, %off: index) {
+  // expected-error @+1 {{expected grad_queries of element type f32 or 'f16' (that of queries) but got 'bf16'}}
+  %dq, %dk, %dv = pisa.sparse_attention_grad %q, %k, %v, %s, %off out(%o, %l) grad(%do) block_size = 4 : tensor<1x4x10x16xf16>, tensor<1x2x10x16xf16>, tensor<1x2x10x8xf16>, tensor<1x2x10x3xi32>, tensor<1x4x10x8xf16>, tensor<1x4x10xf32>, tensor<1x4x10x8xf16> -> tensor<1x4x10x16xbf16>, tensor<1x2x10x16xf32>, tensor<1x2x10x8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<1x4x10x16xf16>, %k: tensor<1x2x10x16xf16>, %v: tensor<1x2x10x8xf16>, %s: tensor<1x2x10x3xi32>, %o: tensor<1x4x10x8xf16>, %l: tensor<1x4x10xf32>, %do: tensor<1x4x10x8xf16>, %off: index) {
+  // expected-error @+1 {{expected dimension 3 of grad_keys (8) to match keys (16)}}
+  %dq, %dk, %dv = pisa.sparse_attention_grad %q, %k, %v, %s, %off out(%o, %l) grad(%do) block_size = 4 : tensor<1x4x10x16xf16>, tensor<1x2x10x16xf16>, tensor<1x2x10x8xf16>, tensor<1x2x10x3xi32>, tensor<1x4x10x8xf16>, tensor<1x4x10xf32>, tensor<1x4x10x8xf16> -> tensor<1x4x10x16xf32>, tensor<1x2x10x8xf32>, tensor<1x2x10x8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<1x4x10x16xf16>, %k: tensor<1x2x10x16xf16>, %v: tensor<1x2x10x8xf16>, %s: tensor<1x2x10x3xi32>, %o: tensor<1x4x10x8xf16>, %l: tensor<1x4x10xf32>, %do: tensor<1x4x10x8xf16>, %off: index) {
+  // expected-error @+1 {{expected dimension 2 of grad_values (11) to match values (10)}}
+  %dq, %dk, %dv = pisa.sparse_attention_grad %q, %k, %v, %s, %off out(%o, %l) grad(%do) block_size = 4 : tensor<1x4x10x16xf16>, tensor<1x2x10x16xf16>, tensor<1x2x10x8xf16>, tensor<1x2x10x3xi32>, tensor<1x4x10x8xf16>, tensor<1x4x10xf32>, tensor<1x4x10x8xf16> -> tensor<1x4x10x16xf32>, tensor<1x2x10x16xf32>, tensor<1x2x11x8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<1x4x10x16xf16>, %k: tensor<1x2x10x16xf16>, %v: tensor<1x2x10x8xf16>, %s: tensor<1x2x10x3xi32>, %o: tensor<1x4x10x8xf16>, %l: tensor<1x4x9xf32>, %do: tensor<1x4x10x8xf16>, %off: index) {
+  // expected-error @+1 {{expected Nq of lse (9) to match queries (10)}}
+  %dq, %dk, %dv = pisa.sparse_attention_grad %q, %k, %v, %s, %off out(%o, %l) grad(%do) block_size = 4 : tensor<1x4x10x16xf16>, tensor<1x2x10x16xf16>, tensor<1x2x10x8xf16>, tensor<1x2x10x3xi32>, tensor<1x4x10x8xf16>, tensor<1x4x9xf32>, tensor<1x4x10x8xf16> -> tensor<1x4x10x16xf32>, tensor<1x2x10x16xf32>, tensor<1x2x10x8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<1x4x10x16xf16>, %k: tensor<1x2x10x16xf16>, %v: tensor<1x2x10x8xf16>, %s: tensor<1x2x10x3xi32>, %o: tensor<1x4x10x16xf16>, %l: tensor<1x4x10xf32>, %do: tensor<1x4x10x16xf16>, %off: index) {
+  // expected-error @+1 {{expected dv of output (16) to match values (8)}}
+  %dq, %dk, %dv = pisa.sparse_attention_grad %q, %k, %v, %s, %off out(%o, %l) grad(%do) block_size = 4 : tensor<1x4x10x16xf16>, tensor<1x2x10x16xf16>, tensor<1x2x10x8xf16>, tensor<1x2x10x3xi32>, tensor<1x4x10x16xf16>, tensor<1x4x10xf32>, tensor<1x4x10x16xf16> -> tensor<1x4x10x16xf32>, tensor<1x2x10x16xf32>, tensor<1x2x10x8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<1x4x10x16xf16>, %k: tensor<1x2x10x16xf16>, %v: tensor<1x2x10x8xf16>, %s: tensor<1x2x10x3xi32>, %o: tensor<1x4x10x8xf16>, %l: tensor<1x4x10xf32>, %do: tensor<1x4x10x8xf16>, %off: index) {
+  // expected-error @+1 {{expected block size C in [1, 1048576] but got 0}}
+  %dq, %dk, %dv = pisa.sparse_attention_grad %q, %k, %v, %s, %off out(%o, %l) grad(%do) block_size = 0 : tensor<1x4x10x16xf16>, tensor<1x2x10x16xf16>, tensor<1x2x10x8xf16>, tensor<1x2x10x3xi32>, tensor<1x4x10x8xf16>, tensor<1x4x10xf32>, tensor<1x4x10x8xf16> -> tensor<1x4x10x16xf32>, tensor<1x2x10x16xf32>, tensor<1x2x10x8xf32>
+  return
+}

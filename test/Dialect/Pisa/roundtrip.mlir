@@ -89,6 +89,21 @@ func.func @attend(%q: tensor<?x8x?x64xbf16>, %k: tensor<?x2x?x64xbf16>, %v: tens
   return %o, %l : tensor<?x8x?x32xbf16>, tensor<?x8x?xf32>
 }
 
+// CHECK-LABEL: func.func @attend_grad
+// CHECK-SAME: (%[[Q:[^:]*]]: {{[^,]*}}, %[[K:[^:]*]]: {{[^,]*}}, %[[V:[^:]*]]: {{[^,]*}}, %[[S:[^:]*]]: {{[^,]*}}, %[[O:[^:]*]]: {{[^,]*}}, %[[L:[^:]*]]: {{[^,]*}}, %[[DO:[^:]*]]: {{[^,]*}}, %[[OFF:[^:]*]]: index)
+// CHECK: pisa.sparse_attention_grad %[[Q]], %[[K]], %[[V]], %[[S]], %[[OFF]] out(%[[O]], %[[L]]) grad(%[[DO]]) block_size = 64 scale = 1.250000e-01 {token_major} : tensor<?x?x8x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x32xbf16>, tensor<?x?x2x4xi32>, tensor<?x?x8x32xbf16>, tensor<?x?x8xf32>, tensor<?x?x8x32xbf16> -> tensor<?x?x8x64xf32>, tensor<?x?x2x64xbf16>, tensor<?x?x2x32xf32>
+func.func @attend_grad(%q: tensor<?x?x8x64xbf16>, %k: tensor<?x?x2x64xbf16>, %v: tensor<?x?x2x32xbf16>,
+                       %s: tensor<?x?x2x4xi32>, %o: tensor<?x?x8x32xbf16>, %l: tensor<?x?x8xf32>,
+                       %do: tensor<?x?x8x32xbf16>, %off: index)
+    -> (tensor<?x?x8x64xf32>, tensor<?x?x2x64xbf16>, tensor<?x?x2x32xf32>) {
+  %dq, %dk, %dv = pisa.sparse_attention_grad %q, %k, %v, %s, %off out(%o, %l) grad(%do)
+      block_size = 64 scale = 0.125 {token_major}
+      : tensor<?x?x8x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x32xbf16>, tensor<?x?x2x4xi32>,
+        tensor<?x?x8x32xbf16>, tensor<?x?x8xf32>, tensor<?x?x8x32xbf16>
+      -> tensor<?x?x8x64xf32>, tensor<?x?x2x64xbf16>, tensor<?x?x2x32xf32>
+  return %dq, %dk, %dv : tensor<?x?x8x64xf32>, tensor<?x?x2x64xbf16>, tensor<?x?x2x32xf32>
+}
+
 // CHECK-LABEL: func.func @append
 // CHECK: pisa.pyramid_append %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} block_size = 64 branching = 2 : tensor<4x2x4096x64xbf16>, tensor<4x2x127x64xf32>, tensor<4xi32>, tensor<4xi32> -> tensor<4x2x127x64xf32>
 func.func @append(%k: tensor<4x2x4096x64xbf16>, %p: tensor<4x2x127x64xf32>,

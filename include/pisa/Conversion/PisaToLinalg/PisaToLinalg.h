@@ -17,6 +17,9 @@ void populateSelectionToLoopsPatterns(RewritePatternSet &patterns);
 /// pisa.sparse_attention to scf loops with an online softmax.
 void populateAttentionToLoopsPatterns(RewritePatternSet &patterns);
 
+/// pisa.sparse_attention_grad to scf loops over the attended keys.
+void populateAttentionGradToLoopsPatterns(RewritePatternSet &patterns);
+
 /// The varlen ops (section 7) as a loop over the sequences of the batched
 /// ops, and token-major batched ops as head-major ones between transposes;
 /// the patterns above then lower what these create.

@@ -327,6 +327,21 @@ struct SparseAttentionModel : Model<SparseAttentionModel, SparseAttentionOp> {
   }
 };
 
+/// The backward of sparse attention has no GPU kernels: it runs on the CPU
+/// pipeline, and the GPU path refuses it before changing any IR.
+struct SparseAttentionGradModel
+    : KernelLoweringOpInterface::ExternalModel<SparseAttentionGradModel,
+                                               SparseAttentionGradOp> {
+  Why getGPULimitViolation(Operation *) const {
+    return std::string("has no GPU kernels: the backward of sparse attention "
+                       "runs on the CPU pipeline (--pisa-cpu-pipeline, "
+                       "pisa-run attend --grad-out)");
+  }
+  void decomposeToKernels(Operation *, RewriterBase &) const {
+    llvm_unreachable("refused by getGPULimitViolation");
+  }
+};
+
 } // namespace
 
 std::optional<std::string> mlir::pisa::gpuLimitViolation(Operation *op) {
@@ -348,5 +363,6 @@ void mlir::pisa::registerKernelLoweringExternalModels(
     PyramidAppendOp::attachInterface<PyramidAppendModel>(*ctx);
     DecodeSelectOp::attachInterface<DecodeSelectModel>(*ctx);
     SparseAttentionOp::attachInterface<SparseAttentionModel>(*ctx);
+    SparseAttentionGradOp::attachInterface<SparseAttentionGradModel>(*ctx);
   });
 }

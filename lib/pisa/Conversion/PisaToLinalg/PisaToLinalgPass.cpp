@@ -25,6 +25,7 @@ void mlir::pisa::populatePisaToLinalgConversionPatterns(
   populatePyramidBuildToLinalgPatterns(patterns);
   populateSelectionToLoopsPatterns(patterns);
   populateAttentionToLoopsPatterns(patterns);
+  populateAttentionGradToLoopsPatterns(patterns);
   populateVarlenToLoopsPatterns(patterns);
   populateDecodeToLoopsPatterns(patterns);
 }

@@ -56,11 +56,14 @@ struct SelectConfig;
 namespace npy {
 struct Array;
 }
-/// `pisa-run select --cu-seqlens-q ... --cu-seqlens-k ...`: a packed batch
-/// of variable lengths (docs/semantics.md, section 7), after runSelect has
-/// read the common options into `cfg` and the arrays Q and K.
+/// `pisa-run select|attend --cu-seqlens-q ... --cu-seqlens-k ...`: a
+/// packed batch of variable lengths (docs/semantics.md, section 7), after
+/// runSelectOrAttend has read the common options into `cfg` and the arrays
+/// Q and K (and for attend V, and dO with --grad-out).
 int runSelectVarlen(const Options &options, SelectConfig cfg,
-                    const npy::Array &q, const npy::Array &k);
+                    const npy::Array &q, const npy::Array &k,
+                    const npy::Array *v = nullptr,
+                    const npy::Array *gradOutput = nullptr);
 
 /// Prints "pisa-run: error: <message>" and returns exit code 2.
 int fail(const llvm::Twine &message);

@@ -16,7 +16,9 @@
 #include "llvm/Support/Error.h"
 
 #include <cstdint>
+#include <cstdlib>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 namespace pisatool {
@@ -69,6 +71,26 @@ npy::Array toNpy(const StridedMemRefType<T, Rank> &m, npy::DType dtype,
 
 template <typename T> T same(T x) { return x; }
 inline float fromHalf(uint16_t h) { return halfToFloat(h); }
+
+/// A result of the inputs' element type (float32, or float16 as uint16_t)
+/// the program allocated, as a float32 array; frees its buffer.
+template <typename E, int Rank>
+npy::Array takeAsF32(StridedMemRefType<E, Rank> &m) {
+  npy::Array a;
+  if constexpr (std::is_same_v<E, uint16_t>)
+    a = toNpy(m, npy::DType::F32, &fromHalf);
+  else
+    a = toNpy(m, npy::DType::F32, &same<float>);
+  std::free(m.basePtr);
+  return a;
+}
+
+/// A float32 result the program allocated as an array; frees its buffer.
+template <int Rank> npy::Array takeF32(StridedMemRefType<float, Rank> &m) {
+  npy::Array a = toNpy(m, npy::DType::F32, &same<float>);
+  std::free(m.basePtr);
+  return a;
+}
 
 } // namespace pisatool
 

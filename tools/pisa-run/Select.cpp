@@ -258,10 +258,13 @@ int pisatool::runSelectOrAttend(const Options &options, bool attend,
                   : (q->shape.size() == 4 ? 1.0f / std::sqrt(float(q->shape[3]))
                                           : 1.0f);
   if (options.has("cu-seqlens-q") || options.has("cu-seqlens-k")) {
-    if (attend || decode)
-      return fail("expected --cu-seqlens-q/k with select only (packed "
-                  "batches are not yet supported by attend and decode)");
-    return runSelectVarlen(options, cfg, *q, *k);
+    if (decode)
+      return fail("expected --cu-seqlens-q/k with select or attend (a "
+                  "packed batch is not supported by decode)");
+    if (givenSelection)
+      return fail("expected no --selection-in with --cu-seqlens-q/k");
+    return runSelectVarlen(options, cfg, *q, *k, v ? &*v : nullptr,
+                           gradOutput ? &*gradOutput : nullptr);
   }
   // --token-major arrays are validated as [B, H, T, d] (dims 1 and 2
   // swapped in their shapes only, for the check), then passed as they are.
@@ -349,13 +352,8 @@ int pisatool::runSelectOrAttend(const Options &options, bool attend,
                                offset);
     };
     auto collect = [&](auto &results) {
-      if constexpr (std::is_same_v<E, uint16_t>)
-        output = toNpy(results.output, npy::DType::F32, &fromHalf);
-      else
-        output = toNpy(results.output, npy::DType::F32, &same<float>);
-      lse = toNpy(results.lse, npy::DType::F32, &same<float>);
-      std::free(results.output.basePtr);
-      std::free(results.lse.basePtr);
+      output = takeAsF32(results.output);
+      lse = takeF32(results.lse);
       if (givenSelection) {
         selection = *givenSelection;
       } else {
@@ -378,12 +376,9 @@ int pisatool::runSelectOrAttend(const Options &options, bool attend,
     if (llvm::Error e = invokeAttend(&results, dPtr))
       return e;
     collect(results);
-    for (auto [from, to] :
-         {std::pair{&results.dq, &dq}, std::pair{&results.dk, &dk},
-          std::pair{&results.dv, &dv}}) {
-      *to = toNpy(*from, npy::DType::F32, &same<float>);
-      std::free(from->basePtr);
-    }
+    dq = takeF32(results.dq);
+    dk = takeF32(results.dk);
+    dv = takeF32(results.dv);
     return llvm::Error::success();
   };
   if (q->dtype == npy::DType::F16)

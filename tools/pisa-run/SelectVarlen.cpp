@@ -1,11 +1,14 @@
-//===- SelectVarlen.cpp - pisa-run select on a packed varlen batch --------===//
+//===- SelectVarlen.cpp - pisa-run select|attend on a packed batch -------===//
 //
 // `pisa-run select --cu-seqlens-q CQ.npy --cu-seqlens-k CK.npy ...`: Q
 // [Tq, Hq, d] and K [Tk, Hkv, d] pack B sequences token-major
 // (docs/semantics.md, section 7); the program is pyramid_build_varlen +
 // hier_topk_varlen with Tq, Tk and B dynamic, and the result is int32
-// [Tq, Hkv, K]. Every rule on the inputs is checked before anything is
-// compiled or written.
+// [Tq, Hkv, K]. `pisa-run attend` adds V [Tk, Hkv, dv] and
+// sparse_attention_varlen (output [Tq, Hq, dv], LSE [Tq, Hq]), and with
+// --grad-out dO [Tq, Hq, dv] sparse_attention_grad_varlen (dq, dk, dv
+// float32 in the layouts of Q, K and V). Every rule on the inputs is
+// checked before anything is compiled or written.
 //
 //===----------------------------------------------------------------------===//
 
@@ -39,6 +42,7 @@ llvm::Error error(const llvm::Twine &msg) {
 
 struct VarlenProblem {
   int64_t sequences, queryRows, keyRows, queryHeads, kvHeads, headDim;
+  int64_t valueDim = 0; ///< dv (attend)
 };
 
 int32_t at(const npy::Array &a, int64_t i) {
@@ -71,10 +75,37 @@ llvm::Error checkCuSeqlens(const char *name, const npy::Array &cu,
   return llvm::Error::success();
 }
 
-llvm::Expected<VarlenProblem> validate(const npy::Array &q, const npy::Array &k,
-                                       const npy::Array &cuQ,
-                                       const npy::Array &cuK,
-                                       const SelectConfig &cfg) {
+/// V [Tk, Hkv, dv] beside K, and dO [Tq, Hq, dv] beside Q, of Q's dtype.
+llvm::Error checkValues(VarlenProblem &p, const npy::Array &q,
+                        const npy::Array *v, const npy::Array *gradOutput) {
+  if (v) {
+    if (v->shape.size() != 3 || v->dtype != q.dtype ||
+        v->shape[0] != p.keyRows || v->shape[1] != p.kvHeads || v->shape[2] < 1)
+      return error("expected V to be " + llvm::Twine(npy::dtypeName(q.dtype)) +
+                   " [Tk, Hkv, dv] with Tk = " + llvm::Twine(p.keyRows) +
+                   ", Hkv = " + llvm::Twine(p.kvHeads) + " and dv >= 1");
+    p.valueDim = v->shape[2];
+  }
+  if (gradOutput) {
+    std::vector<int64_t> want{p.queryRows, p.queryHeads, p.valueDim};
+    if (gradOutput->dtype != q.dtype || gradOutput->shape != want)
+      return error("expected --grad-out to be " +
+                   llvm::Twine(npy::dtypeName(q.dtype)) + " [Tq, Hq, dv] = [" +
+                   llvm::Twine(want[0]) + ", " + llvm::Twine(want[1]) + ", " +
+                   llvm::Twine(want[2]) + "] like the output");
+  }
+  for (auto [name, a] : {std::pair{"V", v}, std::pair{"dO", gradOutput}})
+    if (a)
+      if (std::optional<int64_t> at = firstNonFinite(*a))
+        return error(llvm::Twine("expected finite values in ") + name +
+                     " but element " + llvm::Twine(*at) + " is inf or nan");
+  return llvm::Error::success();
+}
+
+llvm::Expected<VarlenProblem>
+validate(const npy::Array &q, const npy::Array &k, const npy::Array &cuQ,
+         const npy::Array &cuK, const SelectConfig &cfg, const npy::Array *v,
+         const npy::Array *gradOutput) {
   for (auto [name, a, dims] : {std::tuple{"Q", &q, "[Tq, Hq, d]"},
                                std::tuple{"K", &k, "[Tk, Hkv, d]"}}) {
     if (a->shape.size() != 3)
@@ -127,11 +158,15 @@ llvm::Expected<VarlenProblem> validate(const npy::Array &q, const npy::Array &k,
     if (std::optional<int64_t> at = firstNonFinite(*a))
       return error(llvm::Twine("expected finite values in ") + name +
                    " but element " + llvm::Twine(*at) + " is inf or nan");
+  if (llvm::Error err = checkValues(p, q, v, gradOutput))
+    return std::move(err);
   return p;
 }
 
 /// func.func @select(%q, %k, %cu_q, %cu_k) -> [Tq, Hkv, K], Tq, Tk and B
-/// dynamic: one program per head layout, d, C, K, g and dtype.
+/// dynamic: one program per head layout, d, C, K, g and dtype. attend:
+/// (%q, %k, %v, %cu_q, %cu_k [, %dO]) -> (output, LSE, [dq, dk, dv,]
+/// selection).
 OwningOpRef<ModuleOp> buildVarlenModule(MLIRContext &ctx,
                                         const VarlenProblem &p,
                                         const SelectConfig &cfg, Type elem) {
@@ -140,29 +175,76 @@ OwningOpRef<ModuleOp> buildVarlenModule(MLIRContext &ctx,
   OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
   b.setInsertionPointToEnd(module->getBody());
   const int64_t any = ShapedType::kDynamic;
+  Type f32 = b.getF32Type();
   auto qType = RankedTensorType::get({any, p.queryHeads, p.headDim}, elem);
   auto kType = RankedTensorType::get({any, p.kvHeads, p.headDim}, elem);
+  auto vType = RankedTensorType::get({any, p.kvHeads, p.valueDim}, elem);
+  auto oType = RankedTensorType::get({any, p.queryHeads, p.valueDim}, elem);
+  auto lseType = RankedTensorType::get({any, p.queryHeads}, f32);
   auto cuType = RankedTensorType::get({any}, b.getI32Type());
-  auto pType =
-      RankedTensorType::get({any, p.kvHeads, p.headDim}, b.getF32Type());
+  auto pType = RankedTensorType::get({any, p.kvHeads, p.headDim}, f32);
   auto selType =
       RankedTensorType::get({any, p.kvHeads, cfg.topK}, b.getI32Type());
-  auto func = func::FuncOp::create(
-      b, loc, "select",
-      b.getFunctionType({qType, kType, cuType, cuType}, {selType}));
+  auto f32Like = [&](RankedTensorType t) {
+    return RankedTensorType::get(t.getShape(), f32);
+  };
+  SmallVector<Type> inputs{qType, kType}, results;
+  if (cfg.attend) {
+    inputs.push_back(vType);
+    results = {oType, lseType};
+    if (cfg.grad())
+      results.append({f32Like(qType), f32Like(kType), f32Like(vType)});
+  }
+  results.push_back(selType);
+  inputs.append({cuType, cuType});
+  if (cfg.grad())
+    inputs.push_back(oType);
+  auto func = func::FuncOp::create(b, loc, "select",
+                                   b.getFunctionType(inputs, results));
   func->setAttr("llvm.emit_c_interface", b.getUnitAttr());
   Block *body = func.addEntryBlock();
   b.setInsertionPointToStart(body);
+  const unsigned cuAt = cfg.attend ? 3 : 2;
   Value q = body->getArgument(0), k = body->getArgument(1);
-  Value cuQ = body->getArgument(2), cuK = body->getArgument(3);
+  Value cuQ = body->getArgument(cuAt), cuK = body->getArgument(cuAt + 1);
   Value pyramid = pisa::PyramidBuildVarlenOp::create(
       b, loc, pType, k, cuK, cfg.blockSize, cfg.branching);
+  FloatAttr scale = b.getF32FloatAttr(cfg.scale);
   Value sel = pisa::HierTopKVarlenOp::create(
       b, loc, selType, q, k, pyramid, cuQ, cuK, cfg.topK, cfg.blockSize,
-      cfg.branching, b.getF32FloatAttr(cfg.scale), /*schedule=*/nullptr);
-  func::ReturnOp::create(b, loc, sel);
+      cfg.branching, scale, /*schedule=*/nullptr);
+  SmallVector<Value> values;
+  if (cfg.attend) {
+    Value v = body->getArgument(2);
+    auto attention = pisa::SparseAttentionVarlenOp::create(
+        b, loc, TypeRange{oType, lseType}, q, k, v, sel, cuQ, cuK,
+        cfg.blockSize, scale);
+    llvm::append_range(values, attention.getResults());
+    if (cfg.grad()) {
+      auto grad = pisa::SparseAttentionGradVarlenOp::create(
+          b, loc, TypeRange{f32Like(qType), f32Like(kType), f32Like(vType)}, q,
+          k, v, sel, cuQ, cuK, attention.getOutput(), attention.getLse(),
+          body->getArgument(cuAt + 2), cfg.blockSize, scale);
+      llvm::append_range(values, grad.getResults());
+    }
+  }
+  values.push_back(sel);
+  func::ReturnOp::create(b, loc, values);
   return module;
 }
+
+/// What a packed attend call returns (the C interface's result struct).
+template <typename E> struct VarlenAttendResults {
+  StridedMemRefType<E, 3> output;
+  StridedMemRefType<float, 2> lse;
+  StridedMemRefType<int32_t, 3> selection;
+};
+template <typename E> struct VarlenAttendGradResults {
+  StridedMemRefType<E, 3> output;
+  StridedMemRefType<float, 2> lse;
+  StridedMemRefType<float, 3> dq, dk, dv;
+  StridedMemRefType<int32_t, 3> selection;
+};
 
 double secondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
@@ -172,7 +254,9 @@ double secondsSince(std::chrono::steady_clock::time_point start) {
 } // namespace
 
 int pisatool::runSelectVarlen(const Options &options, SelectConfig cfg,
-                              const npy::Array &q, const npy::Array &k) {
+                              const npy::Array &q, const npy::Array &k,
+                              const npy::Array *v,
+                              const npy::Array *gradOutput) {
   if (!options.has("cu-seqlens-q") || !options.has("cu-seqlens-k"))
     return fail("expected both --cu-seqlens-q and --cu-seqlens-k");
   if (cfg.staticShapes)
@@ -186,7 +270,7 @@ int pisatool::runSelectVarlen(const Options &options, SelectConfig cfg,
   const npy::Array &cuQ = *cu[0], &cuK = *cu[1];
   if (!options.has("scale") && q.shape.size() == 3)
     cfg.scale = 1.0f / std::sqrt(float(q.shape[2]));
-  auto problem = validate(q, k, cuQ, cuK, cfg);
+  auto problem = validate(q, k, cuQ, cuK, cfg, v, gradOutput);
   if (!problem)
     return fail(problem.takeError());
 
@@ -204,7 +288,7 @@ int pisatool::runSelectVarlen(const Options &options, SelectConfig cfg,
   double compileSeconds = secondsSince(compileStart);
 
   auto runStart = std::chrono::steady_clock::now();
-  npy::Array selection;
+  npy::Array selection, output, lse, dq, dk, dv;
   auto run = [&](auto tag) -> llvm::Error {
     using E = decltype(tag);
     auto qDesc = describe<E, 3>(q), kDesc = describe<E, 3>(k);
@@ -212,27 +296,70 @@ int pisatool::runSelectVarlen(const Options &options, SelectConfig cfg,
          cuKDesc = describe<int32_t, 1>(cuK);
     auto *qPtr = &qDesc, *kPtr = &kDesc;
     auto *cuQPtr = &cuQDesc, *cuKPtr = &cuKDesc;
-    StridedMemRefType<int32_t, 3> result;
-    std::memset(&result, 0, sizeof(result));
-    auto *resultPtr = &result;
-    if (llvm::Error e =
-            (*engine)->invoke("select", resultPtr, qPtr, kPtr, cuQPtr, cuKPtr))
+    auto takeSelection = [&](StridedMemRefType<int32_t, 3> &result) {
+      selection = toNpy(result, npy::DType::I32, &same<int32_t>);
+      std::free(result.basePtr);
+    };
+    if (!cfg.attend) {
+      StridedMemRefType<int32_t, 3> result;
+      std::memset(&result, 0, sizeof(result));
+      auto *resultPtr = &result;
+      if (llvm::Error e = (*engine)->invoke("select", resultPtr, qPtr, kPtr,
+                                            cuQPtr, cuKPtr))
+        return e;
+      takeSelection(result);
+      return llvm::Error::success();
+    }
+    auto vDesc = describe<E, 3>(*v);
+    auto *vPtr = &vDesc;
+    auto takeAttention = [&](auto &results) {
+      output = takeAsF32(results.output);
+      lse = takeF32(results.lse);
+      takeSelection(results.selection);
+    };
+    if (!cfg.grad()) {
+      VarlenAttendResults<E> results;
+      std::memset(&results, 0, sizeof(results));
+      auto *resultsPtr = &results;
+      if (llvm::Error e = (*engine)->invoke("select", resultsPtr, qPtr, kPtr,
+                                            vPtr, cuQPtr, cuKPtr))
+        return e;
+      takeAttention(results);
+      return llvm::Error::success();
+    }
+    VarlenAttendGradResults<E> results;
+    std::memset(&results, 0, sizeof(results));
+    auto *resultsPtr = &results;
+    auto dDesc = describe<E, 3>(*gradOutput);
+    auto *dPtr = &dDesc;
+    if (llvm::Error e = (*engine)->invoke("select", resultsPtr, qPtr, kPtr,
+                                          vPtr, cuQPtr, cuKPtr, dPtr))
       return e;
-    selection = toNpy(result, npy::DType::I32, &same<int32_t>);
-    std::free(result.basePtr);
+    takeAttention(results);
+    dq = takeF32(results.dq);
+    dk = takeF32(results.dk);
+    dv = takeF32(results.dv);
     return llvm::Error::success();
   };
   llvm::Error err = q.dtype == npy::DType::F16 ? run(uint16_t()) : run(float());
   if (err)
     return fail(std::move(err));
   double runSeconds = secondsSince(runStart);
-  if (llvm::Error werr = writeAll({{cfg.outPath, &selection}}))
+  llvm::Error werr = cfg.attend ? writeAll({{cfg.outPath, &output},
+                                            {cfg.lseOutPath, &lse},
+                                            {cfg.selectionOutPath, &selection},
+                                            {cfg.dqOutPath, &dq},
+                                            {cfg.dkOutPath, &dk},
+                                            {cfg.dvOutPath, &dv}})
+                                : writeAll({{cfg.outPath, &selection}});
+  if (werr)
     return fail(std::move(werr));
   llvm::outs() << llvm::format(
-      "pisa-run: selected K=%lld leaf blocks (C=%lld, g=%lld) for %lld query "
+      "pisa-run: %s K=%lld leaf blocks (C=%lld, g=%lld) for %lld query "
       "rows of B=%lld packed sequences (%lld key rows) x %lld KV heads, "
       "G=%lld, d=%lld; compile %.2f s%s, run %.3f s; wrote %s\n",
-      (long long)cfg.topK, (long long)cfg.blockSize, (long long)cfg.branching,
+      cfg.attend ? "attended over" : "selected", (long long)cfg.topK,
+      (long long)cfg.blockSize, (long long)cfg.branching,
       (long long)problem->queryRows, (long long)problem->sequences,
       (long long)problem->keyRows, (long long)problem->kvHeads,
       (long long)(problem->queryHeads / problem->kvHeads),

@@ -138,6 +138,9 @@ static void usage(llvm::raw_ostream &os) {
         "           [--grad-out DO.npy --dq-out DQ.npy --dk-out DK.npy\n"
         "            --dv-out DV.npy]  (also the gradients of a loss L with\n"
         "            dL/dO = DO with respect to Q, K, V, float32)\n"
+        "           [--cu-seqlens-q CQ.npy --cu-seqlens-k CK.npy]  (a packed\n"
+        "            batch: Q [Tq, Hq, d], K [Tk, Hkv, d], V [Tk, Hkv, dv],\n"
+        "            O [Tq, Hq, dv], L [Tq, Hq], S [Tq, Hkv, K])\n"
         "           [--dump-ir] [--static-shapes]\n"
         "       select, decode and attend keep each compiled program in\n"
         "           --cache-dir DIR (default $PISA_CACHE_DIR, else\n"
@@ -195,8 +198,9 @@ int main(int argc, char **argv) {
        runSelect},
       {"decode", selection, {"dump-ir", "no-cache"}, runDecode},
       {"attend",
-       with(selection, {"v", "lse-out", "selection-out", "selection-in",
-                        "grad-out", "dq-out", "dk-out", "dv-out"}),
+       with(selection,
+            {"v", "lse-out", "selection-out", "selection-in", "grad-out",
+             "dq-out", "dk-out", "dv-out", "cu-seqlens-q", "cu-seqlens-k"}),
        {"dump-ir", "static-shapes", "no-cache"},
        runAttend},
       {"plan",

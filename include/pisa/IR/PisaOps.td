@@ -401,6 +401,89 @@ def Pisa_HierTopKVarlenOp : Pisa_Op<"hier_topk_varlen", [Pure]> {
   }];
 }
 
+def Pisa_SparseAttentionVarlenOp
+    : Pisa_Op<"sparse_attention_varlen", [Pure]> {
+  let summary = "sparse attention over a packed batch of variable lengths";
+  let description = [{
+    `pisa.sparse_attention` for each sequence of a packed batch
+    (docs/semantics.md, sections 6 and 7): queries `[Tq, Hq, d]`, keys
+    `[Tk, Hkv, d]` and values `[Tk, Hkv, dv]` token-major, sequence b's rows
+    given by `cu_seqlens_q` and `cu_seqlens_k`; its Nq_b queries are its
+    last positions (offset N_b - Nq_b); `selection` `[Tq, Hkv, K]` lists
+    leaf blocks of each row's own sequence (as `pisa.hier_topk_varlen`
+    writes it). Results: output `[Tq, Hq, dv]` and lse `[Tq, Hq]`.
+
+    ```mlir
+    %o, %lse = pisa.sparse_attention_varlen %q, %k, %v, %sel
+        cu_seqlens(%cuq, %cuk) block_size = 64
+        : tensor<?x8x64xf16>, tensor<?x2x64xf16>, tensor<?x2x64xf16>,
+          tensor<?x2x8xi32>, tensor<?xi32>, tensor<?xi32>
+        -> tensor<?x8x64xf16>, tensor<?x8xf32>
+    ```
+  }];
+  let arguments = (ins Pisa_FloatTensor3D:$queries, Pisa_FloatTensor3D:$keys,
+                       Pisa_FloatTensor3D:$values,
+                       3DTensorOf<[I32]>:$selection,
+                       1DTensorOf<[I32]>:$cu_seqlens_q,
+                       1DTensorOf<[I32]>:$cu_seqlens_k,
+                       I64Attr:$block_size, OptionalAttr<F32Attr>:$scale);
+  let results = (outs Pisa_FloatTensor3D:$output, 2DTensorOf<[F32]>:$lse);
+  let assemblyFormat = [{
+    $queries `,` $keys `,` $values `,` $selection
+    `cu_seqlens` `(` $cu_seqlens_q `,` $cu_seqlens_k `)`
+    `block_size` `=` $block_size (`scale` `=` $scale^)? attr-dict
+    `:` type($queries) `,` type($keys) `,` type($values) `,` type($selection)
+    `,` type($cu_seqlens_q) `,` type($cu_seqlens_k)
+    `->` type($output) `,` type($lse)
+  }];
+  let hasVerifier = 1;
+}
+
+def Pisa_SparseAttentionGradVarlenOp
+    : Pisa_Op<"sparse_attention_grad_varlen", [Pure]> {
+  let summary = "the backward of sparse attention over a packed batch";
+  let description = [{
+    `pisa.sparse_attention_grad` for each sequence of a packed batch
+    (docs/semantics.md, sections 6.1 and 7), in the layouts of
+    `pisa.sparse_attention_varlen`: given its operands, its output and lse
+    and grad_output `[Tq, Hq, dv]`, returns the gradients with respect to
+    the queries `[Tq, Hq, d]`, keys `[Tk, Hkv, d]` and values
+    `[Tk, Hkv, dv]` (element type f32 or that of the queries). A key row
+    of no sequence's attended blocks gets zero gradients.
+
+    ```mlir
+    %dq, %dk, %dv = pisa.sparse_attention_grad_varlen %q, %k, %v, %sel
+        cu_seqlens(%cuq, %cuk) out(%o, %lse) grad(%do) block_size = 64
+        : tensor<?x8x64xf16>, tensor<?x2x64xf16>, tensor<?x2x64xf16>,
+          tensor<?x2x8xi32>, tensor<?xi32>, tensor<?xi32>,
+          tensor<?x8x64xf16>, tensor<?x8xf32>, tensor<?x8x64xf16>
+        -> tensor<?x8x64xf32>, tensor<?x2x64xf32>, tensor<?x2x64xf32>
+    ```
+  }];
+  let arguments = (ins Pisa_FloatTensor3D:$queries, Pisa_FloatTensor3D:$keys,
+                       Pisa_FloatTensor3D:$values,
+                       3DTensorOf<[I32]>:$selection,
+                       1DTensorOf<[I32]>:$cu_seqlens_q,
+                       1DTensorOf<[I32]>:$cu_seqlens_k,
+                       Pisa_FloatTensor3D:$output, 2DTensorOf<[F32]>:$lse,
+                       Pisa_FloatTensor3D:$grad_output,
+                       I64Attr:$block_size, OptionalAttr<F32Attr>:$scale);
+  let results = (outs Pisa_FloatTensor3D:$grad_queries,
+                      Pisa_FloatTensor3D:$grad_keys,
+                      Pisa_FloatTensor3D:$grad_values);
+  let assemblyFormat = [{
+    $queries `,` $keys `,` $values `,` $selection
+    `cu_seqlens` `(` $cu_seqlens_q `,` $cu_seqlens_k `)`
+    `out` `(` $output `,` $lse `)` `grad` `(` $grad_output `)`
+    `block_size` `=` $block_size (`scale` `=` $scale^)? attr-dict
+    `:` type($queries) `,` type($keys) `,` type($values) `,` type($selection)
+    `,` type($cu_seqlens_q) `,` type($cu_seqlens_k) `,` type($output)
+    `,` type($lse) `,` type($grad_output)
+    `->` type($grad_queries) `,` type($grad_keys) `,` type($grad_values)
+  }];
+  let hasVerifier = 1;
+}
+
 include "pisa/IR/PisaKernelOps.td"
 
 #endif // PISA_IR_PISAOPS_TD

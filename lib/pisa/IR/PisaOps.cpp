@@ -372,6 +372,28 @@ float SparseAttentionOp::getScaleOrDefault() {
   return scaleOrDefault(getScaleAttr(), getQueries().getType());
 }
 
+/// C in [1, 2^20], scale valid, and queries, keys, values and output of one
+/// element type: what every attention op checks first.
+static LogicalResult checkAttentionBasics(Operation *op, int64_t blockSize,
+                                          FloatAttr scale, Value queries,
+                                          Value keys, Value values,
+                                          Value output) {
+  if (blockSize < 1 || blockSize > kMaxBlockSize)
+    return op->emitOpError() << "expected block size C in [1, " << kMaxBlockSize
+                             << "] but got " << blockSize;
+  if (failed(checkScale(op, scale)))
+    return failure();
+  Type q = cast<RankedTensorType>(queries.getType()).getElementType();
+  Type k = cast<RankedTensorType>(keys.getType()).getElementType();
+  Type v = cast<RankedTensorType>(values.getType()).getElementType();
+  Type o = cast<RankedTensorType>(output.getType()).getElementType();
+  if (k != q || v != q || o != q)
+    return op->emitOpError() << "expected queries, keys, values and output to "
+                                "have one element type but got "
+                             << q << ", " << k << ", " << v << " and " << o;
+  return success();
+}
+
 /// The rules a sparse_attention and its gradient share (docs/semantics.md,
 /// sections 6 and 6.1): C and scale in range; queries, keys, values and
 /// output of one element type; static Hq, Hkv, d, dv and K; the shapes of
@@ -381,24 +403,14 @@ static LogicalResult verifyAttention(Operation *op, int64_t blockSize,
                                      Value values, Value selection,
                                      Value offset, Value output, Value lseValue,
                                      bool tm) {
-  if (blockSize < 1 || blockSize > kMaxBlockSize)
-    return op->emitOpError() << "expected block size C in [1, " << kMaxBlockSize
-                             << "] but got " << blockSize;
-  if (failed(checkScale(op, scale)))
+  if (failed(checkAttentionBasics(op, blockSize, scale, queries, keys, values,
+                                  output)))
     return failure();
   auto qType = cast<RankedTensorType>(queries.getType());
   auto kType = cast<RankedTensorType>(keys.getType());
   auto vType = cast<RankedTensorType>(values.getType());
-  auto oType = cast<RankedTensorType>(output.getType());
   auto selType = cast<RankedTensorType>(selection.getType());
-  if (kType.getElementType() != qType.getElementType() ||
-      vType.getElementType() != qType.getElementType() ||
-      oType.getElementType() != qType.getElementType())
-    return op->emitOpError()
-           << "expected queries, keys, values and output to "
-              "have one element type but got "
-           << qType.getElementType() << ", " << kType.getElementType() << ", "
-           << vType.getElementType() << " and " << oType.getElementType();
+  auto oType = cast<RankedTensorType>(output.getType());
   const int heads = headDimIndex(tm);
   if (failed(
           checkStaticDims(op, "queries", qType, {{heads, "Hq"}, {3, "d"}})) ||
@@ -445,14 +457,14 @@ float SparseAttentionGradOp::getScaleOrDefault() {
   return scaleOrDefault(getScaleAttr(), getQueries().getType());
 }
 
-/// `a` and `b` (4-D) agree in every static dimension.
+/// `a` and `b` (of one rank) agree in every static dimension.
 static LogicalResult checkSameShape(Operation *op, StringRef aName, Value a,
                                     StringRef bName, Value b) {
   static const char *const kDims[] = {"dimension 0", "dimension 1",
                                       "dimension 2", "dimension 3"};
   ArrayRef<int64_t> aShape = cast<RankedTensorType>(a.getType()).getShape();
   ArrayRef<int64_t> bShape = cast<RankedTensorType>(b.getType()).getShape();
-  for (int64_t i = 0; i < 4; ++i)
+  for (size_t i = 0; i < aShape.size(); ++i)
     if (failed(checkSameDim(op, kDims[i], aName, aShape[i], bName, bShape[i])))
       return failure();
   return success();
@@ -470,29 +482,35 @@ static LogicalResult checkGradient(Operation *op, StringRef gradName,
   return checkSameShape(op, gradName, grad, ofName, of);
 }
 
+/// What a gradient op adds to its forward's rules: grad_output of the
+/// output's element type and shape, each gradient of its operand's shape.
+static LogicalResult checkGradients(Operation *op, Value output,
+                                    Value gradOutput, Value queries, Value keys,
+                                    Value values, Value dq, Value dk,
+                                    Value dv) {
+  Type oElem = cast<RankedTensorType>(output.getType()).getElementType();
+  Type dElem = cast<RankedTensorType>(gradOutput.getType()).getElementType();
+  if (dElem != oElem)
+    return op->emitOpError() << "expected grad_output of the output's element "
+                                "type "
+                             << oElem << " but got " << dElem;
+  if (failed(checkSameShape(op, "grad_output", gradOutput, "output", output)) ||
+      failed(checkGradient(op, "grad_queries", dq, "queries", queries)) ||
+      failed(checkGradient(op, "grad_keys", dk, "keys", keys)) ||
+      failed(checkGradient(op, "grad_values", dv, "values", values)))
+    return failure();
+  return success();
+}
+
 LogicalResult SparseAttentionGradOp::verify() {
   if (failed(verifyAttention(*this, getBlockSize(), getScaleAttr(),
                              getQueries(), getKeys(), getValues(),
                              getSelection(), getQueryOffset(), getOutput(),
                              getLse(), getTokenMajor())))
     return failure();
-  Type oElem = getOutput().getType().getElementType();
-  Type dElem = getGradOutput().getType().getElementType();
-  if (dElem != oElem)
-    return emitOpError() << "expected grad_output of the output's element "
-                            "type "
-                         << oElem << " but got " << dElem;
-  if (failed(checkSameShape(*this, "grad_output", getGradOutput(), "output",
-                            getOutput())))
-    return failure();
-  if (failed(checkGradient(*this, "grad_queries", getGradQueries(), "queries",
-                           getQueries())) ||
-      failed(checkGradient(*this, "grad_keys", getGradKeys(), "keys",
-                           getKeys())) ||
-      failed(checkGradient(*this, "grad_values", getGradValues(), "values",
-                           getValues())))
-    return failure();
-  return success();
+  return checkGradients(*this, getOutput(), getGradOutput(), getQueries(),
+                        getKeys(), getValues(), getGradQueries(), getGradKeys(),
+                        getGradValues());
 }
 
 //===----------------------------------------------------------------------===//
@@ -549,6 +567,74 @@ float HierTopKVarlenOp::getScaleOrDefault() {
     return static_cast<float>(scale.getValueAsDouble());
   return 1.0f /
          std::sqrt(static_cast<float>(getQueries().getType().getDimSize(2)));
+}
+
+/// The rules a packed sparse_attention and its gradient share (sections 6
+/// and 7): C and scale in range; cu_seqlens of B + 1 >= 1 entries each,
+/// the same B; queries, keys, values and output of one element type;
+/// static Hq, Hkv, d, dv and K; Tq of q, the selection, o and lse and Tk of
+/// k and v consistent.
+static LogicalResult verifyAttentionVarlen(Operation *op, int64_t blockSize,
+                                           FloatAttr scale, Value queries,
+                                           Value keys, Value values,
+                                           Value selection, Value cuQueries,
+                                           Value cuKeys, Value output,
+                                           Value lseValue) {
+  if (failed(checkAttentionBasics(op, blockSize, scale, queries, keys, values,
+                                  output)))
+    return failure();
+  auto cuQType = cast<RankedTensorType>(cuQueries.getType());
+  auto cuKType = cast<RankedTensorType>(cuKeys.getType());
+  if (failed(checkCuSeqlens(op, "cu_seqlens_q", cuQType)) ||
+      failed(checkCuSeqlens(op, "cu_seqlens_k", cuKType)) ||
+      failed(checkSameDim(op, "B + 1", "cu_seqlens_q", cuQType.getDimSize(0),
+                          "cu_seqlens_k", cuKType.getDimSize(0))))
+    return failure();
+  auto qType = cast<RankedTensorType>(queries.getType());
+  auto kType = cast<RankedTensorType>(keys.getType());
+  auto vType = cast<RankedTensorType>(values.getType());
+  auto oType = cast<RankedTensorType>(output.getType());
+  auto selType = cast<RankedTensorType>(selection.getType());
+  if (failed(checkStaticDims(op, "queries", qType, {{1, "Hq"}, {2, "d"}})) ||
+      failed(checkStaticDims(op, "keys", kType, {{1, "Hkv"}})) ||
+      failed(checkStaticDims(op, "values", vType, {{2, "dv"}})) ||
+      failed(checkStaticDims(op, "selection", selType, {{2, "K"}})))
+    return failure();
+  ArrayRef<int64_t> q = qType.getShape(), k = kType.getShape();
+  ArrayRef<int64_t> v = vType.getShape(), o = oType.getShape();
+  ArrayRef<int64_t> sel = selType.getShape();
+  ArrayRef<int64_t> lse = cast<RankedTensorType>(lseValue.getType()).getShape();
+  if (failed(checkSameDim(op, "d", "keys", k[2], "queries", q[2])) ||
+      failed(checkGroups(op, q[1], k[1])) ||
+      failed(checkSameDim(op, "Tk", "values", v[0], "keys", k[0])) ||
+      failed(checkSameDim(op, "Hkv", "values", v[1], "keys", k[1])) ||
+      failed(checkSameDim(op, "Tq", "selection", sel[0], "queries", q[0])) ||
+      failed(checkSameDim(op, "Hkv", "selection", sel[1], "keys", k[1])) ||
+      failed(checkSameDim(op, "Tq", "output", o[0], "queries", q[0])) ||
+      failed(checkSameDim(op, "Hq", "output", o[1], "queries", q[1])) ||
+      failed(checkSameDim(op, "dv", "output", o[2], "values", v[2])) ||
+      failed(checkSameDim(op, "Tq", "lse", lse[0], "queries", q[0])) ||
+      failed(checkSameDim(op, "Hq", "lse", lse[1], "queries", q[1])))
+    return failure();
+  return success();
+}
+
+LogicalResult SparseAttentionVarlenOp::verify() {
+  return verifyAttentionVarlen(*this, getBlockSize(), getScaleAttr(),
+                               getQueries(), getKeys(), getValues(),
+                               getSelection(), getCuSeqlensQ(), getCuSeqlensK(),
+                               getOutput(), getLse());
+}
+
+LogicalResult SparseAttentionGradVarlenOp::verify() {
+  if (failed(verifyAttentionVarlen(*this, getBlockSize(), getScaleAttr(),
+                                   getQueries(), getKeys(), getValues(),
+                                   getSelection(), getCuSeqlensQ(),
+                                   getCuSeqlensK(), getOutput(), getLse())))
+    return failure();
+  return checkGradients(*this, getOutput(), getGradOutput(), getQueries(),
+                        getKeys(), getValues(), getGradQueries(), getGradKeys(),
+                        getGradValues());
 }
 
 LogicalResult HierTopKVarlenOp::verify() {

@@ -209,3 +209,12 @@ func.func @attend_grad(%q: tensor<1x4x64x32xbf16>, %k: tensor<1x2x64x32xbf16>, %
   %dq, %dk, %dv = pisa.sparse_attention_grad %q, %k, %v, %s, %off out(%o, %l) grad(%do) block_size = 32 : tensor<1x4x64x32xbf16>, tensor<1x2x64x32xbf16>, tensor<1x2x64x32xbf16>, tensor<1x2x64x3xi32>, tensor<1x4x64x32xbf16>, tensor<1x4x64xf32>, tensor<1x4x64x32xbf16> -> tensor<1x4x64x32xf32>, tensor<1x2x64x32xf32>, tensor<1x2x64x32xf32>
   return
 }
+
+// -----
+
+// Packed sparse attention runs on the CPU pipeline only.
+func.func @attend_varlen(%q: tensor<?x4x32xbf16>, %k: tensor<?x2x32xbf16>, %v: tensor<?x2x32xbf16>, %s: tensor<?x2x3xi32>, %cq: tensor<?xi32>, %ck: tensor<?xi32>) {
+  // expected-error @+1 {{has no GPU kernels: packed sparse attention runs on the CPU pipeline (--pisa-cpu-pipeline, pisa-run attend --cu-seqlens-q/k)}}
+  %o, %l = pisa.sparse_attention_varlen %q, %k, %v, %s cu_seqlens(%cq, %ck) block_size = 32 : tensor<?x4x32xbf16>, tensor<?x2x32xbf16>, tensor<?x2x32xbf16>, tensor<?x2x3xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x4x32xbf16>, tensor<?x4xf32>
+  return
+}

@@ -22,3 +22,22 @@ func.func @dynamic(%q: tensor<?x4x16xf32>, %k: tensor<?x4x16xf32>, %cuq: tensor<
       : tensor<?x4x16xf32>, tensor<?x4x16xf32>, tensor<?x4x16xf32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x4x3xi32>
   return %s : tensor<?x4x3xi32>
 }
+
+// CHECK-LABEL: func.func @attend_varlen
+// CHECK-SAME: (%[[Q:[^:]*]]: {{[^,]*}}, %[[K:[^:]*]]: {{[^,]*}}, %[[V:[^:]*]]: {{[^,]*}}, %[[S:[^:]*]]: {{[^,]*}}, %[[CQ:[^:]*]]: {{[^,]*}}, %[[CK:[^:]*]]: {{[^,]*}}, %[[DO:[^:]*]]: {{[^)]*}})
+// CHECK: %[[O:.*]], %[[L:.*]] = pisa.sparse_attention_varlen %[[Q]], %[[K]], %[[V]], %[[S]] cu_seqlens(%[[CQ]], %[[CK]]) block_size = 16 scale = 2.500000e-01 : tensor<?x8x16xbf16>, tensor<?x2x16xbf16>, tensor<?x2x8xbf16>, tensor<?x2x4xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8x8xbf16>, tensor<?x8xf32>
+// CHECK: pisa.sparse_attention_grad_varlen %[[Q]], %[[K]], %[[V]], %[[S]] cu_seqlens(%[[CQ]], %[[CK]]) out(%[[O]], %[[L]]) grad(%[[DO]]) block_size = 16 : tensor<?x8x16xbf16>, tensor<?x2x16xbf16>, tensor<?x2x8xbf16>, tensor<?x2x4xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x8x8xbf16>, tensor<?x8xf32>, tensor<?x8x8xbf16> -> tensor<?x8x16xf32>, tensor<?x2x16xbf16>, tensor<?x2x8xf32>
+func.func @attend_varlen(%q: tensor<?x8x16xbf16>, %k: tensor<?x2x16xbf16>, %v: tensor<?x2x8xbf16>,
+                         %s: tensor<?x2x4xi32>, %cuq: tensor<?xi32>, %cuk: tensor<?xi32>,
+                         %do: tensor<?x8x8xbf16>)
+    -> (tensor<?x8x16xf32>, tensor<?x2x16xbf16>, tensor<?x2x8xf32>) {
+  %o, %l = pisa.sparse_attention_varlen %q, %k, %v, %s cu_seqlens(%cuq, %cuk) block_size = 16 scale = 0.25
+      : tensor<?x8x16xbf16>, tensor<?x2x16xbf16>, tensor<?x2x8xbf16>, tensor<?x2x4xi32>,
+        tensor<?xi32>, tensor<?xi32> -> tensor<?x8x8xbf16>, tensor<?x8xf32>
+  %dq, %dk, %dv = pisa.sparse_attention_grad_varlen %q, %k, %v, %s cu_seqlens(%cuq, %cuk)
+      out(%o, %l) grad(%do) block_size = 16
+      : tensor<?x8x16xbf16>, tensor<?x2x16xbf16>, tensor<?x2x8xbf16>, tensor<?x2x4xi32>,
+        tensor<?xi32>, tensor<?xi32>, tensor<?x8x8xbf16>, tensor<?x8xf32>, tensor<?x8x8xbf16>
+      -> tensor<?x8x16xf32>, tensor<?x2x16xbf16>, tensor<?x2x8xf32>
+  return %dq, %dk, %dv : tensor<?x8x16xf32>, tensor<?x2x16xbf16>, tensor<?x2x8xf32>
+}

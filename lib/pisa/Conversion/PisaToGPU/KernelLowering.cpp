@@ -327,20 +327,23 @@ struct SparseAttentionModel : Model<SparseAttentionModel, SparseAttentionOp> {
   }
 };
 
-/// The backward of sparse attention has no GPU kernels: it runs on the CPU
-/// pipeline, and the GPU path refuses it before changing any IR.
-struct SparseAttentionGradModel
-    : KernelLoweringOpInterface::ExternalModel<SparseAttentionGradModel,
-                                               SparseAttentionGradOp> {
-  Why getGPULimitViolation(Operation *) const {
-    return std::string("has no GPU kernels: the backward of sparse attention "
-                       "runs on the CPU pipeline (--pisa-cpu-pipeline, "
-                       "pisa-run attend --grad-out)");
-  }
+/// An op with no GPU kernels: it runs on the CPU pipeline, and the GPU path
+/// refuses it, naming `kWhy`, before changing any IR.
+template <typename OpTy, const char *kWhy>
+struct CpuOnlyModel
+    : KernelLoweringOpInterface::ExternalModel<CpuOnlyModel<OpTy, kWhy>, OpTy> {
+  Why getGPULimitViolation(Operation *) const { return std::string(kWhy); }
   void decomposeToKernels(Operation *, RewriterBase &) const {
     llvm_unreachable("refused by getGPULimitViolation");
   }
 };
+
+constexpr char kGradOnCpu[] =
+    "has no GPU kernels: the backward of sparse attention runs on the CPU "
+    "pipeline (--pisa-cpu-pipeline, pisa-run attend --grad-out)";
+constexpr char kVarlenAttentionOnCpu[] =
+    "has no GPU kernels: packed sparse attention runs on the CPU pipeline "
+    "(--pisa-cpu-pipeline, pisa-run attend --cu-seqlens-q/k)";
 
 } // namespace
 
@@ -363,6 +366,11 @@ void mlir::pisa::registerKernelLoweringExternalModels(
     PyramidAppendOp::attachInterface<PyramidAppendModel>(*ctx);
     DecodeSelectOp::attachInterface<DecodeSelectModel>(*ctx);
     SparseAttentionOp::attachInterface<SparseAttentionModel>(*ctx);
-    SparseAttentionGradOp::attachInterface<SparseAttentionGradModel>(*ctx);
+    SparseAttentionGradOp::attachInterface<
+        CpuOnlyModel<SparseAttentionGradOp, kGradOnCpu>>(*ctx);
+    SparseAttentionVarlenOp::attachInterface<
+        CpuOnlyModel<SparseAttentionVarlenOp, kVarlenAttentionOnCpu>>(*ctx);
+    SparseAttentionGradVarlenOp::attachInterface<
+        CpuOnlyModel<SparseAttentionGradVarlenOp, kVarlenAttentionOnCpu>>(*ctx);
   });
 }

@@ -2,7 +2,8 @@
 //
 // Token-major batched ops become the head-major op between transposes.
 // The CPU reference of docs/semantics.md, section 7, written as the
-// contract states it: for each sequence b, the batched op (B = 1) on that
+// contract states it (the selection, sparse attention and its gradient):
+// for each sequence b, the batched op (B = 1) on that
 // sequence's rows, head-major, with query_offset = N_b - Nq_b; the result
 // rows go back token-major. The batched ops created here are lowered by
 // the other patterns of the same conversion. The rules on cu_seqlens are
@@ -39,48 +40,62 @@ Value entry(ImplicitLocOpBuilder &b, Value cuSeqlens, Value at) {
       b, b.getIndexType(), tensor::ExtractOp::create(b, cuSeqlens, at));
 }
 
-/// Rows first .. first + count - 1 of a token-major [T, H, X] tensor.
+/// Rows first .. first + count - 1 of a token-major [T, H, X] (or [T, H])
+/// tensor.
 Value rows(ImplicitLocOpBuilder &b, Value packed, Value first, Value count) {
   auto type = cast<RankedTensorType>(packed.getType());
-  ArrayRef<int64_t> s = type.getShape();
-  auto sliceType =
-      RankedTensorType::get({kAny, s[1], s[2]}, type.getElementType());
-  SmallVector<OpFoldResult> offsets{first, b.getIndexAttr(0),
-                                    b.getIndexAttr(0)};
-  SmallVector<OpFoldResult> sizes{count, b.getIndexAttr(s[1]),
-                                  b.getIndexAttr(s[2])};
-  SmallVector<OpFoldResult> strides(3, b.getIndexAttr(1));
+  SmallVector<int64_t> shape(type.getShape());
+  shape[0] = kAny;
+  auto sliceType = RankedTensorType::get(shape, type.getElementType());
+  SmallVector<OpFoldResult> offsets(shape.size(), b.getIndexAttr(0));
+  SmallVector<OpFoldResult> sizes{count};
+  offsets[0] = first;
+  for (int64_t extent : ArrayRef<int64_t>(shape).drop_front())
+    sizes.push_back(b.getIndexAttr(extent));
+  SmallVector<OpFoldResult> strides(shape.size(), b.getIndexAttr(1));
   return tensor::ExtractSliceOp::create(b, sliceType, packed, offsets, sizes,
                                         strides);
 }
 
-/// [n, H, X] token-major -> [1, H, n, X] head-major (a batch of one).
+/// [n, H, X] token-major -> [1, H, n, X] head-major (a batch of one); [n, H]
+/// -> [1, H, n].
 Value toHeadMajor(ImplicitLocOpBuilder &b, Value tokens) {
   auto type = cast<RankedTensorType>(tokens.getType());
   ArrayRef<int64_t> s = type.getShape();
-  Value n = dimOf(b, tokens, 0);
-  auto expandedType =
-      RankedTensorType::get({1, kAny, s[1], s[2]}, type.getElementType());
-  Value expanded = tensor::ExpandShapeOp::create(
-      b, expandedType, tokens, {{0, 1}, {2}, {3}},
-      {b.getIndexAttr(1), n, b.getIndexAttr(s[1]), b.getIndexAttr(s[2])});
-  return swapHeadsAndTokens(b, expanded);
+  SmallVector<int64_t> expanded{1, kAny};
+  SmallVector<OpFoldResult> sizes{b.getIndexAttr(1), dimOf(b, tokens, 0)};
+  SmallVector<ReassociationIndices> groups{{0, 1}};
+  for (int64_t i = 1, e = s.size(); i < e; ++i) {
+    expanded.push_back(s[i]);
+    sizes.push_back(b.getIndexAttr(s[i]));
+    groups.push_back({i + 1});
+  }
+  Value batchOfOne = tensor::ExpandShapeOp::create(
+      b, RankedTensorType::get(expanded, type.getElementType()), tokens, groups,
+      sizes);
+  return swapHeadsAndTokens(b, batchOfOne);
 }
 
-/// [1, H, n, X] head-major -> [n, H, X] token-major.
+/// [1, H, n, X] head-major -> [n, H, X] token-major; [1, H, n] -> [n, H].
 Value toTokenMajor(ImplicitLocOpBuilder &b, Value heads) {
+  const int64_t rank = cast<RankedTensorType>(heads.getType()).getRank();
+  SmallVector<ReassociationIndices> groups{{0, 1}};
+  for (int64_t i = 2; i < rank; ++i)
+    groups.push_back({i});
   return tensor::CollapseShapeOp::create(b, swapHeadsAndTokens(b, heads),
-                                         {{0, 1}, {2}, {3}});
+                                         groups);
 }
 
-/// Writes `part` [n, H, X] into rows first .. first + n - 1 of `into`.
+/// Writes `part` [n, H, X] (or [n, H]) into rows first .. first + n - 1 of
+/// `into`.
 Value insertRows(ImplicitLocOpBuilder &b, Value part, Value into, Value first) {
   ArrayRef<int64_t> s = cast<RankedTensorType>(part.getType()).getShape();
-  SmallVector<OpFoldResult> offsets{first, b.getIndexAttr(0),
-                                    b.getIndexAttr(0)};
-  SmallVector<OpFoldResult> sizes{dimOf(b, part, 0), b.getIndexAttr(s[1]),
-                                  b.getIndexAttr(s[2])};
-  SmallVector<OpFoldResult> strides(3, b.getIndexAttr(1));
+  SmallVector<OpFoldResult> offsets(s.size(), b.getIndexAttr(0));
+  offsets[0] = first;
+  SmallVector<OpFoldResult> sizes{dimOf(b, part, 0)};
+  for (int64_t extent : s.drop_front())
+    sizes.push_back(b.getIndexAttr(extent));
+  SmallVector<OpFoldResult> strides(s.size(), b.getIndexAttr(1));
   return tensor::InsertSliceOp::create(b, part, into, offsets, sizes, strides);
 }
 
@@ -229,6 +244,138 @@ struct HierTopKVarlenToLoops : OpConversionPattern<HierTopKVarlenOp> {
   }
 };
 
+/// Sequence `seq`'s rows of a packed batch: its first query and key rows,
+/// how many, and its queries' offset N_b - Nq_b.
+struct SequenceRows {
+  Value firstQuery, numQueries, firstKey, numKeys, offset;
+};
+SequenceRows sequenceRows(ImplicitLocOpBuilder &b, Value cuQ, Value cuK,
+                          Value seq) {
+  Value next = arith::AddIOp::create(b, seq, indexConst(b, 1));
+  Value q0 = entry(b, cuQ, seq), k0 = entry(b, cuK, seq);
+  Value numQueries = arith::SubIOp::create(b, entry(b, cuQ, next), q0);
+  Value numKeys = arith::SubIOp::create(b, entry(b, cuK, next), k0);
+  return {q0, numQueries, k0, numKeys,
+          arith::SubIOp::create(b, numKeys, numQueries)};
+}
+
+/// One sequence's rows of packed operands as a batch of one, head-major.
+struct SequenceViews {
+  ImplicitLocOpBuilder &b;
+  SequenceRows r;
+  Value queryRows(Value packed) const {
+    return toHeadMajor(b, rows(b, packed, r.firstQuery, r.numQueries));
+  }
+  Value keyRows(Value packed) const {
+    return toHeadMajor(b, rows(b, packed, r.firstKey, r.numKeys));
+  }
+};
+
+/// Checks the rules on a packed attention's cu_seqlens (naming `op`) and
+/// returns B.
+Value checkedSequences(ImplicitLocOpBuilder &b, StringRef op, Value cuQ,
+                       Value cuK, Value queries, Value keys) {
+  requireCuSeqlens(b, op, cuK, dimOf(b, keys, 0), cuQ, dimOf(b, queries, 0));
+  return arith::SubIOp::create(b, dimOf(b, cuK, 0), indexConst(b, 1));
+}
+
+/// [1, H, ?, X] (or [1, H, ?] for an lse) of `packed`'s element type and
+/// dimensions, `packed` being [T, H, X] (or [T, H]).
+RankedTensorType batchOfOneType(Type packed) {
+  auto type = cast<RankedTensorType>(packed);
+  SmallVector<int64_t> shape{1, type.getDimSize(1), kAny};
+  if (type.getRank() == 3)
+    shape.push_back(type.getDimSize(2));
+  return RankedTensorType::get(shape, type.getElementType());
+}
+
+struct SparseAttentionVarlenToLoops
+    : OpConversionPattern<SparseAttentionVarlenOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(SparseAttentionVarlenOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    Value queries = adaptor.getQueries(), keys = adaptor.getKeys();
+    Value cuQ = adaptor.getCuSeqlensQ(), cuK = adaptor.getCuSeqlensK();
+    Value numSeqs = checkedSequences(b, "pisa.sparse_attention_varlen", cuQ,
+                                     cuK, queries, keys);
+    Value numQueryRows = dimOf(b, queries, 0);
+    Value outInit = emptyLike(b, op.getOutput().getType(),
+                              {numQueryRows, Value(), Value()});
+    Value lseInit =
+        emptyLike(b, op.getLse().getType(), {numQueryRows, Value()});
+    SmallVector<Value> result =
+        buildLoop(b, indexConst(b, 0), numSeqs, {outInit, lseInit},
+                  [&](ImplicitLocOpBuilder &lb, Value seq, ValueRange acc) {
+                    SequenceViews s{lb, sequenceRows(lb, cuQ, cuK, seq)};
+                    auto attention = SparseAttentionOp::create(
+                        lb,
+                        TypeRange{batchOfOneType(op.getOutput().getType()),
+                                  batchOfOneType(op.getLse().getType())},
+                        s.queryRows(queries), s.keyRows(keys),
+                        s.keyRows(adaptor.getValues()),
+                        s.queryRows(adaptor.getSelection()), s.r.offset,
+                        op.getBlockSize(), op.getScaleAttr());
+                    Value first = s.r.firstQuery;
+                    return SmallVector<Value>{
+                        insertRows(lb, toTokenMajor(lb, attention.getOutput()),
+                                   acc[0], first),
+                        insertRows(lb, toTokenMajor(lb, attention.getLse()),
+                                   acc[1], first)};
+                  });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+struct SparseAttentionGradVarlenToLoops
+    : OpConversionPattern<SparseAttentionGradVarlenOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(SparseAttentionGradVarlenOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    Value queries = adaptor.getQueries(), keys = adaptor.getKeys();
+    Value cuQ = adaptor.getCuSeqlensQ(), cuK = adaptor.getCuSeqlensK();
+    Value numSeqs = checkedSequences(b, "pisa.sparse_attention_grad_varlen",
+                                     cuQ, cuK, queries, keys);
+    Value numQueryRows = dimOf(b, queries, 0);
+    Value numKeyRows = dimOf(b, keys, 0);
+    SmallVector<Value> inits{emptyLike(b, op.getGradQueries().getType(),
+                                       {numQueryRows, Value(), Value()}),
+                             emptyLike(b, op.getGradKeys().getType(),
+                                       {numKeyRows, Value(), Value()}),
+                             emptyLike(b, op.getGradValues().getType(),
+                                       {numKeyRows, Value(), Value()})};
+    SmallVector<Value> result = buildLoop(
+        b, indexConst(b, 0), numSeqs, inits,
+        [&](ImplicitLocOpBuilder &lb, Value seq, ValueRange acc) {
+          SequenceViews s{lb, sequenceRows(lb, cuQ, cuK, seq)};
+          auto grad = SparseAttentionGradOp::create(
+              lb,
+              TypeRange{batchOfOneType(op.getGradQueries().getType()),
+                        batchOfOneType(op.getGradKeys().getType()),
+                        batchOfOneType(op.getGradValues().getType())},
+              s.queryRows(queries), s.keyRows(keys),
+              s.keyRows(adaptor.getValues()),
+              s.queryRows(adaptor.getSelection()), s.r.offset,
+              s.queryRows(adaptor.getOutput()), s.queryRows(adaptor.getLse()),
+              s.queryRows(adaptor.getGradOutput()), op.getBlockSize(),
+              op.getScaleAttr());
+          return SmallVector<Value>{
+              insertRows(lb, toTokenMajor(lb, grad.getGradQueries()), acc[0],
+                         s.r.firstQuery),
+              insertRows(lb, toTokenMajor(lb, grad.getGradKeys()), acc[1],
+                         s.r.firstKey),
+              insertRows(lb, toTokenMajor(lb, grad.getGradValues()), acc[2],
+                         s.r.firstKey)};
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
 /// Token-major batched ops: the same op head-major between transposes.
 struct TokenMajorPyramidBuild : OpRewritePattern<PyramidBuildOp> {
   using OpRewritePattern::OpRewritePattern;
@@ -267,6 +414,7 @@ struct TokenMajorHierTopK : OpRewritePattern<HierTopKOp> {
 
 void mlir::pisa::populateVarlenToLoopsPatterns(RewritePatternSet &patterns) {
   patterns.add<PyramidBuildVarlenToLoops, HierTopKVarlenToLoops,
+               SparseAttentionVarlenToLoops, SparseAttentionGradVarlenToLoops,
                TokenMajorPyramidBuild, TokenMajorHierTopK>(
       patterns.getContext());
 }

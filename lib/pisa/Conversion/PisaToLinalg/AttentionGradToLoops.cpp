@@ -4,9 +4,9 @@
 // section 6.1): loops over (batch, query head, query); per query D = dO . o,
 // then over the keys its selection row attends (the forward's rule) the
 // recomputed probability P = exp(scale q . k - lse) and dS = P (dO . v - D),
-// adding dS k to the query's [d] accumulator and scale dS q and P dO to the
-// key's rows of dk and dv. Everything accumulates in f32; a gradient of a
-// 16-bit type is rounded once, at the end. Nothing is N x N.
+// adding scale dS k to the query's row of dq and scale dS q and P dO to the
+// key's rows of dk and dv. Everything accumulates in f32 tensors; a
+// gradient of a 16-bit type is rounded once, at the end. Nothing is N x N.
 //
 //===----------------------------------------------------------------------===//
 

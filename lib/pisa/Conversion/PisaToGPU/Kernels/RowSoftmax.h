@@ -35,9 +35,9 @@ SmallVector<int64_t> consecutiveLaneMasks(int64_t width);
 /// widest: width / 2, ..., 2, 1.
 SmallVector<int64_t> halvingLaneMasks(int64_t width);
 
-/// The GQA head sum (docs/semantics.md: u sums the LSEs of a query's G
-/// heads): `v`, one head's LSE per lane, summed over the lanes of `masks`
-/// (laneAllReduce's add).
+/// `v` summed over the lanes of `masks` (laneAllReduce's add): the GQA
+/// head sum (docs/semantics.md: u sums the LSEs of a query's G heads) when
+/// each lane holds one head's LSE, or a row's or a dot product's sum.
 Value laneSum(ImplicitLocOpBuilder &b, Value v, ArrayRef<int64_t> masks);
 
 /// The GQA head sum of G LSEs held in shared memory at lses[first, first +

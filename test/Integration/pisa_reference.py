@@ -177,12 +177,14 @@ def attended_mask(selection, N, C, Nq, offset=0):
     return mask
 
 
-def attend_grad(q, keys, values, selection, grad_out, C, scale=None, offset=0):
+def attend_grad(q, keys, values, selection, grad_out, C, scale=None, offset=0,
+                out=None):
     """The gradients (dq, dk, dv) of docs/semantics.md section 6.1, in
     float64, as dense masked matrices: P = softmax(scale Q K^T) over the
-    attended keys, dP = dO V^T, dS = P (dP - rowsum(P dP)), dQ = scale dS K,
+    attended keys, dP = dO V^T, dS = P (dP - D), dQ = scale dS K,
     dK = scale dS^T Q and dV = P^T dO, summed over each KV head's G query
-    heads."""
+    heads. D is rowsum(dO o) with `out` as o when it is given (the op's
+    operand, as the program stored it), else the exact rowsum(P dP)."""
     B, Hq, Nq, d = q.shape
     _, Hkv, N, dv = values.shape
     G = Hq // Hkv
@@ -203,7 +205,11 @@ def attend_grad(q, keys, values, selection, grad_out, C, scale=None, offset=0):
             total = p.sum(1)
             p = p / np.where(total > 0, total, 1.0)[:, None]
             dp = dod[b, h] @ vd[b, kv].T
-            ds = p * (dp - (p * dp).sum(1)[:, None])
+            if out is None:
+                rows = (p * dp).sum(1)
+            else:
+                rows = (dod[b, h] * out[b, h].astype(np.float64)).sum(1)
+            ds = p * (dp - rows[:, None])
             dq[b, h] = scale * ds @ kd[b, kv]
             dk[b, kv] += scale * ds.T @ qd[b, h]
             dvv[b, kv] += p.T @ dod[b, h]

@@ -496,6 +496,95 @@ def Pisa_SparseAttentionKernelOp : Pisa_KernelOp<"sparse_attention", 2> {
   }];
 }
 
+def Pisa_SparseAttentionGradQueriesKernelOp
+    : Pisa_KernelOp<"sparse_attention_grad_queries", 2> {
+  let summary = "dq and D of sparse attention's backward, one block per query";
+  let description = [{
+    The query half of `pisa.sparse_attention_grad`: one block per (query,
+    batch x KV head) stages the G head rows of q and dO once, computes
+    D = dO . o per head row (written to `delta` [B, Hq, Nq], head-major in
+    every layout) and, per attended block (the forward's rule), recomputes
+    P from lse and accumulates dq = scale sum_j dS_j k_j on tensor cores
+    (docs/gpu.md, "Sparse attention backward"). `grad_queries` has the
+    queries' shape, f32 or their element type. With `token_major`, the
+    operands the forward's kernel reads token-major, and dq, are.
+
+    ```mlir
+    %dq, %dd = pisa.kernel.sparse_attention_grad_queries %q, %k, %v, %sel,
+        %off, %o, %lse, %do outs(%dq0, %dd0) block_size = 64
+        scale = 0.0883883461
+        : tensor<1x16x4096x128xbf16>, tensor<1x1x4096x128xbf16>,
+          tensor<1x1x4096x128xbf16>, tensor<1x1x4096x8xi32>,
+          tensor<1x16x4096x128xbf16>, tensor<1x16x4096xf32>,
+          tensor<1x16x4096x128xbf16>, tensor<1x16x4096x128xf32>,
+          tensor<1x16x4096xf32>
+        -> tensor<1x16x4096x128xf32>, tensor<1x16x4096xf32>
+    ```
+  }];
+  let arguments = (ins Pisa_Keys4D:$queries, Pisa_Keys4D:$keys,
+                       Pisa_Keys4D:$values, Pisa_I32_4D:$selection,
+                       Index:$query_offset, Pisa_Keys4D:$output,
+                       Pisa_F32_3D:$lse, Pisa_Keys4D:$grad_output,
+                       Pisa_Keys4D:$grad_queries, Pisa_F32_3D:$delta,
+                       I64Attr:$block_size, F32Attr:$scale,
+                       UnitAttr:$token_major);
+  let assemblyFormat = [{
+    $queries `,` $keys `,` $values `,` $selection `,` $query_offset `,`
+    $output `,` $lse `,` $grad_output
+    `outs` `(` $grad_queries `,` $delta `)` `block_size` `=` $block_size
+    `scale` `=` $scale attr-dict `:` type($queries) `,` type($keys) `,`
+    type($values) `,` type($selection) `,` type($output) `,` type($lse) `,`
+    type($grad_output) `,` type($grad_queries) `,` type($delta)
+    (`->` type($results)^)?
+  }];
+}
+
+def Pisa_SparseAttentionGradKeysKernelOp
+    : Pisa_KernelOp<"sparse_attention_grad_keys", 3> {
+  let summary = "dk and dv of sparse attention's backward, one block per key block";
+  let description = [{
+    The key half of `pisa.sparse_attention_grad`: marks which queries
+    attend each key block in `query_bits` ([B, Hkv, ceil(N / C),
+    ceil(Nq / 32)] i32 scratch, zeroed first), then one block per (key
+    block, batch x KV head) stages the block's keys and values once and,
+    for each query that attends it in query order, recomputes P and dS from
+    lse and `delta` (D of `pisa.kernel.sparse_attention_grad_queries`) and
+    accumulates dk = scale sum dS q and dv = sum P dO on tensor cores. A
+    block no query attends gets zeros. `grad_keys` and `grad_values` have
+    the keys' and values' shapes, f32 or their element type.
+
+    ```mlir
+    %dk, %dv, %bits = pisa.kernel.sparse_attention_grad_keys %q, %k, %v,
+        %sel, %off, %lse, %dd, %do outs(%dk0, %dv0, %b0) block_size = 64
+        scale = 0.0883883461
+        : tensor<1x16x4096x128xbf16>, tensor<1x1x4096x128xbf16>,
+          tensor<1x1x4096x128xbf16>, tensor<1x1x4096x8xi32>,
+          tensor<1x16x4096xf32>, tensor<1x16x4096xf32>,
+          tensor<1x16x4096x128xbf16>, tensor<1x1x4096x128xf32>,
+          tensor<1x1x4096x128xf32>, tensor<1x1x64x128xi32>
+        -> tensor<1x1x4096x128xf32>, tensor<1x1x4096x128xf32>,
+           tensor<1x1x64x128xi32>
+    ```
+  }];
+  let arguments = (ins Pisa_Keys4D:$queries, Pisa_Keys4D:$keys,
+                       Pisa_Keys4D:$values, Pisa_I32_4D:$selection,
+                       Index:$query_offset, Pisa_F32_3D:$lse,
+                       Pisa_F32_3D:$delta, Pisa_Keys4D:$grad_output,
+                       Pisa_Keys4D:$grad_keys, Pisa_Keys4D:$grad_values,
+                       Pisa_I32_4D:$query_bits, I64Attr:$block_size,
+                       F32Attr:$scale, UnitAttr:$token_major);
+  let assemblyFormat = [{
+    $queries `,` $keys `,` $values `,` $selection `,` $query_offset `,`
+    $lse `,` $delta `,` $grad_output
+    `outs` `(` $grad_keys `,` $grad_values `,` $query_bits `)`
+    `block_size` `=` $block_size `scale` `=` $scale attr-dict
+    `:` type($queries) `,` type($keys) `,` type($values) `,`
+    type($selection) `,` type($lse) `,` type($delta) `,`
+    type($grad_output) `,` type($grad_keys) `,` type($grad_values) `,`
+    type($query_bits) (`->` type($results)^)?
+  }];
+}
+
 def Pisa_LseScoreKernelOp : Pisa_KernelOp<"lse_score", 1> {
   let summary = "group-summed LSE scores of given candidates, a warp per query";
   let description = [{

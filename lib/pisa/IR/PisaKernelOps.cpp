@@ -179,6 +179,8 @@ PISA_KERNEL_EFFECTS(SelectSingleStageVarlenKernelOp)
 PISA_KERNEL_EFFECTS(SelectDecodeKernelOp)
 PISA_KERNEL_EFFECTS(SparseAttentionKernelOp)
 PISA_KERNEL_EFFECTS(LseScoreKernelOp)
+PISA_KERNEL_EFFECTS(SparseAttentionGradQueriesKernelOp)
+PISA_KERNEL_EFFECTS(SparseAttentionGradKeysKernelOp)
 #undef PISA_KERNEL_EFFECTS
 
 /// Where the keys are a page pool: its page size S and Mp * S.
@@ -527,4 +529,134 @@ LogicalResult AppendSelectSingleStageKernelOp::verify() {
                          << ") to divide the decode block's "
                          << kDecodeBlockThreads << " threads";
   return success();
+}
+
+/// The backward kernels read q, k, v and dO (and o) of one element type and
+/// write each gradient in f32 or that type.
+static LogicalResult
+checkGradElementTypes(Operation *op, Value queries,
+                      ArrayRef<std::pair<StringRef, Value>> inputs,
+                      ArrayRef<std::pair<StringRef, Value>> gradients) {
+  Type elem = mlir::getElementTypeOrSelf(queries.getType());
+  for (auto [name, value] : inputs)
+    if (mlir::getElementTypeOrSelf(value.getType()) != elem)
+      return op->emitOpError()
+             << "expected " << name << " of the queries' element type " << elem
+             << " but got " << mlir::getElementTypeOrSelf(value.getType());
+  for (auto [name, value] : gradients) {
+    Type t = mlir::getElementTypeOrSelf(value.getType());
+    if (t != elem && !t.isF32())
+      return op->emitOpError() << "expected " << name << " of element type f32 "
+                               << "or " << elem << " but got " << t;
+  }
+  return success();
+}
+
+/// [B, Hq, Nq] of a per-query-head f32 operand: lse follows the layout,
+/// delta is head-major always.
+static SmallVector<int64_t, 3> rowShapeOf(Value v, bool tokenMajor) {
+  ArrayRef<int64_t> l = shapeOf(v);
+  return {l[0], l[tokenMajor ? 2 : 1], l[tokenMajor ? 1 : 2]};
+}
+
+/// The sizes both backward kernels share: q, k, v, selection and dO.
+static LogicalResult checkGradOperands(Operation *op, Value queries, Value keys,
+                                       Value values, Value selection,
+                                       Value gradOutput, Value lse, Value delta,
+                                       bool tm) {
+  if (failed(
+          checkTiledDims(op, {{"queries", queries, Tiled::Tokens, tm},
+                              {"keys", keys, Tiled::Tokens, tm},
+                              {"values", values, Tiled::Tokens, tm},
+                              {"selection", selection, Tiled::Tokens, tm},
+                              {"grad_output", gradOutput, Tiled::Tokens, tm}})))
+    return failure();
+  SmallVector<int64_t, 4> q = tokenShapeOf(queries, tm);
+  SmallVector<int64_t, 4> k = tokenShapeOf(keys, tm);
+  if (failed(checkGroups(op, q[1], k[1])))
+    return failure();
+  SmallVector<int64_t, 4> v = tokenShapeOf(values, tm);
+  SmallVector<int64_t, 4> sel = tokenShapeOf(selection, tm);
+  SmallVector<int64_t, 4> g = tokenShapeOf(gradOutput, tm);
+  SmallVector<int64_t, 3> l = rowShapeOf(lse, tm),
+                          dd = rowShapeOf(delta, false);
+  return failure(
+      failed(checkSameDim(op, "d", "keys", k[3], "queries", q[3])) ||
+      failed(checkSameDim(op, "N", "values", v[2], "keys", k[2])) ||
+      failed(checkSameDim(op, "Hkv", "values", v[1], "keys", k[1])) ||
+      failed(checkSameDim(op, "Hkv", "selection", sel[1], "keys", k[1])) ||
+      failed(checkSameDim(op, "Nq", "selection", sel[2], "queries", q[2])) ||
+      failed(checkSameDim(op, "Hq", "grad_output", g[1], "queries", q[1])) ||
+      failed(checkSameDim(op, "Nq", "grad_output", g[2], "queries", q[2])) ||
+      failed(checkSameDim(op, "dv", "grad_output", g[3], "values", v[3])) ||
+      failed(checkSameDim(op, "Hq", "lse", l[1], "queries", q[1])) ||
+      failed(checkSameDim(op, "Nq", "lse", l[2], "queries", q[2])) ||
+      failed(checkSameDim(op, "Hq", "delta", dd[1], "queries", q[1])) ||
+      failed(checkSameDim(op, "Nq", "delta", dd[2], "queries", q[2])));
+}
+
+LogicalResult SparseAttentionGradQueriesKernelOp::verify() {
+  const bool tm = getTokenMajor();
+  if (failed(verifyKernelOp(*this)) ||
+      failed(checkTiledDims(
+          *this, {{"output", getOutput(), Tiled::Tokens, tm},
+                  {"grad_queries", getGradQueries(), Tiled::Tokens, tm}})) ||
+      failed(checkGradElementTypes(*this, getQueries(),
+                                   {{"keys", getKeys()},
+                                    {"values", getValues()},
+                                    {"output", getOutput()},
+                                    {"grad_output", getGradOutput()}},
+                                   {{"grad_queries", getGradQueries()}})) ||
+      failed(checkGradOperands(*this, getQueries(), getKeys(), getValues(),
+                               getSelection(), getGradOutput(), getLse(),
+                               getDelta(), tm)))
+    return failure();
+  SmallVector<int64_t, 4> q = tokenShapeOf(getQueries(), tm);
+  SmallVector<int64_t, 4> o = tokenShapeOf(getOutput(), tm);
+  SmallVector<int64_t, 4> g = tokenShapeOf(getGradOutput(), tm);
+  SmallVector<int64_t, 4> dq = tokenShapeOf(getGradQueries(), tm);
+  return failure(
+      failed(checkSameDim(*this, "Hq", "output", o[1], "queries", q[1])) ||
+      failed(checkSameDim(*this, "Nq", "output", o[2], "queries", q[2])) ||
+      failed(checkSameDim(*this, "dv", "output", o[3], "grad_output", g[3])) ||
+      failed(
+          checkSameDim(*this, "Hq", "grad_queries", dq[1], "queries", q[1])) ||
+      failed(
+          checkSameDim(*this, "Nq", "grad_queries", dq[2], "queries", q[2])) ||
+      failed(checkSameDim(*this, "d", "grad_queries", dq[3], "queries", q[3])));
+}
+
+LogicalResult SparseAttentionGradKeysKernelOp::verify() {
+  const bool tm = getTokenMajor();
+  if (failed(verifyKernelOp(*this)) ||
+      failed(checkTiledDims(
+          *this, {{"grad_keys", getGradKeys(), Tiled::Tokens, tm},
+                  {"grad_values", getGradValues(), Tiled::Tokens, tm}})) ||
+      failed(checkGradElementTypes(
+          *this, getQueries(),
+          {{"keys", getKeys()},
+           {"values", getValues()},
+           {"grad_output", getGradOutput()}},
+          {{"grad_keys", getGradKeys()}, {"grad_values", getGradValues()}})) ||
+      failed(checkGradOperands(*this, getQueries(), getKeys(), getValues(),
+                               getSelection(), getGradOutput(), getLse(),
+                               getDelta(), tm)))
+    return failure();
+  SmallVector<int64_t, 4> k = tokenShapeOf(getKeys(), tm);
+  SmallVector<int64_t, 4> v = tokenShapeOf(getValues(), tm);
+  SmallVector<int64_t, 4> dk = tokenShapeOf(getGradKeys(), tm);
+  SmallVector<int64_t, 4> dv = tokenShapeOf(getGradValues(), tm);
+  ArrayRef<int64_t> bits = shapeOf(getQueryBits());
+  if (ShapedType::isDynamic(bits[1]))
+    return emitOpError() << "expected a static dim 1 (the kernels' tiling) in "
+                         << "query_bits but got " << getQueryBits().getType();
+  return failure(
+      failed(checkSameDim(*this, "Hkv", "grad_keys", dk[1], "keys", k[1])) ||
+      failed(checkSameDim(*this, "N", "grad_keys", dk[2], "keys", k[2])) ||
+      failed(checkSameDim(*this, "d", "grad_keys", dk[3], "keys", k[3])) ||
+      failed(
+          checkSameDim(*this, "Hkv", "grad_values", dv[1], "values", v[1])) ||
+      failed(checkSameDim(*this, "N", "grad_values", dv[2], "values", v[2])) ||
+      failed(checkSameDim(*this, "dv", "grad_values", dv[3], "values", v[3])) ||
+      failed(checkSameDim(*this, "Hkv", "query_bits", bits[1], "keys", k[1])));
 }

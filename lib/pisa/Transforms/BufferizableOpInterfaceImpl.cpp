@@ -71,7 +71,8 @@ void mlir::pisa::registerBufferizableOpInterfaceExternalModels(
               BucketKernelOp, ScoreTilesKernelOp, SelectFinalKernelOp,
               SelectSingleStageKernelOp, PyramidVarlenKernelOp,
               SelectSingleStageVarlenKernelOp, PyramidAppendKernelOp,
-              SelectDecodeKernelOp, SparseAttentionKernelOp, LseScoreKernelOp>(
-        ctx);
+              SelectDecodeKernelOp, SparseAttentionKernelOp, LseScoreKernelOp,
+              SparseAttentionGradQueriesKernelOp,
+              SparseAttentionGradKeysKernelOp>(ctx);
   });
 }

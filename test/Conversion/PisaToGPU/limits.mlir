@@ -203,10 +203,21 @@ func.func @score_offset(%q: tensor<1x2x4x32xf32>, %k: tensor<1x1x9x32xf32>, %n: 
 
 // -----
 
-// The backward of sparse attention runs on the CPU pipeline only.
-func.func @attend_grad(%q: tensor<1x4x64x32xbf16>, %k: tensor<1x2x64x32xbf16>, %v: tensor<1x2x64x32xbf16>, %s: tensor<1x2x64x3xi32>, %o: tensor<1x4x64x32xbf16>, %l: tensor<1x4x64xf32>, %do: tensor<1x4x64x32xbf16>, %off: index) {
-  // expected-error @+1 {{has no GPU kernels: the backward of sparse attention runs on the CPU pipeline (--pisa-cpu-pipeline, pisa-run attend --grad-out)}}
-  %dq, %dk, %dv = pisa.sparse_attention_grad %q, %k, %v, %s, %off out(%o, %l) grad(%do) block_size = 32 : tensor<1x4x64x32xbf16>, tensor<1x2x64x32xbf16>, tensor<1x2x64x32xbf16>, tensor<1x2x64x3xi32>, tensor<1x4x64x32xbf16>, tensor<1x4x64xf32>, tensor<1x4x64x32xbf16> -> tensor<1x4x64x32xf32>, tensor<1x2x64x32xf32>, tensor<1x2x64x32xf32>
+// The backward's GPU kernels split dq's and dk's columns over four warps:
+// d = 16, which the forward takes, is refused by the backward.
+func.func @attend_grad_d16(%q: tensor<1x4x64x16xbf16>, %k: tensor<1x2x64x16xbf16>, %v: tensor<1x2x64x32xbf16>, %s: tensor<1x2x64x3xi32>, %o: tensor<1x4x64x32xbf16>, %l: tensor<1x4x64xf32>, %do: tensor<1x4x64x32xbf16>, %off: index) {
+  // expected-error @+1 {{has head dim d = 16: the GPU backward takes a multiple of 32 from 32 to 256 (four warps split dq's and dk's columns)}}
+  %dq, %dk, %dv = pisa.sparse_attention_grad %q, %k, %v, %s, %off out(%o, %l) grad(%do) block_size = 32 : tensor<1x4x64x16xbf16>, tensor<1x2x64x16xbf16>, tensor<1x2x64x32xbf16>, tensor<1x2x64x3xi32>, tensor<1x4x64x32xbf16>, tensor<1x4x64xf32>, tensor<1x4x64x32xbf16> -> tensor<1x4x64x16xf32>, tensor<1x2x64x16xf32>, tensor<1x2x64x32xf32>
+  return
+}
+
+// -----
+
+// G = 64, d = dv = 256, C = 128: the key kernel's tiles (the block's keys,
+// values and f32 dk, dv accumulators) do not fit a block's shared memory.
+func.func @attend_grad_shared(%q: tensor<1x64x64x256xbf16>, %k: tensor<1x1x64x256xbf16>, %v: tensor<1x1x64x256xbf16>, %s: tensor<1x1x64x3xi32>, %o: tensor<1x64x64x256xbf16>, %l: tensor<1x64x64xf32>, %do: tensor<1x64x64x256xbf16>, %off: index) {
+  // expected-error @+1 {{bytes of shared memory per block for the backward, above the 232448 an sm_90 block may use}}
+  %dq, %dk, %dv = pisa.sparse_attention_grad %q, %k, %v, %s, %off out(%o, %l) grad(%do) block_size = 128 : tensor<1x64x64x256xbf16>, tensor<1x1x64x256xbf16>, tensor<1x1x64x256xbf16>, tensor<1x1x64x3xi32>, tensor<1x64x64x256xbf16>, tensor<1x64x64xf32>, tensor<1x64x64x256xbf16> -> tensor<1x64x64x256xf32>, tensor<1x1x64x256xf32>, tensor<1x1x64x256xf32>
   return
 }
 

@@ -29,6 +29,7 @@ void decompose(RewriterBase &rewriter, HierTopKVarlenOp op);
 void decompose(RewriterBase &rewriter, PyramidAppendOp op);
 void decompose(RewriterBase &rewriter, DecodeSelectOp op);
 void decompose(RewriterBase &rewriter, SparseAttentionOp op);
+void decompose(RewriterBase &rewriter, SparseAttentionGradOp op);
 
 } // namespace mlir::pisa::detail
 

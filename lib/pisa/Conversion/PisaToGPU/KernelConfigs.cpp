@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Attention/AttentionGrad.h"
 #include "Attention/SparseAttention.h"
 #include "Pyramid/PyramidAppend.h"
 #include "Selection/LaneWalk.h"
@@ -402,6 +403,24 @@ FailureOr<KernelConfigAttr> configureKernel(Operation *op,
   return llvm::TypeSwitch<Operation *, FailureOr<KernelConfigAttr>>(op)
       .Case([&](ScoreTilesKernelOp k) { return configure(k, c); })
       .Case([&](SparseAttentionKernelOp k) { return configure(k, c); })
+      .Case([&](SparseAttentionGradQueriesKernelOp k) {
+        Heads q = headsOf(k, k.getQueries());
+        const QueryGradPlan plan(q.heads / headsOf(k, k.getKeys()).heads, q.dim,
+                                 headsOf(k, k.getValues()).dim,
+                                 k.getBlockSize(),
+                                 headsOf(k, k.getSelection()).dim);
+        return fixedDesign(
+            c, KernelVariant::MmaSync, kGradThreads, Hint::Free,
+            std::clamp<int64_t>(blocksBySharedMemory(plan.bytes), 1, 16));
+      })
+      .Case([&](SparseAttentionGradKeysKernelOp k) {
+        Heads q = headsOf(k, k.getQueries());
+        const KeyGradPlan plan(q.heads / headsOf(k, k.getKeys()).heads, q.dim,
+                               headsOf(k, k.getValues()).dim, k.getBlockSize());
+        return fixedDesign(
+            c, KernelVariant::MmaSync, kGradThreads, Hint::Free,
+            std::clamp<int64_t>(blocksBySharedMemory(plan.bytes), 1, 16));
+      })
       .Case([&](SelectSingleStageKernelOp k) {
         return configureSingleStage(k, k.getQueries(), k.getTopk(),
                                     k.getBranching(), k.getBlockSize(),

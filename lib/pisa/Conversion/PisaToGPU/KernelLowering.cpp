@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Attention/AttentionGrad.h"
 #include "Attention/SparseAttention.h"
 #include "Decompose.h"
 
@@ -184,6 +185,28 @@ static Why sparseAttentionLimits(SparseAttentionOp attention) {
   return why;
 }
 
+static Why sparseAttentionGradLimits(SparseAttentionGradOp grad) {
+  const bool tm = grad.getTokenMajor();
+  SmallVector<int64_t, 4> q =
+      headMajorShape(grad.getQueries().getType().getShape(), tm);
+  SmallVector<int64_t, 4> k =
+      headMajorShape(grad.getKeys().getType().getShape(), tm);
+  const int64_t dv = grad.getValues().getType().getShape()[3];
+  if (Why why = firstOf({pisa::detail::attentionGradLimitViolation(
+                             grad.getQueries().getType().getElementType(),
+                             q[1] / k[1], q[3], dv, grad.getBlockSize(),
+                             grad.getSelection().getType().getShape()[3]),
+                         groupLimit(q[0], k[1])}))
+    return why;
+  if (!known(q[2]) || q[2] <= kMaxGPUKeys)
+    return std::nullopt;
+  std::string why;
+  llvm::raw_string_ostream(why)
+      << "has Nq = " << q[2] << " above the GPU limit of " << kMaxGPUKeys
+      << " (grid x)";
+  return why;
+}
+
 /// A warp per (query, batch x KV head): Nq / 4 blocks by B * Hkv.
 static Why lseScoreLimits(LseScoreOp score) {
   ArrayRef<int64_t> q = score.getQueries().getType().getShape();
@@ -327,6 +350,18 @@ struct SparseAttentionModel : Model<SparseAttentionModel, SparseAttentionOp> {
   }
 };
 
+struct SparseAttentionGradModel
+    : Model<SparseAttentionGradModel, SparseAttentionGradOp> {
+  Why getGPULimitViolation(Operation *op) const {
+    return sparseAttentionGradLimits(cast<SparseAttentionGradOp>(op));
+  }
+  void describeEntry(Operation *op, EntryFacts &facts) const {
+    auto grad = cast<SparseAttentionGradOp>(op);
+    addQueryOffsetRange(facts, grad.getQueryOffset(), grad.getQueries(),
+                        grad.getKeys(), grad.getTokenMajor());
+  }
+};
+
 /// An op with no GPU kernels: it runs on the CPU pipeline, and the GPU path
 /// refuses it, naming `kWhy`, before changing any IR.
 template <typename OpTy, const char *kWhy>
@@ -338,9 +373,6 @@ struct CpuOnlyModel
   }
 };
 
-constexpr char kGradOnCpu[] =
-    "has no GPU kernels: the backward of sparse attention runs on the CPU "
-    "pipeline (--pisa-cpu-pipeline, pisa-run attend --grad-out)";
 constexpr char kVarlenAttentionOnCpu[] =
     "has no GPU kernels: packed sparse attention runs on the CPU pipeline "
     "(--pisa-cpu-pipeline, pisa-run attend --cu-seqlens-q/k)";
@@ -366,8 +398,7 @@ void mlir::pisa::registerKernelLoweringExternalModels(
     PyramidAppendOp::attachInterface<PyramidAppendModel>(*ctx);
     DecodeSelectOp::attachInterface<DecodeSelectModel>(*ctx);
     SparseAttentionOp::attachInterface<SparseAttentionModel>(*ctx);
-    SparseAttentionGradOp::attachInterface<
-        CpuOnlyModel<SparseAttentionGradOp, kGradOnCpu>>(*ctx);
+    SparseAttentionGradOp::attachInterface<SparseAttentionGradModel>(*ctx);
     SparseAttentionVarlenOp::attachInterface<
         CpuOnlyModel<SparseAttentionVarlenOp, kVarlenAttentionOnCpu>>(*ctx);
     SparseAttentionGradVarlenOp::attachInterface<

@@ -14,6 +14,7 @@
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/IR/Types.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 
 #include <optional>
 #include <string>
@@ -61,6 +62,17 @@ struct AttentionTiles {
 std::optional<std::string>
 attentionLimitViolation(Type elem, int64_t groupSize, int64_t headDim,
                         int64_t valueDim, int64_t blockSize, int64_t topK);
+
+/// Walks the selection row `row` ({batch, KV head, query}) by section 6's
+/// rule, calling `onEntry(b, attended, s32, count)` for each entry:
+/// whether the entry is used and its block starts before `keyEnd`, the
+/// entry, and how many entries before it were attended. Returns the
+/// number attended.
+Value walkAttendedBlocks(
+    ImplicitLocOpBuilder &b, Value selection, ValueRange row, Value numKeys,
+    Value keyEnd, int64_t blockSize, int64_t topK,
+    llvm::function_ref<void(ImplicitLocOpBuilder &, Value, Value, Value)>
+        onEntry);
 
 /// The blocks a query attends, in order, written to `list` (workgroup i32
 /// [K]) by thread `tid` = 0; every thread gets the count. An entry s of the

@@ -17,6 +17,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Attention/AttentionGrad.h"
 #include "Attention/SparseAttention.h"
 #include "Kernels/KernelBuilder.h"
 #include "Kernels/TileCopy.h"
@@ -115,11 +116,11 @@ mlir::pisa::detail::attentionLimitViolation(Type elem, int64_t groupSize,
   return why;
 }
 
-Value mlir::pisa::detail::listAttendedBlocks(ImplicitLocOpBuilder &b,
-                                             Value selection, ValueRange row,
-                                             Value numKeys, Value keyEnd,
-                                             int64_t blockSize, int64_t topK,
-                                             Value tid, Value list) {
+Value mlir::pisa::detail::walkAttendedBlocks(
+    ImplicitLocOpBuilder &b, Value selection, ValueRange row, Value numKeys,
+    Value keyEnd, int64_t blockSize, int64_t topK,
+    llvm::function_ref<void(ImplicitLocOpBuilder &, Value, Value, Value)>
+        onEntry) {
   using P = arith::CmpIPredicate;
   Value zero = indexConst(b, 0), one = indexConst(b, 1);
   Value numBlocks =
@@ -142,17 +143,31 @@ Value mlir::pisa::detail::listAttendedBlocks(ImplicitLocOpBuilder &b,
             cmp(lb, P::slt,
                 arith::MulIOp::create(lb, s, indexConst(lb, blockSize)),
                 keyEnd));
-        buildIfThen(
-            lb, arith::AndIOp::create(lb, attended, cmp(lb, P::eq, tid, zero)),
-            [&](ImplicitLocOpBuilder &wb) {
-              memref::StoreOp::create(wb, s32, list, count);
-            });
+        onEntry(lb, attended, s32, count);
         return {arith::SelectOp::create(lb, used, s, last),
                 arith::SelectOp::create(lb, attended,
                                         arith::AddIOp::create(lb, count, one),
                                         count)};
       });
   return walked[1];
+}
+
+Value mlir::pisa::detail::listAttendedBlocks(ImplicitLocOpBuilder &b,
+                                             Value selection, ValueRange row,
+                                             Value numKeys, Value keyEnd,
+                                             int64_t blockSize, int64_t topK,
+                                             Value tid, Value list) {
+  return walkAttendedBlocks(
+      b, selection, row, numKeys, keyEnd, blockSize, topK,
+      [&](ImplicitLocOpBuilder &lb, Value attended, Value s32, Value count) {
+        buildIfThen(lb,
+                    arith::AndIOp::create(lb, attended,
+                                          cmp(lb, arith::CmpIPredicate::eq, tid,
+                                              indexConst(lb, 0))),
+                    [&](ImplicitLocOpBuilder &wb) {
+                      memref::StoreOp::create(wb, s32, list, count);
+                    });
+      });
 }
 
 namespace {
@@ -550,4 +565,5 @@ struct SparseAttentionToGPU : KernelOpPattern<SparseAttentionKernelOp> {
 void mlir::pisa::populateAttentionKernelToGPUPatterns(
     RewritePatternSet &patterns) {
   patterns.add<SparseAttentionToGPU>(patterns.getContext());
+  populateAttentionGradPatterns(patterns);
 }

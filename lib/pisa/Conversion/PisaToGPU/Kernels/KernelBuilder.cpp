@@ -121,6 +121,19 @@ void mlir::pisa::detail::viewTokenMajorOperands(RewriterBase &rewriter,
                             &o.getValuesMutable(),  &o.getSelectionMutable(),
                             &o.getOutputMutable(),  &o.getLseMutable()};
           })
+          .Case([](SparseAttentionGradQueriesKernelOp o) {
+            return Operands{
+                &o.getQueriesMutable(),    &o.getKeysMutable(),
+                &o.getValuesMutable(),     &o.getSelectionMutable(),
+                &o.getOutputMutable(),     &o.getLseMutable(),
+                &o.getGradOutputMutable(), &o.getGradQueriesMutable()};
+          })
+          .Case([](SparseAttentionGradKeysKernelOp o) {
+            return Operands{&o.getQueriesMutable(),  &o.getKeysMutable(),
+                            &o.getValuesMutable(),   &o.getSelectionMutable(),
+                            &o.getLseMutable(),      &o.getGradOutputMutable(),
+                            &o.getGradKeysMutable(), &o.getGradValuesMutable()};
+          })
           .Default([](Operation *) { return Operands{}; });
   OpBuilder::InsertionGuard guard(rewriter);
   rewriter.setInsertionPoint(op);

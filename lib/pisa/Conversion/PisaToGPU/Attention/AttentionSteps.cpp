@@ -1,0 +1,154 @@
+//===- AttentionSteps.cpp - Tile steps of the attention kernels -----------===//
+
+#include "Attention/AttentionSteps.h"
+#include "Kernels/KernelBuilder.h"
+#include "Kernels/TileCopy.h"
+
+#include "../Common/LoopBuilders.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+using namespace mlir;
+using namespace mlir::pisa::detail;
+
+SharedTiles::SharedTiles(ImplicitLocOpBuilder &b) {
+  MLIRContext *ctx = b.getContext();
+  bytes = gpu::DynamicSharedMemoryOp::create(
+      b, MemRefType::get(
+             {ShapedType::kDynamic}, b.getI8Type(), MemRefLayoutAttrInterface(),
+             gpu::AddressSpaceAttr::get(
+                 ctx, gpu::GPUDialect::getWorkgroupAddressSpace())));
+}
+
+int64_t SharedTiles::place(int64_t &at, int64_t bytes) {
+  int64_t offset = at;
+  at += (bytes + 15) / 16 * 16;
+  return offset;
+}
+
+Value SharedTiles::view(ImplicitLocOpBuilder &b, int64_t offset,
+                        ArrayRef<int64_t> shape, Type type) const {
+  return memref::ViewOp::create(b, workgroupType(b.getContext(), shape, type),
+                                bytes, indexConst(b, offset), ValueRange{});
+}
+
+static Value zeroChunk(ImplicitLocOpBuilder &b, Type elem) {
+  auto type = VectorType::get({kChunkElems}, elem);
+  return arith::ConstantOp::create(
+      b, type, DenseElementsAttr::get(type, b.getZeroAttr(elem)));
+}
+
+static void storeChunk(ImplicitLocOpBuilder &b, const ChunkedTile &tile,
+                       Value dst, Value i, Value v) {
+  vector::StoreOp::create(b, v, dst,
+                          ValueRange{tile.row(b, i), tile.column(b, i)}, false,
+                          llvm::MaybeAlign(16));
+}
+
+void mlir::pisa::detail::stageHeadRows(ImplicitLocOpBuilder &b,
+                                       const HeadRows &from, int64_t rows,
+                                       int64_t width, Value tile, Value tid,
+                                       int64_t threads) {
+  Type elem = cast<MemRefType>(from.source.getType()).getElementType();
+  const int64_t G = from.groupSize;
+  ChunkedTile chunks{rows, width, threads};
+  copyChunks(
+      b, chunks, tid,
+      [&](ImplicitLocOpBuilder &lb, Value i) -> Value {
+        Value r = chunks.row(lb, i);
+        Value head = arith::AddIOp::create(
+            lb, from.firstHead,
+            arith::MinUIOp::create(lb, r, indexConst(lb, G - 1)));
+        Value v = vector::LoadOp::create(
+            lb, VectorType::get({kChunkElems}, elem), from.source,
+            ValueRange{from.batch, head, from.token, chunks.column(lb, i)},
+            false, llvm::MaybeAlign(16));
+        return arith::SelectOp::create(
+            lb, cmp(lb, arith::CmpIPredicate::ult, r, indexConst(lb, G)), v,
+            zeroChunk(lb, elem));
+      },
+      [&](ImplicitLocOpBuilder &lb, Value i, Value v) {
+        storeChunk(lb, chunks, tile, i, v);
+      });
+}
+
+void mlir::pisa::detail::stageKeyRows(ImplicitLocOpBuilder &b, Value source,
+                                      Value batch, Value kv, Value firstKey,
+                                      int64_t rows, int64_t width, Value tile,
+                                      Value tid, int64_t threads) {
+  Type elem = cast<MemRefType>(source.getType()).getElementType();
+  Value numKeys = dimOf(b, source, 2);
+  Value lastKey = arith::SubIOp::create(b, numKeys, indexConst(b, 1));
+  ChunkedTile chunks{rows, width, threads};
+  copyChunks(
+      b, chunks, tid,
+      [&](ImplicitLocOpBuilder &lb, Value i) -> Value {
+        Value key = arith::AddIOp::create(lb, firstKey, chunks.row(lb, i));
+        Value v = vector::LoadOp::create(
+            lb, VectorType::get({kChunkElems}, elem), source,
+            ValueRange{batch, kv, arith::MinUIOp::create(lb, key, lastKey),
+                       chunks.column(lb, i)},
+            false, llvm::MaybeAlign(16));
+        return arith::SelectOp::create(
+            lb, cmp(lb, arith::CmpIPredicate::ult, key, numKeys), v,
+            zeroChunk(lb, elem));
+      },
+      [&](ImplicitLocOpBuilder &lb, Value i, Value v) {
+        storeChunk(lb, chunks, tile, i, v);
+      });
+}
+
+static Value readTile(ImplicitLocOpBuilder &b, Value tile, int64_t rows,
+                      int64_t cols, Value row0, Value col0) {
+  Type elem = cast<MemRefType>(tile.getType()).getElementType();
+  return vector::TransferReadOp::create(
+      b, VectorType::get({rows, cols}, elem), tile, ValueRange{row0, col0},
+      arith::ConstantOp::create(b, b.getZeroAttr(elem)),
+      SmallVector<bool>(2, true));
+}
+
+void mlir::pisa::detail::warpSplitRowsProduct(ImplicitLocOpBuilder &b,
+                                              Value lhsTile, int64_t m,
+                                              int64_t k, Value rhsTile,
+                                              int64_t n, Value outTile,
+                                              Value warp, int64_t warps) {
+  const int64_t perWarp = n / warps;
+  Value zero = indexConst(b, 0);
+  Value first = arith::MulIOp::create(b, warp, indexConst(b, perWarp));
+  Value lhs = readTile(b, lhsTile, m, k, zero, zero);
+  Value rhs = readTile(b, rhsTile, perWarp, k, first, zero);
+  auto accType = VectorType::get({m, perWarp}, b.getF32Type());
+  Value product = tileProduct(b, lhs, rhs, f32Splat(b, accType, 0.0f),
+                              /*rhsIsKN=*/false);
+  vector::TransferWriteOp::create(b, product, outTile, ValueRange{zero, first},
+                                  SmallVector<bool>(2, true));
+}
+
+void mlir::pisa::detail::warpSplitColumnsAccumulate(
+    ImplicitLocOpBuilder &b, Value lhsTile, int64_t m, int64_t k, Value rhsTile,
+    int64_t n, Value accTile, Value warp, int64_t warps, int64_t maxAccElems) {
+  const int64_t perWarp = n / warps;
+  // The widest strip (a multiple of 8 dividing perWarp) whose accumulator
+  // fits.
+  int64_t strip = 8;
+  for (int64_t s = perWarp; s >= 8; s -= 8)
+    if (perWarp % s == 0 && m * s <= maxAccElems) {
+      strip = s;
+      break;
+    }
+  Value zero = indexConst(b, 0);
+  Value lhs = readTile(b, lhsTile, m, k, zero, zero);
+  for (int64_t s = 0; s < perWarp / strip; ++s) {
+    Value col0 = arith::AddIOp::create(
+        b, arith::MulIOp::create(b, warp, indexConst(b, strip)),
+        indexConst(b, s * warps * strip));
+    Value rhs = readTile(b, rhsTile, k, strip, zero, col0);
+    Value acc = readTile(b, accTile, m, strip, zero, col0);
+    Value product = tileProduct(b, lhs, rhs, acc, /*rhsIsKN=*/true);
+    vector::TransferWriteOp::create(b, product, accTile, ValueRange{zero, col0},
+                                    SmallVector<bool>(2, true));
+  }
+}

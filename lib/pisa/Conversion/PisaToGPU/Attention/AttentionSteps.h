@@ -1,0 +1,72 @@
+//===- AttentionSteps.h - Tile steps of the attention kernels ---*- C++ -*-===//
+//
+// The steps the backward's block kernels are built from, each over tiles in
+// shared memory of one block of four warps: staging a query's G head rows
+// or a key block's rows, the score-shaped product (warps split the rhs
+// rows) and the accumulating product (warps split the output columns),
+// both as vector.contract for --pisa-vector-to-mma-sync.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PISA_LIB_CONVERSION_PISATOGPU_ATTENTION_ATTENTIONSTEPS_H
+#define PISA_LIB_CONVERSION_PISATOGPU_ATTENTION_ATTENTIONSTEPS_H
+
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+
+namespace mlir::pisa::detail {
+
+/// The block's tiles are carved at fixed byte offsets out of one dynamic
+/// shared-memory allocation (TOOLCHAIN.md: dynamic and static shared memory
+/// must not be mixed); offsets are 16-byte aligned.
+class SharedTiles {
+public:
+  /// Creates the gpu.dynamic_shared_memory op at the builder's point.
+  explicit SharedTiles(ImplicitLocOpBuilder &b);
+  /// Reserves `bytes` and returns their offset (planning, no IR).
+  static int64_t place(int64_t &at, int64_t bytes);
+  /// The workgroup memref<shape x type> at byte `offset`.
+  Value view(ImplicitLocOpBuilder &b, int64_t offset, ArrayRef<int64_t> shape,
+             Type type) const;
+
+private:
+  Value bytes;
+};
+
+/// The coordinates of a head row block: rows r < G of the tile are heads
+/// firstHead + r of token `token` of `source` ([B, H, T, X]); rows past G
+/// are zeros.
+struct HeadRows {
+  Value source, batch, firstHead, token;
+  int64_t groupSize;
+};
+
+/// Copies `rows` head rows of `width` 16-bit elements into `tile`, 16-byte
+/// chunks over `threads` threads.
+void stageHeadRows(ImplicitLocOpBuilder &b, const HeadRows &from, int64_t rows,
+                   int64_t width, Value tile, Value tid, int64_t threads);
+
+/// Copies the rows [firstKey, firstKey + rows) of head `kv` of `source`
+/// ([B, Hkv, N, X]) into `tile`; rows at or past N are zeros (a zero
+/// probability times a garbage value could be NaN).
+void stageKeyRows(ImplicitLocOpBuilder &b, Value source, Value batch, Value kv,
+                  Value firstKey, int64_t rows, int64_t width, Value tile,
+                  Value tid, int64_t threads);
+
+/// out[:, w n/W .. (w+1) n/W) = lhs x rhs[w n/W .., :]^T for warp w of W:
+/// lhs the [m x k] tile, rhs an [n x k] tile (keys or values), out f32.
+void warpSplitRowsProduct(ImplicitLocOpBuilder &b, Value lhsTile, int64_t m,
+                          int64_t k, Value rhsTile, int64_t n, Value outTile,
+                          Value warp, int64_t warps);
+
+/// acc += lhs x rhs: lhs the [m x k] tile, rhs a [k x n] tile, acc f32 [m x
+/// n]. Warps take column strips in turn (strip s of warp w: columns
+/// (s W + w) strip ..), each strip narrow enough that its accumulator stays
+/// within `maxAccElems` f32 values.
+void warpSplitColumnsAccumulate(ImplicitLocOpBuilder &b, Value lhsTile,
+                                int64_t m, int64_t k, Value rhsTile, int64_t n,
+                                Value accTile, Value warp, int64_t warps,
+                                int64_t maxAccElems);
+
+} // namespace mlir::pisa::detail
+
+#endif // PISA_LIB_CONVERSION_PISATOGPU_ATTENTION_ATTENTIONSTEPS_H

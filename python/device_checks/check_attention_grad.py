@@ -1,0 +1,374 @@
+"""pisa.sparse_attention_grad on the GPU against float64 autograd, over
+configurations drawn from a seed, through one AOT library each.
+
+  python3 -m device_checks.check_attention_grad build DIR --seed S --count N  # here
+  python3 -m device_checks.check_attention_grad check DIR [--shapes 3]        # GPU
+  python3 -m device_checks.check_attention_grad bench DIR                     # GPU, timing
+
+A configuration (Hkv, G, d, dv, C, K, dtype) is drawn over the backward's
+supported space and a little beyond it: a shape outside it must be a
+compile-time error naming the limit (`build` fails otherwise). Every library
+has dynamic B, N and Nq and these entries:
+  attend, attend_lse (q, k, v, selection, offset)     the forward's o, lse
+  grad_dq, grad_dk, grad_dv (q, k, v, selection, offset, o, lse, dO)
+                                                      the backward's results
+                                                      (f32); grad_dk runs
+                                                      all of it (dk needs
+                                                      the query kernel's D)
+  grad_tm_dq, grad_tm_dk, grad_tm_dv                  the same, token-major
+                                                      (must equal the
+                                                      head-major results
+                                                      bitwise, transposed)
+`check` draws --shapes shapes per library (N < C, N not a multiple of C,
+chunks and single decode queries included) with crafted selections (-1
+padding, duplicates, unsorted rows, entries out of range, empty rows), runs
+the forward then the backward on the forward's o and lse, and compares dq,
+dk and dv with autograd through a dense masked attention in float64 on the
+same selection (an implementation independent of the kernels' formulas).
+Pass rule (FlashAttention's test rule, on the relative Frobenius error):
+each gradient's error at most twice that of the same math in PyTorch in the
+input's dtype (autograd through matmuls and softmax in bf16/f16) plus 1e-3;
+the backward run twice gives bitwise the same results (determinism).
+"""
+
+import argparse
+import json
+import math
+import os
+import random
+import sys
+import time
+
+from device_checks import check_attention, sweep
+
+DTYPES = ("f16", "bf16")
+HEAD_DIMS = (32, 64, 96, 128, 192, 256)
+VALUE_DIMS = (32, 64, 96, 128, 256)
+BLOCK_SIZES = (32, 64, 96, 128)
+# Shapes the backward does not take, and the words its error must hold.
+OUTSIDE = (
+    ({"dtype": "f32"}, "takes f16 or bf16"),
+    ({"C": 16}, "block size C = 16"),
+    ({"d": 16}, "head dim d = 16"),
+    ({"dv": 48}, "value dim dv = 48"),
+    ({"G": 65, "Hkv": 1}, "G = 65"),
+)
+MAX_SHARED = 227 * 1024
+
+
+def plan_bytes(cfg):
+    """The larger of the two kernels' shared memory (AttentionGrad.h,
+    QueryGradPlan and KeyGradPlan), written again here as the oracle of the
+    shared-memory limit."""
+    G, d, dv, C, K = cfg["G"], cfg["d"], cfg["dv"], cfg["C"], cfg["K"]
+    R = 16 if G <= 16 else 32 if G <= 32 else 64
+    up = lambda x: -(-x // 16) * 16  # noqa: E731
+    query = sum(up(x) for x in (R * (d + 8) * 2, R * (dv + 8) * 2, C * (d + 8) * 2,
+                                C * (dv + 8) * 2, R * (C + 4) * 4, R * (C + 4) * 4,
+                                R * (C + 8) * 2, R * (d + 4) * 4, K * 4))
+    key = sum(up(x) for x in (C * (d + 8) * 2, C * (dv + 8) * 2, R * (d + 8) * 2,
+                              R * (dv + 8) * 2, R * (C + 4) * 4, R * (C + 4) * 4,
+                              C * (R + 8) * 2, C * (R + 8) * 2, C * (d + 4) * 4,
+                              C * (dv + 4) * 4, 128 * 4))
+    return max(query, key)
+
+
+def draw_config(rng, index):
+    cfg = {"name": f"g{index:04d}", "Hkv": rng.randint(1, 2),
+           "G": rng.choice((1, 2, 4, 8, 16, 32, 64)) if rng.random() < 0.6
+           else rng.randint(1, 64),
+           "d": rng.choice(HEAD_DIMS), "dv": rng.choice(VALUE_DIMS),
+           "C": rng.choice(BLOCK_SIZES), "K": rng.randint(3, 32),
+           "dtype": rng.choice(DTYPES)}
+    if rng.random() < 0.12:
+        change, words = rng.choice(OUTSIDE)
+        cfg.update(change, expect_error=words)
+    elif plan_bytes(cfg) > MAX_SHARED:
+        cfg["expect_error"] = "bytes of shared memory per block"
+    return cfg
+
+
+def program(cfg):
+    t, Hkv, G, d, dv = cfg["dtype"], cfg["Hkv"], cfg["G"], cfg["d"], cfg["dv"]
+    C, K = cfg["C"], cfg["K"]
+    Hq = Hkv * G
+    q, k = f"tensor<?x{Hq}x?x{d}x{t}>", f"tensor<?x{Hkv}x?x{d}x{t}>"
+    v, s = f"tensor<?x{Hkv}x?x{dv}x{t}>", f"tensor<?x{Hkv}x?x{K}xi32>"
+    o, lse = f"tensor<?x{Hq}x?x{dv}x{t}>", f"tensor<?x{Hq}x?xf32>"
+    dq, dk = f"tensor<?x{Hq}x?x{d}xf32>", f"tensor<?x{Hkv}x?x{d}xf32>"
+    dvt = f"tensor<?x{Hkv}x?x{dv}xf32>"
+    qt, kt = f"tensor<?x?x{Hq}x{d}x{t}>", f"tensor<?x?x{Hkv}x{d}x{t}>"
+    vt, st = f"tensor<?x?x{Hkv}x{dv}x{t}>", f"tensor<?x?x{Hkv}x{K}xi32>"
+    ot, lt = f"tensor<?x?x{Hq}x{dv}x{t}>", f"tensor<?x?x{Hq}xf32>"
+    dqt, dkt = f"tensor<?x?x{Hq}x{d}xf32>", f"tensor<?x?x{Hkv}x{d}xf32>"
+    dvtt = f"tensor<?x?x{Hkv}x{dv}xf32>"
+    attend = (f"pisa.sparse_attention %q, %k, %v, %s, %off block_size = {C}\n"
+              f"      : {q}, {k}, {v}, {s} -> {o}, {lse}")
+    text = f"""func.func @attend(%q: {q}, %k: {k}, %v: {v}, %s: {s}, %off: index) -> {o} {{
+  %o, %l = {attend}
+  return %o : {o}
+}}
+func.func @attend_lse(%q: {q}, %k: {k}, %v: {v}, %s: {s}, %off: index) -> {lse} {{
+  %o, %l = {attend}
+  return %l : {lse}
+}}
+"""
+    for suffix, tm, types in (("", "", (q, k, v, s, o, lse, dq, dk, dvt)),
+                              ("_tm", " {token_major}", (qt, kt, vt, st, ot, lt, dqt, dkt,
+                                                         dvtt))):
+        tq, tk, tv, ts, to, tl, tdq, tdk, tdv = types
+        grad = (f"pisa.sparse_attention_grad %q, %k, %v, %s, %off out(%o, %l) grad(%do) "
+                f"block_size = {C}{tm}\n      : {tq}, {tk}, {tv}, {ts}, {to}, {tl}, {to} "
+                f"-> {tdq}, {tdk}, {tdv}")
+        args = (f"%q: {tq}, %k: {tk}, %v: {tv}, %s: {ts}, %off: index, %o: {to}, "
+                f"%l: {tl}, %do: {to}")
+        for name, index, rtype in (("dq", 0, tdq), ("dk", 1, tdk), ("dv", 2, tdv)):
+            text += f"""func.func @grad{suffix}_{name}({args}) -> {rtype} {{
+  %g:3 = {grad}
+  return %g#{index} : {rtype}
+}}
+"""
+    return text
+
+
+def build(args):
+    rng = random.Random(args.seed)
+    cfgs = [draw_config(rng, i) for i in range(args.count)]
+    if args.paper:
+        cfgs.append(dict(PAPER))
+    t0 = time.time()
+    built, rejected = sweep.compile_all(cfgs, args.out, args.pisa_compile, args.jobs, program)
+    problems = [c["name"] for c in built if "expect_error" in c]
+    problems += [f"{c['name']} ({c['error']})" for c in rejected
+                 if c.get("expect_error", "\0") not in c["error"]]
+    print(f"seed {args.seed}: built {len(built)}, rejected {len(rejected)} "
+          f"in {time.time() - t0:.0f} s")
+    with open(os.path.join(args.out, "attention_grad.json"), "w") as f:
+        json.dump({"seed": args.seed, "cases": built, "rejected": rejected}, f, indent=1)
+    if problems:
+        print("wrongly built or rejected: " + ", ".join(problems))
+        return 1
+    return 0
+
+
+# -------------------------------------------------------------- reference
+
+def attended_mask(selection, offset, N, C):
+    """[B, Hkv, Nq, N] bool: the keys each query attends (docs/semantics.md,
+    section 6: the entries used, the causal mask)."""
+    import torch
+
+    B, Hkv, Nq, _ = selection.shape
+    nb = -(-N // C)
+    used = check_attention.used_blocks(selection.long(), nb)
+    blocks = torch.zeros(B, Hkv, Nq, nb + 1, dtype=torch.bool, device=selection.device)
+    blocks.scatter_(-1, torch.where(used, selection.long(), nb), used)
+    mask = blocks[..., :nb].repeat_interleave(C, -1)[..., :N]
+    key = torch.arange(N, device=selection.device)
+    t = offset + torch.arange(Nq, device=selection.device)
+    return mask & (key[None, None, None, :] <= t[None, None, :, None])
+
+
+def autograd_grads(q, k, v, mask, do, scale, dtype):
+    """(dq, dk, dv) by autograd through dense masked attention computed in
+    `dtype` (float64: the reference; the inputs' dtype: the same math in
+    PyTorch at low precision)."""
+    import torch
+
+    G = q.shape[1] // k.shape[1]
+    qd, kd, vd = (x.detach().to(dtype).requires_grad_() for x in (q, k, v))
+    m = mask.repeat_interleave(G, 1)
+    s = (qd @ kd.repeat_interleave(G, 1).transpose(-1, -2)) * scale
+    s = s.masked_fill(~m, -math.inf)
+    p = torch.softmax(s, -1)
+    p = torch.where(m.any(-1, keepdim=True), p, torch.zeros_like(p))
+    o = p @ vd.repeat_interleave(G, 1)
+    o.backward(do.to(dtype))
+    return qd.grad, kd.grad, vd.grad
+
+
+def rel_error(x, ref):
+    import torch
+
+    den = float(torch.linalg.vector_norm(ref.double()))
+    num = float(torch.linalg.vector_norm(x.double() - ref.double()))
+    return num / den if den > 0 else num
+
+
+def check_case(lib, cfg, rng, shapes):
+    import torch
+
+    Hkv, G, d, dv, C, K = (cfg[x] for x in ("Hkv", "G", "d", "dv", "C", "K"))
+    dt = {"f16": torch.float16, "bf16": torch.bfloat16}[cfg["dtype"]]
+    scale = 1.0 / math.sqrt(d)
+    gen = torch.Generator().manual_seed(rng.randrange(2**31))
+    notes, ok, worst = [], True, [0.0, 0.0, 0.0]
+    for _ in range(shapes):
+        B, N, nq, off, mode = check_attention.draw_shape(rng, cfg)
+        # The dense reference keeps Hq x Nq x N scores: keep it small.
+        while Hkv * G * nq * N > 40_000_000 and nq > 1:
+            nq = max(1, nq // 2)
+            off = N - nq if mode == "prefill" else min(off, N - nq)
+        q = torch.randn(B, Hkv * G, nq, d, generator=gen).to(dt).cuda()
+        k = torch.randn(B, Hkv, N, d, generator=gen).to(dt).cuda()
+        v = torch.randn(B, Hkv, N, dv, generator=gen).to(dt).cuda()
+        do = torch.randn(B, Hkv * G, nq, dv, generator=gen).to(dt).cuda()
+        sel = check_attention.crafted_selection(gen, B, Hkv, nq, K, N, C, off).cuda()
+        o = lib("attend", q, k, v, sel, off)
+        lse = lib("attend_lse", q, k, v, sel, off)
+        args = (q, k, v, sel, off, o, lse, do)
+        got = [lib(f"grad_{x}", *args) for x in ("dq", "dk", "dv")]
+        again = [lib(f"grad_{x}", *args) for x in ("dq", "dk", "dv")]
+        tm = [x.transpose(1, 2).contiguous() for x in (q, k, v, sel)]
+        tm += [off, o.transpose(1, 2).contiguous(), lse.transpose(1, 2).contiguous(),
+               do.transpose(1, 2).contiguous()]
+        got_tm = [lib(f"grad_tm_{x}", *tm).transpose(1, 2) for x in ("dq", "dk", "dv")]
+        torch.cuda.synchronize()
+        mask = attended_mask(sel, off, N, C)
+        ref = autograd_grads(q, k, v, mask, do, scale, torch.float64)
+        low = autograd_grads(q, k, v, mask, do, scale, dt)
+        shape = f"B={B} N={N} Nq={nq} off={off} ({mode})"
+        for i, name in enumerate(("dq", "dk", "dv")):
+            err, base = rel_error(got[i], ref[i]), rel_error(low[i], ref[i])
+            worst[i] = max(worst[i], err)
+            if not (err <= 2 * base + 1e-3) or not math.isfinite(err):
+                ok = False
+                notes.append(f"{name} {shape}: error {err:.2e} above 2 x {base:.2e} + 1e-3")
+            if not torch.equal(got[i], again[i]):
+                ok = False
+                notes.append(f"{name} {shape}: two runs differ")
+            if not torch.equal(got[i], got_tm[i]):
+                ok = False
+                notes.append(f"{name} {shape}: token-major differs from head-major")
+    desc = (f"{cfg['name']} Hkv={Hkv} G={G} d={d} dv={dv} C={C} K={K} {cfg['dtype']}: "
+            f"{shapes} shapes, relative error dq {worst[0]:.1e} dk {worst[1]:.1e} "
+            f"dv {worst[2]:.1e}")
+    return ok, desc + ("" if ok else ": " + "; ".join(notes[:3]))
+
+
+def check(args):
+    import torch
+    from pisa import aot
+
+    with open(os.path.join(args.dir, "attention_grad.json")) as f:
+        data = json.load(f)
+    seed = args.seed if args.seed is not None else random.randrange(2**32)
+    print(f"attention grad check: input seed {seed}, {len(data['cases'])} libraries",
+          flush=True)
+    torch.manual_seed(seed)
+    passed = failed = 0
+    t0 = time.time()
+    for cfg in data["cases"]:
+        if args.only and cfg["name"] not in args.only:
+            continue
+        if time.time() - t0 > args.budget:
+            print(f"budget of {args.budget} s spent: stopping", flush=True)
+            break
+        lib = aot.Library(os.path.join(args.dir, cfg["lib"]))
+        ok, note = check_case(lib, cfg, random.Random(f"{seed}/{cfg['name']}"), args.shapes)
+        passed += ok
+        failed += not ok
+        print(f"{'ok  ' if ok else 'FAIL'} {note}", flush=True)
+    print(f"attention grad check: {passed} passed, {failed} failed")
+    return 0 if failed == 0 and passed else 1
+
+
+# ------------------------------------------------------------------ bench
+
+PAPER = {"name": "paper", "Hkv": 1, "G": 16, "d": 128, "dv": 128, "C": 64, "K": 8,
+         "dtype": "bf16"}
+
+
+def bench(args):
+    """Paper setting (B = 1, Hkv = 1, G = 16, d = dv = 128, C = 64, K = 8,
+    bf16) over hier_topk-like selections (each query's own block, block 0
+    and random earlier blocks, ascending): the forward (`attend`), the
+    whole backward (`grad_dk`: the query kernel, the query bits and the key
+    kernel), and dense causal attention's backward (PyTorch SDPA, flash
+    backend) on the same q, k, v, in one run; medians of CUDA-event times
+    after a warm-up, fresh inputs before each sample."""
+    import torch
+    import torch.nn.functional as F
+    from pisa import aot
+
+    lib = aot.Library(os.path.join(args.dir, args.library))
+    print(f"{args.library}:")
+    print("| N | forward ms | backward ms | backward / forward | dense SDPA backward ms |")
+    print("|---|---|---|---|---|")
+    for n in args.lengths:
+        box = {}
+        ws = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
+
+        def fresh():
+            box["q"] = torch.randn(1, 16, n, 128, device="cuda").to(torch.bfloat16)
+            box["k"] = torch.randn(1, 1, n, 128, device="cuda").to(torch.bfloat16)
+            box["v"] = torch.randn(1, 1, n, 128, device="cuda").to(torch.bfloat16)
+            box["do"] = torch.randn(1, 16, n, 128, device="cuda").to(torch.bfloat16)
+            nb = -(-n // 64)
+            own = torch.arange(n, device="cuda") // 64
+            pick = (torch.rand(n, 8, device="cuda") * (own[:, None] + 1)).long()
+            pick[:, 0], pick[:, 1] = 0, own
+            box["sel"] = torch.sort(pick, -1)[0].clamp(max=nb - 1).to(torch.int32)[None, None]
+            box["o"] = lib("attend", box["q"], box["k"], box["v"], box["sel"], 0, workspace=ws)
+            box["lse"] = lib("attend_lse", box["q"], box["k"], box["v"], box["sel"], 0,
+                             workspace=ws)
+
+        fresh()
+        fwd = check_attention.timed(
+            lambda: lib("attend", box["q"], box["k"], box["v"], box["sel"], 0, workspace=ws),
+            args.samples, fresh)
+        bwd = check_attention.timed(
+            lambda: lib("grad_dk", box["q"], box["k"], box["v"], box["sel"], 0, box["o"],
+                        box["lse"], box["do"], workspace=ws), args.samples, fresh)
+        dense = float("nan")
+        if n <= args.max_dense:
+            from torch.nn.attention import SDPBackend, sdpa_kernel
+
+            def sdpa_backward():
+                q, k, v = (box[x].detach().requires_grad_() for x in ("q", "k", "v"))
+                with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+                    o = F.scaled_dot_product_attention(
+                        q, k.expand(1, 16, n, 128), v.expand(1, 16, n, 128), is_causal=True)
+                box["dense_o"], box["dense_args"] = o, (q, k, v)
+
+            def timed_backward():
+                box["dense_o"].backward(box["do"])
+
+            def fresh_dense():
+                fresh()
+                sdpa_backward()
+            dense = check_attention.timed(timed_backward, max(3, args.samples // 3),
+                                          fresh_dense)
+        print(f"| {n} | {fwd:.3f} | {bwd:.3f} | {bwd / fwd:.2f} | {dense:.2f} |", flush=True)
+    return 0
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    b = sub.add_parser("build")
+    b.add_argument("out")
+    b.add_argument("--seed", type=int, default=1)
+    b.add_argument("--count", type=int, default=12)
+    b.add_argument("--paper", action="store_true", help="add the paper setting")
+    b.add_argument("--jobs", type=int, default=2)
+    b.add_argument("--pisa-compile", default=os.path.join("build", "bin", "pisa-compile"))
+    c = sub.add_parser("check")
+    c.add_argument("dir")
+    c.add_argument("--seed", type=int)
+    c.add_argument("--shapes", type=int, default=3)
+    c.add_argument("--budget", type=float, default=480)
+    c.add_argument("--only", nargs="*")
+    r = sub.add_parser("bench")
+    r.add_argument("dir")
+    r.add_argument("--library", default="libpaper.so")
+    r.add_argument("--lengths", type=int, nargs="*", default=[4096, 16384, 65536, 262144])
+    r.add_argument("--samples", type=int, default=10)
+    r.add_argument("--max-dense", type=int, default=32768)
+    args = ap.parse_args(argv)
+    return {"build": build, "check": check, "bench": bench}[args.cmd](args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

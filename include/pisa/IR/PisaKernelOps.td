@@ -540,30 +540,36 @@ def Pisa_SparseAttentionGradQueriesKernelOp
 }
 
 def Pisa_SparseAttentionGradKeysKernelOp
-    : Pisa_KernelOp<"sparse_attention_grad_keys", 3> {
+    : Pisa_KernelOp<"sparse_attention_grad_keys", 4> {
   let summary = "dk and dv of sparse attention's backward, one block per key block";
   let description = [{
     The key half of `pisa.sparse_attention_grad`: marks which queries
     attend each key block in `query_bits` ([B, Hkv, ceil(N / C),
-    ceil(Nq / 32)] i32 scratch, zeroed first), then one block per (key
-    block, batch x KV head) stages the block's keys and values once and,
-    for each query that attends it in query order, recomputes P and dS from
-    lse and `delta` (D of `pisa.kernel.sparse_attention_grad_queries`) and
-    accumulates dk = scale sum dS q and dv = sum P dO on tensor cores. A
-    block no query attends gets zeros. `grad_keys` and `grad_values` have
-    the keys' and values' shapes, f32 or their element type.
+    ceil(Nq / 32) + 1] i32 scratch, zeroed first: bit i % 32 of word i / 32
+    of row j is set when query i attends block j; the last word counts the
+    row's finished segments), then one block per (key block, segment of its
+    queries, batch x KV head) stages the block's keys and values once and,
+    for its segment's queries in index order, several at a time, recomputes
+    P and dS from lse and `delta` (D of
+    `pisa.kernel.sparse_attention_grad_queries`) and accumulates dk = scale
+    sum dS q and dv = sum P dO on tensor cores. The segments of a block add
+    their sums in segment order through `accumulators` ([B, Hkv, N, d + dv]
+    f32 scratch), so the result does not depend on scheduling. A block no
+    query attends gets zeros. `grad_keys` and `grad_values` have the keys'
+    and values' shapes, f32 or their element type.
 
     ```mlir
-    %dk, %dv, %bits = pisa.kernel.sparse_attention_grad_keys %q, %k, %v,
-        %sel, %off, %lse, %dd, %do outs(%dk0, %dv0, %b0) block_size = 64
-        scale = 0.0883883461
+    %dk, %dv, %bits, %acc = pisa.kernel.sparse_attention_grad_keys %q, %k,
+        %v, %sel, %off, %lse, %dd, %do outs(%dk0, %dv0, %b0, %a0)
+        block_size = 64 scale = 0.0883883461
         : tensor<1x16x4096x128xbf16>, tensor<1x1x4096x128xbf16>,
           tensor<1x1x4096x128xbf16>, tensor<1x1x4096x8xi32>,
           tensor<1x16x4096xf32>, tensor<1x16x4096xf32>,
           tensor<1x16x4096x128xbf16>, tensor<1x1x4096x128xf32>,
-          tensor<1x1x4096x128xf32>, tensor<1x1x64x128xi32>
+          tensor<1x1x4096x128xf32>, tensor<1x1x64x129xi32>,
+          tensor<1x1x4096x256xf32>
         -> tensor<1x1x4096x128xf32>, tensor<1x1x4096x128xf32>,
-           tensor<1x1x64x128xi32>
+           tensor<1x1x64x129xi32>, tensor<1x1x4096x256xf32>
     ```
   }];
   let arguments = (ins Pisa_Keys4D:$queries, Pisa_Keys4D:$keys,
@@ -571,17 +577,18 @@ def Pisa_SparseAttentionGradKeysKernelOp
                        Index:$query_offset, Pisa_F32_3D:$lse,
                        Pisa_F32_3D:$delta, Pisa_Keys4D:$grad_output,
                        Pisa_Keys4D:$grad_keys, Pisa_Keys4D:$grad_values,
-                       Pisa_I32_4D:$query_bits, I64Attr:$block_size,
+                       Pisa_I32_4D:$query_bits, Pisa_F32_4D:$accumulators,
+                       I64Attr:$block_size,
                        F32Attr:$scale, UnitAttr:$token_major);
   let assemblyFormat = [{
     $queries `,` $keys `,` $values `,` $selection `,` $query_offset `,`
     $lse `,` $delta `,` $grad_output
-    `outs` `(` $grad_keys `,` $grad_values `,` $query_bits `)`
-    `block_size` `=` $block_size `scale` `=` $scale attr-dict
-    `:` type($queries) `,` type($keys) `,` type($values) `,`
+    `outs` `(` $grad_keys `,` $grad_values `,` $query_bits `,`
+    $accumulators `)` `block_size` `=` $block_size `scale` `=` $scale
+    attr-dict `:` type($queries) `,` type($keys) `,` type($values) `,`
     type($selection) `,` type($lse) `,` type($delta) `,`
     type($grad_output) `,` type($grad_keys) `,` type($grad_values) `,`
-    type($query_bits) (`->` type($results)^)?
+    type($query_bits) `,` type($accumulators) (`->` type($results)^)?
   }];
 }
 

@@ -650,7 +650,15 @@ LogicalResult SparseAttentionGradKeysKernelOp::verify() {
   if (ShapedType::isDynamic(bits[1]))
     return emitOpError() << "expected a static dim 1 (the kernels' tiling) in "
                          << "query_bits but got " << getQueryBits().getType();
+  if (failed(checkTiledDims(
+          *this, {{"accumulators", getAccumulators(), Tiled::PerKvHead}})))
+    return failure();
+  ArrayRef<int64_t> acc = shapeOf(getAccumulators());
   return failure(
+      failed(
+          checkSameDim(*this, "Hkv", "accumulators", acc[1], "keys", k[1])) ||
+      failed(checkSameDim(*this, "d + dv", "accumulators", acc[3],
+                          "keys and values", k[3] + v[3])) ||
       failed(checkSameDim(*this, "Hkv", "grad_keys", dk[1], "keys", k[1])) ||
       failed(checkSameDim(*this, "N", "grad_keys", dk[2], "keys", k[2])) ||
       failed(checkSameDim(*this, "d", "grad_keys", dk[3], "keys", k[3])) ||

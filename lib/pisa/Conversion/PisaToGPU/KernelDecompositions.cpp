@@ -584,21 +584,29 @@ void mlir::pisa::detail::decompose(RewriterBase &rewriter,
                           b.getF32Type(), {batch, Value(), numQueries});
   Value numBlocks =
       arith::CeilDivUIOp::create(b, numKeys, indexConst(b, op.getBlockSize()));
-  Value numWords = arith::CeilDivUIOp::create(b, numQueries, indexConst(b, 32));
-  Value bitsInit = empty(
-      b,
-      {ShapedType::kDynamic, hkv, ShapedType::kDynamic, ShapedType::kDynamic},
-      b.getI32Type(), {batch, Value(), numBlocks, numWords});
+  // A row's bit words and its segment counter.
+  Value rowWords = arith::AddIOp::create(
+      b, arith::CeilDivUIOp::create(b, numQueries, indexConst(b, 32)),
+      indexConst(b, 1));
+  constexpr int64_t dyn = ShapedType::kDynamic;
+  Value bitsInit = empty(b, {dyn, hkv, dyn, dyn}, b.getI32Type(),
+                         {batch, Value(), numBlocks, rowWords});
+  const int64_t sumWidth = cast<ShapedType>(keys.getType()).getDimSize(3) +
+                           cast<ShapedType>(values.getType()).getDimSize(3);
+  Value sumsInit = empty(b, {dyn, hkv, dyn, sumWidth}, b.getF32Type(),
+                         {batch, Value(), numKeys, Value()});
   llvm::APFloat scale(op.getScaleOrDefault());
   auto queryHalf = SparseAttentionGradQueriesKernelOp::create(
       b, TypeRange{dqInit.getType(), deltaInit.getType()}, queries, keys,
       values, selection, op.getQueryOffset(), op.getOutput(), op.getLse(),
       op.getGradOutput(), dqInit, deltaInit, op.getBlockSize(), scale, tm);
   auto keyHalf = SparseAttentionGradKeysKernelOp::create(
-      b, TypeRange{dkInit.getType(), dvInit.getType(), bitsInit.getType()},
+      b,
+      TypeRange{dkInit.getType(), dvInit.getType(), bitsInit.getType(),
+                sumsInit.getType()},
       queries, keys, values, selection, op.getQueryOffset(), op.getLse(),
       queryHalf.getResult(1), op.getGradOutput(), dkInit, dvInit, bitsInit,
-      op.getBlockSize(), scale, tm);
+      sumsInit, op.getBlockSize(), scale, tm);
   rewriter.replaceOp(
       op, {queryHalf.getResult(0), keyHalf.getResult(0), keyHalf.getResult(1)});
 }

@@ -40,10 +40,12 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "llvm/Support/MathExtras.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
@@ -55,15 +57,16 @@ using namespace mlir::pisa::detail;
 
 using P = arith::CmpIPredicate;
 
-GradRows::GradRows(int64_t groupSize)
-    : rows(groupSize <= 16   ? 16
-           : groupSize <= 32 ? 32
-                             : 64),
+GradRows::GradRows(int64_t rows, int64_t rowsPerToken)
+    : rows(rows), rowsPerToken(rowsPerToken), tokens(rows / rowsPerToken),
       threadsPerRow(kGradThreads / rows) {}
+
+static int64_t queryRows(int64_t G) { return G <= 16 ? 16 : G <= 32 ? 32 : 64; }
 
 QueryGradPlan::QueryGradPlan(int64_t G, int64_t d, int64_t dv, int64_t c,
                              int64_t topK)
-    : rows(G), headDim(d), valueDim(dv), blockSize(c), topK(topK) {
+    : rows(queryRows(G), queryRows(G)), headDim(d), valueDim(dv), blockSize(c),
+      topK(topK) {
   const int64_t R = rows.rows;
   int64_t at = 0;
   query = SharedTiles::place(at, R * (d + 8) * 2);
@@ -79,7 +82,8 @@ QueryGradPlan::QueryGradPlan(int64_t G, int64_t d, int64_t dv, int64_t c,
 }
 
 KeyGradPlan::KeyGradPlan(int64_t G, int64_t d, int64_t dv, int64_t c)
-    : rows(G), headDim(d), valueDim(dv), blockSize(c) {
+    : rows(64, int64_t(llvm::PowerOf2Ceil(G))), headDim(d), valueDim(dv),
+      blockSize(c) {
   const int64_t R = rows.rows;
   int64_t at = 0;
   key = SharedTiles::place(at, c * (d + 8) * 2);
@@ -93,6 +97,7 @@ KeyGradPlan::KeyGradPlan(int64_t G, int64_t d, int64_t dv, int64_t c)
   gradKey = SharedTiles::place(at, c * (d + 4) * 4);
   gradValue = SharedTiles::place(at, c * (dv + 4) * 4);
   words = SharedTiles::place(at, kBitWindow * 4);
+  stepQueries = SharedTiles::place(at, R * 4);
   bytes = at;
 }
 
@@ -166,14 +171,20 @@ Value toElementsOf(ImplicitLocOpBuilder &b, Value v, Value memref) {
 /// (row = tid / threadsPerRow), its part of the row, and the row's head
 /// (rows past G read head G - 1 and are masked).
 struct RowSite {
-  Value row, part, isHead, head;
+  Value row, part, slot, isHead, head;
   RowSite(ImplicitLocOpBuilder &b, const GradRows &rows, Value tid,
           Value firstHead, int64_t G) {
     row = arith::DivUIOp::create(b, tid, indexConst(b, rows.threadsPerRow));
     part = arith::RemUIOp::create(b, tid, indexConst(b, rows.threadsPerRow));
-    isHead = cmp(b, P::ult, row, indexConst(b, G));
+    slot = indexConst(b, 0);
+    Value h = row;
+    if (rows.tokens > 1) {
+      slot = arith::DivUIOp::create(b, row, indexConst(b, rows.rowsPerToken));
+      h = arith::RemUIOp::create(b, row, indexConst(b, rows.rowsPerToken));
+    }
+    isHead = cmp(b, P::ult, h, indexConst(b, G));
     head = arith::AddIOp::create(
-        b, firstHead, arith::MinUIOp::create(b, row, indexConst(b, G - 1)));
+        b, firstHead, arith::MinUIOp::create(b, h, indexConst(b, G - 1)));
   }
   Value firstColumn(ImplicitLocOpBuilder &b, int64_t columns) const {
     return arith::MulIOp::create(b, part, indexConst(b, columns));
@@ -250,9 +261,10 @@ public:
   void build(ImplicitLocOpBuilder &b) {
     const int64_t R = p.rows.rows;
     RowSite site(b, p.rows, tid, firstHead, G);
-    stageHeadRows(b, {e.arg("queries"), batch, firstHead, query, G}, R,
+    auto token = [&](ImplicitLocOpBuilder &, Value) { return query; };
+    stageHeadRows(b, {e.arg("queries"), batch, firstHead, G, R, token}, R,
                   p.headDim, qTile, tid, kGradThreads);
-    stageHeadRows(b, {e.arg("gradOutput"), batch, firstHead, query, G}, R,
+    stageHeadRows(b, {e.arg("gradOutput"), batch, firstHead, G, R, token}, R,
                   p.valueDim, doTile, tid, kGradThreads);
     Value delta = rowDelta(b, site);
     Value lse = memref::LoadOp::create(b, e.arg("lse"),
@@ -359,7 +371,8 @@ private:
   Value query, batch, kv, tid, warp, firstHead, numKeys, keyEnd;
 };
 
-/// The key kernel's body.
+/// The key kernel's body: block x = (key block, segment), y = batch x KV
+/// head.
 class KeyGradBlock {
 public:
   KeyGradBlock(ImplicitLocOpBuilder &b, const Kernel &e,
@@ -368,7 +381,7 @@ public:
     elem = cast<MemRefType>(e.arg("queries").getType()).getElementType();
     SharedTiles shared(b);
     const int64_t R = p.rows.rows, c = p.blockSize;
-    Type f32 = b.getF32Type();
+    Type f32 = b.getF32Type(), i32 = b.getI32Type();
     kTile = shared.view(b, p.key, {c, p.headDim + 8}, elem);
     vTile = shared.view(b, p.value, {c, p.valueDim + 8}, elem);
     qTile = shared.view(b, p.query, {R, p.headDim + 8}, elem);
@@ -379,8 +392,13 @@ public:
     dsT = shared.view(b, p.gradScoreT, {c, R + 8}, elem);
     dkTile = shared.view(b, p.gradKey, {c, p.headDim + 4}, f32);
     dvTile = shared.view(b, p.gradValue, {c, p.valueDim + 4}, f32);
-    words = shared.view(b, p.words, {kBitWindow}, b.getI32Type());
-    block = blockIdX(b);
+    words = shared.view(b, p.words, {kBitWindow}, i32);
+    stepQueries = shared.view(b, p.stepQueries, {R}, i32);
+    Value segments = e.arg("segments");
+    block = arith::DivUIOp::create(b, blockIdX(b), segments);
+    segment = arith::RemUIOp::create(b, blockIdX(b), segments);
+    lastSegment = cmp(b, P::eq, segment,
+                      arith::SubIOp::create(b, segments, indexConst(b, 1)));
     batch = arith::DivUIOp::create(b, blockIdY(b), indexConst(b, kvHeads));
     kv = arith::RemUIOp::create(b, blockIdY(b), indexConst(b, kvHeads));
     tid = threadIdX(b);
@@ -399,11 +417,10 @@ public:
                  tid, kGradThreads);
     zeroTile(b, dkTile, c * (p.headDim + 4));
     zeroTile(b, dvTile, c * (p.valueDim + 4));
-    forEachQuery(b,
-                 [&](ImplicitLocOpBuilder &qb, Value i) { step(qb, site, i); });
+    forEachStep(b,
+                [&](ImplicitLocOpBuilder &sb, Value n) { step(sb, site, n); });
     gpu::BarrierOp::create(b); // the last products are in dK and dV
-    writeGradient(b, dkTile, p.headDim, e.arg("gradKeys"), scale);
-    writeGradient(b, dvTile, p.valueDim, e.arg("gradValues"), 1.0f);
+    addInOrder(b);
     gpu::ReturnOp::create(b);
   }
 
@@ -427,62 +444,83 @@ private:
               });
   }
 
-  /// Calls `body(i)` for each query i that attends the block, in index
-  /// order: the bits of the block's row, a window of kBitWindow words at a
-  /// time staged in shared memory. Queries before the block's first key's
-  /// position cannot attend it; their words are skipped.
-  void
-  forEachQuery(ImplicitLocOpBuilder &b,
-               llvm::function_ref<void(ImplicitLocOpBuilder &, Value)> body) {
-    Value bits = e.arg("queryBits");
-    Value numWords = dimOf(b, bits, 3);
+  /// The bit words of this segment: the block's row split into `segments`
+  /// equal ranges; words of queries before the block's first key cannot
+  /// hold a bit and are skipped.
+  std::pair<Value, Value> segmentWords(ImplicitLocOpBuilder &b) {
+    Value numWords = arith::SubIOp::create(b, dimOf(b, e.arg("queryBits"), 3),
+                                           indexConst(b, 1));
+    Value per = arith::CeilDivUIOp::create(b, numWords, e.arg("segments"));
+    Value begin = arith::MinUIOp::create(
+        b, arith::MulIOp::create(b, segment, per), numWords);
+    Value end = arith::MinUIOp::create(b, arith::AddIOp::create(b, begin, per),
+                                       numWords);
     Value offset = e.arg("queryOffset");
     Value firstQuery = arith::SelectOp::create(
         b, cmp(b, P::ugt, firstKey, offset),
         arith::SubIOp::create(b, firstKey, offset), indexConst(b, 0));
-    Value firstWord = arith::MinUIOp::create(
-        b, arith::DivUIOp::create(b, firstQuery, indexConst(b, 32)), numWords);
-    Type i32 = b.getI32Type();
-    buildLoop(b, firstWord, numWords, indexConst(b, kBitWindow), ValueRange{},
-              [&](ImplicitLocOpBuilder &lb, Value w0,
-                  ValueRange) -> SmallVector<Value> {
-                gpu::BarrierOp::create(lb); // the last window's words are read
-                Value w = arith::AddIOp::create(lb, w0, tid);
-                Value word = buildIf(
-                    lb, cmp(lb, P::ult, w, numWords), TypeRange{i32},
-                    [&](ImplicitLocOpBuilder &tb) -> SmallVector<Value> {
-                      return {memref::LoadOp::create(
-                          tb, bits, ValueRange{batch, kv, block, w})};
-                    },
-                    [&](ImplicitLocOpBuilder &fb) -> SmallVector<Value> {
-                      return {arith::ConstantIntOp::create(fb, 0, 32)};
-                    })[0];
-                memref::StoreOp::create(lb, word, words, tid);
-                gpu::BarrierOp::create(lb);
-                Value inWindow = arith::MinUIOp::create(
-                    lb, arith::SubIOp::create(lb, numWords, w0),
-                    indexConst(lb, kBitWindow));
-                buildLoop(lb, indexConst(lb, 0), inWindow, ValueRange{},
-                          [&](ImplicitLocOpBuilder &wb, Value t,
-                              ValueRange) -> SmallVector<Value> {
-                            Value first = arith::MulIOp::create(
-                                wb, arith::AddIOp::create(wb, w0, t),
-                                indexConst(wb, 32));
-                            forEachBit(wb, memref::LoadOp::create(wb, words, t),
-                                       first, body);
-                            return {};
-                          });
-                return {};
-              });
+    Value firstWord = arith::DivUIOp::create(b, firstQuery, indexConst(b, 32));
+    begin = arith::MinUIOp::create(
+        b, arith::MaxUIOp::create(b, begin, firstWord), end);
+    return {begin, end};
   }
 
-  /// body(first + b) for each set bit b of `word`, lowest first.
-  static void
-  forEachBit(ImplicitLocOpBuilder &b, Value word, Value first,
-             llvm::function_ref<void(ImplicitLocOpBuilder &, Value)> body) {
+  /// Gathers the segment's queries (set bits, in index order) into
+  /// stepQueries and calls `step(n)` with each group of n <= tokens of
+  /// them. The words are read kBitWindow at a time into shared memory.
+  void
+  forEachStep(ImplicitLocOpBuilder &b,
+              llvm::function_ref<void(ImplicitLocOpBuilder &, Value)> step) {
+    auto [begin, end] = segmentWords(b);
+    Value bits = e.arg("queryBits");
     Type i32 = b.getI32Type();
+    Value pending = buildLoop(
+        b, begin, end, indexConst(b, kBitWindow), ValueRange{indexConst(b, 0)},
+        [&](ImplicitLocOpBuilder &lb, Value w0,
+            ValueRange st) -> SmallVector<Value> {
+          gpu::BarrierOp::create(lb); // the last window's words are read
+          Value w = arith::AddIOp::create(lb, w0, tid);
+          Value word = buildIf(
+              lb, cmp(lb, P::ult, w, end), TypeRange{i32},
+              [&](ImplicitLocOpBuilder &tb) -> SmallVector<Value> {
+                return {memref::LoadOp::create(
+                    tb, bits, ValueRange{batch, kv, block, w})};
+              },
+              [&](ImplicitLocOpBuilder &fb) -> SmallVector<Value> {
+                return {arith::ConstantIntOp::create(fb, 0, 32)};
+              })[0];
+          memref::StoreOp::create(lb, word, words, tid);
+          gpu::BarrierOp::create(lb);
+          Value inWindow =
+              arith::MinUIOp::create(lb, arith::SubIOp::create(lb, end, w0),
+                                     indexConst(lb, kBitWindow));
+          return buildLoop(
+              lb, indexConst(lb, 0), inWindow, st,
+              [&](ImplicitLocOpBuilder &wb, Value t,
+                  ValueRange inner) -> SmallVector<Value> {
+                Value first = arith::MulIOp::create(
+                    wb, arith::AddIOp::create(wb, w0, t), indexConst(wb, 32));
+                return {gatherBits(wb, memref::LoadOp::create(wb, words, t),
+                                   first, inner[0], step)};
+              });
+        })[0];
+    buildIfThen(b, cmp(b, P::ugt, pending, indexConst(b, 0)),
+                [&](ImplicitLocOpBuilder &lb) {
+                  gpu::BarrierOp::create(lb); // stepQueries is written
+                  step(lb, pending);
+                });
+  }
+
+  /// Adds the set bits of `word` (query first + bit, lowest first) to the
+  /// `pending` gathered queries, running `step` whenever tokens of them
+  /// are gathered. Returns the number left pending.
+  Value
+  gatherBits(ImplicitLocOpBuilder &b, Value word, Value first, Value pending,
+             llvm::function_ref<void(ImplicitLocOpBuilder &, Value)> step) {
+    Type i32 = b.getI32Type(), index = b.getIndexType();
+    const int64_t tokens = p.rows.tokens;
     auto loop = scf::WhileOp::create(
-        b, TypeRange{i32}, ValueRange{word},
+        b, TypeRange{i32, index}, ValueRange{word, pending},
         [&](OpBuilder &ob, Location loc, ValueRange args) {
           ImplicitLocOpBuilder cb(loc, ob);
           Value more = arith::CmpIOp::create(
@@ -492,70 +530,168 @@ private:
         [&](OpBuilder &ob, Location loc, ValueRange args) {
           ImplicitLocOpBuilder lb(loc, ob);
           Value bit = math::CountTrailingZerosOp::create(lb, args[0]);
-          body(lb, arith::AddIOp::create(lb, first, toIndex(lb, bit)));
+          Value query = arith::AddIOp::create(lb, first, toIndex(lb, bit));
+          buildIfThen(lb, cmp(lb, P::eq, tid, indexConst(lb, 0)),
+                      [&](ImplicitLocOpBuilder &wb) {
+                        memref::StoreOp::create(wb, toI32(wb, query),
+                                                stepQueries, args[1]);
+                      });
+          Value n = arith::AddIOp::create(lb, args[1], indexConst(lb, 1));
+          Value left = buildIf(
+              lb, cmp(lb, P::eq, n, indexConst(lb, tokens)), TypeRange{index},
+              [&](ImplicitLocOpBuilder &tb) -> SmallVector<Value> {
+                gpu::BarrierOp::create(tb); // stepQueries is written
+                step(tb, n);
+                return {indexConst(tb, 0)};
+              },
+              [&](ImplicitLocOpBuilder &) -> SmallVector<Value> {
+                return {n};
+              })[0];
           Value rest = arith::AndIOp::create(
               lb, args[0],
               arith::SubIOp::create(lb, args[0],
                                     arith::ConstantIntOp::create(lb, 1, 32)));
-          scf::YieldOp::create(lb, rest);
+          scf::YieldOp::create(lb, ValueRange{rest, left});
         });
-    (void)loop;
+    return loop.getResult(1);
   }
 
-  /// Query i's contribution: stage its head rows, S and dP, P and dS
-  /// transposed, dV += P^T dO and dK += dS^T Q.
-  void step(ImplicitLocOpBuilder &b, const RowSite &site, Value i) {
+  /// The step's n queries (stepQueries[0 .. n)): stage their head rows,
+  /// S and dP, P and dS transposed, dV += P^T dO and dK += dS^T Q.
+  void step(ImplicitLocOpBuilder &b, const RowSite &site, Value n) {
     const int64_t R = p.rows.rows, c = p.blockSize;
     Type f32 = b.getF32Type();
-    gpu::BarrierOp::create(b); // the last query's tiles are read
-    stageHeadRows(b, {e.arg("queries"), batch, firstHead, i, G}, R, p.headDim,
-                  qTile, tid, kGradThreads);
-    stageHeadRows(b, {e.arg("gradOutput"), batch, firstHead, i, G}, R,
-                  p.valueDim, doTile, tid, kGradThreads);
+    auto holds = [&](ImplicitLocOpBuilder &lb, Value slot) {
+      return cmp(lb, P::ult, slot, n);
+    };
+    // An empty slot reads query 0 (in bounds) and is masked.
+    auto token = [&](ImplicitLocOpBuilder &lb, Value slot) {
+      Value q = toIndex(lb, memref::LoadOp::create(lb, stepQueries, slot));
+      return arith::SelectOp::create(lb, holds(lb, slot), q, indexConst(lb, 0))
+          .getResult();
+    };
+    stageHeadRows(b,
+                  {e.arg("queries"), batch, firstHead, G, p.rows.rowsPerToken,
+                   token, holds},
+                  R, p.headDim, qTile, tid, kGradThreads);
+    stageHeadRows(b,
+                  {e.arg("gradOutput"), batch, firstHead, G,
+                   p.rows.rowsPerToken, token, holds},
+                  R, p.valueDim, doTile, tid, kGradThreads);
+    Value query = token(b, site.slot);
+    Value isHead = arith::AndIOp::create(b, site.isHead, holds(b, site.slot));
     Value lse = memref::LoadOp::create(b, e.arg("lse"),
-                                       ValueRange{batch, site.head, i});
+                                       ValueRange{batch, site.head, query});
     Value delta = memref::LoadOp::create(b, e.arg("delta"),
-                                         ValueRange{batch, site.head, i});
-    Value shift = probabilityShift(b, lse, site.isHead);
+                                         ValueRange{batch, site.head, query});
+    Value shift = probabilityShift(b, lse, isHead);
     gpu::BarrierOp::create(b);
     warpSplitRowsProduct(b, qTile, R, p.headDim, kTile, c, sTile, warp,
                          kGradWarps);
     warpSplitRowsProduct(b, doTile, R, p.valueDim, vTile, c, dpTile, warp,
                          kGradWarps);
     gpu::BarrierOp::create(b);
-    const int64_t n = p.rows.columns(c);
-    Value col0 = site.firstColumn(b, n);
-    Value position = arith::AddIOp::create(b, e.arg("queryOffset"), i);
+    const int64_t cols = p.rows.columns(c);
+    Value col0 = site.firstColumn(b, cols);
+    Value position = arith::AddIOp::create(b, e.arg("queryOffset"), query);
     Value keyEnd = arith::MinUIOp::create(
         b, numKeys, arith::AddIOp::create(b, position, indexConst(b, 1)));
     Value visible = arith::SubIOp::create(
         b, arith::SubIOp::create(b, keyEnd, firstKey), col0);
-    auto [probs, grads] =
-        probabilityAndGradient(b, loadRow(b, sTile, {site.row, col0}, n, f32),
-                               loadRow(b, dpTile, {site.row, col0}, n, f32),
-                               visible, shift, delta, scale, n);
-    Value probsElem =
-        arith::TruncFOp::create(b, VectorType::get({n}, elem), probs);
-    Value gradsElem =
-        arith::TruncFOp::create(b, VectorType::get({n}, elem), grads);
-    for (int64_t x = 0; x < n; ++x) {
-      Value key = arith::AddIOp::create(b, col0, indexConst(b, x));
-      memref::StoreOp::create(b, vector::ExtractOp::create(b, probsElem, x), pT,
-                              ValueRange{key, site.row});
-      memref::StoreOp::create(b, vector::ExtractOp::create(b, gradsElem, x),
-                              dsT, ValueRange{key, site.row});
-    }
+    auto [probs, grads] = probabilityAndGradient(
+        b, loadRow(b, sTile, {site.row, col0}, cols, f32),
+        loadRow(b, dpTile, {site.row, col0}, cols, f32), visible, shift, delta,
+        scale, cols);
+    storeTransposed(b, probs, pT, col0, site.row);
+    storeTransposed(b, grads, dsT, col0, site.row);
     gpu::BarrierOp::create(b);
     warpSplitColumnsAccumulate(b, pT, c, R, doTile, p.valueDim, dvTile, warp,
                                kGradWarps, 64 * 32);
     warpSplitColumnsAccumulate(b, dsT, c, R, qTile, p.headDim, dkTile, warp,
                                kGradWarps, 64 * 32);
+    gpu::BarrierOp::create(b); // the tiles are read before the next gather
   }
 
-  /// out[key] = scale acc[key] for the block's keys before N, 4 values a
-  /// thread at a time.
-  void writeGradient(ImplicitLocOpBuilder &b, Value acc, int64_t width,
-                     Value out, float factor) {
+  /// Row `row` of a [rows x C] f32 fragment (this thread's columns from
+  /// col0) as column `row` of `tile` ([C x rows], 16-bit).
+  void storeTransposed(ImplicitLocOpBuilder &b, Value values, Value tile,
+                       Value col0, Value row) {
+    const int64_t n = cast<VectorType>(values.getType()).getNumElements();
+    Value narrow =
+        arith::TruncFOp::create(b, VectorType::get({n}, elem), values);
+    for (int64_t x = 0; x < n; ++x)
+      memref::StoreOp::create(
+          b, vector::ExtractOp::create(b, narrow, x), tile,
+          ValueRange{arith::AddIOp::create(b, col0, indexConst(b, x)), row});
+  }
+
+  /// The segments of a key block add their sums in segment order, so that
+  /// the result does not depend on when each runs: segment s waits until
+  /// the block's counter (the last word of its bit row) reads s, adds its
+  /// tiles to the f32 sums of the segments before it (`accumulators`),
+  /// and counts itself done; the last one writes dk = scale sum and dv.
+  void addInOrder(ImplicitLocOpBuilder &b) {
+    Value bits = e.arg("queryBits");
+    Value counter =
+        arith::SubIOp::create(b, dimOf(b, bits, 3), indexConst(b, 1));
+    SmallVector<Value> at{batch, kv, block, counter};
+    Value first = cmp(b, P::eq, segment, indexConst(b, 0));
+    buildIfThen(b,
+                arith::AndIOp::create(
+                    b,
+                    arith::XOrIOp::create(
+                        b, first, arith::ConstantIntOp::create(b, 1, 1)),
+                    cmp(b, P::eq, tid, indexConst(b, 0))),
+                [&](ImplicitLocOpBuilder &wb) { waitFor(wb, bits, at); });
+    gpu::BarrierOp::create(b);
+    Value accumulators = e.arg("accumulators");
+    addTile(b, dkTile, p.headDim, 0, first, e.arg("gradKeys"), scale,
+            accumulators);
+    addTile(b, dvTile, p.valueDim, p.headDim, first, e.arg("gradValues"), 1.0f,
+            accumulators);
+    // Every thread's sums are visible on the device before the counter
+    // says so.
+    NVVM::MembarOp::create(b, NVVM::MemScopeKind::GPU);
+    gpu::BarrierOp::create(b);
+    buildIfThen(
+        b, cmp(b, P::eq, tid, indexConst(b, 0)), [&](ImplicitLocOpBuilder &wb) {
+          memref::AtomicRMWOp::create(
+              wb, arith::AtomicRMWKind::assign,
+              toI32(wb, arith::AddIOp::create(wb, segment, indexConst(wb, 1))),
+              bits, at);
+        });
+  }
+
+  /// Spins until the counter at `at` reads this segment's index (an atomic
+  /// read: a plain load could be hoisted out of the loop), then orders the
+  /// reads after it.
+  void waitFor(ImplicitLocOpBuilder &b, Value bits, ArrayRef<Value> at) {
+    Type i32 = b.getI32Type();
+    Value want = toI32(b, segment);
+    scf::WhileOp::create(
+        b, TypeRange{}, ValueRange{},
+        [&](OpBuilder &ob, Location loc, ValueRange) {
+          ImplicitLocOpBuilder cb(loc, ob);
+          Value now = memref::AtomicRMWOp::create(
+              cb, arith::AtomicRMWKind::addi,
+              arith::ConstantIntOp::create(cb, 0, 32), bits, at);
+          scf::ConditionOp::create(cb, cmp(cb, P::ne, now, want), ValueRange{});
+        },
+        [&](OpBuilder &ob, Location loc, ValueRange) {
+          ImplicitLocOpBuilder lb(loc, ob);
+          scf::YieldOp::create(lb);
+        });
+    (void)i32;
+    NVVM::MembarOp::create(b, NVVM::MemScopeKind::GPU);
+  }
+
+  /// sum = tile (+ the accumulated sum unless this is the first segment)
+  /// for the block's keys before N, 4 values a thread at a time; the last
+  /// segment writes factor * sum to `out`, the others to the accumulators
+  /// at columns [column0, column0 + width).
+  void addTile(ImplicitLocOpBuilder &b, Value tile, int64_t width,
+               int64_t column0, Value first, Value out, float factor,
+               Value accumulators) {
     const int64_t c = p.blockSize;
     auto quad = VectorType::get({4}, b.getF32Type());
     buildLoop(
@@ -568,14 +704,37 @@ private:
               lb, arith::RemUIOp::create(lb, i, indexConst(lb, width / 4)),
               indexConst(lb, 4));
           Value key = arith::AddIOp::create(lb, firstKey, r);
-          buildIfThen(lb, cmp(lb, P::ult, key, numKeys),
-                      [&](ImplicitLocOpBuilder &wb) {
-                        Value v = arith::MulFOp::create(
-                            wb, loadRow(wb, acc, {r, col}, 4, wb.getF32Type()),
-                            f32Splat(wb, quad, factor));
-                        storeRow(wb, toElementsOf(wb, v, out), out,
-                                 {batch, kv, key, col});
-                      });
+          Value accCol =
+              arith::AddIOp::create(lb, col, indexConst(lb, column0));
+          buildIfThen(
+              lb, cmp(lb, P::ult, key, numKeys), [&](ImplicitLocOpBuilder &wb) {
+                Value own = loadRow(wb, tile, {r, col}, 4, wb.getF32Type());
+                Value sum = buildIf(
+                    wb, first, TypeRange{quad},
+                    [&](ImplicitLocOpBuilder &) -> SmallVector<Value> {
+                      return {own};
+                    },
+                    [&](ImplicitLocOpBuilder &ab) -> SmallVector<Value> {
+                      Value before =
+                          loadRow(ab, accumulators, {batch, kv, key, accCol}, 4,
+                                  ab.getF32Type());
+                      return {arith::AddFOp::create(ab, before, own)};
+                    })[0];
+                buildIfThen(wb, lastSegment, [&](ImplicitLocOpBuilder &ob) {
+                  Value v = arith::MulFOp::create(ob, sum,
+                                                  f32Splat(ob, quad, factor));
+                  storeRow(ob, toElementsOf(ob, v, out), out,
+                           {batch, kv, key, col});
+                });
+                buildIfThen(wb,
+                            arith::XOrIOp::create(
+                                wb, lastSegment,
+                                arith::ConstantIntOp::create(wb, 1, 1)),
+                            [&](ImplicitLocOpBuilder &ob) {
+                              storeRow(ob, sum, accumulators,
+                                       {batch, kv, key, accCol});
+                            });
+              });
           return {};
         });
   }
@@ -586,8 +745,9 @@ private:
   float scale;
   Type elem;
   Value kTile, vTile, qTile, doTile, sTile, dpTile, pT, dsT, dkTile, dvTile,
-      words;
-  Value block, batch, kv, tid, warp, firstHead, numKeys, firstKey;
+      words, stepQueries;
+  Value block, segment, lastSegment, batch, kv, tid, warp, firstHead, numKeys,
+      firstKey;
 };
 
 struct GradQueriesToGPU : KernelOpPattern<SparseAttentionGradQueriesKernelOp> {
@@ -745,7 +905,9 @@ struct GradKeysToGPU : KernelOpPattern<SparseAttentionGradKeysKernelOp> {
                              {"gradOutput", bufferType(op.getGradOutput())},
                              {"queryBits", bufferType(op.getQueryBits())},
                              {"gradKeys", bufferType(op.getGradKeys())},
-                             {"gradValues", bufferType(op.getGradValues())}});
+                             {"gradValues", bufferType(op.getGradValues())},
+                             {"accumulators", bufferType(op.getAccumulators())},
+                             {"segments", rewriter.getIndexType()}});
       applyOccupancyHint(kernel.func(), config);
       ImplicitLocOpBuilder b(op.getLoc(), rewriter);
       KeyGradBlock(b, kernel, plan, G, kvHeads, op.getScale().convertToFloat())
@@ -768,7 +930,19 @@ struct GradKeysToGPU : KernelOpPattern<SparseAttentionGradKeysKernelOp> {
             {"keys", op.getKeys()},
             {"queryOffset", op.getQueryOffset()},
             {"bits", bits}});
-    launch(host, kernel, dimOf(host, bits, 2), groups, config.getThreads(),
+    // Segments of at least kMinSegmentWords words, at most kMaxKeySegments.
+    Value rowWords =
+        arith::SubIOp::create(host, dimOf(host, bits, 3), indexConst(host, 1));
+    Value segments = arith::MaxUIOp::create(
+        host,
+        arith::MinUIOp::create(
+            host,
+            arith::CeilDivUIOp::create(host, rowWords,
+                                       indexConst(host, kMinSegmentWords)),
+            indexConst(host, kMaxKeySegments)),
+        indexConst(host, 1));
+    Value gridX = arith::MulIOp::create(host, dimOf(host, bits, 2), segments);
+    launch(host, kernel, gridX, groups, config.getThreads(),
            {{"queries", op.getQueries()},
             {"keys", op.getKeys()},
             {"values", op.getValues()},
@@ -778,7 +952,9 @@ struct GradKeysToGPU : KernelOpPattern<SparseAttentionGradKeysKernelOp> {
             {"gradOutput", op.getGradOutput()},
             {"queryBits", bits},
             {"gradKeys", op.getGradKeys()},
-            {"gradValues", op.getGradValues()}},
+            {"gradValues", op.getGradValues()},
+            {"accumulators", op.getAccumulators()},
+            {"segments", segments}},
            plan.bytes);
   }
 };

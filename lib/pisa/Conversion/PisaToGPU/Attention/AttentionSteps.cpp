@@ -53,22 +53,30 @@ void mlir::pisa::detail::stageHeadRows(ImplicitLocOpBuilder &b,
                                        int64_t width, Value tile, Value tid,
                                        int64_t threads) {
   Type elem = cast<MemRefType>(from.source.getType()).getElementType();
-  const int64_t G = from.groupSize;
+  const int64_t G = from.groupSize, perToken = from.rowsPerToken;
   ChunkedTile chunks{rows, width, threads};
   copyChunks(
       b, chunks, tid,
       [&](ImplicitLocOpBuilder &lb, Value i) -> Value {
         Value r = chunks.row(lb, i);
+        // One token: its heads are the tile's rows.
+        Value slot = indexConst(lb, 0), h = r;
+        if (perToken != rows) {
+          slot = arith::DivUIOp::create(lb, r, indexConst(lb, perToken));
+          h = arith::RemUIOp::create(lb, r, indexConst(lb, perToken));
+        }
         Value head = arith::AddIOp::create(
             lb, from.firstHead,
-            arith::MinUIOp::create(lb, r, indexConst(lb, G - 1)));
+            arith::MinUIOp::create(lb, h, indexConst(lb, G - 1)));
         Value v = vector::LoadOp::create(
             lb, VectorType::get({kChunkElems}, elem), from.source,
-            ValueRange{from.batch, head, from.token, chunks.column(lb, i)},
+            ValueRange{from.batch, head, from.token(lb, slot),
+                       chunks.column(lb, i)},
             false, llvm::MaybeAlign(16));
-        return arith::SelectOp::create(
-            lb, cmp(lb, arith::CmpIPredicate::ult, r, indexConst(lb, G)), v,
-            zeroChunk(lb, elem));
+        Value keep = cmp(lb, arith::CmpIPredicate::ult, h, indexConst(lb, G));
+        if (from.holds)
+          keep = arith::AndIOp::create(lb, keep, from.holds(lb, slot));
+        return arith::SelectOp::create(lb, keep, v, zeroChunk(lb, elem));
       },
       [&](ImplicitLocOpBuilder &lb, Value i, Value v) {
         storeChunk(lb, chunks, tile, i, v);

@@ -12,6 +12,7 @@
 #define PISA_LIB_CONVERSION_PISATOGPU_ATTENTION_ATTENTIONSTEPS_H
 
 #include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 
 namespace mlir::pisa::detail {
 
@@ -32,12 +33,17 @@ private:
   Value bytes;
 };
 
-/// The coordinates of a head row block: rows r < G of the tile are heads
-/// firstHead + r of token `token` of `source` ([B, H, T, X]); rows past G
-/// are zeros.
+/// Where a tile of head rows comes from: tile rows [s R, (s + 1) R) (R =
+/// rowsPerToken) are slot s's token, row s R + h its head firstHead + h
+/// of `source` ([B, H, T, X]) for h < G; other rows, and the rows of a
+/// slot `holds` says is empty, are zeros. `token(slot)` gives a slot's
+/// token (in bounds even for an empty slot); `holds` may be null (every
+/// slot holds one).
 struct HeadRows {
-  Value source, batch, firstHead, token;
-  int64_t groupSize;
+  Value source, batch, firstHead;
+  int64_t groupSize, rowsPerToken;
+  llvm::function_ref<Value(ImplicitLocOpBuilder &, Value)> token;
+  llvm::function_ref<Value(ImplicitLocOpBuilder &, Value)> holds = nullptr;
 };
 
 /// Copies `rows` head rows of `width` 16-bit elements into `tile`, 16-byte

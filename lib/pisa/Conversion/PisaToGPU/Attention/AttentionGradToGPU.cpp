@@ -396,9 +396,14 @@ public:
     stepQueries = shared.view(b, p.stepQueries, {R}, i32);
     Value segments = e.arg("segments");
     block = arith::DivUIOp::create(b, blockIdX(b), segments);
-    segment = arith::RemUIOp::create(b, blockIdX(b), segments);
-    lastSegment = cmp(b, P::eq, segment,
-                      arith::SubIOp::create(b, segments, indexConst(b, 1)));
+    // Rank r of the block's segments runs segment S - 1 - r: the chain in
+    // which they add their sums (addInOrder) starts at the last segment,
+    // whose queries attend the block least often (the selection favours a
+    // query's own and recent blocks), and ends at the first that can hold
+    // a query, which writes the result.
+    rank = arith::RemUIOp::create(b, blockIdX(b), segments);
+    Value lastIndex = arith::SubIOp::create(b, segments, indexConst(b, 1));
+    segment = arith::SubIOp::create(b, lastIndex, rank);
     batch = arith::DivUIOp::create(b, blockIdY(b), indexConst(b, kvHeads));
     kv = arith::RemUIOp::create(b, blockIdY(b), indexConst(b, kvHeads));
     tid = threadIdX(b);
@@ -406,21 +411,38 @@ public:
     firstHead = arith::MulIOp::create(b, kv, indexConst(b, G));
     numKeys = dimOf(b, e.arg("keys"), 2);
     firstKey = arith::MulIOp::create(b, block, indexConst(b, c));
+    numWords = arith::SubIOp::create(b, dimOf(b, e.arg("queryBits"), 3),
+                                     indexConst(b, 1));
+    wordsPerSegment = arith::CeilDivUIOp::create(b, numWords, segments);
+    // Queries before the block's first key cannot attend it: the segments
+    // wholly before its first word take no part (the last segment does, so
+    // that a block no query can attend still gets its zeros written).
+    Value offset = e.arg("queryOffset");
+    Value firstQuery = arith::SelectOp::create(
+        b, cmp(b, P::ugt, firstKey, offset),
+        arith::SubIOp::create(b, firstKey, offset), indexConst(b, 0));
+    firstWord = arith::DivUIOp::create(b, firstQuery, indexConst(b, 32));
+    Value firstSegment = arith::MinUIOp::create(
+        b, arith::DivUIOp::create(b, firstWord, wordsPerSegment), lastIndex);
+    takesPart = cmp(b, P::uge, segment, firstSegment);
+    lastSegment = cmp(b, P::eq, segment, firstSegment);
   }
 
   void build(ImplicitLocOpBuilder &b) {
     const int64_t c = p.blockSize;
-    RowSite site(b, p.rows, tid, firstHead, G);
-    stageKeyRows(b, e.arg("keys"), batch, kv, firstKey, c, p.headDim, kTile,
-                 tid, kGradThreads);
-    stageKeyRows(b, e.arg("values"), batch, kv, firstKey, c, p.valueDim, vTile,
-                 tid, kGradThreads);
-    zeroTile(b, dkTile, c * (p.headDim + 4));
-    zeroTile(b, dvTile, c * (p.valueDim + 4));
-    forEachStep(b,
-                [&](ImplicitLocOpBuilder &sb, Value n) { step(sb, site, n); });
-    gpu::BarrierOp::create(b); // the last products are in dK and dV
-    addInOrder(b);
+    buildIfThen(b, takesPart, [&](ImplicitLocOpBuilder &tb) {
+      RowSite site(tb, p.rows, tid, firstHead, G);
+      stageKeyRows(tb, e.arg("keys"), batch, kv, firstKey, c, p.headDim, kTile,
+                   tid, kGradThreads);
+      stageKeyRows(tb, e.arg("values"), batch, kv, firstKey, c, p.valueDim,
+                   vTile, tid, kGradThreads);
+      zeroTile(tb, dkTile, c * (p.headDim + 4));
+      zeroTile(tb, dvTile, c * (p.valueDim + 4));
+      forEachStep(
+          tb, [&](ImplicitLocOpBuilder &sb, Value n) { step(sb, site, n); });
+      gpu::BarrierOp::create(tb); // the last products are in dK and dV
+      addInOrder(tb);
+    });
     gpu::ReturnOp::create(b);
   }
 
@@ -445,21 +467,12 @@ private:
   }
 
   /// The bit words of this segment: the block's row split into `segments`
-  /// equal ranges; words of queries before the block's first key cannot
-  /// hold a bit and are skipped.
+  /// equal ranges, less the words before the block's first word.
   std::pair<Value, Value> segmentWords(ImplicitLocOpBuilder &b) {
-    Value numWords = arith::SubIOp::create(b, dimOf(b, e.arg("queryBits"), 3),
-                                           indexConst(b, 1));
-    Value per = arith::CeilDivUIOp::create(b, numWords, e.arg("segments"));
     Value begin = arith::MinUIOp::create(
-        b, arith::MulIOp::create(b, segment, per), numWords);
-    Value end = arith::MinUIOp::create(b, arith::AddIOp::create(b, begin, per),
-                                       numWords);
-    Value offset = e.arg("queryOffset");
-    Value firstQuery = arith::SelectOp::create(
-        b, cmp(b, P::ugt, firstKey, offset),
-        arith::SubIOp::create(b, firstKey, offset), indexConst(b, 0));
-    Value firstWord = arith::DivUIOp::create(b, firstQuery, indexConst(b, 32));
+        b, arith::MulIOp::create(b, segment, wordsPerSegment), numWords);
+    Value end = arith::MinUIOp::create(
+        b, arith::AddIOp::create(b, begin, wordsPerSegment), numWords);
     begin = arith::MinUIOp::create(
         b, arith::MaxUIOp::create(b, begin, firstWord), end);
     return {begin, end};
@@ -625,17 +638,17 @@ private:
           ValueRange{arith::AddIOp::create(b, col0, indexConst(b, x)), row});
   }
 
-  /// The segments of a key block add their sums in segment order, so that
-  /// the result does not depend on when each runs: segment s waits until
-  /// the block's counter (the last word of its bit row) reads s, adds its
-  /// tiles to the f32 sums of the segments before it (`accumulators`),
-  /// and counts itself done; the last one writes dk = scale sum and dv.
+  /// The segments of a key block add their sums in rank order, so that the
+  /// result does not depend on when each runs: rank r waits until the
+  /// block's counter (the last word of its bit row) reads r, adds its tiles
+  /// to the f32 sums of the ranks before it (`accumulators`), and counts
+  /// itself done; the last one writes dk = scale sum and dv.
   void addInOrder(ImplicitLocOpBuilder &b) {
     Value bits = e.arg("queryBits");
     Value counter =
         arith::SubIOp::create(b, dimOf(b, bits, 3), indexConst(b, 1));
     SmallVector<Value> at{batch, kv, block, counter};
-    Value first = cmp(b, P::eq, segment, indexConst(b, 0));
+    Value first = cmp(b, P::eq, rank, indexConst(b, 0));
     buildIfThen(b,
                 arith::AndIOp::create(
                     b,
@@ -657,17 +670,17 @@ private:
         b, cmp(b, P::eq, tid, indexConst(b, 0)), [&](ImplicitLocOpBuilder &wb) {
           memref::AtomicRMWOp::create(
               wb, arith::AtomicRMWKind::assign,
-              toI32(wb, arith::AddIOp::create(wb, segment, indexConst(wb, 1))),
+              toI32(wb, arith::AddIOp::create(wb, rank, indexConst(wb, 1))),
               bits, at);
         });
   }
 
-  /// Spins until the counter at `at` reads this segment's index (an atomic
+  /// Spins until the counter at `at` reads this segment's rank (an atomic
   /// read: a plain load could be hoisted out of the loop), then orders the
   /// reads after it.
   void waitFor(ImplicitLocOpBuilder &b, Value bits, ArrayRef<Value> at) {
     Type i32 = b.getI32Type();
-    Value want = toI32(b, segment);
+    Value want = toI32(b, rank);
     scf::WhileOp::create(
         b, TypeRange{}, ValueRange{},
         [&](OpBuilder &ob, Location loc, ValueRange) {
@@ -685,9 +698,9 @@ private:
     NVVM::MembarOp::create(b, NVVM::MemScopeKind::GPU);
   }
 
-  /// sum = tile (+ the accumulated sum unless this is the first segment)
-  /// for the block's keys before N, 4 values a thread at a time; the last
-  /// segment writes factor * sum to `out`, the others to the accumulators
+  /// sum = tile (+ the accumulated sum unless this is the first rank) for
+  /// the block's keys before N, 4 values a thread at a time; the last
+  /// rank writes factor * sum to `out`, the others to the accumulators
   /// at columns [column0, column0 + width).
   void addTile(ImplicitLocOpBuilder &b, Value tile, int64_t width,
                int64_t column0, Value first, Value out, float factor,
@@ -746,8 +759,8 @@ private:
   Type elem;
   Value kTile, vTile, qTile, doTile, sTile, dpTile, pT, dsT, dkTile, dvTile,
       words, stepQueries;
-  Value block, segment, lastSegment, batch, kv, tid, warp, firstHead, numKeys,
-      firstKey;
+  Value block, rank, segment, takesPart, lastSegment, numWords, wordsPerSegment,
+      firstWord, batch, kv, tid, warp, firstHead, numKeys, firstKey;
 };
 
 struct GradQueriesToGPU : KernelOpPattern<SparseAttentionGradQueriesKernelOp> {

@@ -705,49 +705,78 @@ private:
   void addTile(ImplicitLocOpBuilder &b, Value tile, int64_t width,
                int64_t column0, Value first, Value out, float factor,
                Value accumulators) {
-    const int64_t c = p.blockSize;
-    auto quad = VectorType::get({4}, b.getF32Type());
+    // Quads i0 + u threads, u < kAddUnroll, a thread at a time: their
+    // loads of the earlier sums all issue before the first add (one load
+    // waited for at a time made the chain of a block's segments the
+    // backward's largest cost).
+    constexpr int64_t kAddUnroll = 8;
+    const int64_t total = p.blockSize * width / 4;
+    Type f32 = b.getF32Type();
+    auto quad = VectorType::get({4}, f32);
+    Value lastKey = arith::SubIOp::create(b, numKeys, indexConst(b, 1));
     buildLoop(
-        b, tid, indexConst(b, c * width / 4), indexConst(b, kGradThreads),
+        b, tid, indexConst(b, total), indexConst(b, kGradThreads * kAddUnroll),
         ValueRange{},
-        [&](ImplicitLocOpBuilder &lb, Value i,
+        [&](ImplicitLocOpBuilder &lb, Value i0,
             ValueRange) -> SmallVector<Value> {
-          Value r = arith::DivUIOp::create(lb, i, indexConst(lb, width / 4));
-          Value col = arith::MulIOp::create(
-              lb, arith::RemUIOp::create(lb, i, indexConst(lb, width / 4)),
-              indexConst(lb, 4));
-          Value key = arith::AddIOp::create(lb, firstKey, r);
-          Value accCol =
-              arith::AddIOp::create(lb, col, indexConst(lb, column0));
-          buildIfThen(
-              lb, cmp(lb, P::ult, key, numKeys), [&](ImplicitLocOpBuilder &wb) {
-                Value own = loadRow(wb, tile, {r, col}, 4, wb.getF32Type());
-                Value sum = buildIf(
-                    wb, first, TypeRange{quad},
-                    [&](ImplicitLocOpBuilder &) -> SmallVector<Value> {
-                      return {own};
-                    },
-                    [&](ImplicitLocOpBuilder &ab) -> SmallVector<Value> {
-                      Value before =
-                          loadRow(ab, accumulators, {batch, kv, key, accCol}, 4,
-                                  ab.getF32Type());
-                      return {arith::AddFOp::create(ab, before, own)};
-                    })[0];
-                buildIfThen(wb, lastSegment, [&](ImplicitLocOpBuilder &ob) {
-                  Value v = arith::MulFOp::create(ob, sum,
-                                                  f32Splat(ob, quad, factor));
-                  storeRow(ob, toElementsOf(ob, v, out), out,
-                           {batch, kv, key, col});
-                });
-                buildIfThen(wb,
-                            arith::XOrIOp::create(
-                                wb, lastSegment,
-                                arith::ConstantIntOp::create(wb, 1, 1)),
-                            [&](ImplicitLocOpBuilder &ob) {
-                              storeRow(ob, sum, accumulators,
-                                       {batch, kv, key, accCol});
-                            });
+          struct Quad {
+            Value inTile, r, col, key, accCol;
+          };
+          SmallVector<Quad> quads;
+          SmallVector<Value> own;
+          for (int64_t u = 0; u < kAddUnroll; ++u) {
+            Value i =
+                arith::AddIOp::create(lb, i0, indexConst(lb, u * kGradThreads));
+            Value at = arith::MinUIOp::create(lb, i, indexConst(lb, total - 1));
+            Value r = arith::DivUIOp::create(lb, at, indexConst(lb, width / 4));
+            Value col = arith::MulIOp::create(
+                lb, arith::RemUIOp::create(lb, at, indexConst(lb, width / 4)),
+                indexConst(lb, 4));
+            Value key = arith::AddIOp::create(lb, firstKey, r);
+            Value inTile = arith::AndIOp::create(
+                lb, cmp(lb, P::ult, i, indexConst(lb, total)),
+                cmp(lb, P::ult, key, numKeys));
+            quads.push_back(
+                {inTile, r, col, key,
+                 arith::AddIOp::create(lb, col, indexConst(lb, column0))});
+            own.push_back(loadRow(lb, tile, {r, col}, 4, f32));
+          }
+          SmallVector<Type> types(kAddUnroll, quad);
+          SmallVector<Value> sums = buildIf(
+              lb, first, types, [&](ImplicitLocOpBuilder &) { return own; },
+              [&](ImplicitLocOpBuilder &ab) {
+                // A quad past N reads the last key's sums (in bounds) and
+                // is not stored.
+                SmallVector<Value> before, added;
+                for (const Quad &q : quads)
+                  before.push_back(loadRow(
+                      ab, accumulators,
+                      {batch, kv, arith::MinUIOp::create(ab, q.key, lastKey),
+                       q.accCol},
+                      4, f32));
+                for (auto [x, y] : llvm::zip(before, own))
+                  added.push_back(arith::AddFOp::create(ab, x, y));
+                return added;
               });
+          for (auto [q, sum] : llvm::zip(quads, sums)) {
+            buildIfThen(lb, arith::AndIOp::create(lb, q.inTile, lastSegment),
+                        [&](ImplicitLocOpBuilder &ob) {
+                          Value v = arith::MulFOp::create(
+                              ob, sum, f32Splat(ob, quad, factor));
+                          storeRow(ob, toElementsOf(ob, v, out), out,
+                                   {batch, kv, q.key, q.col});
+                        });
+            buildIfThen(lb,
+                        arith::AndIOp::create(
+                            lb, q.inTile,
+                            arith::XOrIOp::create(
+                                lb, lastSegment,
+                                arith::ConstantIntOp::create(lb, 1, 1))),
+                        [&](ImplicitLocOpBuilder &ob) {
+                          storeRow(ob, sum, accumulators,
+                                   {batch, kv, q.key, q.accCol});
+                        });
+          }
           return {};
         });
   }

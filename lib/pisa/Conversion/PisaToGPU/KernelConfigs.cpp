@@ -394,6 +394,29 @@ FailureOr<KernelConfigAttr> fixedDesign(Configurer &c, KernelVariant variant,
                 hint == Hint::Free ? c.blocksPerSM(blocksPerSM) : std::nullopt);
 }
 
+/// The backward's block kernels: one design each (four warps, mma.sync),
+/// as many blocks an SM as their shared memory allows.
+FailureOr<KernelConfigAttr> configure(SparseAttentionGradQueriesKernelOp op,
+                                      Configurer &c) {
+  Heads q = headsOf(op, op.getQueries());
+  const QueryGradPlan plan(q.heads / headsOf(op, op.getKeys()).heads, q.dim,
+                           headsOf(op, op.getValues()).dim, op.getBlockSize(),
+                           headsOf(op, op.getSelection()).dim);
+  return fixedDesign(
+      c, KernelVariant::MmaSync, kGradThreads, Hint::Free,
+      std::clamp<int64_t>(blocksBySharedMemory(plan.bytes), 1, 16));
+}
+
+FailureOr<KernelConfigAttr> configure(SparseAttentionGradKeysKernelOp op,
+                                      Configurer &c) {
+  Heads q = headsOf(op, op.getQueries());
+  const KeyGradPlan plan(q.heads / headsOf(op, op.getKeys()).heads, q.dim,
+                         headsOf(op, op.getValues()).dim, op.getBlockSize());
+  return fixedDesign(
+      c, KernelVariant::MmaSync, kGradThreads, Hint::Free,
+      std::clamp<int64_t>(blocksBySharedMemory(plan.bytes), 1, 16));
+}
+
 /// The configuration of `op`: each field `requested` (may be null) sets
 /// kept when the op's kernels support it, every other one chosen.
 FailureOr<KernelConfigAttr> configureKernel(Operation *op,
@@ -403,24 +426,9 @@ FailureOr<KernelConfigAttr> configureKernel(Operation *op,
   return llvm::TypeSwitch<Operation *, FailureOr<KernelConfigAttr>>(op)
       .Case([&](ScoreTilesKernelOp k) { return configure(k, c); })
       .Case([&](SparseAttentionKernelOp k) { return configure(k, c); })
-      .Case([&](SparseAttentionGradQueriesKernelOp k) {
-        Heads q = headsOf(k, k.getQueries());
-        const QueryGradPlan plan(q.heads / headsOf(k, k.getKeys()).heads, q.dim,
-                                 headsOf(k, k.getValues()).dim,
-                                 k.getBlockSize(),
-                                 headsOf(k, k.getSelection()).dim);
-        return fixedDesign(
-            c, KernelVariant::MmaSync, kGradThreads, Hint::Free,
-            std::clamp<int64_t>(blocksBySharedMemory(plan.bytes), 1, 16));
-      })
-      .Case([&](SparseAttentionGradKeysKernelOp k) {
-        Heads q = headsOf(k, k.getQueries());
-        const KeyGradPlan plan(q.heads / headsOf(k, k.getKeys()).heads, q.dim,
-                               headsOf(k, k.getValues()).dim, k.getBlockSize());
-        return fixedDesign(
-            c, KernelVariant::MmaSync, kGradThreads, Hint::Free,
-            std::clamp<int64_t>(blocksBySharedMemory(plan.bytes), 1, 16));
-      })
+      .Case(
+          [&](SparseAttentionGradQueriesKernelOp k) { return configure(k, c); })
+      .Case([&](SparseAttentionGradKeysKernelOp k) { return configure(k, c); })
       .Case([&](SelectSingleStageKernelOp k) {
         return configureSingleStage(k, k.getQueries(), k.getTopk(),
                                     k.getBranching(), k.getBlockSize(),

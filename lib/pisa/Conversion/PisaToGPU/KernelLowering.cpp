@@ -164,38 +164,21 @@ static Why decodeSelectLimits(DecodeSelectOp decode) {
   return why;
 }
 
-static Why sparseAttentionLimits(SparseAttentionOp attention) {
-  SmallVector<int64_t, 4> q = headMajorShape(
-      attention.getQueries().getType().getShape(), attention.getTokenMajor());
-  SmallVector<int64_t, 4> k = headMajorShape(
-      attention.getKeys().getType().getShape(), attention.getTokenMajor());
-  const int64_t dv = attention.getValues().getType().getShape()[3];
-  if (Why why = firstOf({pisa::detail::attentionLimitViolation(
-                             attention.getQueries().getType().getElementType(),
-                             q[1] / k[1], q[3], dv, attention.getBlockSize(),
-                             attention.getSelection().getType().getShape()[3]),
-                         groupLimit(q[0], k[1])}))
-    return why;
-  if (!known(q[2]) || q[2] <= kMaxGPUKeys)
-    return std::nullopt;
-  std::string why;
-  llvm::raw_string_ostream(why)
-      << "has Nq = " << q[2] << " above the GPU limit of " << kMaxGPUKeys
-      << " (grid x)";
-  return why;
-}
-
-static Why sparseAttentionGradLimits(SparseAttentionGradOp grad) {
-  const bool tm = grad.getTokenMajor();
+/// A sparse attention op's limits: the tiles' (`tileLimit`, the forward's
+/// or the backward's), then the grid's.
+template <typename OpTy>
+static Why attentionLimits(OpTy op,
+                           Why (*tileLimit)(Type, int64_t, int64_t, int64_t,
+                                            int64_t, int64_t)) {
+  const bool tm = op.getTokenMajor();
   SmallVector<int64_t, 4> q =
-      headMajorShape(grad.getQueries().getType().getShape(), tm);
+      headMajorShape(op.getQueries().getType().getShape(), tm);
   SmallVector<int64_t, 4> k =
-      headMajorShape(grad.getKeys().getType().getShape(), tm);
-  const int64_t dv = grad.getValues().getType().getShape()[3];
-  if (Why why = firstOf({pisa::detail::attentionGradLimitViolation(
-                             grad.getQueries().getType().getElementType(),
-                             q[1] / k[1], q[3], dv, grad.getBlockSize(),
-                             grad.getSelection().getType().getShape()[3]),
+      headMajorShape(op.getKeys().getType().getShape(), tm);
+  const int64_t dv = op.getValues().getType().getShape()[3];
+  if (Why why = firstOf({tileLimit(op.getQueries().getType().getElementType(),
+                                   q[1] / k[1], q[3], dv, op.getBlockSize(),
+                                   op.getSelection().getType().getShape()[3]),
                          groupLimit(q[0], k[1])}))
     return why;
   if (!known(q[2]) || q[2] <= kMaxGPUKeys)
@@ -340,7 +323,8 @@ struct DecodeSelectModel : Model<DecodeSelectModel, DecodeSelectOp> {
 
 struct SparseAttentionModel : Model<SparseAttentionModel, SparseAttentionOp> {
   Why getGPULimitViolation(Operation *op) const {
-    return sparseAttentionLimits(cast<SparseAttentionOp>(op));
+    return attentionLimits(cast<SparseAttentionOp>(op),
+                           pisa::detail::attentionLimitViolation);
   }
   void describeEntry(Operation *op, EntryFacts &facts) const {
     auto attention = cast<SparseAttentionOp>(op);
@@ -353,7 +337,8 @@ struct SparseAttentionModel : Model<SparseAttentionModel, SparseAttentionOp> {
 struct SparseAttentionGradModel
     : Model<SparseAttentionGradModel, SparseAttentionGradOp> {
   Why getGPULimitViolation(Operation *op) const {
-    return sparseAttentionGradLimits(cast<SparseAttentionGradOp>(op));
+    return attentionLimits(cast<SparseAttentionGradOp>(op),
+                           pisa::detail::attentionGradLimitViolation);
   }
   void describeEntry(Operation *op, EntryFacts &facts) const {
     auto grad = cast<SparseAttentionGradOp>(op);

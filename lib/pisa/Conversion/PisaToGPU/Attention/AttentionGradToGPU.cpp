@@ -103,39 +103,21 @@ KeyGradPlan::KeyGradPlan(int64_t G, int64_t d, int64_t dv, int64_t c)
 
 std::optional<std::string> mlir::pisa::detail::attentionGradLimitViolation(
     Type elem, int64_t G, int64_t d, int64_t dv, int64_t c, int64_t topK) {
-  std::string why;
-  llvm::raw_string_ostream os(why);
-  if (!elem.isF16() && !elem.isBF16())
-    os << "has " << elem
-       << " inputs: the GPU backward takes f16 or bf16 (tensor cores), "
-          "pisa-cpu-pipeline lowers f32";
-  else if (c < 32 || c % 32 != 0 || c > kMaxAttentionBlockSize)
-    os << "has block size C = " << c
-       << ": the GPU backward takes a multiple of 32 up to "
-       << kMaxAttentionBlockSize << " (four warps split a block's keys)";
-  else if (d < 32 || d % 32 != 0 || d > kMaxAttentionHeadDim)
-    os << "has head dim d = " << d
-       << ": the GPU backward takes a multiple of 32 from 32 to "
-       << kMaxAttentionHeadDim << " (four warps split dq's and dk's columns)";
-  else if (dv < 32 || dv % 32 != 0 || dv > kMaxAttentionHeadDim)
-    os << "has value dim dv = " << dv
-       << ": the GPU backward takes a multiple of 32 from 32 to "
-       << kMaxAttentionHeadDim << " (four warps split dv)";
-  else if (topK > kMaxAttentionTopK)
-    os << "selects K = " << topK << " blocks per query, above the GPU "
-       << "limit of " << kMaxAttentionTopK << " (the block list in shared "
-       << "memory)";
-  else if (G > kMaxAttentionGroupSize)
-    os << "has G = " << G << " query heads per KV head, above the GPU limit "
-       << "of " << kMaxAttentionGroupSize << " (a block's score rows)";
-  else if (int64_t bytes = std::max(QueryGradPlan(G, d, dv, c, topK).bytes,
-                                    KeyGradPlan(G, d, dv, c).bytes);
-           bytes > kMaxAttentionSharedBytes)
-    os << "needs " << bytes << " bytes of shared memory per block for the "
-       << "backward, above the " << kMaxAttentionSharedBytes
-       << " an sm_90 block may use";
-  else
+  static const AttentionKernelRules backward{
+      "the GPU backward", "tensor cores", 32,
+      "four warps split dq's and dk's columns"};
+  if (std::optional<std::string> why =
+          attentionTileViolation(backward, elem, G, d, dv, c, topK))
+    return why;
+  const int64_t bytes = std::max(QueryGradPlan(G, d, dv, c, topK).bytes,
+                                 KeyGradPlan(G, d, dv, c).bytes);
+  if (bytes <= kMaxAttentionSharedBytes)
     return std::nullopt;
+  std::string why;
+  llvm::raw_string_ostream(why)
+      << "needs " << bytes << " bytes of shared memory per block for the "
+      << "backward, above the " << kMaxAttentionSharedBytes
+      << " an sm_90 block may use";
   return why;
 }
 

@@ -57,6 +57,21 @@ struct AttentionTiles {
                  int64_t blockSize, int64_t topK);
 };
 
+/// How an attention kernel's limits read: `who` takes the inputs ("the
+/// GPU kernel"), why 16-bit inputs, and the head dim's step and why.
+struct AttentionKernelRules {
+  StringRef who, elementReason;
+  int64_t headDimStep;
+  StringRef headDimReason;
+};
+
+/// The limits the forward and backward kernels share (element type, C, d,
+/// dv, K, G), in their words, or nullopt.
+std::optional<std::string>
+attentionTileViolation(const AttentionKernelRules &rules, Type elem,
+                       int64_t groupSize, int64_t headDim, int64_t valueDim,
+                       int64_t blockSize, int64_t topK);
+
 /// Why the GPU kernel cannot take sparse attention of these sizes (the
 /// message names the limit), or nullopt.
 std::optional<std::string>

@@ -77,28 +77,28 @@ AttentionTiles::AttentionTiles(int64_t groupSize, int64_t d, int64_t dv,
   outColumns = dv / threadsPerRow;
 }
 
-std::optional<std::string>
-mlir::pisa::detail::attentionLimitViolation(Type elem, int64_t groupSize,
-                                            int64_t d, int64_t dv, int64_t c,
-                                            int64_t topK) {
+std::optional<std::string> mlir::pisa::detail::attentionTileViolation(
+    const AttentionKernelRules &rules, Type elem, int64_t groupSize, int64_t d,
+    int64_t dv, int64_t c, int64_t topK) {
   std::string why;
   llvm::raw_string_ostream os(why);
+  const StringRef who = rules.who;
   if (!elem.isF16() && !elem.isBF16())
-    os << "has " << elem
-       << " inputs: the GPU kernel takes f16 or bf16 (tensor cores; tf32 "
-          "would round f32 inputs), pisa-cpu-pipeline lowers f32";
+    os << "has " << elem << " inputs: " << who << " takes f16 or bf16 ("
+       << rules.elementReason << "), pisa-cpu-pipeline lowers f32";
   else if (c < 32 || c % 32 != 0 || c > kMaxAttentionBlockSize)
-    os << "has block size C = " << c
-       << ": the GPU kernel takes a multiple of 32 up to "
-       << kMaxAttentionBlockSize << " (four warps split a block's keys)";
-  else if (d < 16 || d % 16 != 0 || d > kMaxAttentionHeadDim)
-    os << "has head dim d = " << d
-       << ": the GPU kernel takes a multiple of 16 from 16 to "
-       << kMaxAttentionHeadDim << " (tensor-core k-steps)";
+    os << "has block size C = " << c << ": " << who
+       << " takes a multiple of 32 up to " << kMaxAttentionBlockSize
+       << " (four warps split a block's keys)";
+  else if (d < rules.headDimStep || d % rules.headDimStep != 0 ||
+           d > kMaxAttentionHeadDim)
+    os << "has head dim d = " << d << ": " << who << " takes a multiple of "
+       << rules.headDimStep << " from " << rules.headDimStep << " to "
+       << kMaxAttentionHeadDim << " (" << rules.headDimReason << ")";
   else if (dv < 32 || dv % 32 != 0 || dv > kMaxAttentionHeadDim)
-    os << "has value dim dv = " << dv
-       << ": the GPU kernel takes a multiple of 32 from 32 to "
-       << kMaxAttentionHeadDim << " (four warps split dv)";
+    os << "has value dim dv = " << dv << ": " << who
+       << " takes a multiple of 32 from 32 to " << kMaxAttentionHeadDim
+       << " (four warps split dv)";
   else if (topK > kMaxAttentionTopK)
     os << "selects K = " << topK << " blocks per query, above the GPU "
        << "limit of " << kMaxAttentionTopK << " (the block list in shared "
@@ -107,12 +107,28 @@ mlir::pisa::detail::attentionLimitViolation(Type elem, int64_t groupSize,
     os << "has G = " << groupSize << " query heads per KV head, above the "
        << "GPU limit of " << kMaxAttentionGroupSize
        << " (a block's score rows)";
-  else if (AttentionTiles t(groupSize, d, dv, c, topK);
-           t.bytes > kMaxAttentionSharedBytes)
-    os << "needs " << t.bytes << " bytes of shared memory per block, above "
-       << "the " << kMaxAttentionSharedBytes << " an sm_90 block may use";
   else
     return std::nullopt;
+  return why;
+}
+
+std::optional<std::string>
+mlir::pisa::detail::attentionLimitViolation(Type elem, int64_t groupSize,
+                                            int64_t d, int64_t dv, int64_t c,
+                                            int64_t topK) {
+  static const AttentionKernelRules forward{
+      "the GPU kernel", "tensor cores; tf32 would round f32 inputs", 16,
+      "tensor-core k-steps"};
+  if (std::optional<std::string> why =
+          attentionTileViolation(forward, elem, groupSize, d, dv, c, topK))
+    return why;
+  AttentionTiles t(groupSize, d, dv, c, topK);
+  if (t.bytes <= kMaxAttentionSharedBytes)
+    return std::nullopt;
+  std::string why;
+  llvm::raw_string_ostream(why)
+      << "needs " << t.bytes << " bytes of shared memory per block, above "
+      << "the " << kMaxAttentionSharedBytes << " an sm_90 block may use";
   return why;
 }
 

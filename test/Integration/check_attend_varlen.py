@@ -86,6 +86,7 @@ def run_case(name, cfg, pisa_run, work, seed):
         dq, dk, dvv = np.zeros(q.shape), np.zeros(k.shape), np.zeros(v.shape)
     problems = []
     want_dq, want_dk, want_dv = np.zeros(q.shape), np.zeros(k.shape), np.zeros(v.shape)
+    mag_dq, mag_dk, mag_dv = np.zeros(q.shape), np.zeros(k.shape), np.zeros(v.shape)
     for b in range(len(keys)):
         q0, q1, k0, k1 = cuq[b], cuq[b + 1], cuk[b], cuk[b + 1]
         if q1 == q0:
@@ -104,12 +105,16 @@ def run_case(name, cfg, pisa_run, work, seed):
             problems.append(f"sequence {b}: lse differs")
         if not cfg["grad"]:
             continue
-        grads = pisa_reference.attend_grad(*args, to_heads(do[q0:q1]), C, offset=offset,
-                                           out=got_o)
-        want_dq[q0:q1] = grads[0][0].transpose(1, 0, 2)
-        want_dk[k0:k1] = grads[1][0].transpose(1, 0, 2)
-        want_dv[k0:k1] = grads[2][0].transpose(1, 0, 2)
-    errors = [rel_error(a, w) for a, w in ((dq, want_dq), (dk, want_dk), (dvv, want_dv))]
+        for magnitude, (x, y, z) in ((False, (want_dq, want_dk, want_dv)),
+                                     (True, (mag_dq, mag_dk, mag_dv))):
+            grads = pisa_reference.attend_grad(*args, to_heads(do[q0:q1]), C,
+                                               offset=offset, out=got_o,
+                                               magnitude=magnitude)
+            x[q0:q1] = grads[0][0].transpose(1, 0, 2)
+            y[k0:k1] = grads[1][0].transpose(1, 0, 2)
+            z[k0:k1] = grads[2][0].transpose(1, 0, 2)
+    errors = [rel_error(a, w, m) for a, w, m in ((dq, want_dq, mag_dq), (dk, want_dk, mag_dk),
+                                                 (dvv, want_dv, mag_dv))]
     if max(errors) > TOLERANCE:
         problems.append("gradient errors " + ", ".join(f"{e:.1e}" for e in errors))
     ok = not problems

@@ -178,13 +178,16 @@ def attended_mask(selection, N, C, Nq, offset=0):
 
 
 def attend_grad(q, keys, values, selection, grad_out, C, scale=None, offset=0,
-                out=None):
+                out=None, magnitude=False):
     """The gradients (dq, dk, dv) of docs/semantics.md section 6.1, in
     float64, as dense masked matrices: P = softmax(scale Q K^T) over the
     attended keys, dP = dO V^T, dS = P (dP - D), dQ = scale dS K,
     dK = scale dS^T Q and dV = P^T dO, summed over each KV head's G query
     heads. D is rowsum(dO o) with `out` as o when it is given (the op's
-    operand, as the program stored it), else the exact rowsum(P dP)."""
+    operand, as the program stored it), else the exact rowsum(P dP). With
+    `magnitude`, the same sums over the terms' absolute values (dS = P
+    (|dP| + |D|), |k|, |q|, |dO|): the scale a gradient's rounding error
+    compares with where its terms cancel."""
     B, Hq, Nq, d = q.shape
     _, Hkv, N, dv = values.shape
     G = Hq // Hkv
@@ -210,7 +213,11 @@ def attend_grad(q, keys, values, selection, grad_out, C, scale=None, offset=0,
             else:
                 rows = (dod[b, h] * out[b, h].astype(np.float64)).sum(1)
             ds = p * (dp - rows[:, None])
-            dq[b, h] = scale * ds @ kd[b, kv]
-            dk[b, kv] += scale * ds.T @ qd[b, h]
-            dvv[b, kv] += p.T @ dod[b, h]
+            k_, q_, do_ = kd[b, kv], qd[b, h], dod[b, h]
+            if magnitude:
+                ds = p * (np.abs(dp) + np.abs(rows)[:, None])
+                k_, q_, do_ = np.abs(k_), np.abs(q_), np.abs(do_)
+            dq[b, h] = scale * ds @ k_
+            dk[b, kv] += scale * ds.T @ q_
+            dvv[b, kv] += p.T @ do_
     return dq, dk, dvv

@@ -12,17 +12,20 @@
 //
 // pisa.kernel.sparse_attention_grad_keys: a kernel zeroes the query bits,
 // one thread per (query, batch x KV head) sets bit i of every block query
-// i attends, and one block per (key block, batch x KV head) stages the
-// block's keys and values and walks the set bits in query order:
+// i attends, and one block per (key block, segment of its queries, batch x
+// KV head) stages the block's keys and values and walks its segment's set
+// bits in query order, 64 head rows (64 / R queries) a step:
 //
-//   S = Q_i K^T, dP = dO_i V^T, P and dS as above, stored transposed
-//   dV += P^T dO_i, dK += dS^T Q_i       warps split dv and d
+//   S = Q K^T, dP = dO V^T, P and dS as above, stored transposed
+//   dV += P^T dO, dK += dS^T Q       warps split dv and d
 //
+// then the block's segments add their sums in a fixed order (addInOrder).
 // All products on tensor cores through --pisa-vector-to-mma-sync with f32
 // accumulation; P and dS are rounded to the element type before the
 // products that take them, as FlashAttention's backward does. Every sum
 // runs in an order fixed by the data (the attended blocks of a query, the
-// queries of a block in index order): the result is deterministic.
+// queries of a block in index order, the segments in rank order): the
+// result is deterministic.
 //
 //===----------------------------------------------------------------------===//
 

@@ -162,3 +162,22 @@ func.func @append_select_single_stage(%q: memref<2x4x1x32xf16>, %k: memref<2x1x?
       : memref<2x4x1x32xf16>, memref<2x1x?x32xf16>, memref<2x1x7x32xf32>, memref<2x1x64x32xf16>, memref<2xi32>, memref<2xi32>, memref<2x1x1x4xi32>
   return
 }
+
+// CHECK-LABEL: func.func @attention_grad
+// CHECK: %[[Q:.*]]:2 = pisa.kernel.sparse_attention_grad_queries %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} outs(%{{.*}}, %{{.*}}) block_size = 64 scale = 1.250000e-01 : tensor<?x8x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x2x?x32xbf16>, tensor<?x2x?x8xi32>, tensor<?x8x?x32xbf16>, tensor<?x8x?xf32>, tensor<?x8x?x32xbf16>, tensor<?x8x?x64xf32>, tensor<?x8x?xf32> -> tensor<?x8x?x64xf32>, tensor<?x8x?xf32>
+// CHECK: %{{.*}}:4 = pisa.kernel.sparse_attention_grad_keys %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[Q]]#1, %{{.*}} outs(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) block_size = 64 scale = 1.250000e-01 : tensor<?x8x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x2x?x32xbf16>, tensor<?x2x?x8xi32>, tensor<?x8x?xf32>, tensor<?x8x?xf32>, tensor<?x8x?x32xbf16>, tensor<?x2x?x64xbf16>, tensor<?x2x?x32xbf16>, tensor<?x2x?x?xi32>, tensor<?x2x?x96xf32> -> tensor<?x2x?x64xbf16>, tensor<?x2x?x32xbf16>, tensor<?x2x?x?xi32>, tensor<?x2x?x96xf32>
+func.func @attention_grad(%q: tensor<?x8x?x64xbf16>, %k: tensor<?x2x?x64xbf16>, %v: tensor<?x2x?x32xbf16>, %s: tensor<?x2x?x8xi32>, %off: index, %o: tensor<?x8x?x32xbf16>, %l: tensor<?x8x?xf32>, %do: tensor<?x8x?x32xbf16>, %dq0: tensor<?x8x?x64xf32>, %dd0: tensor<?x8x?xf32>, %dk0: tensor<?x2x?x64xbf16>, %dv0: tensor<?x2x?x32xbf16>, %b0: tensor<?x2x?x?xi32>, %a0: tensor<?x2x?x96xf32>) -> (tensor<?x8x?x64xf32>, tensor<?x2x?x64xbf16>) {
+  %dq, %dd = pisa.kernel.sparse_attention_grad_queries %q, %k, %v, %s, %off, %o, %l, %do outs(%dq0, %dd0) block_size = 64 scale = 0.125
+      : tensor<?x8x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x2x?x32xbf16>, tensor<?x2x?x8xi32>, tensor<?x8x?x32xbf16>, tensor<?x8x?xf32>, tensor<?x8x?x32xbf16>, tensor<?x8x?x64xf32>, tensor<?x8x?xf32> -> tensor<?x8x?x64xf32>, tensor<?x8x?xf32>
+  %dk, %dv, %bits, %acc = pisa.kernel.sparse_attention_grad_keys %q, %k, %v, %s, %off, %l, %dd, %do outs(%dk0, %dv0, %b0, %a0) block_size = 64 scale = 0.125
+      : tensor<?x8x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x2x?x32xbf16>, tensor<?x2x?x8xi32>, tensor<?x8x?xf32>, tensor<?x8x?xf32>, tensor<?x8x?x32xbf16>, tensor<?x2x?x64xbf16>, tensor<?x2x?x32xbf16>, tensor<?x2x?x?xi32>, tensor<?x2x?x96xf32> -> tensor<?x2x?x64xbf16>, tensor<?x2x?x32xbf16>, tensor<?x2x?x?xi32>, tensor<?x2x?x96xf32>
+  return %dq, %dk : tensor<?x8x?x64xf32>, tensor<?x2x?x64xbf16>
+}
+
+// CHECK-LABEL: func.func @attention_grad_buffers
+// CHECK: pisa.kernel.sparse_attention_grad_keys {{.*}} block_size = 32 scale = 1.250000e-01 {token_major} : memref<1x10x4x64xf16>
+func.func @attention_grad_buffers(%q: memref<1x10x4x64xf16>, %k: memref<1x10x1x64xf16>, %v: memref<1x10x1x64xf16>, %s: memref<1x10x1x3xi32>, %off: index, %l: memref<1x10x4xf32>, %dd: memref<1x4x10xf32>, %do: memref<1x10x4x64xf16>, %dk: memref<1x10x1x64xf32>, %dv: memref<1x10x1x64xf32>, %bits: memref<1x1x1x3xi32>, %acc: memref<1x1x10x128xf32>) {
+  pisa.kernel.sparse_attention_grad_keys %q, %k, %v, %s, %off, %l, %dd, %do outs(%dk, %dv, %bits, %acc) block_size = 32 scale = 0.125 {token_major}
+      : memref<1x10x4x64xf16>, memref<1x10x1x64xf16>, memref<1x10x1x64xf16>, memref<1x10x1x3xi32>, memref<1x10x4xf32>, memref<1x4x10xf32>, memref<1x10x4x64xf16>, memref<1x10x1x64xf32>, memref<1x10x1x64xf32>, memref<1x1x1x3xi32>, memref<1x1x10x128xf32>
+  return
+}

@@ -9,11 +9,13 @@
 #ifndef PISA_LIB_CONVERSION_PISATOGPU_ATTENTION_ATTENTIONGRAD_H
 #define PISA_LIB_CONVERSION_PISATOGPU_ATTENTION_ATTENTIONGRAD_H
 
+#include "mlir/IR/ImplicitLocOpBuilder.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/IR/Types.h"
 
 #include <optional>
 #include <string>
+#include <utility>
 
 namespace mlir::pisa::detail {
 
@@ -78,8 +80,41 @@ std::optional<std::string>
 attentionGradLimitViolation(Type elem, int64_t groupSize, int64_t headDim,
                             int64_t valueDim, int64_t blockSize, int64_t topK);
 
-/// The backward's patterns (AttentionGradToGPU.cpp).
+/// The row arithmetic both backward kernels share (AttentionGradToGPU.cpp).
+/// What one thread computes of a query's head rows: its row of the tile
+/// (row = tid / threadsPerRow), its part of the row, the row's query slot,
+/// and the row's head (rows past G read head G - 1 and are masked).
+struct RowSite {
+  Value row, part, slot, isHead, head;
+  RowSite(ImplicitLocOpBuilder &b, const GradRows &rows, Value tid,
+          Value firstHead, int64_t G);
+  Value firstColumn(ImplicitLocOpBuilder &b, int64_t columns) const;
+};
+
+/// A vector of `n` elements of `type` at `at` of `tile` (aligned to the
+/// fragment's bytes, at most 16).
+Value loadRow(ImplicitLocOpBuilder &b, Value tile, ValueRange at, int64_t n,
+              Type type);
+/// Stores the vector `v` at `at` of `tile`, aligned likewise.
+void storeRow(ImplicitLocOpBuilder &b, Value v, Value tile, ValueRange at);
+/// `v` (a vector of f32) in the element type of `memref`.
+Value toElementsOf(ImplicitLocOpBuilder &b, Value v, Value memref);
+/// The exponent shift of a head row: lse log2 e, or +inf where the row has
+/// no probability (a padding row, or lse = -inf: P = 0 by the contract).
+Value probabilityShift(ImplicitLocOpBuilder &b, Value lse, Value isHead);
+/// This thread's columns of a score row: P from the raw scores and dS = P
+/// (dP - D), both f32 vectors of `columns`; `visible` counts the tile's
+/// keys the row's query sees from the thread's first column.
+std::pair<Value, Value> probabilityAndGradient(ImplicitLocOpBuilder &b,
+                                               Value scores, Value gradProbs,
+                                               Value visible, Value shift,
+                                               Value delta, float scale,
+                                               int64_t columns);
+
+/// The backward's patterns: the query kernel's (AttentionGradToGPU.cpp),
+/// then the key kernels' (AttentionGradKeys.cpp).
 void populateAttentionGradPatterns(RewritePatternSet &patterns);
+void populateAttentionGradKeysPatterns(RewritePatternSet &patterns);
 
 } // namespace mlir::pisa::detail
 

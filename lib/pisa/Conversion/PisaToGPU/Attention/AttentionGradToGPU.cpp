@@ -10,16 +10,10 @@
 //   P = exp2(S scale log2 e - lse log2 e), dS = P (dP - D)   per row
 //   dQ += dS K                  warps split d, f32 in shared memory
 //
-// pisa.kernel.sparse_attention_grad_keys: a kernel zeroes the query bits,
-// one thread per (query, batch x KV head) sets bit i of every block query
-// i attends, and one block per (key block, segment of its queries, batch x
-// KV head) stages the block's keys and values and walks its segment's set
-// bits in query order, 64 head rows (64 / R queries) a step:
+// pisa.kernel.sparse_attention_grad_keys (dk and dv) is in
+// AttentionGradKeys.cpp; the plans, the limits and the row arithmetic both
+// kernels share are here.
 //
-//   S = Q K^T, dP = dO V^T, P and dS as above, stored transposed
-//   dV += P^T dO, dK += dS^T Q       warps split dv and d
-//
-// then the block's segments add their sums in a fixed order (addInOrder).
 // All products on tensor cores through --pisa-vector-to-mma-sync with f32
 // accumulation; P and dS are rounded to the element type before the
 // products that take them, as FlashAttention's backward does. Every sum
@@ -124,7 +118,26 @@ std::optional<std::string> mlir::pisa::detail::attentionGradLimitViolation(
   return why;
 }
 
-namespace {
+namespace mlir::pisa::detail {
+
+RowSite::RowSite(ImplicitLocOpBuilder &b, const GradRows &rows, Value tid,
+                 Value firstHead, int64_t G) {
+  row = arith::DivUIOp::create(b, tid, indexConst(b, rows.threadsPerRow));
+  part = arith::RemUIOp::create(b, tid, indexConst(b, rows.threadsPerRow));
+  slot = indexConst(b, 0);
+  Value h = row;
+  if (rows.tokens > 1) {
+    slot = arith::DivUIOp::create(b, row, indexConst(b, rows.rowsPerToken));
+    h = arith::RemUIOp::create(b, row, indexConst(b, rows.rowsPerToken));
+  }
+  isHead = cmp(b, P::ult, h, indexConst(b, G));
+  head = arith::AddIOp::create(
+      b, firstHead, arith::MinUIOp::create(b, h, indexConst(b, G - 1)));
+}
+
+Value RowSite::firstColumn(ImplicitLocOpBuilder &b, int64_t columns) const {
+  return arith::MulIOp::create(b, part, indexConst(b, columns));
+}
 
 /// A vector of `n` elements of `type` at [row, col] of `tile` (16-byte
 /// aligned when the row fragment is).
@@ -151,30 +164,6 @@ Value toElementsOf(ImplicitLocOpBuilder &b, Value v, Value memref) {
     return v;
   return arith::TruncFOp::create(b, VectorType::get(type.getShape(), elem), v);
 }
-
-/// What one thread computes of a query's head rows: its row of the tile
-/// (row = tid / threadsPerRow), its part of the row, and the row's head
-/// (rows past G read head G - 1 and are masked).
-struct RowSite {
-  Value row, part, slot, isHead, head;
-  RowSite(ImplicitLocOpBuilder &b, const GradRows &rows, Value tid,
-          Value firstHead, int64_t G) {
-    row = arith::DivUIOp::create(b, tid, indexConst(b, rows.threadsPerRow));
-    part = arith::RemUIOp::create(b, tid, indexConst(b, rows.threadsPerRow));
-    slot = indexConst(b, 0);
-    Value h = row;
-    if (rows.tokens > 1) {
-      slot = arith::DivUIOp::create(b, row, indexConst(b, rows.rowsPerToken));
-      h = arith::RemUIOp::create(b, row, indexConst(b, rows.rowsPerToken));
-    }
-    isHead = cmp(b, P::ult, h, indexConst(b, G));
-    head = arith::AddIOp::create(
-        b, firstHead, arith::MinUIOp::create(b, h, indexConst(b, G - 1)));
-  }
-  Value firstColumn(ImplicitLocOpBuilder &b, int64_t columns) const {
-    return arith::MulIOp::create(b, part, indexConst(b, columns));
-  }
-};
 
 /// The exponent shift of a head row: lse log2 e, or +inf where the row
 /// has no probability (a padding row, or lse = -inf: P = 0 by the
@@ -210,6 +199,10 @@ std::pair<Value, Value> probabilityAndGradient(ImplicitLocOpBuilder &b,
                             vector::BroadcastOp::create(b, rowType, delta)));
   return {probs, grads};
 }
+
+} // namespace mlir::pisa::detail
+
+namespace {
 
 /// The query kernel's body.
 class QueryGradBlock {
@@ -356,427 +349,6 @@ private:
   Value query, batch, kv, tid, warp, firstHead, numKeys, keyEnd;
 };
 
-/// The key kernel's body: block x = (key block, segment), y = batch x KV
-/// head.
-class KeyGradBlock {
-public:
-  KeyGradBlock(ImplicitLocOpBuilder &b, const Kernel &e,
-               const KeyGradPlan &plan, int64_t G, int64_t kvHeads, float scale)
-      : e(e), p(plan), G(G), scale(scale) {
-    elem = cast<MemRefType>(e.arg("queries").getType()).getElementType();
-    SharedTiles shared(b);
-    const int64_t R = p.rows.rows, c = p.blockSize;
-    Type f32 = b.getF32Type(), i32 = b.getI32Type();
-    kTile = shared.view(b, p.key, {c, p.headDim + 8}, elem);
-    vTile = shared.view(b, p.value, {c, p.valueDim + 8}, elem);
-    qTile = shared.view(b, p.query, {R, p.headDim + 8}, elem);
-    doTile = shared.view(b, p.gradOut, {R, p.valueDim + 8}, elem);
-    sTile = shared.view(b, p.score, {R, c + 4}, f32);
-    dpTile = shared.view(b, p.gradProb, {R, c + 4}, f32);
-    pT = shared.view(b, p.probT, {c, R + 8}, elem);
-    dsT = shared.view(b, p.gradScoreT, {c, R + 8}, elem);
-    dkTile = shared.view(b, p.gradKey, {c, p.headDim + 4}, f32);
-    dvTile = shared.view(b, p.gradValue, {c, p.valueDim + 4}, f32);
-    words = shared.view(b, p.words, {kBitWindow}, i32);
-    stepQueries = shared.view(b, p.stepQueries, {R}, i32);
-    Value segments = e.arg("segments");
-    block = arith::DivUIOp::create(b, blockIdX(b), segments);
-    // Rank r of the block's segments runs segment S - 1 - r: the chain in
-    // which they add their sums (addInOrder) starts at the last segment,
-    // whose queries attend the block least often (the selection favours a
-    // query's own and recent blocks), and ends at the first that can hold
-    // a query, which writes the result.
-    rank = arith::RemUIOp::create(b, blockIdX(b), segments);
-    Value lastIndex = arith::SubIOp::create(b, segments, indexConst(b, 1));
-    segment = arith::SubIOp::create(b, lastIndex, rank);
-    batch = arith::DivUIOp::create(b, blockIdY(b), indexConst(b, kvHeads));
-    kv = arith::RemUIOp::create(b, blockIdY(b), indexConst(b, kvHeads));
-    tid = threadIdX(b);
-    warp = arith::DivUIOp::create(b, tid, indexConst(b, 32));
-    firstHead = arith::MulIOp::create(b, kv, indexConst(b, G));
-    numKeys = dimOf(b, e.arg("keys"), 2);
-    firstKey = arith::MulIOp::create(b, block, indexConst(b, c));
-    numWords = arith::SubIOp::create(b, dimOf(b, e.arg("queryBits"), 3),
-                                     indexConst(b, 1));
-    wordsPerSegment = arith::CeilDivUIOp::create(b, numWords, segments);
-    // Queries before the block's first key cannot attend it: the segments
-    // wholly before its first word take no part (the last segment does, so
-    // that a block no query can attend still gets its zeros written).
-    Value offset = e.arg("queryOffset");
-    Value firstQuery = arith::SelectOp::create(
-        b, cmp(b, P::ugt, firstKey, offset),
-        arith::SubIOp::create(b, firstKey, offset), indexConst(b, 0));
-    firstWord = arith::DivUIOp::create(b, firstQuery, indexConst(b, 32));
-    Value firstSegment = arith::MinUIOp::create(
-        b, arith::DivUIOp::create(b, firstWord, wordsPerSegment), lastIndex);
-    takesPart = cmp(b, P::uge, segment, firstSegment);
-    lastSegment = cmp(b, P::eq, segment, firstSegment);
-  }
-
-  void build(ImplicitLocOpBuilder &b) {
-    const int64_t c = p.blockSize;
-    buildIfThen(b, takesPart, [&](ImplicitLocOpBuilder &tb) {
-      RowSite site(tb, p.rows, tid, firstHead, G);
-      stageKeyRows(tb, e.arg("keys"), batch, kv, firstKey, c, p.headDim, kTile,
-                   tid, kGradThreads);
-      stageKeyRows(tb, e.arg("values"), batch, kv, firstKey, c, p.valueDim,
-                   vTile, tid, kGradThreads);
-      zeroTile(tb, dkTile, c * (p.headDim + 4));
-      zeroTile(tb, dvTile, c * (p.valueDim + 4));
-      forEachStep(
-          tb, [&](ImplicitLocOpBuilder &sb, Value n) { step(sb, site, n); });
-      gpu::BarrierOp::create(tb); // the last products are in dK and dV
-      addInOrder(tb);
-    });
-    gpu::ReturnOp::create(b);
-  }
-
-private:
-  /// Zeroes `elems` f32 of a tile (a multiple of 4), 16 bytes a thread.
-  void zeroTile(ImplicitLocOpBuilder &b, Value tile, int64_t elems) {
-    auto type = cast<MemRefType>(tile.getType());
-    const int64_t stride = type.getShape()[1];
-    Value zeros = f32Splat(b, VectorType::get({4}, b.getF32Type()), 0.0f);
-    buildLoop(b, tid, indexConst(b, elems / 4), indexConst(b, kGradThreads),
-              ValueRange{},
-              [&](ImplicitLocOpBuilder &lb, Value i,
-                  ValueRange) -> SmallVector<Value> {
-                Value at = arith::MulIOp::create(lb, i, indexConst(lb, 4));
-                Value r =
-                    arith::DivUIOp::create(lb, at, indexConst(lb, stride));
-                Value col =
-                    arith::RemUIOp::create(lb, at, indexConst(lb, stride));
-                storeRow(lb, zeros, tile, {r, col});
-                return {};
-              });
-  }
-
-  /// The bit words of this segment: the block's row split into `segments`
-  /// equal ranges, less the words before the block's first word.
-  std::pair<Value, Value> segmentWords(ImplicitLocOpBuilder &b) {
-    Value begin = arith::MinUIOp::create(
-        b, arith::MulIOp::create(b, segment, wordsPerSegment), numWords);
-    Value end = arith::MinUIOp::create(
-        b, arith::AddIOp::create(b, begin, wordsPerSegment), numWords);
-    begin = arith::MinUIOp::create(
-        b, arith::MaxUIOp::create(b, begin, firstWord), end);
-    return {begin, end};
-  }
-
-  /// Gathers the segment's queries (set bits, in index order) into
-  /// stepQueries and calls `step(n)` with each group of n <= tokens of
-  /// them. The words are read kBitWindow at a time into shared memory.
-  void
-  forEachStep(ImplicitLocOpBuilder &b,
-              llvm::function_ref<void(ImplicitLocOpBuilder &, Value)> step) {
-    auto [begin, end] = segmentWords(b);
-    Value bits = e.arg("queryBits");
-    Type i32 = b.getI32Type();
-    Value pending = buildLoop(
-        b, begin, end, indexConst(b, kBitWindow), ValueRange{indexConst(b, 0)},
-        [&](ImplicitLocOpBuilder &lb, Value w0,
-            ValueRange st) -> SmallVector<Value> {
-          gpu::BarrierOp::create(lb); // the last window's words are read
-          Value w = arith::AddIOp::create(lb, w0, tid);
-          Value word = buildIf(
-              lb, cmp(lb, P::ult, w, end), TypeRange{i32},
-              [&](ImplicitLocOpBuilder &tb) -> SmallVector<Value> {
-                return {memref::LoadOp::create(
-                    tb, bits, ValueRange{batch, kv, block, w})};
-              },
-              [&](ImplicitLocOpBuilder &fb) -> SmallVector<Value> {
-                return {arith::ConstantIntOp::create(fb, 0, 32)};
-              })[0];
-          memref::StoreOp::create(lb, word, words, tid);
-          gpu::BarrierOp::create(lb);
-          Value inWindow =
-              arith::MinUIOp::create(lb, arith::SubIOp::create(lb, end, w0),
-                                     indexConst(lb, kBitWindow));
-          return buildLoop(
-              lb, indexConst(lb, 0), inWindow, st,
-              [&](ImplicitLocOpBuilder &wb, Value t,
-                  ValueRange inner) -> SmallVector<Value> {
-                Value first = arith::MulIOp::create(
-                    wb, arith::AddIOp::create(wb, w0, t), indexConst(wb, 32));
-                return {gatherBits(wb, memref::LoadOp::create(wb, words, t),
-                                   first, inner[0], step)};
-              });
-        })[0];
-    buildIfThen(b, cmp(b, P::ugt, pending, indexConst(b, 0)),
-                [&](ImplicitLocOpBuilder &lb) {
-                  gpu::BarrierOp::create(lb); // stepQueries is written
-                  step(lb, pending);
-                });
-  }
-
-  /// Adds the set bits of `word` (query first + bit, lowest first) to the
-  /// `pending` gathered queries, running `step` whenever tokens of them
-  /// are gathered. Returns the number left pending.
-  Value
-  gatherBits(ImplicitLocOpBuilder &b, Value word, Value first, Value pending,
-             llvm::function_ref<void(ImplicitLocOpBuilder &, Value)> step) {
-    Type i32 = b.getI32Type(), index = b.getIndexType();
-    const int64_t tokens = p.rows.tokens;
-    auto loop = scf::WhileOp::create(
-        b, TypeRange{i32, index}, ValueRange{word, pending},
-        [&](OpBuilder &ob, Location loc, ValueRange args) {
-          ImplicitLocOpBuilder cb(loc, ob);
-          Value more = arith::CmpIOp::create(
-              cb, P::ne, args[0], arith::ConstantIntOp::create(cb, 0, 32));
-          scf::ConditionOp::create(cb, more, args);
-        },
-        [&](OpBuilder &ob, Location loc, ValueRange args) {
-          ImplicitLocOpBuilder lb(loc, ob);
-          Value bit = math::CountTrailingZerosOp::create(lb, args[0]);
-          Value query = arith::AddIOp::create(lb, first, toIndex(lb, bit));
-          buildIfThen(lb, cmp(lb, P::eq, tid, indexConst(lb, 0)),
-                      [&](ImplicitLocOpBuilder &wb) {
-                        memref::StoreOp::create(wb, toI32(wb, query),
-                                                stepQueries, args[1]);
-                      });
-          Value n = arith::AddIOp::create(lb, args[1], indexConst(lb, 1));
-          Value left = buildIf(
-              lb, cmp(lb, P::eq, n, indexConst(lb, tokens)), TypeRange{index},
-              [&](ImplicitLocOpBuilder &tb) -> SmallVector<Value> {
-                gpu::BarrierOp::create(tb); // stepQueries is written
-                step(tb, n);
-                return {indexConst(tb, 0)};
-              },
-              [&](ImplicitLocOpBuilder &) -> SmallVector<Value> {
-                return {n};
-              })[0];
-          Value rest = arith::AndIOp::create(
-              lb, args[0],
-              arith::SubIOp::create(lb, args[0],
-                                    arith::ConstantIntOp::create(lb, 1, 32)));
-          scf::YieldOp::create(lb, ValueRange{rest, left});
-        });
-    return loop.getResult(1);
-  }
-
-  /// The step's n queries (stepQueries[0 .. n)): stage their head rows,
-  /// S and dP, P and dS transposed, dV += P^T dO and dK += dS^T Q.
-  void step(ImplicitLocOpBuilder &b, const RowSite &site, Value n) {
-    const int64_t R = p.rows.rows, c = p.blockSize;
-    Type f32 = b.getF32Type();
-    auto holds = [&](ImplicitLocOpBuilder &lb, Value slot) {
-      return cmp(lb, P::ult, slot, n);
-    };
-    // An empty slot reads query 0 (in bounds) and is masked.
-    auto token = [&](ImplicitLocOpBuilder &lb, Value slot) {
-      Value q = toIndex(lb, memref::LoadOp::create(lb, stepQueries, slot));
-      return arith::SelectOp::create(lb, holds(lb, slot), q, indexConst(lb, 0))
-          .getResult();
-    };
-    stageHeadRows(b,
-                  {e.arg("queries"), batch, firstHead, G, p.rows.rowsPerToken,
-                   token, holds},
-                  R, p.headDim, qTile, tid, kGradThreads);
-    stageHeadRows(b,
-                  {e.arg("gradOutput"), batch, firstHead, G,
-                   p.rows.rowsPerToken, token, holds},
-                  R, p.valueDim, doTile, tid, kGradThreads);
-    Value query = token(b, site.slot);
-    Value isHead = arith::AndIOp::create(b, site.isHead, holds(b, site.slot));
-    Value lse = memref::LoadOp::create(b, e.arg("lse"),
-                                       ValueRange{batch, site.head, query});
-    Value delta = memref::LoadOp::create(b, e.arg("delta"),
-                                         ValueRange{batch, site.head, query});
-    Value shift = probabilityShift(b, lse, isHead);
-    gpu::BarrierOp::create(b);
-    warpSplitRowsProduct(b, qTile, R, p.headDim, kTile, c, sTile, warp,
-                         kGradWarps);
-    warpSplitRowsProduct(b, doTile, R, p.valueDim, vTile, c, dpTile, warp,
-                         kGradWarps);
-    gpu::BarrierOp::create(b);
-    const int64_t cols = p.rows.columns(c);
-    Value col0 = site.firstColumn(b, cols);
-    Value position = arith::AddIOp::create(b, e.arg("queryOffset"), query);
-    Value keyEnd = arith::MinUIOp::create(
-        b, numKeys, arith::AddIOp::create(b, position, indexConst(b, 1)));
-    Value visible = arith::SubIOp::create(
-        b, arith::SubIOp::create(b, keyEnd, firstKey), col0);
-    auto [probs, grads] = probabilityAndGradient(
-        b, loadRow(b, sTile, {site.row, col0}, cols, f32),
-        loadRow(b, dpTile, {site.row, col0}, cols, f32), visible, shift, delta,
-        scale, cols);
-    storeTransposed(b, probs, pT, col0, site.row);
-    storeTransposed(b, grads, dsT, col0, site.row);
-    gpu::BarrierOp::create(b);
-    warpSplitColumnsAccumulate(b, pT, c, R, doTile, p.valueDim, dvTile, warp,
-                               kGradWarps, 64 * 32);
-    warpSplitColumnsAccumulate(b, dsT, c, R, qTile, p.headDim, dkTile, warp,
-                               kGradWarps, 64 * 32);
-    gpu::BarrierOp::create(b); // the tiles are read before the next gather
-  }
-
-  /// Row `row` of a [rows x C] f32 fragment (this thread's columns from
-  /// col0) as column `row` of `tile` ([C x rows], 16-bit).
-  void storeTransposed(ImplicitLocOpBuilder &b, Value values, Value tile,
-                       Value col0, Value row) {
-    const int64_t n = cast<VectorType>(values.getType()).getNumElements();
-    Value narrow =
-        arith::TruncFOp::create(b, VectorType::get({n}, elem), values);
-    for (int64_t x = 0; x < n; ++x)
-      memref::StoreOp::create(
-          b, vector::ExtractOp::create(b, narrow, x), tile,
-          ValueRange{arith::AddIOp::create(b, col0, indexConst(b, x)), row});
-  }
-
-  /// The segments of a key block add their sums in rank order, so that the
-  /// result does not depend on when each runs: rank r waits until the
-  /// block's counter (the last word of its bit row) reads r, adds its tiles
-  /// to the f32 sums of the ranks before it (`accumulators`), and counts
-  /// itself done; the last one writes dk = scale sum and dv.
-  void addInOrder(ImplicitLocOpBuilder &b) {
-    Value bits = e.arg("queryBits");
-    Value counter =
-        arith::SubIOp::create(b, dimOf(b, bits, 3), indexConst(b, 1));
-    SmallVector<Value> at{batch, kv, block, counter};
-    Value first = cmp(b, P::eq, rank, indexConst(b, 0));
-    buildIfThen(b,
-                arith::AndIOp::create(
-                    b,
-                    arith::XOrIOp::create(
-                        b, first, arith::ConstantIntOp::create(b, 1, 1)),
-                    cmp(b, P::eq, tid, indexConst(b, 0))),
-                [&](ImplicitLocOpBuilder &wb) { waitFor(wb, bits, at); });
-    gpu::BarrierOp::create(b);
-    Value accumulators = e.arg("accumulators");
-    addTile(b, dkTile, p.headDim, 0, first, e.arg("gradKeys"), scale,
-            accumulators);
-    addTile(b, dvTile, p.valueDim, p.headDim, first, e.arg("gradValues"), 1.0f,
-            accumulators);
-    // Every thread's sums are visible on the device before the counter
-    // says so.
-    NVVM::MembarOp::create(b, NVVM::MemScopeKind::GPU);
-    gpu::BarrierOp::create(b);
-    buildIfThen(
-        b, cmp(b, P::eq, tid, indexConst(b, 0)), [&](ImplicitLocOpBuilder &wb) {
-          memref::AtomicRMWOp::create(
-              wb, arith::AtomicRMWKind::assign,
-              toI32(wb, arith::AddIOp::create(wb, rank, indexConst(wb, 1))),
-              bits, at);
-        });
-  }
-
-  /// Spins until the counter at `at` reads this segment's rank (an atomic
-  /// read: a plain load could be hoisted out of the loop), then orders the
-  /// reads after it.
-  void waitFor(ImplicitLocOpBuilder &b, Value bits, ArrayRef<Value> at) {
-    Type i32 = b.getI32Type();
-    Value want = toI32(b, rank);
-    scf::WhileOp::create(
-        b, TypeRange{}, ValueRange{},
-        [&](OpBuilder &ob, Location loc, ValueRange) {
-          ImplicitLocOpBuilder cb(loc, ob);
-          Value now = memref::AtomicRMWOp::create(
-              cb, arith::AtomicRMWKind::addi,
-              arith::ConstantIntOp::create(cb, 0, 32), bits, at);
-          scf::ConditionOp::create(cb, cmp(cb, P::ne, now, want), ValueRange{});
-        },
-        [&](OpBuilder &ob, Location loc, ValueRange) {
-          ImplicitLocOpBuilder lb(loc, ob);
-          scf::YieldOp::create(lb);
-        });
-    (void)i32;
-    NVVM::MembarOp::create(b, NVVM::MemScopeKind::GPU);
-  }
-
-  /// sum = tile (+ the accumulated sum unless this is the first rank) for
-  /// the block's keys before N, 4 values a thread at a time; the last
-  /// rank writes factor * sum to `out`, the others to the accumulators
-  /// at columns [column0, column0 + width).
-  void addTile(ImplicitLocOpBuilder &b, Value tile, int64_t width,
-               int64_t column0, Value first, Value out, float factor,
-               Value accumulators) {
-    // Quads i0 + u threads, u < kAddUnroll, a thread at a time: their
-    // loads of the earlier sums all issue before the first add (one load
-    // waited for at a time made the chain of a block's segments the
-    // backward's largest cost).
-    constexpr int64_t kAddUnroll = 8;
-    const int64_t total = p.blockSize * width / 4;
-    Type f32 = b.getF32Type();
-    auto quad = VectorType::get({4}, f32);
-    Value lastKey = arith::SubIOp::create(b, numKeys, indexConst(b, 1));
-    buildLoop(
-        b, tid, indexConst(b, total), indexConst(b, kGradThreads * kAddUnroll),
-        ValueRange{},
-        [&](ImplicitLocOpBuilder &lb, Value i0,
-            ValueRange) -> SmallVector<Value> {
-          struct Quad {
-            Value inTile, r, col, key, accCol;
-          };
-          SmallVector<Quad> quads;
-          SmallVector<Value> own;
-          for (int64_t u = 0; u < kAddUnroll; ++u) {
-            Value i =
-                arith::AddIOp::create(lb, i0, indexConst(lb, u * kGradThreads));
-            Value at = arith::MinUIOp::create(lb, i, indexConst(lb, total - 1));
-            Value r = arith::DivUIOp::create(lb, at, indexConst(lb, width / 4));
-            Value col = arith::MulIOp::create(
-                lb, arith::RemUIOp::create(lb, at, indexConst(lb, width / 4)),
-                indexConst(lb, 4));
-            Value key = arith::AddIOp::create(lb, firstKey, r);
-            Value inTile = arith::AndIOp::create(
-                lb, cmp(lb, P::ult, i, indexConst(lb, total)),
-                cmp(lb, P::ult, key, numKeys));
-            quads.push_back(
-                {inTile, r, col, key,
-                 arith::AddIOp::create(lb, col, indexConst(lb, column0))});
-            own.push_back(loadRow(lb, tile, {r, col}, 4, f32));
-          }
-          SmallVector<Type> types(kAddUnroll, quad);
-          SmallVector<Value> sums = buildIf(
-              lb, first, types, [&](ImplicitLocOpBuilder &) { return own; },
-              [&](ImplicitLocOpBuilder &ab) {
-                // A quad past N reads the last key's sums (in bounds) and
-                // is not stored.
-                SmallVector<Value> before, added;
-                for (const Quad &q : quads)
-                  before.push_back(loadRow(
-                      ab, accumulators,
-                      {batch, kv, arith::MinUIOp::create(ab, q.key, lastKey),
-                       q.accCol},
-                      4, f32));
-                for (auto [x, y] : llvm::zip(before, own))
-                  added.push_back(arith::AddFOp::create(ab, x, y));
-                return added;
-              });
-          for (auto [q, sum] : llvm::zip(quads, sums)) {
-            buildIfThen(lb, arith::AndIOp::create(lb, q.inTile, lastSegment),
-                        [&](ImplicitLocOpBuilder &ob) {
-                          Value v = arith::MulFOp::create(
-                              ob, sum, f32Splat(ob, quad, factor));
-                          storeRow(ob, toElementsOf(ob, v, out), out,
-                                   {batch, kv, q.key, q.col});
-                        });
-            buildIfThen(lb,
-                        arith::AndIOp::create(
-                            lb, q.inTile,
-                            arith::XOrIOp::create(
-                                lb, lastSegment,
-                                arith::ConstantIntOp::create(lb, 1, 1))),
-                        [&](ImplicitLocOpBuilder &ob) {
-                          storeRow(ob, sum, accumulators,
-                                   {batch, kv, q.key, q.accCol});
-                        });
-          }
-          return {};
-        });
-  }
-
-  const Kernel &e;
-  const KeyGradPlan &p;
-  int64_t G;
-  float scale;
-  Type elem;
-  Value kTile, vTile, qTile, doTile, sTile, dpTile, pT, dsT, dkTile, dvTile,
-      words, stepQueries;
-  Value block, rank, segment, takesPart, lastSegment, numWords, wordsPerSegment,
-      firstWord, batch, kv, tid, warp, firstHead, numKeys, firstKey;
-};
-
 struct GradQueriesToGPU : KernelOpPattern<SparseAttentionGradQueriesKernelOp> {
   using KernelOpPattern::KernelOpPattern;
 
@@ -827,168 +399,10 @@ struct GradQueriesToGPU : KernelOpPattern<SparseAttentionGradQueriesKernelOp> {
   }
 };
 
-/// The kernel that zeroes the query bits: one thread per word of a (batch
-/// x KV head)'s rows.
-Kernel buildZeroBits(PatternRewriter &rewriter, Operation *op, Value bits) {
-  OpBuilder::InsertionGuard guard(rewriter);
-  MemRefType type = cast<MemRefType>(bits.getType());
-  Kernel kernel =
-      createKernel(rewriter, op, "zero_query_bits", {{"bits", type}});
-  ImplicitLocOpBuilder b(op->getLoc(), rewriter);
-  const int64_t kvHeads = type.getShape()[1];
-  Value bitsArg = kernel.arg("bits");
-  Value words =
-      arith::MulIOp::create(b, dimOf(b, bitsArg, 2), dimOf(b, bitsArg, 3));
-  Value at = arith::AddIOp::create(
-      b, arith::MulIOp::create(b, blockIdX(b), indexConst(b, kMarkThreads)),
-      threadIdX(b));
-  buildIfThen(b, cmp(b, P::ult, at, words), [&](ImplicitLocOpBuilder &wb) {
-    Value row = arith::DivUIOp::create(wb, at, dimOf(wb, bitsArg, 3));
-    Value word = arith::RemUIOp::create(wb, at, dimOf(wb, bitsArg, 3));
-    memref::StoreOp::create(
-        wb, arith::ConstantIntOp::create(wb, 0, 32), bitsArg,
-        ValueRange{
-            arith::DivUIOp::create(wb, blockIdY(wb), indexConst(wb, kvHeads)),
-            arith::RemUIOp::create(wb, blockIdY(wb), indexConst(wb, kvHeads)),
-            row, word});
-  });
-  gpu::ReturnOp::create(b);
-  return kernel;
-}
-
-/// The kernel that sets bit i of every block query i attends: one thread
-/// per (query, batch x KV head), the forward's rule for which entries
-/// count.
-Kernel buildMarkQueries(PatternRewriter &rewriter,
-                        SparseAttentionGradKeysKernelOp op, int64_t topK) {
-  OpBuilder::InsertionGuard guard(rewriter);
-  MemRefType bitsType = bufferType(op.getQueryBits());
-  Kernel kernel = createKernel(rewriter, op, "mark_attending_queries",
-                               {{"selection", bufferType(op.getSelection())},
-                                {"keys", bufferType(op.getKeys())},
-                                {"queryOffset", rewriter.getIndexType()},
-                                {"bits", bitsType}});
-  ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-  const int64_t kvHeads = bitsType.getShape()[1];
-  Value selection = kernel.arg("selection"), bits = kernel.arg("bits");
-  Value query = arith::AddIOp::create(
-      b, arith::MulIOp::create(b, blockIdX(b), indexConst(b, kMarkThreads)),
-      threadIdX(b));
-  Value batch = arith::DivUIOp::create(b, blockIdY(b), indexConst(b, kvHeads));
-  Value kv = arith::RemUIOp::create(b, blockIdY(b), indexConst(b, kvHeads));
-  buildIfThen(
-      b, cmp(b, P::ult, query, dimOf(b, selection, 2)),
-      [&](ImplicitLocOpBuilder &qb) {
-        Value numKeys = dimOf(qb, kernel.arg("keys"), 2);
-        Value position =
-            arith::AddIOp::create(qb, kernel.arg("queryOffset"), query);
-        Value keyEnd = arith::MinUIOp::create(
-            qb, numKeys,
-            arith::AddIOp::create(qb, position, indexConst(qb, 1)));
-        Value word = arith::DivUIOp::create(qb, query, indexConst(qb, 32));
-        Value mask = arith::ShLIOp::create(
-            qb, arith::ConstantIntOp::create(qb, 1, 32),
-            toI32(qb, arith::RemUIOp::create(qb, query, indexConst(qb, 32))));
-        walkAttendedBlocks(
-            qb, selection, {batch, kv, query}, numKeys, keyEnd,
-            op.getBlockSize(), topK,
-            [&](ImplicitLocOpBuilder &lb, Value attended, Value s32, Value) {
-              buildIfThen(lb, attended, [&](ImplicitLocOpBuilder &ab) {
-                memref::AtomicRMWOp::create(
-                    ab, arith::AtomicRMWKind::ori, mask, bits,
-                    ValueRange{batch, kv, toIndex(ab, s32), word});
-              });
-            });
-      });
-  gpu::ReturnOp::create(b);
-  return kernel;
-}
-
-struct GradKeysToGPU : KernelOpPattern<SparseAttentionGradKeysKernelOp> {
-  using KernelOpPattern::KernelOpPattern;
-
-  void lower(SparseAttentionGradKeysKernelOp op, PatternRewriter &rewriter,
-             ImplicitLocOpBuilder &host) const override {
-    MemRefType qType = bufferType(op.getQueries());
-    const int64_t kvHeads = bufferType(op.getKeys()).getShape()[1];
-    const int64_t G = qType.getShape()[1] / kvHeads;
-    const int64_t topK = bufferType(op.getSelection()).getShape()[3];
-    const KeyGradPlan plan(G, qType.getShape()[3],
-                           bufferType(op.getValues()).getShape()[3],
-                           op.getBlockSize());
-    KernelConfigAttr config = getKernelConfig(op);
-    Kernel zero = buildZeroBits(rewriter, op, op.getQueryBits());
-    Kernel mark = buildMarkQueries(rewriter, op, topK);
-    Kernel kernel;
-    {
-      OpBuilder::InsertionGuard guard(rewriter);
-      kernel = createKernel(rewriter, op, "sparse_attention_grad_keys",
-                            {{"queries", qType},
-                             {"keys", bufferType(op.getKeys())},
-                             {"values", bufferType(op.getValues())},
-                             {"queryOffset", rewriter.getIndexType()},
-                             {"lse", bufferType(op.getLse())},
-                             {"delta", bufferType(op.getDelta())},
-                             {"gradOutput", bufferType(op.getGradOutput())},
-                             {"queryBits", bufferType(op.getQueryBits())},
-                             {"gradKeys", bufferType(op.getGradKeys())},
-                             {"gradValues", bufferType(op.getGradValues())},
-                             {"accumulators", bufferType(op.getAccumulators())},
-                             {"segments", rewriter.getIndexType()}});
-      applyOccupancyHint(kernel.func(), config);
-      ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-      KeyGradBlock(b, kernel, plan, G, kvHeads, op.getScale().convertToFloat())
-          .build(b);
-    }
-    Value bits = op.getQueryBits();
-    Value groups = arith::MulIOp::create(host, dimOf(host, op.getQueries(), 0),
-                                         indexConst(host, kvHeads));
-    Value words =
-        arith::MulIOp::create(host, dimOf(host, bits, 2), dimOf(host, bits, 3));
-    launch(host, zero,
-           host.createOrFold<arith::CeilDivUIOp>(
-               words, indexConst(host, kMarkThreads)),
-           groups, kMarkThreads, {{"bits", bits}});
-    launch(host, mark,
-           host.createOrFold<arith::CeilDivUIOp>(
-               dimOf(host, op.getQueries(), 2), indexConst(host, kMarkThreads)),
-           groups, kMarkThreads,
-           {{"selection", op.getSelection()},
-            {"keys", op.getKeys()},
-            {"queryOffset", op.getQueryOffset()},
-            {"bits", bits}});
-    // Segments of at least kMinSegmentWords words, at most kMaxKeySegments.
-    Value rowWords =
-        arith::SubIOp::create(host, dimOf(host, bits, 3), indexConst(host, 1));
-    Value segments = arith::MaxUIOp::create(
-        host,
-        arith::MinUIOp::create(
-            host,
-            arith::CeilDivUIOp::create(host, rowWords,
-                                       indexConst(host, kMinSegmentWords)),
-            indexConst(host, kMaxKeySegments)),
-        indexConst(host, 1));
-    Value gridX = arith::MulIOp::create(host, dimOf(host, bits, 2), segments);
-    launch(host, kernel, gridX, groups, config.getThreads(),
-           {{"queries", op.getQueries()},
-            {"keys", op.getKeys()},
-            {"values", op.getValues()},
-            {"queryOffset", op.getQueryOffset()},
-            {"lse", op.getLse()},
-            {"delta", op.getDelta()},
-            {"gradOutput", op.getGradOutput()},
-            {"queryBits", bits},
-            {"gradKeys", op.getGradKeys()},
-            {"gradValues", op.getGradValues()},
-            {"accumulators", op.getAccumulators()},
-            {"segments", segments}},
-           plan.bytes);
-  }
-};
-
 } // namespace
 
 void mlir::pisa::detail::populateAttentionGradPatterns(
     RewritePatternSet &patterns) {
-  patterns.add<GradQueriesToGPU, GradKeysToGPU>(patterns.getContext());
+  patterns.add<GradQueriesToGPU>(patterns.getContext());
+  populateAttentionGradKeysPatterns(patterns);
 }

@@ -71,5 +71,5 @@ for spec in prefill-select:prefill sparse-prefill:sparse-prefill \
   echo "  $work/lib$name.so ($(wc -c < "$work/lib$name.so") bytes): $(
     /usr/bin/python3 -c 'import json,sys; m=json.load(open(sys.argv[1]))
 for e in m["entry_points"]:
-    print(e["symbol"], "->", e["result"]["dtype"], e["result"]["shape"])' "$work/lib$name.json")"
+    print(e["symbol"], "->", ", ".join("%s %s" % (r["dtype"], r["shape"]) for r in e["results"]))' "$work/lib$name.json")"
 done

@@ -22,6 +22,8 @@ COMMANDS = {
     "check-torch": ("device_checks.check_torch", "check the PyTorch custom ops: eager, torch.compile, graphs"),
     "check-decode": ("device_checks.check_decode", "decode over contiguous and paged caches on the GPU; its speed"),
     "check-attention": ("device_checks.check_attention", "sparse attention on the GPU against float64; its speed"),
+    "check-attention-grad": ("device_checks.check_attention_grad", "the backward of sparse attention on the GPU against float64; its speed"),
+    "check-training": ("device_checks.check_training", "the differentiable torch op of a prefill library against float64"),
     "check-lse-score": ("device_checks.check_lse_score", "pisa.lse_score on the GPU against float64"),
     "bench-call": ("device_checks.bench_call", "the host part of a call against its kernels"),
     "bench-gpu": ("device_checks.bench_gpu", "time the benchmark libraries on the GPU"),

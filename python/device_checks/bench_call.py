@@ -53,9 +53,9 @@ def prepared_call(path, shapes_arg=None, index_args=""):
         else:
             t = next(it)
             values += [t.data_ptr()] + aot._dynamic_sizes(t.shape, a["shape"])
-    out = torch.empty(lib.result_shape(entry, tensors_by_position(entry, tensors)),
-                      dtype=dt[entry["result"]["dtype"]], device="cuda")
-    values += [out.data_ptr()] + aot._dynamic_sizes(out.shape, entry["result"]["shape"])
+    out = torch.empty(lib.result_shapes(entry, tensors_by_position(entry, tensors))[0],
+                      dtype=dt[entry["results"][0]["dtype"]], device="cuda")
+    values += [out.data_ptr()] + aot._dynamic_sizes(out.shape, entry["results"][0]["shape"])
     ws_bytes = lib.workspace_size(function, *tensors)
     ws = torch.empty(ws_bytes + 256, dtype=torch.uint8, device="cuda")
     base = ws.data_ptr() + (-ws.data_ptr() % 256)

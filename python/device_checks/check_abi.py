@@ -74,11 +74,11 @@ def check_bad_calls(lib, cfg, gen):
     entry, fn, _ = lib.entries["sweep_select"]
     q, k = sweep.gpu_inputs(cfg, gen)
     ws_bytes = lib.workspace_size("sweep_select", q, k)
-    out = torch.full(lib.result_shape(entry, [q, k]), 7, dtype=torch.int32,
+    out = torch.full(lib.result_shapes(entry, [q, k])[0], 7, dtype=torch.int32,
                      device="cuda")
     spec = [a["shape"] for a in entry["arguments"] if a["kind"] == "memref"]
     qdims, kdims = aot._dynamic_sizes(q.shape, spec[0]), aot._dynamic_sizes(k.shape, spec[1])
-    odims = aot._dynamic_sizes(out.shape, entry["result"]["shape"])
+    odims = aot._dynamic_sizes(out.shape, entry["results"][0]["shape"])
     ws = torch.empty(ws_bytes + 512, dtype=torch.uint8, device="cuda")
     base = ws.data_ptr() + (-ws.data_ptr() % 256)
     odd = torch.empty(q.numel() + 8, dtype=q.dtype, device="cuda")

@@ -1,15 +1,17 @@
 """Loads an AOT library from `pisa-compile` and calls it on CUDA tensors.
 
 The library exports, per entry point F, `pisa_F(const PisaCall *, args...,
-result)` and `pisa_F_workspace_size(sizes...)`
+results...)` and `pisa_F_workspace_size(sizes...)`
 (include/pisa/Runtime/PisaRuntime.h); its manifest (<stem>.json beside the
 .so) names the argument shapes (None: any size, passed after the tensor)
 and dtypes, which are checked before every call; the library checks the
 rest (sizes that must agree, limits) and raises with its rule's message. A call runs on PyTorch's
 current stream and device, like a PyTorch op: it enqueues its kernels and
-returns. The result and the workspace are PyTorch tensors (pass `out=` to
-reuse one), so a call allocates nothing of its own and can be captured in
-a CUDA graph. Failures raise RuntimeError with the library's message.
+returns. The results and the workspace are PyTorch tensors (pass `out=` to
+reuse them: a tensor, or a sequence of one per result), so a call allocates
+nothing of its own and can be captured in a CUDA graph. A call returns its
+tensor, or a tuple when the entry point has several results (the training
+entries F_forward: o, lse, selection; F_backward: dq, dk, dv). Failures raise RuntimeError with the library's message.
 An argument the manifest marks `updated_in_place` (a pyramid cache that
 the program appends to) is written by the call: it must be contiguous and
 aligned, never copied.
@@ -24,6 +26,7 @@ import torch
 _DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16,
            "i32": torch.int32}
 _WORKSPACE_ALIGNMENT = 256
+ABI = "pisa-call-v3"
 _TENSOR_ALIGNMENT = 16  # the kernels load 16-byte chunks
 
 
@@ -50,16 +53,16 @@ class Library:
         self.path = os.path.abspath(path)
         with open(os.path.splitext(self.path)[0] + ".json") as f:
             self.manifest = json.load(f)
-        if self.manifest.get("abi") != "pisa-call-v2":
+        if self.manifest.get("abi") != ABI:
             raise RuntimeError(f"{path}: ABI {self.manifest.get('abi')!r}, "
-                               "expected 'pisa-call-v2' (rebuild it with this pisa-compile)")
+                               f"expected {ABI!r} (rebuild it with this pisa-compile)")
         self.lib = ctypes.CDLL(self.path)
         self.entries, self.validators = {}, {}
         for e in self.manifest["entry_points"]:
             fn = getattr(self.lib, e["symbol"])
             fn.restype = ctypes.c_int
             params = [ctypes.POINTER(PisaCall)]
-            for a in e["arguments"] + [e["result"]]:
+            for a in e["arguments"] + e["results"]:
                 params.append(ctypes.c_int64 if a["kind"] == "index" else ctypes.c_void_p)
                 params += [ctypes.c_int64] * len(a.get("size_params", []))
             fn.argtypes = params
@@ -89,18 +92,22 @@ class Library:
         return int(size(*dims))
 
     @staticmethod
-    def result_shape(entry, args):
-        """The result's shape for these arguments (sizes the manifest says
-        are an input's), or None when the program computes one otherwise."""
-        res = entry["result"]
-        shape, dyn = list(res["shape"]), iter(res.get("size_from", []))
-        for r, s in enumerate(shape):
-            if s is None:
-                source = next(dyn, None)
-                if source is None:
-                    return None
-                shape[r] = args[source[0]].shape[source[1]]
-        return shape
+    def result_shapes(entry, args):
+        """Each result's shape for these arguments (sizes the manifest says
+        are an input's), None for one whose sizes the program computes
+        otherwise."""
+        shapes = []
+        for res in entry["results"]:
+            shape, dyn = list(res["shape"]), iter(res.get("size_from", []))
+            for r, s in enumerate(shape):
+                if s is None:
+                    source = next(dyn, None)
+                    if source is None:
+                        shape = None
+                        break
+                    shape[r] = args[source[0]].shape[source[1]]
+            shapes.append(shape)
+        return shapes
 
     def validate(self, function, *args, out=None, workspace=None):
         """Every check a call of `function` makes, cu_seqlens' values
@@ -148,19 +155,8 @@ class Library:
             keep.append(value)
             values.append(value.data_ptr())
             values += _dynamic_sizes(value.shape, spec["shape"])
-        res = entry["result"]
         device = device or torch.device("cuda", torch.cuda.current_device())
-        if out is None:
-            shape = self.result_shape(entry, args)
-            if shape is None:
-                raise TypeError(f"{function}: pass out= (the result's sizes "
-                                "are not an input's)")
-            out = torch.empty(shape, dtype=_DTYPES[res["dtype"]], device=device)
-        elif not (out.is_contiguous() and out.device == device
-                  and out.dtype == _DTYPES[res["dtype"]] and _fits(out.shape, res["shape"])
-                  and out.data_ptr() % _TENSOR_ALIGNMENT == 0):
-            raise TypeError(f"{function}: out must be a contiguous, aligned "
-                            f"{res['dtype']} tensor of shape {_shape_text(res)} on {device}")
+        outs = self._results(function, entry, args, out, device)
         ws_bytes = self.workspace_size(
             function, *[a for a, s in zip(args, entry["arguments"]) if s["kind"] == "memref"])
         with torch.cuda.device(device):
@@ -177,8 +173,34 @@ class Library:
             error = ctypes.create_string_buffer(512)
             call = PisaCall(torch.cuda.current_stream(device).cuda_stream, ws_ptr,
                             ws_bytes, ctypes.cast(error, ctypes.c_char_p), len(error))
-            status = fn(ctypes.byref(call), *values, out.data_ptr(),
-                        *_dynamic_sizes(out.shape, res["shape"]))
+            for res, o in zip(entry["results"], outs):
+                values += [o.data_ptr()] + _dynamic_sizes(o.shape, res["shape"])
+            status = fn(ctypes.byref(call), *values)
         if status:
             raise RuntimeError(error.value.decode() or f"{function}: status {status}")
-        return out
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def _results(self, function, entry, args, out, device):
+        """The result tensors: `out` checked (a tensor for an entry with one
+        result, else a sequence of one per result), or new ones."""
+        specs = entry["results"]
+        if out is None:
+            outs = []
+            for res, shape in zip(specs, self.result_shapes(entry, args)):
+                if shape is None:
+                    raise TypeError(f"{function}: pass out= ({res['name']}'s "
+                                    "sizes are not an input's)")
+                outs.append(torch.empty(shape, dtype=_DTYPES[res["dtype"]], device=device))
+            return outs
+        outs = [out] if isinstance(out, torch.Tensor) else list(out)
+        if len(outs) != len(specs):
+            raise TypeError(f"{function}: out= takes {len(specs)} tensors, "
+                            f"one per result, got {len(outs)}")
+        for res, o in zip(specs, outs):
+            if not (isinstance(o, torch.Tensor) and o.is_contiguous() and o.device == device
+                    and o.dtype == _DTYPES[res["dtype"]] and _fits(o.shape, res["shape"])
+                    and o.data_ptr() % _TENSOR_ALIGNMENT == 0):
+                raise TypeError(f"{function}: out {res['name']} must be a contiguous, "
+                                f"aligned {res['dtype']} tensor of shape "
+                                f"{_shape_text(res)} on {device}")
+        return outs

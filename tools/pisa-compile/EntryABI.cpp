@@ -15,6 +15,7 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/BitVector.h"
 #include "llvm/ADT/StringSwitch.h"
 
 using namespace mlir;
@@ -119,32 +120,39 @@ llvm::Error pisatool::planEntryPoints(ModuleOp module, Manifest &manifest) {
                    ": expected one block of host code after bufferization");
     Block &body = func.getBody().front();
     auto ret = cast<func::ReturnOp>(body.getTerminator());
-    auto result = ret.getOperand(0).getDefiningOp<gpu::AllocOp>();
-    if (!result || result->getBlock() != &body ||
-        !result.getAsyncDependencies().empty() ||
-        result.getType().getElementTypeBitWidth() % 8)
-      return error("entry point @" + e.function +
-                   ": its result must be a device buffer that its kernels "
-                   "write (it returns an input or a value computed on the "
-                   "host)");
-
-    // The result becomes the caller's buffer, written in place; its
+    // Each result becomes the caller's buffer, written in place; its
     // dynamic sizes must be the ones the program computes.
-    e.result.sizeFrom.clear();
-    for (Value size : result.getDynamicSizes())
-      e.result.sizeFrom.push_back(argumentSize(size));
-    unsigned index = func.getNumArguments();
-    MemRefType resultType = result.getType();
-    if (failed(func.insertArgument(index, resultType, {}, result.getLoc())) ||
-        failed(func.eraseResult(0)))
-      return error("entry point @" + e.function +
-                   ": cannot rewrite its result");
-    Value out = func.getArgument(index);
-    {
+    const unsigned index = func.getNumArguments();
+    SmallVector<gpu::AllocOp> results;
+    for (auto [i, returned] : llvm::enumerate(ret.getOperands())) {
+      auto result = returned.getDefiningOp<gpu::AllocOp>();
+      if (!result || result->getBlock() != &body ||
+          !result.getAsyncDependencies().empty() ||
+          result.getType().getElementTypeBitWidth() % 8)
+        return error("entry point @" + e.function + ": its " +
+                     e.results[i].name +
+                     " must be a device buffer that its kernels write (it "
+                     "returns an input or a value computed on the host)");
+      if (llvm::is_contained(results, result))
+        return error("entry point @" + e.function + ": " + e.results[i].name +
+                     " is the buffer of an earlier result (a result returned "
+                     "twice)");
+      results.push_back(result);
+      Argument &r = e.results[i];
+      r.sizeFrom.clear();
+      for (Value size : result.getDynamicSizes())
+        r.sizeFrom.push_back(argumentSize(size));
+      if (failed(func.insertArgument(index + i, result.getType(), {},
+                                     result.getLoc())))
+        return error("entry point @" + e.function +
+                     ": cannot rewrite its results");
+    }
+    for (auto [i, result] : llvm::enumerate(results)) {
+      Value out = func.getArgument(index + i);
       OpBuilder b(result);
       Location loc = result.getLoc();
       unsigned k = 0;
-      for (auto [r, size] : llvm::enumerate(resultType.getShape())) {
+      for (auto [r, size] : llvm::enumerate(result.getType().getShape())) {
         if (!ShapedType::isDynamic(size))
           continue;
         Value given = memref::DimOp::create(b, loc, out, r);
@@ -152,12 +160,16 @@ llvm::Error pisatool::planEntryPoints(ModuleOp module, Manifest &manifest) {
             arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, given,
                                   result.getDynamicSizes()[k++]);
         cf::AssertOp::create(b, loc, same,
-                             "result_dim" + std::to_string(r) +
+                             e.results[i].name + "_dim" + std::to_string(r) +
                                  " is not the size the inputs give");
       }
+      result.getMemref().replaceAllUsesWith(out);
+      result.erase();
     }
-    result.getMemref().replaceAllUsesWith(out);
-    result.erase();
+    llvm::BitVector all(func.getNumResults(), true);
+    if (failed(func.eraseResults(all)))
+      return error("entry point @" + e.function +
+                   ": cannot rewrite its results");
     OpBuilder b(ret);
     func::ReturnOp::create(b, ret.getLoc());
     ret.erase();
@@ -257,10 +269,10 @@ llvm::Error pisatool::planEntryPoints(ModuleOp module, Manifest &manifest) {
     // pisa_F_workspace_size takes the inputs' sizes only.
     for (BlockArgument arg : workspace->getArguments())
       if (!arg.use_empty() &&
-          (arg.getArgNumber() == index || arg.getType().isIndex()))
+          (arg.getArgNumber() >= index || arg.getType().isIndex()))
         return error("entry point @" + e.function +
                      ": its workspace size depends on " +
-                     (arg.getArgNumber() == index ? "the result's sizes"
+                     (arg.getArgNumber() >= index ? "a result's sizes"
                                                   : "an index argument") +
                      ", not only on the inputs' sizes");
     e.workspaceBytes = rt::kDynamicSize;
@@ -271,7 +283,7 @@ llvm::Error pisatool::planEntryPoints(ModuleOp module, Manifest &manifest) {
 /// The entry table of EntryTable.h.
 static llvm::Expected<SmallVector<int64_t>> entryTable(const EntryPoint &e) {
   SmallVector<int64_t> table = {rt::kEntryTableVersion,
-                                int64_t(e.arguments.size()) + 1,
+                                int64_t(e.arguments.size() + e.results.size()),
                                 e.workspaceBytes};
   auto add = [&](const Argument &a, int64_t kind) -> llvm::Error {
     if (int64_t(a.shape.size()) > rt::kMaxRank)
@@ -302,8 +314,9 @@ static llvm::Expected<SmallVector<int64_t>> entryTable(const EntryPoint &e) {
   for (const Argument &a : e.arguments)
     if (llvm::Error err = add(a, a.kind == "index" ? rt::kIndex : rt::kInput))
       return std::move(err);
-  if (llvm::Error err = add(e.result, rt::kResult))
-    return std::move(err);
+  for (const Argument &r : e.results)
+    if (llvm::Error err = add(r, rt::kResult))
+      return std::move(err);
   return table;
 }
 
@@ -363,7 +376,7 @@ struct WrapperBuilder {
     SmallVector<Value> operands;
   };
   CallFrame frame(OpBuilder &fb, const EntryPoint &e, ValueRange params) {
-    const int64_t numArgs = int64_t(e.arguments.size()) + 1;
+    const int64_t numArgs = int64_t(e.arguments.size() + e.results.size());
     CallFrame frame;
     Value one = constant(fb, i64, 1);
     frame.values = LLVM::AllocaOp::create(
@@ -402,7 +415,8 @@ struct WrapperBuilder {
   }
 
   static const Argument &argument(const EntryPoint &e, int64_t i) {
-    return i < int64_t(e.arguments.size()) ? e.arguments[i] : e.result;
+    const int64_t numInputs = int64_t(e.arguments.size());
+    return i < numInputs ? e.arguments[i] : e.results[i - numInputs];
   }
 
   LLVM::LLVMFuncOp lowered(StringRef name, size_t numOperands) {
@@ -417,7 +431,7 @@ struct WrapperBuilder {
     auto table = entryTable(e);
     if (!table)
       return table.takeError();
-    const size_t numOperands = e.arguments.size() + 1;
+    const size_t numOperands = e.arguments.size() + e.results.size();
     LLVM::LLVMFuncOp callee = lowered(e.function, numOperands);
     LLVM::LLVMFuncOp check = lowered("__pisa_check_" + e.function, numOperands);
     LLVM::LLVMFuncOp workspace =
@@ -510,7 +524,8 @@ struct WrapperBuilder {
     SmallVector<Type> params = {ptr};
     for (const Argument &a : e.arguments)
       appendParams(a, params);
-    appendParams(e.result, params);
+    for (const Argument &r : e.results)
+      appendParams(r, params);
     auto f = LLVM::LLVMFuncOp::create(b, loc, symbol,
                                       LLVM::LLVMFunctionType::get(i32, params));
     Block *entry = f.addEntryBlock(b);

@@ -59,8 +59,10 @@ static void applyEntryFacts(func::FuncOp func, EntryPoint &entry) {
                ? int64_t(arg.getArgNumber())
                : -1;
   };
-  Value returned;
-  func.walk([&](func::ReturnOp ret) { returned = ret.getOperand(0); });
+  SmallVector<Value> returned;
+  func.walk([&](func::ReturnOp ret) {
+    returned.assign(ret.getOperands().begin(), ret.getOperands().end());
+  });
   func.walk([&](mlir::pisa::KernelLoweringOpInterface op) {
     mlir::pisa::EntryFacts facts;
     op.describeEntry(facts);
@@ -87,8 +89,9 @@ static void applyEntryFacts(func::FuncOp func, EntryPoint &entry) {
       if (int64_t i = argIndex(cache); i >= 0)
         entry.arguments[i].updatedInPlace = true;
     for (const auto &[value, layout] : facts.layouts)
-      if (value == returned)
-        entry.result.layout = layout.str();
+      for (auto [i, r] : llvm::enumerate(returned))
+        if (value == r && i < entry.results.size())
+          entry.results[i].layout = layout.str();
   });
 }
 
@@ -144,6 +147,26 @@ static std::string parameterName(StringRef name, unsigned i,
   return chosen;
 }
 
+/// The C parameter of result `i`: its `pisa.name` where that can name one
+/// (parameterName's rules, "result" included), else "result" for an
+/// entry's only result and "result<i>" for one of several.
+static std::string resultName(func::FuncOp func, unsigned i,
+                              llvm::StringSet<> &taken) {
+  std::string fallback = func.getNumResults() == 1
+                             ? std::string("result")
+                             : "result" + std::to_string(i);
+  auto name = func.getResultAttrOfType<StringAttr>(i, "pisa.name");
+  std::string chosen = fallback;
+  if (name && name.getValue() != "result" &&
+      !name.getValue().starts_with("arg") &&
+      parameterName(name.getValue(), 0, taken) == name.getValue())
+    return name.getValue().str();
+  if (taken.contains(chosen))
+    chosen = "result_" + std::to_string(i);
+  taken.insert(chosen);
+  return chosen;
+}
+
 llvm::Expected<Manifest> pisatool::describeEntryPoints(ModuleOp module,
                                                        SourceNames names) {
   Manifest manifest;
@@ -166,17 +189,35 @@ llvm::Expected<Manifest> pisatool::describeEntryPoints(ModuleOp module,
         return arg.takeError();
       entry.arguments.push_back(*arg);
     }
-    if (type.getNumResults() != 1)
+    if (type.getNumResults() == 0)
       return error("entry point @" + entry.function +
-                   " must return exactly one tensor");
-    auto result = describe(type.getResult(0), "result", entry.function);
-    if (!result)
-      return result.takeError();
-    if (result->kind != "memref")
-      return error("entry point @" + entry.function + " must return a tensor");
-    entry.result = *result;
+                   " must return at least one tensor");
+    for (auto [i, t] : llvm::enumerate(type.getResults())) {
+      auto result = describe(t, resultName(func, i, taken), entry.function);
+      if (!result)
+        return result.takeError();
+      if (result->kind != "memref")
+        return error("entry point @" + entry.function + ": " + result->name +
+                     " must be a tensor");
+      entry.results.push_back(*result);
+    }
     if (!func.isExternal())
       applyEntryFacts(func, entry);
+    if (auto training = func->getAttrOfType<DictionaryAttr>("pisa.backward")) {
+      auto forward = training.getAs<FlatSymbolRefAttr>("forward");
+      auto backward = training.getAs<FlatSymbolRefAttr>("backward");
+      auto inputs = training.getAs<DenseI64ArrayAttr>("inputs");
+      if (forward && backward && inputs) {
+        entry.forwardEntry = forward.getValue().str();
+        entry.backwardEntry = backward.getValue().str();
+        entry.gradInputs.assign(inputs.asArrayRef().begin(),
+                                inputs.asArrayRef().end());
+        if (auto tokenMajor = training.getAs<BoolAttr>("token_major"))
+          entry.tokenMajor = tokenMajor.getValue();
+      }
+    }
+    if (auto why = func->getAttrOfType<StringAttr>("pisa.no_backward"))
+      entry.noBackward = why.getValue().str();
     func->setAttr("llvm.emit_c_interface", UnitAttr::get(func.getContext()));
     manifest.entryPoints.push_back(std::move(entry));
   }
@@ -275,7 +316,7 @@ std::vector<std::string> Argument::sizeParams() const {
   return names;
 }
 
-static llvm::json::Object toJson(const Argument &arg) {
+static llvm::json::Object toJson(const Argument &arg, bool isResult) {
   llvm::json::Object o{{"name", arg.name}, {"kind", arg.kind}};
   if (arg.kind == "memref") {
     o["dtype"] = arg.dtype;
@@ -302,7 +343,7 @@ static llvm::json::Object toJson(const Argument &arg) {
       if (arg.capacity)
         o["capacity"] = arg.capacity;
     }
-    if (arg.name == "result") {
+    if (isResult) {
       llvm::json::Array from;
       for (auto [a, d] : arg.sizeFrom)
         from.push_back(a < 0 ? llvm::json::Value(nullptr)
@@ -350,12 +391,16 @@ static std::string declare(const EntryPoint &e) {
       }
     }
   }
-  std::string resultType = e.result.dtype == "i32" ? "int32_t" : "void";
-  std::string resultParams = ", " + resultType + " *result";
-  for (const std::string &size : e.result.sizeParams())
-    resultParams += ", int64_t " + size;
+  std::string resultParams;
+  for (const Argument &r : e.results) {
+    resultParams += std::string(", ") +
+                    (r.dtype == "i32" ? "int32_t" : "void") + " *" + r.name;
+    for (const std::string &size : r.sizeParams())
+      resultParams += ", int64_t " + size;
+    doc += "\n *   " + r.name + " " + shapeText(r) + " (written in place);";
+  }
   bool fixed = e.workspaceBytes != ::pisa::runtime::kDynamicSize;
-  doc += "\n *   result " + shapeText(e.result) + " (written in place); " +
+  doc += " " +
          (fixed ? std::to_string(e.workspaceBytes) + " bytes"
                 : std::string("_workspace_size(sizes) bytes")) +
          " of workspace. */\n";
@@ -405,8 +450,11 @@ std::vector<std::string> pisatool::manifestFiles(const Manifest &manifest,
   llvm::json::Array entries;
   for (const EntryPoint &e : manifest.entryPoints) {
     llvm::json::Array args;
+    llvm::json::Array results;
     for (const Argument &a : e.arguments)
-      args.push_back(toJson(a));
+      args.push_back(toJson(a, /*isResult=*/false));
+    for (const Argument &r : e.results)
+      results.push_back(toJson(r, /*isResult=*/true));
     llvm::json::Object entry{
         {"function", e.function},
         {"symbol", e.symbol},
@@ -416,16 +464,24 @@ std::vector<std::string> pisatool::manifestFiles(const Manifest &manifest,
                                 : llvm::json::Value(e.workspaceBytes)},
         {"rules", llvm::json::Array(e.rules)},
         {"arguments", std::move(args)},
-        {"result", toJson(e.result)}};
+        {"results", std::move(results)}};
     if (e.validates())
       entry["validate_symbol"] = e.symbol + "_validate";
+    if (!e.backwardEntry.empty())
+      entry["backward"] =
+          llvm::json::Object{{"forward", e.forwardEntry},
+                             {"backward", e.backwardEntry},
+                             {"inputs", llvm::json::Array(e.gradInputs)},
+                             {"token_major", e.tokenMajor}};
+    if (!e.noBackward.empty())
+      entry["no_backward"] = e.noBackward;
     entries.push_back(std::move(entry));
     header += declare(e);
   }
   header += "#ifdef __cplusplus\n}\n#endif\n\n#endif\n";
 
   llvm::json::Object root{{"library", llvm::sys::path::filename(output)},
-                          {"abi", "pisa-call-v2"},
+                          {"abi", "pisa-call-v3"},
                           {"entry_points", std::move(entries)}};
   std::string json;
   llvm::raw_string_ostream os(json);

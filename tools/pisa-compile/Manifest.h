@@ -21,13 +21,13 @@ struct Argument {
   std::vector<int64_t> shape; ///< ShapedType::kDynamic: given at the call
   /// The C parameters of its dynamic sizes: <name>_dim<r>.
   std::vector<std::string> sizeParams() const;
-  /// The result: for each dynamic size, the (argument, dimension) whose size
+  /// A result: for each dynamic size, the (argument, dimension) whose size
   /// it is, or (-1, -1) when the program computes it otherwise.
   std::vector<std::pair<int64_t, int64_t>> sizeFrom;
   /// Index arguments: the values a call may pass (a query offset must keep
   /// offset + queries <= keys for every op it feeds).
   int64_t lowest = INT64_MIN, highest = INT64_MAX;
-  /// The result of a selection: "bhtk" ([B, Hkv, Nq, K]) or "bthk"
+  /// A result that is a selection: "bhtk" ([B, Hkv, Nq, K]) or "bthk"
   /// ([B, Nq, Hkv, K], from a token_major hier_topk); empty otherwise.
   std::string layout;
   /// What pisa_F_validate checks the values of, in the order the program
@@ -49,11 +49,20 @@ struct EntryPoint {
   std::string function; ///< the program's function
   std::string symbol;   ///< pisa_<function>
   std::vector<Argument> arguments;
-  Argument result;
+  /// What it returns, in order; each becomes an out-parameter after the
+  /// arguments ("result" when there is one, else "result0", "result1", ...,
+  /// or the name of the function result's `pisa.name` attribute).
+  std::vector<Argument> results;
   /// Set by planEntryPoints: the workspace bytes (-1: computed per call from
   /// the sizes) and the rules on sizes checked before a call.
   int64_t workspaceBytes = 0;
   std::vector<std::string> rules;
+  /// An attention entry's training entry points (pisa.backward of
+  /// --pisa-add-backward-entries): their functions and the arguments the
+  /// gradients are of; or why it has none (pisa.no_backward).
+  std::string forwardEntry, backwardEntry, noBackward;
+  std::vector<int64_t> gradInputs;
+  bool tokenMajor = false;
   /// Whether pisa_F_validate is exported: an argument has a role.
   bool validates() const;
 };
@@ -64,9 +73,9 @@ struct Manifest {
 
 /// Describes the public functions of `module` and marks them
 /// llvm.emit_c_interface. They must take tensors (static or dynamic sizes)
-/// or index values and return one tensor; index arguments that are query
-/// offsets of static shapes get their bounds.
-/// The name argument `i` of `func` has in the source ("" if none is known).
+/// or index values and return one or more tensors; index arguments that are
+/// query offsets of static shapes get their bounds. The name argument `i` of
+/// `func` has in the source ("" if none is known).
 using SourceNames =
     llvm::function_ref<std::string(mlir::func::FuncOp func, unsigned i)>;
 /// Arguments are named as in the source where that name is a C identifier

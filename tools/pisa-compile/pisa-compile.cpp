@@ -24,6 +24,7 @@
 #include "pisa/Pipelines/Pipelines.h"
 #include "pisa/Support/OutputFiles.h"
 #include "pisa/Support/ParserLimits.h"
+#include "pisa/Transforms/Passes.h"
 #include "pisa/Version.h"
 
 #include "mlir/AsmParser/AsmParser.h"
@@ -54,6 +55,7 @@
 #include "llvm/TargetParser/Host.h"
 
 #include <cstdlib>
+#include <functional>
 
 using namespace mlir;
 using llvm::StringRef;
@@ -67,6 +69,7 @@ namespace {
 constexpr const char *kUsage =
     "usage: pisa-compile INPUT.mlir -o libNAME.so [--chip sm_90a|sm_90]\n"
     "           [--features +ptx80] [--q-tile 4] [--emit so|mlir|llvm]\n"
+    "           [--backward auto|require|none]\n"
     "Lowers every public function of INPUT.mlir to Hopper kernels (sm_90a:\n"
     "with wgmma; sm_90: without) and host\n"
     "code and links an AOT library (only libcuda and libc needed at run\n"
@@ -75,10 +78,14 @@ constexpr const char *kUsage =
     "writes the output alone. Outputs are written only when the whole run\n"
     "succeeds; one that is the input, a symbolic link or a directory is\n"
     "refused.\n"
+    "An entry point returning a pisa.sparse_attention's output also gets\n"
+    "F_forward (o, lse, selection) and F_backward (dq, dk, dv) for training\n"
+    "(--backward auto: where the GPU backward supports its shapes; require:\n"
+    "an error where it does not; none: never).\n"
     "Errors: one line on stderr, exit code 2, no output file.\n";
 
 struct Options {
-  std::string input, output, emit = "so";
+  std::string input, output, emit = "so", backward = "auto";
   mlir::pisa::PisaGPUPipelineOptions pipeline;
 };
 
@@ -111,6 +118,8 @@ std::optional<std::string> parseArgs(int argc, char **argv, Options &opts) {
       err = value(opts.pipeline.features);
     else if (arg == "--emit")
       err = value(opts.emit);
+    else if (arg == "--backward")
+      err = value(opts.backward);
     else if (arg == "--q-tile") {
       std::string v;
       err = value(v);
@@ -133,6 +142,10 @@ std::optional<std::string> parseArgs(int argc, char **argv, Options &opts) {
   if (auto why = mlir::pisa::unsupportedGPUTarget(opts.pipeline.chip,
                                                   opts.pipeline.format))
     return *why;
+  if (opts.backward != "auto" && opts.backward != "require" &&
+      opts.backward != "none")
+    return "expected --backward auto, require or none but got '" +
+           opts.backward + "'";
   if (opts.emit != "so" && opts.emit != "mlir" && opts.emit != "llvm")
     return "expected --emit so, mlir or llvm but got '" + opts.emit + "'";
   if (opts.emit == "so" && opts.output == "-")
@@ -211,7 +224,11 @@ int main(int argc, char **argv) {
     if (diagnostic.empty() && diag.getSeverity() == DiagnosticSeverity::Error) {
       std::string loc;
       llvm::raw_string_ostream os(loc);
-      diag.getLocation().print(os);
+      if (auto file = diag.getLocation()->findInstanceOf<FileLineColLoc>())
+        os << file.getFilename().getValue() << ":" << file.getLine() << ":"
+           << file.getColumn();
+      else
+        diag.getLocation().print(os);
       diagnostic = loc + ": " + diag.str();
     }
     return success();
@@ -239,7 +256,30 @@ int main(int argc, char **argv) {
   if (!module)
     return fail(diagnostic.empty() ? "cannot parse '" + opts.input + "'"
                                    : diagnostic);
-  auto sourceName = [&](func::FuncOp func, unsigned i) -> std::string {
+  // Training entry points of attention programs, named after their source.
+  if (opts.backward != "none") {
+    PassManager training(&ctx);
+    mlir::pisa::PisaAddBackwardEntriesOptions trainingOptions;
+    trainingOptions.require = opts.backward == "require";
+    training.addPass(mlir::pisa::createPisaAddBackwardEntries(trainingOptions));
+    if (failed(training.run(*module)))
+      return fail(diagnostic.empty() ? "adding the backward entry points failed"
+                                     : diagnostic);
+  }
+  llvm::StringMap<func::FuncOp> derivedFrom;
+  for (auto func : module->getOps<func::FuncOp>())
+    if (auto backward = func->getAttrOfType<DictionaryAttr>("pisa.backward"))
+      for (StringRef key : {"forward", "backward"})
+        if (auto name = backward.getAs<FlatSymbolRefAttr>(key))
+          derivedFrom[name.getValue()] = func;
+  std::function<std::string(func::FuncOp, unsigned)> sourceName =
+      [&](func::FuncOp func, unsigned i) -> std::string {
+    if (auto it = derivedFrom.find(func.getSymName()); it != derivedFrom.end())
+      return i < it->second.getNumArguments()
+                 ? sourceName(it->second, i)
+                 : func.getArgAttrOfType<StringAttr>(i, "pisa.name")
+                       .getValue()
+                       .str();
     if (func.isExternal())
       return "";
     const AsmParserState::BlockDefinition *def =

@@ -102,4 +102,37 @@ def PisaCheckGPUTarget : Pass<"pisa-check-gpu-target", "::mlir::ModuleOp"> {
   ];
 }
 
+def PisaAddBackwardEntries
+    : Pass<"pisa-add-backward-entries", "::mlir::ModuleOp"> {
+  let summary = "give each attention entry point a training forward and a "
+                "backward";
+  let description = [{
+    For every public function F whose only result is the output of a
+    `pisa.sparse_attention` whose queries, keys and values are arguments
+    of F, adds two public functions (docs/gpu.md, "Training entry
+    points"):
+
+      F_forward(F's arguments) -> (o, lse[, selection])
+      F_backward(F's arguments[, selection], o, lse, dO) -> (dq, dk, dv)
+
+    F_forward is F returning the attention's lse beside its output (and the
+    selection, when F computes it); F_backward applies
+    `pisa.sparse_attention_grad` with the same selection, offset, block
+    size, scale and layout, its gradients in the element types of q, k and
+    v. Results carry `pisa.name`. F gets `pisa.backward = {forward =
+    @F_forward, backward = @F_backward, inputs = [iq, ik, iv], token_major
+    = ...}` (the arguments the gradients are of, and the attention's
+    layout).
+
+    When the GPU lowering refuses the backward's shapes
+    (KernelLoweringOpInterface), F instead gets `pisa.no_backward` with the
+    reason, or, with `require`, the pass fails naming it. A function named
+    F_forward or F_backward already is an error.
+  }];
+  let options = [
+    Option<"require", "require", "bool", /*default=*/"false",
+           "fail when an attention entry point's backward cannot be lowered">
+  ];
+}
+
 #endif // PISA_TRANSFORMS_PASSES_TD

@@ -1,0 +1,238 @@
+"""The differentiable torch op of a sparse prefill library on the GPU:
+`torch.ops.pisa.F(q, k, v, offset)` then `o.backward(dO)`, against float64
+autograd on the same selection, over configurations drawn from a seed.
+
+  python3 -m device_checks.check_training build DIR --seed S --count N  # here
+  python3 -m device_checks.check_training check DIR [--shapes 2]        # GPU
+
+Each library is one program like docs/examples/sparse-prefill.mlir (the
+pyramid, hier_topk and sparse attention; dynamic B, N and Nq; head- or
+token-major) compiled by pisa-compile, which adds its training entry points
+(F_forward, F_backward). `check` loads it with `pisa.torch.load_library` and,
+per drawn shape (N not a multiple of C, chunks with an offset):
+  - q.grad, k.grad, v.grad of `torch.ops.pisa.F` against autograd through a
+    dense masked attention in float64 on the selection F_forward returned:
+    error at most 2 x (the same math in PyTorch in bf16/f16) + 1e-3;
+  - the same gradients, bitwise, under torch.compile(fullgraph=True), through
+    torch.utils.checkpoint, and from a CUDA graph (make_graphed_callables)
+    replayed on new inputs against eager on those inputs;
+  - `pisa.torch.PisaAttention` on [B, T, H, d] tensors equal to the op;
+  - torch.library.opcheck on F_forward, F_backward and F (first shape).
+"""
+
+import argparse
+import json
+import math
+import os
+import random
+import sys
+import time
+
+from device_checks import check_attention, check_attention_grad, sweep
+
+
+def draw_config(rng, index):
+    G = rng.choice((1, 2, 4, 8, 16))
+    return {"name": f"t{index:02d}", "Hkv": rng.choice((1, 2)), "G": G,
+            "d": rng.choice((64, 128)), "C": rng.choice((32, 64)),
+            "K": rng.choice((4, 8)), "dtype": rng.choice(("bf16", "f16")),
+            "token_major": rng.random() < 0.5}
+
+
+def program(cfg):
+    """A sparse prefill over dynamic B, N and Nq (selection then attention)."""
+    t, Hkv, G, d, C, K = (cfg[x] for x in ("dtype", "Hkv", "G", "d", "C", "K"))
+    Hq = Hkv * G
+    if cfg["token_major"]:
+        q, k = f"tensor<?x?x{Hq}x{d}x{t}>", f"tensor<?x?x{Hkv}x{d}x{t}>"
+        s, tm = f"tensor<?x?x{Hkv}x{K}xi32>", " {token_major}"
+    else:
+        q, k = f"tensor<?x{Hq}x?x{d}x{t}>", f"tensor<?x{Hkv}x?x{d}x{t}>"
+        s, tm = f"tensor<?x{Hkv}x?x{K}xi32>", ""
+    lse = f"tensor<?x?x{Hq}xf32>" if cfg["token_major"] else f"tensor<?x{Hq}x?xf32>"
+    p = f"tensor<?x{Hkv}x?x{d}xf32>"
+    return f"""func.func @prefill(%q: {q}, %k: {k}, %v: {k}, %off: index) -> {q} {{
+  %p = pisa.pyramid_build %k block_size = {C} branching = 2{tm} : {k} -> {p}
+  %s = pisa.hier_topk %q, %k, %p, %off topk = {K} block_size = {C} branching = 2{tm}
+      : {q}, {k}, {p} -> {s}
+  %o, %l = pisa.sparse_attention %q, %k, %v, %s, %off block_size = {C}{tm}
+      : {q}, {k}, {k}, {s} -> {q}, {lse}
+  return %o : {q}
+}}
+"""
+
+
+def build(args):
+    rng = random.Random(args.seed)
+    cfgs = [draw_config(rng, i) for i in range(args.count)]
+    t0 = time.time()
+    built, rejected = sweep.compile_all(cfgs, args.out, args.pisa_compile, args.jobs, program)
+    print(f"seed {args.seed}: built {len(built)}, rejected {len(rejected)} "
+          f"in {time.time() - t0:.0f} s")
+    for c in rejected:
+        print(f"  {c['name']}: {c['error']}")
+    with open(os.path.join(args.out, "training.json"), "w") as f:
+        json.dump({"seed": args.seed, "cases": built}, f, indent=1)
+    return 0 if not rejected else 1
+
+
+def head_major(x):
+    return x.transpose(1, 2).contiguous()
+
+
+def grads_of(fn, inputs, do):
+    """(o, dq, dk, dv) of fn on fresh leaves equal to `inputs`."""
+    leaves = [x.detach().clone().requires_grad_() for x in inputs]
+    o = fn(*leaves)
+    o.backward(do)
+    return [o.detach()] + [x.grad for x in leaves]
+
+
+def check_shape(op, forward, cfg, q, k, v, do, off):
+    """Notes on what failed for one shape (empty: all held), and the worst
+    relative errors."""
+    import torch
+
+    tm, C, d = cfg["token_major"], cfg["C"], cfg["d"]
+    notes = []
+    eager = grads_of(lambda a, b, c: op(a, b, c, off), (q, k, v), do)
+    sel = forward(q, k, v, off)[2]
+    hm = [head_major(x) if tm else x for x in (q, k, v, do, sel)]
+    N = hm[1].shape[2]
+    mask = check_attention_grad.attended_mask(hm[4], off, N, C)
+    ref = check_attention_grad.autograd_grads(*hm[:3], mask, hm[3], 1 / math.sqrt(d),
+                                              torch.float64)
+    low = check_attention_grad.autograd_grads(*hm[:3], mask, hm[3], 1 / math.sqrt(d),
+                                              q.dtype)
+    worst = []
+    for name, got, r, lo in zip(("dq", "dk", "dv"), eager[1:], ref, low):
+        got = head_major(got) if tm else got
+        err = check_attention_grad.rel_error(got, r)
+        base = check_attention_grad.rel_error(lo, r)
+        worst.append(err)
+        if not (err <= 2 * base + 1e-3):
+            notes.append(f"{name}: error {err:.2e} above 2 x {base:.2e} + 1e-3")
+
+    compiled = torch.compile(lambda a, b, c: op(a, b, c, off), fullgraph=True, dynamic=False)
+    again = {
+        "torch.compile": grads_of(compiled, (q, k, v), do),
+        "checkpoint": grads_of(lambda a, b, c: torch.utils.checkpoint.checkpoint(
+            op, a, b, c, off, use_reentrant=False), (q, k, v), do),
+    }
+    for what, got in again.items():
+        if not all(torch.equal(x, y) for x, y in zip(got, eager)):
+            notes.append(f"{what} differs from eager")
+
+    # A CUDA graph of forward and backward, replayed on new inputs.
+    leaves = [x.detach().clone().requires_grad_() for x in (q, k, v)]
+    graphed = torch.cuda.make_graphed_callables(lambda a, b, c: op(a, b, c, off),
+                                                tuple(leaves))
+    fresh = [torch.randn_like(x) for x in (q, k, v)]
+    want = grads_of(lambda a, b, c: op(a, b, c, off), fresh, do)
+    got = grads_of(graphed, fresh, do)
+    if not all(torch.equal(x, y) for x, y in zip(got, want)):
+        notes.append("the CUDA graph's replay differs from eager")
+    return notes, worst
+
+
+def check_case(lib_path, cfg, rng, shapes, namespace):
+    import torch
+    import pisa.torch as pt
+
+    pt.load_library(lib_path, namespace)
+    ops = getattr(torch.ops, namespace)
+    op, forward, backward = ops.prefill, ops.prefill_forward, ops.prefill_backward
+    Hkv, G, d, C = cfg["Hkv"], cfg["G"], cfg["d"], cfg["C"]
+    dt = {"f16": torch.float16, "bf16": torch.bfloat16}[cfg["dtype"]]
+    gen = torch.Generator().manual_seed(rng.randrange(2**31))
+    notes, worst = [], [0.0, 0.0, 0.0]
+    for i in range(shapes):
+        B = rng.choice((1, 2))
+        N = rng.randrange(1, 2049)
+        nq = N if rng.random() < 0.6 else rng.randrange(1, N + 1)
+        off = N - nq
+
+        def make(heads, rows, dim):
+            x = torch.randn(B, heads, rows, dim, generator=gen).to(dt).cuda()
+            return head_major(x) if cfg["token_major"] else x
+
+        q, k, v, do = make(Hkv * G, nq, d), make(Hkv, N, d), make(Hkv, N, d), make(Hkv * G, nq, d)
+        shape_notes, errs = check_shape(op, forward, cfg, q, k, v, do, off)
+        worst = [max(a, b) for a, b in zip(worst, errs)]
+        notes += [f"B={B} N={N} Nq={nq}: {n}" for n in shape_notes]
+        if i == 0:
+            for name, o, args in (("prefill_forward", forward, (q, k, v, off)),
+                                  ("prefill", op, (q, k, v, off))):
+                try:
+                    torch.library.opcheck(o.default, args)
+                except Exception as e:  # noqa: BLE001 - reported, not raised
+                    notes.append(f"opcheck {name}: {str(e).splitlines()[0]}")
+            out = forward(q, k, v, off)
+            bargs = (q, k, v, off, out[2], out[0], out[1], do)
+            try:
+                torch.library.opcheck(backward.default, bargs)
+            except Exception as e:  # noqa: BLE001
+                notes.append(f"opcheck prefill_backward: {str(e).splitlines()[0]}")
+            # The module over token-major tensors.
+            module = pt.PisaAttention(lib_path, "prefill", namespace)
+            tq, tk, tv, tdo = (x if cfg["token_major"] else head_major(x) for x in (q, k, v, do))
+            got = grads_of(module, (tq, tk, tv), tdo)
+            want = grads_of(lambda a, b, c: op(a, b, c, off), (q, k, v), do)
+            if not cfg["token_major"]:
+                got = [head_major(x) for x in got]
+            if not all(torch.equal(x, y) for x, y in zip(got, want)):
+                notes.append("PisaAttention differs from the op")
+    ok = not notes
+    desc = (f"{cfg['name']} Hkv={Hkv} G={G} d={d} C={C} K={cfg['K']} {cfg['dtype']}"
+            f"{' token-major' if cfg['token_major'] else ''}: {shapes} shapes, relative "
+            f"error dq {worst[0]:.1e} dk {worst[1]:.1e} dv {worst[2]:.1e}")
+    return ok, desc + ("" if ok else ": " + "; ".join(notes[:4]))
+
+
+def check(args):
+    import torch
+
+    with open(os.path.join(args.dir, "training.json")) as f:
+        data = json.load(f)
+    seed = args.seed if args.seed is not None else random.randrange(2**32)
+    print(f"training check: input seed {seed}, {len(data['cases'])} libraries", flush=True)
+    torch.manual_seed(seed)
+    passed = failed = 0
+    t0 = time.time()
+    for cfg in data["cases"]:
+        if time.time() - t0 > args.budget:
+            print(f"budget of {args.budget} s spent: stopping", flush=True)
+            break
+        ok, note = check_case(os.path.join(args.dir, cfg["lib"]), cfg,
+                              random.Random(f"{seed}/{cfg['name']}"), args.shapes,
+                              f"pisa_{cfg['name']}")
+        passed += ok
+        failed += not ok
+        print(f"{'ok  ' if ok else 'FAIL'} {note}", flush=True)
+    print(f"training check: {passed} passed, {failed} failed")
+    return 0 if failed == 0 and passed else 1
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    b = sub.add_parser("build")
+    b.add_argument("out")
+    b.add_argument("--seed", type=int, default=1)
+    b.add_argument("--count", type=int, default=6)
+    b.add_argument("--jobs", type=int, default=2)
+    b.add_argument("--pisa-compile", default=os.path.join("build", "bin", "pisa-compile"))
+    c = sub.add_parser("check")
+    c.add_argument("dir")
+    c.add_argument("--seed", type=int)
+    c.add_argument("--shapes", type=int, default=2)
+    c.add_argument("--budget", type=float, default=480)
+    args = ap.parse_args(argv)
+    if args.cmd == "build":
+        os.makedirs(args.out, exist_ok=True)
+        return build(args)
+    return check(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -28,7 +28,7 @@ import random
 import sys
 import time
 
-from device_checks import check_attention, check_attention_grad, sweep
+from device_checks import check_attention_grad, sweep
 
 
 def draw_config(rng, index):
@@ -113,6 +113,7 @@ def check_shape(op, forward, cfg, q, k, v, do, off):
         if not (err <= 2 * base + 1e-3):
             notes.append(f"{name}: error {err:.2e} above 2 x {base:.2e} + 1e-3")
 
+    torch._dynamo.reset()  # each shape and library compiles afresh
     compiled = torch.compile(lambda a, b, c: op(a, b, c, off), fullgraph=True, dynamic=False)
     again = {
         "torch.compile": grads_of(compiled, (q, k, v), do),

@@ -7,7 +7,9 @@ autograd on the same selection, over configurations drawn from a seed.
 
 Each library is one program like docs/examples/sparse-prefill.mlir (the
 pyramid, hier_topk and sparse attention; dynamic B, N and Nq; head- or
-token-major) compiled by pisa-compile, which adds its training entry points
+token-major), or attention alone over a selection argument (crafted rows:
+-1 padding, duplicates, unsorted, out of range, empty), compiled by
+pisa-compile, which adds its training entry points
 (F_forward, F_backward). `check` loads it with `pisa.torch.load_library` and,
 per drawn shape (N not a multiple of C, chunks with an offset):
   - q.grad, k.grad, v.grad of `torch.ops.pisa.F` against autograd through a
@@ -16,7 +18,8 @@ per drawn shape (N not a multiple of C, chunks with an offset):
   - the same gradients, bitwise, under torch.compile(fullgraph=True), through
     torch.utils.checkpoint, and from a CUDA graph (make_graphed_callables)
     replayed on new inputs against eager on those inputs;
-  - `pisa.torch.PisaAttention` on [B, T, H, d] tensors equal to the op;
+  - `pisa.torch.PisaAttention` on [B, T, H, d] tensors equal to the op
+    (programs that compute their selection);
   - torch.library.opcheck on F_forward, F_backward and F (first shape).
 """
 
@@ -28,7 +31,7 @@ import random
 import sys
 import time
 
-from device_checks import check_attention_grad, sweep
+from device_checks import check_attention, check_attention_grad, sweep
 
 
 def draw_config(rng, index):
@@ -36,11 +39,12 @@ def draw_config(rng, index):
     return {"name": f"t{index:02d}", "Hkv": rng.choice((1, 2)), "G": G,
             "d": rng.choice((64, 128)), "C": rng.choice((32, 64)),
             "K": rng.choice((4, 8)), "dtype": rng.choice(("bf16", "f16")),
-            "token_major": rng.random() < 0.5}
+            "token_major": rng.random() < 0.5, "given_selection": rng.random() < 0.3}
 
 
 def program(cfg):
-    """A sparse prefill over dynamic B, N and Nq (selection then attention)."""
+    """A sparse prefill over dynamic B, N and Nq (selection then attention),
+    or with `given_selection` attention over a selection argument."""
     t, Hkv, G, d, C, K = (cfg[x] for x in ("dtype", "Hkv", "G", "d", "C", "K"))
     Hq = Hkv * G
     if cfg["token_major"]:
@@ -51,6 +55,13 @@ def program(cfg):
         s, tm = f"tensor<?x{Hkv}x?x{K}xi32>", ""
     lse = f"tensor<?x?x{Hq}xf32>" if cfg["token_major"] else f"tensor<?x{Hq}x?xf32>"
     p = f"tensor<?x{Hkv}x?x{d}xf32>"
+    if cfg["given_selection"]:
+        return f"""func.func @prefill(%q: {q}, %k: {k}, %v: {k}, %s: {s}, %off: index) -> {q} {{
+  %o, %l = pisa.sparse_attention %q, %k, %v, %s, %off block_size = {C}{tm}
+      : {q}, {k}, {k}, {s} -> {q}, {lse}
+  return %o : {q}
+}}
+"""
     return f"""func.func @prefill(%q: {q}, %k: {k}, %v: {k}, %off: index) -> {q} {{
   %p = pisa.pyramid_build %k block_size = {C} branching = 2{tm} : {k} -> {p}
   %s = pisa.hier_topk %q, %k, %p, %off topk = {K} block_size = {C} branching = 2{tm}
@@ -88,15 +99,21 @@ def grads_of(fn, inputs, do):
     return [o.detach()] + [x.grad for x in leaves]
 
 
-def check_shape(op, forward, cfg, q, k, v, do, off):
+def check_shape(op, forward, cfg, q, k, v, do, off, given):
     """Notes on what failed for one shape (empty: all held), and the worst
-    relative errors."""
+    relative errors. `given`: the selection argument, or None when the
+    program computes it."""
     import torch
 
     tm, C, d = cfg["token_major"], cfg["C"], cfg["d"]
+    extra = () if given is None else (given,)
     notes = []
-    eager = grads_of(lambda a, b, c: op(a, b, c, off), (q, k, v), do)
-    sel = forward(q, k, v, off)[2]
+
+    def call(a, b, c):
+        return op(a, b, c, *extra, off)
+
+    eager = grads_of(call, (q, k, v), do)
+    sel = forward(q, k, v, *extra, off)[2] if given is None else given
     hm = [head_major(x) if tm else x for x in (q, k, v, do, sel)]
     N = hm[1].shape[2]
     mask = check_attention_grad.attended_mask(hm[4], off, N, C)
@@ -114,11 +131,11 @@ def check_shape(op, forward, cfg, q, k, v, do, off):
             notes.append(f"{name}: error {err:.2e} above 2 x {base:.2e} + 1e-3")
 
     torch._dynamo.reset()  # each shape and library compiles afresh
-    compiled = torch.compile(lambda a, b, c: op(a, b, c, off), fullgraph=True, dynamic=False)
+    compiled = torch.compile(call, fullgraph=True, dynamic=False)
     again = {
         "torch.compile": grads_of(compiled, (q, k, v), do),
         "checkpoint": grads_of(lambda a, b, c: torch.utils.checkpoint.checkpoint(
-            op, a, b, c, off, use_reentrant=False), (q, k, v), do),
+            call, a, b, c, use_reentrant=False), (q, k, v), do),
     }
     for what, got in again.items():
         if not all(torch.equal(x, y) for x, y in zip(got, eager)):
@@ -126,10 +143,9 @@ def check_shape(op, forward, cfg, q, k, v, do, off):
 
     # A CUDA graph of forward and backward, replayed on new inputs.
     leaves = [x.detach().clone().requires_grad_() for x in (q, k, v)]
-    graphed = torch.cuda.make_graphed_callables(lambda a, b, c: op(a, b, c, off),
-                                                tuple(leaves))
+    graphed = torch.cuda.make_graphed_callables(call, tuple(leaves))
     fresh = [torch.randn_like(x) for x in (q, k, v)]
-    want = grads_of(lambda a, b, c: op(a, b, c, off), fresh, do)
+    want = grads_of(call, fresh, do)
     got = grads_of(graphed, fresh, do)
     if not all(torch.equal(x, y) for x, y in zip(got, want)):
         notes.append("the CUDA graph's replay differs from eager")
@@ -158,22 +174,30 @@ def check_case(lib_path, cfg, rng, shapes, namespace):
             return head_major(x) if cfg["token_major"] else x
 
         q, k, v, do = make(Hkv * G, nq, d), make(Hkv, N, d), make(Hkv, N, d), make(Hkv * G, nq, d)
-        shape_notes, errs = check_shape(op, forward, cfg, q, k, v, do, off)
+        given = None
+        if cfg["given_selection"]:
+            given = check_attention.crafted_selection(gen, B, Hkv, nq, cfg["K"], N, C,
+                                                      off).cuda()
+            given = head_major(given) if cfg["token_major"] else given
+        extra = () if given is None else (given,)
+        shape_notes, errs = check_shape(op, forward, cfg, q, k, v, do, off, given)
         worst = [max(a, b) for a, b in zip(worst, errs)]
         notes += [f"B={B} N={N} Nq={nq}: {n}" for n in shape_notes]
         if i == 0:
-            for name, o, args in (("prefill_forward", forward, (q, k, v, off)),
-                                  ("prefill", op, (q, k, v, off))):
+            for name, o, args in (("prefill_forward", forward, (q, k, v, *extra, off)),
+                                  ("prefill", op, (q, k, v, *extra, off))):
                 try:
                     torch.library.opcheck(o.default, args)
                 except Exception as e:  # noqa: BLE001 - reported, not raised
                     notes.append(f"opcheck {name}: {str(e).splitlines()[0]}")
-            out = forward(q, k, v, off)
-            bargs = (q, k, v, off, out[2], out[0], out[1], do)
+            out = forward(q, k, v, *extra, off)
+            bargs = (q, k, v, *extra, off, *out[2:], out[0], out[1], do)
             try:
                 torch.library.opcheck(backward.default, bargs)
             except Exception as e:  # noqa: BLE001
                 notes.append(f"opcheck prefill_backward: {str(e).splitlines()[0]}")
+            if given is not None:
+                continue  # PisaAttention takes (q, k, v) only
             # The module over token-major tensors.
             module = pt.PisaAttention(lib_path, "prefill", namespace)
             tq, tk, tv, tdo = (x if cfg["token_major"] else head_major(x) for x in (q, k, v, do))
@@ -185,7 +209,8 @@ def check_case(lib_path, cfg, rng, shapes, namespace):
                 notes.append("PisaAttention differs from the op")
     ok = not notes
     desc = (f"{cfg['name']} Hkv={Hkv} G={G} d={d} C={C} K={cfg['K']} {cfg['dtype']}"
-            f"{' token-major' if cfg['token_major'] else ''}: {shapes} shapes, relative "
+            f"{' token-major' if cfg['token_major'] else ''}"
+            f"{' given selection' if cfg['given_selection'] else ''}: {shapes} shapes, relative "
             f"error dq {worst[0]:.1e} dk {worst[1]:.1e} dv {worst[2]:.1e}")
     return ok, desc + ("" if ok else ": " + "; ".join(notes[:4]))
 

@@ -16,7 +16,7 @@ A selection op takes `layout`: "bhtk" (default, [B, Hkv, Nq, K]) or "bthk"
 read). A library compiled token-major (the ops' `token_major`, manifest
 result "layout": "bthk") writes "bthk" itself; the other layout costs one
 transposing copy. A packed varlen library's selection is [Tq, Hkv, K]
-(docs/semantics.md, section 7); `layout` does not apply to it. A pyramid
+(docs/semantics.md, section 7): its op has no `layout`. A pyramid
 cache that the program appends to (manifest `updated_in_place`) is declared
 mutated (`Tensor(a!)`), so torch.compile orders the op with the cache's
 other uses.
@@ -82,7 +82,6 @@ def _register_entry(lib, namespace, function, entry, with_layout):
     qualified = f"{namespace}::{function}"
     arity = len(entry["arguments"])
     specs = entry["results"]
-    packed = any(len(r["shape"]) == 3 and "layout" in r for r in specs)
 
     def split(args, kwargs):
         """The library's arguments and the layout, however the dispatcher
@@ -91,9 +90,6 @@ def _register_entry(lib, namespace, function, entry, with_layout):
             return args[:arity], None
         layout = kwargs.get("layout", args[arity] if len(args) > arity else "bhtk")
         _check_layout(layout)
-        if packed and layout != "bhtk":
-            raise ValueError(f"{qualified}: a packed varlen selection is [Tq, Hkv, K]; "
-                             "layout does not apply")
         return args[:arity], layout
 
     def finish(outs, layout):

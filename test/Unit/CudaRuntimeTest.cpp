@@ -198,6 +198,7 @@ struct TableArg {
   std::vector<int64_t> sizes;
   int64_t roles = 0, refersTo = -1, capacity = 0;
   int64_t lowest = 0, highest = 0;
+  int64_t elementBytes = 4;
 };
 
 std::vector<int64_t> entryTable(int64_t workspaceBytes,
@@ -205,11 +206,11 @@ std::vector<int64_t> entryTable(int64_t workspaceBytes,
   std::vector<int64_t> t = {kEntryTableVersion, int64_t(args.size()),
                             workspaceBytes};
   for (TableArg &a : args) {
-    t.insert(t.end(),
-             {a.kind, int64_t(a.sizes.size()), a.lowest, a.highest});
+    t.insert(t.end(), {a.kind, int64_t(a.sizes.size()), a.lowest, a.highest});
     a.sizes.resize(kMaxRank, 0);
     t.insert(t.end(), a.sizes.begin(), a.sizes.end());
-    t.insert(t.end(), {a.roles, a.refersTo, a.capacity});
+    t.insert(t.end(), {a.roles, a.refersTo, a.capacity,
+                       a.kind == kIndex ? 0 : a.elementBytes});
   }
   return t;
 }
@@ -248,7 +249,8 @@ struct Call {
   /// What the generated wrapper does before the lowered function runs.
   int begin() {
     void *values[] = {q, reinterpret_cast<void *>(offset), out};
-    int status = pisaCallDescribe(table.data(), "f", &call, values, descriptors);
+    int status =
+        pisaCallDescribe(table.data(), "f", &call, values, descriptors);
     if (status != PISA_OK)
       return status;
     return pisaCallBegin("f", &call, table[2]);
@@ -260,7 +262,7 @@ struct Call {
 std::vector<int64_t> dynamicTable() {
   std::vector<int64_t> t = exampleTable();
   t[2] = kDynamicSize;
-  t[kHeaderFields + kSizes] = kDynamicSize;                 // q's rows
+  t[kHeaderFields + kSizes] = kDynamicSize;                  // q's rows
   t[kHeaderFields + 2 * kArgFields + kSizes] = kDynamicSize; // result's size
   t[kHeaderFields + kArgFields + kHighest] = INT64_MAX;
   return t;
@@ -300,11 +302,10 @@ TEST_F(CudaRuntimeTest, NoUsableDriverIsACudaErrorNamingTheCall) {
   PisaCall call{nullptr, nullptr, 0, error, sizeof(error)};
   std::vector<int64_t> table = dynamicTable();
   int64_t d[64];
-  void *values[] = {reinterpret_cast<void *>(0x10000),
-                    reinterpret_cast<void *>(int64_t(5)),
-                    reinterpret_cast<void *>(int64_t(3)),
-                    reinterpret_cast<void *>(0x20000),
-                    reinterpret_cast<void *>(int64_t(7))};
+  void *values[] = {
+      reinterpret_cast<void *>(0x10000), reinterpret_cast<void *>(int64_t(5)),
+      reinterpret_cast<void *>(int64_t(3)), reinterpret_cast<void *>(0x20000),
+      reinterpret_cast<void *>(int64_t(7))};
   auto begin = [&] {
     int status = pisaCallDescribe(table.data(), "f", &call, values, d);
     return status == PISA_OK ? pisaCallBegin("f", &call, 0) : status;
@@ -402,11 +403,12 @@ struct BadCall {
 };
 
 const BadCall kBadCalls[] = {
-    {"null input", [](Call &c) { c.q = nullptr; },
-     PISA_ERROR_INVALID_ARGUMENT, "argument 0 is NULL"},
+    {"null input", [](Call &c) { c.q = nullptr; }, PISA_ERROR_INVALID_ARGUMENT,
+     "argument 0 is NULL"},
     {"misaligned input",
      [](Call &c) { c.q = reinterpret_cast<void *>(0x10008); },
-     PISA_ERROR_INVALID_ARGUMENT, "argument 0 (0x10008) is not 16-byte aligned"},
+     PISA_ERROR_INVALID_ARGUMENT,
+     "argument 0 (0x10008) is not 16-byte aligned"},
     {"null result", [](Call &c) { c.out = nullptr; },
      PISA_ERROR_INVALID_ARGUMENT, "result 2 is NULL"},
     {"offset past the keys", [](Call &c) { c.offset = 5; },
@@ -422,7 +424,49 @@ const BadCall kBadCalls[] = {
      PISA_ERROR_WORKSPACE, "is not 256-byte aligned"},
     {"no context", [](Call &) { currentFakeContext = nullptr; },
      PISA_ERROR_INVALID_ARGUMENT, "no current CUDA context on this thread"},
+    {"result inside the input",
+     [](Call &c) { c.out = reinterpret_cast<void *>(0x10030); },
+     PISA_ERROR_INVALID_ARGUMENT, "result 2 overlaps argument 0"},
+    {"input inside the result",
+     [](Call &c) { c.q = reinterpret_cast<void *>(0x20010); },
+     PISA_ERROR_INVALID_ARGUMENT, "result 2 overlaps argument 0"},
 };
+
+/// f(q: f32 [2, 8], offset: index) -> (i32 [8], f16 [4]): 64, 32 and 8
+/// bytes. Results may touch another tensor but not share a byte with it.
+TEST_F(CudaRuntimeTest, ResultsMustNotOverlapOtherTensors) {
+  TableArg offset{kIndex, {}};
+  offset.highest = 4;
+  TableArg half{kResult, {4}};
+  half.elementBytes = 2;
+  std::vector<int64_t> table =
+      entryTable(0, {{kInput, {2, 8}}, offset, {kResult, {8}}, half});
+  char error[256] = "untouched";
+  PisaCall call{nullptr, nullptr, 0, error, sizeof(error)};
+  int64_t d[64];
+  auto describe = [&](uintptr_t q, uintptr_t first, uintptr_t second) {
+    void *values[] = {reinterpret_cast<void *>(q), nullptr,
+                      reinterpret_cast<void *>(first),
+                      reinterpret_cast<void *>(second)};
+    return pisaCallDescribe(table.data(), "f", &call, values, d);
+  };
+  EXPECT_EQ(describe(0x10000, 0x10040, 0x10060), PISA_OK) << error;
+  EXPECT_EQ(describe(0x10000, 0x10030, 0x20000), PISA_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(error).find("result 2 overlaps argument 0"),
+            std::string::npos)
+      << error;
+  EXPECT_EQ(describe(0x10000, 0x20000, 0x20010), PISA_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(error).find("result 2 overlaps result 3"),
+            std::string::npos)
+      << error;
+  EXPECT_EQ(describe(0x10000, 0x20010, 0x20020), PISA_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(error).find("overlaps result"), std::string::npos)
+      << error;
+  EXPECT_EQ(describe(0x10030, 0x20000, 0x10040), PISA_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(error).find("result 3 overlaps argument 0"),
+            std::string::npos)
+      << error;
+}
 
 TEST_F(CudaRuntimeTest, BadCallsAreRejectedWithAMessage) {
   for (const BadCall &bad : kBadCalls) {
@@ -479,7 +523,9 @@ TEST_F(CudaRuntimeTest, DynamicSizesComeFromTheCall) {
   // way, so that nothing derived from them wraps.
   for (int64_t rows : {(int64_t(1) << 43) + 1, int64_t(1) << 62, INT64_MAX})
     EXPECT_EQ(describe(q, rows, out, 7), PISA_ERROR_INVALID_ARGUMENT) << rows;
-  EXPECT_EQ(describe(q, int64_t(1) << 43, out, 7), PISA_OK) << error;
+  // (2^43 rows of q are 2^48 bytes: a result must lie past them.)
+  void *far = reinterpret_cast<void *>(int64_t(1) << 52);
+  EXPECT_EQ(describe(q, int64_t(1) << 43, far, 7), PISA_OK) << error;
   EXPECT_EQ(describe(nullptr, 0, out, 7), PISA_OK) << error;
   EXPECT_EQ(describe(nullptr, 1, out, 7), PISA_ERROR_INVALID_ARGUMENT);
   // The workspace query's path: sizes only.
@@ -618,8 +664,8 @@ TEST_F(CudaRuntimeTest, LaunchParametersArePackedInOneBuffer) {
   for (int i = 0; i < 3; ++i) {
     Call call;
     ASSERT_EQ(call.begin(), PISA_OK);
-    mgpuLaunchKernel(mgpuModuleGetFunction(module, kName), 1, 1, 1, 32, 1, 1,
-                     0, nullptr, params, nullptr, 3);
+    mgpuLaunchKernel(mgpuModuleGetFunction(module, kName), 1, 1, 1, 32, 1, 1, 0,
+                     nullptr, params, nullptr, 3);
     EXPECT_EQ(pisaCallEnd(), PISA_OK);
     ASSERT_TRUE(driver.lastPacked);
     ASSERT_EQ(driver.lastBuffer.size(), 24u);
@@ -638,8 +684,8 @@ TEST_F(CudaRuntimeTest, LaunchParametersArePackedInOneBuffer) {
   {
     Call call;
     ASSERT_EQ(call.begin(), PISA_OK);
-    mgpuLaunchKernel(mgpuModuleGetFunction(module, kName), 1, 1, 1, 32, 1, 1,
-                     0, nullptr, params, nullptr, 3);
+    mgpuLaunchKernel(mgpuModuleGetFunction(module, kName), 1, 1, 1, 32, 1, 1, 0,
+                     nullptr, params, nullptr, 3);
     EXPECT_EQ(pisaCallEnd(), PISA_OK) << call.error;
     EXPECT_FALSE(driver.lastPacked);
     EXPECT_EQ(driver.count("cuLaunchKernel"), 1);
@@ -775,10 +821,7 @@ TEST_F(CudaRuntimeTest, ValidateChecksDecodeLengthsAndAppends) {
       {"empty sequence", [](DecodeCall &c) { c.lens[1] = 0; },
        "argument 1: seq_lens[1] = 0 is outside [1, 100] (Nq <= N_b <= the "
        "cache's capacity)"},
-      {"fewer keys than queries",
-       [](DecodeCall &c) {
-         c.nq = 12;
-       },
+      {"fewer keys than queries", [](DecodeCall &c) { c.nq = 12; },
        "seq_lens[0] = 11 is outside [12, 100]"},
       {"past the capacity", [](DecodeCall &c) { c.lens[0] = 101; },
        "seq_lens[0] = 101 is outside [1, 100]"},

@@ -309,6 +309,10 @@ static llvm::Expected<SmallVector<int64_t>> entryTable(const EntryPoint &e) {
     table.push_back(roles);
     table.push_back(a.rowsArg);
     table.push_back(a.capacity);
+    table.push_back(llvm::StringSwitch<int64_t>(a.dtype)
+                        .Cases({"f32", "i32"}, 4)
+                        .Cases({"f16", "bf16"}, 2)
+                        .Default(0));
     return llvm::Error::success();
   };
   for (const Argument &a : e.arguments)

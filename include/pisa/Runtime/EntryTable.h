@@ -7,7 +7,7 @@
 // wrapper calls around the lowered function.
 //
 //   table[0] = kEntryTableVersion, table[1] = number of arguments (the
-//   result last), table[2] = workspace bytes (kDynamicSize: computed per
+//   results last), table[2] = workspace bytes (kDynamicSize: computed per
 //   call from the sizes), then kArgFields per argument: kind, rank, lowest
 //   and highest value (index arguments), sizes[kMaxRank] (memrefs;
 //   kDynamicSize for a size given at the call, unused sizes 0), roles (what
@@ -15,8 +15,9 @@
 //   argument it refers to (-1:
 //   none; for cu_seqlens, whose dimension 0 counts the rows it packs; for
 //   seq_lens, the queries, whose dimension 2 is Nq; for a block table, the
-//   page pool [P, S, Hkv, d]) and the capacity Ncap that bounds seq_lens
-//   and an append's from/to (0: none).
+//   page pool [P, S, Hkv, d]), the capacity Ncap that bounds seq_lens
+//   and an append's from/to (0: none), and the bytes of an element
+//   (memrefs; a result must not overlap another tensor of the call).
 //
 // The wrapper passes the C parameters in `values`, in order: each
 // argument's value (a pointer, or an index as an integer) followed by the
@@ -39,11 +40,11 @@
 
 namespace pisa::runtime {
 
-constexpr int64_t kEntryTableVersion = 3;
+constexpr int64_t kEntryTableVersion = 4;
 constexpr int64_t kDynamicSize = -1;
 constexpr int64_t kHeaderFields = 3;
 constexpr int64_t kMaxRank = 4;
-constexpr int64_t kArgFields = 7 + kMaxRank;
+constexpr int64_t kArgFields = 8 + kMaxRank;
 enum ArgKind : int64_t { kInput = 0, kIndex = 1, kResult = 2 };
 /// Inputs whose values (not only sizes) a validating call checks on the
 /// host: the cu_seqlens of a varlen op (docs/semantics.md, section 7), the
@@ -72,7 +73,8 @@ enum ArgField : int64_t {
   kSizes = 4,
   kRoles = 4 + kMaxRank,
   kRowsArg = 5 + kMaxRank,
-  kCapacity = 6 + kMaxRank
+  kCapacity = 6 + kMaxRank,
+  kElementBytes = 7 + kMaxRank
 };
 /// Workspace allocations are carved at this alignment.
 constexpr int64_t kWorkspaceAlignment = 256;

@@ -21,6 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <utility>
+
 using namespace pisa::runtime;
 
 thread_local CallState pisa::runtime::call;
@@ -205,6 +207,46 @@ static int64_t elementsOf(const int64_t *d, int64_t rank) {
   return n;
 }
 
+/// The first (result, other tensor) pair of the call whose bytes overlap,
+/// or {-1, -1}: a kernel writing a result must not change another tensor
+/// of the call (an input, or a result written in another order). The first
+/// 64 tensors are compared (an entry has far fewer).
+static std::pair<int64_t, int64_t> overlappingResult(const int64_t *table,
+                                                     void *const *values,
+                                                     const void *descriptors) {
+  const int64_t numArgs = table[1];
+  struct Span {
+    int64_t arg;
+    bool result;
+    uintptr_t begin, end;
+  };
+  Span spans[64];
+  int64_t count = 0;
+  const int64_t *arg = table + kHeaderFields;
+  const char *d = static_cast<const char *>(descriptors);
+  int64_t v = 0;
+  for (int64_t i = 0; i < numArgs && count < 64; ++i, arg += kArgFields) {
+    uintptr_t value = reinterpret_cast<uintptr_t>(values[v++]);
+    if (arg[kKind] == kIndex)
+      continue;
+    const int64_t rank = arg[kRank];
+    for (int64_t r = 0; r < rank; ++r)
+      v += arg[kSizes + r] == kDynamicSize;
+    uint64_t bytes =
+        uint64_t(elementsOf(reinterpret_cast<const int64_t *>(d), rank)) *
+        uint64_t(arg[kElementBytes]);
+    d += descriptorBytes(rank);
+    if (bytes)
+      spans[count++] = {i, arg[kKind] == kResult, value, value + bytes};
+  }
+  for (int64_t a = 0; a < count; ++a)
+    for (int64_t b = 0; b < count; ++b)
+      if (a != b && spans[a].result && (b > a || !spans[b].result) &&
+          spans[a].begin < spans[b].end && spans[b].begin < spans[a].end)
+        return {spans[a].arg, spans[b].arg};
+  return {-1, -1};
+}
+
 int pisaCallDescribe(const int64_t *table, const char *function,
                      const void *callArg, void *const *values,
                      void *descriptors) {
@@ -257,6 +299,16 @@ int pisaCallDescribe(const int64_t *table, const char *function,
                     reinterpret_cast<void *>(value),
                     (long long)kTensorAlignment);
   }
+  auto [result, other] = overlappingResult(table, values, descriptors);
+  if (result >= 0)
+    return reject(PISA_ERROR_INVALID_ARGUMENT, function,
+                  "result %lld overlaps %s %lld: results are written in place "
+                  "and must not share memory with another tensor of the call",
+                  (long long)result,
+                  table[kHeaderFields + other * kArgFields + kKind] == kResult
+                      ? "result"
+                      : "argument",
+                  (long long)other);
   return PISA_OK;
 }
 

@@ -28,8 +28,9 @@ int main(void) {
          pisa_select_workspace_size(1, (int64_t)1 << 40, 1, (int64_t)1 << 40));
 
   PisaCall call = {0, 0, 0, error, sizeof error};
-  int32_t *out = (int32_t *)0x200000;
-  const void *q = (const void *)0x100000, *k = (const void *)0x300000;
+  /* Fake device pointers 64 GiB apart: no tensor overlaps another. */
+  int32_t *out = (int32_t *)0x2000000000;
+  const void *q = (const void *)0x1000000000, *k = (const void *)0x3000000000;
   show("batch mismatch",
        pisa_select(&call, q, 1, 4096, k, 2, 4096, 0, out, 1, 4096));
   show("more queries than keys",

@@ -14,9 +14,10 @@ static void show(const char *what, int status) {
 
 int main(void) {
   PisaCall call = {0, 0, 0, error, sizeof error};
-  const void *q = (const void *)0x100000, *k = (const void *)0x300000;
-  const void *nodes = (const void *)0x500000;
-  void *u = (void *)0x700000;
+  /* Fake device pointers 64 GiB apart: no tensor overlaps another. */
+  const void *q = (const void *)0x1000000000, *k = (const void *)0x3000000000;
+  const void *nodes = (const void *)0x5000000000;
+  void *u = (void *)0x7000000000;
   printf("workspace: %zu\n", pisa_leaf_scores_workspace_size(2, 10, 2, 100, 2, 10, 5));
   show("negative offset", pisa_leaf_scores(&call, q, 2, 10, k, 2, 100, nodes,
                                            2, 10, 5, -1, u, 2, 10, 5));

@@ -15,12 +15,13 @@ static void show(const char *what, int status) {
 
 int main(void) {
   PisaCall call = {0, 0, 0, error, sizeof error};
-  const void *q = (const void *)0x100000, *k = (const void *)0x200000,
-             *v = (const void *)0x300000;
-  void *o = (void *)0x400000, *lse = (void *)0x500000;
-  int32_t *sel = (int32_t *)0x600000;
-  void *dq = (void *)0x700000, *dk = (void *)0x800000, *dv = (void *)0x900000;
-  const void *go = (const void *)0xa00000;
+  const void *q = (const void *)0x1000000, *k = (const void *)0x2000000,
+             *v = (const void *)0x3000000;
+  void *o = (void *)0x4000000, *lse = (void *)0x5000000;
+  int32_t *sel = (int32_t *)0x6000000;
+  /* Tensors 16 MiB apart: none overlaps another (dq is 16 MiB). */
+  const void *go = (const void *)0xa000000;
+  void *dq = (void *)0xb000000, *dk = (void *)0xc000000, *dv = (void *)0xd000000;
   /* B = 2, N = Nq = 256: o [2, 16, 256, 128], lse [2, 16, 256], selection
    * [2, 1, 256, 8]. */
   show("forward lse size",
@@ -52,6 +53,16 @@ int main(void) {
                                     sel, 2, 256, o, 2, 256, lse, 2, 256, go, 2,
                                     256, (char *)dq + 2, 2, 256, dk, 2, 256,
                                     dv, 2, 256));
+  show("backward dk over dq",
+       pisa_sparse_prefill_backward(&call, q, 2, 256, k, 2, 256, v, 2, 256, 0,
+                                    sel, 2, 256, o, 2, 256, lse, 2, 256, go, 2,
+                                    256, dq, 2, 256, (char *)dq + 4096, 2, 256,
+                                    dv, 2, 256));
+  show("backward dq over q",
+       pisa_sparse_prefill_backward(&call, q, 2, 256, k, 2, 256, v, 2, 256, 0,
+                                    sel, 2, 256, o, 2, 256, lse, 2, 256, go, 2,
+                                    256, (void *)q, 2, 256, dk, 2, 256, dv, 2,
+                                    256));
   show("backward", pisa_sparse_prefill_backward(
                        &call, q, 2, 256, k, 2, 256, v, 2, 256, 0, sel, 2, 256,
                        o, 2, 256, lse, 2, 256, go, 2, 256, dq, 2, 256, dk, 2,

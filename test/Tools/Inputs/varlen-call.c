@@ -21,9 +21,10 @@ int main(void) {
   printf("workspace grows: %d, aligned: %d\n", w64 > w1, (int)(w1 % 256 == 0));
 
   PisaCall call = {0, 0, 0, error, sizeof error};
-  int32_t *out = (int32_t *)0x200000;
-  const void *q = (const void *)0x100000, *k = (const void *)0x300000;
-  const void *cuq = (const void *)0x400000, *cuk = (const void *)0x500000;
+  /* Fake device pointers 64 GiB apart: no tensor overlaps another. */
+  int32_t *out = (int32_t *)0x2000000000;
+  const void *q = (const void *)0x1000000000, *k = (const void *)0x3000000000;
+  const void *cuq = (const void *)0x4000000000, *cuk = (const void *)0x5000000000;
   show("different B",
        pisa_select_varlen(&call, q, 10, k, 100, cuq, 3, cuk, 4, out, 10));
   show("no sequence, query rows",

@@ -1,4 +1,6 @@
 // RUN: pisa-opt %s --pisa-add-backward-entries --split-input-file | FileCheck %s --enable-var-scope
+// Running it again changes nothing.
+// RUN: pisa-opt %s --pisa-add-backward-entries --split-input-file | pisa-opt --pisa-add-backward-entries --split-input-file | FileCheck %s --enable-var-scope
 // RUN: not pisa-opt %s --pisa-add-backward-entries=require --split-input-file 2>&1 >/dev/null | FileCheck %s --enable-var-scope --check-prefix=REQUIRE
 
 // A sparse prefill (the selection computed in the program): F_forward

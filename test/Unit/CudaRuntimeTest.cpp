@@ -606,7 +606,7 @@ TEST_F(CudaRuntimeTest, ThreadsKeepTheirOwnCalls) {
 TEST_F(CudaRuntimeTest, KernelHandlesAreLookedUpOnce) {
   // A launch asks for its kernel every time (gpu-to-llvm's host code); the
   // driver is asked once per kernel and context, and a kernel's shared
-  // memory limit is raised once, not per launch (issue 12, item 7).
+  // memory limit is raised once, not per launch.
   void *module = mgpuModuleLoad(reinterpret_cast<void *>(0x3), 0);
   static const char kName[] = "k", kOther[] = "k2";
   for (int i = 0; i < 5; ++i) {

@@ -127,7 +127,9 @@ def PisaAddBackwardEntries
     When the GPU lowering refuses the backward's shapes
     (KernelLoweringOpInterface), F instead gets `pisa.no_backward` with the
     reason, or, with `require`, the pass fails naming it. A function named
-    F_forward or F_backward already is an error.
+    F_forward or F_backward already is an error; a function that has
+    `pisa.backward` or `pisa.no_backward` is left as it is (the pass can
+    run again).
   }];
   let options = [
     Option<"require", "require", "bool", /*default=*/"false",

@@ -29,10 +29,12 @@ using namespace mlir::pisa;
 namespace {
 
 /// The attention whose output `func` returns, when its queries, keys and
-/// values are `func`'s arguments; else null.
+/// values are `func`'s arguments and it has not been given training entry
+/// points already; else null.
 SparseAttentionOp attentionEntry(func::FuncOp func) {
   if (func.isPrivate() || func.isExternal() || !func.getBody().hasOneBlock() ||
-      func.getNumResults() != 1)
+      func.getNumResults() != 1 || func->hasAttr("pisa.backward") ||
+      func->hasAttr("pisa.no_backward"))
     return nullptr;
   auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
   auto attention = ret.getOperand(0).getDefiningOp<SparseAttentionOp>();

@@ -1,6 +1,6 @@
 // RUN: pisa-opt %s --pisa-select-schedule --pisa-decompose-to-kernels %bufferize --pisa-configure-kernels --convert-pisa-to-gpu --canonicalize --cse | FileCheck %s --enable-var-scope
 
-// One program for every B, N and Nq (issue 12): kernels read sizes from
+// One program for every B, N and Nq: kernels read sizes from
 // their buffers, the layout comes from N at run time, grids and buffers are
 // sized at run time, launches of empty grids are skipped, and what only
 // run time can check is a host assertion.

@@ -132,19 +132,11 @@ func.func @attend_lse(%q: {q}, %k: {k}, %v: {v}, %s: {s}, %off: index) -> {lse} 
 
 
 def build(args):
-    rng = random.Random(args.seed)
-    cfgs = [draw_config(rng, i) for i in range(args.count)]
-    if args.paper:
-        cfgs.append(dict(PAPER))
-    t0 = time.time()
-    built, rejected = sweep.compile_all(cfgs, args.out, args.pisa_compile, args.jobs, program)
+    built, rejected = sweep.build_drawn(args, draw_config, program, "attention_grad.json",
+                                        [dict(PAPER)] if args.paper else [])
     problems = [c["name"] for c in built if "expect_error" in c]
     problems += [f"{c['name']} ({c['error']})" for c in rejected
                  if c.get("expect_error", "\0") not in c["error"]]
-    print(f"seed {args.seed}: built {len(built)}, rejected {len(rejected)} "
-          f"in {time.time() - t0:.0f} s")
-    with open(os.path.join(args.out, "attention_grad.json"), "w") as f:
-        json.dump({"seed": args.seed, "cases": built, "rejected": rejected}, f, indent=1)
     if problems:
         print("wrongly built or rejected: " + ", ".join(problems))
         return 1

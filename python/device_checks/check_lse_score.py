@@ -66,14 +66,7 @@ def program(cfg):
 
 
 def build(args):
-    rng = random.Random(args.seed)
-    cfgs = [draw_config(rng, i) for i in range(args.count)]
-    t0 = time.time()
-    built, rejected = sweep.compile_all(cfgs, args.out, args.pisa_compile, args.jobs, program)
-    print(f"seed {args.seed}: built {len(built)}, rejected {len(rejected)} "
-          f"in {time.time() - t0:.0f} s")
-    with open(os.path.join(args.out, "lse_score.json"), "w") as f:
-        json.dump({"seed": args.seed, "cases": built, "rejected": rejected}, f, indent=1)
+    _, rejected = sweep.build_drawn(args, draw_config, program, "lse_score.json")
     return 1 if rejected else 0
 
 

@@ -74,16 +74,9 @@ def program(cfg):
 
 
 def build(args):
-    rng = random.Random(args.seed)
-    cfgs = [draw_config(rng, i) for i in range(args.count)]
-    t0 = time.time()
-    built, rejected = sweep.compile_all(cfgs, args.out, args.pisa_compile, args.jobs, program)
-    print(f"seed {args.seed}: built {len(built)}, rejected {len(rejected)} "
-          f"in {time.time() - t0:.0f} s")
+    _, rejected = sweep.build_drawn(args, draw_config, program, "training.json")
     for c in rejected:
         print(f"  {c['name']}: {c['error']}")
-    with open(os.path.join(args.out, "training.json"), "w") as f:
-        json.dump({"seed": args.seed, "cases": built}, f, indent=1)
     return 0 if not rejected else 1
 
 

@@ -264,6 +264,21 @@ def compile_all(cfgs, out, pisa_compile, jobs, program_of):
     return built, rejected
 
 
+def build_drawn(args, draw_config, program_of, manifest, extra=()):
+    """The `build` command of a device check: --count configurations drawn
+    from --seed (then `extra`), compiled into --out (`compile_all`) and
+    recorded in out/`manifest` with the seed; returns (built, rejected)."""
+    rng = random.Random(args.seed)
+    cfgs = [draw_config(rng, i) for i in range(args.count)] + list(extra)
+    t0 = time.time()
+    built, rejected = compile_all(cfgs, args.out, args.pisa_compile, args.jobs, program_of)
+    print(f"seed {args.seed}: built {len(built)}, rejected {len(rejected)} "
+          f"in {time.time() - t0:.0f} s")
+    with open(os.path.join(args.out, manifest), "w") as f:
+        json.dump({"seed": args.seed, "cases": built, "rejected": rejected}, f, indent=1)
+    return built, rejected
+
+
 def reshape(cfg, j, seed, max_n):
     """Shape j of a dynamic configuration's library: new B, N, Nq and
     offset in the same mode (decode keeps Nq = 1), drawn from the seed."""

@@ -6,12 +6,13 @@
  *
  *   size_t pisa_F_workspace_size(void);
  *   int pisa_F(const PisaCall *call, const void *arg0, ..., int64_t argI,
- *              ..., void *result);
+ *              ..., void *result);   (one pointer per result, in order)
  *
  * declared with their shapes in the library's generated header (NAME.h)
  * and described in its manifest (NAME.json). Every tensor is a pointer to
  * device memory in C order, 16-byte aligned; the caller owns all memory:
- * the inputs, the result (written in place) and the workspace. A call
+ * the inputs, the results (written in place; none may share memory with
+ * another tensor of the call) and the workspace. A call
  * enqueues its kernels on call->stream and returns: no allocation, no
  * host synchronisation, no printing, so it can be captured in a CUDA
  * graph. It runs in the caller's current CUDA context (any device) and

@@ -25,6 +25,7 @@ COMMANDS = {
     "check-attention-grad": ("device_checks.check_attention_grad", "the backward of sparse attention on the GPU against float64; its speed"),
     "check-training": ("device_checks.check_training", "the differentiable torch op of a prefill library against float64"),
     "check-lse-score": ("device_checks.check_lse_score", "pisa.lse_score on the GPU against float64"),
+    "selection-union": ("device_checks.selection_union", "distinct blocks a tile of consecutive queries attends (no GPU)"),
     "bench-call": ("device_checks.bench_call", "the host part of a call against its kernels"),
     "bench-gpu": ("device_checks.bench_gpu", "time the benchmark libraries on the GPU"),
     "profile-gpu": ("device_checks.profile_gpu", "per-kernel times of one benchmark library"),

@@ -149,6 +149,7 @@ def build_model(args, attention):
 
     hd, Hq, Hkv, D = 128, 16, 1, args.d_model
     vocab = args.keys + args.values + 1
+    state = {"attention": attention}  # swappable after training
 
     def rope(x, rotary=32):
         """Rotary positions on the first `rotary` dims of each head (partial
@@ -175,7 +176,7 @@ def build_model(args, attention):
             h = self.n1(x)
             q = rope(self.q(h).view(B, T, Hq, hd))
             k, v = self.kv(h).view(B, T, 2, Hkv, hd).unbind(2)
-            x = x + self.o(attention(q, rope(k), v).reshape(B, T, Hq * hd))
+            x = x + self.o(state["attention"](q, rope(k), v).reshape(B, T, Hq * hd))
             return x + self.mlp(self.n2(x))
 
     class Model(nn.Module):
@@ -197,12 +198,14 @@ def build_model(args, attention):
                 x = layer(x)
             return self.head(self.norm(x))
 
-    return Model()
+    model = Model()
+    model.state = state
+    return model
 
 
 def train(args, kind, ops, steps, log=True):
     """(logged mean losses, logged recall losses, tokens/s of the timed
-    steps)."""
+    steps, the trained model, a sequence of its data)."""
     import torch
     import torch.nn.functional as F
 
@@ -243,7 +246,31 @@ def train(args, kind, ops, steps, log=True):
     end = time.perf_counter()
     timed = steps - args.warmup_timing
     rate = timed * args.batch * args.tokens / (end - start) if timed > 0 else float("nan")
-    return logged, logged_recall, rate
+    return logged, logged_recall, rate, model, data[0]
+
+
+def dump_selections(path, model, tokens, ops):
+    """Saves each layer's selection of `model` on `tokens` ([1, T])."""
+    import numpy as np
+    import torch
+
+    selections, attention = [], model.state["attention"]
+
+    def recording(q, k, v):
+        sel = ops.select(q.bfloat16(), k.bfloat16(), 0, layout="bthk")
+        selections.append(sel[0].cpu().numpy())
+        return attention(q, k, v)
+
+    model.state["attention"] = recording
+    with torch.no_grad():
+        model(tokens[:, :-1])
+    model.state["attention"] = attention
+    T = tokens.shape[1] - 1
+    q = torch.randn(1, T, 16, 128, device="cuda").bfloat16()
+    k = torch.randn(1, T, 1, 128, device="cuda").bfloat16()
+    random = ops.select(q, k, 0, layout="bthk")[0].cpu().numpy()
+    np.savez(path, random=random, **{f"layer{i}": s for i, s in enumerate(selections)})
+    print(f"saved {len(selections)} selections to {path}")
 
 
 def run(args):
@@ -259,9 +286,12 @@ def run(args):
           f"head dim 128; {args.batch} x {args.tokens} tokens a step, {args.steps} steps, "
           f"seed {args.seed}", flush=True)
     if args.only:
-        logged, recall, rate = train(args, args.only, ops, args.steps, log=False)
+        logged, recall, rate, model, tokens = train(args, args.only, ops, args.steps,
+                                                    log=False)
         print(f"{args.only} only: loss {logged[0]:.3f} -> {logged[-1]:.3f}, recall loss "
               f"{recall[0]:.3f} -> {recall[-1]:.3f}, {rate:,.0f} tokens/s", flush=True)
+        if args.dump_selections:
+            dump_selections(args.dump_selections, model, tokens, ops)
         return 0
     curves = {}
     for kind in ("pisa", "reference"):
@@ -306,6 +336,10 @@ def main(argv=None):
     r.add_argument("--seed", type=int, default=2026)
     r.add_argument("--only", choices=("pisa", "reference", "dense"),
                    help="one run with this attention (no comparison)")
+    r.add_argument("--dump-selections", metavar="FILE.npz",
+                   help="with --only: save pisa's selection of each layer of the "
+                        "trained model on one sequence, and of random q and k "
+                        "([T, Hkv, K] int32 each)")
     args = ap.parse_args(argv)
     return build(args) if args.cmd == "build" else run(args)
 

@@ -4,6 +4,7 @@ autograd on the same selection, over configurations drawn from a seed.
 
   python3 -m device_checks.check_training build DIR --seed S --count N  # here
   python3 -m device_checks.check_training check DIR [--shapes 2]        # GPU
+  python3 -m device_checks.check_training bench DIR                     # GPU, timing
 
 Each library is one program like docs/examples/sparse-prefill.mlir (the
 pyramid, hier_topk and sparse attention; dynamic B, N and Nq; head- or
@@ -73,8 +74,13 @@ def program(cfg):
 """
 
 
+PAPER = {"name": "paper", "Hkv": 1, "G": 16, "d": 128, "C": 64, "K": 8, "dtype": "bf16",
+         "token_major": False, "given_selection": False}
+
+
 def build(args):
-    _, rejected = sweep.build_drawn(args, draw_config, program, "training.json")
+    _, rejected = sweep.build_drawn(args, draw_config, program, "training.json",
+                                    [dict(PAPER)] if args.paper else [])
     for c in rejected:
         print(f"  {c['name']}: {c['error']}")
     return 0 if not rejected else 1
@@ -232,6 +238,73 @@ def check(args):
     return 0 if failed == 0 and passed else 1
 
 
+def bench(args):
+    """One training step of the attention (selection, attention, backward:
+    `o = op(q, k, v, 0); o.backward(dO)`) at the paper setting, beside dense
+    SDPA's forward and backward (flash, K and V repeated to 16 heads); CUDA
+    events, a warm-up step, fresh inputs before every sample, median."""
+    import statistics
+
+    import torch
+    import torch.nn.functional as F
+    import pisa.torch as pt
+
+    pt.load_library(os.path.join(args.dir, args.library), "pisa_bench")
+    op = torch.ops.pisa_bench.prefill
+
+    def timed(step, fresh):
+        times = []
+        for i in range(args.samples + 1):
+            fresh()
+            torch.cuda.synchronize()
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            step()
+            end.record()
+            torch.cuda.synchronize()
+            if i:  # the first is the warm-up
+                times.append(start.elapsed_time(end))
+        return statistics.median(times)
+
+    print("| N | pisa step ms (selection, attention, backward) | of which forward ms "
+          "| dense SDPA step ms | dense / pisa |")
+    print("|---|---|---|---|---|")
+    for N in args.lengths:
+        q = torch.empty(1, 16, N, 128, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+        k = torch.empty(1, 1, N, 128, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+        v = torch.empty(1, 1, N, 128, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+        do = torch.empty(1, 16, N, 128, device="cuda", dtype=torch.bfloat16)
+
+        def fresh():
+            with torch.no_grad():
+                for x in (q, k, v, do):
+                    x.normal_()
+            for x in (q, k, v):
+                x.grad = None
+
+        def step():
+            op(q, k, v, 0).backward(do)
+
+        def forward():
+            with torch.no_grad():
+                op(q, k, v, 0)
+
+        pisa_ms, fwd_ms = timed(step, fresh), timed(forward, fresh)
+        dense_ms = float("nan")
+        if N <= args.max_dense:
+            kd = k.detach().repeat_interleave(16, 1).requires_grad_()
+            vd = v.detach().repeat_interleave(16, 1).requires_grad_()
+
+            def dense():
+                F.scaled_dot_product_attention(q, kd, vd, is_causal=True).backward(do)
+
+            with torch.nn.attention.sdpa_kernel(torch.nn.attention.SDPBackend.FLASH_ATTENTION):
+                dense_ms = timed(dense, fresh)
+        print(f"| {N // 1024}K | {pisa_ms:.3f} | {fwd_ms:.3f} | {dense_ms:.2f} | "
+              f"{dense_ms / pisa_ms:.1f} |", flush=True)
+    return 0
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -239,6 +312,7 @@ def main(argv=None):
     b.add_argument("out")
     b.add_argument("--seed", type=int, default=1)
     b.add_argument("--count", type=int, default=6)
+    b.add_argument("--paper", action="store_true", help="add the paper setting (for bench)")
     b.add_argument("--jobs", type=int, default=2)
     b.add_argument("--pisa-compile", default=os.path.join("build", "bin", "pisa-compile"))
     c = sub.add_parser("check")
@@ -246,11 +320,18 @@ def main(argv=None):
     c.add_argument("--seed", type=int)
     c.add_argument("--shapes", type=int, default=2)
     c.add_argument("--budget", type=float, default=480)
+    r = sub.add_parser("bench")
+    r.add_argument("dir")
+    r.add_argument("--library", default="libpaper.so")
+    r.add_argument("--lengths", type=int, nargs="*",
+                   default=[4096, 16384, 65536, 131072, 262144])
+    r.add_argument("--samples", type=int, default=7)
+    r.add_argument("--max-dense", type=int, default=32768)
     args = ap.parse_args(argv)
     if args.cmd == "build":
         os.makedirs(args.out, exist_ok=True)
         return build(args)
-    return check(args)
+    return check(args) if args.cmd == "check" else bench(args)
 
 
 if __name__ == "__main__":

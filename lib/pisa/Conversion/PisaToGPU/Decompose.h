@@ -1,7 +1,8 @@
 //===- Decompose.h - Each pisa op's kernel-level ops ------------*- C++ -*-===//
 //
 // The decomposition of each user-level op into the kernel-level ops of
-// PisaKernelOps.td (KernelDecompositions.cpp), called by the op's
+// PisaKernelOps.td (KernelDecompositions.cpp; sparse attention's in
+// Attention/AttentionDecompositions.cpp), called by the op's
 // KernelLoweringOpInterface model (KernelLowering.cpp). Each replaces the
 // op, inserting host assertions on sizes known only at run time first.
 //
@@ -12,6 +13,7 @@
 
 #include "pisa/IR/PisaOps.h"
 
+#include "mlir/IR/ImplicitLocOpBuilder.h"
 #include "mlir/IR/PatternMatch.h"
 
 namespace mlir::pisa::detail {
@@ -30,6 +32,32 @@ void decompose(RewriterBase &rewriter, PyramidAppendOp op);
 void decompose(RewriterBase &rewriter, DecodeSelectOp op);
 void decompose(RewriterBase &rewriter, SparseAttentionOp op);
 void decompose(RewriterBase &rewriter, SparseAttentionGradOp op);
+
+/// Shared by the decompositions (KernelDecompositions.cpp).
+
+/// tensor.empty of `shape` (static extents, kDynamic where `sizes` gives the
+/// value) and `elem`.
+Value empty(ImplicitLocOpBuilder &b, ArrayRef<int64_t> shape, Type elem,
+            ArrayRef<Value> sizes);
+
+/// Dimension xDim of `x` equals dimension yDim of `y`: a host assertion
+/// ("<opName>: <what>") when either is dynamic (the verifier compared the
+/// static ones).
+void requireSameExtent(ImplicitLocOpBuilder &b, StringRef opName, Value x,
+                       int64_t xDim, Value y, int64_t yDim, StringRef what);
+
+/// A result's static extents that the operands give only at run time must
+/// agree with them: the kernels size their grids and writes from the
+/// operands, so a smaller result would be written past its end. `sizes`
+/// are the result's extents as the operands give them (null: not given);
+/// `what` names the result in the message.
+void requireResultSizes(ImplicitLocOpBuilder &b, StringRef opName,
+                        RankedTensorType type, ArrayRef<Value> sizes,
+                        StringRef what = "result");
+
+/// B * Hkv within the grid's y dimension, for a B known only at run time.
+void requireGroupsFitGrid(ImplicitLocOpBuilder &b, StringRef opName,
+                          Value batch, int64_t kvHeads);
 
 } // namespace mlir::pisa::detail
 

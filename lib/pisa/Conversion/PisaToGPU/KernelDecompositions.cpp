@@ -100,19 +100,16 @@ struct Sizes {
 };
 } // namespace
 
-/// tensor.empty of `shape` (static extents, kDynamic where `sizes` gives the
-/// value) and `elem`.
-static Value empty(ImplicitLocOpBuilder &b, ArrayRef<int64_t> shape, Type elem,
-                   ArrayRef<Value> sizes) {
+Value mlir::pisa::detail::empty(ImplicitLocOpBuilder &b,
+                                ArrayRef<int64_t> shape, Type elem,
+                                ArrayRef<Value> sizes) {
   return emptyLike(b, RankedTensorType::get(shape, elem), sizes);
 }
 
-/// Dimension xDim of `x` equals dimension yDim of `y`: a host assertion
-/// ("<opName>: <what>") when either is dynamic (the verifier compared the
-/// static ones).
-static void requireSameExtent(ImplicitLocOpBuilder &b, StringRef opName,
-                              Value x, int64_t xDim, Value y, int64_t yDim,
-                              StringRef what) {
+void mlir::pisa::detail::requireSameExtent(ImplicitLocOpBuilder &b,
+                                           StringRef opName, Value x,
+                                           int64_t xDim, Value y, int64_t yDim,
+                                           StringRef what) {
   auto dynamic = [](Value v, int64_t dim) {
     return cast<ShapedType>(v.getType()).isDynamicDim(dim);
   };
@@ -123,14 +120,11 @@ static void requireSameExtent(ImplicitLocOpBuilder &b, StringRef opName,
         opName + ": " + what);
 }
 
-/// A result's static extents that the operands give only at run time must
-/// agree with them: the kernels size their grids and writes from the
-/// operands, so a smaller result would be written past its end. `sizes`
-/// are the result's extents as the operands give them (null: not given);
-/// `what` names the result in the message.
-static void requireResultSizes(ImplicitLocOpBuilder &b, StringRef opName,
-                               RankedTensorType type, ArrayRef<Value> sizes,
-                               StringRef what = "result") {
+void mlir::pisa::detail::requireResultSizes(ImplicitLocOpBuilder &b,
+                                            StringRef opName,
+                                            RankedTensorType type,
+                                            ArrayRef<Value> sizes,
+                                            StringRef what) {
   for (auto [i, size] : llvm::enumerate(sizes)) {
     const int64_t extent = type.getDimSize(i);
     if (!size || ShapedType::isDynamic(extent) ||
@@ -424,9 +418,9 @@ void mlir::pisa::detail::decompose(RewriterBase &rewriter, PyramidAppendOp op) {
                              .getResult(0));
 }
 
-/// B * Hkv within the grid's y dimension, for a B known only at run time.
-static void requireGroupsFitGrid(ImplicitLocOpBuilder &b, StringRef opName,
-                                 Value batch, int64_t kvHeads) {
+void mlir::pisa::detail::requireGroupsFitGrid(ImplicitLocOpBuilder &b,
+                                              StringRef opName, Value batch,
+                                              int64_t kvHeads) {
   requireAtRuntime(b,
                    cmp(b, arith::CmpIPredicate::ule,
                        arith::MulIOp::create(b, batch, indexConst(b, kvHeads)),
@@ -472,143 +466,6 @@ void mlir::pisa::detail::decompose(RewriterBase &rewriter, DecodeSelectOp op) {
                              op.getTopk(), op.getBlockSize(), op.getBranching(),
                              llvm::APFloat(op.getScaleOrDefault()))
                              .getResult(0));
-}
-
-/// The sizes of sparse attention's operands the verifier could not compare
-/// (dynamic), as host assertions, since a mismatch would read out of
-/// bounds; the selection's entries are device data the kernels check.
-static void requireAttentionSizes(ImplicitLocOpBuilder &b, StringRef opName,
-                                  Value queries, Value keys, Value values,
-                                  Value selection, bool tm) {
-  const int64_t heads = headDimIndex(tm), tokens = tokenDimIndex(tm);
-  auto dynamic = [](Value v, int64_t dim) {
-    return cast<ShapedType>(v.getType()).isDynamicDim(dim);
-  };
-  auto requireSame = [&](Value x, int64_t xDim, Value y, int64_t yDim,
-                         StringRef what) {
-    requireSameExtent(b, opName, x, xDim, y, yDim, what);
-  };
-  requireSame(keys, 0, queries, 0, "the keys' batch differs from the queries'");
-  requireSame(values, 0, queries, 0,
-              "the values' batch differs from the queries'");
-  requireSame(values, tokens, keys, tokens,
-              "the values' N differs from the keys'");
-  requireSame(selection, 0, queries, 0,
-              "the selection's batch differs from the queries'");
-  requireSame(selection, tokens, queries, tokens,
-              "the selection's Nq differs from the queries'");
-  Value batch = dimOf(b, queries, 0), numQueries = dimOf(b, queries, tokens);
-  if (dynamic(queries, 0))
-    requireGroupsFitGrid(b, opName, batch,
-                         cast<ShapedType>(keys.getType()).getDimSize(heads));
-  if (dynamic(queries, tokens))
-    requireAtRuntime(b,
-                     cmp(b, arith::CmpIPredicate::ule, numQueries,
-                         indexConst(b, kMaxGPUKeys)),
-                     opName + ": Nq is above the GPU limit of " +
-                         std::to_string(kMaxGPUKeys) + " (grid x)");
-}
-
-/// sparse_attention: one kernel op.
-void mlir::pisa::detail::decompose(RewriterBase &rewriter,
-                                   SparseAttentionOp op) {
-  rewriter.setInsertionPoint(op);
-  ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-  Value queries = op.getQueries(), keys = op.getKeys();
-  Value values = op.getValues(), selection = op.getSelection();
-  const bool tm = op.getTokenMajor();
-  const int64_t tokens = tokenDimIndex(tm);
-  requireAttentionSizes(b, "pisa.sparse_attention", queries, keys, values,
-                        selection, tm);
-  Value batch = dimOf(b, queries, 0), numQueries = dimOf(b, queries, tokens);
-  RankedTensorType outType = op.getOutput().getType();
-  RankedTensorType lseType = op.getLse().getType();
-  // Dynamic sizes are B and Nq only: [B, Nq, Hq, dv] / [B, Nq, Hq] when
-  // token-major.
-  SmallVector<Value> outSizes(4, Value()), lseSizes(3, Value());
-  outSizes[0] = lseSizes[0] = batch;
-  outSizes[tokens] = lseSizes[tokens] = numQueries;
-  requireResultSizes(b, "pisa.sparse_attention", outType, outSizes, "output");
-  requireResultSizes(b, "pisa.sparse_attention", lseType, lseSizes, "lse");
-  Value outInit = emptyLike(b, outType, outSizes);
-  Value lseInit = emptyLike(b, lseType, lseSizes);
-  auto kernel = SparseAttentionKernelOp::create(
-      b, TypeRange{outType, lseType}, queries, keys, values, selection,
-      op.getQueryOffset(), outInit, lseInit, op.getBlockSize(),
-      llvm::APFloat(op.getScaleOrDefault()), tm);
-  rewriter.replaceOp(op, kernel.getResults());
-}
-
-/// sparse_attention_grad: the query kernel op (dq and D), then the key
-/// kernel op (dk and dv, with its query-bit scratch).
-void mlir::pisa::detail::decompose(RewriterBase &rewriter,
-                                   SparseAttentionGradOp op) {
-  static constexpr StringLiteral kName = "pisa.sparse_attention_grad";
-  rewriter.setInsertionPoint(op);
-  ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-  Value queries = op.getQueries(), keys = op.getKeys();
-  Value values = op.getValues(), selection = op.getSelection();
-  const bool tm = op.getTokenMajor();
-  const int64_t tokens = tokenDimIndex(tm);
-  requireAttentionSizes(b, kName, queries, keys, values, selection, tm);
-  for (auto [operand, what] :
-       {std::pair<Value, StringRef>{op.getOutput(), "the output's"},
-        {op.getGradOutput(), "dO's"}}) {
-    requireSameExtent(b, kName, operand, 0, queries, 0,
-                      (Twine(what) + " batch differs from the queries'").str());
-    requireSameExtent(b, kName, operand, tokens, queries, tokens,
-                      (Twine(what) + " Nq differs from the queries'").str());
-  }
-  requireSameExtent(b, kName, op.getLse(), 0, queries, 0,
-                    "the lse's batch differs from the queries'");
-  requireSameExtent(b, kName, op.getLse(), tm ? 1 : 2, queries, tokens,
-                    "the lse's Nq differs from the queries'");
-  Value batch = dimOf(b, queries, 0), numQueries = dimOf(b, queries, tokens);
-  Value numKeys = dimOf(b, keys, tokens);
-  auto resultInit = [&](Value result, Value tokenCount) {
-    auto type = cast<RankedTensorType>(result.getType());
-    SmallVector<Value> sizes(4, Value());
-    sizes[0] = batch;
-    sizes[tokens] = tokenCount;
-    requireResultSizes(b, kName, type, sizes, "gradient");
-    return emptyLike(b, type, sizes);
-  };
-  Value dqInit = resultInit(op.getGradQueries(), numQueries);
-  Value dkInit = resultInit(op.getGradKeys(), numKeys);
-  Value dvInit = resultInit(op.getGradValues(), numKeys);
-  const int64_t hq =
-      cast<ShapedType>(queries.getType()).getDimSize(headDimIndex(tm));
-  const int64_t hkv =
-      cast<ShapedType>(keys.getType()).getDimSize(headDimIndex(tm));
-  Value deltaInit = empty(b, {ShapedType::kDynamic, hq, ShapedType::kDynamic},
-                          b.getF32Type(), {batch, Value(), numQueries});
-  Value numBlocks =
-      arith::CeilDivUIOp::create(b, numKeys, indexConst(b, op.getBlockSize()));
-  // A row's bit words and its segment counter.
-  Value rowWords = arith::AddIOp::create(
-      b, arith::CeilDivUIOp::create(b, numQueries, indexConst(b, 32)),
-      indexConst(b, 1));
-  constexpr int64_t dyn = ShapedType::kDynamic;
-  Value bitsInit = empty(b, {dyn, hkv, dyn, dyn}, b.getI32Type(),
-                         {batch, Value(), numBlocks, rowWords});
-  const int64_t sumWidth = cast<ShapedType>(keys.getType()).getDimSize(3) +
-                           cast<ShapedType>(values.getType()).getDimSize(3);
-  Value sumsInit = empty(b, {dyn, hkv, dyn, sumWidth}, b.getF32Type(),
-                         {batch, Value(), numKeys, Value()});
-  llvm::APFloat scale(op.getScaleOrDefault());
-  auto queryHalf = SparseAttentionGradQueriesKernelOp::create(
-      b, TypeRange{dqInit.getType(), deltaInit.getType()}, queries, keys,
-      values, selection, op.getQueryOffset(), op.getOutput(), op.getLse(),
-      op.getGradOutput(), dqInit, deltaInit, op.getBlockSize(), scale, tm);
-  auto keyHalf = SparseAttentionGradKeysKernelOp::create(
-      b,
-      TypeRange{dkInit.getType(), dvInit.getType(), bitsInit.getType(),
-                sumsInit.getType()},
-      queries, keys, values, selection, op.getQueryOffset(), op.getLse(),
-      queryHalf.getResult(1), op.getGradOutput(), dkInit, dvInit, bitsInit,
-      sumsInit, op.getBlockSize(), scale, tm);
-  rewriter.replaceOp(
-      op, {queryHalf.getResult(0), keyHalf.getResult(0), keyHalf.getResult(1)});
 }
 
 /// lse_score: one kernel op. Sizes the verifier could not compare (dynamic)

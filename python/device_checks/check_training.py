@@ -5,6 +5,7 @@ autograd on the same selection, over configurations drawn from a seed.
   python3 -m device_checks.check_training build DIR --seed S --count N  # here
   python3 -m device_checks.check_training check DIR [--shapes 2]        # GPU
   python3 -m device_checks.check_training bench DIR                     # GPU, timing
+  python3 -m device_checks.check_training calls DIR --only NAME...      # GPU, sanitizers
 
 Each library is one program like docs/examples/sparse-prefill.mlir (the
 pyramid, hier_topk and sparse attention; dynamic B, N and Nq; head- or
@@ -305,6 +306,44 @@ def bench(args):
     return 0
 
 
+def calls(args):
+    """F_forward then F_backward of each named library once per drawn shape
+    through pisa.aot, no autograd or compilation: for compute-sanitizer."""
+    import torch
+    from pisa import aot
+
+    with open(os.path.join(args.dir, "training.json")) as f:
+        cases = {c["name"]: c for c in json.load(f)["cases"]}
+    rng = random.Random(args.seed)
+    for name in args.only:
+        cfg = cases[name]
+        lib = aot.Library(os.path.join(args.dir, cfg["lib"]))
+        dt = {"f16": torch.float16, "bf16": torch.bfloat16}[cfg["dtype"]]
+        Hkv, G, d = cfg["Hkv"], cfg["G"], cfg["d"]
+        for _ in range(args.shapes):
+            B, N = rng.choice((1, 2)), rng.randrange(1, 1500)
+            nq = rng.randrange(1, N + 1)
+
+            def make(heads, rows):
+                x = torch.randn(B, heads, rows, d, device="cuda").to(dt)
+                return x.transpose(1, 2).contiguous() if cfg["token_major"] else x
+
+            q, k, v, do = make(Hkv * G, nq), make(Hkv, N), make(Hkv, N), make(Hkv * G, nq)
+            extra = ()
+            if cfg["given_selection"]:
+                gen = torch.Generator().manual_seed(rng.randrange(2**31))
+                sel = check_attention.crafted_selection(gen, B, Hkv, nq, cfg["K"], N,
+                                                        cfg["C"], N - nq).cuda()
+                extra = (sel.transpose(1, 2).contiguous() if cfg["token_major"] else sel,)
+            out = lib("prefill_forward", q, k, v, *extra, N - nq)
+            grads = lib("prefill_backward", q, k, v, *extra, N - nq, *out[2:], out[0],
+                        out[1], do)
+            torch.cuda.synchronize()
+            print(f"{name} B={B} N={N} Nq={nq}: dq norm {float(grads[0].float().norm()):.3e}",
+                  flush=True)
+    return 0
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -327,7 +366,14 @@ def main(argv=None):
                    default=[4096, 16384, 65536, 131072, 262144])
     r.add_argument("--samples", type=int, default=7)
     r.add_argument("--max-dense", type=int, default=32768)
+    k = sub.add_parser("calls", help="forward and backward calls alone (for sanitizers)")
+    k.add_argument("dir")
+    k.add_argument("--only", nargs="+", required=True)
+    k.add_argument("--seed", type=int, default=1)
+    k.add_argument("--shapes", type=int, default=1)
     args = ap.parse_args(argv)
+    if args.cmd == "calls":
+        return calls(args)
     if args.cmd == "build":
         os.makedirs(args.out, exist_ok=True)
         return build(args)

@@ -70,6 +70,7 @@ for spec in prefill-select:prefill sparse-prefill:sparse-prefill \
   "$bin/pisa-compile" "$here/$src.mlir" -o "$work/lib$name.so"
   echo "  $work/lib$name.so ($(wc -c < "$work/lib$name.so") bytes): $(
     /usr/bin/python3 -c 'import json,sys; m=json.load(open(sys.argv[1]))
-for e in m["entry_points"]:
-    print(e["symbol"], "->", ", ".join("%s %s" % (r["dtype"], r["shape"]) for r in e["results"]))' "$work/lib$name.json")"
+print("; ".join(e["symbol"] + " -> " + ", ".join("%s %s" % (r["dtype"], r["shape"])
+                                                  for r in e["results"])
+                for e in m["entry_points"]))' "$work/lib$name.json")"
 done

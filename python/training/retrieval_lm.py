@@ -76,31 +76,20 @@ def recall_task(gen, n, length, keys, values, pairs=None):
 
 # ------------------------------------------------------------ attentions
 
-def used_entries(sel, num_blocks):
-    """[..., K] bool: the entries that count (docs/semantics.md, section 6):
-    in order, in [0, num_blocks) and greater than the last one used."""
-    import torch
-
-    used = torch.zeros(sel.shape, dtype=torch.bool, device=sel.device)
-    last = torch.full(sel.shape[:-1], -1, dtype=sel.dtype, device=sel.device)
-    for e in range(sel.shape[-1]):
-        s = sel[..., e]
-        u = (s >= 0) & (s < num_blocks) & (s > last)
-        used[..., e] = u
-        last = torch.where(u, s, last)
-    return used
-
-
 def reference_attention(q, k, v, sel, C):
     """Sparse attention in float32 over `sel` (token-major: q [B, T, Hq, d],
     k and v [B, T, Hkv, d], sel [B, T, Hkv, K]), queries at positions 0..T-1:
-    each query's selected blocks gathered, causally masked, softmax."""
+    each query's selected blocks gathered, causally masked, softmax. The
+    entries used are docs/semantics.md section 6's (check_attention's
+    `used_blocks`)."""
     import torch
+
+    from device_checks.check_attention import used_blocks
 
     B, T, Hq, d = q.shape
     Hkv, K = k.shape[2], sel.shape[-1]
     G = Hq // Hkv
-    used = used_entries(sel.long(), -(-T // C)).permute(0, 2, 1, 3)  # [B, Hkv, T, K]
+    used = used_blocks(sel.long(), -(-T // C)).permute(0, 2, 1, 3)  # [B, Hkv, T, K]
     blocks = sel.long().permute(0, 2, 1, 3).clamp(min=0)
     keys = (blocks[..., None] * C + torch.arange(C, device=q.device)).flatten(-2)
     t = torch.arange(T, device=q.device)[None, None, :, None]

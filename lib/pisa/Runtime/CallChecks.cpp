@@ -207,38 +207,18 @@ static int64_t elementsOf(const int64_t *d, int64_t rank) {
   return n;
 }
 
-/// The first (result, other tensor) pair of the call whose bytes overlap,
-/// or {-1, -1}: a kernel writing a result must not change another tensor
-/// of the call (an input, or a result written in another order). The first
-/// 64 tensors are compared (an entry has far fewer).
-static std::pair<int64_t, int64_t> overlappingResult(const int64_t *table,
-                                                     void *const *values,
-                                                     const void *descriptors) {
-  const int64_t numArgs = table[1];
-  struct Span {
-    int64_t arg;
-    bool result;
-    uintptr_t begin, end;
-  };
-  Span spans[64];
-  int64_t count = 0;
-  const int64_t *arg = table + kHeaderFields;
-  const char *d = static_cast<const char *>(descriptors);
-  int64_t v = 0;
-  for (int64_t i = 0; i < numArgs && count < 64; ++i, arg += kArgFields) {
-    uintptr_t value = reinterpret_cast<uintptr_t>(values[v++]);
-    if (arg[kKind] == kIndex)
-      continue;
-    const int64_t rank = arg[kRank];
-    for (int64_t r = 0; r < rank; ++r)
-      v += arg[kSizes + r] == kDynamicSize;
-    uint64_t bytes =
-        uint64_t(elementsOf(reinterpret_cast<const int64_t *>(d), rank)) *
-        uint64_t(arg[kElementBytes]);
-    d += descriptorBytes(rank);
-    if (bytes)
-      spans[count++] = {i, arg[kKind] == kResult, value, value + bytes};
-  }
+/// The bytes one non-empty tensor of a call covers.
+struct TensorSpan {
+  int64_t arg;
+  bool result;
+  uintptr_t begin, end;
+};
+
+/// The first (result, other tensor) pair of `spans` whose bytes overlap, or
+/// {-1, -1}: a kernel writing a result must not change another tensor of
+/// the call (an input, or a result written in another order).
+static std::pair<int64_t, int64_t> overlappingResult(const TensorSpan *spans,
+                                                     int64_t count) {
   for (int64_t a = 0; a < count; ++a)
     for (int64_t b = 0; b < count; ++b)
       if (a != b && spans[a].result && (b > a || !spans[b].result) &&
@@ -269,6 +249,10 @@ int pisaCallDescribe(const int64_t *table, const char *function,
   const int64_t *arg = table + kHeaderFields;
   const char *d = static_cast<const char *>(descriptors);
   int64_t v = 0;
+  // The first 64 non-empty tensors, for the overlap check (an entry has far
+  // fewer).
+  TensorSpan spans[64];
+  int64_t numSpans = 0;
   for (int64_t i = 0; i < numArgs; ++i, arg += kArgFields) {
     const char *name = arg[kKind] == kResult ? "result" : "argument";
     uintptr_t value = reinterpret_cast<uintptr_t>(values[v++]);
@@ -286,9 +270,10 @@ int pisaCallDescribe(const int64_t *table, const char *function,
     for (int64_t r = 0; r < rank; ++r)
       v += arg[kSizes + r] == kDynamicSize;
     // An empty tensor is never read or written: any pointer will do.
-    bool empty = elementsOf(reinterpret_cast<const int64_t *>(d), rank) == 0;
+    const int64_t elements =
+        elementsOf(reinterpret_cast<const int64_t *>(d), rank);
     d += descriptorBytes(rank);
-    if (empty)
+    if (elements == 0)
       continue;
     if (!value)
       return reject(PISA_ERROR_INVALID_ARGUMENT, function, "%s %lld is NULL",
@@ -298,8 +283,12 @@ int pisaCallDescribe(const int64_t *table, const char *function,
                     "%s %lld (%p) is not %lld-byte aligned", name, (long long)i,
                     reinterpret_cast<void *>(value),
                     (long long)kTensorAlignment);
+    if (numSpans < 64)
+      spans[numSpans++] = {i, arg[kKind] == kResult, value,
+                           value + uint64_t(elements) *
+                                       uint64_t(arg[kElementBytes])};
   }
-  auto [result, other] = overlappingResult(table, values, descriptors);
+  auto [result, other] = overlappingResult(spans, numSpans);
   if (result >= 0)
     return reject(PISA_ERROR_INVALID_ARGUMENT, function,
                   "result %lld overlaps %s %lld: results are written in place "

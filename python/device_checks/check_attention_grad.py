@@ -66,10 +66,19 @@ def plan_bytes(cfg):
     query = sum(up(x) for x in (R * (d + 8) * 2, R * (dv + 8) * 2, C * (d + 8) * 2,
                                 C * (dv + 8) * 2, R * (C + 4) * 4, R * (C + 4) * 4,
                                 R * (C + 8) * 2, R * (d + 4) * 4, K * 4))
-    key = sum(up(x) for x in (C * (d + 8) * 2, C * (dv + 8) * 2, 64 * (d + 8) * 2,
-                              64 * (dv + 8) * 2, 64 * (C + 4) * 4, 64 * (C + 4) * 4,
-                              C * (64 + 8) * 2, C * (64 + 8) * 2, C * (d + 4) * 4,
-                              C * (dv + 4) * 4, 128 * 4, 64 * 4))
+    tokens = 64 // (1 << (G - 1).bit_length())
+    tiles = [up(x) for x in (C * (d + 8) * 2, C * (dv + 8) * 2, 64 * (d + 8) * 2,
+                             64 * (dv + 8) * 2)]
+    sums = [up(C * (d + 4) * 4), up(C * (dv + 4) * 4)]
+    if C in (32, 64) and d % 16 == 0 and dv % 16 == 0 and d + dv <= 256:
+        # The register key kernel: its sums over the 16-bit tiles if they fit.
+        key = sum(tiles) + 3 * up(64 * 4) + (0 if sum(sums) <= sum(tiles) else sum(sums))
+        window = 32
+    else:
+        key = sum(tiles) + sum(up(x) for x in (64 * (C + 4) * 4, 64 * (C + 4) * 4,
+                                               C * (64 + 8) * 2, C * (64 + 8) * 2)) + sum(sums)
+        window = 4
+    key += up((tokens - 1 + window * 32) * 4) + up(4)
     return max(query, key)
 
 

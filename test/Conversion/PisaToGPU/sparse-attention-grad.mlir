@@ -1,5 +1,6 @@
 // RUN: pisa-opt %s --pisa-decompose-to-kernels | FileCheck %s --enable-var-scope --check-prefix=KERNELS
 // RUN: pisa-opt %s --pisa-decompose-to-kernels %bufferize --pisa-configure-kernels --convert-pisa-to-gpu --canonicalize --cse | FileCheck %s --enable-var-scope
+// RUN: pisa-opt %s --pisa-decompose-to-kernels %bufferize --pisa-configure-kernels --convert-pisa-to-gpu --canonicalize --cse | FileCheck %s --enable-var-scope --check-prefix=STAGED
 
 // The backward of sparse attention at the paper's setting (G = 16, d = dv
 // = 128, C = 64, K = 8, bf16), B, N and Nq dynamic: the query kernel op
@@ -29,12 +30,13 @@
 // CHECK: gpu.launch_func @pisa_kernels::@zero_query_bits
 // CHECK: gpu.launch_func @pisa_kernels::@mark_attending_queries
 // One block per (key block x segment, B x Hkv), at most 16 segments of at
-// least 8 bit words; its tiles: K, V, the step's Q and dO (64 rows: 4
-// queries of 16 heads), S, dP, P^T, dS^T, the dK and dV sums, a window of
-// bits and the step's queries.
+// least 8 bit words; its shared memory: K, V, the step's Q and dO (64
+// rows: 4 queries of 16 heads), each step row's shift, D and visible keys,
+// and the list of the segment's queries (the dK and dV sums are written
+// over the 16-bit tiles at the end), 74528 bytes.
 // CHECK: %[[SEGS:.+]] = arith.maxui %{{.+}}, %c1
 // CHECK: %[[GRIDX:.+]] = arith.muli %{{.+}}, %[[SEGS]]
-// CHECK: gpu.launch_func @pisa_kernels::@sparse_attention_grad_keys blocks in (%[[GRIDX]], %[[GROUPS]], %c1) threads in (%c128, %c1, %c1) dynamic_shared_memory_size %c191232_i32
+// CHECK: gpu.launch_func @pisa_kernels::@sparse_attention_grad_keys blocks in (%[[GRIDX]], %[[GROUPS]], %c1) threads in (%c128, %c1, %c1) dynamic_shared_memory_size %c74528_i32
 
 // The query kernel: S = Q K^T and dP = dO V^T (each warp 16 of the 64
 // keys), then dQ += dS K (each warp 32 of d's columns).
@@ -48,17 +50,29 @@
 // CHECK-LABEL: gpu.func @mark_attending_queries
 // CHECK: memref.atomic_rmw ori
 
-// The key kernel walks its segment's set bits in query order, four
-// queries a step, and accumulates dV += P^T dO and dK += dS^T Q (64 keys x
-// 32 columns per warp); then the segments add their sums in order: each
-// waits for the block's counter to reach its index (an atomic read) and
-// counts itself done after a device-scope fence.
+// The register key kernel: warp 0 lists a window's queries (a prefix sum
+// of the words' bit counts over its lanes, then each lane its word's
+// bits), four queries a step; per chunk of 16 rows each warp computes S^T
+// = K Q^T and dP^T = V dO^T for its 16 keys (K's A fragments by ldmatrix,
+// Q's B fragments by ldmatrix), P^T and dS^T in registers, and dK += dS^T
+// Q, dV += P^T dO with Q and dO by ldmatrix.trans into sums carried by the
+// step loop; then the segments add their sums in order: each waits for
+// the block's counter to reach its index (an atomic read) and counts
+// itself done after a device-scope fence.
 // CHECK-LABEL: gpu.func @sparse_attention_grad_keys
+// CHECK: scf.for {{.+}} iter_args
+// CHECK: math.ctpop
+// CHECK: gpu.shuffle  up
 // CHECK: scf.while
 // CHECK: math.cttz
-// CHECK: vector.contract {{.+}} : vector<64x128xbf16>, vector<16x128xbf16> into vector<64x16xf32>
-// CHECK: vector.contract {{.+}} : vector<64x64xbf16>, vector<64x32xbf16> into vector<64x32xf32>
-// CHECK: vector.contract {{.+}} : vector<64x64xbf16>, vector<64x32xbf16> into vector<64x32xf32>
+// CHECK: scf.for {{.+}} iter_args
+// CHECK: nvgpu.ldmatrix {{.+}} {numTiles = 4 : i32, transpose = false} : memref<64x136xbf16, #gpu.address_space<workgroup>> -> vector<4x2xbf16>
+// CHECK: nvgpu.ldmatrix {{.+}} {numTiles = 2 : i32, transpose = false} : memref<64x136xbf16, #gpu.address_space<workgroup>> -> vector<2x2xbf16>
+// CHECK: nvgpu.mma.sync
+// CHECK: math.exp2
+// CHECK: nvgpu.ldmatrix {{.+}} {numTiles = 2 : i32, transpose = true} : memref<64x136xbf16, #gpu.address_space<workgroup>> -> vector<2x2xbf16>
+// CHECK: nvgpu.mma.sync
+// CHECK-NOT: vector.contract
 // CHECK: scf.while
 // CHECK: memref.atomic_rmw addi
 // CHECK: nvvm.memory.barrier <gpu>
@@ -69,4 +83,21 @@ func.func @grad(%q: tensor<?x16x?x128xbf16>, %k: tensor<?x1x?x128xbf16>, %v: ten
   %dq, %dk, %dv = pisa.sparse_attention_grad %q, %k, %v, %s, %off out(%o, %l) grad(%do) block_size = 64
     : tensor<?x16x?x128xbf16>, tensor<?x1x?x128xbf16>, tensor<?x1x?x128xbf16>, tensor<?x1x?x8xi32>, tensor<?x16x?x128xbf16>, tensor<?x16x?xf32>, tensor<?x16x?x128xbf16> -> tensor<?x16x?x128xf32>, tensor<?x1x?x128xf32>, tensor<?x1x?x128xf32>
   return %dq, %dk, %dv : tensor<?x16x?x128xf32>, tensor<?x1x?x128xf32>, tensor<?x1x?x128xf32>
+}
+
+// d + dv > 256: the staged key kernel (its sums do not fit a lane's
+// registers), S and dP through shared memory and dV += P^T dO, dK += dS^T
+// Q accumulated there, 32 columns of 64 step rows a warp at a time.
+// STAGED-LABEL: func.func @grad_staged
+// STAGED: gpu.launch_func @pisa_kernels::@sparse_attention_grad_keys_0 {{.+}} dynamic_shared_memory_size %c196176_i32
+// STAGED-LABEL: gpu.func @sparse_attention_grad_keys_0
+// STAGED: math.cttz
+// STAGED: vector.contract {{.+}} : vector<64x256xbf16>, vector<8x256xbf16> into vector<64x8xf32>
+// STAGED: vector.contract {{.+}} : vector<32x64xbf16>, vector<64x64xbf16> into vector<32x64xf32>
+// STAGED-NOT: nvgpu.mma.sync
+// STAGED: memref.atomic_rmw assign
+func.func @grad_staged(%q: tensor<?x4x?x256xbf16>, %k: tensor<?x1x?x256xbf16>, %v: tensor<?x1x?x256xbf16>, %s: tensor<?x1x?x8xi32>, %off: index, %o: tensor<?x4x?x256xbf16>, %l: tensor<?x4x?xf32>, %do: tensor<?x4x?x256xbf16>) -> (tensor<?x4x?x256xf32>, tensor<?x1x?x256xf32>, tensor<?x1x?x256xf32>) {
+  %dq, %dk, %dv = pisa.sparse_attention_grad %q, %k, %v, %s, %off out(%o, %l) grad(%do) block_size = 32
+    : tensor<?x4x?x256xbf16>, tensor<?x1x?x256xbf16>, tensor<?x1x?x256xbf16>, tensor<?x1x?x8xi32>, tensor<?x4x?x256xbf16>, tensor<?x4x?xf32>, tensor<?x4x?x256xbf16> -> tensor<?x4x?x256xf32>, tensor<?x1x?x256xf32>, tensor<?x1x?x256xf32>
+  return %dq, %dk, %dv : tensor<?x4x?x256xf32>, tensor<?x1x?x256xf32>, tensor<?x1x?x256xf32>
 }

@@ -38,6 +38,11 @@ SmallVector<Value> mlir::pisa::detail::buildIf(ImplicitLocOpBuilder &b,
                                                Branch thenBranch,
                                                Branch elseBranch) {
   auto ifOp = scf::IfOp::create(b, types, cond, /*withElseRegion=*/true);
+  // Without results the branches come with their yields; ours replace them.
+  if (types.empty()) {
+    ifOp.thenBlock()->getTerminator()->erase();
+    ifOp.elseBlock()->getTerminator()->erase();
+  }
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(ifOp.thenBlock());

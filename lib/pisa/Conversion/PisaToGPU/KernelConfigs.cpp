@@ -394,8 +394,8 @@ FailureOr<KernelConfigAttr> fixedDesign(Configurer &c, KernelVariant variant,
                 hint == Hint::Free ? c.blocksPerSM(blocksPerSM) : std::nullopt);
 }
 
-/// The backward's block kernels: one design each (four warps, mma.sync),
-/// as many blocks an SM as their shared memory allows.
+/// The query kernel: one design (four warps, mma.sync), as many blocks an
+/// SM as its shared memory allows.
 FailureOr<KernelConfigAttr> configure(SparseAttentionGradQueriesKernelOp op,
                                       Configurer &c) {
   Heads q = headsOf(op, op.getQueries());
@@ -407,14 +407,37 @@ FailureOr<KernelConfigAttr> configure(SparseAttentionGradQueriesKernelOp op,
       std::clamp<int64_t>(blocksBySharedMemory(plan.bytes), 1, 16));
 }
 
+/// The key kernel: dK and dV in registers where they fit a lane's
+/// (keyGradientsInRegisters; at most 2 blocks per SM, as the forward's
+/// register kernel), else staged through shared memory.
 FailureOr<KernelConfigAttr> configure(SparseAttentionGradKeysKernelOp op,
                                       Configurer &c) {
   Heads q = headsOf(op, op.getQueries());
-  const KeyGradPlan plan(q.heads / headsOf(op, op.getKeys()).heads, q.dim,
-                         headsOf(op, op.getValues()).dim, op.getBlockSize());
-  return fixedDesign(
-      c, KernelVariant::MmaSync, kGradThreads, Hint::Free,
-      std::clamp<int64_t>(blocksBySharedMemory(plan.bytes), 1, 16));
+  const int64_t d = q.dim, dv = headsOf(op, op.getValues()).dim;
+  const int64_t C = op.getBlockSize();
+  Type elem = cast<ShapedType>(op.getQueries().getType()).getElementType();
+  const bool fits = keyGradientsInRegisters(elem, d, dv, C);
+  FailureOr<KernelEpilogue> epilogue = c.pick<KernelEpilogue>(
+      "epilogue", c.field(&KernelConfigAttr::getEpilogue),
+      fits ? KernelEpilogue::Registers : KernelEpilogue::Shared,
+      [&](KernelEpilogue e) -> std::optional<std::string> {
+        if (e == KernelEpilogue::Registers && !fits)
+          return "the register key kernel needs C of 32 or 64, d and dv "
+                 "multiples of 16 with d + dv <= 256 and 16-bit inputs";
+        return std::nullopt;
+      });
+  if (failed(epilogue))
+    return failure();
+  const bool inRegisters = *epilogue == KernelEpilogue::Registers;
+  const KeyGradPlan plan(q.heads / headsOf(op, op.getKeys()).heads, d, dv, C,
+                         inRegisters);
+  if (failed(fixedDesign(c, KernelVariant::MmaSync, kGradThreads)))
+    return failure();
+  return KernelConfigAttr::get(
+      op->getContext(), KernelVariant::MmaSync, kGradThreads, std::nullopt,
+      std::nullopt, std::nullopt, std::nullopt, std::nullopt, *epilogue,
+      c.blocksPerSM(std::clamp<int64_t>(blocksBySharedMemory(plan.bytes), 1,
+                                        inRegisters ? 2 : 16)));
 }
 
 /// The configuration of `op`: each field `requested` (may be null) sets

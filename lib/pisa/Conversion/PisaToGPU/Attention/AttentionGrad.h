@@ -49,19 +49,32 @@ struct QueryGradPlan {
                 int64_t blockSize, int64_t topK);
 };
 
+/// Whether the key kernel keeps dK and dV in registers (the register key
+/// kernel, AttentionGradKeys.cpp): 16-bit inputs, C of 32 or 64 (each warp
+/// owns 16 keys), d and dv multiples of 16 with d + dv <= 256 (a lane
+/// holds (d + dv) / 2 f32 sums). Else the staged key kernel.
+bool keyGradientsInRegisters(Type elem, int64_t headDim, int64_t valueDim,
+                             int64_t blockSize);
+
 /// The key kernel's tiles: K [C x d] and V [C x dv] of the block, Q [64 x
 /// d] and dO [64 x dv] of the step's queries (64 / R of them, R = G
-/// rounded up to a power of two; 16-bit), S and dP [64 x C] (f32), P^T
-/// and dS^T [C x 64] (16-bit), the dk [C x d] and dv [C x dv]
-/// accumulators (f32), a window of the query bits [128] and the step's
-/// queries [64] (i32).
+/// rounded up to a power of two; 16-bit), the dk [C x d] and dv [C x dv]
+/// sums (f32), and the list of the segment's queries not yet stepped
+/// through with its length (i32). The staged kernel adds S and dP [64 x C]
+/// (f32) and P^T and dS^T [C x 64] (16-bit) and accumulates into the sums;
+/// the register kernel adds each step row's exponent shift, D (f32) and
+/// visible keys (i32), and writes its register sums into the sums' tiles
+/// at the end (over the 16-bit tiles when they fit there).
 struct KeyGradPlan {
   GradRows rows;
   int64_t headDim, valueDim, blockSize;
-  int64_t key, value, query, gradOut, score, gradProb, probT, gradScoreT,
-      gradKey, gradValue, words, stepQueries, bytes;
+  bool inRegisters;
+  int64_t key, value, query, gradOut,
+      score = 0, gradProb = 0, probT = 0, gradScoreT = 0, rowShift = 0,
+      rowDelta = 0, rowVisible = 0, gradKey, gradValue, windowWords, list,
+      listCapacity, listCount, bytes;
   KeyGradPlan(int64_t groupSize, int64_t headDim, int64_t valueDim,
-              int64_t blockSize);
+              int64_t blockSize, bool inRegisters);
 };
 
 /// A key block's queries are split into at most this many segments, one
@@ -71,8 +84,11 @@ struct KeyGradPlan {
 constexpr int64_t kMaxKeySegments = 16;
 constexpr int64_t kMinSegmentWords = 8;
 
-/// Query-bit words a key block reads into shared memory at a time.
-constexpr int64_t kBitWindow = 128;
+/// Query-bit words a key block reads at a time (one a lane of warp 0); the
+/// staged kernel reads fewer, its list taking the shared memory its tiles
+/// leave.
+constexpr int64_t kBitWindow = 32;
+constexpr int64_t kStagedBitWindow = 4;
 
 /// Why the backward's GPU kernels cannot take these sizes (the message
 /// names the limit), or nullopt.

@@ -19,6 +19,7 @@
 #include "Attention/SparseAttention.h"
 #include "Kernels/KernelBuilder.h"
 #include "Kernels/RowSoftmax.h"
+#include "Kernels/WarpMma.h"
 #include "Selection/QueryKernels.h"
 
 #include "../Common/LoopBuilders.h"
@@ -51,6 +52,10 @@ namespace {
 /// head.
 class KeyGradBlock {
 public:
+  /// A step over n queries of the list from `first`, carrying `state`.
+  using StepFn = llvm::function_ref<SmallVector<Value>(
+      ImplicitLocOpBuilder &, Value first, Value n, ValueRange state)>;
+
   KeyGradBlock(ImplicitLocOpBuilder &b, const Kernel &e,
                const KeyGradPlan &plan, int64_t G, int64_t kvHeads, float scale)
       : e(e), p(plan), G(G), scale(scale) {
@@ -62,14 +67,20 @@ public:
     vTile = shared.view(b, p.value, {c, p.valueDim + 8}, elem);
     qTile = shared.view(b, p.query, {R, p.headDim + 8}, elem);
     doTile = shared.view(b, p.gradOut, {R, p.valueDim + 8}, elem);
-    sTile = shared.view(b, p.score, {R, c + 4}, f32);
-    dpTile = shared.view(b, p.gradProb, {R, c + 4}, f32);
-    pT = shared.view(b, p.probT, {c, R + 8}, elem);
-    dsT = shared.view(b, p.gradScoreT, {c, R + 8}, elem);
+    if (p.inRegisters) {
+      rowShift = shared.view(b, p.rowShift, {R}, f32);
+      rowDelta = shared.view(b, p.rowDelta, {R}, f32);
+      rowVisible = shared.view(b, p.rowVisible, {R}, i32);
+    } else {
+      sTile = shared.view(b, p.score, {R, c + 4}, f32);
+      dpTile = shared.view(b, p.gradProb, {R, c + 4}, f32);
+      pT = shared.view(b, p.probT, {c, R + 8}, elem);
+      dsT = shared.view(b, p.gradScoreT, {c, R + 8}, elem);
+    }
     dkTile = shared.view(b, p.gradKey, {c, p.headDim + 4}, f32);
     dvTile = shared.view(b, p.gradValue, {c, p.valueDim + 4}, f32);
-    words = shared.view(b, p.words, {kBitWindow}, i32);
-    stepQueries = shared.view(b, p.stepQueries, {R}, i32);
+    list = shared.view(b, p.list, {p.listCapacity}, i32);
+    listCount = shared.view(b, p.listCount, {1}, i32);
     Value segments = e.arg("segments");
     block = arith::DivUIOp::create(b, blockIdX(b), segments);
     // Rank r of the block's segments runs segment S - 1 - r: the chain in
@@ -84,6 +95,7 @@ public:
     kv = arith::RemUIOp::create(b, blockIdY(b), indexConst(b, kvHeads));
     tid = threadIdX(b);
     warp = arith::DivUIOp::create(b, tid, indexConst(b, 32));
+    lane = arith::RemUIOp::create(b, tid, indexConst(b, 32));
     firstHead = arith::MulIOp::create(b, kv, indexConst(b, G));
     numKeys = dimOf(b, e.arg("keys"), 2);
     firstKey = arith::MulIOp::create(b, block, indexConst(b, c));
@@ -107,15 +119,29 @@ public:
   void build(ImplicitLocOpBuilder &b) {
     const int64_t c = p.blockSize;
     buildIfThen(b, takesPart, [&](ImplicitLocOpBuilder &tb) {
-      RowSite site(tb, p.rows, tid, firstHead, G);
       stageKeyRows(tb, e.arg("keys"), batch, kv, firstKey, c, p.headDim, kTile,
                    tid, kGradThreads);
       stageKeyRows(tb, e.arg("values"), batch, kv, firstKey, c, p.valueDim,
                    vTile, tid, kGradThreads);
-      zeroTile(tb, dkTile, c * (p.headDim + 4));
-      zeroTile(tb, dvTile, c * (p.valueDim + 4));
-      forEachStep(
-          tb, [&](ImplicitLocOpBuilder &sb, Value n) { step(sb, site, n); });
+      if (p.inRegisters) {
+        SmallVector<Value> sums = forEachStep(
+            tb, zeroSums(tb),
+            [&](ImplicitLocOpBuilder &sb, Value first, Value n, ValueRange st) {
+              return registerStep(sb, first, n, st);
+            });
+        gpu::BarrierOp::create(tb); // the 16-bit tiles are read
+        storeSums(tb, sums);
+      } else {
+        RowSite site(tb, p.rows, tid, firstHead, G);
+        zeroTile(tb, dkTile, c * (p.headDim + 4));
+        zeroTile(tb, dvTile, c * (p.valueDim + 4));
+        forEachStep(tb, ValueRange{},
+                    [&](ImplicitLocOpBuilder &sb, Value first, Value n,
+                        ValueRange) -> SmallVector<Value> {
+                      stagedStep(sb, site, first, n);
+                      return {};
+                    });
+      }
       gpu::BarrierOp::create(tb); // the last products are in dK and dV
       addInOrder(tb);
     });
@@ -154,122 +180,180 @@ private:
     return {begin, end};
   }
 
-  /// Gathers the segment's queries (set bits, in index order) into
-  /// stepQueries and calls `step(n)` with each group of n <= tokens of
-  /// them. The words are read kBitWindow at a time into shared memory.
-  void
-  forEachStep(ImplicitLocOpBuilder &b,
-              llvm::function_ref<void(ImplicitLocOpBuilder &, Value)> step) {
-    std::pair<Value, Value> range = segmentWords(b);
-    Value begin = range.first, end = range.second;
-    Value bits = e.arg("queryBits");
-    Type i32 = b.getI32Type();
-    Value pending = buildLoop(
-        b, begin, end, indexConst(b, kBitWindow), ValueRange{indexConst(b, 0)},
+  /// Runs `step` over the segment's queries (its set bits, in index
+  /// order), rows.tokens at a time and then the rest, carrying `init`.
+  /// The words are read windowWords at a time: their queries are appended
+  /// to the list after those left from the last window, the full steps
+  /// run, and what is left moves to the list's front.
+  SmallVector<Value> forEachStep(ImplicitLocOpBuilder &b, ValueRange init,
+                                 StepFn step) {
+    std::pair<Value, Value> words = segmentWords(b);
+    Value begin = words.first, end = words.second;
+    const int64_t tokens = p.rows.tokens;
+    SmallVector<Value> start(init.begin(), init.end());
+    start.push_back(indexConst(b, 0));
+    SmallVector<Value> out = buildLoop(
+        b, begin, end, indexConst(b, p.windowWords), start,
         [&](ImplicitLocOpBuilder &lb, Value w0,
             ValueRange st) -> SmallVector<Value> {
-          gpu::BarrierOp::create(lb); // the last window's words are read
-          Value w = arith::AddIOp::create(lb, w0, tid);
+          Value pending = st.back();
+          gpu::BarrierOp::create(lb); // the list's front and count are read
+          appendWindow(lb, w0, end, pending);
+          gpu::BarrierOp::create(lb);
+          Value count = toIndex(
+              lb, memref::LoadOp::create(lb, listCount, indexConst(lb, 0)));
+          Value full =
+              arith::DivUIOp::create(lb, count, indexConst(lb, tokens));
+          SmallVector<Value> state = buildLoop(
+              lb, indexConst(lb, 0), full, st.drop_back(),
+              [&](ImplicitLocOpBuilder &sb, Value s, ValueRange inner) {
+                return step(
+                    sb, arith::MulIOp::create(sb, s, indexConst(sb, tokens)),
+                    indexConst(sb, tokens), inner);
+              });
+          Value used = arith::MulIOp::create(lb, full, indexConst(lb, tokens));
+          Value rest = arith::SubIOp::create(lb, count, used);
+          Value from =
+              arith::MinUIOp::create(lb, arith::AddIOp::create(lb, used, tid),
+                                     indexConst(lb, p.listCapacity - 1));
+          Value query = memref::LoadOp::create(lb, list, from);
+          gpu::BarrierOp::create(lb); // every thread has read its query
+          buildIfThen(lb, cmp(lb, P::ult, tid, rest),
+                      [&](ImplicitLocOpBuilder &wb) {
+                        memref::StoreOp::create(wb, query, list, tid);
+                      });
+          state.push_back(rest);
+          return state;
+        });
+    Value pending = out.back();
+    out.pop_back();
+    return buildIf(
+        b, cmp(b, P::ugt, pending, indexConst(b, 0)),
+        ValueRange(out).getTypes(),
+        [&](ImplicitLocOpBuilder &tb) {
+          gpu::BarrierOp::create(tb); // the list's front is written
+          return step(tb, indexConst(tb, 0), pending, out);
+        },
+        [&](ImplicitLocOpBuilder &) { return out; });
+  }
+
+  /// Warp 0 appends the queries of words [w0, min(w0 + windowWords, end)) to
+  /// the list after its first `pending`, lane l those of word w0 + l at its
+  /// prefix count, and writes the list's new length.
+  void appendWindow(ImplicitLocOpBuilder &b, Value w0, Value end,
+                    Value pending) {
+    Type i32 = b.getI32Type();
+    buildIfThen(
+        b, cmp(b, P::eq, warp, indexConst(b, 0)),
+        [&](ImplicitLocOpBuilder &wb) {
+          Value w = arith::AddIOp::create(wb, w0, lane);
+          Value inWindow = arith::AndIOp::create(
+              wb, cmp(wb, P::ult, w, end),
+              cmp(wb, P::ult, lane, indexConst(wb, p.windowWords)));
           Value word = buildIf(
-              lb, cmp(lb, P::ult, w, end), TypeRange{i32},
+              wb, inWindow, TypeRange{i32},
               [&](ImplicitLocOpBuilder &tb) -> SmallVector<Value> {
                 return {memref::LoadOp::create(
-                    tb, bits, ValueRange{batch, kv, block, w})};
+                    tb, e.arg("queryBits"), ValueRange{batch, kv, block, w})};
               },
               [&](ImplicitLocOpBuilder &fb) -> SmallVector<Value> {
                 return {arith::ConstantIntOp::create(fb, 0, 32)};
               })[0];
-          memref::StoreOp::create(lb, word, words, tid);
-          gpu::BarrierOp::create(lb);
-          Value inWindow =
-              arith::MinUIOp::create(lb, arith::SubIOp::create(lb, end, w0),
-                                     indexConst(lb, kBitWindow));
-          return buildLoop(
-              lb, indexConst(lb, 0), inWindow, st,
-              [&](ImplicitLocOpBuilder &wb, Value t,
-                  ValueRange inner) -> SmallVector<Value> {
-                Value first = arith::MulIOp::create(
-                    wb, arith::AddIOp::create(wb, w0, t), indexConst(wb, 32));
-                return {gatherBits(wb, memref::LoadOp::create(wb, words, t),
-                                   first, inner[0], step)};
-              });
-        })[0];
-    buildIfThen(b, cmp(b, P::ugt, pending, indexConst(b, 0)),
-                [&](ImplicitLocOpBuilder &lb) {
-                  gpu::BarrierOp::create(lb); // stepQueries is written
-                  step(lb, pending);
-                });
-  }
-
-  /// Adds the set bits of `word` (query first + bit, lowest first) to the
-  /// `pending` gathered queries, running `step` whenever tokens of them
-  /// are gathered. Returns the number left pending.
-  Value
-  gatherBits(ImplicitLocOpBuilder &b, Value word, Value first, Value pending,
-             llvm::function_ref<void(ImplicitLocOpBuilder &, Value)> step) {
-    Type i32 = b.getI32Type(), index = b.getIndexType();
-    const int64_t tokens = p.rows.tokens;
-    auto loop = scf::WhileOp::create(
-        b, TypeRange{i32, index}, ValueRange{word, pending},
-        [&](OpBuilder &ob, Location loc, ValueRange args) {
-          ImplicitLocOpBuilder cb(loc, ob);
-          Value more = arith::CmpIOp::create(
-              cb, P::ne, args[0], arith::ConstantIntOp::create(cb, 0, 32));
-          scf::ConditionOp::create(cb, more, args);
-        },
-        [&](OpBuilder &ob, Location loc, ValueRange args) {
-          ImplicitLocOpBuilder lb(loc, ob);
-          Value bit = math::CountTrailingZerosOp::create(lb, args[0]);
-          Value query = arith::AddIOp::create(lb, first, toIndex(lb, bit));
-          buildIfThen(lb, cmp(lb, P::eq, tid, indexConst(lb, 0)),
-                      [&](ImplicitLocOpBuilder &wb) {
-                        memref::StoreOp::create(wb, toI32(wb, query),
-                                                stepQueries, args[1]);
-                      });
-          Value n = arith::AddIOp::create(lb, args[1], indexConst(lb, 1));
-          Value left = buildIf(
-              lb, cmp(lb, P::eq, n, indexConst(lb, tokens)), TypeRange{index},
-              [&](ImplicitLocOpBuilder &tb) -> SmallVector<Value> {
-                gpu::BarrierOp::create(tb); // stepQueries is written
-                step(tb, n);
-                return {indexConst(tb, 0)};
+          Value bits = math::CtPopOp::create(wb, word);
+          Value upTo = bits; // inclusive prefix sum over the lanes
+          Value lane32 = toI32(wb, lane);
+          for (int64_t k = 1; k < 32; k *= 2) {
+            Value below = gpu::ShuffleOp::create(
+                              wb, upTo, arith::ConstantIntOp::create(wb, k, 32),
+                              arith::ConstantIntOp::create(wb, 32, 32),
+                              gpu::ShuffleMode::UP)
+                              .getShuffleResult();
+            Value has = arith::CmpIOp::create(
+                wb, P::sge, lane32, arith::ConstantIntOp::create(wb, k, 32));
+            upTo = arith::AddIOp::create(
+                wb, upTo,
+                arith::SelectOp::create(
+                    wb, has, below, arith::ConstantIntOp::create(wb, 0, 32)));
+          }
+          Value at = arith::AddIOp::create(
+              wb, pending, toIndex(wb, arith::SubIOp::create(wb, upTo, bits)));
+          Value first = arith::MulIOp::create(wb, w, indexConst(wb, 32));
+          Type index = wb.getIndexType();
+          scf::WhileOp::create(
+              wb, TypeRange{i32, index}, ValueRange{word, at},
+              [&](OpBuilder &ob, Location loc, ValueRange args) {
+                ImplicitLocOpBuilder cb(loc, ob);
+                Value more = arith::CmpIOp::create(
+                    cb, P::ne, args[0],
+                    arith::ConstantIntOp::create(cb, 0, 32));
+                scf::ConditionOp::create(cb, more, args);
               },
-              [&](ImplicitLocOpBuilder &) -> SmallVector<Value> {
-                return {n};
-              })[0];
-          Value rest = arith::AndIOp::create(
-              lb, args[0],
-              arith::SubIOp::create(lb, args[0],
-                                    arith::ConstantIntOp::create(lb, 1, 32)));
-          scf::YieldOp::create(lb, ValueRange{rest, left});
+              [&](OpBuilder &ob, Location loc, ValueRange args) {
+                ImplicitLocOpBuilder lb(loc, ob);
+                Value bit = math::CountTrailingZerosOp::create(lb, args[0]);
+                Value query =
+                    arith::AddIOp::create(lb, first, toIndex(lb, bit));
+                memref::StoreOp::create(lb, toI32(lb, query), list, args[1]);
+                Value rest = arith::AndIOp::create(
+                    lb, args[0],
+                    arith::SubIOp::create(
+                        lb, args[0], arith::ConstantIntOp::create(lb, 1, 32)));
+                scf::YieldOp::create(
+                    lb, ValueRange{rest, arith::AddIOp::create(
+                                             lb, args[1], indexConst(lb, 1))});
+              });
+          buildIfThen(wb, cmp(wb, P::eq, lane, indexConst(wb, 31)),
+                      [&](ImplicitLocOpBuilder &lb) {
+                        memref::StoreOp::create(
+                            lb,
+                            arith::AddIOp::create(lb, toI32(lb, pending), upTo),
+                            listCount, indexConst(lb, 0));
+                      });
         });
-    return loop.getResult(1);
   }
 
-  /// The step's n queries (stepQueries[0 .. n)): stage their head rows,
-  /// S and dP, P and dS transposed, dV += P^T dO and dK += dS^T Q.
-  void step(ImplicitLocOpBuilder &b, const RowSite &site, Value n) {
-    const int64_t R = p.rows.rows, c = p.blockSize;
-    Type f32 = b.getF32Type();
-    auto holds = [&](ImplicitLocOpBuilder &lb, Value slot) {
-      return cmp(lb, P::ult, slot, n);
-    };
-    // An empty slot reads query 0 (in bounds) and is masked.
+  /// Slot s of a step from list entry `first`: its query (query 0, in
+  /// bounds, for a slot past n) and whether it holds one.
+  Value holds(ImplicitLocOpBuilder &b, Value slot, Value n) {
+    return cmp(b, P::ult, slot, n);
+  }
+  Value slotQuery(ImplicitLocOpBuilder &b, Value first, Value slot, Value n) {
+    Value at = arith::MinUIOp::create(b, arith::AddIOp::create(b, first, slot),
+                                      indexConst(b, p.listCapacity - 1));
+    Value q = toIndex(b, memref::LoadOp::create(b, list, at));
+    return arith::SelectOp::create(b, holds(b, slot, n), q, indexConst(b, 0));
+  }
+
+  /// The step's head rows of q and dO into their tiles.
+  void stageStepRows(ImplicitLocOpBuilder &b, Value first, Value n) {
+    const int64_t R = p.rows.rows;
     auto token = [&](ImplicitLocOpBuilder &lb, Value slot) {
-      Value q = toIndex(lb, memref::LoadOp::create(lb, stepQueries, slot));
-      return arith::SelectOp::create(lb, holds(lb, slot), q, indexConst(lb, 0))
-          .getResult();
+      return slotQuery(lb, first, slot, n);
+    };
+    auto holdsOne = [&](ImplicitLocOpBuilder &lb, Value slot) {
+      return holds(lb, slot, n);
     };
     stageHeadRows(b,
                   {e.arg("queries"), batch, firstHead, G, p.rows.rowsPerToken,
-                   token, holds},
+                   token, holdsOne},
                   R, p.headDim, qTile, tid, kGradThreads);
     stageHeadRows(b,
                   {e.arg("gradOutput"), batch, firstHead, G,
-                   p.rows.rowsPerToken, token, holds},
+                   p.rows.rowsPerToken, token, holdsOne},
                   R, p.valueDim, doTile, tid, kGradThreads);
-    Value query = token(b, site.slot);
-    Value isHead = arith::AndIOp::create(b, site.isHead, holds(b, site.slot));
+  }
+
+  /// The staged step over n queries from list entry `first`: stage their
+  /// head rows, S and dP, P and dS transposed, dV += P^T dO and dK += dS^T
+  /// Q, all through shared memory.
+  void stagedStep(ImplicitLocOpBuilder &b, const RowSite &site, Value first,
+                  Value n) {
+    const int64_t R = p.rows.rows, c = p.blockSize;
+    Type f32 = b.getF32Type();
+    stageStepRows(b, first, n);
+    Value query = slotQuery(b, first, site.slot, n);
+    Value isHead =
+        arith::AndIOp::create(b, site.isHead, holds(b, site.slot, n));
     Value lse = memref::LoadOp::create(b, e.arg("lse"),
                                        ValueRange{batch, site.head, query});
     Value delta = memref::LoadOp::create(b, e.arg("delta"),
@@ -315,6 +399,173 @@ private:
           ValueRange{arith::AddIOp::create(b, col0, indexConst(b, x)), row});
   }
 
+  // The register key kernel. Warp w owns keys [16 (w mod C/16), +16) of the
+  // block and the step rows of row group w div (C/16): chunks of 16 rows
+  // i, i + groups, ... (groups = 64 / C). Per chunk, transposed so that the
+  // keys are the m16 rows: S^T = K Q^T and dP^T = V dO^T (B fragments of
+  // the row tiles by ldmatrix), P^T and dS^T in the accumulators, rounded
+  // into A fragments in place, dV += P^T dO and dK += dS^T Q (dO and Q by
+  // ldmatrix.trans) into the lane's sums: n8 tiles of d, then of dv.
+
+  int64_t slabs() const { return p.blockSize / kMmaRows; }
+  int64_t rowGroups() const { return kGradWarps / slabs(); }
+
+  SmallVector<Value> zeroSums(ImplicitLocOpBuilder &b) {
+    auto accType = VectorType::get({2, 2}, b.getF32Type());
+    Value zero = arith::ConstantOp::create(b, accType, b.getZeroAttr(accType));
+    return SmallVector<Value>((p.headDim + p.valueDim) / kMmaCols, zero);
+  }
+
+  /// Each step row's exponent shift (lse log2 e, +inf for rows without a
+  /// query or head), D, and the number of the block's keys its query sees.
+  void stageRowFacts(ImplicitLocOpBuilder &b, Value first, Value n) {
+    const int64_t perToken = p.rows.rowsPerToken;
+    buildIfThen(
+        b, cmp(b, P::ult, tid, indexConst(b, p.rows.rows)),
+        [&](ImplicitLocOpBuilder &rb) {
+          Value slot =
+              arith::DivUIOp::create(rb, tid, indexConst(rb, perToken));
+          Value h = arith::RemUIOp::create(rb, tid, indexConst(rb, perToken));
+          Value query = slotQuery(rb, first, slot, n);
+          Value head = arith::AddIOp::create(
+              rb, firstHead,
+              arith::MinUIOp::create(rb, h, indexConst(rb, G - 1)));
+          Value isHead = arith::AndIOp::create(
+              rb, cmp(rb, P::ult, h, indexConst(rb, G)), holds(rb, slot, n));
+          Value lse = memref::LoadOp::create(rb, e.arg("lse"),
+                                             ValueRange{batch, head, query});
+          Value delta = memref::LoadOp::create(rb, e.arg("delta"),
+                                               ValueRange{batch, head, query});
+          Value keyEnd = arith::MinUIOp::create(
+              rb, numKeys,
+              arith::AddIOp::create(
+                  rb, arith::AddIOp::create(rb, e.arg("queryOffset"), query),
+                  indexConst(rb, 1)));
+          Value visible = arith::SelectOp::create(
+              rb, cmp(rb, P::ugt, keyEnd, firstKey),
+              arith::SubIOp::create(rb, keyEnd, firstKey), indexConst(rb, 0));
+          memref::StoreOp::create(rb, probabilityShift(rb, lse, isHead),
+                                  rowShift, tid);
+          memref::StoreOp::create(rb, delta, rowDelta, tid);
+          memref::StoreOp::create(
+              rb,
+              toI32(rb, arith::MinUIOp::create(rb, visible,
+                                               indexConst(rb, p.blockSize))),
+              rowVisible, tid);
+        });
+  }
+
+  /// The register step over n queries from list entry `first`; `sums` and
+  /// the result are dK's n8 tiles, then dV's.
+  SmallVector<Value> registerStep(ImplicitLocOpBuilder &b, Value first, Value n,
+                                  ValueRange sums) {
+    stageStepRows(b, first, n);
+    stageRowFacts(b, first, n);
+    gpu::BarrierOp::create(b);
+    SmallVector<Value> next(sums.begin(), sums.end());
+    Value slab = arith::RemUIOp::create(b, warp, indexConst(b, slabs()));
+    Value group = arith::DivUIOp::create(b, warp, indexConst(b, slabs()));
+    Value key0 = arith::MulIOp::create(b, slab, indexConst(b, kMmaRows));
+    const int64_t chunks = p.rows.rows / kMmaK / rowGroups();
+    for (int64_t i = 0; i < chunks; ++i) {
+      Value row0 = arith::MulIOp::create(
+          b, arith::AddIOp::create(b, group, indexConst(b, i * rowGroups())),
+          indexConst(b, kMmaK));
+      chunk(b, key0, row0, next);
+    }
+    gpu::BarrierOp::create(b); // the tiles are read before the next step
+    return next;
+  }
+
+  /// One chunk of 16 step rows from `row0` against the warp's keys from
+  /// `key0`, accumulated into `sums`.
+  void chunk(ImplicitLocOpBuilder &b, Value key0, Value row0,
+             SmallVector<Value> &sums) {
+    const float inf = std::numeric_limits<float>::infinity();
+    WarpFragments frags{lane, elem};
+    SmallVector<Value> s =
+        frags.productNT(b, kTile, key0, qTile, row0, p.headDim, 2);
+    SmallVector<Value> dp =
+        frags.productNT(b, vTile, key0, doTile, row0, p.valueDim, 2);
+    Value gid = arith::DivUIOp::create(b, lane, indexConst(b, 4));
+    Value tig = arith::RemUIOp::create(b, lane, indexConst(b, 4));
+    Value keyRow = toI32(b, arith::AddIOp::create(b, key0, gid));
+    Value logScale = f32Const(b, scale * kLog2E);
+    Value negInf = f32Const(b, -inf);
+    // probs[t][half * 2 + j]: key key0 + gid + 8 half, row row0 + 8 t + 2
+    // tig + j.
+    SmallVector<SmallVector<Value>> probs(2), grads(2);
+    for (int64_t t = 0; t < 2; ++t) {
+      Value r = arith::AddIOp::create(
+          b, arith::AddIOp::create(b, row0, indexConst(b, 8 * t)),
+          arith::MulIOp::create(b, tig, indexConst(b, 2)));
+      Value shift = loadRow(b, rowShift, {r}, 2, b.getF32Type());
+      Value delta = loadRow(b, rowDelta, {r}, 2, b.getF32Type());
+      Value visible = loadRow(b, rowVisible, {r}, 2, b.getI32Type());
+      for (int64_t half = 0; half < 2; ++half) {
+        Value key = arith::AddIOp::create(
+            b, keyRow, arith::ConstantIntOp::create(b, 8 * half, 32));
+        for (int64_t j = 0; j < 2; ++j) {
+          SmallVector<int64_t> at{half, j};
+          Value seen = arith::CmpIOp::create(
+              b, P::slt, key, vector::ExtractOp::create(b, visible, j));
+          Value logit = maskedLogit(b, vector::ExtractOp::create(b, s[t], at),
+                                    seen, logScale, negInf);
+          Value prob =
+              shiftedExp2(b, logit, vector::ExtractOp::create(b, shift, j));
+          Value grad = arith::MulFOp::create(
+              b, prob,
+              arith::SubFOp::create(b, vector::ExtractOp::create(b, dp[t], at),
+                                    vector::ExtractOp::create(b, delta, j)));
+          probs[t].push_back(prob);
+          grads[t].push_back(grad);
+        }
+      }
+    }
+    Value pA = frags.accumulatorsAsA(b, probs);
+    Value dsA = frags.accumulatorsAsA(b, grads);
+    const int64_t kTiles = p.headDim / kMmaCols;
+    for (int64_t t = 0; t < kTiles; ++t)
+      sums[t] = frags.accumulateKN(b, dsA, qTile, row0, t * kMmaCols, sums[t]);
+    for (int64_t t = 0; t < p.valueDim / kMmaCols; ++t)
+      sums[kTiles + t] = frags.accumulateKN(b, pA, doTile, row0, t * kMmaCols,
+                                            sums[kTiles + t]);
+  }
+
+  /// The lanes' sums into the dk and dv tiles, the row groups in order.
+  void storeSums(ImplicitLocOpBuilder &b, ArrayRef<Value> sums) {
+    Value slab = arith::RemUIOp::create(b, warp, indexConst(b, slabs()));
+    Value group = arith::DivUIOp::create(b, warp, indexConst(b, slabs()));
+    Value gid = arith::DivUIOp::create(b, lane, indexConst(b, 4));
+    Value tig = arith::RemUIOp::create(b, lane, indexConst(b, 4));
+    Value key0 = arith::AddIOp::create(
+        b, arith::MulIOp::create(b, slab, indexConst(b, kMmaRows)), gid);
+    const int64_t kTiles = p.headDim / kMmaCols;
+    for (int64_t g = 0; g < rowGroups(); ++g) {
+      buildIfThen(
+          b, cmp(b, P::eq, group, indexConst(b, g)),
+          [&](ImplicitLocOpBuilder &wb) {
+            for (size_t t = 0; t < sums.size(); ++t) {
+              const bool isKey = int64_t(t) < kTiles;
+              Value tile = isKey ? dkTile : dvTile;
+              Value col = arith::AddIOp::create(
+                  wb, arith::MulIOp::create(wb, tig, indexConst(wb, 2)),
+                  indexConst(wb, (isKey ? t : t - kTiles) * kMmaCols));
+              for (int64_t half = 0; half < 2; ++half) {
+                Value row =
+                    arith::AddIOp::create(wb, key0, indexConst(wb, 8 * half));
+                Value v = vector::ExtractOp::create(wb, sums[t],
+                                                    ArrayRef<int64_t>{half});
+                if (g > 0)
+                  v = arith::AddFOp::create(
+                      wb, v, loadRow(wb, tile, {row, col}, 2, wb.getF32Type()));
+                storeRow(wb, v, tile, {row, col});
+              }
+            }
+          });
+      gpu::BarrierOp::create(b);
+    }
+  }
   /// The segments of a key block add their sums in rank order, so that the
   /// result does not depend on when each runs: rank r waits until the
   /// block's counter (the last word of its bit row) reads r, adds its tiles
@@ -465,10 +716,10 @@ private:
   int64_t G;
   float scale;
   Type elem;
-  Value kTile, vTile, qTile, doTile, sTile, dpTile, pT, dsT, dkTile, dvTile,
-      words, stepQueries;
+  Value kTile, vTile, qTile, doTile, sTile, dpTile, pT, dsT, rowShift, rowDelta,
+      rowVisible, dkTile, dvTile, list, listCount;
   Value block, rank, segment, takesPart, lastSegment, numWords, wordsPerSegment,
-      firstWord, batch, kv, tid, warp, firstHead, numKeys, firstKey;
+      firstWord, batch, kv, tid, warp, lane, firstHead, numKeys, firstKey;
 };
 
 /// The kernel that zeroes the query bits: one thread per word of a (batch
@@ -557,10 +808,10 @@ struct GradKeysToGPU : KernelOpPattern<SparseAttentionGradKeysKernelOp> {
     const int64_t kvHeads = bufferType(op.getKeys()).getShape()[1];
     const int64_t G = qType.getShape()[1] / kvHeads;
     const int64_t topK = bufferType(op.getSelection()).getShape()[3];
-    const KeyGradPlan plan(G, qType.getShape()[3],
-                           bufferType(op.getValues()).getShape()[3],
-                           op.getBlockSize());
     KernelConfigAttr config = getKernelConfig(op);
+    const KeyGradPlan plan(
+        G, qType.getShape()[3], bufferType(op.getValues()).getShape()[3],
+        op.getBlockSize(), config.getEpilogue() == KernelEpilogue::Registers);
     Kernel zero = buildZeroBits(rewriter, op, op.getQueryBits());
     Kernel mark = buildMarkQueries(rewriter, op, topK);
     Kernel kernel;

@@ -78,23 +78,51 @@ QueryGradPlan::QueryGradPlan(int64_t G, int64_t d, int64_t dv, int64_t c,
   bytes = at;
 }
 
-KeyGradPlan::KeyGradPlan(int64_t G, int64_t d, int64_t dv, int64_t c)
+bool mlir::pisa::detail::keyGradientsInRegisters(Type elem, int64_t d,
+                                                 int64_t dv, int64_t c) {
+  return elem.getIntOrFloatBitWidth() == 16 && (c == 32 || c == 64) &&
+         d % 16 == 0 && dv % 16 == 0 && d + dv <= 256;
+}
+
+KeyGradPlan::KeyGradPlan(int64_t G, int64_t d, int64_t dv, int64_t c,
+                         bool inRegisters)
     : rows(64, int64_t(llvm::PowerOf2Ceil(G))), headDim(d), valueDim(dv),
-      blockSize(c) {
+      blockSize(c), inRegisters(inRegisters) {
   const int64_t R = rows.rows;
   int64_t at = 0;
   key = SharedTiles::place(at, c * (d + 8) * 2);
   value = SharedTiles::place(at, c * (dv + 8) * 2);
   query = SharedTiles::place(at, R * (d + 8) * 2);
   gradOut = SharedTiles::place(at, R * (dv + 8) * 2);
-  score = SharedTiles::place(at, R * (c + 4) * 4);
-  gradProb = SharedTiles::place(at, R * (c + 4) * 4);
-  probT = SharedTiles::place(at, c * (R + 8) * 2);
-  gradScoreT = SharedTiles::place(at, c * (R + 8) * 2);
-  gradKey = SharedTiles::place(at, c * (d + 4) * 4);
-  gradValue = SharedTiles::place(at, c * (dv + 4) * 4);
-  words = SharedTiles::place(at, kBitWindow * 4);
-  stepQueries = SharedTiles::place(at, R * 4);
+  const int64_t tilesEnd = at;
+  const int64_t sumBytes = c * (d + 4) * 4, valueSumBytes = c * (dv + 4) * 4;
+  if (inRegisters) {
+    rowShift = SharedTiles::place(at, R * 4);
+    rowDelta = SharedTiles::place(at, R * 4);
+    rowVisible = SharedTiles::place(at, R * 4);
+    // The sums are written after the last step, over the 16-bit tiles
+    // where they fit.
+    if ((sumBytes + 15) / 16 * 16 + valueSumBytes <= tilesEnd) {
+      int64_t over = 0;
+      gradKey = SharedTiles::place(over, sumBytes);
+      gradValue = SharedTiles::place(over, valueSumBytes);
+    } else {
+      gradKey = SharedTiles::place(at, sumBytes);
+      gradValue = SharedTiles::place(at, valueSumBytes);
+    }
+  } else {
+    score = SharedTiles::place(at, R * (c + 4) * 4);
+    gradProb = SharedTiles::place(at, R * (c + 4) * 4);
+    probT = SharedTiles::place(at, c * (R + 8) * 2);
+    gradScoreT = SharedTiles::place(at, c * (R + 8) * 2);
+    gradKey = SharedTiles::place(at, sumBytes);
+    gradValue = SharedTiles::place(at, valueSumBytes);
+  }
+  // A window's queries after the fewer than rows.tokens left from the last.
+  windowWords = inRegisters ? kBitWindow : kStagedBitWindow;
+  listCapacity = rows.tokens - 1 + windowWords * 32;
+  list = SharedTiles::place(at, listCapacity * 4);
+  listCount = SharedTiles::place(at, 4);
   bytes = at;
 }
 
@@ -106,8 +134,9 @@ std::optional<std::string> mlir::pisa::detail::attentionGradLimitViolation(
   if (std::optional<std::string> why =
           attentionTileViolation(backward, elem, G, d, dv, c, topK))
     return why;
-  const int64_t bytes = std::max(QueryGradPlan(G, d, dv, c, topK).bytes,
-                                 KeyGradPlan(G, d, dv, c).bytes);
+  const int64_t bytes = std::max(
+      QueryGradPlan(G, d, dv, c, topK).bytes,
+      KeyGradPlan(G, d, dv, c, keyGradientsInRegisters(elem, d, dv, c)).bytes);
   if (bytes <= kMaxAttentionSharedBytes)
     return std::nullopt;
   std::string why;

@@ -6,11 +6,15 @@
 // KV head) stages the block's keys and values and walks its segment's set
 // bits in query order, 64 head rows (64 / R queries) a step:
 //
-//   S = Q K^T, dP = dO V^T, P and dS as for dq, stored transposed
-//   dV += P^T dO, dK += dS^T Q       warps split dv and d
+//   S = Q K^T, dP = dO V^T, P and dS as for dq
+//   dV += P^T dO, dK += dS^T Q
 //
-// then the block's segments add their sums in a fixed order (addInOrder):
-// the result does not depend on when each block runs.
+// either with dK and dV in registers (the register key kernel: each warp
+// owns 16 keys, the products transposed so that the keys are the mma rows,
+// WarpMma.h) or staged through shared memory (P and dS stored transposed,
+// warps split dv and d); then the block's segments add their sums in a
+// fixed order (addInOrder): the result does not depend on when each block
+// runs.
 //
 //===----------------------------------------------------------------------===//
 

@@ -63,9 +63,16 @@ def plan_bytes(cfg):
     G, d, dv, C, K = cfg["G"], cfg["d"], cfg["dv"], cfg["C"], cfg["K"]
     R = 16 if G <= 16 else 32 if G <= 32 else 64
     up = lambda x: -(-x // 16) * 16  # noqa: E731
-    query = sum(up(x) for x in (R * (d + 8) * 2, R * (dv + 8) * 2, C * (d + 8) * 2,
-                                C * (dv + 8) * 2, R * (C + 4) * 4, R * (C + 4) * 4,
-                                R * (C + 8) * 2, R * (d + 4) * 4, K * 4))
+    if G <= 16 and d % 16 == 0 and d <= 128 and dv % 16 == 0 and C in (32, 64):
+        # The query-tile kernel: two buffers of K and V, four warps' Q and
+        # dO rows, the lists, the union and its masks.
+        query = (2 * (up(C * (d + 8) * 2) + up(C * (dv + 8) * 2))
+                 + up(4 * up(16 * (d + 8) * 2)) + up(4 * up(16 * (dv + 8) * 2))
+                 + up(4 * K * 4) + up(16) + 2 * up(4 * K * 4) + up(4))
+    else:
+        query = sum(up(x) for x in (R * (d + 8) * 2, R * (dv + 8) * 2, C * (d + 8) * 2,
+                                    C * (dv + 8) * 2, R * (C + 4) * 4, R * (C + 4) * 4,
+                                    R * (C + 8) * 2, R * (d + 4) * 4, K * 4))
     tokens = 64 // (1 << (G - 1).bit_length())
     tiles = [up(x) for x in (C * (d + 8) * 2, C * (dv + 8) * 2, 64 * (d + 8) * 2,
                              64 * (dv + 8) * 2)]

@@ -22,9 +22,12 @@
 // The host checks what the verifier could not (dynamic sizes).
 // CHECK: cf.assert %{{.+}}, "pisa.sparse_attention_grad: dO's Nq differs from the queries'"
 // CHECK: cf.assert %{{.+}}, "pisa.sparse_attention_grad: the lse's Nq differs from the queries'"
-// One block of 128 threads per (query, B x Hkv); its tiles: Q, dO, K, V,
-// S, dP, dS, dQ and the block list, 63008 bytes.
-// CHECK: gpu.launch_func @pisa_kernels::@sparse_attention_grad_queries blocks in (%[[NQ:.+]], %[[GROUPS:.+]], %c1) threads in (%c128, %c1, %c1) dynamic_shared_memory_size %c63008_i32
+// One block of 128 threads per four consecutive queries (a query tile)
+// and B x Hkv; its shared memory: two buffers of a block's K and V, each
+// warp's Q and dO rows, the warps' block lists and their union, 104864
+// bytes.
+// CHECK: %[[TILES:.+]] = arith.ceildivui %{{.+}}, %c4
+// CHECK: gpu.launch_func @pisa_kernels::@sparse_attention_grad_queries blocks in (%[[TILES]], %[[GROUPS:.+]], %c1) threads in (%c128, %c1, %c1) dynamic_shared_memory_size %c104864_i32
 // The bits are zeroed, then one thread per query marks the blocks it
 // attends.
 // CHECK: gpu.launch_func @pisa_kernels::@zero_query_bits
@@ -38,14 +41,26 @@
 // CHECK: %[[GRIDX:.+]] = arith.muli %{{.+}}, %[[SEGS]]
 // CHECK: gpu.launch_func @pisa_kernels::@sparse_attention_grad_keys blocks in (%[[GRIDX]], %[[GROUPS]], %c1) threads in (%c128, %c1, %c1) dynamic_shared_memory_size %c74528_i32
 
-// The query kernel: S = Q K^T and dP = dO V^T (each warp 16 of the 64
-// keys), then dQ += dS K (each warp 32 of d's columns).
-// CHECK-LABEL: gpu.func @sparse_attention_grad_queries
-// CHECK: scf.for
-// CHECK: vector.contract {{.+}} : vector<16x128xbf16>, vector<16x128xbf16> into vector<16x16xf32>
-// CHECK: vector.contract {{.+}} : vector<16x128xbf16>, vector<16x128xbf16> into vector<16x16xf32>
+// The query-tile kernel: thread 0 merges the warps' block lists; per
+// union entry the next entry's K and V are copied by cp.async (two
+// groups) while this one's are awaited, and each warp whose query attends
+// it computes S = Q K^T and dP = dO V^T (ldmatrix A and B fragments), P
+// and dS in registers, and dQ += dS K (K by ldmatrix.trans) into sums the
+// loop carries.
+// CHECK-LABEL: gpu.func @sparse_attention_grad_queries(
+// CHECK: arith.minsi
+// CHECK: nvgpu.device_async_copy
+// CHECK: scf.for {{.+}} iter_args
+// CHECK: nvgpu.device_async_create_group
+// CHECK: nvvm.cp.async.wait.group 2
+// CHECK: gpu.barrier
+// CHECK: nvgpu.ldmatrix {{.+}} {numTiles = 4 : i32, transpose = false} : memref<16x136xbf16, #gpu.address_space<workgroup>> -> vector<4x2xbf16>
+// CHECK: nvgpu.mma.sync
 // CHECK: math.exp2
-// CHECK: vector.contract {{.+}} : vector<16x64xbf16>, vector<64x32xbf16> into vector<16x32xf32>
+// CHECK: nvgpu.ldmatrix {{.+}} {numTiles = 2 : i32, transpose = true} : memref<64x136xbf16, #gpu.address_space<workgroup>> -> vector<2x2xbf16>
+// CHECK: nvgpu.mma.sync
+// CHECK-NOT: vector.contract
+// CHECK: nvvm.cp.async.wait.group 0
 
 // CHECK-LABEL: gpu.func @mark_attending_queries
 // CHECK: memref.atomic_rmw ori
@@ -85,11 +100,17 @@ func.func @grad(%q: tensor<?x16x?x128xbf16>, %k: tensor<?x1x?x128xbf16>, %v: ten
   return %dq, %dk, %dv : tensor<?x16x?x128xf32>, tensor<?x1x?x128xf32>, tensor<?x1x?x128xf32>
 }
 
-// d + dv > 256: the staged key kernel (its sums do not fit a lane's
-// registers), S and dP through shared memory and dV += P^T dO, dK += dS^T
-// Q accumulated there, 32 columns of 64 step rows a warp at a time.
+// d > 128 and d + dv > 256: the staged query kernel, one query a block
+// (its dQ does not fit a lane's registers: S, dP, dS and dQ through shared
+// memory) and the staged key kernel (its sums do not fit either: S and dP
+// through shared memory and dV += P^T dO, dK += dS^T Q accumulated there,
+// 32 columns of 64 step rows a warp at a time).
 // STAGED-LABEL: func.func @grad_staged
+// STAGED: gpu.launch_func @pisa_kernels::@sparse_attention_grad_queries_0 blocks in (%{{.+}}) threads in (%c128, %c1, %c1) dynamic_shared_memory_size %c73248_i32
 // STAGED: gpu.launch_func @pisa_kernels::@sparse_attention_grad_keys_0 {{.+}} dynamic_shared_memory_size %c196176_i32
+// STAGED-LABEL: gpu.func @sparse_attention_grad_queries_0
+// STAGED: vector.contract {{.+}} : vector<16x256xbf16>, vector<8x256xbf16> into vector<16x8xf32>
+// STAGED-NOT: nvgpu.mma.sync
 // STAGED-LABEL: gpu.func @sparse_attention_grad_keys_0
 // STAGED: math.cttz
 // STAGED: vector.contract {{.+}} : vector<64x256xbf16>, vector<8x256xbf16> into vector<64x8xf32>

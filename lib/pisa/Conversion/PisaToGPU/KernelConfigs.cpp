@@ -394,17 +394,40 @@ FailureOr<KernelConfigAttr> fixedDesign(Configurer &c, KernelVariant variant,
                 hint == Hint::Free ? c.blocksPerSM(blocksPerSM) : std::nullopt);
 }
 
-/// The query kernel: one design (four warps, mma.sync), as many blocks an
-/// SM as its shared memory allows.
+/// The query kernel: on query tiles (dQ in registers) where a query's
+/// heads fit one m16 tile (queryTileGradFits; at most 2 blocks per SM),
+/// else staged through shared memory (blocks as it allows).
 FailureOr<KernelConfigAttr> configure(SparseAttentionGradQueriesKernelOp op,
                                       Configurer &c) {
   Heads q = headsOf(op, op.getQueries());
-  const QueryGradPlan plan(q.heads / headsOf(op, op.getKeys()).heads, q.dim,
-                           headsOf(op, op.getValues()).dim, op.getBlockSize(),
-                           headsOf(op, op.getSelection()).dim);
-  return fixedDesign(
-      c, KernelVariant::MmaSync, kGradThreads, Hint::Free,
-      std::clamp<int64_t>(blocksBySharedMemory(plan.bytes), 1, 16));
+  const int64_t G = q.heads / headsOf(op, op.getKeys()).heads;
+  const int64_t d = q.dim, dv = headsOf(op, op.getValues()).dim;
+  const int64_t C = op.getBlockSize();
+  const int64_t topK = headsOf(op, op.getSelection()).dim;
+  Type elem = cast<ShapedType>(op.getQueries().getType()).getElementType();
+  const bool fits = queryTileGradFits(elem, G, d, dv, C);
+  FailureOr<KernelEpilogue> epilogue = c.pick<KernelEpilogue>(
+      "epilogue", c.field(&KernelConfigAttr::getEpilogue),
+      fits ? KernelEpilogue::Registers : KernelEpilogue::Shared,
+      [&](KernelEpilogue e) -> std::optional<std::string> {
+        if (e == KernelEpilogue::Registers && !fits)
+          return "the query-tile kernel needs G <= 16, d a multiple of 16 "
+                 "up to 128, dv a multiple of 16, C of 32 or 64 and 16-bit "
+                 "inputs";
+        return std::nullopt;
+      });
+  if (failed(epilogue))
+    return failure();
+  const bool onTiles = *epilogue == KernelEpilogue::Registers;
+  const int64_t bytes = onTiles ? QueryTileGradPlan(d, dv, C, topK).bytes
+                                : QueryGradPlan(G, d, dv, C, topK).bytes;
+  if (failed(fixedDesign(c, KernelVariant::MmaSync, kGradThreads)))
+    return failure();
+  return KernelConfigAttr::get(
+      op->getContext(), KernelVariant::MmaSync, kGradThreads, std::nullopt,
+      std::nullopt, std::nullopt, std::nullopt, std::nullopt, *epilogue,
+      c.blocksPerSM(std::clamp<int64_t>(blocksBySharedMemory(bytes), 1,
+                                        onTiles ? 2 : 16)));
 }
 
 /// The key kernel: dK and dV in registers where they fit a lane's

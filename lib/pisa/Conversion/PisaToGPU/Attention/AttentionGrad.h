@@ -49,6 +49,33 @@ struct QueryGradPlan {
                 int64_t blockSize, int64_t topK);
 };
 
+/// Whether the query kernel runs on query tiles (QueryGradTiles.cpp): four
+/// consecutive queries a block, a warp each, over the union of their
+/// blocks; G <= 16 (one m16 tile of head rows), d a multiple of 16 up to
+/// 128 (dQ in a lane's registers: d / 2 f32), dv a multiple of 16, C of 32
+/// or 64, 16-bit inputs. Else the staged query kernel.
+bool queryTileGradFits(Type elem, int64_t groupSize, int64_t headDim,
+                       int64_t valueDim, int64_t blockSize);
+
+/// The query-tile kernel's shared memory: two buffers of a union entry's K
+/// [C x d] and V [C x dv], each warp's Q [16 x d] and dO [16 x dv] head
+/// rows (16-bit, rows padded by 8 elements for ldmatrix), the warps' lists
+/// of attended blocks [4 x K] and counts, and the union [4 K] with its
+/// masks and count (i32).
+struct QueryTileGradPlan {
+  int64_t headDim, valueDim, blockSize, topK;
+  int64_t key[2], value[2], query, queryBytes, gradOut, gradOutBytes, lists,
+      counts, unionList, unionMask, unionCount, bytes;
+  QueryTileGradPlan(int64_t headDim, int64_t valueDim, int64_t blockSize,
+                    int64_t topK);
+};
+
+class Kernel;
+/// The query-tile kernel's body (parameters as the staged one's).
+void buildQueryTileGrad(ImplicitLocOpBuilder &b, const Kernel &kernel,
+                        const QueryTileGradPlan &plan, int64_t groupSize,
+                        int64_t kvHeads, float scale);
+
 /// Whether the key kernel keeps dK and dV in registers (the register key
 /// kernel, AttentionGradKeys.cpp): 16-bit inputs, C of 32 or 64 (each warp
 /// owns 16 keys), d and dv multiples of 16 with d + dv <= 256 (a lane

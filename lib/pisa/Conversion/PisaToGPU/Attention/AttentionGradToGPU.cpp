@@ -134,8 +134,12 @@ std::optional<std::string> mlir::pisa::detail::attentionGradLimitViolation(
   if (std::optional<std::string> why =
           attentionTileViolation(backward, elem, G, d, dv, c, topK))
     return why;
+  // The kernels --pisa-configure-kernels chooses by default.
+  const int64_t queryBytes = queryTileGradFits(elem, G, d, dv, c)
+                                 ? QueryTileGradPlan(d, dv, c, topK).bytes
+                                 : QueryGradPlan(G, d, dv, c, topK).bytes;
   const int64_t bytes = std::max(
-      QueryGradPlan(G, d, dv, c, topK).bytes,
+      queryBytes,
       KeyGradPlan(G, d, dv, c, keyGradientsInRegisters(elem, d, dv, c)).bytes);
   if (bytes <= kMaxAttentionSharedBytes)
     return std::nullopt;
@@ -386,10 +390,13 @@ struct GradQueriesToGPU : KernelOpPattern<SparseAttentionGradQueriesKernelOp> {
     MemRefType qType = bufferType(op.getQueries());
     const int64_t kvHeads = bufferType(op.getKeys()).getShape()[1];
     const int64_t G = qType.getShape()[1] / kvHeads;
-    const QueryGradPlan plan(
-        G, qType.getShape()[3], bufferType(op.getValues()).getShape()[3],
-        op.getBlockSize(), bufferType(op.getSelection()).getShape()[3]);
+    const int64_t d = qType.getShape()[3];
+    const int64_t dv = bufferType(op.getValues()).getShape()[3];
+    const int64_t topK = bufferType(op.getSelection()).getShape()[3];
+    const QueryGradPlan plan(G, d, dv, op.getBlockSize(), topK);
+    const QueryTileGradPlan tilePlan(d, dv, op.getBlockSize(), topK);
     KernelConfigAttr config = getKernelConfig(op);
+    const bool onTiles = config.getEpilogue() == KernelEpilogue::Registers;
     Kernel kernel;
     {
       OpBuilder::InsertionGuard guard(rewriter);
@@ -406,14 +413,20 @@ struct GradQueriesToGPU : KernelOpPattern<SparseAttentionGradQueriesKernelOp> {
                              {"delta", bufferType(op.getDelta())}});
       applyOccupancyHint(kernel.func(), config);
       ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-      QueryGradBlock(b, kernel, plan, G, kvHeads,
-                     op.getScale().convertToFloat())
-          .build(b);
+      const float scale = op.getScale().convertToFloat();
+      if (onTiles)
+        buildQueryTileGrad(b, kernel, tilePlan, G, kvHeads, scale);
+      else
+        QueryGradBlock(b, kernel, plan, G, kvHeads, scale).build(b);
     }
     Value groups = arith::MulIOp::create(host, dimOf(host, op.getQueries(), 0),
                                          indexConst(host, kvHeads));
-    launch(host, kernel, dimOf(host, op.getQueries(), 2), groups,
-           config.getThreads(),
+    // The query-tile kernel takes four queries a block.
+    Value gridX = dimOf(host, op.getQueries(), 2);
+    if (onTiles)
+      gridX = host.createOrFold<arith::CeilDivUIOp>(
+          gridX, indexConst(host, kGradWarps));
+    launch(host, kernel, gridX, groups, config.getThreads(),
            {{"queries", op.getQueries()},
             {"keys", op.getKeys()},
             {"values", op.getValues()},
@@ -424,7 +437,7 @@ struct GradQueriesToGPU : KernelOpPattern<SparseAttentionGradQueriesKernelOp> {
             {"gradOutput", op.getGradOutput()},
             {"gradQueries", op.getGradQueries()},
             {"delta", op.getDelta()}},
-           plan.bytes);
+           onTiles ? tilePlan.bytes : plan.bytes);
   }
 };
 

@@ -31,8 +31,13 @@ int64_t SharedTiles::place(int64_t &at, int64_t bytes) {
 
 Value SharedTiles::view(ImplicitLocOpBuilder &b, int64_t offset,
                         ArrayRef<int64_t> shape, Type type) const {
+  return viewAt(b, indexConst(b, offset), shape, type);
+}
+
+Value SharedTiles::viewAt(ImplicitLocOpBuilder &b, Value offset,
+                          ArrayRef<int64_t> shape, Type type) const {
   return memref::ViewOp::create(b, workgroupType(b.getContext(), shape, type),
-                                bytes, indexConst(b, offset), ValueRange{});
+                                bytes, offset, ValueRange{});
 }
 
 static Value zeroChunk(ImplicitLocOpBuilder &b, Type elem) {

@@ -28,6 +28,10 @@ public:
   /// The workgroup memref<shape x type> at byte `offset`.
   Value view(ImplicitLocOpBuilder &b, int64_t offset, ArrayRef<int64_t> shape,
              Type type) const;
+  /// The same at a byte offset computed in the kernel (a warp's own tile,
+  /// one of two buffers).
+  Value viewAt(ImplicitLocOpBuilder &b, Value offset, ArrayRef<int64_t> shape,
+               Type type) const;
 
 private:
   Value bytes;

@@ -295,16 +295,24 @@ def bench(args):
     kernel), the query kernel alone (`grad_dq`: nothing else feeds dq), and
     dense causal attention's backward (PyTorch SDPA, flash
     backend) on the same q, k, v, in one run; medians of CUDA-event times
-    after a warm-up, fresh inputs before each sample."""
+    after a warm-up, fresh inputs before each sample. With --fla DIR (a
+    directory holding fla-org's `fla` package source), fla's
+    parallel_nsa_fwd and parallel_nsa_bwd on the same inputs and selection
+    (token-major copies; fla attends every entry of a row, duplicates
+    included, where the contract attends each block once)."""
     import torch
     import torch.nn.functional as F
     from pisa import aot
 
+    fla = None
+    if args.fla:
+        sys.path.insert(0, args.fla)
+        from fla.ops.nsa import parallel as fla
     lib = aot.Library(os.path.join(args.dir, args.library))
     print(f"{args.library}:")
     print("| N | forward ms | backward ms | of which dq pass ms | backward / forward "
-          "| dense SDPA backward ms |")
-    print("|---|---|---|---|---|---|")
+          "| dense SDPA backward ms |" + (" fla forward ms | fla backward ms |" if fla else ""))
+    print("|---|---|---|---|---|---|" + ("---|---|" if fla else ""))
     for n in args.lengths:
         box = {}
         # The backward's scratch grows with N (dq in f32 when only dk is
@@ -354,8 +362,28 @@ def bench(args):
                 sdpa_backward()
             dense = check_attention.timed(timed_backward, max(3, args.samples // 3),
                                           fresh_dense)
+        peer = ""
+        if fla:
+            scale = 128 ** -0.5
+
+            def token_major():
+                fresh()
+                box["t"] = [box[x].transpose(1, 2).contiguous() for x in ("q", "k", "v", "do")]
+                box["idx"] = box["sel"].transpose(1, 2).contiguous().long()
+                box["fla_o"], box["fla_lse"] = fla.parallel_nsa_fwd(
+                    *box["t"][:3], box["idx"], 8, 64, scale)[:2]
+
+            token_major()
+            fla_fwd = check_attention.timed(
+                lambda: fla.parallel_nsa_fwd(*box["t"][:3], box["idx"], 8, 64, scale),
+                args.samples, token_major)
+            fla_bwd = check_attention.timed(
+                lambda: fla.parallel_nsa_bwd(*box["t"][:3], box["fla_o"], box["fla_lse"],
+                                             box["t"][3], box["idx"], 8, 64, scale),
+                args.samples, token_major)
+            peer = f" {fla_fwd:.3f} | {fla_bwd:.3f} |"
         print(f"| {n} | {fwd:.3f} | {bwd:.3f} | {dq_pass:.3f} | {bwd / fwd:.2f} "
-              f"| {dense:.2f} |", flush=True)
+              f"| {dense:.2f} |{peer}", flush=True)
     return 0
 
 
@@ -382,6 +410,7 @@ def main(argv=None):
     r.add_argument("--lengths", type=int, nargs="*", default=[4096, 16384, 65536, 262144])
     r.add_argument("--samples", type=int, default=10)
     r.add_argument("--max-dense", type=int, default=32768)
+    r.add_argument("--fla", help="a directory holding fla-org's fla package source")
     args = ap.parse_args(argv)
     return {"build": build, "check": check, "bench": bench}[args.cmd](args)
 

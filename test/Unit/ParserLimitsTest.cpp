@@ -59,6 +59,12 @@ TEST(ParserLimits, HugeResultNumbers) {
   EXPECT_EQ(below->column, 10u);
   EXPECT_NE(unsafe->reason.find("'%0#65536' is above 65535"),
             std::string::npos);
+  // The lexer takes `%0 #N` and `%0 // ...` newline `#N` as `%0#N`.
+  EXPECT_TRUE(findUnsafeInput("return %0 #2147483647 : i32"));
+  EXPECT_TRUE(findUnsafeInput("return %0\t\n #65536 : i32"));
+  EXPECT_TRUE(findUnsafeInput("return %0 // c\n  #65536 : i32"));
+  EXPECT_FALSE(findUnsafeInput("return %0 // c\n  #1 : i32"));
+  EXPECT_FALSE(findUnsafeInput("return %0 : i32 // #65536"));
 }
 
 } // namespace

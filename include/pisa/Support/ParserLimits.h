@@ -34,7 +34,9 @@ namespace mlir::pisa {
 constexpr uint64_t kMaxResultNumber = 65535;
 
 /// The first use `%name#N` with N above kMaxResultNumber: its offset in
-/// `text` and its spelling; std::nullopt if there is none.
+/// `text` and its spelling; std::nullopt if there is none. The lexer lets
+/// white space and `//` comments separate the name from `#N`, so they are
+/// skipped too.
 inline std::optional<std::pair<size_t, llvm::StringRef>>
 findHugeResultNumber(llvm::StringRef text) {
   auto isNameChar = [](char c) {
@@ -46,6 +48,18 @@ findHugeResultNumber(llvm::StringRef text) {
     size_t j = i + 1;
     while (j < text.size() && isNameChar(text[j]))
       ++j;
+    const size_t nameEnd = j;
+    while (j < text.size()) {
+      if (std::isspace(static_cast<unsigned char>(text[j]))) {
+        ++j;
+      } else if (text.substr(j).starts_with("//")) {
+        j = text.find('\n', j);
+        if (j == llvm::StringRef::npos)
+          j = text.size();
+      } else {
+        break;
+      }
+    }
     if (j >= text.size() || text[j] != '#')
       continue;
     size_t k = j + 1;
@@ -56,7 +70,8 @@ findHugeResultNumber(llvm::StringRef text) {
     if (digits > 5 ||
         (digits > 0 && !text.substr(j + 1, digits).getAsInteger(10, n) &&
          n > kMaxResultNumber))
-      return std::make_pair(i, text.slice(i, k));
+      // `%name#N`, or `#N` alone where space or a comment came between.
+      return std::make_pair(i, text.slice(j == nameEnd ? i : j, k));
   }
   return std::nullopt;
 }

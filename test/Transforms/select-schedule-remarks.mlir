@@ -1,7 +1,9 @@
 // RUN: pisa-opt %s --pisa-select-schedule="emit-remarks" -verify-diagnostics -split-input-file
 // RUN: not pisa-opt %s --pisa-select-schedule="q-tile=0" -split-input-file 2>&1 | FileCheck %s --enable-var-scope --check-prefix=QTILE
 
-// QTILE: expected q-tile >= 1 but got 0
+// QTILE: expected q-tile in [1, 1024] but got 0
+// RUN: not pisa-opt %s --pisa-select-schedule="q-tile=1025" -split-input-file 2>&1 | FileCheck %s --enable-var-scope --check-prefix=QTILEBIG
+// QTILEBIG: expected q-tile in [1, 1024] but got 1025
 
 func.func @prefill(%q: tensor<1x16x4096x128xbf16>, %k: tensor<1x1x4096x128xbf16>,
                    %p: tensor<1x1x127x128xf32>, %off: index) -> tensor<1x1x4096x8xi32> {

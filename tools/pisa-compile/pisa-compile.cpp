@@ -19,6 +19,7 @@
 #include "Manifest.h"
 
 #include "pisa/Analysis/GPUTarget.h"
+#include "pisa/Analysis/PyramidLayout.h"
 #include "pisa/InitAllDialects.h"
 #include "pisa/InitAllPasses.h"
 #include "pisa/Pipelines/Pipelines.h"
@@ -124,8 +125,11 @@ std::optional<std::string> parseArgs(int argc, char **argv, Options &opts) {
       std::string v;
       err = value(v);
       if (!err && (StringRef(v).getAsInteger(10, opts.pipeline.qTile) ||
-                   opts.pipeline.qTile < 1))
-        err = "expected a positive integer for --q-tile but got '" + v + "'";
+                   opts.pipeline.qTile < 1 ||
+                   opts.pipeline.qTile > mlir::pisa::kMaxQueryTile))
+        err = "expected an integer in [1, " +
+              std::to_string(mlir::pisa::kMaxQueryTile) +
+              "] for --q-tile but got '" + v + "'";
     } else if (arg.starts_with("-"))
       err = "unknown option '" + arg.str() + "'";
     else if (opts.input.empty())

@@ -47,6 +47,10 @@ private:
 /// work and memory (K above the number of leaves is legal and pads).
 constexpr int64_t kMaxTopK = 4096;
 constexpr int64_t kMaxBranching = 64;
+/// Queries a two-stage tile groups (q_tile): a tile's q_tile x G head rows
+/// are one GPU block's threads (at most 1024), and the bound keeps the
+/// scorer's tile arithmetic far from int64 overflow.
+constexpr int64_t kMaxQueryTile = 1024;
 /// Keys per leaf block; keeps every node's key span (C * g^(l-1) < C * g *
 /// M_1) far from int64 overflow for any tensor size.
 constexpr int64_t kMaxBlockSize = int64_t(1) << 20;

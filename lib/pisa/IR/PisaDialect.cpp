@@ -1,6 +1,7 @@
 //===- PisaDialect.cpp - PISA dialect and attributes ----------------------===//
 
 #include "pisa/IR/PisaDialect.h"
+#include "pisa/Analysis/PyramidLayout.h"
 #include "pisa/IR/PisaAttrs.h"
 #include "pisa/IR/PisaInterfaces.h"
 #include "pisa/IR/PisaOps.h"
@@ -41,8 +42,9 @@ void PisaDialect::initialize() {
 LogicalResult ScheduleAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                    ScheduleKind kind, int64_t qTile,
                                    int64_t ioTwoStage, int64_t ioSingleStage) {
-  if (qTile < 1)
-    return emitError() << "expected q_tile >= 1 but got " << qTile;
+  if (qTile < 1 || qTile > kMaxQueryTile)
+    return emitError() << "expected q_tile in [1, " << kMaxQueryTile
+                       << "] but got " << qTile;
   if (ioTwoStage < 0 || ioSingleStage < 0)
     return emitError() << "expected non-negative IO figures but got "
                        << ioTwoStage << " and " << ioSingleStage;

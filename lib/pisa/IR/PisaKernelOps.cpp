@@ -104,8 +104,10 @@ static LogicalResult verifyKernelAttributes(Operation *op) {
   if (std::optional<int64_t> topK = integer("topk"))
     if (failed(checkTopK(op, *topK)))
       return failure();
-  if (std::optional<int64_t> qTile = integer("q_tile"); qTile && *qTile < 1)
-    return op->emitOpError() << "expected q_tile >= 1 but got " << *qTile;
+  if (std::optional<int64_t> qTile = integer("q_tile");
+      qTile && (*qTile < 1 || *qTile > kMaxQueryTile))
+    return op->emitOpError() << "expected q_tile in [1, " << kMaxQueryTile
+                             << "] but got " << *qTile;
   if (Attribute config = op->getAttr(kKernelConfigAttrName);
       config && !isa<KernelConfigAttr>(config))
     return op->emitOpError()

@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "pisa/Analysis/IOCostModel.h"
+#include "pisa/Analysis/PyramidLayout.h"
 #include "pisa/IR/PisaOps.h"
 #include "pisa/Transforms/Passes.h"
 
@@ -26,9 +27,9 @@ struct PisaSelectSchedulePass
   using Base::Base;
 
   void runOnOperation() override {
-    if (qTile < 1) {
-      getOperation()->emitError()
-          << "expected q-tile >= 1 but got " << int64_t(qTile);
+    if (qTile < 1 || qTile > kMaxQueryTile) {
+      getOperation()->emitError() << "expected q-tile in [1, " << kMaxQueryTile
+                                  << "] but got " << int64_t(qTile);
       return signalPassFailure();
     }
     WalkResult result = getOperation()->walk([&](Operation *op) {

@@ -429,7 +429,7 @@ func.func @f(%q: tensor<1x4x200x32xf16>, %k: tensor<1x2x200x32xf16>, %p: tensor<
 
 // -----
 
-// expected-error @+1 {{expected q_tile >= 1 but got 0}}
+// expected-error @+1 {{expected q_tile in [1, 1024] but got 0}}
 "test.use"() {s = #pisa.schedule<two_stage, q_tile = 0, io_two_stage = 1, io_single_stage = 2>} : () -> ()
 
 // -----

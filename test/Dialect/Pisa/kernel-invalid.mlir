@@ -241,8 +241,19 @@ func.func @f(%k: memref<1x1x8x4xf32>, %p: memref<1x1x3x4xf32>) {
 // -----
 
 func.func @f(%q: memref<1x2x8x4xf32>, %k: memref<1x1x8x4xf32>, %l: memref<1x1x2xi32>, %t: memref<1x1x20xi32>, %nt: memref<1x1xi32>, %sp: memref<1x1x32xi32>, %u: memref<1x1x8x6xf32>, %i: index) {
-  // expected-error @+1 {{expected q_tile >= 1 but got 0}}
+  // expected-error @+1 {{expected q_tile in [1, 1024] but got 0}}
   pisa.kernel.score_tiles %q, %k, %i, %l, %l, %t, %t, %nt, %sp outs(%u) topk = 3 block_size = 4 q_tile = 0 scale = 0.5
+      : memref<1x2x8x4xf32>, memref<1x1x8x4xf32>, memref<1x1x2xi32>, memref<1x1x2xi32>, memref<1x1x20xi32>, memref<1x1x20xi32>, memref<1x1xi32>, memref<1x1x32xi32>, memref<1x1x8x6xf32>
+  return
+}
+
+// -----
+
+// A q_tile past the bound (a fuzz finding: the tile arithmetic of the GPU
+// configuration overflowed int64).
+func.func @f(%q: memref<1x2x8x4xf32>, %k: memref<1x1x8x4xf32>, %l: memref<1x1x2xi32>, %t: memref<1x1x20xi32>, %nt: memref<1x1xi32>, %sp: memref<1x1x32xi32>, %u: memref<1x1x8x6xf32>, %i: index) {
+  // expected-error @+1 {{expected q_tile in [1, 1024] but got 9223372036854775807}}
+  pisa.kernel.score_tiles %q, %k, %i, %l, %l, %t, %t, %nt, %sp outs(%u) topk = 3 block_size = 4 q_tile = 9223372036854775807 scale = 0.5
       : memref<1x2x8x4xf32>, memref<1x1x8x4xf32>, memref<1x1x2xi32>, memref<1x1x2xi32>, memref<1x1x20xi32>, memref<1x1x20xi32>, memref<1x1xi32>, memref<1x1x32xi32>, memref<1x1x8x6xf32>
   return
 }

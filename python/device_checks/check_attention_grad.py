@@ -384,7 +384,48 @@ def bench(args):
             peer = f" {fla_fwd:.3f} | {fla_bwd:.3f} |"
         print(f"| {n} | {fwd:.3f} | {bwd:.3f} | {dq_pass:.3f} | {bwd / fwd:.2f} "
               f"| {dense:.2f} |{peer}", flush=True)
+    if args.selections:
+        recorded_selections(args, lib)
     return 0
+
+
+def recorded_selections(args, lib):
+    """The same times over recorded selections (an .npz of [T, 1, K] int32
+    rows, as `retrieval_lm.py --dump-selections` writes), fresh q, k, v and
+    dO before each sample: how much the query tiles gain where consecutive
+    queries share their blocks."""
+    import numpy as np
+    import torch
+
+    recorded = np.load(args.selections)
+    ws = torch.empty(5 << 30, dtype=torch.uint8, device="cuda")
+    print(f"\n{os.path.basename(args.selections)}:")
+    print("| selection | forward ms | backward ms | of which dq pass ms |")
+    print("|---|---|---|---|")
+    for name in recorded.files:
+        rows = torch.from_numpy(recorded[name]).cuda()
+        n = rows.shape[0]
+        sel = rows.permute(1, 0, 2).contiguous()[None]
+        box = {}
+
+        def fresh():
+            box["q"] = torch.randn(1, 16, n, 128, device="cuda").to(torch.bfloat16)
+            box["k"] = torch.randn(1, 1, n, 128, device="cuda").to(torch.bfloat16)
+            box["v"] = torch.randn(1, 1, n, 128, device="cuda").to(torch.bfloat16)
+            box["do"] = torch.randn(1, 16, n, 128, device="cuda").to(torch.bfloat16)
+            box["o"] = lib("attend", box["q"], box["k"], box["v"], sel, 0, workspace=ws)
+            box["lse"] = lib("attend_lse", box["q"], box["k"], box["v"], sel, 0, workspace=ws)
+
+        def call(entry):
+            return lambda: lib(entry, box["q"], box["k"], box["v"], sel, 0, box["o"],
+                               box["lse"], box["do"], workspace=ws)
+
+        fwd = check_attention.timed(
+            lambda: lib("attend", box["q"], box["k"], box["v"], sel, 0, workspace=ws),
+            args.samples, fresh)
+        bwd = check_attention.timed(call("grad_dk"), args.samples, fresh)
+        dq_pass = check_attention.timed(call("grad_dq"), args.samples, fresh)
+        print(f"| {name} | {fwd:.3f} | {bwd:.3f} | {dq_pass:.3f} |", flush=True)
 
 
 def main(argv=None):
@@ -411,6 +452,8 @@ def main(argv=None):
     r.add_argument("--samples", type=int, default=10)
     r.add_argument("--max-dense", type=int, default=32768)
     r.add_argument("--fla", help="a directory holding fla-org's fla package source")
+    r.add_argument("--selections", metavar="FILE.npz",
+                   help="also time over recorded selections ([T, 1, K] int32 each)")
     args = ap.parse_args(argv)
     return {"build": build, "check": check, "bench": bench}[args.cmd](args)
 

@@ -135,11 +135,21 @@ func.func @paged(%q: tensor<40000x4x1x32xf16>, %pages: tensor<64x16x2x32xf16>, %
 
 // -----
 
-// Products of limits saturate instead of overflowing, and the message
-// names the factors, not the saturated product.
-func.func @huge_q_tile(%q: tensor<1x16x4096x128xf32>, %k: tensor<1x1x4096x128xf32>, %p: tensor<1x1x127x128xf32>, %off: index) -> tensor<1x1x4096x8xi32> {
-  // expected-error @+1 {{has q_tile * G = 9223372036854775807 * 16 above the GPU limit of 1024 threads per stage-2 block}}
+// The message names the factors of a product past a limit.
+func.func @large_q_tile(%q: tensor<1x16x4096x128xf32>, %k: tensor<1x1x4096x128xf32>, %p: tensor<1x1x127x128xf32>, %off: index) -> tensor<1x1x4096x8xi32> {
+  // expected-error @+1 {{has q_tile * G = 1024 * 16 above the GPU limit of 1024 threads per stage-2 block}}
   %s = pisa.hier_topk %q, %k, %p, %off topk = 8 block_size = 64 branching = 2
+      {schedule = #pisa.schedule<two_stage, q_tile = 1024, io_two_stage = 4096, io_single_stage = 8192>}
+      : tensor<1x16x4096x128xf32>, tensor<1x1x4096x128xf32>, tensor<1x1x127x128xf32> -> tensor<1x1x4096x8xi32>
+  return %s : tensor<1x1x4096x8xi32>
+}
+
+// -----
+
+// A q_tile past 1024 is refused by the schedule attribute itself.
+func.func @huge_q_tile(%q: tensor<1x16x4096x128xf32>, %k: tensor<1x1x4096x128xf32>, %p: tensor<1x1x127x128xf32>, %off: index) -> tensor<1x1x4096x8xi32> {
+  %s = pisa.hier_topk %q, %k, %p, %off topk = 8 block_size = 64 branching = 2
+      // expected-error @+1 {{expected q_tile in [1, 1024] but got 9223372036854775807}}
       {schedule = #pisa.schedule<two_stage, q_tile = 9223372036854775807, io_two_stage = 4096, io_single_stage = 8192>}
       : tensor<1x16x4096x128xf32>, tensor<1x1x4096x128xf32>, tensor<1x1x127x128xf32> -> tensor<1x1x4096x8xi32>
   return %s : tensor<1x1x4096x8xi32>

@@ -326,10 +326,50 @@ FailureOr<KernelConfigAttr> configureSingleStage(Operation *op, Value queries,
                                c.blocksPerSM(block ? 1 : 0));
 }
 
+/// An op with a register design and a staged one, on mma.sync: the
+/// register design where `fits` (at most 2 blocks per SM: its 255
+/// registers fit no more without spills; `needs` says what it takes), else
+/// the staged one (blocks as shared memory allows); `bytes(inRegisters)`
+/// is the chosen design's shared memory. `variantWhy` refuses another
+/// variant.
+FailureOr<KernelConfigAttr>
+registerOrStaged(Operation *op, Configurer &c, bool fits, StringRef needs,
+                 int64_t threads, StringRef variantWhy,
+                 llvm::function_ref<int64_t(bool)> bytes) {
+  FailureOr<KernelEpilogue> epilogue = c.pick<KernelEpilogue>(
+      "epilogue", c.field(&KernelConfigAttr::getEpilogue),
+      fits ? KernelEpilogue::Registers : KernelEpilogue::Shared,
+      [&](KernelEpilogue e) -> std::optional<std::string> {
+        if (e == KernelEpilogue::Registers && !fits)
+          return needs.str();
+        return std::nullopt;
+      });
+  if (failed(epilogue))
+    return failure();
+  const bool inRegisters = *epilogue == KernelEpilogue::Registers;
+  FailureOr<KernelVariant> variant =
+      c.pick<KernelVariant>("variant", c.askedVariant(), KernelVariant::MmaSync,
+                            [&](KernelVariant v) -> std::optional<std::string> {
+                              if (v != KernelVariant::MmaSync)
+                                return variantWhy.str();
+                              return std::nullopt;
+                            });
+  if (failed(variant))
+    return failure();
+  return KernelConfigAttr::get(
+      op->getContext(), *variant, threads, std::nullopt, std::nullopt,
+      std::nullopt, std::nullopt, std::nullopt, *epilogue,
+      c.blocksPerSM(std::clamp<int64_t>(
+          blocksBySharedMemory(bytes(inRegisters)), 1, inRegisters ? 2 : 16)));
+}
+
+/// The elements of an op's queries.
+Type queryElements(Value queries) {
+  return cast<ShapedType>(queries.getType()).getElementType();
+}
+
 /// Sparse attention: the register kernel where the query's heads and
-/// tiles fit a lane's registers (at most 2 blocks per SM: 255 registers
-/// fit no more without spills), else the staged one (blocks as shared
-/// memory allows).
+/// tiles fit a lane's registers (attendsInRegisters), else the staged one.
 FailureOr<KernelConfigAttr> configure(SparseAttentionKernelOp op,
                                       Configurer &c) {
   Heads q = headsOf(op, op.getQueries());
@@ -337,38 +377,16 @@ FailureOr<KernelConfigAttr> configure(SparseAttentionKernelOp op,
   const int64_t dv = headsOf(op, op.getValues()).dim;
   const int64_t topK = headsOf(op, op.getSelection()).dim;
   const int64_t C = op.getBlockSize();
-  Type elem = cast<ShapedType>(op.getQueries().getType()).getElementType();
-  const bool fits = attendsInRegisters(elem, G, q.dim, dv, C);
-  FailureOr<KernelEpilogue> epilogue = c.pick<KernelEpilogue>(
-      "epilogue", c.field(&KernelConfigAttr::getEpilogue),
-      fits ? KernelEpilogue::Registers : KernelEpilogue::Shared,
-      [&](KernelEpilogue e) -> std::optional<std::string> {
-        if (e == KernelEpilogue::Registers && !fits)
-          return "the register kernel needs G <= 16, d a multiple of 32 up "
-                 "to 128, dv of 8 up to 128, C of 16 up to 64 and 16-bit "
-                 "inputs";
-        return std::nullopt;
+  return registerOrStaged(
+      op, c,
+      attendsInRegisters(queryElements(op.getQueries()), G, q.dim, dv, C),
+      "the register kernel needs G <= 16, d a multiple of 32 up to 128, dv "
+      "of 8 up to 128, C of 16 up to 64 and 16-bit inputs",
+      kAttentionThreads, "sparse attention runs on mma_sync",
+      [&](bool inRegisters) {
+        return inRegisters ? RegisterAttentionPlan(q.dim, dv, C, topK).bytes
+                           : AttentionTiles(G, q.dim, dv, C, topK).bytes;
       });
-  if (failed(epilogue))
-    return failure();
-  const bool inRegisters = *epilogue == KernelEpilogue::Registers;
-  const int64_t bytes = inRegisters
-                            ? RegisterAttentionPlan(q.dim, dv, C, topK).bytes
-                            : AttentionTiles(G, q.dim, dv, C, topK).bytes;
-  FailureOr<KernelVariant> variant =
-      c.pick<KernelVariant>("variant", c.askedVariant(), KernelVariant::MmaSync,
-                            [](KernelVariant v) -> std::optional<std::string> {
-                              if (v != KernelVariant::MmaSync)
-                                return "sparse attention runs on mma_sync";
-                              return std::nullopt;
-                            });
-  if (failed(variant))
-    return failure();
-  return KernelConfigAttr::get(
-      op->getContext(), *variant, kAttentionThreads, std::nullopt, std::nullopt,
-      std::nullopt, std::nullopt, std::nullopt, *epilogue,
-      c.blocksPerSM(std::clamp<int64_t>(blocksBySharedMemory(bytes), 1,
-                                        inRegisters ? 2 : 16)));
 }
 
 /// How a kernel of one design takes an occupancy hint.
@@ -394,9 +412,8 @@ FailureOr<KernelConfigAttr> fixedDesign(Configurer &c, KernelVariant variant,
                 hint == Hint::Free ? c.blocksPerSM(blocksPerSM) : std::nullopt);
 }
 
-/// The query kernel: on query tiles (dQ in registers) where a query's
-/// heads fit one m16 tile (queryTileGradFits; at most 2 blocks per SM),
-/// else staged through shared memory (blocks as it allows).
+/// The backward's query kernel: on query tiles (dQ in registers) where a
+/// query's heads fit one m16 tile (queryTileGradFits), else staged.
 FailureOr<KernelConfigAttr> configure(SparseAttentionGradQueriesKernelOp op,
                                       Configurer &c) {
   Heads q = headsOf(op, op.getQueries());
@@ -404,63 +421,31 @@ FailureOr<KernelConfigAttr> configure(SparseAttentionGradQueriesKernelOp op,
   const int64_t d = q.dim, dv = headsOf(op, op.getValues()).dim;
   const int64_t C = op.getBlockSize();
   const int64_t topK = headsOf(op, op.getSelection()).dim;
-  Type elem = cast<ShapedType>(op.getQueries().getType()).getElementType();
-  const bool fits = queryTileGradFits(elem, G, d, dv, C);
-  FailureOr<KernelEpilogue> epilogue = c.pick<KernelEpilogue>(
-      "epilogue", c.field(&KernelConfigAttr::getEpilogue),
-      fits ? KernelEpilogue::Registers : KernelEpilogue::Shared,
-      [&](KernelEpilogue e) -> std::optional<std::string> {
-        if (e == KernelEpilogue::Registers && !fits)
-          return "the query-tile kernel needs G <= 16, d a multiple of 16 "
-                 "up to 128, dv a multiple of 16, C of 32 or 64 and 16-bit "
-                 "inputs";
-        return std::nullopt;
+  return registerOrStaged(
+      op, c, queryTileGradFits(queryElements(op.getQueries()), G, d, dv, C),
+      "the query-tile kernel needs G <= 16, d a multiple of 16 up to 128, dv "
+      "a multiple of 16, C of 32 or 64 and 16-bit inputs",
+      kGradThreads, "this op's kernel runs on mma_sync", [&](bool onTiles) {
+        return onTiles ? QueryTileGradPlan(d, dv, C, topK).bytes
+                       : QueryGradPlan(G, d, dv, C, topK).bytes;
       });
-  if (failed(epilogue))
-    return failure();
-  const bool onTiles = *epilogue == KernelEpilogue::Registers;
-  const int64_t bytes = onTiles ? QueryTileGradPlan(d, dv, C, topK).bytes
-                                : QueryGradPlan(G, d, dv, C, topK).bytes;
-  if (failed(fixedDesign(c, KernelVariant::MmaSync, kGradThreads)))
-    return failure();
-  return KernelConfigAttr::get(
-      op->getContext(), KernelVariant::MmaSync, kGradThreads, std::nullopt,
-      std::nullopt, std::nullopt, std::nullopt, std::nullopt, *epilogue,
-      c.blocksPerSM(std::clamp<int64_t>(blocksBySharedMemory(bytes), 1,
-                                        onTiles ? 2 : 16)));
 }
 
-/// The key kernel: dK and dV in registers where they fit a lane's
-/// (keyGradientsInRegisters; at most 2 blocks per SM, as the forward's
-/// register kernel), else staged through shared memory.
+/// The backward's key kernel: dK and dV in registers where they fit a
+/// lane's (keyGradientsInRegisters), else staged.
 FailureOr<KernelConfigAttr> configure(SparseAttentionGradKeysKernelOp op,
                                       Configurer &c) {
   Heads q = headsOf(op, op.getQueries());
+  const int64_t G = q.heads / headsOf(op, op.getKeys()).heads;
   const int64_t d = q.dim, dv = headsOf(op, op.getValues()).dim;
   const int64_t C = op.getBlockSize();
-  Type elem = cast<ShapedType>(op.getQueries().getType()).getElementType();
-  const bool fits = keyGradientsInRegisters(elem, d, dv, C);
-  FailureOr<KernelEpilogue> epilogue = c.pick<KernelEpilogue>(
-      "epilogue", c.field(&KernelConfigAttr::getEpilogue),
-      fits ? KernelEpilogue::Registers : KernelEpilogue::Shared,
-      [&](KernelEpilogue e) -> std::optional<std::string> {
-        if (e == KernelEpilogue::Registers && !fits)
-          return "the register key kernel needs C of 32 or 64, d and dv "
-                 "multiples of 16 with d + dv <= 256 and 16-bit inputs";
-        return std::nullopt;
+  return registerOrStaged(
+      op, c, keyGradientsInRegisters(queryElements(op.getQueries()), d, dv, C),
+      "the register key kernel needs C of 32 or 64, d and dv multiples of 16 "
+      "with d + dv <= 256 and 16-bit inputs",
+      kGradThreads, "this op's kernel runs on mma_sync", [&](bool inRegisters) {
+        return KeyGradPlan(G, d, dv, C, inRegisters).bytes;
       });
-  if (failed(epilogue))
-    return failure();
-  const bool inRegisters = *epilogue == KernelEpilogue::Registers;
-  const KeyGradPlan plan(q.heads / headsOf(op, op.getKeys()).heads, d, dv, C,
-                         inRegisters);
-  if (failed(fixedDesign(c, KernelVariant::MmaSync, kGradThreads)))
-    return failure();
-  return KernelConfigAttr::get(
-      op->getContext(), KernelVariant::MmaSync, kGradThreads, std::nullopt,
-      std::nullopt, std::nullopt, std::nullopt, std::nullopt, *epilogue,
-      c.blocksPerSM(std::clamp<int64_t>(blocksBySharedMemory(plan.bytes), 1,
-                                        inRegisters ? 2 : 16)));
 }
 
 /// The configuration of `op`: each field `requested` (may be null) sets

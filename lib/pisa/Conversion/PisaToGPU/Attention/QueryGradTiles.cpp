@@ -205,7 +205,6 @@ private:
   /// Thread 0 merges the warps' lists into the union (ascending, each
   /// block once) with, per entry, the mask of the warps that attend it.
   void mergeLists(ImplicitLocOpBuilder &b) {
-    Type i32 = b.getI32Type();
     buildIfThen(
         b, cmp(b, P::eq, tid, indexConst(b, 0)), [&](ImplicitLocOpBuilder &tb) {
           SmallVector<Value> ends, init;
@@ -264,7 +263,6 @@ private:
               });
           memref::StoreOp::create(tb, toI32(tb, out[kGradWarps]), unionCount,
                                   indexConst(tb, 0));
-          (void)i32;
         });
   }
 

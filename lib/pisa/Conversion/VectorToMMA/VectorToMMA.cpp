@@ -322,12 +322,19 @@ struct ConvertVectorToMmaSyncPass
   void runOnOperation() override {
     Operation *root = getOperation();
     MLIRContext *ctx = &getContext();
-    if (failed(pisa::unrollWarpMatmulsToMmaShape(root)))
-      return signalPassFailure();
-
+    // Kernel by kernel: the unrolling's greedy rewrite and the fragment
+    // maps stay inside one function (a rewrite scoped to several kernels
+    // let one kernel's values reach another's ops).
+    SmallVector<Operation *> functions;
+    root->walk<WalkOrder::PreOrder>([&](FunctionOpInterface function) {
+      functions.push_back(function);
+      return WalkResult::skip();
+    });
     IRRewriter rewriter(ctx);
-    if (failed(pisa::convertWarpMatmulsToNVGPU(rewriter, root)))
-      return signalPassFailure();
+    for (Operation *function : functions)
+      if (failed(pisa::unrollWarpMatmulsToMmaShape(function)) ||
+          failed(pisa::convertWarpMatmulsToNVGPU(rewriter, function)))
+        return signalPassFailure();
 
     RewritePatternSet lower(ctx);
     pisa::populateBF16MmaSyncToNVVMPatterns(lower);

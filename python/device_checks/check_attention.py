@@ -14,6 +14,8 @@ library has dynamic B, N and Nq and six entries:
   attend_tm, attend_tm_lse                         the same, token-major
                                                    (must equal attend's
                                                    bitwise, transposed)
+  attend_varlen(q, k, v, selection, cu_q, cu_k) -> o, lse
+                                     pisa.sparse_attention_varlen
   prefill(q, k, v, offset) -> o      pyramid_build -> hier_topk ->
                                      sparse_attention, one program
   prefill_selection(q, k, offset) -> the selection prefill attends to
@@ -23,10 +25,16 @@ chunks and single decode queries included) and requires, against
 (bf16) or 5e-3 (f16), |lse - lse_ref| <= 1e-3 max(1, |lse_ref|), rows with
 no key exactly 0 and -inf. `attend` is given crafted selections (sorted
 rows with -1 padding, duplicates, unsorted rows, entries out of range,
-empty rows); `prefill` its own selection.
+empty rows); `prefill` its own selection. Each shape also calls
+`attend_varlen` on a packed batch (the first mixing lengths 0, 1, C - 1,
+C, C + 1; sequences prefill, chunk, decode or none; crafted selections):
+each sequence within the same tolerances of the reference at offset
+N_b - Nq_b and bitwise equal to `attend_tm` on it alone, and with
+cu_seqlens_k[0] = 1 every output and lse NaN.
 """
 
 import argparse
+import itertools
 import json
 import math
 import os
@@ -107,6 +115,10 @@ def program(cfg):
     ot, lt = f"tensor<?x?x{Hkv * G}x{dv}x{t}>", f"tensor<?x?x{Hkv * G}xf32>"
     attend_tm = (f"pisa.sparse_attention %q, %k, %v, %s, %off block_size = {C} "
                  f"{{token_major}}\n      : {qt}, {kt}, {vt}, {st} -> {ot}, {lt}")
+    # Packed varlen: [T, H, X], lse [Tq, Hq], cu_seqlens [B + 1].
+    qp, kp = f"tensor<?x{Hkv * G}x{d}x{t}>", f"tensor<?x{Hkv}x{d}x{t}>"
+    vp, sp = f"tensor<?x{Hkv}x{dv}x{t}>", f"tensor<?x{Hkv}x{K}xi32>"
+    op, lp, cu = f"tensor<?x{Hkv * G}x{dv}x{t}>", f"tensor<?x{Hkv * G}xf32>", "tensor<?xi32>"
     select = (f"%p = pisa.pyramid_build %k block_size = {C} branching = {g} : {k} -> {p}\n"
               f"  %s = pisa.hier_topk %q, %k, %p, %off topk = {K} block_size = {C} "
               f"branching = {g}\n      : {q}, {k}, {p} -> {s}")
@@ -125,6 +137,12 @@ func.func @attend_tm(%q: {qt}, %k: {kt}, %v: {vt}, %s: {st}, %off: index) -> {ot
 func.func @attend_tm_lse(%q: {qt}, %k: {kt}, %v: {vt}, %s: {st}, %off: index) -> {lt} {{
   %o, %l = {attend_tm}
   return %l : {lt}
+}}
+func.func @attend_varlen(%q: {qp}, %k: {kp}, %v: {vp}, %s: {sp}, %cuq: {cu}, %cuk: {cu})
+    -> ({op}, {lp}) {{
+  %o, %l = pisa.sparse_attention_varlen %q, %k, %v, %s cu_seqlens(%cuq, %cuk)
+      block_size = {C} : {qp}, {kp}, {vp}, {sp}, {cu}, {cu} -> {op}, {lp}
+  return %o, %l : {op}, {lp}
 }}
 func.func @prefill(%q: {q}, %k: {k}, %v: {v}, %off: index) -> {o} {{
   {select}
@@ -265,6 +283,82 @@ def draw_shape(rng, cfg):
     return rng.randint(1, 2), N, nq, offset, mode
 
 
+def draw_packed_batch(rng, C, first):
+    """(lengths N_b, query counts Nq_b) of a packed batch: the first call's
+    mixes the edge lengths (0, 1, C - 1, C, C + 1), the others are drawn;
+    each sequence prefill, a chunk, decode or no query."""
+    if first:
+        lengths = [0, 1, max(C - 1, 1), C, C + 1, sweep.draw_length(rng, C, 2000)]
+        rng.shuffle(lengths)
+    else:
+        lengths = [0 if rng.random() < 0.1 else sweep.draw_length(rng, C, 2500)
+                   for _ in range(rng.randint(1, 5))]
+    queries = []
+    for n in lengths:
+        kind = rng.choices(("prefill", "decode", "chunk", "none"), (0.4, 0.3, 0.2, 0.1))[0]
+        queries.append(min(n, 1200) if kind == "prefill" else min(n, 1) if kind == "decode"
+                       else rng.randint(0, min(n, 600)) if kind == "chunk" else 0)
+    return lengths, queries
+
+
+def cu_of(counts):
+    import torch
+    return torch.tensor([0] + list(itertools.accumulate(counts)), dtype=torch.int32)
+
+
+def check_varlen(lib, cfg, rng, gen, first):
+    """attend_varlen on a packed batch: each sequence against the float64
+    reference at offset N_b - Nq_b, and bitwise equal to attend_tm on that
+    sequence alone; then the same batch with cu_seqlens_k[0] = 1 (a broken
+    batch): every output and lse NaN. Returns (ok, worst error, notes)."""
+    import torch
+
+    Hkv, G, d, dv, C, K = (cfg[x] for x in ("Hkv", "G", "d", "dv", "C", "K"))
+    dt = {"f16": torch.float16, "bf16": torch.bfloat16}[cfg["dtype"]]
+    lengths, queries = draw_packed_batch(rng, C, first)
+    Tq, Tk = sum(queries), sum(lengths)
+    q = torch.randn(Tq, Hkv * G, d, generator=gen).to(dt).cuda()
+    k = torch.randn(Tk, Hkv, d, generator=gen).to(dt).cuda()
+    v = torch.randn(Tk, Hkv, dv, generator=gen).to(dt).cuda()
+    parts = [crafted_selection(gen, 1, Hkv, nq, K, n, C, n - nq)[0].transpose(0, 1)
+             for n, nq in zip(lengths, queries) if nq]
+    sel = (torch.cat(parts) if parts else torch.zeros(0, Hkv, K, dtype=torch.int32)).cuda()
+    cuq, cuk = cu_of(queries).cuda(), cu_of(lengths).cuda()
+    o, lse = lib("attend_varlen", q, k, v, sel, cuq, cuk)
+    torch.cuda.synchronize()
+    notes, ok, worst = [], True, 0.0
+    where = f"varlen N={lengths} Nq={queries}"
+    for b, (n, nq) in enumerate(zip(lengths, queries)):
+        if not nq:
+            continue
+        q0, k0 = int(cuq[b]), int(cuk[b])
+        qb, kb, vb = q[q0:q0 + nq], k[k0:k0 + n], v[k0:k0 + n]
+        sb = sel[q0:q0 + nq]
+        o_ref, lse_ref = reference(qb.transpose(0, 1)[None], kb.transpose(0, 1)[None],
+                                   vb.transpose(0, 1)[None], sb.transpose(0, 1)[None],
+                                   n - nq, C, 1.0 / math.sqrt(d))
+        ob, lb = o[q0:q0 + nq].transpose(0, 1)[None], lse[q0:q0 + nq].transpose(0, 1)[None]
+        good, err, _, why = compare(ob, lb, o_ref, lse_ref, cfg["dtype"])
+        worst = max(worst, err)
+        if not good:
+            ok = False
+            notes.append(f"{where}: sequence {b}: {why}")
+        o_tm = lib("attend_tm", qb[None], kb[None], vb[None], sb[None], n - nq)
+        lse_tm = lib("attend_tm_lse", qb[None], kb[None], vb[None], sb[None], n - nq)
+        if not (torch.equal(o_tm[0], o[q0:q0 + nq]) and torch.equal(lse_tm[0], lse[q0:q0 + nq])):
+            ok = False
+            notes.append(f"{where}: sequence {b} differs from attend_tm on it alone")
+    if Tk:
+        broken = cuk.clone()
+        broken[0] = 1
+        o_bad, lse_bad = lib("attend_varlen", q, k, v, sel, cuq, broken)
+        torch.cuda.synchronize()
+        if not (bool(torch.isnan(o_bad).all()) and bool(torch.isnan(lse_bad).all())):
+            ok = False
+            notes.append(f"{where}: cu_seqlens_k[0] = 1 did not give NaN everywhere")
+    return ok, worst, notes
+
+
 def check_case(lib, cfg, rng, shapes):
     import torch
 
@@ -303,6 +397,10 @@ def check_case(lib, cfg, rng, shapes):
                         and torch.equal(lse_tm.transpose(1, 2), lse)):
                     ok = False
                     notes.append(f"token-major B={B} N={N} Nq={nq}: differs from head-major")
+        good, err, why = check_varlen(lib, cfg, rng, gen, first=j == 0)
+        worst = max(worst, err)
+        ok = ok and good
+        notes += why
     desc = (f"{cfg['name']} Hkv={Hkv} G={G} d={d} dv={dv} C={C} K={K} {cfg['dtype']}: "
             f"{shapes} shapes, max |o - ref| {worst:.2e}")
     return ok, desc + ("" if ok else ": " + "; ".join(notes[:3]))

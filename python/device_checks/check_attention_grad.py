@@ -29,6 +29,10 @@ Pass rule (FlashAttention's test rule, on the relative Frobenius error):
 each gradient's error at most twice that of the same math in PyTorch in the
 input's dtype (autograd through matmuls and softmax in bf16/f16) plus 1e-3;
 the backward run twice gives bitwise the same results (determinism).
+Each shape also runs the packed entries (attend_varlen, grad_varlen:
+pisa.sparse_attention_varlen and pisa.sparse_attention_grad_varlen) on a
+packed batch (check_varlen: every sequence against autograd on it alone,
+dq bitwise that of grad_tm_dq, NaN on broken cu_seqlens).
 """
 
 import argparse
@@ -144,6 +148,26 @@ func.func @attend_lse(%q: {q}, %k: {k}, %v: {v}, %s: {s}, %off: index) -> {lse} 
   return %g#{index} : {rtype}
 }}
 """
+    # Packed varlen: [T, H, X], lse [Tq, Hq], cu_seqlens [B + 1].
+    qp, kp = f"tensor<?x{Hq}x{d}x{t}>", f"tensor<?x{Hkv}x{d}x{t}>"
+    vp, sp = f"tensor<?x{Hkv}x{dv}x{t}>", f"tensor<?x{Hkv}x{K}xi32>"
+    op, lp, cu = f"tensor<?x{Hq}x{dv}x{t}>", f"tensor<?x{Hq}xf32>", "tensor<?xi32>"
+    dqp, dkp = f"tensor<?x{Hq}x{d}xf32>", f"tensor<?x{Hkv}x{d}xf32>"
+    dvp = f"tensor<?x{Hkv}x{dv}xf32>"
+    text += f"""func.func @attend_varlen(%q: {qp}, %k: {kp}, %v: {vp}, %s: {sp}, %cuq: {cu},
+    %cuk: {cu}) -> ({op}, {lp}) {{
+  %o, %l = pisa.sparse_attention_varlen %q, %k, %v, %s cu_seqlens(%cuq, %cuk)
+      block_size = {C} : {qp}, {kp}, {vp}, {sp}, {cu}, {cu} -> {op}, {lp}
+  return %o, %l : {op}, {lp}
+}}
+func.func @grad_varlen(%q: {qp}, %k: {kp}, %v: {vp}, %s: {sp}, %cuq: {cu}, %cuk: {cu},
+    %o: {op}, %l: {lp}, %do: {op}) -> ({dqp}, {dkp}, {dvp}) {{
+  %dq, %dk, %dv = pisa.sparse_attention_grad_varlen %q, %k, %v, %s cu_seqlens(%cuq, %cuk)
+      out(%o, %l) grad(%do) block_size = {C}
+      : {qp}, {kp}, {vp}, {sp}, {cu}, {cu}, {op}, {lp}, {op} -> {dqp}, {dkp}, {dvp}
+  return %dq, %dk, %dv : {dqp}, {dkp}, {dvp}
+}}
+"""
     return text
 
 
@@ -203,6 +227,79 @@ def rel_error(x, ref):
     return num / den if den > 0 else num
 
 
+def check_varlen(lib, cfg, rng, gen, first):
+    """grad_varlen on a packed batch (check_attention.draw_packed_batch,
+    query counts cut to keep the dense reference small) after attend_varlen:
+    each sequence's dq, dk and dv within the pass rule of autograd on it
+    alone (key rows of sequences without queries exactly 0), dq bitwise that
+    of grad_tm_dq on the sequence alone, a second run bitwise the same, and
+    with cu_seqlens_k[0] = 1 every gradient NaN. Returns (ok, worst errors,
+    notes)."""
+    import torch
+
+    Hkv, G, d, dv, C, K = (cfg[x] for x in ("Hkv", "G", "d", "dv", "C", "K"))
+    dt = {"f16": torch.float16, "bf16": torch.bfloat16}[cfg["dtype"]]
+    scale = 1.0 / math.sqrt(d)
+    lengths, queries = check_attention.draw_packed_batch(rng, C, first)
+    for b, n in enumerate(lengths):
+        while Hkv * G * queries[b] * n > 20_000_000 and queries[b] > 1:
+            queries[b] //= 2
+    Tq, Tk = sum(queries), sum(lengths)
+    q = torch.randn(Tq, Hkv * G, d, generator=gen).to(dt).cuda()
+    k = torch.randn(Tk, Hkv, d, generator=gen).to(dt).cuda()
+    v = torch.randn(Tk, Hkv, dv, generator=gen).to(dt).cuda()
+    do = torch.randn(Tq, Hkv * G, dv, generator=gen).to(dt).cuda()
+    parts = [check_attention.crafted_selection(gen, 1, Hkv, nq, K, n, C, n - nq)[0]
+             .transpose(0, 1) for n, nq in zip(lengths, queries) if nq]
+    sel = (torch.cat(parts) if parts else torch.zeros(0, Hkv, K, dtype=torch.int32)).cuda()
+    cuq, cuk = check_attention.cu_of(queries).cuda(), check_attention.cu_of(lengths).cuda()
+    o, lse = lib("attend_varlen", q, k, v, sel, cuq, cuk)
+    got = lib("grad_varlen", q, k, v, sel, cuq, cuk, o, lse, do)
+    again = lib("grad_varlen", q, k, v, sel, cuq, cuk, o, lse, do)
+    torch.cuda.synchronize()
+    notes, ok, worst = [], True, [0.0, 0.0, 0.0]
+    where = f"varlen N={lengths} Nq={queries}"
+    if not all(torch.equal(x, y) for x, y in zip(got, again)):
+        ok = False
+        notes.append(f"{where}: two runs differ")
+    for b, (n, nq) in enumerate(zip(lengths, queries)):
+        q0, k0 = int(cuq[b]), int(cuk[b])
+        if not nq:
+            if not (bool((got[1][k0:k0 + n] == 0).all()) and bool((got[2][k0:k0 + n] == 0).all())):
+                ok = False
+                notes.append(f"{where}: sequence {b} has no query but nonzero dk or dv")
+            continue
+        head = lambda x: x.transpose(0, 1)[None]  # noqa: E731 [T, H, X] -> [1, H, T, X]
+        qb, kb, vb, dob = head(q[q0:q0 + nq]), head(k[k0:k0 + n]), head(v[k0:k0 + n]), \
+            head(do[q0:q0 + nq])
+        sb = head(sel[q0:q0 + nq])
+        mask = attended_mask(sb, n - nq, n, C)
+        ref = autograd_grads(qb, kb, vb, mask, dob, scale, torch.float64)
+        low = autograd_grads(qb, kb, vb, mask, dob, scale, dt)
+        mine = (head(got[0][q0:q0 + nq]), head(got[1][k0:k0 + n]), head(got[2][k0:k0 + n]))
+        for i, name in enumerate(("dq", "dk", "dv")):
+            err, base = rel_error(mine[i], ref[i]), rel_error(low[i], ref[i])
+            worst[i] = max(worst[i], err)
+            if not (err <= 2 * base + 1e-3) or not math.isfinite(err):
+                ok = False
+                notes.append(f"{name} {where} sequence {b}: error {err:.2e} above "
+                             f"2 x {base:.2e} + 1e-3")
+        tm = [x[None] for x in (q[q0:q0 + nq], k[k0:k0 + n], v[k0:k0 + n], sel[q0:q0 + nq])]
+        tm += [n - nq] + [x[None] for x in (o[q0:q0 + nq], lse[q0:q0 + nq], do[q0:q0 + nq])]
+        if not torch.equal(lib("grad_tm_dq", *tm)[0], got[0][q0:q0 + nq]):
+            ok = False
+            notes.append(f"{where}: sequence {b}'s dq differs from grad_tm_dq on it alone")
+    if Tk:
+        broken = cuk.clone()
+        broken[0] = 1
+        bad = lib("grad_varlen", q, k, v, sel, cuq, broken, o, lse, do)
+        torch.cuda.synchronize()
+        if not all(bool(torch.isnan(x).all()) for x in bad):
+            ok = False
+            notes.append(f"{where}: cu_seqlens_k[0] = 1 did not give NaN everywhere")
+    return ok, worst, notes
+
+
 def check_case(lib, cfg, rng, shapes):
     import torch
 
@@ -248,6 +345,11 @@ def check_case(lib, cfg, rng, shapes):
             if not torch.equal(got[i], got_tm[i]):
                 ok = False
                 notes.append(f"{name} {shape}: token-major differs from head-major")
+    for j in range(shapes):
+        good, errors, why = check_varlen(lib, cfg, rng, gen, first=j == 0)
+        worst = [max(x, y) for x, y in zip(worst, errors)]
+        ok = ok and good
+        notes += why
     desc = (f"{cfg['name']} Hkv={Hkv} G={G} d={d} dv={dv} C={C} K={K} {cfg['dtype']}: "
             f"{shapes} shapes, relative error dq {worst[0]:.1e} dk {worst[1]:.1e} "
             f"dv {worst[2]:.1e}")
@@ -287,6 +389,60 @@ PAPER = {"name": "paper", "Hkv": 1, "G": 16, "d": 128, "dv": 128, "C": 64, "K": 
          "dtype": "bf16"}
 
 
+def bench_packed(args, lib):
+    """--packed B: B sequences of T / B tokens each (prefill), batched
+    ([B, H, T / B, d]: attend, grad_dk) against packed ([T, H, d] with
+    cu_seqlens: attend_varlen, grad_varlen) on the same data and selections
+    (the bench's recipe per sequence); medians of CUDA-event times after a
+    warm-up, fresh inputs before each sample."""
+    import torch
+
+    B = args.packed
+    print(f"{args.library}, {B} sequences per batch:")
+    print("| T | batched forward ms | packed forward ms | batched backward ms "
+          "| packed backward ms |")
+    print("|---|---|---|---|---|")
+    for total in args.lengths:
+        n = total // B
+        box = {}
+        ws = torch.empty(5 << 30, dtype=torch.uint8, device="cuda")
+        cu = torch.arange(0, B + 1, device="cuda", dtype=torch.int32) * n
+
+        def fresh():
+            for name, heads in (("q", 16), ("k", 1), ("v", 1), ("do", 16)):
+                box[name] = torch.randn(B, heads, n, 128, device="cuda").to(torch.bfloat16)
+            nb = -(-n // 64)
+            own = torch.arange(n, device="cuda") // 64
+            pick = (torch.rand(B, n, 8, device="cuda") * (own[:, None] + 1)).long()
+            pick[..., 0], pick[..., 1] = 0, own
+            box["sel"] = torch.sort(pick, -1)[0].clamp(max=nb - 1).to(torch.int32)[:, None]
+            box["o"] = lib("attend", box["q"], box["k"], box["v"], box["sel"], 0, workspace=ws)
+            box["lse"] = lib("attend_lse", box["q"], box["k"], box["v"], box["sel"], 0,
+                             workspace=ws)
+            # The same data packed: [B, H, n, X] -> [B n, H, X].
+            for name in ("q", "k", "v", "do", "sel", "o"):
+                box["p" + name] = box[name].transpose(1, 2).reshape(B * n, *box[name].shape[1::2])
+            box["plse"] = box["lse"].transpose(1, 2).reshape(B * n, 16)
+
+        fresh()
+        times = [
+            check_attention.timed(lambda: lib("attend", box["q"], box["k"], box["v"],
+                                              box["sel"], 0, workspace=ws), args.samples, fresh),
+            check_attention.timed(lambda: lib("attend_varlen", box["pq"], box["pk"], box["pv"],
+                                              box["psel"], cu, cu, workspace=ws),
+                                  args.samples, fresh),
+            check_attention.timed(lambda: lib("grad_dk", box["q"], box["k"], box["v"],
+                                              box["sel"], 0, box["o"], box["lse"], box["do"],
+                                              workspace=ws), args.samples, fresh),
+            check_attention.timed(lambda: lib("grad_varlen", box["pq"], box["pk"], box["pv"],
+                                              box["psel"], cu, cu, box["po"], box["plse"],
+                                              box["pdo"], workspace=ws), args.samples, fresh),
+        ]
+        print(f"| {total} | " + " | ".join(f"{t:.3f}" for t in times) + " |", flush=True)
+        torch.cuda.empty_cache()
+    return 0
+
+
 def bench(args):
     """Paper setting (B = 1, Hkv = 1, G = 16, d = dv = 128, C = 64, K = 8,
     bf16) over hier_topk-like selections (each query's own block, block 0
@@ -309,6 +465,8 @@ def bench(args):
         sys.path.insert(0, args.fla)
         from fla.ops.nsa import parallel as fla
     lib = aot.Library(os.path.join(args.dir, args.library))
+    if args.packed:
+        return bench_packed(args, lib)
     print(f"{args.library}:")
     print("| N | forward ms | backward ms | of which dq pass ms | backward / forward "
           "| dense SDPA backward ms |" + (" fla forward ms | fla backward ms |" if fla else ""))
@@ -452,6 +610,9 @@ def main(argv=None):
     r.add_argument("--samples", type=int, default=10)
     r.add_argument("--max-dense", type=int, default=32768)
     r.add_argument("--fla", help="a directory holding fla-org's fla package source")
+    r.add_argument("--packed", type=int, metavar="B",
+                   help="time B sequences of T / B tokens batched against packed "
+                        "(cu_seqlens) instead")
     r.add_argument("--selections", metavar="FILE.npz",
                    help="also time over recorded selections ([T, 1, K] int32 each)")
     args = ap.parse_args(argv)

@@ -23,6 +23,9 @@ per drawn shape (N not a multiple of C, chunks with an offset):
   - `pisa.torch.PisaAttention` on [B, T, H, d] tensors equal to the op
     (programs that compute their selection);
   - torch.library.opcheck on F_forward, F_backward and F (first shape).
+A configuration drawn `packed` is the varlen program instead (packed [T, H,
+d] tensors and cu_seqlens: pisa.sparse_attention_varlen), checked per
+sequence by check_packed_case.
 """
 
 import argparse
@@ -41,12 +44,43 @@ def draw_config(rng, index):
     return {"name": f"t{index:02d}", "Hkv": rng.choice((1, 2)), "G": G,
             "d": rng.choice((64, 128)), "C": rng.choice((32, 64)),
             "K": rng.choice((4, 8)), "dtype": rng.choice(("bf16", "f16")),
-            "token_major": rng.random() < 0.5, "given_selection": rng.random() < 0.3}
+            "token_major": rng.random() < 0.5, "given_selection": rng.random() < 0.3,
+            "packed": rng.random() < 0.35}
+
+
+def packed_program(cfg):
+    """The varlen prefill (pyramid_build_varlen, hier_topk_varlen,
+    sparse_attention_varlen) over packed [T, H, d] tensors, or with
+    `given_selection` varlen attention over a selection argument."""
+    t, Hkv, G, d, C, K = (cfg[x] for x in ("dtype", "Hkv", "G", "d", "C", "K"))
+    q, k = f"tensor<?x{Hkv * G}x{d}x{t}>", f"tensor<?x{Hkv}x{d}x{t}>"
+    s, lse, cu = f"tensor<?x{Hkv}x{K}xi32>", f"tensor<?x{Hkv * G}xf32>", "tensor<?xi32>"
+    p = f"tensor<?x{Hkv}x{d}xf32>"
+    attend = (f"%o, %l = pisa.sparse_attention_varlen %q, %k, %v, %s cu_seqlens(%cuq, %cuk) "
+              f"block_size = {C}\n      : {q}, {k}, {k}, {s}, {cu}, {cu} -> {q}, {lse}")
+    if cfg["given_selection"]:
+        return f"""func.func @prefill(%q: {q}, %k: {k}, %v: {k}, %s: {s}, %cuq: {cu}, %cuk: {cu}) -> {q} {{
+  {attend}
+  return %o : {q}
+}}
+"""
+    return f"""func.func @prefill(%q: {q}, %k: {k}, %v: {k}, %cuq: {cu}, %cuk: {cu}) -> {q} {{
+  %p = pisa.pyramid_build_varlen %k cu_seqlens(%cuk) block_size = {C} branching = 2
+      : {k}, {cu} -> {p}
+  %s = pisa.hier_topk_varlen %q, %k, %p cu_seqlens(%cuq, %cuk) topk = {K} block_size = {C}
+      branching = 2 : {q}, {k}, {p}, {cu}, {cu} -> {s}
+  {attend}
+  return %o : {q}
+}}
+"""
 
 
 def program(cfg):
     """A sparse prefill over dynamic B, N and Nq (selection then attention),
-    or with `given_selection` attention over a selection argument."""
+    or with `given_selection` attention over a selection argument; with
+    `packed`, packed_program."""
+    if cfg.get("packed"):
+        return packed_program(cfg)
     t, Hkv, G, d, C, K = (cfg[x] for x in ("dtype", "Hkv", "G", "d", "C", "K"))
     Hq = Hkv * G
     if cfg["token_major"]:
@@ -152,6 +186,97 @@ def check_shape(op, forward, cfg, q, k, v, do, off, given):
     return notes, worst
 
 
+def check_packed_case(lib_path, cfg, rng, shapes, namespace):
+    """The packed library's op F(q, k, v[, selection], cu_q, cu_k): per
+    drawn packed batch, each sequence's gradients against float64 autograd
+    on it alone (the pass rule of check_shape), equal under torch.compile,
+    checkpointing and a replayed CUDA graph, PisaAttention (module(q, k, v,
+    cu_seqlens, cu_seqlens_k)) equal to the op, opcheck on the first."""
+    import torch
+    import pisa.torch as pt
+
+    pt.load_library(lib_path, namespace)
+    ops = getattr(torch.ops, namespace)
+    op, forward = ops.prefill, ops.prefill_forward
+    Hkv, G, d, C, K = (cfg[x] for x in ("Hkv", "G", "d", "C", "K"))
+    dt = {"f16": torch.float16, "bf16": torch.bfloat16}[cfg["dtype"]]
+    gen = torch.Generator().manual_seed(rng.randrange(2**31))
+    notes, worst = [], [0.0, 0.0, 0.0]
+    for i in range(shapes):
+        lengths, queries = check_attention.draw_packed_batch(rng, C, i == 0)
+        Tq, Tk = sum(queries), sum(lengths)
+        q = torch.randn(Tq, Hkv * G, d, generator=gen).to(dt).cuda()
+        k = torch.randn(Tk, Hkv, d, generator=gen).to(dt).cuda()
+        v = torch.randn(Tk, Hkv, d, generator=gen).to(dt).cuda()
+        do = torch.randn(Tq, Hkv * G, d, generator=gen).to(dt).cuda()
+        cuq, cuk = check_attention.cu_of(queries).cuda(), check_attention.cu_of(lengths).cuda()
+        extra = ()
+        if cfg["given_selection"]:
+            parts = [check_attention.crafted_selection(gen, 1, Hkv, nq, K, n, C, n - nq)[0]
+                     .transpose(0, 1) for n, nq in zip(lengths, queries) if nq]
+            extra = ((torch.cat(parts) if parts else
+                      torch.zeros(0, Hkv, K, dtype=torch.int32)).cuda(),)
+
+        def call(a, b, c):
+            return op(a, b, c, *extra, cuq, cuk)
+
+        where = f"N={lengths} Nq={queries}"
+        eager = grads_of(call, (q, k, v), do)
+        sel = extra[0] if extra else forward(q, k, v, cuq, cuk)[2]
+        for b, (n, nq) in enumerate(zip(lengths, queries)):
+            if not nq:
+                continue
+            q0, k0 = int(cuq[b]), int(cuk[b])
+            head = lambda x: x.transpose(0, 1)[None]  # noqa: E731
+            hm = [head(q[q0:q0 + nq]), head(k[k0:k0 + n]), head(v[k0:k0 + n]),
+                  head(do[q0:q0 + nq])]
+            mask = check_attention_grad.attended_mask(head(sel[q0:q0 + nq]), n - nq, n, C)
+            ref = check_attention_grad.autograd_grads(*hm[:3], mask, hm[3], 1 / math.sqrt(d),
+                                                      torch.float64)
+            low = check_attention_grad.autograd_grads(*hm[:3], mask, hm[3], 1 / math.sqrt(d),
+                                                      dt)
+            mine = (head(eager[1][q0:q0 + nq]), head(eager[2][k0:k0 + n]),
+                    head(eager[3][k0:k0 + n]))
+            for j, name in enumerate(("dq", "dk", "dv")):
+                err = check_attention_grad.rel_error(mine[j], ref[j])
+                base = check_attention_grad.rel_error(low[j], ref[j])
+                worst[j] = max(worst[j], err)
+                if not (err <= 2 * base + 1e-3):
+                    notes.append(f"{where} sequence {b} {name}: error {err:.2e} above "
+                                 f"2 x {base:.2e} + 1e-3")
+        torch._dynamo.reset()
+        compiled = torch.compile(call, fullgraph=True, dynamic=False)
+        again = {
+            "torch.compile": grads_of(compiled, (q, k, v), do),
+            "checkpoint": grads_of(lambda a, b, c: torch.utils.checkpoint.checkpoint(
+                call, a, b, c, use_reentrant=False), (q, k, v), do),
+        }
+        if not extra:
+            module = pt.PisaAttention(lib_path, "prefill", namespace)
+            again["PisaAttention"] = grads_of(lambda a, b, c: module(a, b, c, cuq, cuk),
+                                              (q, k, v), do)
+        for what, got in again.items():
+            if not all(torch.equal(x, y) for x, y in zip(got, eager)):
+                notes.append(f"{where}: {what} differs from eager")
+        if Tq:
+            leaves = [x.detach().clone().requires_grad_() for x in (q, k, v)]
+            graphed = torch.cuda.make_graphed_callables(call, tuple(leaves))
+            fresh = [torch.randn_like(x) for x in (q, k, v)]
+            if not all(torch.equal(x, y) for x, y in zip(grads_of(graphed, fresh, do),
+                                                          grads_of(call, fresh, do))):
+                notes.append(f"{where}: the CUDA graph's replay differs from eager")
+        if i == 0:
+            try:
+                torch.library.opcheck(op.default, (q, k, v, *extra, cuq, cuk))
+            except Exception as e:  # noqa: BLE001 - reported, not raised
+                notes.append(f"opcheck prefill: {str(e).splitlines()[0]}")
+    ok = not notes
+    desc = (f"{cfg['name']} packed Hkv={Hkv} G={G} d={d} C={C} K={K} {cfg['dtype']}"
+            f"{' given selection' if cfg['given_selection'] else ''}: {shapes} batches, "
+            f"relative error dq {worst[0]:.1e} dk {worst[1]:.1e} dv {worst[2]:.1e}")
+    return ok, desc + ("" if ok else ": " + "; ".join(notes[:4]))
+
+
 def check_case(lib_path, cfg, rng, shapes, namespace):
     import torch
     import pisa.torch as pt
@@ -229,9 +354,10 @@ def check(args):
         if time.time() - t0 > args.budget:
             print(f"budget of {args.budget} s spent: stopping", flush=True)
             break
-        ok, note = check_case(os.path.join(args.dir, cfg["lib"]), cfg,
-                              random.Random(f"{seed}/{cfg['name']}"), args.shapes,
-                              f"pisa_{cfg['name']}")
+        case = check_packed_case if cfg.get("packed") else check_case
+        ok, note = case(os.path.join(args.dir, cfg["lib"]), cfg,
+                        random.Random(f"{seed}/{cfg['name']}"), args.shapes,
+                        f"pisa_{cfg['name']}")
         passed += ok
         failed += not ok
         print(f"{'ok  ' if ok else 'FAIL'} {note}", flush=True)
@@ -320,7 +446,26 @@ def calls(args):
         lib = aot.Library(os.path.join(args.dir, cfg["lib"]))
         dt = {"f16": torch.float16, "bf16": torch.bfloat16}[cfg["dtype"]]
         Hkv, G, d = cfg["Hkv"], cfg["G"], cfg["d"]
-        for _ in range(args.shapes):
+        for i in range(args.shapes if cfg.get("packed") else 0):
+            lengths, queries = check_attention.draw_packed_batch(rng, cfg["C"], i == 0)
+            q, k, v, do = (torch.randn(sum(rows), heads, d, device="cuda").to(dt)
+                           for rows, heads in ((queries, Hkv * G), (lengths, Hkv),
+                                               (lengths, Hkv), (queries, Hkv * G)))
+            cu = (check_attention.cu_of(queries).cuda(), check_attention.cu_of(lengths).cuda())
+            extra = ()
+            if cfg["given_selection"]:
+                gen = torch.Generator().manual_seed(rng.randrange(2**31))
+                parts = [check_attention.crafted_selection(gen, 1, Hkv, nq, cfg["K"], n,
+                                                           cfg["C"], n - nq)[0].transpose(0, 1)
+                         for n, nq in zip(lengths, queries) if nq]
+                extra = ((torch.cat(parts) if parts else
+                          torch.zeros(0, Hkv, cfg["K"], dtype=torch.int32)).cuda(),)
+            out = lib("prefill_forward", q, k, v, *extra, *cu)
+            grads = lib("prefill_backward", q, k, v, *extra, *cu, *out[2:], out[0], out[1], do)
+            torch.cuda.synchronize()
+            print(f"{name} N={lengths} Nq={queries}: dq norm "
+                  f"{float(grads[0].float().norm()):.3e}", flush=True)
+        for _ in range(0 if cfg.get("packed") else args.shapes):
             B, N = rng.choice((1, 2)), rng.randrange(1, 1500)
             nq = rng.randrange(1, N + 1)
 

@@ -29,8 +29,10 @@ output comes with F_forward and F_backward (manifest "backward"; docs/gpu.md,
     o.backward(do)                  # fills q.grad, k.grad and v.grad
 
 F runs F_forward (o, lse and the selection, saved for the backward) and its
-backward runs F_backward; the selection gets no gradient. `PisaAttention`
-wraps it as a module over token-major [B, T, H, d] tensors.
+backward runs F_backward; the selection gets no gradient. The same holds
+for a `pisa.sparse_attention_varlen`'s output (F(q, k, v, cu_q, cu_k) on
+packed [T, H, d] tensors; cu_seqlens get no gradient). `PisaAttention`
+wraps either as a module over token-major tensors.
 """
 
 import torch
@@ -207,7 +209,14 @@ class PisaAttention(torch.nn.Module):
     output (by default the library's only one) and whose arguments are q, k,
     v and the query offset; a head-major library ([B, H, T, d]) gets
     transposed copies. The offset is Nk - Nq (the queries are the last
-    positions)."""
+    positions).
+
+    A packed varlen entry point (arguments q, k, v, cu_seqlens_q,
+    cu_seqlens_k; `pisa.sparse_attention_varlen`) takes packed sequences
+    as fla's and FlashAttention's varlen calls do: module(q, k, v,
+    cu_seqlens) with q [T, Hq, d] or [1, T, Hq, d] (and k, v alike),
+    cu_seqlens [B + 1] int32 for both, or cu_seqlens_k as well when the
+    queries are each sequence's last Nq_b positions."""
 
     def __init__(self, path, function=None, namespace="pisa"):
         super().__init__()
@@ -224,14 +233,32 @@ class PisaAttention(torch.nn.Module):
             raise ValueError(f"{path}: {function} has no backward entry point "
                              "(its result is not a pisa.sparse_attention's output)")
         kinds = [a["kind"] for a in entry["arguments"]]
-        if kinds != ["memref", "memref", "memref", "index"]:
+        roles = [a.get("roles", []) for a in entry["arguments"]]
+        self.packed = kinds == ["memref"] * 5 and roles[3:] == [["cu_seqlens_q"],
+                                                                ["cu_seqlens_k"]]
+        if kinds != ["memref", "memref", "memref", "index"] and not self.packed:
             raise ValueError(f"{function} takes {kinds}; PisaAttention calls "
-                             "(q, k, v, offset)")
+                             "(q, k, v, offset) or (q, k, v, cu_seqlens_q, "
+                             "cu_seqlens_k)")
         self.function = function
         self.token_major = entry["backward"].get("token_major", False)
         self.op = getattr(getattr(torch.ops, namespace), function)
 
-    def forward(self, q, k, v):
+    def forward(self, q, k, v, cu_seqlens=None, cu_seqlens_k=None):
+        if self.packed:
+            if cu_seqlens is None:
+                raise ValueError(f"{self.function} takes packed sequences: pass "
+                                 "cu_seqlens")
+            batched = q.dim() == 4
+            if batched and q.shape[0] != 1:
+                raise ValueError("packed sequences are [T, H, d] or [1, T, H, d]")
+            if batched:
+                q, k, v = q[0], k[0], v[0]
+            o = self.op(q, k, v, cu_seqlens,
+                        cu_seqlens if cu_seqlens_k is None else cu_seqlens_k)
+            return o[None] if batched else o
+        if cu_seqlens is not None or cu_seqlens_k is not None:
+            raise ValueError(f"{self.function} is not a packed (varlen) entry point")
         offset = k.shape[1] - q.shape[1]
         if self.token_major:
             return self.op(q, k, v, offset)

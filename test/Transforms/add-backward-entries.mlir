@@ -104,3 +104,32 @@ func.func @big(%q: tensor<1x4x256x256xf16>, %k: tensor<1x1x256x256xf16>,
         tensor<1x1x256x4xi32> -> tensor<1x4x256x256xf16>, tensor<1x4x256xf32>
   return %o : tensor<1x4x256x256xf16>
 }
+
+// -----
+
+// Packed varlen attention: F_backward is pisa.sparse_attention_grad_varlen
+// with F's cu_seqlens (and the selection F computed); token-major.
+
+// CHECK-LABEL: func.func @packed
+// CHECK-SAME: attributes {pisa.backward = {backward = @packed_backward, forward = @packed_forward, inputs = array<i64: 0, 1, 2>, token_major = true}}
+// CHECK-LABEL: func.func @packed_forward
+// CHECK-SAME: -> (tensor<?x4x32xf16> {pisa.name = "o"}, tensor<?x4xf32> {pisa.name = "lse"}, tensor<?x1x4xi32> {pisa.name = "selection"})
+// CHECK: pisa.hier_topk_varlen
+// CHECK: pisa.sparse_attention_varlen
+// CHECK-LABEL: func.func @packed_backward
+// CHECK-SAME: (%[[Q:.*]]: tensor<?x4x32xf16>, %[[K:.*]]: tensor<?x1x32xf16>, %[[V:.*]]: tensor<?x1x32xf16>, %[[CQ:.*]]: tensor<?xi32>, %[[CK:.*]]: tensor<?xi32>, %[[S:.*]]: tensor<?x1x4xi32> {pisa.name = "selection"}, %[[O:.*]]: tensor<?x4x32xf16> {pisa.name = "o"}, %[[L:.*]]: tensor<?x4xf32> {pisa.name = "lse"}, %[[D:.*]]: tensor<?x4x32xf16> {pisa.name = "grad_o"})
+// CHECK-NOT: pisa.hier_topk_varlen
+// CHECK: %[[DQ:.*]], %[[DK:.*]], %[[DV:.*]] = pisa.sparse_attention_grad_varlen %[[Q]], %[[K]], %[[V]], %[[S]] cu_seqlens(%[[CQ]], %[[CK]]) out(%[[O]], %[[L]]) grad(%[[D]]) block_size = 32
+// CHECK-NEXT: return %[[DQ]], %[[DK]], %[[DV]]
+func.func @packed(%q: tensor<?x4x32xf16>, %k: tensor<?x1x32xf16>, %v: tensor<?x1x32xf16>,
+                  %cuq: tensor<?xi32>, %cuk: tensor<?xi32>) -> tensor<?x4x32xf16> {
+  %p = pisa.pyramid_build_varlen %k cu_seqlens(%cuk) block_size = 32 branching = 2
+      : tensor<?x1x32xf16>, tensor<?xi32> -> tensor<?x1x32xf32>
+  %s = pisa.hier_topk_varlen %q, %k, %p cu_seqlens(%cuq, %cuk) topk = 4 block_size = 32
+      branching = 2 : tensor<?x4x32xf16>, tensor<?x1x32xf16>, tensor<?x1x32xf32>,
+      tensor<?xi32>, tensor<?xi32> -> tensor<?x1x4xi32>
+  %o, %l = pisa.sparse_attention_varlen %q, %k, %v, %s cu_seqlens(%cuq, %cuk) block_size = 32
+      : tensor<?x4x32xf16>, tensor<?x1x32xf16>, tensor<?x1x32xf16>, tensor<?x1x4xi32>,
+        tensor<?xi32>, tensor<?xi32> -> tensor<?x4x32xf16>, tensor<?x4xf32>
+  return %o : tensor<?x4x32xf16>
+}

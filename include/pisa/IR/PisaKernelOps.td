@@ -462,7 +462,8 @@ def Pisa_SelectSingleStageVarlenKernelOp
   }];
 }
 
-def Pisa_SparseAttentionKernelOp : Pisa_KernelOp<"sparse_attention", 2> {
+def Pisa_SparseAttentionKernelOp
+    : Pisa_KernelOp<"sparse_attention", 2, [AttrSizedOperandSegments]> {
   let summary = "attention over the selected blocks, one block per query";
   let description = [{
     `pisa.sparse_attention` in destination-passing form: one block per
@@ -471,7 +472,11 @@ def Pisa_SparseAttentionKernelOp : Pisa_KernelOp<"sparse_attention", 2> {
     products on tensor cores with an online softmax (docs/gpu.md, "Sparse
     attention"). Writes `output` [B, Hq, Nq, dv] and `lse` [B, Hq, Nq]
     (with `token_major`: every operand token-major, lse [B, Nq, Hq]; the
-    lowering reads and writes them through transposed views).
+    lowering reads and writes them through transposed views). Given
+    `cu_seqlens(q, k)` it is `pisa.sparse_attention_varlen`: every operand
+    a packed batch seen as a batch of one, token-major; each query row
+    finds its sequence, whose keys and position (N_b - Nq_b + its index)
+    replace `query_offset` and the batch's (docs/gpu.md, "Varlen").
 
     ```mlir
     %o, %l = pisa.kernel.sparse_attention %q, %k, %v, %sel, %off
@@ -484,11 +489,16 @@ def Pisa_SparseAttentionKernelOp : Pisa_KernelOp<"sparse_attention", 2> {
   }];
   let arguments = (ins Pisa_Keys4D:$queries, Pisa_Keys4D:$keys,
                        Pisa_Keys4D:$values, Pisa_I32_4D:$selection,
-                       Index:$query_offset, Pisa_Keys4D:$output,
+                       Index:$query_offset,
+                       Optional<Pisa_I32_1D>:$cu_seqlens_q,
+                       Optional<Pisa_I32_1D>:$cu_seqlens_k,
+                       Pisa_Keys4D:$output,
                        Pisa_F32_3D:$lse, I64Attr:$block_size,
                        F32Attr:$scale, UnitAttr:$token_major);
   let assemblyFormat = [{
     $queries `,` $keys `,` $values `,` $selection `,` $query_offset
+    (`cu_seqlens` `(` $cu_seqlens_q^ `,` $cu_seqlens_k `:`
+     type($cu_seqlens_q) `,` type($cu_seqlens_k) `)`)?
     `outs` `(` $output `,` $lse `)` `block_size` `=` $block_size
     `scale` `=` $scale attr-dict `:` type($queries) `,` type($keys) `,`
     type($values) `,` type($selection) `,` type($output) `,` type($lse)
@@ -497,7 +507,7 @@ def Pisa_SparseAttentionKernelOp : Pisa_KernelOp<"sparse_attention", 2> {
 }
 
 def Pisa_SparseAttentionGradQueriesKernelOp
-    : Pisa_KernelOp<"sparse_attention_grad_queries", 2> {
+    : Pisa_KernelOp<"sparse_attention_grad_queries", 2, [AttrSizedOperandSegments]> {
   let summary = "dq and D of sparse attention's backward, one block per query";
   let description = [{
     The query half of `pisa.sparse_attention_grad`: one block per (query,
@@ -507,7 +517,9 @@ def Pisa_SparseAttentionGradQueriesKernelOp
     P from lse and accumulates dq = scale sum_j dS_j k_j on tensor cores
     (docs/gpu.md, "Sparse attention backward"). `grad_queries` has the
     queries' shape, f32 or their element type. With `token_major`, the
-    operands the forward's kernel reads token-major, and dq, are.
+    operands the forward's kernel reads token-major, and dq, are. Given
+    `cu_seqlens(q, k)`, a packed batch as `pisa.kernel.sparse_attention`
+    takes it.
 
     ```mlir
     %dq, %dd = pisa.kernel.sparse_attention_grad_queries %q, %k, %v, %sel,
@@ -525,12 +537,16 @@ def Pisa_SparseAttentionGradQueriesKernelOp
                        Pisa_Keys4D:$values, Pisa_I32_4D:$selection,
                        Index:$query_offset, Pisa_Keys4D:$output,
                        Pisa_F32_3D:$lse, Pisa_Keys4D:$grad_output,
+                       Optional<Pisa_I32_1D>:$cu_seqlens_q,
+                       Optional<Pisa_I32_1D>:$cu_seqlens_k,
                        Pisa_Keys4D:$grad_queries, Pisa_F32_3D:$delta,
                        I64Attr:$block_size, F32Attr:$scale,
                        UnitAttr:$token_major);
   let assemblyFormat = [{
     $queries `,` $keys `,` $values `,` $selection `,` $query_offset `,`
     $output `,` $lse `,` $grad_output
+    (`cu_seqlens` `(` $cu_seqlens_q^ `,` $cu_seqlens_k `:`
+     type($cu_seqlens_q) `,` type($cu_seqlens_k) `)`)?
     `outs` `(` $grad_queries `,` $delta `)` `block_size` `=` $block_size
     `scale` `=` $scale attr-dict `:` type($queries) `,` type($keys) `,`
     type($values) `,` type($selection) `,` type($output) `,` type($lse) `,`
@@ -540,7 +556,7 @@ def Pisa_SparseAttentionGradQueriesKernelOp
 }
 
 def Pisa_SparseAttentionGradKeysKernelOp
-    : Pisa_KernelOp<"sparse_attention_grad_keys", 4> {
+    : Pisa_KernelOp<"sparse_attention_grad_keys", 4, [AttrSizedOperandSegments]> {
   let summary = "dk and dv of sparse attention's backward, one block per key block";
   let description = [{
     The key half of `pisa.sparse_attention_grad`: marks which queries
@@ -556,7 +572,11 @@ def Pisa_SparseAttentionGradKeysKernelOp
     their sums in segment order through `accumulators` ([B, Hkv, N, d + dv]
     f32 scratch), so the result does not depend on scheduling. A block no
     query attends gets zeros. `grad_keys` and `grad_values` have the keys'
-    and values' shapes, f32 or their element type.
+    and values' shapes, f32 or their element type. Given `cu_seqlens(q,
+    k)`, a packed batch seen as a token-major batch of one: the rows of
+    `query_bits` are the batch's block slots (sequence s's blocks from
+    floor(cu_k[s] / C) + s: floor(Tk / C) + B rows), and each block finds
+    its sequence and walks only that sequence's queries.
 
     ```mlir
     %dk, %dv, %bits, %acc = pisa.kernel.sparse_attention_grad_keys %q, %k,
@@ -576,6 +596,8 @@ def Pisa_SparseAttentionGradKeysKernelOp
                        Pisa_Keys4D:$values, Pisa_I32_4D:$selection,
                        Index:$query_offset, Pisa_F32_3D:$lse,
                        Pisa_F32_3D:$delta, Pisa_Keys4D:$grad_output,
+                       Optional<Pisa_I32_1D>:$cu_seqlens_q,
+                       Optional<Pisa_I32_1D>:$cu_seqlens_k,
                        Pisa_Keys4D:$grad_keys, Pisa_Keys4D:$grad_values,
                        Pisa_I32_4D:$query_bits, Pisa_F32_4D:$accumulators,
                        I64Attr:$block_size,
@@ -583,6 +605,8 @@ def Pisa_SparseAttentionGradKeysKernelOp
   let assemblyFormat = [{
     $queries `,` $keys `,` $values `,` $selection `,` $query_offset `,`
     $lse `,` $delta `,` $grad_output
+    (`cu_seqlens` `(` $cu_seqlens_q^ `,` $cu_seqlens_k `:`
+     type($cu_seqlens_q) `,` type($cu_seqlens_k) `)`)?
     `outs` `(` $grad_keys `,` $grad_values `,` $query_bits `,`
     $accumulators `)` `block_size` `=` $block_size `scale` `=` $scale
     attr-dict `:` type($queries) `,` type($keys) `,` type($values) `,`

@@ -437,6 +437,10 @@ def Pisa_SparseAttentionVarlenOp
     `->` type($output) `,` type($lse)
   }];
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The logit scale: the attribute, else 1/sqrt(d).
+    float getScaleOrDefault();
+  }];
 }
 
 def Pisa_SparseAttentionGradVarlenOp
@@ -482,6 +486,10 @@ def Pisa_SparseAttentionGradVarlenOp
     `->` type($grad_queries) `,` type($grad_keys) `,` type($grad_values)
   }];
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The logit scale: the attribute, else 1/sqrt(d).
+    float getScaleOrDefault();
+  }];
 }
 
 include "pisa/IR/PisaKernelOps.td"

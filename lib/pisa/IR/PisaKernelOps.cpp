@@ -219,6 +219,25 @@ LogicalResult SelectDecodeKernelOp::verify() {
       failed(checkSameDim(*this, "K", "selection", r[3], "topk", getTopk())));
 }
 
+/// An attention op given cu_seqlens (both or neither) reads a packed
+/// batch as a token-major batch of one (`batch`: the queries' B).
+static LogicalResult checkPackedBatch(Operation *op, Value cuQueries,
+                                      Value cuKeys, bool tokenMajor,
+                                      int64_t batch) {
+  if (bool(cuQueries) != bool(cuKeys))
+    return op->emitOpError("expected both cu_seqlens_q and cu_seqlens_k or "
+                           "neither");
+  if (!cuQueries)
+    return success();
+  if (!tokenMajor)
+    return op->emitOpError("expected token_major with cu_seqlens (a packed "
+                           "batch is token-major)");
+  return failure(
+      failed(checkSameDim(op, "B", "queries", batch, "a packed batch", 1)) ||
+      failed(checkSameDim(op, "B + 1", "cu_seqlens_q", shapeOf(cuQueries)[0],
+                          "cu_seqlens_k", shapeOf(cuKeys)[0])));
+}
+
 LogicalResult SparseAttentionKernelOp::verify() {
   const bool tm = getTokenMajor();
   if (failed(verifyKernelOp(*this)) ||
@@ -242,6 +261,9 @@ LogicalResult SparseAttentionKernelOp::verify() {
   SmallVector<int64_t, 4> q = tokenShapeOf(getQueries(), tm);
   SmallVector<int64_t, 4> k = tokenShapeOf(getKeys(), tm);
   if (failed(checkGroups(*this, q[1], k[1])))
+    return failure();
+  if (failed(
+          checkPackedBatch(*this, getCuSeqlensQ(), getCuSeqlensK(), tm, q[0])))
     return failure();
   SmallVector<int64_t, 4> v = tokenShapeOf(getValues(), tm);
   SmallVector<int64_t, 4> o = tokenShapeOf(getOutput(), tm);
@@ -618,6 +640,8 @@ LogicalResult SparseAttentionGradQueriesKernelOp::verify() {
   SmallVector<int64_t, 4> g = tokenShapeOf(getGradOutput(), tm);
   SmallVector<int64_t, 4> dq = tokenShapeOf(getGradQueries(), tm);
   return failure(
+      failed(checkPackedBatch(*this, getCuSeqlensQ(), getCuSeqlensK(), tm,
+                              q[0])) ||
       failed(checkSameDim(*this, "Hq", "output", o[1], "queries", q[1])) ||
       failed(checkSameDim(*this, "Nq", "output", o[2], "queries", q[2])) ||
       failed(checkSameDim(*this, "dv", "output", o[3], "grad_output", g[3])) ||
@@ -648,6 +672,9 @@ LogicalResult SparseAttentionGradKeysKernelOp::verify() {
   SmallVector<int64_t, 4> v = tokenShapeOf(getValues(), tm);
   SmallVector<int64_t, 4> dk = tokenShapeOf(getGradKeys(), tm);
   SmallVector<int64_t, 4> dv = tokenShapeOf(getGradValues(), tm);
+  if (failed(checkPackedBatch(*this, getCuSeqlensQ(), getCuSeqlensK(), tm,
+                              tokenShapeOf(getQueries(), tm)[0])))
+    return failure();
   ArrayRef<int64_t> bits = shapeOf(getQueryBits());
   if (ShapedType::isDynamic(bits[1]))
     return emitOpError() << "expected a static dim 1 (the kernels' tiling) in "

@@ -228,10 +228,13 @@ LogicalResult LseScoreOp::verify() {
 
 /// The logit scale of an op with queries [B, Hq, Nq, d]: the attribute,
 /// else 1/sqrt(d).
+/// The attribute, else 1/sqrt(d) (the queries' last dimension, batched or
+/// packed).
 static float scaleOrDefault(FloatAttr scale, RankedTensorType queries) {
   if (scale)
     return static_cast<float>(scale.getValueAsDouble());
-  return 1.0f / std::sqrt(static_cast<float>(queries.getDimSize(3)));
+  return 1.0f / std::sqrt(static_cast<float>(
+                    queries.getDimSize(queries.getRank() - 1)));
 }
 
 float LseScoreOp::getScaleOrDefault() {
@@ -369,6 +372,14 @@ LogicalResult DecodeSelectOp::verify() {
 //===----------------------------------------------------------------------===//
 
 float SparseAttentionOp::getScaleOrDefault() {
+  return scaleOrDefault(getScaleAttr(), getQueries().getType());
+}
+
+float SparseAttentionVarlenOp::getScaleOrDefault() {
+  return scaleOrDefault(getScaleAttr(), getQueries().getType());
+}
+
+float SparseAttentionGradVarlenOp::getScaleOrDefault() {
   return scaleOrDefault(getScaleAttr(), getQueries().getType());
 }
 

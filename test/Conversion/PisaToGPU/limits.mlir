@@ -233,9 +233,18 @@ func.func @attend_grad_shared(%q: tensor<1x64x64x256xbf16>, %k: tensor<1x1x64x25
 
 // -----
 
-// Packed sparse attention runs on the CPU pipeline only.
+// The packed backward has the batched backward's limits (d here).
+func.func @attend_grad_varlen(%q: tensor<?x4x16xbf16>, %k: tensor<?x2x16xbf16>, %v: tensor<?x2x32xbf16>, %s: tensor<?x2x3xi32>, %cq: tensor<?xi32>, %ck: tensor<?xi32>, %o: tensor<?x4x32xbf16>, %l: tensor<?x4xf32>, %do: tensor<?x4x32xbf16>) {
+  // expected-error @+1 {{has head dim d = 16: the GPU backward takes a multiple of 32 from 32 to 256 (four warps split dq's and dk's columns)}}
+  %dq, %dk, %dv = pisa.sparse_attention_grad_varlen %q, %k, %v, %s cu_seqlens(%cq, %ck) out(%o, %l) grad(%do) block_size = 32 : tensor<?x4x16xbf16>, tensor<?x2x16xbf16>, tensor<?x2x32xbf16>, tensor<?x2x3xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x4x32xbf16>, tensor<?x4xf32>, tensor<?x4x32xbf16> -> tensor<?x4x16xf32>, tensor<?x2x16xf32>, tensor<?x2x32xf32>
+  return
+}
+
+// -----
+
+// Packed sparse attention has the batched kernels' limits (C here).
 func.func @attend_varlen(%q: tensor<?x4x32xbf16>, %k: tensor<?x2x32xbf16>, %v: tensor<?x2x32xbf16>, %s: tensor<?x2x3xi32>, %cq: tensor<?xi32>, %ck: tensor<?xi32>) {
-  // expected-error @+1 {{has no GPU kernels: packed sparse attention runs on the CPU pipeline (--pisa-cpu-pipeline, pisa-run attend --cu-seqlens-q/k)}}
-  %o, %l = pisa.sparse_attention_varlen %q, %k, %v, %s cu_seqlens(%cq, %ck) block_size = 32 : tensor<?x4x32xbf16>, tensor<?x2x32xbf16>, tensor<?x2x32xbf16>, tensor<?x2x3xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x4x32xbf16>, tensor<?x4xf32>
+  // expected-error @+1 {{has block size C = 16: the GPU kernel takes a multiple of 32 up to 128}}
+  %o, %l = pisa.sparse_attention_varlen %q, %k, %v, %s cu_seqlens(%cq, %ck) block_size = 16 : tensor<?x4x32xbf16>, tensor<?x2x32xbf16>, tensor<?x2x32xbf16>, tensor<?x2x3xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x4x32xbf16>, tensor<?x4xf32>
   return
 }

@@ -204,6 +204,32 @@ func.func @f(%q: memref<1x4x10x64xf16>, %k: memref<1x1x10x64xbf16>, %v: memref<1
 
 // -----
 
+// A packed batch (cu_seqlens) is token-major.
+func.func @f(%q: memref<1x4x10x64xf16>, %k: memref<1x1x10x64xf16>, %v: memref<1x1x10x64xf16>, %s: memref<1x1x10x3xi32>, %off: index, %cq: memref<3xi32>, %ck: memref<3xi32>, %o: memref<1x4x10x64xf16>, %l: memref<1x4x10xf32>) {
+  // expected-error @+1 {{expected token_major with cu_seqlens (a packed batch is token-major)}}
+  pisa.kernel.sparse_attention %q, %k, %v, %s, %off cu_seqlens(%cq, %ck : memref<3xi32>, memref<3xi32>) outs(%o, %l) block_size = 32 scale = 0.125 : memref<1x4x10x64xf16>, memref<1x1x10x64xf16>, memref<1x1x10x64xf16>, memref<1x1x10x3xi32>, memref<1x4x10x64xf16>, memref<1x4x10xf32>
+  return
+}
+
+// -----
+
+// ... seen as a batch of one.
+func.func @f(%q: memref<2x10x4x64xf16>, %k: memref<2x10x1x64xf16>, %v: memref<2x10x1x64xf16>, %s: memref<2x10x1x3xi32>, %off: index, %cq: memref<3xi32>, %ck: memref<3xi32>, %o: memref<2x10x4x64xf16>, %l: memref<2x10x4xf32>) {
+  // expected-error @+1 {{expected B of queries (2) to match a packed batch (1)}}
+  pisa.kernel.sparse_attention %q, %k, %v, %s, %off cu_seqlens(%cq, %ck : memref<3xi32>, memref<3xi32>) outs(%o, %l) block_size = 32 scale = 0.125 {token_major} : memref<2x10x4x64xf16>, memref<2x10x1x64xf16>, memref<2x10x1x64xf16>, memref<2x10x1x3xi32>, memref<2x10x4x64xf16>, memref<2x10x4xf32>
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<1x10x4x64xf16>, %k: memref<1x10x1x64xf16>, %v: memref<1x10x1x64xf16>, %s: memref<1x10x1x3xi32>, %off: index, %cq: memref<3xi32>, %ck: memref<4xi32>, %o: memref<1x10x4x64xf16>, %l: memref<1x10x4xf32>) {
+  // expected-error @+1 {{expected B + 1 of cu_seqlens_q (3) to match cu_seqlens_k (4)}}
+  pisa.kernel.sparse_attention %q, %k, %v, %s, %off cu_seqlens(%cq, %ck : memref<3xi32>, memref<4xi32>) outs(%o, %l) block_size = 32 scale = 0.125 {token_major} : memref<1x10x4x64xf16>, memref<1x10x1x64xf16>, memref<1x10x1x64xf16>, memref<1x10x1x3xi32>, memref<1x10x4x64xf16>, memref<1x10x4xf32>
+  return
+}
+
+// -----
+
 func.func @f(%q: memref<1x4x10x64xf16>, %k: memref<1x1x10x64xf16>, %v: memref<1x1x10x64xf16>, %s: memref<1x1x10x3xi32>, %off: index, %o: memref<1x4x10x64xf16>, %l: memref<1x4x10xf32>) {
   // expected-error @+1 {{expected kernel_config to be a #pisa.kernel_config but got "mma"}}
   pisa.kernel.sparse_attention %q, %k, %v, %s, %off outs(%o, %l) block_size = 32 scale = 0.125 {kernel_config = "mma"} : memref<1x4x10x64xf16>, memref<1x1x10x64xf16>, memref<1x1x10x64xf16>, memref<1x1x10x3xi32>, memref<1x4x10x64xf16>, memref<1x4x10xf32>

@@ -32,6 +32,8 @@ void decompose(RewriterBase &rewriter, PyramidAppendOp op);
 void decompose(RewriterBase &rewriter, DecodeSelectOp op);
 void decompose(RewriterBase &rewriter, SparseAttentionOp op);
 void decompose(RewriterBase &rewriter, SparseAttentionGradOp op);
+void decompose(RewriterBase &rewriter, SparseAttentionVarlenOp op);
+void decompose(RewriterBase &rewriter, SparseAttentionGradVarlenOp op);
 
 /// Shared by the decompositions (KernelDecompositions.cpp).
 
@@ -54,6 +56,18 @@ void requireSameExtent(ImplicitLocOpBuilder &b, StringRef opName, Value x,
 void requireResultSizes(ImplicitLocOpBuilder &b, StringRef opName,
                         RankedTensorType type, ArrayRef<Value> sizes,
                         StringRef what = "result");
+
+/// The size rules of a packed varlen batch the host can check (its
+/// cu_seqlens' contents stay on the device, where the kernels check them).
+/// `cuKeysName` names cu_k in the messages. Returns R = 2 floor(Tk / C) +
+/// 32 B, the pyramid's rows.
+Value requireVarlenSizes(ImplicitLocOpBuilder &b, StringRef opName,
+                         StringRef cuKeysName, Value cuKeys, Value keys,
+                         int64_t blockSize, Value cuQueries = Value(),
+                         Value queries = Value());
+
+/// A packed [T, H, X] tensor as [1, T, H, X] (a reshape, no copy).
+Value asBatchOfOne(ImplicitLocOpBuilder &b, Value packed);
 
 /// B * Hkv within the grid's y dimension, for a B known only at run time.
 void requireGroupsFitGrid(ImplicitLocOpBuilder &b, StringRef opName,

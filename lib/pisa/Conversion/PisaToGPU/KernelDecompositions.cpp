@@ -517,14 +517,11 @@ void mlir::pisa::detail::decompose(RewriterBase &rewriter, LseScoreOp op) {
               .getResult(0));
 }
 
-/// The size rules of a packed varlen batch the host can check (its
-/// cu_seqlens' contents stay on the device, where the kernels check them).
-/// `cuKeysName` names cu_k in the messages. Returns R = 2 floor(Tk / C) +
-/// 32 B, the pyramid's rows.
-static Value requireVarlenSizes(ImplicitLocOpBuilder &b, StringRef opName,
-                                StringRef cuKeysName, Value cuKeys, Value keys,
-                                int64_t blockSize, Value cuQueries = Value(),
-                                Value queries = Value()) {
+Value mlir::pisa::detail::requireVarlenSizes(ImplicitLocOpBuilder &b,
+                                             StringRef opName,
+                                             StringRef cuKeysName, Value cuKeys,
+                                             Value keys, int64_t blockSize,
+                                             Value cuQueries, Value queries) {
   using P = arith::CmpIPredicate;
   auto require = [&](Value ok, const Twine &what) {
     requireAtRuntime(b, ok, opName + ": " + what);
@@ -573,8 +570,7 @@ void mlir::pisa::detail::decompose(RewriterBase &rewriter,
                              .getResult(0));
 }
 
-/// A packed [T, H, X] tensor as [1, T, H, X] (a reshape, no copy).
-static Value asBatchOfOne(ImplicitLocOpBuilder &b, Value packed) {
+Value mlir::pisa::detail::asBatchOfOne(ImplicitLocOpBuilder &b, Value packed) {
   auto type = cast<RankedTensorType>(packed.getType());
   ArrayRef<int64_t> s = type.getShape();
   auto expanded =

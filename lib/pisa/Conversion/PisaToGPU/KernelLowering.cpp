@@ -347,20 +347,59 @@ struct SparseAttentionGradModel
   }
 };
 
-/// An op with no GPU kernels: it runs on the CPU pipeline, and the GPU path
-/// refuses it, naming `kWhy`, before changing any IR.
-template <typename OpTy, const char *kWhy>
-struct CpuOnlyModel
-    : KernelLoweringOpInterface::ExternalModel<CpuOnlyModel<OpTy, kWhy>, OpTy> {
-  Why getGPULimitViolation(Operation *) const { return std::string(kWhy); }
-  void decomposeToKernels(Operation *, RewriterBase &) const {
-    llvm_unreachable("refused by getGPULimitViolation");
+/// A packed attention op's limits: the batched op's (`tileLimit`, the
+/// forward's or the backward's) on the packed shapes ([T, H, X]) of a
+/// batch of one, then the grid's.
+template <typename OpTy>
+static Why packedAttentionLimits(OpTy op,
+                                 Why (*tileLimit)(Type, int64_t, int64_t,
+                                                  int64_t, int64_t, int64_t)) {
+  ArrayRef<int64_t> q = op.getQueries().getType().getShape();
+  ArrayRef<int64_t> k = op.getKeys().getType().getShape();
+  if (Why why = firstOf(
+          {tileLimit(op.getQueries().getType().getElementType(), q[1] / k[1],
+                     q[2], op.getValues().getType().getShape()[2],
+                     op.getBlockSize(),
+                     op.getSelection().getType().getShape()[2]),
+           groupLimit(1, k[1])}))
+    return why;
+  if (!known(q[0]) || q[0] <= kMaxGPUKeys)
+    return std::nullopt;
+  std::string why;
+  llvm::raw_string_ostream(why)
+      << "has Tq = " << q[0] << " above the GPU limit of " << kMaxGPUKeys
+      << " (grid x)";
+  return why;
+}
+
+/// The runtime checks of a packed op's cu_seqlens.
+template <typename OpTy>
+static void describePackedEntry(OpTy op, EntryFacts &facts) {
+  facts.roles.push_back({op.getCuSeqlensQ(), "cu_seqlens_q", op.getQueries()});
+  facts.roles.push_back({op.getCuSeqlensK(), "cu_seqlens_k", op.getKeys()});
+}
+
+struct SparseAttentionVarlenModel
+    : Model<SparseAttentionVarlenModel, SparseAttentionVarlenOp> {
+  Why getGPULimitViolation(Operation *op) const {
+    return packedAttentionLimits(cast<SparseAttentionVarlenOp>(op),
+                                 pisa::detail::attentionLimitViolation);
+  }
+  void describeEntry(Operation *op, EntryFacts &facts) const {
+    describePackedEntry(cast<SparseAttentionVarlenOp>(op), facts);
   }
 };
 
-constexpr char kVarlenAttentionOnCpu[] =
-    "has no GPU kernels: packed sparse attention runs on the CPU pipeline "
-    "(--pisa-cpu-pipeline, pisa-run attend --cu-seqlens-q/k)";
+struct SparseAttentionGradVarlenModel
+    : Model<SparseAttentionGradVarlenModel, SparseAttentionGradVarlenOp> {
+  Why getGPULimitViolation(Operation *op) const {
+    return packedAttentionLimits(cast<SparseAttentionGradVarlenOp>(op),
+                                 pisa::detail::attentionGradLimitViolation);
+  }
+  void describeEntry(Operation *op, EntryFacts &facts) const {
+    describePackedEntry(cast<SparseAttentionGradVarlenOp>(op), facts);
+  }
+};
 
 } // namespace
 
@@ -384,9 +423,8 @@ void mlir::pisa::registerKernelLoweringExternalModels(
     DecodeSelectOp::attachInterface<DecodeSelectModel>(*ctx);
     SparseAttentionOp::attachInterface<SparseAttentionModel>(*ctx);
     SparseAttentionGradOp::attachInterface<SparseAttentionGradModel>(*ctx);
-    SparseAttentionVarlenOp::attachInterface<
-        CpuOnlyModel<SparseAttentionVarlenOp, kVarlenAttentionOnCpu>>(*ctx);
+    SparseAttentionVarlenOp::attachInterface<SparseAttentionVarlenModel>(*ctx);
     SparseAttentionGradVarlenOp::attachInterface<
-        CpuOnlyModel<SparseAttentionGradVarlenOp, kVarlenAttentionOnCpu>>(*ctx);
+        SparseAttentionGradVarlenModel>(*ctx);
   });
 }

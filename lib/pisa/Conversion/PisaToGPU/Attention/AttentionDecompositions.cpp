@@ -84,9 +84,164 @@ void mlir::pisa::detail::decompose(RewriterBase &rewriter,
   Value lseInit = emptyLike(b, lseType, lseSizes);
   auto kernel = SparseAttentionKernelOp::create(
       b, TypeRange{outType, lseType}, queries, keys, values, selection,
-      op.getQueryOffset(), outInit, lseInit, op.getBlockSize(),
-      llvm::APFloat(op.getScaleOrDefault()), tm);
+      op.getQueryOffset(), Value(), Value(), outInit, lseInit,
+      op.getBlockSize(), llvm::APFloat(op.getScaleOrDefault()), tm);
   rewriter.replaceOp(op, kernel.getResults());
+}
+
+/// Packed sparse attention's queries, keys, values and selection as the
+/// batch-of-one views the kernel ops take, after the host assertions on
+/// the sizes the verifier could not compare (dynamic), made on the packed
+/// tensors themselves (their extents are the caller's or the producing
+/// ops', which the entry point's checks can compute before a call).
+struct PackedAttentionViews {
+  Value queries, keys, values, selection;
+};
+static PackedAttentionViews viewPackedAttention(ImplicitLocOpBuilder &b,
+                                                StringRef opName, Value queries,
+                                                Value keys, Value values,
+                                                Value selection) {
+  requireSameExtent(b, opName, values, 0, keys, 0,
+                    "the values' Tk differs from the keys'");
+  requireSameExtent(b, opName, selection, 0, queries, 0,
+                    "the selection's Tq differs from the queries'");
+  if (cast<ShapedType>(queries.getType()).isDynamicDim(0))
+    requireAtRuntime(b,
+                     cmp(b, arith::CmpIPredicate::ule, dimOf(b, queries, 0),
+                         indexConst(b, kMaxGPUKeys)),
+                     opName + ": Tq is above the GPU limit of " +
+                         std::to_string(kMaxGPUKeys) + " (grid x)");
+  return {asBatchOfOne(b, queries), asBatchOfOne(b, keys),
+          asBatchOfOne(b, values), asBatchOfOne(b, selection)};
+}
+
+/// A packed [T, X] tensor (the lse) as [1, T, X], and back.
+static Value rowsAsBatchOfOne(ImplicitLocOpBuilder &b, Value packed) {
+  auto type = cast<RankedTensorType>(packed.getType());
+  ArrayRef<int64_t> s = type.getShape();
+  auto expanded = RankedTensorType::get({1, s[0], s[1]}, type.getElementType());
+  return tensor::ExpandShapeOp::create(
+      b, expanded, packed, {{0, 1}, {2}},
+      {b.getIndexAttr(1), dimOf(b, packed, 0), b.getIndexAttr(s[1])});
+}
+
+/// sparse_attention_varlen: the kernel op of sparse_attention on the packed
+/// batch seen as a token-major batch of one, given cu_seqlens (each query
+/// row finds its sequence on the device).
+void mlir::pisa::detail::decompose(RewriterBase &rewriter,
+                                   SparseAttentionVarlenOp op) {
+  static constexpr StringLiteral kName = "pisa.sparse_attention_varlen";
+  rewriter.setInsertionPoint(op);
+  ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+  requireVarlenSizes(b, kName, "cu_seqlens_k", op.getCuSeqlensK(), op.getKeys(),
+                     op.getBlockSize(), op.getCuSeqlensQ(), op.getQueries());
+  PackedAttentionViews views =
+      viewPackedAttention(b, kName, op.getQueries(), op.getKeys(),
+                          op.getValues(), op.getSelection());
+  Value queries = views.queries, keys = views.keys, values = views.values,
+        selection = views.selection;
+  Value numQueryRows = dimOf(b, op.getQueries(), 0);
+  RankedTensorType outType = op.getOutput().getType();
+  RankedTensorType lseType = op.getLse().getType();
+  requireResultSizes(b, kName, outType, {numQueryRows, Value(), Value()},
+                     "output");
+  requireResultSizes(b, kName, lseType, {numQueryRows, Value()}, "lse");
+  Value outInit =
+      asBatchOfOne(b, emptyLike(b, outType, {numQueryRows, Value(), Value()}));
+  Value lseInit =
+      rowsAsBatchOfOne(b, emptyLike(b, lseType, {numQueryRows, Value()}));
+  auto kernel = SparseAttentionKernelOp::create(
+      b, TypeRange{outInit.getType(), lseInit.getType()}, queries, keys, values,
+      selection, indexConst(b, 0), op.getCuSeqlensQ(), op.getCuSeqlensK(),
+      outInit, lseInit, op.getBlockSize(),
+      llvm::APFloat(op.getScaleOrDefault()), /*token_major=*/true);
+  Value out = tensor::CollapseShapeOp::create(
+      b, outType, kernel.getResult(0),
+      ArrayRef<ReassociationIndices>{{0, 1}, {2}, {3}});
+  Value lse = tensor::CollapseShapeOp::create(
+      b, lseType, kernel.getResult(1),
+      ArrayRef<ReassociationIndices>{{0, 1}, {2}});
+  rewriter.replaceOp(op, {out, lse});
+}
+
+/// sparse_attention_grad_varlen: the backward's two kernel ops on the
+/// packed batch seen as a token-major batch of one, given cu_seqlens; the
+/// query bits have a row per block slot of the batch (sequence s's blocks
+/// from floor(cu_k[s] / C) + s: floor(Tk / C) + B rows).
+void mlir::pisa::detail::decompose(RewriterBase &rewriter,
+                                   SparseAttentionGradVarlenOp op) {
+  static constexpr StringLiteral kName = "pisa.sparse_attention_grad_varlen";
+  rewriter.setInsertionPoint(op);
+  ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+  const int64_t c = op.getBlockSize();
+  requireVarlenSizes(b, kName, "cu_seqlens_k", op.getCuSeqlensK(), op.getKeys(),
+                     c, op.getCuSeqlensQ(), op.getQueries());
+  PackedAttentionViews views =
+      viewPackedAttention(b, kName, op.getQueries(), op.getKeys(),
+                          op.getValues(), op.getSelection());
+  Value queries = views.queries, keys = views.keys, values = views.values,
+        selection = views.selection;
+  for (auto [operand, what] :
+       {std::pair<Value, StringRef>{op.getOutput(), "the output's"},
+        {op.getGradOutput(), "dO's"},
+        {op.getLse(), "the lse's"}})
+    requireSameExtent(b, kName, operand, 0, op.getQueries(), 0,
+                      (Twine(what) + " Tq differs from the queries'").str());
+  Value numQueryRows = dimOf(b, op.getQueries(), 0);
+  Value numKeyRows = dimOf(b, op.getKeys(), 0);
+  auto resultInit = [&](Value result, Value rows) {
+    auto type = cast<RankedTensorType>(result.getType());
+    requireResultSizes(b, kName, type, {rows, Value(), Value()}, "gradient");
+    return asBatchOfOne(b, emptyLike(b, type, {rows, Value(), Value()}));
+  };
+  // dv's rows are the values' (equal to the keys', checked above): dk's and
+  // dv's destinations of one type stay two tensors, so that each result is
+  // its own buffer.
+  Value dqInit = resultInit(op.getGradQueries(), numQueryRows);
+  Value dkInit = resultInit(op.getGradKeys(), numKeyRows);
+  Value dvInit = resultInit(op.getGradValues(), dimOf(b, op.getValues(), 0));
+  ArrayRef<int64_t> q = op.getQueries().getType().getShape();
+  ArrayRef<int64_t> k = op.getKeys().getType().getShape();
+  const int64_t hq = q[1], hkv = k[1];
+  constexpr int64_t dyn = ShapedType::kDynamic;
+  Value deltaInit =
+      empty(b, {1, hq, dyn}, b.getF32Type(), {Value(), Value(), numQueryRows});
+  Value numSeqs = arith::SubIOp::create(b, dimOf(b, op.getCuSeqlensK(), 0),
+                                        indexConst(b, 1));
+  Value numSlots = arith::AddIOp::create(
+      b, arith::DivUIOp::create(b, numKeyRows, indexConst(b, c)), numSeqs);
+  Value rowWords = arith::AddIOp::create(
+      b, arith::CeilDivUIOp::create(b, numQueryRows, indexConst(b, 32)),
+      indexConst(b, 1));
+  Value bitsInit = empty(b, {1, hkv, dyn, dyn}, b.getI32Type(),
+                         {Value(), Value(), numSlots, rowWords});
+  const int64_t sumWidth = k[2] + op.getValues().getType().getShape()[2];
+  Value sumsInit = empty(b, {1, hkv, dyn, sumWidth}, b.getF32Type(),
+                         {Value(), Value(), numKeyRows, Value()});
+  llvm::APFloat scale(op.getScaleOrDefault());
+  Value output = asBatchOfOne(b, op.getOutput());
+  Value gradOutput = asBatchOfOne(b, op.getGradOutput());
+  Value lse = rowsAsBatchOfOne(b, op.getLse());
+  Value zero = indexConst(b, 0);
+  auto queryHalf = SparseAttentionGradQueriesKernelOp::create(
+      b, TypeRange{dqInit.getType(), deltaInit.getType()}, queries, keys,
+      values, selection, zero, output, lse, gradOutput, op.getCuSeqlensQ(),
+      op.getCuSeqlensK(), dqInit, deltaInit, c, scale, /*token_major=*/true);
+  auto keyHalf = SparseAttentionGradKeysKernelOp::create(
+      b,
+      TypeRange{dkInit.getType(), dvInit.getType(), bitsInit.getType(),
+                sumsInit.getType()},
+      queries, keys, values, selection, zero, lse, queryHalf.getResult(1),
+      gradOutput, op.getCuSeqlensQ(), op.getCuSeqlensK(), dkInit, dvInit,
+      bitsInit, sumsInit, c, scale, /*token_major=*/true);
+  auto packed = [&](Value result, Type type) -> Value {
+    return tensor::CollapseShapeOp::create(
+        b, type, result, ArrayRef<ReassociationIndices>{{0, 1}, {2}, {3}});
+  };
+  rewriter.replaceOp(
+      op, {packed(queryHalf.getResult(0), op.getGradQueries().getType()),
+           packed(keyHalf.getResult(0), op.getGradKeys().getType()),
+           packed(keyHalf.getResult(1), op.getGradValues().getType())});
 }
 
 /// sparse_attention_grad: the query kernel op (dq and D), then the key
@@ -149,14 +304,15 @@ void mlir::pisa::detail::decompose(RewriterBase &rewriter,
   auto queryHalf = SparseAttentionGradQueriesKernelOp::create(
       b, TypeRange{dqInit.getType(), deltaInit.getType()}, queries, keys,
       values, selection, op.getQueryOffset(), op.getOutput(), op.getLse(),
-      op.getGradOutput(), dqInit, deltaInit, op.getBlockSize(), scale, tm);
+      op.getGradOutput(), Value(), Value(), dqInit, deltaInit,
+      op.getBlockSize(), scale, tm);
   auto keyHalf = SparseAttentionGradKeysKernelOp::create(
       b,
       TypeRange{dkInit.getType(), dvInit.getType(), bitsInit.getType(),
                 sumsInit.getType()},
       queries, keys, values, selection, op.getQueryOffset(), op.getLse(),
-      queryHalf.getResult(1), op.getGradOutput(), dkInit, dvInit, bitsInit,
-      sumsInit, op.getBlockSize(), scale, tm);
+      queryHalf.getResult(1), op.getGradOutput(), Value(), Value(), dkInit,
+      dvInit, bitsInit, sumsInit, op.getBlockSize(), scale, tm);
   rewriter.replaceOp(
       op, {queryHalf.getResult(0), keyHalf.getResult(0), keyHalf.getResult(1)});
 }

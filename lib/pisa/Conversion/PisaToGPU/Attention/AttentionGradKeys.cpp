@@ -24,6 +24,7 @@
 #include "Kernels/KernelBuilder.h"
 #include "Kernels/RowSoftmax.h"
 #include "Kernels/WarpMma.h"
+#include "Selection/PackedSequences.h"
 #include "Selection/QueryKernels.h"
 
 #include "../Common/LoopBuilders.h"
@@ -101,31 +102,70 @@ public:
     warp = arith::DivUIOp::create(b, tid, indexConst(b, 32));
     lane = arith::RemUIOp::create(b, tid, indexConst(b, 32));
     firstHead = arith::MulIOp::create(b, kv, indexConst(b, G));
-    numKeys = dimOf(b, e.arg("keys"), 2);
-    firstKey = arith::MulIOp::create(b, block, indexConst(b, c));
+    Value offset, queryBase;
+    if (e.has("cuSeqlensQ")) {
+      locatePackedBlock(b);
+      offset = packedOffset;
+      queryBase = packedQueries.first;
+    } else {
+      numKeys = dimOf(b, e.arg("keys"), 2);
+      firstKey = arith::MulIOp::create(b, block, indexConst(b, c));
+      offset = e.arg("queryOffset");
+      queryShift = offset;
+    }
     numWords = arith::SubIOp::create(b, dimOf(b, e.arg("queryBits"), 3),
                                      indexConst(b, 1));
     wordsPerSegment = arith::CeilDivUIOp::create(b, numWords, segments);
     // Queries before the block's first key cannot attend it: the segments
     // wholly before its first word take no part (the last segment does, so
     // that a block no query can attend still gets its zeros written).
-    Value offset = e.arg("queryOffset");
     Value firstQuery = arith::SelectOp::create(
         b, cmp(b, P::ugt, firstKey, offset),
         arith::SubIOp::create(b, firstKey, offset), indexConst(b, 0));
+    if (queryBase)
+      firstQuery = arith::AddIOp::create(b, queryBase, firstQuery);
     firstWord = arith::DivUIOp::create(b, firstQuery, indexConst(b, 32));
     Value firstSegment = arith::MinUIOp::create(
         b, arith::DivUIOp::create(b, firstWord, wordsPerSegment), lastIndex);
     takesPart = cmp(b, P::uge, segment, firstSegment);
     lastSegment = cmp(b, P::eq, segment, firstSegment);
+    chainRank = rank;
+    if (queryBase) {
+      // A packed block's queries end at its sequence's last word: the
+      // segments after it take no part, and the chain starts at the last
+      // one that does (at least the first, for the zeros).
+      Value endWord = arith::MaxUIOp::create(
+          b, endQueryWord,
+          arith::AddIOp::create(b, firstWord, indexConst(b, 1)));
+      Value topSegment = arith::MinUIOp::create(
+          b,
+          arith::MaxUIOp::create(
+              b,
+              arith::DivUIOp::create(
+                  b, arith::SubIOp::create(b, endWord, indexConst(b, 1)),
+                  wordsPerSegment),
+              firstSegment),
+          lastIndex);
+      takesPart = arith::AndIOp::create(
+          b,
+          arith::AndIOp::create(b, takesPart,
+                                cmp(b, P::ule, segment, topSegment)),
+          realBlock);
+      chainRank = arith::SubIOp::create(b, topSegment, segment);
+    }
   }
 
   void build(ImplicitLocOpBuilder &b) {
     const int64_t c = p.blockSize;
+    if (brokenBatch)
+      writeBrokenRows(b);
     buildIfThen(b, takesPart, [&](ImplicitLocOpBuilder &tb) {
-      stageKeyRows(tb, e.arg("keys"), batch, kv, firstKey, c, p.headDim, kTile,
+      // Rows past the sequence's keys (the next one's, or zeros past the
+      // buffer) are masked per query.
+      Value firstRow = keyRow(tb, firstKey);
+      stageKeyRows(tb, e.arg("keys"), batch, kv, firstRow, c, p.headDim, kTile,
                    tid, kGradThreads);
-      stageKeyRows(tb, e.arg("values"), batch, kv, firstKey, c, p.valueDim,
+      stageKeyRows(tb, e.arg("values"), batch, kv, firstRow, c, p.valueDim,
                    vTile, tid, kGradThreads);
       if (p.inRegisters) {
         SmallVector<Value> sums = forEachStep(
@@ -153,6 +193,98 @@ public:
   }
 
 private:
+  /// Key `key` of the block's sequence as a row of the keys.
+  Value keyRow(ImplicitLocOpBuilder &b, Value key) const {
+    return keyBase ? arith::AddIOp::create(b, keyBase, key).getResult() : key;
+  }
+
+  /// A packed batch: block x's key block is a block slot of the batch
+  /// (sequence s's blocks from floor(cu_k[s] / C) + s, as the mark kernel
+  /// numbers them). Finds its sequence (a binary search of the first
+  /// slots), its keys and queries, and whether the slot is one of its
+  /// blocks in a batch that keeps the rules.
+  void locatePackedBlock(ImplicitLocOpBuilder &b) {
+    const int64_t c = p.blockSize;
+    Value cuQ = e.arg("cuSeqlensQ"), cuK = e.arg("cuSeqlensK");
+    Value one = indexConst(b, 1), zero = indexConst(b, 0);
+    Value numKeyRows = dimOf(b, e.arg("keys"), 2);
+    Value numSeqs = arith::SubIOp::create(b, dimOf(b, cuK, 0), one);
+    auto firstSlot = [&](ImplicitLocOpBuilder &lb, Value seq) {
+      return firstNodeSlot(lb, cuEntry(lb, cuK, seq), seq, c,
+                           indexConst(lb, 1));
+    };
+    Value seq = findSequence(b, numSeqs, block, firstSlot);
+    PackedKeys keys = packedKeys(b, cuK, numKeyRows, seq);
+    Value q0 = cuEntry(b, cuQ, seq);
+    Value q1 = cuEntry(b, cuQ, arith::AddIOp::create(b, seq, one));
+    Value valid = arith::AndIOp::create(
+        b,
+        batchRulesHold(b, cuK, numKeyRows, cuQ, dimOf(b, e.arg("queries"), 2)),
+        keys.valid);
+    numKeys = arith::SelectOp::create(b, valid, keys.count, zero);
+    keyBase = arith::SelectOp::create(b, valid, keys.first, zero);
+    firstKey = arith::MulIOp::create(
+        b, arith::SubIOp::create(b, block, firstSlot(b, seq)),
+        indexConst(b, c));
+    realBlock = arith::AndIOp::create(
+        b, valid,
+        arith::AndIOp::create(b, cmp(b, P::uge, block, firstSlot(b, seq)),
+                              cmp(b, P::ult, firstKey, numKeys)));
+    brokenBatch =
+        arith::XOrIOp::create(b, valid, arith::ConstantIntOp::create(b, 1, 1));
+    // Position of query row r: N_s - Nq_s + (r - cu_q[s]).
+    Value numQueries = arith::SubIOp::create(b, q1, q0);
+    packedOffset = arith::SubIOp::create(b, numKeys, numQueries);
+    packedQueries = {q0, q1};
+    queryShift = arith::SubIOp::create(b, packedOffset, q0);
+    endQueryWord = arith::CeilDivUIOp::create(b, q1, indexConst(b, 32));
+  }
+
+  /// A packed batch whose cu_seqlens break the rules: block x's first
+  /// segment writes NaN to dk and dv rows [x C, x C + C) (the slots cover
+  /// the Tk rows), so that no row of such a call holds a plausible value.
+  void writeBrokenRows(ImplicitLocOpBuilder &b) {
+    const int64_t c = p.blockSize;
+    Value numKeyRows = dimOf(b, e.arg("keys"), 2);
+    buildIfThen(
+        b,
+        arith::AndIOp::create(b, brokenBatch,
+                              cmp(b, P::eq, rank, indexConst(b, 0))),
+        [&](ImplicitLocOpBuilder &wb) {
+          Value nan = f32Const(wb, std::numeric_limits<float>::quiet_NaN());
+          Value row0 = arith::MulIOp::create(wb, block, indexConst(wb, c));
+          for (const std::pair<StringRef, int64_t> &target :
+               {std::pair<StringRef, int64_t>{"gradKeys", p.headDim},
+                {"gradValues", p.valueDim}}) {
+            const int64_t width = target.second;
+            Value out = e.arg(target.first);
+            Type elem = cast<MemRefType>(out.getType()).getElementType();
+            Value value =
+                elem.isF32()
+                    ? nan
+                    : arith::TruncFOp::create(wb, elem, nan).getResult();
+            buildLoop(
+                wb, tid, indexConst(wb, c * width),
+                indexConst(wb, kGradThreads), ValueRange{},
+                [&](ImplicitLocOpBuilder &lb, Value i,
+                    ValueRange) -> SmallVector<Value> {
+                  Value row = arith::AddIOp::create(
+                      lb, row0,
+                      arith::DivUIOp::create(lb, i, indexConst(lb, width)));
+                  Value col =
+                      arith::RemUIOp::create(lb, i, indexConst(lb, width));
+                  buildIfThen(lb, cmp(lb, P::ult, row, numKeyRows),
+                              [&](ImplicitLocOpBuilder &sb) {
+                                memref::StoreOp::create(
+                                    sb, value, out,
+                                    ValueRange{batch, kv, row, col});
+                              });
+                  return {};
+                });
+          }
+        });
+  }
+
   /// Zeroes `elems` f32 of a tile (a multiple of 4), 16 bytes a thread.
   void zeroTile(ImplicitLocOpBuilder &b, Value tile, int64_t elems) {
     auto type = cast<MemRefType>(tile.getType());
@@ -179,6 +311,8 @@ private:
         b, arith::MulIOp::create(b, segment, wordsPerSegment), numWords);
     Value end = arith::MinUIOp::create(
         b, arith::AddIOp::create(b, begin, wordsPerSegment), numWords);
+    if (endQueryWord)
+      end = arith::MinUIOp::create(b, end, endQueryWord);
     begin = arith::MinUIOp::create(
         b, arith::MaxUIOp::create(b, begin, firstWord), end);
     return {begin, end};
@@ -371,7 +505,7 @@ private:
     gpu::BarrierOp::create(b);
     const int64_t cols = p.rows.columns(c);
     Value col0 = site.firstColumn(b, cols);
-    Value position = arith::AddIOp::create(b, e.arg("queryOffset"), query);
+    Value position = arith::AddIOp::create(b, queryShift, query);
     Value keyEnd = arith::MinUIOp::create(
         b, numKeys, arith::AddIOp::create(b, position, indexConst(b, 1)));
     Value visible = arith::SubIOp::create(
@@ -443,7 +577,7 @@ private:
           Value keyEnd = arith::MinUIOp::create(
               rb, numKeys,
               arith::AddIOp::create(
-                  rb, arith::AddIOp::create(rb, e.arg("queryOffset"), query),
+                  rb, arith::AddIOp::create(rb, queryShift, query),
                   indexConst(rb, 1)));
           Value visible = arith::SelectOp::create(
               rb, cmp(rb, P::ugt, keyEnd, firstKey),
@@ -580,7 +714,7 @@ private:
     Value counter =
         arith::SubIOp::create(b, dimOf(b, bits, 3), indexConst(b, 1));
     SmallVector<Value> at{batch, kv, block, counter};
-    Value first = cmp(b, P::eq, rank, indexConst(b, 0));
+    Value first = cmp(b, P::eq, chainRank, indexConst(b, 0));
     buildIfThen(b,
                 arith::AndIOp::create(
                     b,
@@ -602,7 +736,8 @@ private:
         b, cmp(b, P::eq, tid, indexConst(b, 0)), [&](ImplicitLocOpBuilder &wb) {
           memref::AtomicRMWOp::create(
               wb, arith::AtomicRMWKind::assign,
-              toI32(wb, arith::AddIOp::create(wb, rank, indexConst(wb, 1))),
+              toI32(wb,
+                    arith::AddIOp::create(wb, chainRank, indexConst(wb, 1))),
               bits, at);
         });
   }
@@ -612,7 +747,7 @@ private:
   /// reads after it.
   void waitFor(ImplicitLocOpBuilder &b, Value bits, ArrayRef<Value> at) {
     Type i32 = b.getI32Type();
-    Value want = toI32(b, rank);
+    Value want = toI32(b, chainRank);
     scf::WhileOp::create(
         b, TypeRange{}, ValueRange{},
         [&](OpBuilder &ob, Location loc, ValueRange) {
@@ -669,7 +804,7 @@ private:
                 lb, cmp(lb, P::ult, i, indexConst(lb, total)),
                 cmp(lb, P::ult, key, numKeys));
             quads.push_back(
-                {inTile, r, col, key,
+                {inTile, r, col, keyRow(lb, key),
                  arith::AddIOp::create(lb, col, indexConst(lb, column0))});
             own.push_back(loadRow(lb, tile, {r, col}, 4, f32));
           }
@@ -683,7 +818,8 @@ private:
                 for (const Quad &q : quads)
                   before.push_back(loadRow(
                       ab, accumulators,
-                      {batch, kv, arith::MinUIOp::create(ab, q.key, lastKey),
+                      {batch, kv,
+                       arith::MinUIOp::create(ab, q.key, keyRow(ab, lastKey)),
                        q.accCol},
                       4, f32));
                 for (auto [x, y] : llvm::zip(before, own))
@@ -724,6 +860,16 @@ private:
       rowVisible, dkTile, dvTile, list, listCount;
   Value block, rank, segment, takesPart, lastSegment, numWords, wordsPerSegment,
       firstWord, batch, kv, tid, warp, lane, firstHead, numKeys, firstKey;
+  /// The rank in the chain of the block's segments that take part.
+  Value chainRank;
+  /// Position of query row r: r + queryShift.
+  Value queryShift;
+  /// A packed batch's block (null for a batch): its sequence's first key
+  /// row, whether the slot is one of its blocks, whether the batch breaks
+  /// the rules, N_s - Nq_s, its query rows [first, second), and the bit
+  /// word after its last query.
+  Value keyBase, realBlock, brokenBatch, packedOffset, endQueryWord;
+  std::pair<Value, Value> packedQueries;
 };
 
 /// The kernel that zeroes the query bits: one thread per word of a (batch
@@ -762,11 +908,12 @@ Kernel buildMarkQueries(PatternRewriter &rewriter,
                         SparseAttentionGradKeysKernelOp op, int64_t topK) {
   OpBuilder::InsertionGuard guard(rewriter);
   MemRefType bitsType = bufferType(op.getQueryBits());
-  Kernel kernel = createKernel(rewriter, op, "mark_attending_queries",
-                               {{"selection", bufferType(op.getSelection())},
-                                {"keys", bufferType(op.getKeys())},
-                                {"queryOffset", rewriter.getIndexType()},
-                                {"bits", bitsType}});
+  SmallVector<KernelParam> params{{"selection", bufferType(op.getSelection())},
+                                  {"keys", bufferType(op.getKeys())},
+                                  {"queryOffset", rewriter.getIndexType()},
+                                  {"bits", bitsType}};
+  addPackedParams(params, op.getCuSeqlensQ(), op.getCuSeqlensK());
+  Kernel kernel = createKernel(rewriter, op, "mark_attending_queries", params);
   ImplicitLocOpBuilder b(op.getLoc(), rewriter);
   const int64_t kvHeads = bitsType.getShape()[1];
   Value selection = kernel.arg("selection"), bits = kernel.arg("bits");
@@ -778,12 +925,16 @@ Kernel buildMarkQueries(PatternRewriter &rewriter,
   buildIfThen(
       b, cmp(b, P::ult, query, dimOf(b, selection, 2)),
       [&](ImplicitLocOpBuilder &qb) {
-        Value numKeys = dimOf(qb, kernel.arg("keys"), 2);
-        Value position =
-            arith::AddIOp::create(qb, kernel.arg("queryOffset"), query);
+        QueryKeys keys = queryKeysOf(qb, kernel, query);
+        Value numKeys = keys.numKeys;
         Value keyEnd = arith::MinUIOp::create(
             qb, numKeys,
-            arith::AddIOp::create(qb, position, indexConst(qb, 1)));
+            arith::AddIOp::create(qb, keys.position, indexConst(qb, 1)));
+        // A packed batch's rows are its block slots (the key kernel's).
+        Value firstSlot;
+        if (keys.firstKey)
+          firstSlot = firstNodeSlot(qb, keys.firstKey, keys.seq,
+                                    op.getBlockSize(), indexConst(qb, 1));
         Value word = arith::DivUIOp::create(qb, query, indexConst(qb, 32));
         Value mask = arith::ShLIOp::create(
             qb, arith::ConstantIntOp::create(qb, 1, 32),
@@ -793,9 +944,12 @@ Kernel buildMarkQueries(PatternRewriter &rewriter,
             op.getBlockSize(), topK,
             [&](ImplicitLocOpBuilder &lb, Value attended, Value s32, Value) {
               buildIfThen(lb, attended, [&](ImplicitLocOpBuilder &ab) {
-                memref::AtomicRMWOp::create(
-                    ab, arith::AtomicRMWKind::ori, mask, bits,
-                    ValueRange{batch, kv, toIndex(ab, s32), word});
+                Value row = toIndex(ab, s32);
+                if (firstSlot)
+                  row = arith::AddIOp::create(ab, firstSlot, row);
+                memref::AtomicRMWOp::create(ab, arith::AtomicRMWKind::ori, mask,
+                                            bits,
+                                            ValueRange{batch, kv, row, word});
               });
             });
       });
@@ -821,19 +975,21 @@ struct GradKeysToGPU : KernelOpPattern<SparseAttentionGradKeysKernelOp> {
     Kernel kernel;
     {
       OpBuilder::InsertionGuard guard(rewriter);
-      kernel = createKernel(rewriter, op, "sparse_attention_grad_keys",
-                            {{"queries", qType},
-                             {"keys", bufferType(op.getKeys())},
-                             {"values", bufferType(op.getValues())},
-                             {"queryOffset", rewriter.getIndexType()},
-                             {"lse", bufferType(op.getLse())},
-                             {"delta", bufferType(op.getDelta())},
-                             {"gradOutput", bufferType(op.getGradOutput())},
-                             {"queryBits", bufferType(op.getQueryBits())},
-                             {"gradKeys", bufferType(op.getGradKeys())},
-                             {"gradValues", bufferType(op.getGradValues())},
-                             {"accumulators", bufferType(op.getAccumulators())},
-                             {"segments", rewriter.getIndexType()}});
+      SmallVector<KernelParam> params{
+          {"queries", qType},
+          {"keys", bufferType(op.getKeys())},
+          {"values", bufferType(op.getValues())},
+          {"queryOffset", rewriter.getIndexType()},
+          {"lse", bufferType(op.getLse())},
+          {"delta", bufferType(op.getDelta())},
+          {"gradOutput", bufferType(op.getGradOutput())},
+          {"queryBits", bufferType(op.getQueryBits())},
+          {"gradKeys", bufferType(op.getGradKeys())},
+          {"gradValues", bufferType(op.getGradValues())},
+          {"accumulators", bufferType(op.getAccumulators())},
+          {"segments", rewriter.getIndexType()}};
+      addPackedParams(params, op.getCuSeqlensQ(), op.getCuSeqlensK());
+      kernel = createKernel(rewriter, op, "sparse_attention_grad_keys", params);
       applyOccupancyHint(kernel.func(), config);
       ImplicitLocOpBuilder b(op.getLoc(), rewriter);
       KeyGradBlock(b, kernel, plan, G, kvHeads, op.getScale().convertToFloat())
@@ -848,14 +1004,16 @@ struct GradKeysToGPU : KernelOpPattern<SparseAttentionGradKeysKernelOp> {
            host.createOrFold<arith::CeilDivUIOp>(
                words, indexConst(host, kMarkThreads)),
            groups, kMarkThreads, {{"bits", bits}});
+    SmallVector<KernelOperand> markOperands{
+        {"selection", op.getSelection()},
+        {"keys", op.getKeys()},
+        {"queryOffset", op.getQueryOffset()},
+        {"bits", bits}};
+    addPackedOperands(markOperands, op.getCuSeqlensQ(), op.getCuSeqlensK());
     launch(host, mark,
            host.createOrFold<arith::CeilDivUIOp>(
                dimOf(host, op.getQueries(), 2), indexConst(host, kMarkThreads)),
-           groups, kMarkThreads,
-           {{"selection", op.getSelection()},
-            {"keys", op.getKeys()},
-            {"queryOffset", op.getQueryOffset()},
-            {"bits", bits}});
+           groups, kMarkThreads, markOperands);
     // Segments of at least kMinSegmentWords words, at most kMaxKeySegments.
     Value rowWords =
         arith::SubIOp::create(host, dimOf(host, bits, 3), indexConst(host, 1));
@@ -868,19 +1026,20 @@ struct GradKeysToGPU : KernelOpPattern<SparseAttentionGradKeysKernelOp> {
             indexConst(host, kMaxKeySegments)),
         indexConst(host, 1));
     Value gridX = arith::MulIOp::create(host, dimOf(host, bits, 2), segments);
-    launch(host, kernel, gridX, groups, config.getThreads(),
-           {{"queries", op.getQueries()},
-            {"keys", op.getKeys()},
-            {"values", op.getValues()},
-            {"queryOffset", op.getQueryOffset()},
-            {"lse", op.getLse()},
-            {"delta", op.getDelta()},
-            {"gradOutput", op.getGradOutput()},
-            {"queryBits", bits},
-            {"gradKeys", op.getGradKeys()},
-            {"gradValues", op.getGradValues()},
-            {"accumulators", op.getAccumulators()},
-            {"segments", segments}},
+    SmallVector<KernelOperand> operands{{"queries", op.getQueries()},
+                                        {"keys", op.getKeys()},
+                                        {"values", op.getValues()},
+                                        {"queryOffset", op.getQueryOffset()},
+                                        {"lse", op.getLse()},
+                                        {"delta", op.getDelta()},
+                                        {"gradOutput", op.getGradOutput()},
+                                        {"queryBits", bits},
+                                        {"gradKeys", op.getGradKeys()},
+                                        {"gradValues", op.getGradValues()},
+                                        {"accumulators", op.getAccumulators()},
+                                        {"segments", segments}};
+    addPackedOperands(operands, op.getCuSeqlensQ(), op.getCuSeqlensK());
+    launch(host, kernel, gridX, groups, config.getThreads(), operands,
            plan.bytes);
   }
 };

@@ -263,10 +263,10 @@ public:
     tid = threadIdX(b);
     warp = arith::DivUIOp::create(b, tid, indexConst(b, 32));
     firstHead = arith::MulIOp::create(b, kv, indexConst(b, G));
-    numKeys = dimOf(b, e.arg("keys"), 2);
-    Value position = arith::AddIOp::create(b, e.arg("queryOffset"), query);
+    keys = queryKeysOf(b, e, query);
+    numKeys = keys.numKeys;
     keyEnd = arith::MinUIOp::create(
-        b, numKeys, arith::AddIOp::create(b, position, indexConst(b, 1)));
+        b, numKeys, arith::AddIOp::create(b, keys.position, indexConst(b, 1)));
   }
 
   void build(ImplicitLocOpBuilder &b) {
@@ -333,9 +333,12 @@ private:
     gpu::BarrierOp::create(b); // entry j - 1's tiles are read
     Value firstKey = arith::MulIOp::create(
         b, toIndex(b, memref::LoadOp::create(b, list, j)), indexConst(b, c));
-    stageKeyRows(b, e.arg("keys"), batch, kv, firstKey, c, p.headDim, kTile,
+    // Rows past the sequence's keys (the next one's, or zeros past the
+    // buffer) are masked below.
+    Value firstRow = keys.row(b, firstKey);
+    stageKeyRows(b, e.arg("keys"), batch, kv, firstRow, c, p.headDim, kTile,
                  tid, kGradThreads);
-    stageKeyRows(b, e.arg("values"), batch, kv, firstKey, c, p.valueDim, vTile,
+    stageKeyRows(b, e.arg("values"), batch, kv, firstRow, c, p.valueDim, vTile,
                  tid, kGradThreads);
     gpu::BarrierOp::create(b);
     warpSplitRowsProduct(b, qTile, R, p.headDim, kTile, c, sTile, warp,
@@ -365,8 +368,10 @@ private:
     Value col0 = site.firstColumn(b, n);
     buildIfThen(b, site.isHead, [&](ImplicitLocOpBuilder &wb) {
       Value acc = loadRow(wb, dqTile, {site.row, col0}, n, wb.getF32Type());
+      auto rowType = VectorType::get({n}, wb.getF32Type());
+      Value factor = nanIfBroken(wb, keys, f32Const(wb, scale));
       Value scaled = arith::MulFOp::create(
-          wb, acc, f32Splat(wb, VectorType::get({n}, wb.getF32Type()), scale));
+          wb, acc, vector::BroadcastOp::create(wb, rowType, factor));
       Value out = e.arg("gradQueries");
       storeRow(wb, toElementsOf(wb, scaled, out), out,
                {batch, site.head, query, col0});
@@ -379,6 +384,7 @@ private:
   float scale;
   Type elem;
   Value qTile, doTile, kTile, vTile, sTile, dpTile, dsTile, dqTile, list;
+  QueryKeys keys;
   Value query, batch, kv, tid, warp, firstHead, numKeys, keyEnd;
 };
 
@@ -400,17 +406,20 @@ struct GradQueriesToGPU : KernelOpPattern<SparseAttentionGradQueriesKernelOp> {
     Kernel kernel;
     {
       OpBuilder::InsertionGuard guard(rewriter);
-      kernel = createKernel(rewriter, op, "sparse_attention_grad_queries",
-                            {{"queries", qType},
-                             {"keys", bufferType(op.getKeys())},
-                             {"values", bufferType(op.getValues())},
-                             {"selection", bufferType(op.getSelection())},
-                             {"queryOffset", rewriter.getIndexType()},
-                             {"output", bufferType(op.getOutput())},
-                             {"lse", bufferType(op.getLse())},
-                             {"gradOutput", bufferType(op.getGradOutput())},
-                             {"gradQueries", bufferType(op.getGradQueries())},
-                             {"delta", bufferType(op.getDelta())}});
+      SmallVector<KernelParam> params{
+          {"queries", qType},
+          {"keys", bufferType(op.getKeys())},
+          {"values", bufferType(op.getValues())},
+          {"selection", bufferType(op.getSelection())},
+          {"queryOffset", rewriter.getIndexType()},
+          {"output", bufferType(op.getOutput())},
+          {"lse", bufferType(op.getLse())},
+          {"gradOutput", bufferType(op.getGradOutput())},
+          {"gradQueries", bufferType(op.getGradQueries())},
+          {"delta", bufferType(op.getDelta())}};
+      addPackedParams(params, op.getCuSeqlensQ(), op.getCuSeqlensK());
+      kernel =
+          createKernel(rewriter, op, "sparse_attention_grad_queries", params);
       applyOccupancyHint(kernel.func(), config);
       ImplicitLocOpBuilder b(op.getLoc(), rewriter);
       const float scale = op.getScale().convertToFloat();
@@ -426,17 +435,18 @@ struct GradQueriesToGPU : KernelOpPattern<SparseAttentionGradQueriesKernelOp> {
     if (onTiles)
       gridX = host.createOrFold<arith::CeilDivUIOp>(
           gridX, indexConst(host, kGradWarps));
-    launch(host, kernel, gridX, groups, config.getThreads(),
-           {{"queries", op.getQueries()},
-            {"keys", op.getKeys()},
-            {"values", op.getValues()},
-            {"selection", op.getSelection()},
-            {"queryOffset", op.getQueryOffset()},
-            {"output", op.getOutput()},
-            {"lse", op.getLse()},
-            {"gradOutput", op.getGradOutput()},
-            {"gradQueries", op.getGradQueries()},
-            {"delta", op.getDelta()}},
+    SmallVector<KernelOperand> operands{{"queries", op.getQueries()},
+                                        {"keys", op.getKeys()},
+                                        {"values", op.getValues()},
+                                        {"selection", op.getSelection()},
+                                        {"queryOffset", op.getQueryOffset()},
+                                        {"output", op.getOutput()},
+                                        {"lse", op.getLse()},
+                                        {"gradOutput", op.getGradOutput()},
+                                        {"gradQueries", op.getGradQueries()},
+                                        {"delta", op.getDelta()}};
+    addPackedOperands(operands, op.getCuSeqlensQ(), op.getCuSeqlensK());
+    launch(host, kernel, gridX, groups, config.getThreads(), operands,
            onTiles ? tilePlan.bytes : plan.bytes);
   }
 };

@@ -109,7 +109,6 @@ public:
     lane = arith::RemUIOp::create(b, tid, indexConst(b, 32));
     gid = arith::DivUIOp::create(b, lane, indexConst(b, 4));
     tig = arith::RemUIOp::create(b, lane, indexConst(b, 4));
-    numKeys = dimOf(b, e.arg("keys"), 2);
     list = view(b, indexConst(b, plan.listOffset), {plan.topK}, b.getI32Type());
     valueTile = view(
         b, arith::MulIOp::create(b, warp, indexConst(b, plan.valueTileBytes)),
@@ -139,7 +138,9 @@ public:
   void attendQuery(ImplicitLocOpBuilder &b, Value q0) {
     const float negInf = -std::numeric_limits<float>::infinity();
     query = q0;
-    Value position = arith::AddIOp::create(b, e.arg("queryOffset"), query);
+    keys = queryKeysOf(b, e, query);
+    numKeys = keys.numKeys;
+    Value position = keys.position;
     keyEnd = arith::MinUIOp::create(
         b, numKeys, arith::AddIOp::create(b, position, indexConst(b, 1)));
     site = QuerySite{batch, kv, query, position};
@@ -192,7 +193,8 @@ private:
       return {valueTile,
               {row, col},
               e.arg("values"),
-              {batch, kv, arith::MinUIOp::create(cb, key, lastKey), col},
+              {batch, kv,
+               keys.row(cb, arith::MinUIOp::create(cb, key, lastKey)), col},
               srcElements};
     };
     return asyncCopyChunks(b, tile, lane, chunkAt, /*bypassL1=*/false);
@@ -218,9 +220,9 @@ private:
                                indexConst(b, plan.blockSize));
     ChildLevel keyRows{indexConst(b, 0), numKeys, indexConst(b, 1),
                        indexConst(b, 1)};
-    SmallVector<Value> s =
-        buildKeyTileProducts(b, q, e.arg("keys"), site, keyRows, firstKey,
-                             visible, plan.blockSize, plan.headDim);
+    SmallVector<Value> s = buildKeyTileProducts(
+        b, q, e.arg("keys"), site, keyRows, keys.row(b, firstKey), visible,
+        plan.blockSize, plan.headDim);
 
     // Per row half (g, g + 8): logits in base 2, masked past `visible`.
     SmallVector<Value> next(st.begin(), st.end());
@@ -372,7 +374,8 @@ private:
           arith::MulFOp::create(
               wb, ow, vector::BroadcastOp::create(wb, chunkType, weight)));
     }
-    std::pair<Value, Value> end = rowEnd(wb, m, total);
+    std::pair<Value, Value> end =
+        brokenBatchAsNaN(wb, keys, rowEnd(wb, m, total));
     Value inverse = end.first, lse = end.second;
     Value head = arith::AddIOp::create(
         wb, arith::MulIOp::create(wb, kv, indexConst(wb, G)), row);
@@ -397,6 +400,7 @@ private:
   Type elem;
   Value bytes, list, valueTile;
   QuerySite site;
+  QueryKeys keys;
   Value query, batch, kv, tid, warp, lane, gid, tig, numKeys, keyEnd;
 };
 

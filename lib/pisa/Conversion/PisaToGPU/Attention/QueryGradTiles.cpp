@@ -95,7 +95,7 @@ public:
     lane = arith::RemUIOp::create(b, tid, indexConst(b, 32));
     gid = arith::DivUIOp::create(b, lane, indexConst(b, 4));
     tig = arith::RemUIOp::create(b, lane, indexConst(b, 4));
-    numKeys = dimOf(b, e.arg("keys"), 2);
+    keyRows = dimOf(b, e.arg("keys"), 2);
     Value numQueries = dimOf(b, e.arg("queries"), 2);
     query = arith::AddIOp::create(
         b, arith::MulIOp::create(b, blockIdX(b), indexConst(b, kGradWarps)),
@@ -104,9 +104,13 @@ public:
     // A warp past Nq reads the last query (in bounds) and writes nothing.
     query = arith::MinUIOp::create(
         b, query, arith::SubIOp::create(b, numQueries, indexConst(b, 1)));
-    Value position = arith::AddIOp::create(b, e.arg("queryOffset"), query);
+    keys = queryKeysOf(b, e, query);
+    numKeys = keys.numKeys;
     keyEnd = arith::MinUIOp::create(
-        b, numKeys, arith::AddIOp::create(b, position, indexConst(b, 1)));
+        b, numKeys, arith::AddIOp::create(b, keys.position, indexConst(b, 1)));
+    // In a packed batch the lists hold first key rows (blocks of different
+    // sequences differ there), else block indices.
+    packed = e.has("cuSeqlensQ");
     const int64_t d = p.headDim, dv = p.valueDim, c = p.blockSize;
     for (int64_t i = 0; i < 2; ++i) {
       keyTile[i] = tiles.view(b, p.key[i], {c, d + 8}, elem);
@@ -168,6 +172,14 @@ public:
   }
 
 private:
+  /// The first key row of union entry `entry`.
+  Value entryFirstRow(ImplicitLocOpBuilder &b, Value entry) const {
+    Value stored = toIndex(b, memref::LoadOp::create(b, unionList, entry));
+    if (packed)
+      return stored;
+    return arith::MulIOp::create(b, stored, indexConst(b, p.blockSize));
+  }
+
   Value headOf(ImplicitLocOpBuilder &b, Value row) const {
     return arith::AddIOp::create(
         b, arith::MulIOp::create(b, kv, indexConst(b, G)),
@@ -190,7 +202,14 @@ private:
                     [&](ImplicitLocOpBuilder &wb, Value attended, Value s32,
                         Value at) {
                       buildIfThen(wb, attended, [&](ImplicitLocOpBuilder &sb) {
-                        memref::StoreOp::create(sb, s32, lists,
+                        Value entry = s32;
+                        if (packed)
+                          entry = toI32(
+                              sb,
+                              keys.row(sb, arith::MulIOp::create(
+                                               sb, toIndex(sb, s32),
+                                               indexConst(sb, p.blockSize))));
+                        memref::StoreOp::create(sb, entry, lists,
                                                 ValueRange{warp, at});
                       });
                     })};
@@ -329,10 +348,10 @@ private:
   /// cp.async, the whole block taking part: two copy groups.
   void copyEntry(ImplicitLocOpBuilder &b, Value entry, Value slot) {
     Value parity = arith::RemUIOp::create(b, slot, indexConst(b, 2));
-    Value firstKey = arith::MulIOp::create(
-        b, toIndex(b, memref::LoadOp::create(b, unionList, entry)),
-        indexConst(b, p.blockSize));
-    Value lastKey = arith::SubIOp::create(b, numKeys, indexConst(b, 1));
+    Value firstKey = entryFirstRow(b, entry);
+    // Rows past the entry's sequence (the next one's, or zeros past the
+    // buffer) are masked by each warp's visible count.
+    Value lastKey = arith::SubIOp::create(b, keyRows, indexConst(b, 1));
     auto copy = [&](Value source, int64_t width, Value tile0, Value tile1) {
       ChunkedTile tile{p.blockSize, width, kGradThreads};
       asyncCopyChunks(
@@ -340,7 +359,7 @@ private:
           [&](ImplicitLocOpBuilder &cb, Value i) -> AsyncChunk {
             Value row = tile.row(cb, i), col = tile.column(cb, i);
             Value key = arith::AddIOp::create(cb, firstKey, row);
-            Value real = cmp(cb, P::ult, key, numKeys);
+            Value real = cmp(cb, P::ult, key, keyRows);
             Value srcElements = arith::SelectOp::create(
                 cb, real, indexConst(cb, kChunkElems), indexConst(cb, 0));
             Value dst = buildIf(
@@ -388,9 +407,7 @@ private:
     SmallVector<Value> out = buildIf(
         b, mine, ValueRange(acc).getTypes(),
         [&](ImplicitLocOpBuilder &tb) {
-          Value firstKey = arith::MulIOp::create(
-              tb, toIndex(tb, memref::LoadOp::create(tb, unionList, u)),
-              indexConst(tb, p.blockSize));
+          Value firstKey = entryFirstRow(tb, u);
           return buildIf(
               tb, cmp(tb, P::eq, parity, indexConst(tb, 0)),
               ValueRange(acc).getTypes(),
@@ -420,7 +437,8 @@ private:
     SmallVector<Value> dp = frags.productNT(b, gradOutTile, zero, vTile, zero,
                                             p.valueDim, c / kMmaCols);
     Value visible = arith::MinUIOp::create(
-        b, arith::SubIOp::create(b, keyEnd, firstKey), indexConst(b, c));
+        b, arith::SubIOp::create(b, keys.row(b, keyEnd), firstKey),
+        indexConst(b, c));
     // grads[t]: n8 tile t's four dS values, [half * 2 + j].
     SmallVector<SmallVector<Value>> grads(s.size());
     for (int64_t half = 0; half < 2; ++half) {
@@ -462,7 +480,8 @@ private:
               indexConst(wb, kMmaCols * t));
           Value v = arith::MulFOp::create(
               wb, vector::ExtractOp::create(wb, dq[t], ArrayRef<int64_t>{half}),
-              f32Splat(wb, pairType, scale));
+              vector::BroadcastOp::create(
+                  wb, pairType, nanIfBroken(wb, keys, f32Const(wb, scale))));
           storeRow(wb, toElementsOf(wb, v, out), out,
                    {batch, head, query, col});
         }
@@ -479,7 +498,10 @@ private:
   Value keyTile[2], valueTile[2], queryTile, gradOutTile, lists, counts,
       unionList, unionMask, unionCount;
   Value shift[2], delta[2];
-  Value batch, kv, tid, warp, lane, gid, tig, numKeys, query, hasQuery, keyEnd;
+  QueryKeys keys;
+  bool packed;
+  Value batch, kv, tid, warp, lane, gid, tig, keyRows, numKeys, query, hasQuery,
+      keyEnd;
 };
 
 } // namespace

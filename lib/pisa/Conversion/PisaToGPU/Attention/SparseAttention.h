@@ -78,6 +78,42 @@ std::optional<std::string>
 attentionLimitViolation(Type elem, int64_t groupSize, int64_t headDim,
                         int64_t valueDim, int64_t blockSize, int64_t topK);
 
+/// Where a query row's keys are: rows firstKey .. firstKey + numKeys - 1
+/// of the keys (firstKey null: from row 0), the row's position, and
+/// whether its batch keeps the rules of docs/semantics.md section 7 (null:
+/// a batch, always). A broken packed batch has no keys (numKeys = 0).
+struct QueryKeys {
+  Value position, firstKey, numKeys, valid;
+  /// The packed sequence (null: a batch).
+  Value seq;
+  /// Key `key` of the sequence as a row of the keys.
+  Value row(ImplicitLocOpBuilder &b, Value key) const;
+};
+
+/// Query `query`'s keys in an attention kernel: the batch's (N, position
+/// queryOffset + query), or with the parameters cuSeqlensQ and cuSeqlensK
+/// (a packed batch seen as a batch of one) its sequence's, found by a
+/// binary search of cu_seqlens_q (Tq: the selection's rows).
+QueryKeys queryKeysOf(ImplicitLocOpBuilder &b, const Kernel &kernel,
+                      Value query);
+
+/// `x` (f32), or NaN when the query's packed batch breaks the rules
+/// (`keys.valid` false): every result row of such a call is NaN, never a
+/// plausible value.
+Value nanIfBroken(ImplicitLocOpBuilder &b, const QueryKeys &keys, Value x);
+
+/// A row's end (rowEnd's factor and lse), both nanIfBroken.
+std::pair<Value, Value> brokenBatchAsNaN(ImplicitLocOpBuilder &b,
+                                         const QueryKeys &keys,
+                                         std::pair<Value, Value> end);
+
+/// The kernel parameters of an attention op's cu_seqlens when it has them
+/// (appended to `params` / `operands`).
+void addPackedParams(SmallVectorImpl<KernelParam> &params, Value cuQueries,
+                     Value cuKeys);
+void addPackedOperands(SmallVectorImpl<KernelOperand> &operands,
+                       Value cuQueries, Value cuKeys);
+
 /// Walks the selection row `row` ({batch, KV head, query}) by section 6's
 /// rule, calling `onEntry(b, attended, s32, count)` for each entry:
 /// whether the entry is used and its block starts before `keyEnd`, the

@@ -21,6 +21,7 @@
 #include "Attention/SparseAttention.h"
 #include "Kernels/KernelBuilder.h"
 #include "Kernels/TileCopy.h"
+#include "Selection/PackedSequences.h"
 #include "Selection/QueryKernels.h"
 
 #include "../Common/LoopBuilders.h"
@@ -186,6 +187,59 @@ Value mlir::pisa::detail::listAttendedBlocks(ImplicitLocOpBuilder &b,
       });
 }
 
+Value QueryKeys::row(ImplicitLocOpBuilder &b, Value key) const {
+  return firstKey ? arith::AddIOp::create(b, firstKey, key).getResult() : key;
+}
+
+QueryKeys mlir::pisa::detail::queryKeysOf(ImplicitLocOpBuilder &b,
+                                          const Kernel &kernel, Value query) {
+  Value keys = kernel.arg("keys");
+  if (!kernel.has("cuSeqlensQ")) {
+    Value numKeys = dimOf(b, keys, 2);
+    return {arith::AddIOp::create(b, kernel.arg("queryOffset"), query), Value(),
+            numKeys, Value(), Value()};
+  }
+  QueryRowSequence seq = sequenceOfQueryRow(
+      b, kernel.arg("cuSeqlensQ"), kernel.arg("cuSeqlensK"),
+      dimOf(b, kernel.arg("selection"), 2), dimOf(b, keys, 2), query);
+  Value zero = indexConst(b, 0);
+  return {seq.position,
+          arith::SelectOp::create(b, seq.valid, seq.keys.first, zero),
+          arith::SelectOp::create(b, seq.valid, seq.keys.count, zero),
+          seq.valid, seq.seq};
+}
+
+Value mlir::pisa::detail::nanIfBroken(ImplicitLocOpBuilder &b,
+                                      const QueryKeys &keys, Value x) {
+  if (!keys.valid)
+    return x;
+  return arith::SelectOp::create(
+      b, keys.valid, x, f32Const(b, std::numeric_limits<float>::quiet_NaN()));
+}
+
+std::pair<Value, Value>
+mlir::pisa::detail::brokenBatchAsNaN(ImplicitLocOpBuilder &b,
+                                     const QueryKeys &keys,
+                                     std::pair<Value, Value> end) {
+  return {nanIfBroken(b, keys, end.first), nanIfBroken(b, keys, end.second)};
+}
+
+void mlir::pisa::detail::addPackedParams(SmallVectorImpl<KernelParam> &params,
+                                         Value cuQueries, Value cuKeys) {
+  if (!cuQueries)
+    return;
+  params.push_back({"cuSeqlensQ", bufferType(cuQueries)});
+  params.push_back({"cuSeqlensK", bufferType(cuKeys)});
+}
+
+void mlir::pisa::detail::addPackedOperands(
+    SmallVectorImpl<KernelOperand> &operands, Value cuQueries, Value cuKeys) {
+  if (!cuQueries)
+    return;
+  operands.push_back({"cuSeqlensQ", cuQueries});
+  operands.push_back({"cuSeqlensK", cuKeys});
+}
+
 namespace {
 
 /// The kernel body: one block per (query, batch x KV head). Its values are
@@ -224,10 +278,11 @@ public:
     tid = threadIdX(b);
     warp = arith::DivUIOp::create(b, tid, indexConst(b, 32));
     firstHead = arith::MulIOp::create(b, kv, indexConst(b, G));
-    numKeys = dimOf(b, e.arg("keys"), 2);
+    keys = queryKeysOf(b, e, query);
+    numKeys = keys.numKeys;
     lastKey = arith::SubIOp::create(b, numKeys, indexConst(b, 1));
     // Keys past the query or past N are never attended.
-    Value position = arith::AddIOp::create(b, e.arg("queryOffset"), query);
+    Value position = keys.position;
     keyEnd = arith::MinUIOp::create(
         b, numKeys, arith::AddIOp::create(b, position, indexConst(b, 1)));
     // The softmax's row and columns: [part * n, part * n + n).
@@ -335,8 +390,10 @@ private:
             Value key = arith::AddIOp::create(lb, firstKey, tile.row(lb, i));
             Value v = vector::LoadOp::create(
                 lb, chunkType(lb), e.arg(name),
-                ValueRange{batch, kv, arith::MinUIOp::create(lb, key, lastKey),
-                           tile.column(lb, i)},
+                ValueRange{
+                    batch, kv,
+                    keys.row(lb, arith::MinUIOp::create(lb, key, lastKey)),
+                    tile.column(lb, i)},
                 false, llvm::MaybeAlign(16));
             return arith::SelectOp::create(
                 lb, cmp(lb, arith::CmpIPredicate::ult, key, numKeys), v,
@@ -486,7 +543,8 @@ private:
   /// ln 2 (max + log2 sum) (-inf without keys).
   void writeOutput(ImplicitLocOpBuilder &b, Value max, Value sum) const {
     using P = arith::CmpIPredicate;
-    std::pair<Value, Value> end = rowEnd(b, max, sum);
+    std::pair<Value, Value> end =
+        brokenBatchAsNaN(b, keys, rowEnd(b, max, sum));
     Value inverse = end.first, lse = end.second;
     buildIfThen(
         b, cmp(b, P::ult, row, indexConst(b, G)),
@@ -519,6 +577,7 @@ private:
   Value qTile, kTile, vTile, sTile, pTile, oTile, blockList;
   /// Q's tile, read once before the block loop (set by build()).
   Value queryTile;
+  QueryKeys keys;
   Value query, batch, kv, tid, warp, firstHead, numKeys, lastKey, keyEnd;
   Value row, part, scoreCol0, outCol0;
 };
@@ -543,14 +602,16 @@ struct SparseAttentionToGPU : KernelOpPattern<SparseAttentionKernelOp> {
     Kernel kernel;
     {
       OpBuilder::InsertionGuard guard(rewriter);
-      kernel = createKernel(rewriter, op, "sparse_attention",
-                            {{"queries", qType},
-                             {"keys", bufferType(op.getKeys())},
-                             {"values", bufferType(op.getValues())},
-                             {"selection", bufferType(op.getSelection())},
-                             {"queryOffset", rewriter.getIndexType()},
-                             {"output", bufferType(op.getOutput())},
-                             {"lse", bufferType(op.getLse())}});
+      SmallVector<KernelParam> params{
+          {"queries", qType},
+          {"keys", bufferType(op.getKeys())},
+          {"values", bufferType(op.getValues())},
+          {"selection", bufferType(op.getSelection())},
+          {"queryOffset", rewriter.getIndexType()},
+          {"output", bufferType(op.getOutput())},
+          {"lse", bufferType(op.getLse())}};
+      addPackedParams(params, op.getCuSeqlensQ(), op.getCuSeqlensK());
+      kernel = createKernel(rewriter, op, "sparse_attention", params);
       applyOccupancyHint(kernel.func(), config);
       ImplicitLocOpBuilder b(op.getLoc(), rewriter);
       if (inRegisters)
@@ -564,14 +625,15 @@ struct SparseAttentionToGPU : KernelOpPattern<SparseAttentionKernelOp> {
     if (inRegisters)
       gridX = host.createOrFold<arith::CeilDivUIOp>(
           gridX, indexConst(host, kAttentionQueriesPerBlock));
-    launch(host, kernel, gridX, groups, config.getThreads(),
-           {{"queries", op.getQueries()},
-            {"keys", op.getKeys()},
-            {"values", op.getValues()},
-            {"selection", op.getSelection()},
-            {"queryOffset", op.getQueryOffset()},
-            {"output", op.getOutput()},
-            {"lse", op.getLse()}},
+    SmallVector<KernelOperand> operands{{"queries", op.getQueries()},
+                                        {"keys", op.getKeys()},
+                                        {"values", op.getValues()},
+                                        {"selection", op.getSelection()},
+                                        {"queryOffset", op.getQueryOffset()},
+                                        {"output", op.getOutput()},
+                                        {"lse", op.getLse()}};
+    addPackedOperands(operands, op.getCuSeqlensQ(), op.getCuSeqlensK());
+    launch(host, kernel, gridX, groups, config.getThreads(), operands,
            sharedBytes);
   }
 };

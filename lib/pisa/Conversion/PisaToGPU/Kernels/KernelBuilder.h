@@ -48,6 +48,8 @@ public:
   explicit operator bool() const { return bool(fn); }
   /// The parameter `name` inside the kernel body (asserts it exists).
   Value arg(StringRef name) const;
+  /// Whether the kernel has a parameter `name` (an optional operand's).
+  bool has(StringRef name) const { return llvm::is_contained(names, name); }
   /// Launch operands in parameter order; each parameter exactly once
   /// (asserted).
   SmallVector<Value> operands(ArrayRef<KernelOperand> values) const;

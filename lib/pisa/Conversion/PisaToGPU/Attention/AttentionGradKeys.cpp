@@ -115,7 +115,18 @@ public:
     }
     numWords = arith::SubIOp::create(b, dimOf(b, e.arg("queryBits"), 3),
                                      indexConst(b, 1));
-    wordsPerSegment = arith::CeilDivUIOp::create(b, numWords, segments);
+    // A packed block's segments split its sequence's words (from wordBase
+    // to endQueryWord), so that every segment takes part however long the
+    // batch.
+    Value segmentedWords = numWords;
+    if (queryBase) {
+      wordBase = arith::DivUIOp::create(b, queryBase, indexConst(b, 32));
+      segmentedWords = arith::SubIOp::create(b, endQueryWord, wordBase);
+    }
+    wordsPerSegment = arith::CeilDivUIOp::create(b, segmentedWords, segments);
+    if (queryBase)
+      wordsPerSegment =
+          arith::MaxUIOp::create(b, wordsPerSegment, indexConst(b, 1));
     // Queries before the block's first key cannot attend it: the segments
     // wholly before its first word take no part (the last segment does, so
     // that a block no query can attend still gets its zeros written).
@@ -126,7 +137,9 @@ public:
       firstQuery = arith::AddIOp::create(b, queryBase, firstQuery);
     firstWord = arith::DivUIOp::create(b, firstQuery, indexConst(b, 32));
     Value firstSegment = arith::MinUIOp::create(
-        b, arith::DivUIOp::create(b, firstWord, wordsPerSegment), lastIndex);
+        b,
+        arith::DivUIOp::create(b, fromWordBase(b, firstWord), wordsPerSegment),
+        lastIndex);
     takesPart = cmp(b, P::uge, segment, firstSegment);
     lastSegment = cmp(b, P::eq, segment, firstSegment);
     chainRank = rank;
@@ -142,7 +155,9 @@ public:
           arith::MaxUIOp::create(
               b,
               arith::DivUIOp::create(
-                  b, arith::SubIOp::create(b, endWord, indexConst(b, 1)),
+                  b,
+                  fromWordBase(
+                      b, arith::SubIOp::create(b, endWord, indexConst(b, 1))),
                   wordsPerSegment),
               firstSegment),
           lastIndex);
@@ -193,6 +208,17 @@ public:
   }
 
 private:
+  /// Bit word `word` counted from the block's first segment's first word
+  /// (wordBase; 0 for a batch), and back.
+  Value fromWordBase(ImplicitLocOpBuilder &b, Value word) const {
+    return wordBase ? arith::SubIOp::create(b, word, wordBase).getResult()
+                    : word;
+  }
+  Value toWordBase(ImplicitLocOpBuilder &b, Value word) const {
+    return wordBase ? arith::AddIOp::create(b, word, wordBase).getResult()
+                    : word;
+  }
+
   /// Key `key` of the block's sequence as a row of the keys.
   Value keyRow(ImplicitLocOpBuilder &b, Value key) const {
     return keyBase ? arith::AddIOp::create(b, keyBase, key).getResult() : key;
@@ -308,7 +334,8 @@ private:
   /// equal ranges, less the words before the block's first word.
   std::pair<Value, Value> segmentWords(ImplicitLocOpBuilder &b) {
     Value begin = arith::MinUIOp::create(
-        b, arith::MulIOp::create(b, segment, wordsPerSegment), numWords);
+        b, toWordBase(b, arith::MulIOp::create(b, segment, wordsPerSegment)),
+        numWords);
     Value end = arith::MinUIOp::create(
         b, arith::AddIOp::create(b, begin, wordsPerSegment), numWords);
     if (endQueryWord)
@@ -868,7 +895,7 @@ private:
   /// row, whether the slot is one of its blocks, whether the batch breaks
   /// the rules, N_s - Nq_s, its query rows [first, second), and the bit
   /// word after its last query.
-  Value keyBase, realBlock, brokenBatch, packedOffset, endQueryWord;
+  Value keyBase, realBlock, brokenBatch, packedOffset, endQueryWord, wordBase;
   std::pair<Value, Value> packedQueries;
 };
 
@@ -925,7 +952,14 @@ Kernel buildMarkQueries(PatternRewriter &rewriter,
   buildIfThen(
       b, cmp(b, P::ult, query, dimOf(b, selection, 2)),
       [&](ImplicitLocOpBuilder &qb) {
-        QueryKeys keys = queryKeysOf(qb, kernel, query);
+        // Only the row's own sequence must be sound here (its slots then
+        // lie inside the bits): the other kernels turn a broken batch into
+        // NaN rows whatever the bits say.
+        QueryKeys keys =
+            queryKeysOf(qb, kernel, query,
+                        kernel.has("cuSeqlensQ")
+                            ? arith::ConstantIntOp::create(qb, 1, 1).getResult()
+                            : Value());
         Value numKeys = keys.numKeys;
         Value keyEnd = arith::MinUIOp::create(
             qb, numKeys,

@@ -120,6 +120,8 @@ public:
     Value numQueries = dimOf(b, e.arg("queries"), 2);
     Value first =
         arith::MulIOp::create(b, blockIdX(b), indexConst(b, perBlock));
+    // A packed batch's rules, once for the block's queries.
+    batchRules = packedBatchRules(b, e);
     buildLoop(b, indexConst(b, 0), indexConst(b, perBlock), ValueRange{},
               [&](ImplicitLocOpBuilder &lb, Value i,
                   ValueRange) -> SmallVector<Value> {
@@ -138,7 +140,7 @@ public:
   void attendQuery(ImplicitLocOpBuilder &b, Value q0) {
     const float negInf = -std::numeric_limits<float>::infinity();
     query = q0;
-    keys = queryKeysOf(b, e, query);
+    keys = queryKeysOf(b, e, query, batchRules);
     numKeys = keys.numKeys;
     Value position = keys.position;
     keyEnd = arith::MinUIOp::create(
@@ -401,6 +403,7 @@ private:
   Value bytes, list, valueTile;
   QuerySite site;
   QueryKeys keys;
+  Value batchRules;
   Value query, batch, kv, tid, warp, lane, gid, tig, numKeys, keyEnd;
 };
 

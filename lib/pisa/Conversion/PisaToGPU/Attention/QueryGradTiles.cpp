@@ -104,7 +104,7 @@ public:
     // A warp past Nq reads the last query (in bounds) and writes nothing.
     query = arith::MinUIOp::create(
         b, query, arith::SubIOp::create(b, numQueries, indexConst(b, 1)));
-    keys = queryKeysOf(b, e, query);
+    keys = queryKeysOf(b, e, query, packedBatchRules(b, e));
     numKeys = keys.numKeys;
     keyEnd = arith::MinUIOp::create(
         b, numKeys, arith::AddIOp::create(b, keys.position, indexConst(b, 1)));

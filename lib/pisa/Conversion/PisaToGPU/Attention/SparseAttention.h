@@ -93,9 +93,16 @@ struct QueryKeys {
 /// Query `query`'s keys in an attention kernel: the batch's (N, position
 /// queryOffset + query), or with the parameters cuSeqlensQ and cuSeqlensK
 /// (a packed batch seen as a batch of one) its sequence's, found by a
-/// binary search of cu_seqlens_q (Tq: the selection's rows).
+/// binary search of cu_seqlens_q (Tq: the selection's rows). `batchRules`:
+/// packedBatchRules computed once for the kernel's queries (null: the
+/// call computes it).
 QueryKeys queryKeysOf(ImplicitLocOpBuilder &b, const Kernel &kernel,
-                      Value query);
+                      Value query, Value batchRules = Value());
+
+/// Whether a packed batch's cu_seqlens keep the rules of section 7 (one
+/// pass over them: computed once where a block takes several queries);
+/// null for a batch.
+Value packedBatchRules(ImplicitLocOpBuilder &b, const Kernel &kernel);
 
 /// `x` (f32), or NaN when the query's packed batch breaks the rules
 /// (`keys.valid` false): every result row of such a call is NaN, never a

@@ -191,17 +191,28 @@ Value QueryKeys::row(ImplicitLocOpBuilder &b, Value key) const {
   return firstKey ? arith::AddIOp::create(b, firstKey, key).getResult() : key;
 }
 
+Value mlir::pisa::detail::packedBatchRules(ImplicitLocOpBuilder &b,
+                                           const Kernel &kernel) {
+  if (!kernel.has("cuSeqlensQ"))
+    return Value();
+  return batchRulesHold(
+      b, kernel.arg("cuSeqlensK"), dimOf(b, kernel.arg("keys"), 2),
+      kernel.arg("cuSeqlensQ"), dimOf(b, kernel.arg("selection"), 2));
+}
+
 QueryKeys mlir::pisa::detail::queryKeysOf(ImplicitLocOpBuilder &b,
-                                          const Kernel &kernel, Value query) {
+                                          const Kernel &kernel, Value query,
+                                          Value batchRules) {
   Value keys = kernel.arg("keys");
   if (!kernel.has("cuSeqlensQ")) {
     Value numKeys = dimOf(b, keys, 2);
     return {arith::AddIOp::create(b, kernel.arg("queryOffset"), query), Value(),
             numKeys, Value(), Value()};
   }
-  QueryRowSequence seq = sequenceOfQueryRow(
-      b, kernel.arg("cuSeqlensQ"), kernel.arg("cuSeqlensK"),
-      dimOf(b, kernel.arg("selection"), 2), dimOf(b, keys, 2), query);
+  QueryRowSequence seq =
+      sequenceOfQueryRow(b, kernel.arg("cuSeqlensQ"), kernel.arg("cuSeqlensK"),
+                         dimOf(b, kernel.arg("selection"), 2),
+                         dimOf(b, keys, 2), query, batchRules);
   Value zero = indexConst(b, 0);
   return {seq.position,
           arith::SelectOp::create(b, seq.valid, seq.keys.first, zero),

@@ -103,10 +103,9 @@ PackedKeys mlir::pisa::detail::packedKeys(ImplicitLocOpBuilder &b, Value cuKeys,
   return {first, arith::SubIOp::create(b, end, first), valid};
 }
 
-QueryRowSequence
-mlir::pisa::detail::sequenceOfQueryRow(ImplicitLocOpBuilder &b, Value cuQueries,
-                                       Value cuKeys, Value numQueryRows,
-                                       Value numKeyRows, Value row) {
+QueryRowSequence mlir::pisa::detail::sequenceOfQueryRow(
+    ImplicitLocOpBuilder &b, Value cuQueries, Value cuKeys, Value numQueryRows,
+    Value numKeyRows, Value row, Value batchRules) {
   using P = arith::CmpIPredicate;
   Value numSeqs =
       arith::SubIOp::create(b, dimOf(b, cuQueries, 0), indexConst(b, 1));
@@ -121,7 +120,9 @@ mlir::pisa::detail::sequenceOfQueryRow(ImplicitLocOpBuilder &b, Value cuQueries,
   Value numQueries = arith::SubIOp::create(b, q1, q0);
   // The batch's rules put the row in [q0, q1) and t in [0, N_b); the
   // sequence's own checks keep every access in bounds on their own.
-  Value rules = batchRulesHold(b, cuKeys, numKeyRows, cuQueries, numQueryRows);
+  Value rules = batchRules ? batchRules
+                           : batchRulesHold(b, cuKeys, numKeyRows, cuQueries,
+                                            numQueryRows);
   Value valid = arith::AndIOp::create(
       b, arith::AndIOp::create(b, rules, keys.valid),
       arith::AndIOp::create(b,

@@ -48,6 +48,8 @@ PackedKeys packedKeys(ImplicitLocOpBuilder &b, Value cuKeys, Value numKeyRows,
 /// The sequence of packed query row `row` (< Tq): its keys, the row's
 /// position t = N_b - Nq_b + (row - cu_q[b]), and whether the rules of
 /// section 7 hold (the whole batch's, batchRulesHold, and the sequence's).
+/// `batchRules`, when given, is batchRulesHold's result computed once for
+/// several rows (or true where only the row's own sequence must be sound).
 struct QueryRowSequence {
   Value seq;
   PackedKeys keys;
@@ -55,7 +57,8 @@ struct QueryRowSequence {
 };
 QueryRowSequence sequenceOfQueryRow(ImplicitLocOpBuilder &b, Value cuQueries,
                                     Value cuKeys, Value numQueryRows,
-                                    Value numKeyRows, Value row);
+                                    Value numKeyRows, Value row,
+                                    Value batchRules = Value());
 
 /// Pyramid kernels number the nodes of one level over the whole batch:
 /// sequence s's nodes of a level whose nodes span `span` leaves start at

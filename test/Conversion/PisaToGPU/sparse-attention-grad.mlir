@@ -28,16 +28,17 @@
 // bytes.
 // CHECK: %[[TILES:.+]] = arith.ceildivui %{{.+}}, %c4
 // CHECK: gpu.launch_func @pisa_kernels::@sparse_attention_grad_queries blocks in (%[[TILES]], %[[GROUPS:.+]], %c1) threads in (%c128, %c1, %c1) dynamic_shared_memory_size %c104864_i32
+// At most 16 segments of at least 8 bit words per key block.
+// CHECK: %[[SEGS:.+]] = arith.maxui %{{.+}}, %c1
 // The bits are zeroed, then one thread per query marks the blocks it
 // attends.
 // CHECK: gpu.launch_func @pisa_kernels::@zero_query_bits
 // CHECK: gpu.launch_func @pisa_kernels::@mark_attending_queries
-// One block per (key block x segment, B x Hkv), at most 16 segments of at
-// least 8 bit words; its shared memory: K, V, the step's Q and dO (64
-// rows: 4 queries of 16 heads), each step row's shift, D and visible keys,
-// and the list of the segment's queries (the dK and dV sums are written
-// over the 16-bit tiles at the end), 74528 bytes.
-// CHECK: %[[SEGS:.+]] = arith.maxui %{{.+}}, %c1
+// One block per (key block x segment, B x Hkv); its shared memory: K, V,
+// the step's Q and dO (64 rows: 4 queries of 16 heads), each step row's
+// shift, D and visible keys, and the list of the segment's queries (the
+// dK and dV sums are written over the 16-bit tiles at the end), 74528
+// bytes.
 // CHECK: %[[GRIDX:.+]] = arith.muli %{{.+}}, %[[SEGS]]
 // CHECK: gpu.launch_func @pisa_kernels::@sparse_attention_grad_keys blocks in (%[[GRIDX]], %[[GROUPS]], %c1) threads in (%c128, %c1, %c1) dynamic_shared_memory_size %c74528_i32
 

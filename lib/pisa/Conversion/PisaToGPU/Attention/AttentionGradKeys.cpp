@@ -932,15 +932,12 @@ Kernel buildZeroBits(PatternRewriter &rewriter, Operation *op, Value bits) {
 /// per (query, batch x KV head), the forward's rule for which entries
 /// count.
 Kernel buildMarkQueries(PatternRewriter &rewriter,
-                        SparseAttentionGradKeysKernelOp op, int64_t topK) {
+                        SparseAttentionGradKeysKernelOp op, int64_t topK,
+                        ArrayRef<KernelOperand> operands) {
   OpBuilder::InsertionGuard guard(rewriter);
   MemRefType bitsType = bufferType(op.getQueryBits());
-  SmallVector<KernelParam> params{{"selection", bufferType(op.getSelection())},
-                                  {"keys", bufferType(op.getKeys())},
-                                  {"queryOffset", rewriter.getIndexType()},
-                                  {"bits", bitsType}};
-  addPackedParams(params, op.getCuSeqlensQ(), op.getCuSeqlensK());
-  Kernel kernel = createKernel(rewriter, op, "mark_attending_queries", params);
+  Kernel kernel =
+      createKernelFor(rewriter, op, "mark_attending_queries", operands);
   ImplicitLocOpBuilder b(op.getLoc(), rewriter);
   const int64_t kvHeads = bitsType.getShape()[1];
   Value selection = kernel.arg("selection"), bits = kernel.arg("bits");
@@ -1004,50 +1001,13 @@ struct GradKeysToGPU : KernelOpPattern<SparseAttentionGradKeysKernelOp> {
     const KeyGradPlan plan(
         G, qType.getShape()[3], bufferType(op.getValues()).getShape()[3],
         op.getBlockSize(), config.getEpilogue() == KernelEpilogue::Registers);
-    Kernel zero = buildZeroBits(rewriter, op, op.getQueryBits());
-    Kernel mark = buildMarkQueries(rewriter, op, topK);
-    Kernel kernel;
-    {
-      OpBuilder::InsertionGuard guard(rewriter);
-      SmallVector<KernelParam> params{
-          {"queries", qType},
-          {"keys", bufferType(op.getKeys())},
-          {"values", bufferType(op.getValues())},
-          {"queryOffset", rewriter.getIndexType()},
-          {"lse", bufferType(op.getLse())},
-          {"delta", bufferType(op.getDelta())},
-          {"gradOutput", bufferType(op.getGradOutput())},
-          {"queryBits", bufferType(op.getQueryBits())},
-          {"gradKeys", bufferType(op.getGradKeys())},
-          {"gradValues", bufferType(op.getGradValues())},
-          {"accumulators", bufferType(op.getAccumulators())},
-          {"segments", rewriter.getIndexType()}};
-      addPackedParams(params, op.getCuSeqlensQ(), op.getCuSeqlensK());
-      kernel = createKernel(rewriter, op, "sparse_attention_grad_keys", params);
-      applyOccupancyHint(kernel.func(), config);
-      ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-      KeyGradBlock(b, kernel, plan, G, kvHeads, op.getScale().convertToFloat())
-          .build(b);
-    }
     Value bits = op.getQueryBits();
-    Value groups = arith::MulIOp::create(host, dimOf(host, op.getQueries(), 0),
-                                         indexConst(host, kvHeads));
-    Value words =
-        arith::MulIOp::create(host, dimOf(host, bits, 2), dimOf(host, bits, 3));
-    launch(host, zero,
-           host.createOrFold<arith::CeilDivUIOp>(
-               words, indexConst(host, kMarkThreads)),
-           groups, kMarkThreads, {{"bits", bits}});
     SmallVector<KernelOperand> markOperands{
         {"selection", op.getSelection()},
         {"keys", op.getKeys()},
         {"queryOffset", op.getQueryOffset()},
         {"bits", bits}};
     addPackedOperands(markOperands, op.getCuSeqlensQ(), op.getCuSeqlensK());
-    launch(host, mark,
-           host.createOrFold<arith::CeilDivUIOp>(
-               dimOf(host, op.getQueries(), 2), indexConst(host, kMarkThreads)),
-           groups, kMarkThreads, markOperands);
     // Segments of at least kMinSegmentWords words, at most kMaxKeySegments.
     Value rowWords =
         arith::SubIOp::create(host, dimOf(host, bits, 3), indexConst(host, 1));
@@ -1059,7 +1019,6 @@ struct GradKeysToGPU : KernelOpPattern<SparseAttentionGradKeysKernelOp> {
                                        indexConst(host, kMinSegmentWords)),
             indexConst(host, kMaxKeySegments)),
         indexConst(host, 1));
-    Value gridX = arith::MulIOp::create(host, dimOf(host, bits, 2), segments);
     SmallVector<KernelOperand> operands{{"queries", op.getQueries()},
                                         {"keys", op.getKeys()},
                                         {"values", op.getValues()},
@@ -1073,6 +1032,31 @@ struct GradKeysToGPU : KernelOpPattern<SparseAttentionGradKeysKernelOp> {
                                         {"accumulators", op.getAccumulators()},
                                         {"segments", segments}};
     addPackedOperands(operands, op.getCuSeqlensQ(), op.getCuSeqlensK());
+    Kernel zero = buildZeroBits(rewriter, op, bits);
+    Kernel mark = buildMarkQueries(rewriter, op, topK, markOperands);
+    Kernel kernel;
+    {
+      OpBuilder::InsertionGuard guard(rewriter);
+      kernel =
+          createKernelFor(rewriter, op, "sparse_attention_grad_keys", operands);
+      applyOccupancyHint(kernel.func(), config);
+      ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+      KeyGradBlock(b, kernel, plan, G, kvHeads, op.getScale().convertToFloat())
+          .build(b);
+    }
+    Value groups = arith::MulIOp::create(host, dimOf(host, op.getQueries(), 0),
+                                         indexConst(host, kvHeads));
+    Value words =
+        arith::MulIOp::create(host, dimOf(host, bits, 2), dimOf(host, bits, 3));
+    launch(host, zero,
+           host.createOrFold<arith::CeilDivUIOp>(
+               words, indexConst(host, kMarkThreads)),
+           groups, kMarkThreads, {{"bits", bits}});
+    launch(host, mark,
+           host.createOrFold<arith::CeilDivUIOp>(
+               dimOf(host, op.getQueries(), 2), indexConst(host, kMarkThreads)),
+           groups, kMarkThreads, markOperands);
+    Value gridX = arith::MulIOp::create(host, dimOf(host, bits, 2), segments);
     launch(host, kernel, gridX, groups, config.getThreads(), operands,
            plan.bytes);
   }

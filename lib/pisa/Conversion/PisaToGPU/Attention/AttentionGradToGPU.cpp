@@ -403,23 +403,22 @@ struct GradQueriesToGPU : KernelOpPattern<SparseAttentionGradQueriesKernelOp> {
     const QueryTileGradPlan tilePlan(d, dv, op.getBlockSize(), topK);
     KernelConfigAttr config = getKernelConfig(op);
     const bool onTiles = config.getEpilogue() == KernelEpilogue::Registers;
+    SmallVector<KernelOperand> operands{{"queries", op.getQueries()},
+                                        {"keys", op.getKeys()},
+                                        {"values", op.getValues()},
+                                        {"selection", op.getSelection()},
+                                        {"queryOffset", op.getQueryOffset()},
+                                        {"output", op.getOutput()},
+                                        {"lse", op.getLse()},
+                                        {"gradOutput", op.getGradOutput()},
+                                        {"gradQueries", op.getGradQueries()},
+                                        {"delta", op.getDelta()}};
+    addPackedOperands(operands, op.getCuSeqlensQ(), op.getCuSeqlensK());
     Kernel kernel;
     {
       OpBuilder::InsertionGuard guard(rewriter);
-      SmallVector<KernelParam> params{
-          {"queries", qType},
-          {"keys", bufferType(op.getKeys())},
-          {"values", bufferType(op.getValues())},
-          {"selection", bufferType(op.getSelection())},
-          {"queryOffset", rewriter.getIndexType()},
-          {"output", bufferType(op.getOutput())},
-          {"lse", bufferType(op.getLse())},
-          {"gradOutput", bufferType(op.getGradOutput())},
-          {"gradQueries", bufferType(op.getGradQueries())},
-          {"delta", bufferType(op.getDelta())}};
-      addPackedParams(params, op.getCuSeqlensQ(), op.getCuSeqlensK());
-      kernel =
-          createKernel(rewriter, op, "sparse_attention_grad_queries", params);
+      kernel = createKernelFor(rewriter, op, "sparse_attention_grad_queries",
+                               operands);
       applyOccupancyHint(kernel.func(), config);
       ImplicitLocOpBuilder b(op.getLoc(), rewriter);
       const float scale = op.getScale().convertToFloat();
@@ -435,17 +434,6 @@ struct GradQueriesToGPU : KernelOpPattern<SparseAttentionGradQueriesKernelOp> {
     if (onTiles)
       gridX = host.createOrFold<arith::CeilDivUIOp>(
           gridX, indexConst(host, kGradWarps));
-    SmallVector<KernelOperand> operands{{"queries", op.getQueries()},
-                                        {"keys", op.getKeys()},
-                                        {"values", op.getValues()},
-                                        {"selection", op.getSelection()},
-                                        {"queryOffset", op.getQueryOffset()},
-                                        {"output", op.getOutput()},
-                                        {"lse", op.getLse()},
-                                        {"gradOutput", op.getGradOutput()},
-                                        {"gradQueries", op.getGradQueries()},
-                                        {"delta", op.getDelta()}};
-    addPackedOperands(operands, op.getCuSeqlensQ(), op.getCuSeqlensK());
     launch(host, kernel, gridX, groups, config.getThreads(), operands,
            onTiles ? tilePlan.bytes : plan.bytes);
   }

@@ -114,10 +114,8 @@ std::pair<Value, Value> brokenBatchAsNaN(ImplicitLocOpBuilder &b,
                                          const QueryKeys &keys,
                                          std::pair<Value, Value> end);
 
-/// The kernel parameters of an attention op's cu_seqlens when it has them
-/// (appended to `params` / `operands`).
-void addPackedParams(SmallVectorImpl<KernelParam> &params, Value cuQueries,
-                     Value cuKeys);
+/// The launch operands of an attention op's cu_seqlens when it has them
+/// (appended to `operands`).
 void addPackedOperands(SmallVectorImpl<KernelOperand> &operands,
                        Value cuQueries, Value cuKeys);
 

@@ -235,14 +235,6 @@ mlir::pisa::detail::brokenBatchAsNaN(ImplicitLocOpBuilder &b,
   return {nanIfBroken(b, keys, end.first), nanIfBroken(b, keys, end.second)};
 }
 
-void mlir::pisa::detail::addPackedParams(SmallVectorImpl<KernelParam> &params,
-                                         Value cuQueries, Value cuKeys) {
-  if (!cuQueries)
-    return;
-  params.push_back({"cuSeqlensQ", bufferType(cuQueries)});
-  params.push_back({"cuSeqlensK", bufferType(cuKeys)});
-}
-
 void mlir::pisa::detail::addPackedOperands(
     SmallVectorImpl<KernelOperand> &operands, Value cuQueries, Value cuKeys) {
   if (!cuQueries)
@@ -610,19 +602,18 @@ struct SparseAttentionToGPU : KernelOpPattern<SparseAttentionKernelOp> {
     const AttentionTiles tiles(G, d, dv, op.getBlockSize(), topK);
     const RegisterAttentionPlan plan(d, dv, op.getBlockSize(), topK);
     const int64_t sharedBytes = inRegisters ? plan.bytes : tiles.bytes;
+    SmallVector<KernelOperand> operands{{"queries", op.getQueries()},
+                                        {"keys", op.getKeys()},
+                                        {"values", op.getValues()},
+                                        {"selection", op.getSelection()},
+                                        {"queryOffset", op.getQueryOffset()},
+                                        {"output", op.getOutput()},
+                                        {"lse", op.getLse()}};
+    addPackedOperands(operands, op.getCuSeqlensQ(), op.getCuSeqlensK());
     Kernel kernel;
     {
       OpBuilder::InsertionGuard guard(rewriter);
-      SmallVector<KernelParam> params{
-          {"queries", qType},
-          {"keys", bufferType(op.getKeys())},
-          {"values", bufferType(op.getValues())},
-          {"selection", bufferType(op.getSelection())},
-          {"queryOffset", rewriter.getIndexType()},
-          {"output", bufferType(op.getOutput())},
-          {"lse", bufferType(op.getLse())}};
-      addPackedParams(params, op.getCuSeqlensQ(), op.getCuSeqlensK());
-      kernel = createKernel(rewriter, op, "sparse_attention", params);
+      kernel = createKernelFor(rewriter, op, "sparse_attention", operands);
       applyOccupancyHint(kernel.func(), config);
       ImplicitLocOpBuilder b(op.getLoc(), rewriter);
       if (inRegisters)
@@ -636,14 +627,6 @@ struct SparseAttentionToGPU : KernelOpPattern<SparseAttentionKernelOp> {
     if (inRegisters)
       gridX = host.createOrFold<arith::CeilDivUIOp>(
           gridX, indexConst(host, kAttentionQueriesPerBlock));
-    SmallVector<KernelOperand> operands{{"queries", op.getQueries()},
-                                        {"keys", op.getKeys()},
-                                        {"values", op.getValues()},
-                                        {"selection", op.getSelection()},
-                                        {"queryOffset", op.getQueryOffset()},
-                                        {"output", op.getOutput()},
-                                        {"lse", op.getLse()}};
-    addPackedOperands(operands, op.getCuSeqlensQ(), op.getCuSeqlensK());
     launch(host, kernel, gridX, groups, config.getThreads(), operands,
            sharedBytes);
   }

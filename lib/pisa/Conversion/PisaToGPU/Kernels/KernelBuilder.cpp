@@ -89,6 +89,17 @@ Kernel mlir::pisa::detail::createKernel(PatternRewriter &rewriter,
   return Kernel(func, params);
 }
 
+Kernel mlir::pisa::detail::createKernelFor(PatternRewriter &rewriter,
+                                           Operation *anchor, StringRef name,
+                                           ArrayRef<KernelOperand> operands,
+                                           TypeRange workgroup,
+                                           TypeRange privates) {
+  SmallVector<KernelParam> params;
+  for (const KernelOperand &operand : operands)
+    params.push_back({operand.first, operand.second.getType()});
+  return createKernel(rewriter, anchor, name, params, workgroup, privates);
+}
+
 void mlir::pisa::detail::viewTokenMajorOperands(RewriterBase &rewriter,
                                                 Operation *op) {
   if (!op->hasAttr("token_major"))

@@ -67,6 +67,12 @@ Kernel createKernel(PatternRewriter &rewriter, Operation *anchor,
                     StringRef name, ArrayRef<KernelParam> params,
                     TypeRange workgroup = {}, TypeRange privates = {});
 
+/// createKernel with a parameter per launch operand, named and typed as
+/// the operand: one list serves the kernel's creation and its launch.
+Kernel createKernelFor(PatternRewriter &rewriter, Operation *anchor,
+                       StringRef name, ArrayRef<KernelOperand> operands,
+                       TypeRange workgroup = {}, TypeRange privates = {});
+
 /// For a kernel-level op marked `token_major`: its queries, keys and
 /// selection operands become [B, H, T, X] views (memref.transpose) of the
 /// [B, T, H, X] buffers and the mark is dropped, so that its kernels are

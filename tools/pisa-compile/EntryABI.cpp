@@ -243,8 +243,56 @@ llvm::Error pisatool::planEntryPoints(ModuleOp module, Manifest &manifest) {
     auto workspace = buildQuery(
         func, "__pisa_workspace_" + e.function, sizes,
         [&](OpBuilder &qb, Location loc, ArrayRef<Value> dynamic) -> Value {
-          // Sum of each buffer's bytes rounded up to the alignment.
-          Value total = indexConstant(qb, loc, 0);
+          // Sum of each buffer's bytes rounded up to the alignment, in
+          // checked arithmetic: any step past 2^63 - 1 (or a negative
+          // size) makes the result -1, which the caller turns into
+          // SIZE_MAX, a workspace no call has.
+          ImplicitLocOpBuilder cb(loc, qb);
+          Value zero = indexConstant(qb, loc, 0);
+          Value failed = indexConstant(qb, loc, -1);
+          auto negative = [&](Value v) {
+            return arith::CmpIOp::create(cb, arith::CmpIPredicate::slt, v,
+                                         zero);
+          };
+          auto checkedMul = [&](Value x, Value y) -> Value {
+            auto product = arith::MulSIExtendedOp::create(cb, x, y);
+            Value high = product.getHigh(), low = product.getLow();
+            // Exact and non-negative: the high word is 0 and the low one
+            // has no sign bit.
+            Value exact = arith::AndIOp::create(
+                cb,
+                arith::CmpIOp::create(cb, arith::CmpIPredicate::eq, high, zero),
+                arith::CmpIOp::create(cb, arith::CmpIPredicate::sge, low,
+                                      zero));
+            Value ok = arith::AndIOp::create(
+                cb, exact,
+                arith::AndIOp::create(
+                    cb,
+                    arith::XOrIOp::create(
+                        cb, negative(x),
+                        arith::ConstantIntOp::create(cb, 1, 1)),
+                    arith::XOrIOp::create(
+                        cb, negative(y),
+                        arith::ConstantIntOp::create(cb, 1, 1))));
+            return arith::SelectOp::create(cb, ok, low, failed);
+          };
+          auto checkedAdd = [&](Value x, Value y) -> Value {
+            Value sum = arith::AddIOp::create(cb, x, y);
+            Value ok = arith::AndIOp::create(
+                cb,
+                arith::AndIOp::create(
+                    cb,
+                    arith::XOrIOp::create(
+                        cb, negative(x),
+                        arith::ConstantIntOp::create(cb, 1, 1)),
+                    arith::XOrIOp::create(
+                        cb, negative(y),
+                        arith::ConstantIntOp::create(cb, 1, 1))),
+                arith::XOrIOp::create(cb, negative(sum),
+                                      arith::ConstantIntOp::create(cb, 1, 1)));
+            return arith::SelectOp::create(cb, ok, sum, failed);
+          };
+          Value total = zero;
           Value align = indexConstant(qb, loc, rt::kWorkspaceAlignment);
           size_t next = 0;
           for (gpu::AllocOp alloc : allocs) {
@@ -252,14 +300,17 @@ llvm::Error pisatool::planEntryPoints(ModuleOp module, Manifest &manifest) {
             Value bytes =
                 indexConstant(qb, loc, t.getElementTypeBitWidth() / 8);
             for (int64_t size : t.getShape())
-              bytes = arith::MulIOp::create(qb, loc, bytes,
-                                            ShapedType::isDynamic(size)
-                                                ? dynamic[next++]
-                                                : indexConstant(qb, loc, size));
+              bytes = checkedMul(bytes, ShapedType::isDynamic(size)
+                                            ? dynamic[next++]
+                                            : indexConstant(qb, loc, size));
+            // Rounded up (a product past 2^63 - 1 turns negative, which
+            // checkedAdd refuses).
             Value rounded = arith::MulIOp::create(
-                qb, loc, arith::CeilDivUIOp::create(qb, loc, bytes, align),
+                qb, loc, arith::CeilDivSIOp::create(qb, loc, bytes, align),
                 align);
-            total = arith::AddIOp::create(qb, loc, total, rounded);
+            total =
+                checkedAdd(total, arith::SelectOp::create(cb, negative(bytes),
+                                                          failed, rounded));
           }
           return total;
         });

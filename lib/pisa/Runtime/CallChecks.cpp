@@ -319,6 +319,10 @@ int pisaCallRefuse(const char *function, const void *callArg, const char *rules,
 int pisaCallBegin(const char *function, const void *callArg, int64_t need) {
   const PisaCall *c = static_cast<const PisaCall *>(callArg);
   uintptr_t workspace = reinterpret_cast<uintptr_t>(c->workspace);
+  // The size query returns -1 when the bytes overflow 64 bits.
+  if (need < 0)
+    return reject(PISA_ERROR_INVALID_ARGUMENT, function,
+                  "these sizes need a workspace of more than 2^63 - 1 bytes");
   if (need > 0 && (!workspace || c->workspace_bytes < uint64_t(need)))
     return reject(PISA_ERROR_WORKSPACE, function,
                   "the workspace (%p, %zu bytes) is smaller than the %lld "

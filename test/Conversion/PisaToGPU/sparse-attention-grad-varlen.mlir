@@ -14,12 +14,14 @@
 // KERNELS: cf.assert %{{.*}}, "pisa.sparse_attention_grad_varlen: cu_seqlens_q and cu_seqlens_k give different B"
 // KERNELS: %[[TQ:.*]] = tensor.dim %[[Q]], %c0
 // KERNELS: %[[TV:.*]] = tensor.dim %[[V]], %c0
+// KERNELS: cf.assert %{{.*}}, "pisa.sparse_attention_grad_varlen: Tk is above 2147483647 (cu_seqlens are i32)"
 // KERNELS: cf.assert %{{.*}}, "pisa.sparse_attention_grad_varlen: dO's Tq differs from the queries'"
 // dk's rows are the keys', dv's the values': two destinations.
 // KERNELS: tensor.empty(%[[TQ]]) : tensor<?x16x128xf32>
 // KERNELS: tensor.empty(%[[TK]]) : tensor<?x1x128xf32>
 // KERNELS: tensor.empty(%[[TV]]) : tensor<?x1x128xf32>
 // KERNELS: %[[D0:.*]] = tensor.empty(%[[TQ]]) : tensor<1x16x?xf32>
+// KERNELS: cf.assert %{{.*}}, "pisa.sparse_attention_grad_varlen: B is above the GPU limit of 2147483647 (the query bits' rows)"
 // Slots floor(Tk / 64) + B, words ceil(Tq / 32) + 1.
 // KERNELS: %[[PER:.*]] = arith.divui %[[TK]], %c64 : index
 // KERNELS: %[[SLOTS:.*]] = arith.addi %[[PER]], %[[B]] : index

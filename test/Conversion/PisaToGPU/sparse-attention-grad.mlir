@@ -9,6 +9,10 @@
 // sums of its segments [B, Hkv, N, d + dv] as scratch.
 
 // KERNELS-LABEL: func.func @grad
+// The bits are quadratic in N and Nq: both below 2^31 (checked before a
+// call), their bytes fit 64 bits.
+// KERNELS: cf.assert %{{.+}}, "pisa.sparse_attention_grad: Nq is above the GPU limit of 2147483647 (grid x)"
+// KERNELS: cf.assert %{{.+}}, "pisa.sparse_attention_grad: N is above the GPU limit of 2147483647 (the query bits' rows)"
 // KERNELS: %[[BLOCKS:.+]] = arith.ceildivui %{{.+}}, %c64
 // KERNELS: %[[WORDS:.+]] = arith.ceildivui %{{.+}}, %c32
 // KERNELS: %[[ROW:.+]] = arith.addi %[[WORDS]], %c1

@@ -111,6 +111,15 @@ static PackedAttentionViews viewPackedAttention(ImplicitLocOpBuilder &b,
                          indexConst(b, kMaxGPUKeys)),
                      opName + ": Tq is above the GPU limit of " +
                          std::to_string(kMaxGPUKeys) + " (grid x)");
+  // cu_seqlens are i32, so a batch that keeps the rules has Tk below 2^31;
+  // refusing more before a call also bounds the scratch the backward
+  // sizes from Tk, Tq and B.
+  if (cast<ShapedType>(keys.getType()).isDynamicDim(0))
+    requireAtRuntime(b,
+                     cmp(b, arith::CmpIPredicate::ule, dimOf(b, keys, 0),
+                         indexConst(b, kMaxGPUKeys)),
+                     opName + ": Tk is above " + std::to_string(kMaxGPUKeys) +
+                         " (cu_seqlens are i32)");
   return {asBatchOfOne(b, queries), asBatchOfOne(b, keys),
           asBatchOfOne(b, values), asBatchOfOne(b, selection)};
 }
@@ -208,6 +217,12 @@ void mlir::pisa::detail::decompose(RewriterBase &rewriter,
       empty(b, {1, hq, dyn}, b.getF32Type(), {Value(), Value(), numQueryRows});
   Value numSeqs = arith::SubIOp::create(b, dimOf(b, op.getCuSeqlensK(), 0),
                                         indexConst(b, 1));
+  // The query bits are (Tk / C + B) x (Tq / 32 + 1) words: with Tk, Tq and
+  // B below 2^31 their bytes stay below 2^61.
+  requireAtRuntime(
+      b, cmp(b, arith::CmpIPredicate::ule, numSeqs, indexConst(b, kMaxGPUKeys)),
+      kName + ": B is above the GPU limit of " + std::to_string(kMaxGPUKeys) +
+          " (the query bits' rows)");
   Value numSlots = arith::AddIOp::create(
       b, arith::DivUIOp::create(b, numKeyRows, indexConst(b, c)), numSeqs);
   Value rowWords = arith::AddIOp::create(
@@ -270,6 +285,15 @@ void mlir::pisa::detail::decompose(RewriterBase &rewriter,
                     "the lse's Nq differs from the queries'");
   Value batch = dimOf(b, queries, 0), numQueries = dimOf(b, queries, tokens);
   Value numKeys = dimOf(b, keys, tokens);
+  // The query bits are B Hkv (N / C) (Nq / 32 + 1) words: N below 2^31
+  // (as Nq is) keeps their bytes within 64 bits.
+  if (cast<ShapedType>(keys.getType()).isDynamicDim(tokens))
+    requireAtRuntime(
+        b,
+        cmp(b, arith::CmpIPredicate::ule, numKeys, indexConst(b, kMaxGPUKeys)),
+        (kName + ": N is above the GPU limit of " +
+         std::to_string(kMaxGPUKeys) + " (the query bits' rows)")
+            .str());
   auto resultInit = [&](Value result, Value tokenCount) {
     auto type = cast<RankedTensorType>(result.getType());
     SmallVector<Value> sizes(4, Value());

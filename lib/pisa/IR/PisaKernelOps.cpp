@@ -232,6 +232,12 @@ static LogicalResult checkPackedBatch(Operation *op, Value cuQueries,
   if (!tokenMajor)
     return op->emitOpError("expected token_major with cu_seqlens (a packed "
                            "batch is token-major)");
+  for (auto [name, cu] :
+       {std::pair<StringRef, Value>{"cu_seqlens_q", cuQueries},
+        {"cu_seqlens_k", cuKeys}})
+    if (shapeOf(cu)[0] == 0)
+      return op->emitOpError()
+             << "expected " << name << " to have B + 1 >= 1 entries but got 0";
   return failure(
       failed(checkSameDim(op, "B", "queries", batch, "a packed batch", 1)) ||
       failed(checkSameDim(op, "B + 1", "cu_seqlens_q", shapeOf(cuQueries)[0],

@@ -213,6 +213,15 @@ func.func @f(%q: memref<1x4x10x64xf16>, %k: memref<1x1x10x64xf16>, %v: memref<1x
 
 // -----
 
+// cu_seqlens hold B + 1 >= 1 entries.
+func.func @f(%q: memref<1x10x4x64xf16>, %k: memref<1x10x1x64xf16>, %v: memref<1x10x1x64xf16>, %s: memref<1x10x1x3xi32>, %off: index, %cq: memref<0xi32>, %ck: memref<0xi32>, %o: memref<1x10x4x64xf16>, %l: memref<1x10x4xf32>) {
+  // expected-error @+1 {{expected cu_seqlens_q to have B + 1 >= 1 entries but got 0}}
+  pisa.kernel.sparse_attention %q, %k, %v, %s, %off cu_seqlens(%cq, %ck : memref<0xi32>, memref<0xi32>) outs(%o, %l) block_size = 32 scale = 0.125 {token_major} : memref<1x10x4x64xf16>, memref<1x10x1x64xf16>, memref<1x10x1x64xf16>, memref<1x10x1x3xi32>, memref<1x10x4x64xf16>, memref<1x10x4xf32>
+  return
+}
+
+// -----
+
 // ... seen as a batch of one.
 func.func @f(%q: memref<2x10x4x64xf16>, %k: memref<2x10x1x64xf16>, %v: memref<2x10x1x64xf16>, %s: memref<2x10x1x3xi32>, %off: index, %cq: memref<3xi32>, %ck: memref<3xi32>, %o: memref<2x10x4x64xf16>, %l: memref<2x10x4xf32>) {
   // expected-error @+1 {{expected B of queries (2) to match a packed batch (1)}}

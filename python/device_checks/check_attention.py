@@ -48,11 +48,11 @@ from device_checks import sweep
 DTYPES = ("f16", "bf16")
 ATTENTION_HEAD_DIMS = (16, 32, 64, 96, 128, 192, 256)
 VALUE_DIMS = (32, 64, 96, 128, 256)
-ATTENTION_BLOCK_SIZES = (32, 64, 96, 128)
+ATTENTION_BLOCK_SIZES = (16, 32, 64, 96, 128)
 # Shapes the kernel does not take, and the words its error must hold.
 OUTSIDE = (
     ({"dtype": "f32"}, "takes f16 or bf16"),
-    ({"C": 16}, "block size C = 16"),
+    ({"C": 16, "G": 32}, "block size C = 16"),
     ({"d": 40}, "head dim d = 40"),
     ({"dv": 48}, "value dim dv = 48"),
     ({"G": 65, "Hkv": 1}, "G = 65"),
@@ -82,9 +82,20 @@ def draw_config(rng, index, space="all"):
     if rng.random() < 0.12:
         change, words = rng.choice(OUTSIDE)
         cfg.update(change, expect_error=words)
+    elif cfg["C"] == 16 and not in_registers(cfg):
+        cfg["expect_error"] = "block size C = 16"
     elif shared_bytes(cfg) > 227 * 1024:
         cfg["expect_error"] = "bytes of shared memory per block"
     return cfg
+
+
+def in_registers(cfg):
+    """Whether the register kernel takes the configuration (SparseAttention.h,
+    attendsInRegisters), written again here as the oracle of the C = 16
+    limit."""
+    G, d, dv, C = cfg["G"], cfg["d"], cfg["dv"], cfg["C"]
+    return (cfg["dtype"] in DTYPES and G <= 16 and d % 32 == 0 and d <= 128
+            and dv % 8 == 0 and dv <= 128 and C % 16 == 0 and C <= 64)
 
 
 def shared_bytes(cfg):

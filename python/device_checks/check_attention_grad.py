@@ -48,11 +48,11 @@ from device_checks import check_attention, sweep
 DTYPES = ("f16", "bf16")
 HEAD_DIMS = (32, 64, 96, 128, 192, 256)
 VALUE_DIMS = (32, 64, 96, 128, 256)
-BLOCK_SIZES = (32, 64, 96, 128)
+BLOCK_SIZES = (16, 32, 64, 96, 128)
 # Shapes the backward does not take, and the words its error must hold.
 OUTSIDE = (
     ({"dtype": "f32"}, "takes f16 or bf16"),
-    ({"C": 16}, "block size C = 16"),
+    ({"C": 16, "G": 32}, "block size C = 16"),
     ({"d": 16}, "head dim d = 16"),
     ({"dv": 48}, "value dim dv = 48"),
     ({"G": 65, "Hkv": 1}, "G = 65"),
@@ -67,7 +67,7 @@ def plan_bytes(cfg):
     G, d, dv, C, K = cfg["G"], cfg["d"], cfg["dv"], cfg["C"], cfg["K"]
     R = 16 if G <= 16 else 32 if G <= 32 else 64
     up = lambda x: -(-x // 16) * 16  # noqa: E731
-    if G <= 16 and d % 16 == 0 and d <= 128 and dv % 16 == 0 and C in (32, 64):
+    if G <= 16 and d % 16 == 0 and d <= 128 and dv % 16 == 0 and C in (16, 32, 64):
         # The query-tile kernel: two buffers of K and V, four warps' Q and
         # dO rows, the lists, the union and its masks.
         query = (2 * (up(C * (d + 8) * 2) + up(C * (dv + 8) * 2))
@@ -81,7 +81,7 @@ def plan_bytes(cfg):
     tiles = [up(x) for x in (C * (d + 8) * 2, C * (dv + 8) * 2, 64 * (d + 8) * 2,
                              64 * (dv + 8) * 2)]
     sums = [up(C * (d + 4) * 4), up(C * (dv + 4) * 4)]
-    if C in (32, 64) and d % 16 == 0 and dv % 16 == 0 and d + dv <= 256:
+    if C in (16, 32, 64) and d % 16 == 0 and dv % 16 == 0 and d + dv <= 256:
         # The register key kernel: its sums over the 16-bit tiles if they fit.
         key = sum(tiles) + 3 * up(64 * 4) + (0 if sum(sums) <= sum(tiles) else sum(sums))
         window = 32
@@ -91,6 +91,15 @@ def plan_bytes(cfg):
         window = 4
     key += up((tokens - 1 + window * 32) * 4) + up(4)
     return max(query, key)
+
+
+def registers_take_block_of_16(cfg):
+    """Whether both register kernels of the backward take the sizes with
+    C = 16 (AttentionGrad.h: queryTileGradFits, keyGradientsInRegisters),
+    written again here as the oracle of that limit."""
+    G, d, dv = cfg["G"], cfg["d"], cfg["dv"]
+    return (cfg["dtype"] in DTYPES and G <= 16 and d % 16 == 0 and d <= 128
+            and dv % 16 == 0 and d + dv <= 256)
 
 
 def draw_config(rng, index):
@@ -103,6 +112,8 @@ def draw_config(rng, index):
     if rng.random() < 0.12:
         change, words = rng.choice(OUTSIDE)
         cfg.update(change, expect_error=words)
+    elif cfg["C"] == 16 and not registers_take_block_of_16(cfg):
+        cfg["expect_error"] = "block size C = 16"
     elif plan_bytes(cfg) > MAX_SHARED:
         cfg["expect_error"] = "bytes of shared memory per block"
     return cfg

@@ -42,7 +42,7 @@ from device_checks import check_attention, check_attention_grad, sweep
 def draw_config(rng, index):
     G = rng.choice((1, 2, 4, 8, 16))
     return {"name": f"t{index:02d}", "Hkv": rng.choice((1, 2)), "G": G,
-            "d": rng.choice((64, 128)), "C": rng.choice((32, 64)),
+            "d": rng.choice((64, 128)), "C": rng.choice((16, 32, 64)),
             "K": rng.choice((4, 8)), "dtype": rng.choice(("bf16", "f16")),
             "token_major": rng.random() < 0.5, "given_selection": rng.random() < 0.3,
             "packed": rng.random() < 0.35}

@@ -51,10 +51,10 @@ func.func @attention_f32(%q: tensor<1x4x10x32xf32>, %k: tensor<1x2x10x32xf32>, %
 
 // -----
 
-func.func @attention_block(%q: tensor<1x4x10x32xf16>, %k: tensor<1x2x10x32xf16>, %v: tensor<1x2x10x32xf16>, %s: tensor<1x2x10x3xi32>, %off: index) -> tensor<1x4x10x32xf16> {
+func.func @attention_block(%q: tensor<1x64x10x32xf16>, %k: tensor<1x2x10x32xf16>, %v: tensor<1x2x10x32xf16>, %s: tensor<1x2x10x3xi32>, %off: index) -> tensor<1x64x10x32xf16> {
   // expected-error @+1 {{has block size C = 16: the GPU kernel takes a multiple of 32 up to 128 (four warps split a block's keys)}}
-  %o, %l = pisa.sparse_attention %q, %k, %v, %s, %off block_size = 16 : tensor<1x4x10x32xf16>, tensor<1x2x10x32xf16>, tensor<1x2x10x32xf16>, tensor<1x2x10x3xi32> -> tensor<1x4x10x32xf16>, tensor<1x4x10xf32>
-  return %o : tensor<1x4x10x32xf16>
+  %o, %l = pisa.sparse_attention %q, %k, %v, %s, %off block_size = 16 : tensor<1x64x10x32xf16>, tensor<1x2x10x32xf16>, tensor<1x2x10x32xf16>, tensor<1x2x10x3xi32> -> tensor<1x64x10x32xf16>, tensor<1x64x10xf32>
+  return %o : tensor<1x64x10x32xf16>
 }
 
 // -----
@@ -242,9 +242,10 @@ func.func @attend_grad_varlen(%q: tensor<?x4x16xbf16>, %k: tensor<?x2x16xbf16>, 
 
 // -----
 
-// Packed sparse attention has the batched kernels' limits (C here).
-func.func @attend_varlen(%q: tensor<?x4x32xbf16>, %k: tensor<?x2x32xbf16>, %v: tensor<?x2x32xbf16>, %s: tensor<?x2x3xi32>, %cq: tensor<?xi32>, %ck: tensor<?xi32>) {
-  // expected-error @+1 {{has block size C = 16: the GPU kernel takes a multiple of 32 up to 128}}
-  %o, %l = pisa.sparse_attention_varlen %q, %k, %v, %s cu_seqlens(%cq, %ck) block_size = 16 : tensor<?x4x32xbf16>, tensor<?x2x32xbf16>, tensor<?x2x32xbf16>, tensor<?x2x3xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x4x32xbf16>, tensor<?x4xf32>
+// Packed sparse attention has the batched kernels' limits (C = 16 with
+// G = 32 here).
+func.func @attend_varlen(%q: tensor<?x64x32xbf16>, %k: tensor<?x2x32xbf16>, %v: tensor<?x2x32xbf16>, %s: tensor<?x2x3xi32>, %cq: tensor<?xi32>, %ck: tensor<?xi32>) {
+  // expected-error @+1 {{has block size C = 16: the GPU kernel takes a multiple of 32 up to 128 (four warps split a block's keys), or 16 where the register kernel takes the sizes (G <= 16, d a multiple of 32 up to 128, dv of 8 up to 128)}}
+  %o, %l = pisa.sparse_attention_varlen %q, %k, %v, %s cu_seqlens(%cq, %ck) block_size = 16 : tensor<?x64x32xbf16>, tensor<?x2x32xbf16>, tensor<?x2x32xbf16>, tensor<?x2x3xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x64x32xbf16>, tensor<?x64xf32>
   return
 }

@@ -331,10 +331,11 @@ FailureOr<KernelConfigAttr> configureSingleStage(Operation *op, Value queries,
 /// registers fit no more without spills; `needs` says what it takes), else
 /// the staged one (blocks as shared memory allows); `bytes(inRegisters)`
 /// is the chosen design's shared memory. `variantWhy` refuses another
-/// variant.
+/// variant. The staged designs split a block's keys between four warps:
+/// they need C a multiple of 32 (`blockSize`).
 FailureOr<KernelConfigAttr>
 registerOrStaged(Operation *op, Configurer &c, bool fits, StringRef needs,
-                 int64_t threads, StringRef variantWhy,
+                 int64_t threads, StringRef variantWhy, int64_t blockSize,
                  llvm::function_ref<int64_t(bool)> bytes) {
   FailureOr<KernelEpilogue> epilogue = c.pick<KernelEpilogue>(
       "epilogue", c.field(&KernelConfigAttr::getEpilogue),
@@ -342,6 +343,9 @@ registerOrStaged(Operation *op, Configurer &c, bool fits, StringRef needs,
       [&](KernelEpilogue e) -> std::optional<std::string> {
         if (e == KernelEpilogue::Registers && !fits)
           return needs.str();
+        if (e != KernelEpilogue::Registers && blockSize % 32 != 0)
+          return "the staged kernel needs C a multiple of 32 (four warps "
+                 "split a block's keys)";
         return std::nullopt;
       });
   if (failed(epilogue))
@@ -382,7 +386,7 @@ FailureOr<KernelConfigAttr> configure(SparseAttentionKernelOp op,
       attendsInRegisters(queryElements(op.getQueries()), G, q.dim, dv, C),
       "the register kernel needs G <= 16, d a multiple of 32 up to 128, dv "
       "of 8 up to 128, C of 16 up to 64 and 16-bit inputs",
-      kAttentionThreads, "sparse attention runs on mma_sync",
+      kAttentionThreads, "sparse attention runs on mma_sync", C,
       [&](bool inRegisters) {
         return inRegisters ? RegisterAttentionPlan(q.dim, dv, C, topK).bytes
                            : AttentionTiles(G, q.dim, dv, C, topK).bytes;
@@ -424,8 +428,8 @@ FailureOr<KernelConfigAttr> configure(SparseAttentionGradQueriesKernelOp op,
   return registerOrStaged(
       op, c, queryTileGradFits(queryElements(op.getQueries()), G, d, dv, C),
       "the query-tile kernel needs G <= 16, d a multiple of 16 up to 128, dv "
-      "a multiple of 16, C of 32 or 64 and 16-bit inputs",
-      kGradThreads, "this op's kernel runs on mma_sync", [&](bool onTiles) {
+      "a multiple of 16, C of 16, 32 or 64 and 16-bit inputs",
+      kGradThreads, "this op's kernel runs on mma_sync", C, [&](bool onTiles) {
         return onTiles ? QueryTileGradPlan(d, dv, C, topK).bytes
                        : QueryGradPlan(G, d, dv, C, topK).bytes;
       });
@@ -441,9 +445,10 @@ FailureOr<KernelConfigAttr> configure(SparseAttentionGradKeysKernelOp op,
   const int64_t C = op.getBlockSize();
   return registerOrStaged(
       op, c, keyGradientsInRegisters(queryElements(op.getQueries()), d, dv, C),
-      "the register key kernel needs C of 32 or 64, d and dv multiples of 16 "
-      "with d + dv <= 256 and 16-bit inputs",
-      kGradThreads, "this op's kernel runs on mma_sync", [&](bool inRegisters) {
+      "the register key kernel needs C of 16, 32 or 64, d and dv multiples "
+      "of 16 with d + dv <= 256 and 16-bit inputs",
+      kGradThreads, "this op's kernel runs on mma_sync", C,
+      [&](bool inRegisters) {
         return KeyGradPlan(G, d, dv, C, inRegisters).bytes;
       });
 }

@@ -80,8 +80,9 @@ QueryGradPlan::QueryGradPlan(int64_t G, int64_t d, int64_t dv, int64_t c,
 
 bool mlir::pisa::detail::keyGradientsInRegisters(Type elem, int64_t d,
                                                  int64_t dv, int64_t c) {
-  return elem.getIntOrFloatBitWidth() == 16 && (c == 32 || c == 64) &&
-         d % 16 == 0 && dv % 16 == 0 && d + dv <= 256;
+  return elem.getIntOrFloatBitWidth() == 16 &&
+         (c == 16 || c == 32 || c == 64) && d % 16 == 0 && dv % 16 == 0 &&
+         d + dv <= 256;
 }
 
 KeyGradPlan::KeyGradPlan(int64_t G, int64_t d, int64_t dv, int64_t c,
@@ -130,9 +131,13 @@ std::optional<std::string> mlir::pisa::detail::attentionGradLimitViolation(
     Type elem, int64_t G, int64_t d, int64_t dv, int64_t c, int64_t topK) {
   static const AttentionKernelRules backward{
       "the GPU backward", "tensor cores", 32,
-      "four warps split dq's and dk's columns"};
+      "four warps split dq's and dk's columns",
+      "the register kernels take the sizes (G <= 16, d up to 128, d + dv "
+      "up to 256)"};
   if (std::optional<std::string> why =
-          attentionTileViolation(backward, elem, G, d, dv, c, topK))
+          attentionTileViolation(backward, elem, G, d, dv, c, topK,
+                                 queryTileGradFits(elem, G, d, dv, 16) &&
+                                     keyGradientsInRegisters(elem, d, dv, 16)))
     return why;
   // The kernels --pisa-configure-kernels chooses by default.
   const int64_t queryBytes = queryTileGradFits(elem, G, d, dv, c)

@@ -55,7 +55,8 @@ int64_t up16(int64_t bytes) { return (bytes + 15) / 16 * 16; }
 bool mlir::pisa::detail::queryTileGradFits(Type elem, int64_t G, int64_t d,
                                            int64_t dv, int64_t c) {
   return elem.getIntOrFloatBitWidth() == 16 && G <= kMmaRows &&
-         d % kMmaK == 0 && d <= 128 && dv % kMmaK == 0 && (c == 32 || c == 64);
+         d % kMmaK == 0 && d <= 128 && dv % kMmaK == 0 &&
+         (c == 16 || c == 32 || c == 64);
 }
 
 QueryTileGradPlan::QueryTileGradPlan(int64_t d, int64_t dv, int64_t c,

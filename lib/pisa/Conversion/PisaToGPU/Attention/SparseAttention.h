@@ -63,14 +63,18 @@ struct AttentionKernelRules {
   StringRef who, elementReason;
   int64_t headDimStep;
   StringRef headDimReason;
+  /// What the register kernels need to take C = 16 (the staged ones split
+  /// a block's keys between four warps).
+  StringRef blockOf16Needs;
 };
 
 /// The limits the forward and backward kernels share (element type, C, d,
-/// dv, K, G), in their words, or nullopt.
+/// dv, K, G), in their words, or nullopt. `takesBlockOf16`: whether the
+/// register kernels take these sizes with C = 16.
 std::optional<std::string>
 attentionTileViolation(const AttentionKernelRules &rules, Type elem,
                        int64_t groupSize, int64_t headDim, int64_t valueDim,
-                       int64_t blockSize, int64_t topK);
+                       int64_t blockSize, int64_t topK, bool takesBlockOf16);
 
 /// Why the GPU kernel cannot take sparse attention of these sizes (the
 /// message names the limit), or nullopt.

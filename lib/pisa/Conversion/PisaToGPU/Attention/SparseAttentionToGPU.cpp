@@ -80,17 +80,19 @@ AttentionTiles::AttentionTiles(int64_t groupSize, int64_t d, int64_t dv,
 
 std::optional<std::string> mlir::pisa::detail::attentionTileViolation(
     const AttentionKernelRules &rules, Type elem, int64_t groupSize, int64_t d,
-    int64_t dv, int64_t c, int64_t topK) {
+    int64_t dv, int64_t c, int64_t topK, bool takesBlockOf16) {
   std::string why;
   llvm::raw_string_ostream os(why);
   const StringRef who = rules.who;
   if (!elem.isF16() && !elem.isBF16())
     os << "has " << elem << " inputs: " << who << " takes f16 or bf16 ("
        << rules.elementReason << "), pisa-cpu-pipeline lowers f32";
-  else if (c < 32 || c % 32 != 0 || c > kMaxAttentionBlockSize)
+  else if ((c < 32 || c % 32 != 0 || c > kMaxAttentionBlockSize) &&
+           !(c == 16 && takesBlockOf16))
     os << "has block size C = " << c << ": " << who
        << " takes a multiple of 32 up to " << kMaxAttentionBlockSize
-       << " (four warps split a block's keys)";
+       << " (four warps split a block's keys), or 16 where "
+       << rules.blockOf16Needs;
   else if (d < rules.headDimStep || d % rules.headDimStep != 0 ||
            d > kMaxAttentionHeadDim)
     os << "has head dim d = " << d << ": " << who << " takes a multiple of "
@@ -119,9 +121,12 @@ mlir::pisa::detail::attentionLimitViolation(Type elem, int64_t groupSize,
                                             int64_t topK) {
   static const AttentionKernelRules forward{
       "the GPU kernel", "tensor cores; tf32 would round f32 inputs", 16,
-      "tensor-core k-steps"};
-  if (std::optional<std::string> why =
-          attentionTileViolation(forward, elem, groupSize, d, dv, c, topK))
+      "tensor-core k-steps",
+      "the register kernel takes the sizes (G <= 16, d a multiple of 32 up "
+      "to 128, dv of 8 up to 128)"};
+  if (std::optional<std::string> why = attentionTileViolation(
+          forward, elem, groupSize, d, dv, c, topK,
+          attendsInRegisters(elem, groupSize, d, dv, 16)))
     return why;
   AttentionTiles t(groupSize, d, dv, c, topK);
   if (t.bytes <= kMaxAttentionSharedBytes)

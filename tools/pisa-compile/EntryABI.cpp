@@ -250,47 +250,29 @@ llvm::Error pisatool::planEntryPoints(ModuleOp module, Manifest &manifest) {
           ImplicitLocOpBuilder cb(loc, qb);
           Value zero = indexConstant(qb, loc, 0);
           Value failed = indexConstant(qb, loc, -1);
-          auto negative = [&](Value v) {
-            return arith::CmpIOp::create(cb, arith::CmpIPredicate::slt, v,
+          auto nonNegative = [&](Value v) {
+            return arith::CmpIOp::create(cb, arith::CmpIPredicate::sge, v,
                                          zero);
           };
-          auto checkedMul = [&](Value x, Value y) -> Value {
-            auto product = arith::MulSIExtendedOp::create(cb, x, y);
-            Value high = product.getHigh(), low = product.getLow();
-            // Exact and non-negative: the high word is 0 and the low one
-            // has no sign bit.
-            Value exact = arith::AndIOp::create(
-                cb,
-                arith::CmpIOp::create(cb, arith::CmpIPredicate::eq, high, zero),
-                arith::CmpIOp::create(cb, arith::CmpIPredicate::sge, low,
-                                      zero));
+          // `result` where the operands and `result` are all >= 0 (and
+          // `exact`), else -1.
+          auto checked = [&](Value x, Value y, Value result,
+                             Value exact) -> Value {
             Value ok = arith::AndIOp::create(
-                cb, exact,
-                arith::AndIOp::create(
-                    cb,
-                    arith::XOrIOp::create(
-                        cb, negative(x),
-                        arith::ConstantIntOp::create(cb, 1, 1)),
-                    arith::XOrIOp::create(
-                        cb, negative(y),
-                        arith::ConstantIntOp::create(cb, 1, 1))));
-            return arith::SelectOp::create(cb, ok, low, failed);
+                cb, arith::AndIOp::create(cb, nonNegative(x), nonNegative(y)),
+                arith::AndIOp::create(cb, nonNegative(result), exact));
+            return arith::SelectOp::create(cb, ok, result, failed);
+          };
+          auto checkedMul = [&](Value x, Value y) -> Value {
+            // Exact when the high word of the 128-bit product is 0.
+            auto product = arith::MulSIExtendedOp::create(cb, x, y);
+            return checked(x, y, product.getLow(),
+                           arith::CmpIOp::create(cb, arith::CmpIPredicate::eq,
+                                                 product.getHigh(), zero));
           };
           auto checkedAdd = [&](Value x, Value y) -> Value {
-            Value sum = arith::AddIOp::create(cb, x, y);
-            Value ok = arith::AndIOp::create(
-                cb,
-                arith::AndIOp::create(
-                    cb,
-                    arith::XOrIOp::create(
-                        cb, negative(x),
-                        arith::ConstantIntOp::create(cb, 1, 1)),
-                    arith::XOrIOp::create(
-                        cb, negative(y),
-                        arith::ConstantIntOp::create(cb, 1, 1))),
-                arith::XOrIOp::create(cb, negative(sum),
-                                      arith::ConstantIntOp::create(cb, 1, 1)));
-            return arith::SelectOp::create(cb, ok, sum, failed);
+            return checked(x, y, arith::AddIOp::create(cb, x, y),
+                           arith::ConstantIntOp::create(cb, 1, 1));
           };
           Value total = zero;
           Value align = indexConstant(qb, loc, rt::kWorkspaceAlignment);
@@ -309,8 +291,8 @@ llvm::Error pisatool::planEntryPoints(ModuleOp module, Manifest &manifest) {
                 qb, loc, arith::CeilDivSIOp::create(qb, loc, bytes, align),
                 align);
             total =
-                checkedAdd(total, arith::SelectOp::create(cb, negative(bytes),
-                                                          failed, rounded));
+                checkedAdd(total, arith::SelectOp::create(
+                                      cb, nonNegative(bytes), rounded, failed));
           }
           return total;
         });

@@ -9,6 +9,8 @@
 #ifndef PISA_LIB_CONVERSION_PISATOGPU_ATTENTION_ATTENTIONGRAD_H
 #define PISA_LIB_CONVERSION_PISATOGPU_ATTENTION_ATTENTIONGRAD_H
 
+#include "Kernels/KernelBuilder.h"
+
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/IR/Types.h"
@@ -153,6 +155,24 @@ std::pair<Value, Value> probabilityAndGradient(ImplicitLocOpBuilder &b,
                                                Value visible, Value shift,
                                                Value delta, float scale,
                                                int64_t columns);
+
+} // namespace mlir::pisa::detail
+
+namespace mlir::pisa {
+class SparseAttentionGradKeysKernelOp;
+} // namespace mlir::pisa
+
+namespace mlir::pisa::detail {
+
+/// The kernels before the key kernel (QueryBits.cpp): one that zeroes the
+/// query bits `bits` (a thread per word), and one that sets bit i of every
+/// key block query i attends (a thread per query and batch x KV head;
+/// `operands`: selection, keys, queryOffset, bits and a packed batch's
+/// cu_seqlens).
+Kernel buildZeroBits(PatternRewriter &rewriter, Operation *op, Value bits);
+Kernel buildMarkQueries(PatternRewriter &rewriter,
+                        SparseAttentionGradKeysKernelOp op, int64_t topK,
+                        ArrayRef<KernelOperand> operands);
 
 /// The backward's patterns: the query kernel's (AttentionGradToGPU.cpp),
 /// then the key kernels' (AttentionGradKeys.cpp).

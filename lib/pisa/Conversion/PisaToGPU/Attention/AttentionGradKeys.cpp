@@ -2,9 +2,10 @@
 //
 // pisa.kernel.sparse_attention_grad_keys: a kernel zeroes the query bits,
 // one thread per (query, batch x KV head) sets bit i of every block query
-// i attends, and one block per (key block, segment of its queries, batch x
-// KV head) stages the block's keys and values and walks its segment's set
-// bits in query order, 64 head rows (64 / R queries) a step:
+// i attends (both in QueryBits.cpp), and one block per (key block, segment
+// of its queries, batch x KV head) stages the block's keys and values and
+// walks its segment's set bits in query order, 64 head rows (64 / R
+// queries) a step:
 //
 //   S = Q K^T, dP = dO V^T, P and dS as for dq
 //   dV += P^T dO, dK += dS^T Q
@@ -102,11 +103,10 @@ public:
     warp = arith::DivUIOp::create(b, tid, indexConst(b, 32));
     lane = arith::RemUIOp::create(b, tid, indexConst(b, 32));
     firstHead = arith::MulIOp::create(b, kv, indexConst(b, G));
-    Value offset, queryBase;
+    Value offset;
     if (e.has("cuSeqlensQ")) {
       locatePackedBlock(b);
       offset = packedOffset;
-      queryBase = packedQueries.first;
     } else {
       numKeys = dimOf(b, e.arg("keys"), 2);
       firstKey = arith::MulIOp::create(b, block, indexConst(b, c));
@@ -261,7 +261,7 @@ private:
     // Position of query row r: N_s - Nq_s + (r - cu_q[s]).
     Value numQueries = arith::SubIOp::create(b, q1, q0);
     packedOffset = arith::SubIOp::create(b, numKeys, numQueries);
-    packedQueries = {q0, q1};
+    queryBase = q0;
     queryShift = arith::SubIOp::create(b, packedOffset, q0);
     endQueryWord = arith::CeilDivUIOp::create(b, q1, indexConst(b, 32));
   }
@@ -893,100 +893,11 @@ private:
   Value queryShift;
   /// A packed batch's block (null for a batch): its sequence's first key
   /// row, whether the slot is one of its blocks, whether the batch breaks
-  /// the rules, N_s - Nq_s, its query rows [first, second), and the bit
-  /// word after its last query.
-  Value keyBase, realBlock, brokenBatch, packedOffset, endQueryWord, wordBase;
-  std::pair<Value, Value> packedQueries;
+  /// the rules, N_s - Nq_s, its first query row, the bit word after its
+  /// last query, and the word its segments count from.
+  Value keyBase, realBlock, brokenBatch, packedOffset, queryBase, endQueryWord,
+      wordBase;
 };
-
-/// The kernel that zeroes the query bits: one thread per word of a (batch
-/// x KV head)'s rows.
-Kernel buildZeroBits(PatternRewriter &rewriter, Operation *op, Value bits) {
-  OpBuilder::InsertionGuard guard(rewriter);
-  MemRefType type = cast<MemRefType>(bits.getType());
-  Kernel kernel =
-      createKernel(rewriter, op, "zero_query_bits", {{"bits", type}});
-  ImplicitLocOpBuilder b(op->getLoc(), rewriter);
-  const int64_t kvHeads = type.getShape()[1];
-  Value bitsArg = kernel.arg("bits");
-  Value words =
-      arith::MulIOp::create(b, dimOf(b, bitsArg, 2), dimOf(b, bitsArg, 3));
-  Value at = arith::AddIOp::create(
-      b, arith::MulIOp::create(b, blockIdX(b), indexConst(b, kMarkThreads)),
-      threadIdX(b));
-  buildIfThen(b, cmp(b, P::ult, at, words), [&](ImplicitLocOpBuilder &wb) {
-    Value row = arith::DivUIOp::create(wb, at, dimOf(wb, bitsArg, 3));
-    Value word = arith::RemUIOp::create(wb, at, dimOf(wb, bitsArg, 3));
-    memref::StoreOp::create(
-        wb, arith::ConstantIntOp::create(wb, 0, 32), bitsArg,
-        ValueRange{
-            arith::DivUIOp::create(wb, blockIdY(wb), indexConst(wb, kvHeads)),
-            arith::RemUIOp::create(wb, blockIdY(wb), indexConst(wb, kvHeads)),
-            row, word});
-  });
-  gpu::ReturnOp::create(b);
-  return kernel;
-}
-
-/// The kernel that sets bit i of every block query i attends: one thread
-/// per (query, batch x KV head), the forward's rule for which entries
-/// count.
-Kernel buildMarkQueries(PatternRewriter &rewriter,
-                        SparseAttentionGradKeysKernelOp op, int64_t topK,
-                        ArrayRef<KernelOperand> operands) {
-  OpBuilder::InsertionGuard guard(rewriter);
-  MemRefType bitsType = bufferType(op.getQueryBits());
-  Kernel kernel =
-      createKernelFor(rewriter, op, "mark_attending_queries", operands);
-  ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-  const int64_t kvHeads = bitsType.getShape()[1];
-  Value selection = kernel.arg("selection"), bits = kernel.arg("bits");
-  Value query = arith::AddIOp::create(
-      b, arith::MulIOp::create(b, blockIdX(b), indexConst(b, kMarkThreads)),
-      threadIdX(b));
-  Value batch = arith::DivUIOp::create(b, blockIdY(b), indexConst(b, kvHeads));
-  Value kv = arith::RemUIOp::create(b, blockIdY(b), indexConst(b, kvHeads));
-  buildIfThen(
-      b, cmp(b, P::ult, query, dimOf(b, selection, 2)),
-      [&](ImplicitLocOpBuilder &qb) {
-        // Only the row's own sequence must be sound here (its slots then
-        // lie inside the bits): the other kernels turn a broken batch into
-        // NaN rows whatever the bits say.
-        QueryKeys keys =
-            queryKeysOf(qb, kernel, query,
-                        kernel.has("cuSeqlensQ")
-                            ? arith::ConstantIntOp::create(qb, 1, 1).getResult()
-                            : Value());
-        Value numKeys = keys.numKeys;
-        Value keyEnd = arith::MinUIOp::create(
-            qb, numKeys,
-            arith::AddIOp::create(qb, keys.position, indexConst(qb, 1)));
-        // A packed batch's rows are its block slots (the key kernel's).
-        Value firstSlot;
-        if (keys.firstKey)
-          firstSlot = firstNodeSlot(qb, keys.firstKey, keys.seq,
-                                    op.getBlockSize(), indexConst(qb, 1));
-        Value word = arith::DivUIOp::create(qb, query, indexConst(qb, 32));
-        Value mask = arith::ShLIOp::create(
-            qb, arith::ConstantIntOp::create(qb, 1, 32),
-            toI32(qb, arith::RemUIOp::create(qb, query, indexConst(qb, 32))));
-        walkAttendedBlocks(
-            qb, selection, {batch, kv, query}, numKeys, keyEnd,
-            op.getBlockSize(), topK,
-            [&](ImplicitLocOpBuilder &lb, Value attended, Value s32, Value) {
-              buildIfThen(lb, attended, [&](ImplicitLocOpBuilder &ab) {
-                Value row = toIndex(ab, s32);
-                if (firstSlot)
-                  row = arith::AddIOp::create(ab, firstSlot, row);
-                memref::AtomicRMWOp::create(ab, arith::AtomicRMWKind::ori, mask,
-                                            bits,
-                                            ValueRange{batch, kv, row, word});
-              });
-            });
-      });
-  gpu::ReturnOp::create(b);
-  return kernel;
-}
 
 struct GradKeysToGPU : KernelOpPattern<SparseAttentionGradKeysKernelOp> {
   using KernelOpPattern::KernelOpPattern;

@@ -408,16 +408,10 @@ struct GradQueriesToGPU : KernelOpPattern<SparseAttentionGradQueriesKernelOp> {
     const QueryTileGradPlan tilePlan(d, dv, op.getBlockSize(), topK);
     KernelConfigAttr config = getKernelConfig(op);
     const bool onTiles = config.getEpilogue() == KernelEpilogue::Registers;
-    SmallVector<KernelOperand> operands{{"queries", op.getQueries()},
-                                        {"keys", op.getKeys()},
-                                        {"values", op.getValues()},
-                                        {"selection", op.getSelection()},
-                                        {"queryOffset", op.getQueryOffset()},
-                                        {"output", op.getOutput()},
-                                        {"lse", op.getLse()},
-                                        {"gradOutput", op.getGradOutput()},
-                                        {"gradQueries", op.getGradQueries()},
-                                        {"delta", op.getDelta()}};
+    SmallVector<KernelOperand> operands = forwardOperands(op);
+    operands.append({{"gradOutput", op.getGradOutput()},
+                     {"gradQueries", op.getGradQueries()},
+                     {"delta", op.getDelta()}});
     addPackedOperands(operands, op.getCuSeqlensQ(), op.getCuSeqlensK());
     Kernel kernel;
     {

@@ -118,6 +118,19 @@ std::pair<Value, Value> brokenBatchAsNaN(ImplicitLocOpBuilder &b,
                                          const QueryKeys &keys,
                                          std::pair<Value, Value> end);
 
+/// The operands an attention kernel op shares with the forward's, in its
+/// kernels' parameter order: queries, keys, values, selection,
+/// queryOffset, output, lse.
+template <typename OpTy> SmallVector<KernelOperand> forwardOperands(OpTy op) {
+  return {{"queries", op.getQueries()},
+          {"keys", op.getKeys()},
+          {"values", op.getValues()},
+          {"selection", op.getSelection()},
+          {"queryOffset", op.getQueryOffset()},
+          {"output", op.getOutput()},
+          {"lse", op.getLse()}};
+}
+
 /// The launch operands of an attention op's cu_seqlens when it has them
 /// (appended to `operands`).
 void addPackedOperands(SmallVectorImpl<KernelOperand> &operands,

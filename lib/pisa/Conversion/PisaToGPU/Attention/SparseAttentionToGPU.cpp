@@ -607,13 +607,7 @@ struct SparseAttentionToGPU : KernelOpPattern<SparseAttentionKernelOp> {
     const AttentionTiles tiles(G, d, dv, op.getBlockSize(), topK);
     const RegisterAttentionPlan plan(d, dv, op.getBlockSize(), topK);
     const int64_t sharedBytes = inRegisters ? plan.bytes : tiles.bytes;
-    SmallVector<KernelOperand> operands{{"queries", op.getQueries()},
-                                        {"keys", op.getKeys()},
-                                        {"values", op.getValues()},
-                                        {"selection", op.getSelection()},
-                                        {"queryOffset", op.getQueryOffset()},
-                                        {"output", op.getOutput()},
-                                        {"lse", op.getLse()}};
+    SmallVector<KernelOperand> operands = forwardOperands(op);
     addPackedOperands(operands, op.getCuSeqlensQ(), op.getCuSeqlensK());
     Kernel kernel;
     {

@@ -9,6 +9,7 @@
 #ifndef PISA_LIB_CONVERSION_PISATOGPU_ATTENTION_ATTENTIONGRAD_H
 #define PISA_LIB_CONVERSION_PISATOGPU_ATTENTION_ATTENTIONGRAD_H
 
+#include "Attention/QueryTiles.h"
 #include "Kernels/KernelBuilder.h"
 
 #include "mlir/IR/ImplicitLocOpBuilder.h"
@@ -59,15 +60,13 @@ struct QueryGradPlan {
 bool queryTileGradFits(Type elem, int64_t groupSize, int64_t headDim,
                        int64_t valueDim, int64_t blockSize);
 
-/// The query-tile kernel's shared memory: two buffers of a union entry's K
-/// [C x d] and V [C x dv], each warp's Q [16 x d] and dO [16 x dv] head
-/// rows (16-bit, rows padded by 8 elements for ldmatrix), the warps' lists
-/// of attended blocks [4 x K] and counts, and the union [4 K] with its
-/// masks and count (i32).
+/// The query-tile kernel's shared memory: the union's two buffers of an
+/// entry's K and V (QueryTiles.h), each warp's Q [16 x d] and dO [16 x dv]
+/// head rows (16-bit, rows padded by 8 elements for ldmatrix), the
+/// union's lists.
 struct QueryTileGradPlan {
-  int64_t headDim, valueDim, blockSize, topK;
-  int64_t key[2], value[2], query, queryBytes, gradOut, gradOutBytes, lists,
-      counts, unionList, unionMask, unionCount, bytes;
+  QueryTileUnionPlan unionPlan;
+  int64_t query, queryBytes, gradOut, gradOutBytes, bytes;
   QueryTileGradPlan(int64_t headDim, int64_t valueDim, int64_t blockSize,
                     int64_t topK);
 };

@@ -1,0 +1,329 @@
+//===- QueryTiles.cpp - Query tiles attending the union of their blocks ---===//
+//
+// The union steps the query-tile kernels share (QueryTiles.h).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Attention/QueryTiles.h"
+#include "Kernels/TileCopy.h"
+#include "Kernels/WarpMma.h"
+
+#include "../Common/LoopBuilders.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+#include <limits>
+
+using namespace mlir;
+using namespace mlir::pisa;
+using namespace mlir::pisa::detail;
+
+using P = arith::CmpIPredicate;
+
+QueryTileUnionPlan::QueryTileUnionPlan(int64_t warps, int64_t d, int64_t dv,
+                                       int64_t c, int64_t topK)
+    : warps(warps), headDim(d), valueDim(dv), blockSize(c), topK(topK) {}
+
+void QueryTileUnionPlan::placeBuffers(int64_t &at) {
+  for (int64_t i = 0; i < 2; ++i) {
+    key[i] = SharedTiles::place(at, blockSize * (headDim + 8) * 2);
+    value[i] = SharedTiles::place(at, blockSize * (valueDim + 8) * 2);
+  }
+}
+
+void QueryTileUnionPlan::placeLists(int64_t &at) {
+  lists = SharedTiles::place(at, warps * topK * 4);
+  counts = SharedTiles::place(at, warps * 4);
+  unionList = SharedTiles::place(at, warps * topK * 4);
+  unionMask = SharedTiles::place(at, warps * topK * 4);
+  unionCount = SharedTiles::place(at, 4);
+}
+
+QueryTile::QueryTile(ImplicitLocOpBuilder &b, const Kernel &e,
+                     const QueryTileUnionPlan &plan, int64_t groupSize,
+                     int64_t kvHeads)
+    : e(e), p(plan), G(groupSize), tiles(b) {
+  elem = cast<MemRefType>(e.arg("queries").getType()).getElementType();
+  Type i32 = b.getI32Type();
+  batch = arith::DivUIOp::create(b, blockIdY(b), indexConst(b, kvHeads));
+  kv = arith::RemUIOp::create(b, blockIdY(b), indexConst(b, kvHeads));
+  tid = threadIdX(b);
+  warp = arith::DivUIOp::create(b, tid, indexConst(b, 32));
+  lane = arith::RemUIOp::create(b, tid, indexConst(b, 32));
+  gid = arith::DivUIOp::create(b, lane, indexConst(b, 4));
+  tig = arith::RemUIOp::create(b, lane, indexConst(b, 4));
+  keyRows = dimOf(b, e.arg("keys"), 2);
+  Value numQueries = dimOf(b, e.arg("queries"), 2);
+  query = arith::AddIOp::create(
+      b, arith::MulIOp::create(b, blockIdX(b), indexConst(b, p.warps)), warp);
+  hasQuery = cmp(b, P::ult, query, numQueries);
+  // A warp past Nq reads the last query (in bounds) and writes nothing.
+  query = arith::MinUIOp::create(
+      b, query, arith::SubIOp::create(b, numQueries, indexConst(b, 1)));
+  keys = queryKeysOf(b, e, query, packedBatchRules(b, e));
+  numKeys = keys.numKeys;
+  keyEnd = arith::MinUIOp::create(
+      b, numKeys, arith::AddIOp::create(b, keys.position, indexConst(b, 1)));
+  packed = e.has("cuSeqlensQ");
+  const int64_t d = p.headDim, dv = p.valueDim, c = p.blockSize;
+  for (int64_t i = 0; i < 2; ++i) {
+    keyTile[i] = tiles.view(b, p.key[i], {c, d + 8}, elem);
+    valueTile[i] = tiles.view(b, p.value[i], {c, dv + 8}, elem);
+  }
+  lists = tiles.view(b, p.lists, {p.warps, p.topK}, i32);
+  counts = tiles.view(b, p.counts, {p.warps}, i32);
+  unionList = tiles.view(b, p.unionList, {p.warps * p.topK}, i32);
+  unionMask = tiles.view(b, p.unionMask, {p.warps * p.topK}, i32);
+  unionCount = tiles.view(b, p.unionCount, {1}, i32);
+}
+
+Value QueryTile::warpTile(ImplicitLocOpBuilder &b, int64_t offset,
+                          int64_t bytes, ArrayRef<int64_t> shape,
+                          Type type) const {
+  return tiles.viewAt(b,
+                      arith::AddIOp::create(
+                          b, indexConst(b, offset),
+                          arith::MulIOp::create(b, warp, indexConst(b, bytes))),
+                      shape, type);
+}
+
+Value QueryTile::entryFirstRow(ImplicitLocOpBuilder &b, Value entry) const {
+  Value stored = toIndex(b, memref::LoadOp::create(b, unionList, entry));
+  if (packed)
+    return stored;
+  return arith::MulIOp::create(b, stored, indexConst(b, p.blockSize));
+}
+
+Value QueryTile::headOf(ImplicitLocOpBuilder &b, Value row) const {
+  return arith::AddIOp::create(
+      b, arith::MulIOp::create(b, kv, indexConst(b, G)),
+      arith::MinUIOp::create(b, row, indexConst(b, G - 1)));
+}
+
+Value QueryTile::visibleKeys(ImplicitLocOpBuilder &b, Value firstKey) const {
+  return arith::MinUIOp::create(
+      b, arith::SubIOp::create(b, keys.row(b, keyEnd), firstKey),
+      indexConst(b, p.blockSize));
+}
+
+void QueryTile::listBlocks(ImplicitLocOpBuilder &b) {
+  Type index = b.getIndexType();
+  buildIfThen(
+      b, cmp(b, P::eq, lane, indexConst(b, 0)), [&](ImplicitLocOpBuilder &lb) {
+        Value n = buildIf(
+            lb, hasQuery, TypeRange{index},
+            [&](ImplicitLocOpBuilder &qb) -> SmallVector<Value> {
+              return {walkAttendedBlocks(
+                  qb, e.arg("selection"), {batch, kv, query}, numKeys, keyEnd,
+                  p.blockSize, p.topK,
+                  [&](ImplicitLocOpBuilder &wb, Value attended, Value s32,
+                      Value at) {
+                    buildIfThen(wb, attended, [&](ImplicitLocOpBuilder &sb) {
+                      Value entry = s32;
+                      if (packed)
+                        entry = toI32(
+                            sb, keys.row(sb, arith::MulIOp::create(
+                                                 sb, toIndex(sb, s32),
+                                                 indexConst(sb, p.blockSize))));
+                      memref::StoreOp::create(sb, entry, lists,
+                                              ValueRange{warp, at});
+                    });
+                  })};
+            },
+            [&](ImplicitLocOpBuilder &nb) -> SmallVector<Value> {
+              return {indexConst(nb, 0)};
+            })[0];
+        memref::StoreOp::create(lb, toI32(lb, n), counts, warp);
+      });
+}
+
+void QueryTile::mergeLists(ImplicitLocOpBuilder &b) {
+  const int64_t W = p.warps;
+  buildIfThen(
+      b, cmp(b, P::eq, tid, indexConst(b, 0)), [&](ImplicitLocOpBuilder &tb) {
+        SmallVector<Value> ends, init;
+        for (int64_t w = 0; w < W; ++w) {
+          ends.push_back(toIndex(
+              tb, memref::LoadOp::create(tb, counts, indexConst(tb, w))));
+          init.push_back(indexConst(tb, 0));
+        }
+        init.push_back(indexConst(tb, 0));
+        const int32_t none = std::numeric_limits<int32_t>::max();
+        SmallVector<Value> out = buildLoop(
+            tb, indexConst(tb, 0), indexConst(tb, W * p.topK), init,
+            [&](ImplicitLocOpBuilder &lb, Value, ValueRange st) {
+              SmallVector<Value> heads;
+              Value least = arith::ConstantIntOp::create(lb, none, 32);
+              for (int64_t w = 0; w < W; ++w) {
+                Value at = arith::MinUIOp::create(lb, st[w],
+                                                  indexConst(lb, p.topK - 1));
+                Value h = arith::SelectOp::create(
+                    lb, cmp(lb, P::ult, st[w], ends[w]),
+                    memref::LoadOp::create(lb, lists,
+                                           ValueRange{indexConst(lb, w), at}),
+                    arith::ConstantIntOp::create(lb, none, 32));
+                heads.push_back(h);
+                least = arith::MinSIOp::create(lb, least, h);
+              }
+              Value any = arith::CmpIOp::create(
+                  lb, P::ne, least, arith::ConstantIntOp::create(lb, none, 32));
+              Value mask = arith::ConstantIntOp::create(lb, 0, 32);
+              SmallVector<Value> next;
+              for (int64_t w = 0; w < W; ++w) {
+                Value takes = arith::AndIOp::create(
+                    lb, any, arith::CmpIOp::create(lb, P::eq, heads[w], least));
+                mask = arith::OrIOp::create(
+                    lb, mask,
+                    arith::SelectOp::create(
+                        lb, takes, arith::ConstantIntOp::create(lb, 1 << w, 32),
+                        arith::ConstantIntOp::create(lb, 0, 32)));
+                next.push_back(arith::SelectOp::create(
+                    lb, takes,
+                    arith::AddIOp::create(lb, st[w], indexConst(lb, 1)),
+                    st[w]));
+              }
+              Value n = st[W];
+              buildIfThen(lb, any, [&](ImplicitLocOpBuilder &sb) {
+                memref::StoreOp::create(sb, least, unionList, n);
+                memref::StoreOp::create(sb, mask, unionMask, n);
+              });
+              next.push_back(arith::SelectOp::create(
+                  lb, any, arith::AddIOp::create(lb, n, indexConst(lb, 1)), n));
+              return next;
+            });
+        memref::StoreOp::create(tb, toI32(tb, out[W]), unionCount,
+                                indexConst(tb, 0));
+      });
+}
+
+void QueryTile::stageRows(ImplicitLocOpBuilder &b, Value source, int64_t width,
+                          Value tile) const {
+  ChunkedTile chunks{kMmaRows, width, 32};
+  copyChunks(
+      b, chunks, lane,
+      [&](ImplicitLocOpBuilder &lb, Value i) -> Value {
+        Value r = chunks.row(lb, i);
+        Value v = vector::LoadOp::create(
+            lb, VectorType::get({kChunkElems}, elem), source,
+            ValueRange{batch, headOf(lb, r), query, chunks.column(lb, i)},
+            false, llvm::MaybeAlign(16));
+        Value keep = arith::AndIOp::create(
+            lb, cmp(lb, P::ult, r, indexConst(lb, G)), hasQuery);
+        auto type = VectorType::get({kChunkElems}, elem);
+        Value zero = arith::ConstantOp::create(
+            lb, type, DenseElementsAttr::get(type, lb.getZeroAttr(elem)));
+        return arith::SelectOp::create(lb, keep, v, zero);
+      },
+      [&](ImplicitLocOpBuilder &lb, Value i, Value v) {
+        vector::StoreOp::create(
+            lb, v, tile, ValueRange{chunks.row(lb, i), chunks.column(lb, i)},
+            false, llvm::MaybeAlign(16));
+      });
+}
+
+/// Union entry `entry`'s keys and values into buffer `slot` mod 2 by
+/// cp.async, the whole block taking part: two copy groups.
+void QueryTile::copyEntry(ImplicitLocOpBuilder &b, Value entry,
+                          Value slot) const {
+  Value parity = arith::RemUIOp::create(b, slot, indexConst(b, 2));
+  Value firstKey = entryFirstRow(b, entry);
+  // Rows past the entry's sequence (the next one's, or zeros past the
+  // buffer) are masked by each warp's visible count.
+  Value lastKey = arith::SubIOp::create(b, keyRows, indexConst(b, 1));
+  auto copy = [&](Value source, int64_t width, Value tile0, Value tile1) {
+    ChunkedTile tile{p.blockSize, width, 32 * p.warps};
+    asyncCopyChunks(
+        b, tile, tid,
+        [&](ImplicitLocOpBuilder &cb, Value i) -> AsyncChunk {
+          Value row = tile.row(cb, i), col = tile.column(cb, i);
+          Value key = arith::AddIOp::create(cb, firstKey, row);
+          Value real = cmp(cb, P::ult, key, keyRows);
+          Value srcElements = arith::SelectOp::create(
+              cb, real, indexConst(cb, kChunkElems), indexConst(cb, 0));
+          Value dst = buildIf(
+              cb, cmp(cb, P::eq, parity, indexConst(cb, 0)),
+              TypeRange{tile0.getType()},
+              [&](ImplicitLocOpBuilder &) -> SmallVector<Value> {
+                return {tile0};
+              },
+              [&](ImplicitLocOpBuilder &) -> SmallVector<Value> {
+                return {tile1};
+              })[0];
+          return {dst,
+                  {row, col},
+                  source,
+                  {batch, kv, arith::MinUIOp::create(cb, key, lastKey), col},
+                  srcElements};
+        },
+        /*bypassL1=*/false);
+  };
+  copy(e.arg("keys"), p.headDim, keyTile[0], keyTile[1]);
+  copy(e.arg("values"), p.valueDim, valueTile[0], valueTile[1]);
+}
+
+SmallVector<Value> QueryTile::attendUnion(ImplicitLocOpBuilder &b,
+                                          ValueRange init, EntryStep step) {
+  Value count =
+      toIndex(b, memref::LoadOp::create(b, unionCount, indexConst(b, 0)));
+  buildIfThen(b, cmp(b, P::ugt, count, indexConst(b, 0)),
+              [&](ImplicitLocOpBuilder &tb) {
+                copyEntry(tb, indexConst(tb, 0), indexConst(tb, 0));
+              });
+  return buildLoop(b, indexConst(b, 0), count, init,
+                   [&](ImplicitLocOpBuilder &lb, Value u, ValueRange acc) {
+                     return unionStep(lb, u, count, acc, step);
+                   });
+}
+
+/// Union entry u: the next entry's copies issued, this one's awaited, then
+/// the warps whose query attends it.
+SmallVector<Value> QueryTile::unionStep(ImplicitLocOpBuilder &b, Value u,
+                                        Value count, ValueRange acc,
+                                        EntryStep step) {
+  Value next =
+      arith::MinUIOp::create(b, arith::AddIOp::create(b, u, indexConst(b, 1)),
+                             arith::SubIOp::create(b, count, indexConst(b, 1)));
+  // The last entry copies itself again into the other buffer: every step
+  // issues two groups, so waiting for all but two is this entry's.
+  copyEntry(b, next, arith::AddIOp::create(b, u, indexConst(b, 1)));
+  NVVM::CpAsyncWaitGroupOp::create(b, 2);
+  gpu::BarrierOp::create(b); // entry u's tiles are visible
+  Value mask = memref::LoadOp::create(b, unionMask, u);
+  Value mine = arith::CmpIOp::create(
+      b, P::ne,
+      arith::AndIOp::create(
+          b, mask,
+          arith::ShLIOp::create(b, arith::ConstantIntOp::create(b, 1, 32),
+                                toI32(b, warp))),
+      arith::ConstantIntOp::create(b, 0, 32));
+  Value parity = arith::RemUIOp::create(b, u, indexConst(b, 2));
+  SmallVector<Value> out = buildIf(
+      b, mine, ValueRange(acc).getTypes(),
+      [&](ImplicitLocOpBuilder &tb) {
+        Value firstKey = entryFirstRow(tb, u);
+        return buildIf(
+            tb, cmp(tb, P::eq, parity, indexConst(tb, 0)),
+            ValueRange(acc).getTypes(),
+            [&](ImplicitLocOpBuilder &eb) {
+              return step(eb, firstKey, keyTile[0], valueTile[0], acc);
+            },
+            [&](ImplicitLocOpBuilder &ob) {
+              return step(ob, firstKey, keyTile[1], valueTile[1], acc);
+            });
+      },
+      [&](ImplicitLocOpBuilder &) {
+        return SmallVector<Value>(acc.begin(), acc.end());
+      });
+  gpu::BarrierOp::create(b); // the buffer is read before it is refilled
+  return out;
+}
+
+void QueryTile::drainCopies(ImplicitLocOpBuilder &b) const {
+  // The last step's copy of its entry again is not left in flight.
+  NVVM::CpAsyncWaitGroupOp::create(b, 0);
+}

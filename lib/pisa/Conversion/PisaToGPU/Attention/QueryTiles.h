@@ -1,0 +1,119 @@
+//===- QueryTiles.h - Query tiles over the union of blocks ----*- C++ -*-===//
+//
+// The piece the query-tile kernels (the backward's dq pass,
+// QueryGradTiles.cpp) are built on: one block of W warps per W consecutive
+// queries of a batch x KV head, warp w owning query w's 16 head rows (G <= 16:
+// one m16 tile). The block attends the union of its queries' attended blocks in
+// block order (each query's list is ascending: the union is a merge), so that a
+// block several of them attend is read once:
+//
+//   listBlocks    lane 0 of each warp lists its query's attended blocks
+//   mergeLists    thread 0 merges the lists: the union, and per entry the
+//                 mask of the warps that attend it
+//   attendUnion   per union entry, its keys and values copied by cp.async
+//                 into one of two buffers while the previous entry is
+//                 computed; then the warps whose query attends it run the
+//                 kernel's step on it, carrying their state
+//
+// A warp's steps run in its query's block order whatever the other queries
+// attend: its results do not depend on the tile.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PISA_LIB_CONVERSION_PISATOGPU_ATTENTION_QUERYTILES_H
+#define PISA_LIB_CONVERSION_PISATOGPU_ATTENTION_QUERYTILES_H
+
+#include "Attention/AttentionSteps.h"
+#include "Attention/SparseAttention.h"
+#include "Kernels/KernelBuilder.h"
+
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
+
+namespace mlir::pisa::detail {
+
+/// The union's shared memory (byte offsets): two buffers of an entry's K
+/// [C x d] and V [C x dv] (16-bit, rows padded by 8 elements for
+/// ldmatrix), the warps' lists of attended blocks [W x K] (i32) and their
+/// counts, and the union [W K] with its masks and count. A kernel's plan
+/// places the buffers and the lists around its own tiles.
+struct QueryTileUnionPlan {
+  int64_t warps, headDim, valueDim, blockSize, topK;
+  int64_t key[2], value[2], lists, counts, unionList, unionMask, unionCount;
+  QueryTileUnionPlan(int64_t warps, int64_t headDim, int64_t valueDim,
+                     int64_t blockSize, int64_t topK);
+  void placeBuffers(int64_t &at);
+  void placeLists(int64_t &at);
+};
+
+/// A 16-byte multiple of `bytes`.
+inline int64_t roundUp16(int64_t bytes) { return (bytes + 15) / 16 * 16; }
+
+/// The coordinates, tiles and union steps a query-tile kernel shares. Its
+/// block is (blockIdx.x: W queries, blockIdx.y: batch x KV head).
+class QueryTile {
+public:
+  QueryTile(ImplicitLocOpBuilder &b, const Kernel &e,
+            const QueryTileUnionPlan &plan, int64_t groupSize, int64_t kvHeads);
+
+  /// The warp's own tile of `shape` at byte `offset` + warp x `bytes`.
+  Value warpTile(ImplicitLocOpBuilder &b, int64_t offset, int64_t bytes,
+                 ArrayRef<int64_t> shape, Type type) const;
+
+  /// Head h of the warp's KV head for tile row `row` (rows past G read head
+  /// G - 1).
+  Value headOf(ImplicitLocOpBuilder &b, Value row) const;
+
+  /// Lane 0 of each warp lists the blocks its query attends (ascending, by
+  /// the forward's rule) and their count.
+  void listBlocks(ImplicitLocOpBuilder &b);
+  /// Thread 0 merges the warps' lists into the union (ascending, each block
+  /// once) with, per entry, the mask of the warps that attend it. The lists
+  /// must be visible (a barrier before); the union is, after a barrier.
+  void mergeLists(ImplicitLocOpBuilder &b);
+
+  /// The warp's query's 16 head rows of `source` ([B, H, Nq, width]) into
+  /// its tile (rows past G, and every row of a warp past Nq, zeros).
+  void stageRows(ImplicitLocOpBuilder &b, Value source, int64_t width,
+                 Value tile) const;
+
+  /// One step of a warp on an entry it attends: the entry's first key row,
+  /// its K and V tiles, and the warp's state; returns the new state.
+  using EntryStep = llvm::function_ref<SmallVector<Value>(
+      ImplicitLocOpBuilder &, Value, Value, Value, ValueRange)>;
+  /// Every union entry in order, `step` run by the warps that attend it,
+  /// from `init`; the last copies are left in flight (drainCopies).
+  SmallVector<Value> attendUnion(ImplicitLocOpBuilder &b, ValueRange init,
+                                 EntryStep step);
+  /// Waits for every copy attendUnion issued.
+  void drainCopies(ImplicitLocOpBuilder &b) const;
+
+  /// The keys the warp's query sees of the block from key row `firstKey`:
+  /// at least one for an attended block, at most C.
+  Value visibleKeys(ImplicitLocOpBuilder &b, Value firstKey) const;
+
+protected:
+  const Kernel &e;
+  const QueryTileUnionPlan &p;
+  int64_t G;
+  SharedTiles tiles;
+  Type elem;
+  Value keyTile[2], valueTile[2], lists, counts, unionList, unionMask,
+      unionCount;
+  QueryKeys keys;
+  /// In a packed batch the lists hold first key rows (blocks of different
+  /// sequences differ there), else block indices.
+  bool packed;
+  Value batch, kv, tid, warp, lane, gid, tig, keyRows, numKeys, query, hasQuery,
+      keyEnd;
+
+private:
+  Value entryFirstRow(ImplicitLocOpBuilder &b, Value entry) const;
+  void copyEntry(ImplicitLocOpBuilder &b, Value entry, Value slot) const;
+  SmallVector<Value> unionStep(ImplicitLocOpBuilder &b, Value u, Value count,
+                               ValueRange acc, EntryStep step);
+};
+
+} // namespace mlir::pisa::detail
+
+#endif // PISA_LIB_CONVERSION_PISATOGPU_ATTENTION_QUERYTILES_H

@@ -19,6 +19,9 @@ library has dynamic B, N and Nq and six entries:
   prefill(q, k, v, offset) -> o      pyramid_build -> hier_topk ->
                                      sparse_attention, one program
   prefill_selection(q, k, offset) -> the selection prefill attends to
+`build --union-queries W` compiles with pisa-compile
+--attention-union-queries W: the query-tile kernel (W queries a block
+attending the union of their blocks) wherever it takes the shape.
 `check` draws --shapes shapes per library (N < C, N not a multiple of C,
 chunks and single decode queries included) and requires, against
 `reference` (float64, docs/semantics.md section 6): |o - o_ref| <= 2e-2
@@ -173,14 +176,19 @@ def build(args):
     if args.paper:
         cfgs.append(dict(PAPER))
     t0 = time.time()
-    built, rejected = sweep.compile_all(cfgs, args.out, args.pisa_compile, args.jobs, program)
+    flags = []
+    if args.union_queries:
+        flags = ["--attention-union-queries", str(args.union_queries)]
+    built, rejected = sweep.compile_all(cfgs, args.out, args.pisa_compile, args.jobs, program,
+                                        flags)
     problems = [c["name"] for c in built if "expect_error" in c]
     problems += [f"{c['name']} ({c['error']})" for c in rejected
                  if c.get("expect_error", "\0") not in c["error"]]
     print(f"seed {args.seed}: built {len(built)}, rejected {len(rejected)} "
           f"in {time.time() - t0:.0f} s")
     with open(os.path.join(args.out, "attention.json"), "w") as f:
-        json.dump({"seed": args.seed, "cases": built, "rejected": rejected}, f, indent=1)
+        json.dump({"seed": args.seed, "union_queries": args.union_queries, "cases": built,
+                   "rejected": rejected}, f, indent=1)
     if problems:
         print("wrongly built or rejected: " + ", ".join(problems))
         return 1
@@ -542,6 +550,9 @@ def main(argv=None):
     b.add_argument("--pisa-compile", default="build/bin/pisa-compile")
     b.add_argument("--space", choices=("all", "registers"), default="all",
                    help="draw over the whole space or the register kernel's")
+    b.add_argument("--union-queries", type=int, default=0,
+                   help="pisa-compile --attention-union-queries: the query-tile "
+                        "kernel of this many queries where it takes the shape")
     b.add_argument("--paper", action="store_true",
                    help="also the paper setting (libpaper.so, for bench)")
     c = sub.add_parser("check")

@@ -234,26 +234,28 @@ def verdict(got, want, gaps):
 
 # ------------------------------------------------------------------ build
 
-def compile_one(cfg, out, pisa_compile, text):
+def compile_one(cfg, out, pisa_compile, text, flags=()):
     src = os.path.join(out, cfg["name"] + ".mlir")
     with open(src, "w") as f:
         f.write(text)
     lib = os.path.join(out, "lib" + cfg["name"] + ".so")
-    r = subprocess.run([pisa_compile, src, "-o", lib], capture_output=True,
+    r = subprocess.run([pisa_compile, src, "-o", lib, *flags], capture_output=True,
                        text=True)
     return cfg, r.returncode, r.stderr.strip()
 
 
-def compile_all(cfgs, out, pisa_compile, jobs, program_of):
+def compile_all(cfgs, out, pisa_compile, jobs, program_of, flags=()):
     """Compiles program_of(cfg) for every configuration into out/ on `jobs`
-    threads: (built, rejected), each configuration given its "lib" or its
-    "error" (a shape the kernels cannot take must be a compile-time error
-    naming the limit; it is recorded)."""
+    threads (pisa-compile given `flags` too): (built, rejected), each
+    configuration given its "lib" or its "error" (a shape the kernels
+    cannot take must be a compile-time error naming the limit; it is
+    recorded)."""
     os.makedirs(out, exist_ok=True)
     built, rejected = [], []
     with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
         for cfg, rc, err in pool.map(
-                lambda c: compile_one(c, out, pisa_compile, program_of(c)), cfgs):
+                lambda c: compile_one(c, out, pisa_compile, program_of(c), flags),
+                cfgs):
             if rc == 0:
                 cfg["lib"] = "lib" + cfg["name"] + ".so"
                 built.append(cfg)

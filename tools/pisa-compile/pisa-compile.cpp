@@ -1,7 +1,8 @@
 //===- pisa-compile.cpp - AOT GPU libraries from pisa programs ------------===//
 //
 //   pisa-compile INPUT.mlir -o libNAME.so [--chip sm_90a] [--features +ptx80]
-//       [--q-tile 4] [--emit so|mlir|llvm]
+//       [--q-tile 4] [--emit so|mlir|llvm] [--backward auto|require|none]
+//       [--attention-union-queries W]
 //
 // Lowers every public function of INPUT (pisa ops in host functions with
 // tensor arguments) with pisa-lower-to-nvvm-pipeline, compiles the host code
@@ -70,7 +71,7 @@ namespace {
 constexpr const char *kUsage =
     "usage: pisa-compile INPUT.mlir -o libNAME.so [--chip sm_90a|sm_90]\n"
     "           [--features +ptx80] [--q-tile 4] [--emit so|mlir|llvm]\n"
-    "           [--backward auto|require|none]\n"
+    "           [--backward auto|require|none] [--attention-union-queries W]\n"
     "Lowers every public function of INPUT.mlir to Hopper kernels (sm_90a:\n"
     "with wgmma; sm_90: without) and host\n"
     "code and links an AOT library (only libcuda and libc needed at run\n"
@@ -83,6 +84,9 @@ constexpr const char *kUsage =
     "F_forward (o, lse, selection) and F_backward (dq, dk, dv) for training\n"
     "(--backward auto: where the GPU backward supports its shapes; require:\n"
     "an error where it does not; none: never).\n"
+    "--attention-union-queries W (1-32; 0, the default: off) builds sparse\n"
+    "attention on query tiles of W queries wherever that kernel takes the\n"
+    "sizes (docs/gpu.md, \"Kernel configurations\").\n"
     "Errors: one line on stderr, exit code 2, no output file.\n";
 
 struct Options {
@@ -130,6 +134,14 @@ std::optional<std::string> parseArgs(int argc, char **argv, Options &opts) {
         err = "expected an integer in [1, " +
               std::to_string(mlir::pisa::kMaxQueryTile) +
               "] for --q-tile but got '" + v + "'";
+    } else if (arg == "--attention-union-queries") {
+      std::string v;
+      err = value(v);
+      int64_t &w = opts.pipeline.attentionUnionQueries;
+      if (!err && (StringRef(v).getAsInteger(10, w) || w < 0 || w > 32))
+        err = "expected an integer in [0, 32] for --attention-union-queries "
+              "but got '" +
+              v + "'";
     } else if (arg.starts_with("-"))
       err = "unknown option '" + arg.str() + "'";
     else if (opts.input.empty())

@@ -39,10 +39,19 @@ def PisaConfigureKernels : Pass<"pisa-configure-kernels"> {
     A configuration already on an op is kept and completed: each field it
     sets must be one the op's kernels support on the chip, apply to the
     op, and agree with the others, or the pass fails naming the field.
+
+    `attention-union-queries` W > 0 gives `pisa.kernel.sparse_attention`
+    the query-tile kernel of W queries a block (`union_queries = W`)
+    wherever that kernel takes its sizes and its configuration leaves the
+    choice open; elsewhere the default choice stands.
   }];
   let options = [
     Option<"chip", "chip", "std::string", /*default=*/"\"sm_90a\"",
-           "GPU chip the kernels are built for (sm_90 | sm_90a)">
+           "GPU chip the kernels are built for (sm_90 | sm_90a)">,
+    Option<"attentionUnionQueries", "attention-union-queries", "int64_t",
+           /*default=*/"0",
+           "sparse attention on query tiles of this many queries where its "
+           "kernel takes the sizes (0: the per-query kernels)">
   ];
 }
 

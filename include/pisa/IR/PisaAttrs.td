@@ -101,6 +101,9 @@ def Pisa_KernelConfigAttr : AttrDef<Pisa_Dialect, "KernelConfig"> {
       rows per warp and the tiles one block scores in turn.
     - `epilogue`: whether the accumulators are finished in `registers` or
       through `shared` memory (tile scorer, attention).
+    - `union_queries`: sparse attention on query tiles: the consecutive
+      queries of a block, a warp each, that attend the union of their
+      blocks, each block read once (absent: each query gathers its own).
     - `min_blocks_per_sm`: the occupancy ptxas keeps registers for.
 
     Fields an op does not use are absent. Only `variant` is required in a
@@ -119,7 +122,8 @@ def Pisa_KernelConfigAttr : AttrDef<Pisa_Dialect, "KernelConfig"> {
     OptionalParameter<"std::optional<int64_t>">:$rowsPerWarp,
     OptionalParameter<"std::optional<int64_t>">:$tilesPerBlock,
     OptionalParameter<"std::optional<::mlir::pisa::KernelEpilogue>">:$epilogue,
-    OptionalParameter<"std::optional<int64_t>">:$minBlocksPerSM
+    OptionalParameter<"std::optional<int64_t>">:$minBlocksPerSM,
+    OptionalParameter<"std::optional<int64_t>">:$unionQueries
   );
   let hasCustomAssemblyFormat = 1;
   let genVerifyDecl = 1;

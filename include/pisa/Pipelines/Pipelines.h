@@ -25,6 +25,8 @@ struct PisaGPUPipelineOptions {
   std::string format = "fatbin";
   /// q-tile of --pisa-select-schedule for ops that have no schedule yet.
   int64_t qTile = 4;
+  /// attention-union-queries of --pisa-configure-kernels (0: none).
+  int64_t attentionUnionQueries = 0;
 };
 
 /// pisa-lower-to-nvvm-pipeline: schedules hier_topk ops that have no

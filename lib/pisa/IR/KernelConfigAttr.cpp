@@ -22,7 +22,7 @@ namespace {
 struct Fields {
   std::optional<KernelVariant> variant, levelVariant;
   std::optional<int64_t> threads, warpsPerQuery, rowsPerWarp, tilesPerBlock,
-      minBlocksPerSM;
+      minBlocksPerSM, unionQueries;
   std::optional<CandidateWalk> walk;
   std::optional<KernelEpilogue> epilogue;
 };
@@ -89,12 +89,14 @@ Attribute KernelConfigAttr::parse(AsmParser &parser, Type) {
       r = integer(f.tilesPerBlock);
     else if (key == "min_blocks_per_sm")
       r = integer(f.minBlocksPerSM);
+    else if (key == "union_queries")
+      r = integer(f.unionQueries);
     else {
       parser.emitError(loc)
           << "unknown kernel_config field '" << key
           << "' (expected variant, threads, warps_per_query, walk, "
-             "level_variant, rows_per_warp, tiles_per_block, epilogue or "
-             "min_blocks_per_sm)";
+             "level_variant, rows_per_warp, tiles_per_block, epilogue, "
+             "union_queries or min_blocks_per_sm)";
       return {};
     }
     if (failed(r))
@@ -109,7 +111,7 @@ Attribute KernelConfigAttr::parse(AsmParser &parser, Type) {
   return parser.getChecked<KernelConfigAttr>(
       start, parser.getContext(), *f.variant, f.threads.value_or(0),
       f.warpsPerQuery, f.walk, f.levelVariant, f.rowsPerWarp, f.tilesPerBlock,
-      f.epilogue, f.minBlocksPerSM);
+      f.epilogue, f.minBlocksPerSM, f.unionQueries);
 }
 
 void KernelConfigAttr::print(AsmPrinter &printer) const {
@@ -128,6 +130,8 @@ void KernelConfigAttr::print(AsmPrinter &printer) const {
     printer << ", tiles_per_block = " << *v;
   if (auto v = getEpilogue())
     printer << ", epilogue = " << stringifyKernelEpilogue(*v);
+  if (auto v = getUnionQueries())
+    printer << ", union_queries = " << *v;
   if (auto v = getMinBlocksPerSM())
     printer << ", min_blocks_per_sm = " << *v;
   printer << ">";
@@ -138,7 +142,8 @@ LogicalResult KernelConfigAttr::verify(
     int64_t threads, std::optional<int64_t> warpsPerQuery,
     std::optional<CandidateWalk>, std::optional<KernelVariant> levelVariant,
     std::optional<int64_t> rowsPerWarp, std::optional<int64_t> tilesPerBlock,
-    std::optional<KernelEpilogue>, std::optional<int64_t> minBlocksPerSM) {
+    std::optional<KernelEpilogue>, std::optional<int64_t> minBlocksPerSM,
+    std::optional<int64_t> unionQueries) {
   // Threads 0: not chosen yet (a hand-written configuration that
   // --pisa-configure-kernels completes). A block has at most 1024.
   if (threads < 0 || threads > 1024)
@@ -158,6 +163,11 @@ LogicalResult KernelConfigAttr::verify(
   if (tilesPerBlock && *tilesPerBlock < 1)
     return emitError() << "expected kernel_config tiles_per_block >= 1 but got "
                        << *tilesPerBlock;
+  // A union entry's mask has a bit per query of the block.
+  if (unionQueries && (*unionQueries < 1 || *unionQueries > 32))
+    return emitError() << "expected kernel_config union_queries in [1, 32] "
+                          "but got "
+                       << *unionQueries;
   // sm_90 holds at most 32 blocks per SM.
   if (minBlocksPerSM && (*minBlocksPerSM < 1 || *minBlocksPerSM > 32))
     return emitError() << "expected kernel_config min_blocks_per_sm in [1, "

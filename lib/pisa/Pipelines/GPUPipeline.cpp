@@ -43,6 +43,7 @@ void mlir::pisa::buildPisaGPUHostPipeline(
   pm.addPass(createPisaFuseDecodeAppend());
   PisaConfigureKernelsOptions configs;
   configs.chip = options.chip;
+  configs.attentionUnionQueries = options.attentionUnionQueries;
   pm.addPass(createPisaConfigureKernels(configs));
   ConvertPisaToGPUOptions kernels;
   kernels.chip = options.chip;
@@ -83,6 +84,11 @@ struct GPUPipelineCLOptions : public PassPipelineOptions<GPUPipelineCLOptions> {
   Option<int64_t> qTile{*this, "q-tile",
                         llvm::cl::desc("q-tile for unscheduled ops"),
                         llvm::cl::init(4)};
+  Option<int64_t> attentionUnionQueries{
+      *this, "attention-union-queries",
+      llvm::cl::desc("sparse attention on query tiles of this many queries "
+                     "where its kernel takes the sizes (0: none)"),
+      llvm::cl::init(0)};
 };
 } // namespace
 
@@ -97,6 +103,7 @@ void mlir::pisa::registerPisaGPUPipeline() {
         options.features = cl.features;
         options.format = cl.format;
         options.qTile = cl.qTile;
+        options.attentionUnionQueries = cl.attentionUnionQueries;
         buildPisaGPUPipeline(pm, options);
       });
 }

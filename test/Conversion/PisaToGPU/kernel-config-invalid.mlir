@@ -191,6 +191,51 @@ func.func @f(%q: memref<1x32x10x64xf16>, %k: memref<1x1x10x64xf16>, %v: memref<1
 
 // -----
 
+// G = 32 does not fit the query-tile attention kernel either.
+func.func @f(%q: memref<1x32x10x64xf16>, %k: memref<1x1x10x64xf16>, %v: memref<1x1x10x64xf16>, %s: memref<1x1x10x3xi32>, %off: index, %o: memref<1x32x10x64xf16>, %l: memref<1x32x10xf32>) {
+  // expected-error @+1 {{kernel_config union_queries = 4 is not supported here: the query-tile kernel needs G <= 16, d a multiple of 16 up to 128, dv a multiple of 8 up to 128, C of 16, 32 or 64 and 16-bit inputs}}
+  pisa.kernel.sparse_attention %q, %k, %v, %s, %off outs(%o, %l) block_size = 32 scale = 0.125
+      {kernel_config = #pisa.kernel_config<variant = mma_sync, union_queries = 4>}
+      : memref<1x32x10x64xf16>, memref<1x1x10x64xf16>, memref<1x1x10x64xf16>, memref<1x1x10x3xi32>, memref<1x32x10x64xf16>, memref<1x32x10xf32>
+  return
+}
+
+// -----
+
+// The query-tile kernel finishes its rows in registers.
+func.func @f(%q: memref<1x4x10x64xf16>, %k: memref<1x1x10x64xf16>, %v: memref<1x1x10x64xf16>, %s: memref<1x1x10x3xi32>, %off: index, %o: memref<1x4x10x64xf16>, %l: memref<1x4x10xf32>) {
+  // expected-error @+1 {{kernel_config epilogue = shared is not supported here: the query-tile kernel finishes its rows in registers}}
+  pisa.kernel.sparse_attention %q, %k, %v, %s, %off outs(%o, %l) block_size = 32 scale = 0.125
+      {kernel_config = #pisa.kernel_config<variant = mma_sync, epilogue = shared, union_queries = 4>}
+      : memref<1x4x10x64xf16>, memref<1x1x10x64xf16>, memref<1x1x10x64xf16>, memref<1x1x10x3xi32>, memref<1x4x10x64xf16>, memref<1x4x10xf32>
+  return
+}
+
+// -----
+
+// 32 queries of d = dv = 128 with K = 128: their Q rows and lists exceed a
+// block's shared memory.
+func.func @f(%q: memref<1x16x64x128xbf16>, %k: memref<1x1x64x128xbf16>, %v: memref<1x1x64x128xbf16>, %s: memref<1x1x64x128xi32>, %off: index, %o: memref<1x16x64x128xbf16>, %l: memref<1x16x64xf32>) {
+  // expected-error @+1 {{kernel_config union_queries = 32 is not supported here: its tiles take 258192 bytes of shared memory, more than a block's 232448}}
+  pisa.kernel.sparse_attention %q, %k, %v, %s, %off outs(%o, %l) block_size = 64 scale = 0.125
+      {kernel_config = #pisa.kernel_config<variant = mma_sync, union_queries = 32>}
+      : memref<1x16x64x128xbf16>, memref<1x1x64x128xbf16>, memref<1x1x64x128xbf16>, memref<1x1x64x128xi32>, memref<1x16x64x128xbf16>, memref<1x16x64xf32>
+  return
+}
+
+// -----
+
+// union_queries is sparse attention's field alone.
+func.func @f(%k: memref<1x1x512x128xbf16>, %p: memref<1x1x15x128xf32>) {
+  // expected-error @+1 {{kernel_config union_queries = 4 does not apply to this op's kernel}}
+  pisa.kernel.pyramid %k outs(%p) block_size = 64 branching = 2
+      {kernel_config = #pisa.kernel_config<variant = simt, union_queries = 4>}
+      : memref<1x1x512x128xbf16>, memref<1x1x15x128xf32>
+  return
+}
+
+// -----
+
 func.func @f(%k: memref<1x1x512x128xbf16>, %p: memref<1x1x15x128xf32>) {
   // expected-error @+1 {{kernel_config variant = mma_sync is not supported here: this op's kernel runs on simt}}
   pisa.kernel.pyramid %k outs(%p) block_size = 64 branching = 2
@@ -212,7 +257,7 @@ func.func @f(%k: memref<1x1x512x128xbf16>, %p: memref<1x1x15x128xf32>) {
 
 // -----
 
-// expected-error @+1 {{unknown kernel_config field 'warps' (expected variant, threads, warps_per_query, walk, level_variant, rows_per_warp, tiles_per_block, epilogue or min_blocks_per_sm)}}
+// expected-error @+1 {{unknown kernel_config field 'warps' (expected variant, threads, warps_per_query, walk, level_variant, rows_per_warp, tiles_per_block, epilogue, union_queries or min_blocks_per_sm)}}
 #bad = #pisa.kernel_config<variant = simt, warps = 2>
 
 // -----
@@ -234,6 +279,12 @@ func.func @f(%k: memref<1x1x512x128xbf16>, %p: memref<1x1x15x128xf32>) {
 
 // expected-error @+1 {{expected kernel_config min_blocks_per_sm in [1, 32] but got 0}}
 #bad = #pisa.kernel_config<variant = simt, min_blocks_per_sm = 0>
+
+// -----
+
+// A union entry's mask has a bit per query of the block.
+// expected-error @+1 {{expected kernel_config union_queries in [1, 32] but got 33}}
+#bad = #pisa.kernel_config<variant = mma_sync, union_queries = 33>
 
 // -----
 

@@ -41,13 +41,23 @@ std::optional<std::string> gpuLimitViolation(Operation *op);
 /// facts. registerAllDialects calls it.
 void registerKernelLoweringExternalModels(DialectRegistry &registry);
 
+/// Designs --pisa-configure-kernels takes where an op's kernels support
+/// them and its kernel_config leaves the choice open.
+struct KernelPreferences {
+  /// Sparse attention on query tiles of this many queries (union_queries;
+  /// 0: the per-query kernels).
+  int64_t attentionUnionQueries = 0;
+};
+
 /// The #pisa.kernel_config of kernel-level op `op` for a target with
 /// `features` (docs/gpu.md, "Kernel configurations"): each field the op's
-/// kernel_config already sets is kept, every other field is chosen. A field
-/// set that the op's kernels cannot follow, that does not apply to the op
-/// or that contradicts the others is an error on `op` naming it.
+/// kernel_config already sets is kept, every other field is chosen (by
+/// `preferences` where they apply). A field set that the op's kernels
+/// cannot follow, that does not apply to the op or that contradicts the
+/// others is an error on `op` naming it.
 FailureOr<KernelConfigAttr>
-completeKernelConfig(Operation *op, const GPUTargetFeatures &features);
+completeKernelConfig(Operation *op, const GPUTargetFeatures &features,
+                     const KernelPreferences &preferences = {});
 
 /// Kernel-level ops (buffer form) with their kernel_config to gpu.func
 /// kernels and their launches: pisa.kernel.pyramid, and the selection

@@ -22,12 +22,22 @@ struct PisaConfigureKernelsPass
       getOperation()->emitError(*error);
       return signalPassFailure();
     }
+    const int64_t unionQueries = attentionUnionQueries;
+    if (unionQueries < 0 || unionQueries > 32) {
+      getOperation()->emitError()
+          << "expected attention-union-queries in [0, 32] but got "
+          << unionQueries;
+      return signalPassFailure();
+    }
     const GPUTargetFeatures features = gpuTargetFeatures(chip);
+    KernelPreferences preferences;
+    preferences.attentionUnionQueries = unionQueries;
     bool ok = true;
     getOperation()->walk([&](Operation *op) {
       if (!isKernelLevelOp(op))
         return;
-      FailureOr<KernelConfigAttr> config = completeKernelConfig(op, features);
+      FailureOr<KernelConfigAttr> config =
+          completeKernelConfig(op, features, preferences);
       if (failed(config)) {
         ok = false;
         return;

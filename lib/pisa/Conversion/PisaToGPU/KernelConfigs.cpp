@@ -41,12 +41,14 @@ std::string text(KernelEpilogue v) { return stringifyKernelEpilogue(v).str(); }
 class Configurer {
 public:
   Configurer(Operation *op, KernelConfigAttr asked,
-             const GPUTargetFeatures &features)
-      : op(op), asked(asked), features(features) {}
+             const GPUTargetFeatures &features,
+             const KernelPreferences &preferences)
+      : op(op), asked(asked), features(features), preferences(preferences) {}
 
   Operation *op;
   KernelConfigAttr asked;
   GPUTargetFeatures features;
+  KernelPreferences preferences;
 
   /// The value `asked` gives a free field, checked by `unsupported` (why
   /// the op's kernels cannot follow it, or nullopt), else `chosen`.
@@ -80,9 +82,10 @@ public:
   }
   KernelConfigAttr make(KernelVariant variant, int64_t threads,
                         std::optional<int64_t> minBlocksPerSM = std::nullopt) {
-    return KernelConfigAttr::get(
-        op->getContext(), variant, threads, std::nullopt, std::nullopt,
-        std::nullopt, std::nullopt, std::nullopt, std::nullopt, minBlocksPerSM);
+    return KernelConfigAttr::get(op->getContext(), variant, threads,
+                                 std::nullopt, std::nullopt, std::nullopt,
+                                 std::nullopt, std::nullopt, std::nullopt,
+                                 minBlocksPerSM, std::nullopt);
   }
 };
 
@@ -163,23 +166,23 @@ FailureOr<KernelConfigAttr> configure(ScoreTilesKernelOp op, Configurer &c) {
   MLIRContext *ctx = op->getContext();
   switch (*variant) {
   case KernelVariant::Wgmma:
-    return KernelConfigAttr::get(ctx, *variant, wgmmaScoreThreads(),
-                                 std::nullopt, std::nullopt, std::nullopt,
-                                 std::nullopt, *tiles, std::nullopt,
-                                 c.blocksPerSM(wgmmaScoreBlocksPerSM(p)));
+    return KernelConfigAttr::get(
+        ctx, *variant, wgmmaScoreThreads(), std::nullopt, std::nullopt,
+        std::nullopt, std::nullopt, *tiles, std::nullopt,
+        c.blocksPerSM(wgmmaScoreBlocksPerSM(p)), std::nullopt);
   case KernelVariant::MmaSync:
     return KernelConfigAttr::get(
         ctx, *variant, mmaScoreThreads(p, shape), std::nullopt, std::nullopt,
         std::nullopt, shape.rowsPerWarp, *tiles,
         shape.registerEpilogue ? KernelEpilogue::Registers
                                : KernelEpilogue::Shared,
-        c.blocksPerSM(mmaScoreBlocksPerSM(p, shape)));
+        c.blocksPerSM(mmaScoreBlocksPerSM(p, shape)), std::nullopt);
   case KernelVariant::Simt:
     break;
   }
   return KernelConfigAttr::get(ctx, *variant, simtScoreThreads(p), std::nullopt,
                                std::nullopt, std::nullopt, std::nullopt, *tiles,
-                               std::nullopt, c.blocksPerSM(0));
+                               std::nullopt, c.blocksPerSM(0), std::nullopt);
 }
 
 /// What the single-stage kernels' choices depend on.
@@ -323,7 +326,7 @@ FailureOr<KernelConfigAttr> configureSingleStage(Operation *op, Value queries,
                                block ? *warpsPerQuery * kLanes : kQueryThreads,
                                *warpsPerQuery, *walk, *levelVariant,
                                std::nullopt, std::nullopt, std::nullopt,
-                               c.blocksPerSM(block ? 1 : 0));
+                               c.blocksPerSM(block ? 1 : 0), std::nullopt);
 }
 
 /// An op with a register design and a staged one, on mma.sync: the
@@ -364,7 +367,8 @@ registerOrStaged(Operation *op, Configurer &c, bool fits, StringRef needs,
       op->getContext(), *variant, threads, std::nullopt, std::nullopt,
       std::nullopt, std::nullopt, std::nullopt, *epilogue,
       c.blocksPerSM(std::clamp<int64_t>(
-          blocksBySharedMemory(bytes(inRegisters)), 1, inRegisters ? 2 : 16)));
+          blocksBySharedMemory(bytes(inRegisters)), 1, inRegisters ? 2 : 16)),
+      std::nullopt);
 }
 
 /// The elements of an op's queries.
@@ -372,8 +376,57 @@ Type queryElements(Value queries) {
   return cast<ShapedType>(queries.getType()).getElementType();
 }
 
+/// Sparse attention on query tiles of `queries` consecutive queries, where
+/// asked for (the kernel of QueryTileAttention.cpp): mma.sync, registers
+/// (the rows finish there), a warp per query; ptxas keeps registers for
+/// eight warps an SM where shared memory holds them.
+FailureOr<KernelConfigAttr> queryTileAttention(SparseAttentionKernelOp op,
+                                               Configurer &c, int64_t queries,
+                                               Type elem, int64_t G, int64_t d,
+                                               int64_t dv, int64_t C,
+                                               int64_t topK) {
+  auto refuse = [&](const Twine &why) -> FailureOr<KernelConfigAttr> {
+    op->emitOpError() << kKernelConfigAttrName << " union_queries = " << queries
+                      << " is not supported here: " << why;
+    return failure();
+  };
+  if (!attendsOnQueryTiles(elem, G, d, dv, C))
+    return refuse("the query-tile kernel needs G <= 16, d a multiple of 16 "
+                  "up to 128, dv a multiple of 8 up to 128, C of 16, 32 or "
+                  "64 and 16-bit inputs");
+  const int64_t bytes = QueryTileAttentionPlan(queries, d, dv, C, topK).bytes;
+  if (bytes > kMaxAttentionSharedBytes)
+    return refuse("its tiles take " + Twine(bytes) +
+                  " bytes of shared memory, more than a block's " +
+                  Twine(kMaxAttentionSharedBytes));
+  FailureOr<KernelEpilogue> epilogue = c.pick<KernelEpilogue>(
+      "epilogue", c.field(&KernelConfigAttr::getEpilogue),
+      KernelEpilogue::Registers,
+      [&](KernelEpilogue e) -> std::optional<std::string> {
+        if (e != KernelEpilogue::Registers)
+          return "the query-tile kernel finishes its rows in registers";
+        return std::nullopt;
+      });
+  FailureOr<KernelVariant> variant =
+      c.pick<KernelVariant>("variant", c.askedVariant(), KernelVariant::MmaSync,
+                            [&](KernelVariant v) -> std::optional<std::string> {
+                              if (v != KernelVariant::MmaSync)
+                                return "sparse attention runs on mma_sync";
+                              return std::nullopt;
+                            });
+  if (failed(epilogue) || failed(variant))
+    return failure();
+  const int64_t blocks = std::clamp<int64_t>(blocksBySharedMemory(bytes), 1,
+                                             std::max<int64_t>(1, 8 / queries));
+  return KernelConfigAttr::get(op->getContext(), *variant, queries * kLanes,
+                               std::nullopt, std::nullopt, std::nullopt,
+                               std::nullopt, std::nullopt, *epilogue,
+                               c.blocksPerSM(blocks), queries);
+}
+
 /// Sparse attention: the register kernel where the query's heads and
-/// tiles fit a lane's registers (attendsInRegisters), else the staged one.
+/// tiles fit a lane's registers (attendsInRegisters), else the staged one;
+/// the query-tile kernel where union_queries asks for it.
 FailureOr<KernelConfigAttr> configure(SparseAttentionKernelOp op,
                                       Configurer &c) {
   Heads q = headsOf(op, op.getQueries());
@@ -381,9 +434,21 @@ FailureOr<KernelConfigAttr> configure(SparseAttentionKernelOp op,
   const int64_t dv = headsOf(op, op.getValues()).dim;
   const int64_t topK = headsOf(op, op.getSelection()).dim;
   const int64_t C = op.getBlockSize();
+  Type elem = queryElements(op.getQueries());
+  if (auto queries = c.field(&KernelConfigAttr::getUnionQueries))
+    return queryTileAttention(op, c, *queries, elem, G, q.dim, dv, C, topK);
+  // Preferred where the query-tile kernel takes the sizes and no other
+  // asked field rules it out.
+  const int64_t preferred = c.preferences.attentionUnionQueries;
+  std::optional<KernelEpilogue> askedEpilogue =
+      c.field(&KernelConfigAttr::getEpilogue);
+  if (preferred > 0 && attendsOnQueryTiles(elem, G, q.dim, dv, C) &&
+      QueryTileAttentionPlan(preferred, q.dim, dv, C, topK).bytes <=
+          kMaxAttentionSharedBytes &&
+      (!askedEpilogue || *askedEpilogue == KernelEpilogue::Registers))
+    return queryTileAttention(op, c, preferred, elem, G, q.dim, dv, C, topK);
   return registerOrStaged(
-      op, c,
-      attendsInRegisters(queryElements(op.getQueries()), G, q.dim, dv, C),
+      op, c, attendsInRegisters(elem, G, q.dim, dv, C),
       "the register kernel needs G <= 16, d a multiple of 32 up to 128, dv "
       "of 8 up to 128, C of 16 up to 64 and 16-bit inputs",
       kAttentionThreads, "sparse attention runs on mma_sync", C,
@@ -455,10 +520,11 @@ FailureOr<KernelConfigAttr> configure(SparseAttentionGradKeysKernelOp op,
 
 /// The configuration of `op`: each field `requested` (may be null) sets
 /// kept when the op's kernels support it, every other one chosen.
-FailureOr<KernelConfigAttr> configureKernel(Operation *op,
-                                            const GPUTargetFeatures &features,
-                                            KernelConfigAttr requested) {
-  Configurer c(op, requested, features);
+FailureOr<KernelConfigAttr>
+configureKernel(Operation *op, const GPUTargetFeatures &features,
+                KernelConfigAttr requested,
+                const KernelPreferences &preferences) {
+  Configurer c(op, requested, features, preferences);
   return llvm::TypeSwitch<Operation *, FailureOr<KernelConfigAttr>>(op)
       .Case([&](ScoreTilesKernelOp k) { return configure(k, c); })
       .Case([&](SparseAttentionKernelOp k) { return configure(k, c); })
@@ -566,6 +632,8 @@ LogicalResult confirmFields(Operation *op, KernelConfigAttr asked,
                       complete.getTilesPerBlock())) &&
       succeeded(
           check("epilogue", asked.getEpilogue(), complete.getEpilogue())) &&
+      succeeded(check("union_queries", asked.getUnionQueries(),
+                      complete.getUnionQueries())) &&
       succeeded(check("min_blocks_per_sm", asked.getMinBlocksPerSM(),
                       complete.getMinBlocksPerSM())));
 }
@@ -573,9 +641,11 @@ LogicalResult confirmFields(Operation *op, KernelConfigAttr asked,
 
 FailureOr<KernelConfigAttr>
 mlir::pisa::completeKernelConfig(Operation *op,
-                                 const GPUTargetFeatures &features) {
+                                 const GPUTargetFeatures &features,
+                                 const KernelPreferences &preferences) {
   KernelConfigAttr asked = getKernelConfig(op);
-  FailureOr<KernelConfigAttr> complete = configureKernel(op, features, asked);
+  FailureOr<KernelConfigAttr> complete =
+      configureKernel(op, features, asked, preferences);
   if (failed(complete) ||
       (asked && failed(confirmFields(op, asked, *complete))))
     return failure();

@@ -1,11 +1,11 @@
 //===- QueryTiles.h - Query tiles over the union of blocks ----*- C++ -*-===//
 //
-// The piece the query-tile kernels (the backward's dq pass,
-// QueryGradTiles.cpp) are built on: one block of W warps per W consecutive
-// queries of a batch x KV head, warp w owning query w's 16 head rows (G <= 16:
-// one m16 tile). The block attends the union of its queries' attended blocks in
-// block order (each query's list is ascending: the union is a merge), so that a
-// block several of them attend is read once:
+// The piece the query-tile kernels (the forward's, QueryTileAttention.cpp,
+// and the backward's dq pass, QueryGradTiles.cpp) are built on: one block of W
+// warps per W consecutive queries of a batch x KV head, warp w owning query w's
+// 16 head rows (G <= 16: one m16 tile). The block attends the union of its
+// queries' attended blocks in block order (each query's list is ascending: the
+// union is a merge), so that a block several of them attend is read once:
 //
 //   listBlocks    lane 0 of each warp lists its query's attended blocks
 //   mergeLists    thread 0 merges the lists: the union, and per entry the
@@ -113,6 +113,28 @@ private:
   SmallVector<Value> unionStep(ImplicitLocOpBuilder &b, Value u, Value count,
                                ValueRange acc, EntryStep step);
 };
+
+/// Whether the forward's query-tile kernel takes these sizes: G <= 16 (one
+/// m16 tile of head rows), d a multiple of 16 up to 128, dv a multiple of
+/// 8 up to 128 (O in a lane's registers: dv / 2 f32), C of 16, 32 or 64,
+/// 16-bit inputs.
+bool attendsOnQueryTiles(Type elem, int64_t groupSize, int64_t headDim,
+                         int64_t valueDim, int64_t blockSize);
+
+/// The forward's query-tile kernel's shared memory: the union's buffers,
+/// each warp's Q [16 x d] head rows, the union's lists.
+struct QueryTileAttentionPlan {
+  QueryTileUnionPlan unionPlan;
+  int64_t query, queryBytes, bytes;
+  QueryTileAttentionPlan(int64_t warps, int64_t headDim, int64_t valueDim,
+                         int64_t blockSize, int64_t topK);
+};
+
+/// The forward's query-tile kernel body (parameters as the register
+/// kernel's); the launch has plan.warps queries a block.
+void buildQueryTileAttention(ImplicitLocOpBuilder &b, const Kernel &kernel,
+                             const QueryTileAttentionPlan &plan,
+                             int64_t groupSize, int64_t kvHeads, float scale);
 
 } // namespace mlir::pisa::detail
 

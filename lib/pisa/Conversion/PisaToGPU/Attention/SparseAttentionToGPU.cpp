@@ -18,6 +18,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Attention/AttentionGrad.h"
+#include "Attention/QueryTiles.h"
 #include "Attention/SparseAttention.h"
 #include "Kernels/KernelBuilder.h"
 #include "Kernels/TileCopy.h"
@@ -604,9 +605,15 @@ struct SparseAttentionToGPU : KernelOpPattern<SparseAttentionKernelOp> {
     const float scale = op.getScale().convertToFloat();
     KernelConfigAttr config = getKernelConfig(op);
     const bool inRegisters = config.getEpilogue() == KernelEpilogue::Registers;
+    // Queries a block on query tiles (0: the per-query kernels).
+    const int64_t tileQueries = config.getUnionQueries().value_or(0);
     const AttentionTiles tiles(G, d, dv, op.getBlockSize(), topK);
     const RegisterAttentionPlan plan(d, dv, op.getBlockSize(), topK);
-    const int64_t sharedBytes = inRegisters ? plan.bytes : tiles.bytes;
+    const QueryTileAttentionPlan tilePlan(std::max<int64_t>(tileQueries, 1), d,
+                                          dv, op.getBlockSize(), topK);
+    const int64_t sharedBytes = tileQueries   ? tilePlan.bytes
+                                : inRegisters ? plan.bytes
+                                              : tiles.bytes;
     SmallVector<KernelOperand> operands = forwardOperands(op);
     addPackedOperands(operands, op.getCuSeqlensQ(), op.getCuSeqlensK());
     Kernel kernel;
@@ -615,7 +622,9 @@ struct SparseAttentionToGPU : KernelOpPattern<SparseAttentionKernelOp> {
       kernel = createKernelFor(rewriter, op, "sparse_attention", operands);
       applyOccupancyHint(kernel.func(), config);
       ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-      if (inRegisters)
+      if (tileQueries)
+        buildQueryTileAttention(b, kernel, tilePlan, G, kvHeads, scale);
+      else if (inRegisters)
         buildRegisterAttention(b, kernel, plan, G, kvHeads, scale);
       else
         AttentionBlock(b, kernel, tiles, G, kvHeads, scale).build(b);
@@ -623,9 +632,10 @@ struct SparseAttentionToGPU : KernelOpPattern<SparseAttentionKernelOp> {
     Value groups = arith::MulIOp::create(host, dimOf(host, op.getQueries(), 0),
                                          indexConst(host, kvHeads));
     Value gridX = dimOf(host, op.getQueries(), 2);
-    if (inRegisters)
+    if (tileQueries || inRegisters)
       gridX = host.createOrFold<arith::CeilDivUIOp>(
-          gridX, indexConst(host, kAttentionQueriesPerBlock));
+          gridX, indexConst(host, tileQueries ? tileQueries
+                                              : kAttentionQueriesPerBlock));
     launch(host, kernel, gridX, groups, config.getThreads(), operands,
            sharedBytes);
   }

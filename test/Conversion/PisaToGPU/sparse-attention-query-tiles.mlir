@@ -1,0 +1,87 @@
+// RUN: pisa-opt %s --split-input-file %bufferize --pisa-configure-kernels --convert-pisa-to-gpu --canonicalize --cse | FileCheck %s --enable-var-scope
+
+// Sparse attention on query tiles, asked for by kernel_config union_queries
+// (QueryTileAttention.cpp): a block of W warps per W consecutive queries of
+// a batch x KV head, warp w owning query w's 16 head rows; the block
+// attends the union of its queries' blocks, each block's K and V copied
+// once into shared memory, and each warp whose query attends a block runs
+// S, the online softmax and O = O alpha + P V on it from the tiles.
+
+// CHECK-LABEL: func.func @tiles4
+// The grid is (ceil(Nq / 4), B x Hkv) x 128 threads; shared memory: two
+// buffers of a block's K and V (4 x 17408 bytes), each warp's Q rows (4 x
+// 4352), the warps' lists (4 x 8 entries), their counts, the union (32
+// entries) and its masks and count: 87456 bytes.
+// CHECK-DAG: %[[GX:.*]] = arith.ceildivui %{{.*}}, %c4 : index
+// CHECK: gpu.launch_func @pisa_kernels::@sparse_attention blocks in (%[[GX]], %{{.*}}, %c1) threads in (%c128, %c1, %c1) dynamic_shared_memory_size %c87456_i32
+// CHECK: gpu.func @sparse_attention
+// CHECK-SAME: known_block_size = array<i32: 128, 1, 1>
+// CHECK-SAME: nvvm.minctasm = 2
+// Lane 0 of each warp lists its query's blocks; the query's rows staged.
+// CHECK: memref.store %{{.*}} : memref<4x8xi32, #gpu.address_space<workgroup>>
+// CHECK: vector.store %{{.*}} : memref<16x136xbf16, #gpu.address_space<workgroup>>, vector<8xbf16>
+// CHECK: gpu.barrier
+// Thread 0 merges the lists into the union with its masks.
+// CHECK: scf.for %{{.*}} = %c0 to %c32 step %c1
+// CHECK: memref.store %{{.*}} : memref<32xi32, #gpu.address_space<workgroup>>
+// CHECK: memref.store %{{.*}} : memref<32xi32, #gpu.address_space<workgroup>>
+// CHECK: gpu.barrier
+// The first entry's K and V in flight, then per entry the next one's.
+// CHECK: nvgpu.device_async_copy %{{.*}} : memref<?x2x?x128xbf16> to memref<64x136xbf16, #gpu.address_space<workgroup>>
+// CHECK: %{{.*}}:20 = scf.for %{{.*}} iter_args({{.*}}) -> (f32, f32, f32, f32, vector<2x2xf32>,
+// CHECK: nvgpu.device_async_create_group
+// CHECK: nvvm.cp.async.wait.group 2
+// CHECK: gpu.barrier
+// S = Q K^T from the tiles: 8 n8 tiles x 8 k16 steps.
+// CHECK-COUNT-64: nvgpu.mma.sync({{.*}}) {mmaShape = [16, 8, 16]} : (vector<4x2xbf16>, vector<2x2xbf16>, vector<2x2xf32>) -> vector<2x2xf32>
+// The online softmax, in base 2; then O += P V with V by ldmatrix.trans.
+// CHECK: gpu.shuffle xor
+// CHECK: math.exp2
+// CHECK: nvgpu.ldmatrix %{{.*}} {numTiles = 2 : i32, transpose = true} : memref<64x136xbf16, #gpu.address_space<workgroup>> -> vector<2x2xbf16>
+// CHECK: nvgpu.mma.sync
+// CHECK: gpu.barrier
+// CHECK: scf.yield
+// No copy left in flight; each head row divided by its sum, with its lse.
+// CHECK: nvvm.cp.async.wait.group 0
+// CHECK: vector.store %{{.*}} : memref<?x32x?x128xbf16>, vector<2xbf16>
+// CHECK: memref.store %{{.*}} : memref<?x32x?xf32>
+// CHECK: gpu.return
+func.func @tiles4(%q: tensor<?x32x?x128xbf16>, %k: tensor<?x2x?x128xbf16>,
+                  %v: tensor<?x2x?x128xbf16>, %s: tensor<?x2x?x8xi32>, %off: index,
+                  %o0: tensor<?x32x?x128xbf16>, %l0: tensor<?x32x?xf32>)
+    -> (tensor<?x32x?x128xbf16>, tensor<?x32x?xf32>) {
+  %o, %l = pisa.kernel.sparse_attention %q, %k, %v, %s, %off outs(%o0, %l0) block_size = 64 scale = 0.0883883461
+      {kernel_config = #pisa.kernel_config<variant = mma_sync, union_queries = 4>}
+      : tensor<?x32x?x128xbf16>, tensor<?x2x?x128xbf16>, tensor<?x2x?x128xbf16>, tensor<?x2x?x8xi32>,
+        tensor<?x32x?x128xbf16>, tensor<?x32x?xf32> -> tensor<?x32x?x128xbf16>, tensor<?x32x?xf32>
+  return %o, %l : tensor<?x32x?x128xbf16>, tensor<?x32x?xf32>
+}
+
+// -----
+
+// Eight queries a block, G = 4, d = 64, dv = 32, C = 32, f16: 256 threads,
+// one block an SM kept in registers; shared memory: 2 x (4608 + 2560) for
+// K and V, 8 x 2304 for Q, 8 x 6 list entries and 8 counts, 48 union
+// entries and masks, the count (each rounded to 16 bytes): 33392 bytes.
+// CHECK-LABEL: func.func @tiles8
+// CHECK: gpu.launch_func @pisa_kernels::@sparse_attention blocks in (%{{.*}}, %{{.*}}, %c1) threads in (%c256, %c1, %c1) dynamic_shared_memory_size %c33392_i32
+// CHECK: gpu.func @sparse_attention
+// CHECK-SAME: known_block_size = array<i32: 256, 1, 1>
+// CHECK-SAME: nvvm.minctasm = 1
+// CHECK: memref.store %{{.*}} : memref<8x6xi32, #gpu.address_space<workgroup>>
+// CHECK: scf.for %{{.*}} = %c0 to %c48 step %c1
+// CHECK: %{{.*}}:8 = scf.for %{{.*}} iter_args({{.*}}) -> (f32, f32, f32, f32, vector<2x2xf32>, vector<2x2xf32>, vector<2x2xf32>, vector<2x2xf32>)
+// CHECK-COUNT-16: nvgpu.mma.sync({{.*}}) {mmaShape = [16, 8, 16]} : (vector<4x2xf16>, vector<2x2xf16>, vector<2x2xf32>) -> vector<2x2xf32>
+// CHECK: math.exp2
+// CHECK: nvgpu.ldmatrix %{{.*}} {numTiles = 2 : i32, transpose = true} : memref<32x40xf16, #gpu.address_space<workgroup>> -> vector<2x2xf16>
+// CHECK: gpu.return
+func.func @tiles8(%q: tensor<?x4x?x64xf16>, %k: tensor<?x1x?x64xf16>,
+                  %v: tensor<?x1x?x32xf16>, %s: tensor<?x1x?x6xi32>, %off: index,
+                  %o0: tensor<?x4x?x32xf16>, %l0: tensor<?x4x?xf32>)
+    -> (tensor<?x4x?x32xf16>, tensor<?x4x?xf32>) {
+  %o, %l = pisa.kernel.sparse_attention %q, %k, %v, %s, %off outs(%o0, %l0) block_size = 32 scale = 0.125
+      {kernel_config = #pisa.kernel_config<variant = mma_sync, union_queries = 8>}
+      : tensor<?x4x?x64xf16>, tensor<?x1x?x64xf16>, tensor<?x1x?x32xf16>, tensor<?x1x?x6xi32>,
+        tensor<?x4x?x32xf16>, tensor<?x4x?xf32> -> tensor<?x4x?x32xf16>, tensor<?x4x?xf32>
+  return %o, %l : tensor<?x4x?x32xf16>, tensor<?x4x?xf32>
+}

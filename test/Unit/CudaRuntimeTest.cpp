@@ -468,6 +468,35 @@ TEST_F(CudaRuntimeTest, ResultsMustNotOverlapOtherTensors) {
       << error;
 }
 
+/// Every tensor of an entry takes part in the overlap check, however many
+/// there are: 70 inputs of 4 f32 and a result overlapping input 68 (the
+/// check used to see the first 64 tensors only), or a result whose bytes
+/// wrap past the end of the address space.
+TEST_F(CudaRuntimeTest, OverlapCheckCoversEveryTensor) {
+  std::vector<TableArg> args(70, TableArg{kInput, {4}});
+  args.push_back(TableArg{kResult, {4}});
+  std::vector<int64_t> table = entryTable(0, args);
+  char error[256] = "untouched";
+  PisaCall call{nullptr, nullptr, 0, error, sizeof(error)};
+  std::vector<int64_t> d(71 * 16);
+  auto describe = [&](uintptr_t result) {
+    std::vector<void *> values;
+    for (uintptr_t i = 0; i < 70; ++i)
+      values.push_back(reinterpret_cast<void *>(0x10000 + 0x100 * i));
+    values.push_back(reinterpret_cast<void *>(result));
+    return pisaCallDescribe(table.data(), "f", &call, values.data(), d.data());
+  };
+  EXPECT_EQ(describe(0x90000), PISA_OK) << error;
+  EXPECT_EQ(describe(0x10000 + 0x100 * 68), PISA_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(error).find("result 70 overlaps argument 68"),
+            std::string::npos)
+      << error;
+  EXPECT_EQ(describe(UINTPTR_MAX - 0xf), PISA_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(error).find("ends past the end of the address space"),
+            std::string::npos)
+      << error;
+}
+
 TEST_F(CudaRuntimeTest, BadCallsAreRejectedWithAMessage) {
   for (const BadCall &bad : kBadCalls) {
     SetUp();

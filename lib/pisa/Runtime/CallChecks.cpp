@@ -249,10 +249,19 @@ int pisaCallDescribe(const int64_t *table, const char *function,
   const int64_t *arg = table + kHeaderFields;
   const char *d = static_cast<const char *>(descriptors);
   int64_t v = 0;
-  // The first 64 non-empty tensors, for the overlap check (an entry has far
-  // fewer).
-  TensorSpan spans[64];
+  // Every non-empty tensor, for the overlap check.
+  TensorSpan *spans =
+      static_cast<TensorSpan *>(malloc(sizeof(TensorSpan) * (numArgs + 1)));
+  if (!spans)
+    return reject(PISA_ERROR_INVALID_ARGUMENT, function,
+                  "no host memory for the checks of %lld arguments",
+                  (long long)numArgs);
   int64_t numSpans = 0;
+  // Every return below frees the spans.
+  struct Release {
+    void *p;
+    ~Release() { free(p); }
+  } release{spans};
   for (int64_t i = 0; i < numArgs; ++i, arg += kArgFields) {
     const char *name = arg[kKind] == kResult ? "result" : "argument";
     uintptr_t value = reinterpret_cast<uintptr_t>(values[v++]);
@@ -283,10 +292,12 @@ int pisaCallDescribe(const int64_t *table, const char *function,
                     "%s %lld (%p) is not %lld-byte aligned", name, (long long)i,
                     reinterpret_cast<void *>(value),
                     (long long)kTensorAlignment);
-    if (numSpans < 64)
-      spans[numSpans++] = {i, arg[kKind] == kResult, value,
-                           value + uint64_t(elements) *
-                                       uint64_t(arg[kElementBytes])};
+    const uintptr_t bytes = uint64_t(elements) * uint64_t(arg[kElementBytes]);
+    if (value > UINTPTR_MAX - bytes)
+      return reject(PISA_ERROR_INVALID_ARGUMENT, function,
+                    "%s %lld (%p) ends past the end of the address space", name,
+                    (long long)i, reinterpret_cast<void *>(value));
+    spans[numSpans++] = {i, arg[kKind] == kResult, value, value + bytes};
   }
   auto [result, other] = overlappingResult(spans, numSpans);
   if (result >= 0)

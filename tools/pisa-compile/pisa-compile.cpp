@@ -24,6 +24,7 @@
 #include "pisa/InitAllDialects.h"
 #include "pisa/InitAllPasses.h"
 #include "pisa/Pipelines/Pipelines.h"
+#include "pisa/Support/InputFiles.h"
 #include "pisa/Support/OutputFiles.h"
 #include "pisa/Support/ParserLimits.h"
 #include "pisa/Transforms/Passes.h"
@@ -251,10 +252,9 @@ int main(int argc, char **argv) {
   });
 
   llvm::SourceMgr sourceMgr;
-  auto buffer = llvm::MemoryBuffer::getFileOrSTDIN(opts.input);
+  auto buffer = mlir::pisa::readInputText(opts.input);
   if (!buffer)
-    return fail("cannot read '" + opts.input +
-                "': " + buffer.getError().message());
+    return fail(llvm::toString(buffer.takeError()));
   if (auto unsafe = pisa::findUnsafeInput((*buffer)->getBuffer()))
     return fail(opts.input + ":" + llvm::Twine(unsafe->line) + ":" +
                 llvm::Twine(unsafe->column) + ": " + unsafe->reason);

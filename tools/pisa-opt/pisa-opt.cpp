@@ -9,6 +9,7 @@
 
 #include "pisa/InitAllDialects.h"
 #include "pisa/InitAllPasses.h"
+#include "pisa/Support/InputFiles.h"
 #include "pisa/Support/OutputFiles.h"
 #include "pisa/Support/ParserLimits.h"
 #include "pisa/Version.h"
@@ -19,7 +20,6 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include "mlir/IR/DialectRegistry.h"
-#include "mlir/Support/FileUtilities.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 
 #include <string>
@@ -31,13 +31,14 @@ static LogicalResult runOnInput(llvm::StringRef inputFilename,
                                 llvm::StringRef outputFilename,
                                 DialectRegistry &registry) {
   MlirOptMainConfig config = MlirOptMainConfig::createFromCLOptions();
-  std::string error;
   std::unique_ptr<llvm::MemoryBuffer> input;
   // --show-dialects and --list-passes read no input.
   if (config.shouldShowDialects() || config.shouldListPasses())
     input = llvm::MemoryBuffer::getMemBuffer("");
-  else if (!(input = openInputFile(inputFilename, &error))) {
-    llvm::errs() << error << "\n";
+  else if (auto text = pisa::readInputText(inputFilename)) {
+    input = std::move(*text);
+  } else {
+    llvm::errs() << llvm::toString(text.takeError()) << "\n";
     return failure();
   }
   if (auto unsafe = pisa::findUnsafeInput(input->getBuffer())) {

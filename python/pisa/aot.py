@@ -2,9 +2,9 @@
 
 The library exports, per entry point F, `pisa_F(const PisaCall *, args...,
 results...)` and `pisa_F_workspace_size(sizes...)`
-(include/pisa/Runtime/PisaRuntime.h); its manifest (<stem>.json beside the
-.so) names the argument shapes (None: any size, passed after the tensor)
-and dtypes, which are checked before every call; the library checks the
+(include/pisa/Runtime/PisaRuntime.h); its manifest (compiled into the
+library, also <stem>.json beside it; pisa.manifest) names the argument
+shapes (None: any size, passed after the tensor) and dtypes, which are checked before every call; the library checks the
 rest (sizes that must agree, limits) and raises with its rule's message. A call runs on PyTorch's
 current stream and device, like a PyTorch op: it enqueues its kernels and
 returns. The results and the workspace are PyTorch tensors (pass `out=` to
@@ -18,15 +18,17 @@ aligned, never copied.
 """
 
 import ctypes
-import json
 import os
 
 import torch
 
+from pisa import manifest
+
+ABI = manifest.ABI
+
 _DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16,
            "i32": torch.int32}
 _WORKSPACE_ALIGNMENT = 256
-ABI = "pisa-call-v3"
 _TENSOR_ALIGNMENT = 16  # the kernels load 16-byte chunks
 
 
@@ -51,12 +53,8 @@ class PisaCall(ctypes.Structure):
 class Library:
     def __init__(self, path):
         self.path = os.path.abspath(path)
-        with open(os.path.splitext(self.path)[0] + ".json") as f:
-            self.manifest = json.load(f)
-        if self.manifest.get("abi") != ABI:
-            raise RuntimeError(f"{path}: ABI {self.manifest.get('abi')!r}, "
-                               f"expected {ABI!r} (rebuild it with this pisa-compile)")
         self.lib = ctypes.CDLL(self.path)
+        self.manifest = manifest.read(self.lib, self.path)
         self.entries, self.validators = {}, {}
         for e in self.manifest["entry_points"]:
             fn = getattr(self.lib, e["symbol"])

@@ -44,6 +44,7 @@
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Target/LLVMIR/Export.h"
+#include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
 #include "llvm/MC/TargetRegistry.h"
@@ -221,6 +222,22 @@ llvm::Expected<std::string> emitObject(llvm::Module &module) {
 }
 } // namespace
 
+/// pisa_runtime_manifest(), returning `json` (PisaRuntime.h): the library
+/// carries the description of its own entry points.
+static void embedManifest(llvm::Module &module, llvm::StringRef json) {
+  llvm::LLVMContext &ctx = module.getContext();
+  llvm::Constant *text =
+      llvm::ConstantDataArray::getString(ctx, json, /*AddNull=*/true);
+  auto *global = new llvm::GlobalVariable(
+      module, text->getType(), /*isConstant=*/true,
+      llvm::GlobalValue::PrivateLinkage, text, "__pisa_manifest");
+  auto *fn = llvm::Function::Create(
+      llvm::FunctionType::get(llvm::PointerType::getUnqual(ctx), false),
+      llvm::GlobalValue::ExternalLinkage, "pisa_runtime_manifest", module);
+  llvm::IRBuilder<> builder(llvm::BasicBlock::Create(ctx, "entry", fn));
+  builder.CreateRet(global);
+}
+
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   Options opts;
@@ -355,6 +372,10 @@ int main(int argc, char **argv) {
       translateModuleToLLVMIR(*module, llvmCtx);
   if (!llvmModule)
     return fail("translation to LLVM IR failed: " + diagnostic);
+  // The manifest (NAME.json, then NAME.h) and its copy in the library.
+  std::vector<std::string> manifestTexts =
+      pisatool::manifestFiles(*manifest, opts.output);
+  embedManifest(*llvmModule, manifestTexts.front());
   if (opts.emit == "llvm") {
     std::string text;
     llvm::raw_string_ostream os(text);
@@ -373,7 +394,7 @@ int main(int argc, char **argv) {
   if (!library)
     return fail(llvm::toString(library.takeError()));
   std::vector<std::string> texts{std::move(*library)};
-  for (std::string &text : pisatool::manifestFiles(*manifest, opts.output))
+  for (std::string &text : manifestTexts)
     texts.push_back(std::move(text));
   if (llvm::Error err = writeFiles(outputPaths(opts), texts))
     return fail(llvm::toString(std::move(err)));

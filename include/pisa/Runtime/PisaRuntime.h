@@ -62,6 +62,12 @@ typedef struct PisaCall {
 const char *pisa_runtime_last_error(void);
 void pisa_runtime_clear_error(void);
 
+/* The library's manifest: the JSON text of NAME.json, compiled into the
+ * library so that it always describes this build (pisa.aot reads it). With
+ * several libraries linked into one program the name resolves to one of
+ * them: look it up with dlsym on a library's own handle. */
+const char *pisa_runtime_manifest(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -50,6 +50,10 @@ static const char *const kPipelines[] = {
     ("pisa-select-schedule,pisa-configure-kernels,convert-pisa-to-gpu,"
      "gpu.module(pisa-vector-to-mma-sync)"),
     "pisa-lower-to-nvvm-pipeline{format=isa}",
+    "pisa-add-backward-entries",
+    ("pisa-decompose-to-kernels,pisa-configure-kernels{chip=sm_90a "
+     "attention-union-queries=4}"),
+    "pisa-lower-to-nvvm-pipeline{format=isa attention-union-queries=8}",
 };
 
 extern "C" size_t LLVMFuzzerMutate(uint8_t *data, size_t size, size_t maxSize);

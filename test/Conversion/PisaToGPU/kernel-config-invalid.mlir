@@ -304,6 +304,38 @@ func.func @f(%q: memref<1x4x10x64xbf16>, %k: memref<1x1x10x64xbf16>, %v: memref<
 
 // -----
 
+// The backward's query kernel on query tiles, asked for where it does not
+// fit (G = 32), with the staged kernel's epilogue, or past shared memory.
+func.func @f(%q: memref<1x32x10x64xbf16>, %k: memref<1x1x10x64xbf16>, %v: memref<1x1x10x64xbf16>, %s: memref<1x1x10x3xi32>, %off: index, %o: memref<1x32x10x64xbf16>, %l: memref<1x32x10xf32>, %do: memref<1x32x10x64xbf16>, %dq: memref<1x32x10x64xf32>, %dd: memref<1x32x10xf32>) {
+  // expected-error @+1 {{kernel_config union_queries = 4 is not supported here: the query-tile kernel needs G <= 16, d a multiple of 16 up to 128, dv a multiple of 16, C of 16, 32 or 64 and 16-bit inputs}}
+  pisa.kernel.sparse_attention_grad_queries %q, %k, %v, %s, %off, %o, %l, %do outs(%dq, %dd) block_size = 32 scale = 0.125
+      {kernel_config = #pisa.kernel_config<variant = mma_sync, union_queries = 4>}
+      : memref<1x32x10x64xbf16>, memref<1x1x10x64xbf16>, memref<1x1x10x64xbf16>, memref<1x1x10x3xi32>, memref<1x32x10x64xbf16>, memref<1x32x10xf32>, memref<1x32x10x64xbf16>, memref<1x32x10x64xf32>, memref<1x32x10xf32>
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<1x4x10x64xbf16>, %k: memref<1x1x10x64xbf16>, %v: memref<1x1x10x64xbf16>, %s: memref<1x1x10x3xi32>, %off: index, %o: memref<1x4x10x64xbf16>, %l: memref<1x4x10xf32>, %do: memref<1x4x10x64xbf16>, %dq: memref<1x4x10x64xf32>, %dd: memref<1x4x10xf32>) {
+  // expected-error @+1 {{kernel_config union_queries = 2 is not supported here: the query-tile kernel finishes dq in registers, not through shared memory}}
+  pisa.kernel.sparse_attention_grad_queries %q, %k, %v, %s, %off, %o, %l, %do outs(%dq, %dd) block_size = 32 scale = 0.125
+      {kernel_config = #pisa.kernel_config<variant = mma_sync, epilogue = shared, union_queries = 2>}
+      : memref<1x4x10x64xbf16>, memref<1x1x10x64xbf16>, memref<1x1x10x64xbf16>, memref<1x1x10x3xi32>, memref<1x4x10x64xbf16>, memref<1x4x10xf32>, memref<1x4x10x64xbf16>, memref<1x4x10x64xf32>, memref<1x4x10xf32>
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<1x16x10x128xbf16>, %k: memref<1x1x10x128xbf16>, %v: memref<1x1x10x128xbf16>, %s: memref<1x1x10x8xi32>, %off: index, %o: memref<1x16x10x128xbf16>, %l: memref<1x16x10xf32>, %do: memref<1x16x10x128xbf16>, %dq: memref<1x16x10x128xf32>, %dd: memref<1x16x10xf32>) {
+  // expected-error @+1 {{kernel_config union_queries = 32 is not supported here: its tiles take}}
+  pisa.kernel.sparse_attention_grad_queries %q, %k, %v, %s, %off, %o, %l, %do outs(%dq, %dd) block_size = 64 scale = 0.125
+      {kernel_config = #pisa.kernel_config<variant = mma_sync, union_queries = 32>}
+      : memref<1x16x10x128xbf16>, memref<1x1x10x128xbf16>, memref<1x1x10x128xbf16>, memref<1x1x10x8xi32>, memref<1x16x10x128xbf16>, memref<1x16x10xf32>, memref<1x16x10x128xbf16>, memref<1x16x10x128xf32>, memref<1x16x10xf32>
+  return
+}
+
+// -----
+
 // G = 32 does not fit the query-tile kernel (a warp's 16 head rows).
 func.func @f(%q: memref<1x32x10x64xbf16>, %k: memref<1x1x10x64xbf16>, %v: memref<1x1x10x64xbf16>, %s: memref<1x1x10x3xi32>, %off: index, %o: memref<1x32x10x64xbf16>, %l: memref<1x32x10xf32>, %do: memref<1x32x10x64xbf16>, %dq: memref<1x32x10x64xf32>, %dd: memref<1x32x10xf32>) {
   // expected-error @+1 {{kernel_config epilogue = registers is not supported here: the query-tile kernel needs G <= 16}}

@@ -85,3 +85,33 @@ func.func @tiles8(%q: tensor<?x4x?x64xf16>, %k: tensor<?x1x?x64xf16>,
         tensor<?x4x?x32xf16>, tensor<?x4x?xf32> -> tensor<?x4x?x32xf16>, tensor<?x4x?xf32>
   return %o, %l : tensor<?x4x?x32xf16>, tensor<?x4x?xf32>
 }
+
+// -----
+
+// The backward's dq pass takes union_queries too (4 by default): eight
+// queries a block, the paper's shape: 256 threads; shared memory: two K
+// and V buffers (69632 bytes), eight warps' Q and dO rows (2 x 34816), the
+// lists (256), counts (32), union and masks (2 x 256) and count (16):
+// 140080 bytes, one block an SM kept in registers.
+// CHECK-LABEL: func.func @grad8
+// CHECK-DAG: %[[GX:.*]] = arith.ceildivui %{{.*}}, %c8 : index
+// CHECK: gpu.launch_func @pisa_kernels::@sparse_attention_grad_queries blocks in (%[[GX]], %{{.*}}, %c1) threads in (%c256, %c1, %c1) dynamic_shared_memory_size %c140080_i32
+// CHECK: gpu.func @sparse_attention_grad_queries
+// CHECK-SAME: known_block_size = array<i32: 256, 1, 1>
+// CHECK-SAME: nvvm.minctasm = 1
+// CHECK: memref.store %{{.*}} : memref<8x8xi32, #gpu.address_space<workgroup>>
+// CHECK: scf.for %{{.*}} = %c0 to %c64 step %c1
+// CHECK: nvvm.cp.async.wait.group 2
+// CHECK: gpu.return
+func.func @grad8(%q: tensor<?x16x?x128xbf16>, %k: tensor<?x1x?x128xbf16>, %v: tensor<?x1x?x128xbf16>,
+                 %s: tensor<?x1x?x8xi32>, %off: index, %o: tensor<?x16x?x128xbf16>, %l: tensor<?x16x?xf32>,
+                 %do: tensor<?x16x?x128xbf16>, %dq0: tensor<?x16x?x128xf32>, %dd0: tensor<?x16x?xf32>)
+    -> (tensor<?x16x?x128xf32>, tensor<?x16x?xf32>) {
+  %dq, %dd = pisa.kernel.sparse_attention_grad_queries %q, %k, %v, %s, %off, %o, %l, %do outs(%dq0, %dd0)
+      block_size = 64 scale = 0.0883883461
+      {kernel_config = #pisa.kernel_config<variant = mma_sync, union_queries = 8>}
+      : tensor<?x16x?x128xbf16>, tensor<?x1x?x128xbf16>, tensor<?x1x?x128xbf16>, tensor<?x1x?x8xi32>,
+        tensor<?x16x?x128xbf16>, tensor<?x16x?xf32>, tensor<?x16x?x128xbf16>, tensor<?x16x?x128xf32>,
+        tensor<?x16x?xf32> -> tensor<?x16x?x128xf32>, tensor<?x16x?xf32>
+  return %dq, %dd : tensor<?x16x?x128xf32>, tensor<?x16x?xf32>
+}

@@ -481,8 +481,9 @@ FailureOr<KernelConfigAttr> fixedDesign(Configurer &c, KernelVariant variant,
                 hint == Hint::Free ? c.blocksPerSM(blocksPerSM) : std::nullopt);
 }
 
-/// The backward's query kernel: on query tiles (dQ in registers) where a
-/// query's heads fit one m16 tile (queryTileGradFits), else staged.
+/// The backward's query kernel: on query tiles of W queries (union_queries,
+/// 4 by default; dQ in registers) where a query's heads fit one m16 tile
+/// (queryTileGradFits), else staged (a query a block, no union_queries).
 FailureOr<KernelConfigAttr> configure(SparseAttentionGradQueriesKernelOp op,
                                       Configurer &c) {
   Heads q = headsOf(op, op.getQueries());
@@ -490,14 +491,53 @@ FailureOr<KernelConfigAttr> configure(SparseAttentionGradQueriesKernelOp op,
   const int64_t d = q.dim, dv = headsOf(op, op.getValues()).dim;
   const int64_t C = op.getBlockSize();
   const int64_t topK = headsOf(op, op.getSelection()).dim;
-  return registerOrStaged(
-      op, c, queryTileGradFits(queryElements(op.getQueries()), G, d, dv, C),
+  const bool fits =
+      queryTileGradFits(queryElements(op.getQueries()), G, d, dv, C);
+  std::optional<int64_t> askedQueries =
+      c.field(&KernelConfigAttr::getUnionQueries);
+  std::optional<KernelEpilogue> askedEpilogue =
+      c.field(&KernelConfigAttr::getEpilogue);
+  if (askedQueries) {
+    auto refuse = [&](const Twine &why) -> FailureOr<KernelConfigAttr> {
+      op->emitOpError() << kKernelConfigAttrName
+                        << " union_queries = " << *askedQueries
+                        << " is not supported here: " << why;
+      return failure();
+    };
+    if (!fits)
+      return refuse("the query-tile kernel needs G <= 16, d a multiple of 16 "
+                    "up to 128, dv a multiple of 16, C of 16, 32 or 64 and "
+                    "16-bit inputs");
+    if (askedEpilogue && *askedEpilogue != KernelEpilogue::Registers)
+      return refuse("the query-tile kernel finishes dq in registers, not "
+                    "through shared memory");
+    const int64_t bytes =
+        QueryTileGradPlan(*askedQueries, d, dv, C, topK).bytes;
+    if (bytes > kMaxAttentionSharedBytes)
+      return refuse("its tiles take " + Twine(bytes) +
+                    " bytes of shared memory, more than a block's " +
+                    Twine(kMaxAttentionSharedBytes));
+  }
+  const int64_t queries = askedQueries.value_or(kGradWarps);
+  FailureOr<KernelConfigAttr> config = registerOrStaged(
+      op, c, fits,
       "the query-tile kernel needs G <= 16, d a multiple of 16 up to 128, dv "
       "a multiple of 16, C of 16, 32 or 64 and 16-bit inputs",
       kGradThreads, "this op's kernel runs on mma_sync", C, [&](bool onTiles) {
-        return onTiles ? QueryTileGradPlan(d, dv, C, topK).bytes
+        return onTiles ? QueryTileGradPlan(queries, d, dv, C, topK).bytes
                        : QueryGradPlan(G, d, dv, C, topK).bytes;
       });
+  if (failed(config) || config->getEpilogue() != KernelEpilogue::Registers)
+    return config;
+  // On query tiles: W queries a block, a warp each; ptxas keeps registers
+  // for eight warps an SM where shared memory holds them.
+  const int64_t blocks = std::clamp<int64_t>(
+      blocksBySharedMemory(QueryTileGradPlan(queries, d, dv, C, topK).bytes), 1,
+      std::max<int64_t>(1, 8 / queries));
+  return KernelConfigAttr::get(
+      op->getContext(), config->getVariant(), queries * kLanes, std::nullopt,
+      std::nullopt, std::nullopt, std::nullopt, std::nullopt,
+      config->getEpilogue(), c.blocksPerSM(blocks), queries);
 }
 
 /// The backward's key kernel: dK and dV in registers where they fit a

@@ -52,11 +52,11 @@ struct QueryGradPlan {
                 int64_t blockSize, int64_t topK);
 };
 
-/// Whether the query kernel runs on query tiles (QueryGradTiles.cpp): four
-/// consecutive queries a block, a warp each, over the union of their
-/// blocks; G <= 16 (one m16 tile of head rows), d a multiple of 16 up to
-/// 128 (dQ in a lane's registers: d / 2 f32), dv a multiple of 16, C of 32
-/// or 64, 16-bit inputs. Else the staged query kernel.
+/// Whether the query kernel runs on query tiles (QueryGradTiles.cpp): W
+/// consecutive queries a block (kGradWarps by default), a warp each, over
+/// the union of their blocks; G <= 16 (one m16 tile of head rows), d a multiple
+/// of 16 up to 128 (dQ in a lane's registers: d / 2 f32), dv a multiple of 16,
+/// C of 32 or 64, 16-bit inputs. Else the staged query kernel.
 bool queryTileGradFits(Type elem, int64_t groupSize, int64_t headDim,
                        int64_t valueDim, int64_t blockSize);
 
@@ -67,8 +67,8 @@ bool queryTileGradFits(Type elem, int64_t groupSize, int64_t headDim,
 struct QueryTileGradPlan {
   QueryTileUnionPlan unionPlan;
   int64_t query, queryBytes, gradOut, gradOutBytes, bytes;
-  QueryTileGradPlan(int64_t headDim, int64_t valueDim, int64_t blockSize,
-                    int64_t topK);
+  QueryTileGradPlan(int64_t warps, int64_t headDim, int64_t valueDim,
+                    int64_t blockSize, int64_t topK);
 };
 
 class Kernel;

@@ -140,9 +140,10 @@ std::optional<std::string> mlir::pisa::detail::attentionGradLimitViolation(
                                      keyGradientsInRegisters(elem, d, dv, 16)))
     return why;
   // The kernels --pisa-configure-kernels chooses by default.
-  const int64_t queryBytes = queryTileGradFits(elem, G, d, dv, c)
-                                 ? QueryTileGradPlan(d, dv, c, topK).bytes
-                                 : QueryGradPlan(G, d, dv, c, topK).bytes;
+  const int64_t queryBytes =
+      queryTileGradFits(elem, G, d, dv, c)
+          ? QueryTileGradPlan(kGradWarps, d, dv, c, topK).bytes
+          : QueryGradPlan(G, d, dv, c, topK).bytes;
   const int64_t bytes = std::max(
       queryBytes,
       KeyGradPlan(G, d, dv, c, keyGradientsInRegisters(elem, d, dv, c)).bytes);
@@ -405,9 +406,12 @@ struct GradQueriesToGPU : KernelOpPattern<SparseAttentionGradQueriesKernelOp> {
     const int64_t dv = bufferType(op.getValues()).getShape()[3];
     const int64_t topK = bufferType(op.getSelection()).getShape()[3];
     const QueryGradPlan plan(G, d, dv, op.getBlockSize(), topK);
-    const QueryTileGradPlan tilePlan(d, dv, op.getBlockSize(), topK);
     KernelConfigAttr config = getKernelConfig(op);
-    const bool onTiles = config.getEpilogue() == KernelEpilogue::Registers;
+    // Queries a block on query tiles (0: the staged kernel, a query a block).
+    const int64_t tileQueries = config.getUnionQueries().value_or(0);
+    const bool onTiles = tileQueries > 0;
+    const QueryTileGradPlan tilePlan(std::max<int64_t>(tileQueries, 1), d, dv,
+                                     op.getBlockSize(), topK);
     SmallVector<KernelOperand> operands = forwardOperands(op);
     operands.append({{"gradOutput", op.getGradOutput()},
                      {"gradQueries", op.getGradQueries()},
@@ -428,11 +432,11 @@ struct GradQueriesToGPU : KernelOpPattern<SparseAttentionGradQueriesKernelOp> {
     }
     Value groups = arith::MulIOp::create(host, dimOf(host, op.getQueries(), 0),
                                          indexConst(host, kvHeads));
-    // The query-tile kernel takes four queries a block.
+    // The query-tile kernel takes W queries a block.
     Value gridX = dimOf(host, op.getQueries(), 2);
     if (onTiles)
       gridX = host.createOrFold<arith::CeilDivUIOp>(
-          gridX, indexConst(host, kGradWarps));
+          gridX, indexConst(host, tileQueries));
     launch(host, kernel, gridX, groups, config.getThreads(), operands,
            onTiles ? tilePlan.bytes : plan.bytes);
   }

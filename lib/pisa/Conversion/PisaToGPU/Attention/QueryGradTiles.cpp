@@ -1,9 +1,10 @@
 //===- QueryGradTiles.cpp - dq of sparse attention on query tiles ---------===//
 //
 // pisa.kernel.sparse_attention_grad_queries where a query's G heads fit one
-// m16 tile (queryTileGradFits): a query tile (QueryTiles.h) of four
-// consecutive queries, warp w owning query w's 16 head rows, over the union
-// of their attended blocks; each warp whose query attends an entry:
+// m16 tile (queryTileGradFits): a query tile (QueryTiles.h) of W
+// consecutive queries (kernel_config union_queries, 4 by default), warp w
+// owning query w's 16 head rows, over the union of their attended blocks;
+// each warp whose query attends an entry:
 //
 //   S = Q K^T, dP = dO V^T      Q, dO and K, V fragments by ldmatrix
 //   P = exp2(S scale log2 e - lse log2 e), dS = P (dP - D)
@@ -51,15 +52,15 @@ bool mlir::pisa::detail::queryTileGradFits(Type elem, int64_t G, int64_t d,
          (c == 16 || c == 32 || c == 64);
 }
 
-QueryTileGradPlan::QueryTileGradPlan(int64_t d, int64_t dv, int64_t c,
-                                     int64_t topK)
-    : unionPlan(kGradWarps, d, dv, c, topK) {
+QueryTileGradPlan::QueryTileGradPlan(int64_t warps, int64_t d, int64_t dv,
+                                     int64_t c, int64_t topK)
+    : unionPlan(warps, d, dv, c, topK) {
   int64_t at = 0;
   unionPlan.placeBuffers(at);
   queryBytes = roundUp16(kMmaRows * (d + 8) * 2);
   gradOutBytes = roundUp16(kMmaRows * (dv + 8) * 2);
-  query = SharedTiles::place(at, kGradWarps * queryBytes);
-  gradOut = SharedTiles::place(at, kGradWarps * gradOutBytes);
+  query = SharedTiles::place(at, warps * queryBytes);
+  gradOut = SharedTiles::place(at, warps * gradOutBytes);
   unionPlan.placeLists(at);
   bytes = at;
 }

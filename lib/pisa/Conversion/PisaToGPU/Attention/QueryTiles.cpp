@@ -235,7 +235,16 @@ void QueryTile::copyEntry(ImplicitLocOpBuilder &b, Value entry,
   // Rows past the entry's sequence (the next one's, or zeros past the
   // buffer) are masked by each warp's visible count.
   Value lastKey = arith::SubIOp::create(b, keyRows, indexConst(b, 1));
-  auto copy = [&](Value source, int64_t width, Value tile0, Value tile1) {
+  Value even = cmp(b, P::eq, parity, indexConst(b, 0));
+  // The buffer as one view at a selected offset: a memref chosen by scf.if
+  // would be a workgroup memref block argument, which the NVVM lowering
+  // reports (spuriously) as a failed memory-space conversion.
+  auto copy = [&](Value source, int64_t width, const int64_t (&offsets)[2]) {
+    Value dst =
+        tiles.viewAt(b,
+                     arith::SelectOp::create(b, even, indexConst(b, offsets[0]),
+                                             indexConst(b, offsets[1])),
+                     {p.blockSize, width + 8}, elem);
     ChunkedTile tile{p.blockSize, width, 32 * p.warps};
     asyncCopyChunks(
         b, tile, tid,
@@ -245,15 +254,6 @@ void QueryTile::copyEntry(ImplicitLocOpBuilder &b, Value entry,
           Value real = cmp(cb, P::ult, key, keyRows);
           Value srcElements = arith::SelectOp::create(
               cb, real, indexConst(cb, kChunkElems), indexConst(cb, 0));
-          Value dst = buildIf(
-              cb, cmp(cb, P::eq, parity, indexConst(cb, 0)),
-              TypeRange{tile0.getType()},
-              [&](ImplicitLocOpBuilder &) -> SmallVector<Value> {
-                return {tile0};
-              },
-              [&](ImplicitLocOpBuilder &) -> SmallVector<Value> {
-                return {tile1};
-              })[0];
           return {dst,
                   {row, col},
                   source,
@@ -262,8 +262,8 @@ void QueryTile::copyEntry(ImplicitLocOpBuilder &b, Value entry,
         },
         /*bypassL1=*/false);
   };
-  copy(e.arg("keys"), p.headDim, keyTile[0], keyTile[1]);
-  copy(e.arg("values"), p.valueDim, valueTile[0], valueTile[1]);
+  copy(e.arg("keys"), p.headDim, p.key);
+  copy(e.arg("values"), p.valueDim, p.value);
 }
 
 SmallVector<Value> QueryTile::attendUnion(ImplicitLocOpBuilder &b,

@@ -180,6 +180,18 @@ llvm::Expected<Manifest> pisatool::describeEntryPoints(ModuleOp module,
       return error("entry point @" + entry.function +
                    ": names starting with 'runtime_' are reserved (the "
                    "library exports pisa_<name> beside pisa_runtime_*)");
+    StringRef name = entry.function;
+    if (name.empty() || !(llvm::isAlpha(name[0]) || name[0] == '_') ||
+        !llvm::all_of(name,
+                      [](char c) { return llvm::isAlnum(c) || c == '_'; })) {
+      std::string shown;
+      llvm::raw_string_ostream os(shown);
+      llvm::printEscapedString(name, os);
+      return error("entry point @\"" + shown +
+                   "\": its name must be a C identifier "
+                   "([A-Za-z_][A-Za-z0-9_]*): the library exports it as "
+                   "pisa_<name>");
+    }
     FunctionType type = func.getFunctionType();
     llvm::StringSet<> taken;
     for (auto [i, t] : llvm::enumerate(type.getInputs())) {
@@ -223,6 +235,19 @@ llvm::Expected<Manifest> pisatool::describeEntryPoints(ModuleOp module,
   }
   if (manifest.entryPoints.empty())
     return error("no public function to export");
+  // Each entry exports pisa_F, pisa_F_workspace_size and perhaps
+  // pisa_F_validate: no two entries may export the same symbol.
+  llvm::StringMap<std::string> exporter;
+  for (const EntryPoint &e : manifest.entryPoints)
+    for (StringRef suffix : {"", "_workspace_size", "_validate"}) {
+      std::string symbol = e.symbol + suffix.str();
+      auto [it, fresh] = exporter.try_emplace(symbol, e.function);
+      if (!fresh)
+        return error("entry points @" + it->second + " and @" + e.function +
+                     " would both export " + symbol +
+                     " (an entry F also exports pisa_F_workspace_size and "
+                     "pisa_F_validate): rename one");
+    }
   return manifest;
 }
 

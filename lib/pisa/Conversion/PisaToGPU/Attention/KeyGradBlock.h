@@ -1,0 +1,181 @@
+//===- KeyGradBlock.h - The backward's key kernel ---------------*- C++ -*-===//
+//
+// pisa.kernel.sparse_attention_grad_keys' block kernel (one block per key
+// block, segment of its queries and batch x KV head), declared here so that
+// its pieces live in two files: AttentionGradKeys.cpp (the block's setup,
+// a packed batch's block, the ordered add of the segments' sums and the
+// pattern) and KeyGradSteps.cpp (the walk over the segment's queries and
+// the staged and register steps over them).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PISA_LIB_CONVERSION_PISATOGPU_ATTENTION_KEYGRADBLOCK_H
+#define PISA_LIB_CONVERSION_PISATOGPU_ATTENTION_KEYGRADBLOCK_H
+
+#include "Attention/AttentionGrad.h"
+#include "Kernels/KernelBuilder.h"
+#include "Kernels/WarpMma.h"
+
+#include "../Common/LoopBuilders.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
+
+#include <utility>
+
+namespace mlir::pisa::detail {
+
+/// The key kernel's body: block x = (key block, segment), y = batch x KV
+/// head.
+class KeyGradBlock {
+public:
+  /// A step over n queries of the list from `first`, carrying `state`.
+  using StepFn = llvm::function_ref<SmallVector<Value>(
+      ImplicitLocOpBuilder &, Value first, Value n, ValueRange state)>;
+
+  KeyGradBlock(ImplicitLocOpBuilder &b, const Kernel &e,
+               const KeyGradPlan &plan, int64_t G, int64_t kvHeads,
+               float scale);
+
+  void build(ImplicitLocOpBuilder &b);
+
+private:
+  /// Bit word `word` counted from the block's first segment's first word
+  /// (wordBase; 0 for a batch), and back.
+  Value fromWordBase(ImplicitLocOpBuilder &b, Value word) const {
+    return wordBase ? arith::SubIOp::create(b, word, wordBase).getResult()
+                    : word;
+  }
+  Value toWordBase(ImplicitLocOpBuilder &b, Value word) const {
+    return wordBase ? arith::AddIOp::create(b, word, wordBase).getResult()
+                    : word;
+  }
+
+  /// Key `key` of the block's sequence as a row of the keys.
+  Value keyRow(ImplicitLocOpBuilder &b, Value key) const {
+    return keyBase ? arith::AddIOp::create(b, keyBase, key).getResult() : key;
+  }
+
+  /// A packed batch: block x's key block is a block slot of the batch
+  /// (sequence s's blocks from floor(cu_k[s] / C) + s, as the mark kernel
+  /// numbers them). Finds its sequence (a binary search of the first
+  /// slots), its keys and queries, and whether the slot is one of its
+  /// blocks in a batch that keeps the rules.
+  void locatePackedBlock(ImplicitLocOpBuilder &b);
+
+  /// A packed batch whose cu_seqlens break the rules: block x's first
+  /// segment writes NaN to dk and dv rows [x C, x C + C) (the slots cover
+  /// the Tk rows), so that no row of such a call holds a plausible value.
+  void writeBrokenRows(ImplicitLocOpBuilder &b);
+
+  /// Zeroes `elems` f32 of a tile (a multiple of 4), 16 bytes a thread.
+  void zeroTile(ImplicitLocOpBuilder &b, Value tile, int64_t elems);
+
+  /// The bit words of this segment: the block's row split into `segments`
+  /// equal ranges, less the words before the block's first word.
+  std::pair<Value, Value> segmentWords(ImplicitLocOpBuilder &b);
+
+  /// Runs `step` over the segment's queries (its set bits, in index
+  /// order), rows.tokens at a time and then the rest, carrying `init`.
+  /// The words are read windowWords at a time: their queries are appended
+  /// to the list after those left from the last window, the full steps
+  /// run, and what is left moves to the list's front.
+  SmallVector<Value> forEachStep(ImplicitLocOpBuilder &b, ValueRange init,
+                                 StepFn step);
+
+  /// Warp 0 appends the queries of words [w0, min(w0 + windowWords, end)) to
+  /// the list after its first `pending`, lane l those of word w0 + l at its
+  /// prefix count, and writes the list's new length.
+  void appendWindow(ImplicitLocOpBuilder &b, Value w0, Value end,
+                    Value pending);
+
+  /// Slot s of a step from list entry `first`: its query (query 0, in
+  /// bounds, for a slot past n) and whether it holds one.
+  Value holds(ImplicitLocOpBuilder &b, Value slot, Value n) {
+    return cmp(b, arith::CmpIPredicate::ult, slot, n);
+  }
+  Value slotQuery(ImplicitLocOpBuilder &b, Value first, Value slot, Value n);
+
+  /// The step's head rows of q and dO into their tiles.
+  void stageStepRows(ImplicitLocOpBuilder &b, Value first, Value n);
+
+  /// The staged step over n queries from list entry `first`: stage their
+  /// head rows, S and dP, P and dS transposed, dV += P^T dO and dK += dS^T
+  /// Q, all through shared memory.
+  void stagedStep(ImplicitLocOpBuilder &b, const RowSite &site, Value first,
+                  Value n);
+
+  /// Row `row` of a [rows x C] f32 fragment (this thread's columns from
+  /// col0) as column `row` of `tile` ([C x rows], 16-bit).
+  void storeTransposed(ImplicitLocOpBuilder &b, Value values, Value tile,
+                       Value col0, Value row);
+
+  // The register key kernel's geometry (KeyGradSteps.cpp): C / 16 key
+  // slabs of 16 keys, and the row groups the warps split the step rows in.
+  int64_t slabs() const { return p.blockSize / kMmaRows; }
+  int64_t rowGroups() const { return kGradWarps / slabs(); }
+
+  SmallVector<Value> zeroSums(ImplicitLocOpBuilder &b);
+
+  /// Each step row's exponent shift (lse log2 e, +inf for rows without a
+  /// query or head), D, and the number of the block's keys its query sees.
+  void stageRowFacts(ImplicitLocOpBuilder &b, Value first, Value n);
+
+  /// The register step over n queries from list entry `first`; `sums` and
+  /// the result are dK's n8 tiles, then dV's.
+  SmallVector<Value> registerStep(ImplicitLocOpBuilder &b, Value first, Value n,
+                                  ValueRange sums);
+
+  /// One chunk of 16 step rows from `row0` against the warp's keys from
+  /// `key0`, accumulated into `sums`.
+  void chunk(ImplicitLocOpBuilder &b, Value key0, Value row0,
+             SmallVector<Value> &sums);
+
+  /// The lanes' sums into the dk and dv tiles, the row groups in order.
+  void storeSums(ImplicitLocOpBuilder &b, ArrayRef<Value> sums);
+
+  /// The segments of a key block add their sums in rank order, so that the
+  /// result does not depend on when each runs: rank r waits until the
+  /// block's counter (the last word of its bit row) reads r, adds its tiles
+  /// to the f32 sums of the ranks before it (`accumulators`), and counts
+  /// itself done; the last one writes dk = scale sum and dv.
+  void addInOrder(ImplicitLocOpBuilder &b);
+
+  /// Spins until the counter at `at` reads this segment's rank (an atomic
+  /// read: a plain load could be hoisted out of the loop), then orders the
+  /// reads after it.
+  void waitFor(ImplicitLocOpBuilder &b, Value bits, ArrayRef<Value> at);
+
+  /// sum = tile (+ the accumulated sum unless this is the first rank) for
+  /// the block's keys before N, 4 values a thread at a time; the last
+  /// rank writes factor * sum to `out`, the others to the accumulators
+  /// at columns [column0, column0 + width).
+  void addTile(ImplicitLocOpBuilder &b, Value tile, int64_t width,
+               int64_t column0, Value first, Value out, float factor,
+               Value accumulators);
+
+  const Kernel &e;
+  const KeyGradPlan &p;
+  int64_t G;
+  float scale;
+  Type elem;
+  Value kTile, vTile, qTile, doTile, sTile, dpTile, pT, dsT, rowShift, rowDelta,
+      rowVisible, dkTile, dvTile, list, listCount;
+  Value block, rank, segment, takesPart, lastSegment, numWords, wordsPerSegment,
+      firstWord, batch, kv, tid, warp, lane, firstHead, numKeys, firstKey;
+  /// The rank in the chain of the block's segments that take part.
+  Value chainRank;
+  /// Position of query row r: r + queryShift.
+  Value queryShift;
+  /// A packed batch's block (null for a batch): its sequence's first key
+  /// row, whether the slot is one of its blocks, whether the batch breaks
+  /// the rules, N_s - Nq_s, its first query row, the bit word after its
+  /// last query, and the word its segments count from.
+  Value keyBase, realBlock, brokenBatch, packedOffset, queryBase, endQueryWord,
+      wordBase;
+};
+
+} // namespace mlir::pisa::detail
+
+#endif // PISA_LIB_CONVERSION_PISATOGPU_ATTENTION_KEYGRADBLOCK_H

@@ -86,7 +86,7 @@ constexpr const char *kUsage =
     "F_forward (o, lse, selection) and F_backward (dq, dk, dv) for training\n"
     "(--backward auto: where the GPU backward supports its shapes; require:\n"
     "an error where it does not; none: never).\n"
-    "--attention-union-queries W (1-32; 0, the default: off) builds sparse\n"
+    "--attention-union-queries W (1-8; 0, the default: off) builds sparse\n"
     "attention on query tiles of W queries wherever that kernel takes the\n"
     "sizes (docs/gpu.md, \"Kernel configurations\").\n"
     "Errors: one line on stderr, exit code 2, no output file.\n";
@@ -140,8 +140,8 @@ std::optional<std::string> parseArgs(int argc, char **argv, Options &opts) {
       std::string v;
       err = value(v);
       int64_t &w = opts.pipeline.attentionUnionQueries;
-      if (!err && (StringRef(v).getAsInteger(10, w) || w < 0 || w > 32))
-        err = "expected an integer in [0, 32] for --attention-union-queries "
+      if (!err && (StringRef(v).getAsInteger(10, w) || w < 0 || w > 8))
+        err = "expected an integer in [0, 8] for --attention-union-queries "
               "but got '" +
               v + "'";
     } else if (arg.starts_with("-"))

@@ -50,8 +50,8 @@ def PisaConfigureKernels : Pass<"pisa-configure-kernels"> {
            "GPU chip the kernels are built for (sm_90 | sm_90a)">,
     Option<"attentionUnionQueries", "attention-union-queries", "int64_t",
            /*default=*/"0",
-           "sparse attention on query tiles of this many queries where its "
-           "kernel takes the sizes (0: the per-query kernels)">
+           "sparse attention on query tiles of this many queries (at most "
+           "8) where its kernel takes the sizes (0: the per-query kernels)">
   ];
 }
 

@@ -103,7 +103,8 @@ def Pisa_KernelConfigAttr : AttrDef<Pisa_Dialect, "KernelConfig"> {
       through `shared` memory (tile scorer, attention).
     - `union_queries`: sparse attention on query tiles: the consecutive
       queries of a block, a warp each, that attend the union of their
-      blocks, each block read once (absent: each query gathers its own).
+      blocks, each block read once (absent: each query gathers its own;
+      the kernels take at most 8).
     - `min_blocks_per_sm`: the occupancy ptxas keeps registers for.
 
     Fields an op does not use are absent. Only `variant` is required in a

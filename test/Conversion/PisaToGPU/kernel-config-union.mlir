@@ -11,7 +11,7 @@
 // CHECK: kernel_config = #pisa.kernel_config<variant = mma_sync, threads = 128, epilogue = registers, union_queries = 4, min_blocks_per_sm = 2>
 // DEFAULT-LABEL: func.func @paper
 // DEFAULT: kernel_config = #pisa.kernel_config<variant = mma_sync, threads = 128, epilogue = registers, min_blocks_per_sm = 2>
-// RANGE: error: expected attention-union-queries in [0, 32] but got 33
+// RANGE: error: expected attention-union-queries in [0, 8] but got 33
 func.func @paper(%q: memref<1x16x64x128xbf16>, %k: memref<1x1x64x128xbf16>, %v: memref<1x1x64x128xbf16>, %s: memref<1x1x64x8xi32>, %off: index, %o: memref<1x16x64x128xbf16>, %l: memref<1x16x64xf32>) {
   pisa.kernel.sparse_attention %q, %k, %v, %s, %off outs(%o, %l) block_size = 64 scale = 0.0883883461
       : memref<1x16x64x128xbf16>, memref<1x1x64x128xbf16>, memref<1x1x64x128xbf16>, memref<1x1x64x8xi32>, memref<1x16x64x128xbf16>, memref<1x16x64xf32>

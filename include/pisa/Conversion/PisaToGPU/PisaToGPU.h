@@ -41,11 +41,16 @@ std::optional<std::string> gpuLimitViolation(Operation *op);
 /// facts. registerAllDialects calls it.
 void registerKernelLoweringExternalModels(DialectRegistry &registry);
 
+/// The most queries (warps) a query tile takes (union_queries): each warp
+/// keeps its rows' state in up to 255 registers, and 8 x 32 x 255 fill an
+/// SM's 65,536.
+constexpr int64_t kMaxUnionQueries = 8;
+
 /// Designs --pisa-configure-kernels takes where an op's kernels support
 /// them and its kernel_config leaves the choice open.
 struct KernelPreferences {
-  /// Sparse attention on query tiles of this many queries (union_queries;
-  /// 0: the per-query kernels).
+  /// Sparse attention on query tiles of this many queries (union_queries,
+  /// at most 8; 0: the per-query kernels).
   int64_t attentionUnionQueries = 0;
 };
 

@@ -23,10 +23,10 @@ struct PisaConfigureKernelsPass
       return signalPassFailure();
     }
     const int64_t unionQueries = attentionUnionQueries;
-    if (unionQueries < 0 || unionQueries > 32) {
+    if (unionQueries < 0 || unionQueries > kMaxUnionQueries) {
       getOperation()->emitError()
-          << "expected attention-union-queries in [0, 32] but got "
-          << unionQueries;
+          << "expected attention-union-queries in [0, " << kMaxUnionQueries
+          << "] but got " << unionQueries;
       return signalPassFailure();
     }
     const GPUTargetFeatures features = gpuTargetFeatures(chip);

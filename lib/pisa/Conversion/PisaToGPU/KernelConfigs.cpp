@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Attention/AttentionGrad.h"
+#include "Attention/QueryTiles.h"
 #include "Attention/SparseAttention.h"
 #include "Pyramid/PyramidAppend.h"
 #include "Selection/LaneWalk.h"
@@ -376,6 +377,14 @@ Type queryElements(Value queries) {
   return cast<ShapedType>(queries.getType()).getElementType();
 }
 
+/// Why a query tile takes at most kMaxUnionQueries queries.
+std::string unionQueriesLimit() {
+  return "a query tile takes at most " + std::to_string(kMaxUnionQueries) +
+         " queries (a warp each, up to 255 registers a lane: " +
+         std::to_string(kMaxUnionQueries) +
+         " warps fill an SM's 65,536 registers)";
+}
+
 /// Sparse attention on query tiles of `queries` consecutive queries, where
 /// asked for (the kernel of QueryTileAttention.cpp): mma.sync, registers
 /// (the rows finish there), a warp per query; ptxas keeps registers for
@@ -390,6 +399,8 @@ FailureOr<KernelConfigAttr> queryTileAttention(SparseAttentionKernelOp op,
                       << " is not supported here: " << why;
     return failure();
   };
+  if (queries > kMaxUnionQueries)
+    return refuse(unionQueriesLimit());
   if (!attendsOnQueryTiles(elem, G, d, dv, C))
     return refuse("the query-tile kernel needs G <= 16, d a multiple of 16 "
                   "up to 128, dv a multiple of 8 up to 128, C of 16, 32 or "
@@ -504,6 +515,8 @@ FailureOr<KernelConfigAttr> configure(SparseAttentionGradQueriesKernelOp op,
                         << " is not supported here: " << why;
       return failure();
     };
+    if (*askedQueries > kMaxUnionQueries)
+      return refuse(unionQueriesLimit());
     if (!fits)
       return refuse("the query-tile kernel needs G <= 16, d a multiple of 16 "
                     "up to 128, dv a multiple of 16, C of 16, 32 or 64 and "

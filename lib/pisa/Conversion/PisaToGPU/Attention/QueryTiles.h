@@ -27,6 +27,8 @@
 #include "Attention/SparseAttention.h"
 #include "Kernels/KernelBuilder.h"
 
+#include "pisa/Conversion/PisaToGPU/PisaToGPU.h"
+
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
 

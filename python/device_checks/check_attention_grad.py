@@ -183,8 +183,11 @@ func.func @grad_varlen(%q: {qp}, %k: {kp}, %v: {vp}, %s: {sp}, %cuq: {cu}, %cuk:
 
 
 def build(args):
+    flags = []
+    if args.union_queries:
+        flags = ["--attention-union-queries", str(args.union_queries)]
     built, rejected = sweep.build_drawn(args, draw_config, program, "attention_grad.json",
-                                        [dict(PAPER)] if args.paper else [])
+                                        [dict(PAPER)] if args.paper else [], flags)
     problems = [c["name"] for c in built if "expect_error" in c]
     problems += [f"{c['name']} ({c['error']})" for c in rejected
                  if c.get("expect_error", "\0") not in c["error"]]
@@ -606,6 +609,9 @@ def main(argv=None):
     b.add_argument("--seed", type=int, default=1)
     b.add_argument("--count", type=int, default=12)
     b.add_argument("--paper", action="store_true", help="add the paper setting")
+    b.add_argument("--union-queries", type=int, default=0,
+                   help="pisa-compile --attention-union-queries: query tiles of this "
+                        "many queries (the dq pass's instead of 4)")
     b.add_argument("--jobs", type=int, default=2)
     b.add_argument("--pisa-compile", default=os.path.join("build", "bin", "pisa-compile"))
     c = sub.add_parser("check")

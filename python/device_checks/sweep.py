@@ -266,14 +266,16 @@ def compile_all(cfgs, out, pisa_compile, jobs, program_of, flags=()):
     return built, rejected
 
 
-def build_drawn(args, draw_config, program_of, manifest, extra=()):
+def build_drawn(args, draw_config, program_of, manifest, extra=(), flags=()):
     """The `build` command of a device check: --count configurations drawn
-    from --seed (then `extra`), compiled into --out (`compile_all`) and
-    recorded in out/`manifest` with the seed; returns (built, rejected)."""
+    from --seed (then `extra`), compiled into --out (`compile_all`, with
+    pisa-compile `flags`) and recorded in out/`manifest` with the seed;
+    returns (built, rejected)."""
     rng = random.Random(args.seed)
     cfgs = [draw_config(rng, i) for i in range(args.count)] + list(extra)
     t0 = time.time()
-    built, rejected = compile_all(cfgs, args.out, args.pisa_compile, args.jobs, program_of)
+    built, rejected = compile_all(cfgs, args.out, args.pisa_compile, args.jobs, program_of,
+                                  flags)
     print(f"seed {args.seed}: built {len(built)}, rejected {len(rejected)} "
           f"in {time.time() - t0:.0f} s")
     with open(os.path.join(args.out, manifest), "w") as f:

@@ -88,7 +88,8 @@ constexpr const char *kUsage =
     "an error where it does not; none: never).\n"
     "--attention-union-queries W (1-8; 0, the default: off) builds sparse\n"
     "attention on query tiles of W queries wherever that kernel takes the\n"
-    "sizes (docs/gpu.md, \"Kernel configurations\").\n"
+    "sizes, and the backward's dq pass on tiles of W queries instead of 4\n"
+    "(docs/gpu.md, \"Kernel configurations\").\n"
     "Errors: one line on stderr, exit code 2, no output file.\n";
 
 struct Options {

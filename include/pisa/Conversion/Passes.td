@@ -41,9 +41,11 @@ def PisaConfigureKernels : Pass<"pisa-configure-kernels"> {
     op, and agree with the others, or the pass fails naming the field.
 
     `attention-union-queries` W > 0 gives `pisa.kernel.sparse_attention`
-    the query-tile kernel of W queries a block (`union_queries = W`)
-    wherever that kernel takes its sizes and its configuration leaves the
-    choice open; elsewhere the default choice stands.
+    the query-tile kernel of W queries a block (`union_queries = W`), and
+    `pisa.kernel.sparse_attention_grad_queries` query tiles of W queries
+    instead of 4, wherever those kernels take the sizes and the
+    configuration leaves the choice open; elsewhere the default choice
+    stands.
   }];
   let options = [
     Option<"chip", "chip", "std::string", /*default=*/"\"sm_90a\"",

@@ -49,8 +49,9 @@ constexpr int64_t kMaxUnionQueries = 8;
 /// Designs --pisa-configure-kernels takes where an op's kernels support
 /// them and its kernel_config leaves the choice open.
 struct KernelPreferences {
-  /// Sparse attention on query tiles of this many queries (union_queries,
-  /// at most 8; 0: the per-query kernels).
+  /// Query tiles of this many queries (union_queries, at most 8): the
+  /// forward's (0: its per-query kernels) and the backward's dq pass's
+  /// (0: 4).
   int64_t attentionUnionQueries = 0;
 };
 

@@ -531,7 +531,15 @@ FailureOr<KernelConfigAttr> configure(SparseAttentionGradQueriesKernelOp op,
                     " bytes of shared memory, more than a block's " +
                     Twine(kMaxAttentionSharedBytes));
   }
-  const int64_t queries = askedQueries.value_or(kGradWarps);
+  // Unless asked: the preferred W where its tiles fit shared memory, else 4.
+  int64_t queries = kGradWarps;
+  const int64_t preferred = c.preferences.attentionUnionQueries;
+  if (askedQueries)
+    queries = *askedQueries;
+  else if (preferred > 0 &&
+           QueryTileGradPlan(preferred, d, dv, C, topK).bytes <=
+               kMaxAttentionSharedBytes)
+    queries = preferred;
   FailureOr<KernelConfigAttr> config = registerOrStaged(
       op, c, fits,
       "the query-tile kernel needs G <= 16, d a multiple of 16 up to 128, dv "

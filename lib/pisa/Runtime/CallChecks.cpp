@@ -214,16 +214,56 @@ struct TensorSpan {
   uintptr_t begin, end;
 };
 
-/// The first (result, other tensor) pair of `spans` whose bytes overlap, or
-/// {-1, -1}: a kernel writing a result must not change another tensor of
-/// the call (an input, or a result written in another order).
-static std::pair<int64_t, int64_t> overlappingResult(const TensorSpan *spans,
-                                                     int64_t count) {
-  for (int64_t a = 0; a < count; ++a)
-    for (int64_t b = 0; b < count; ++b)
-      if (a != b && spans[a].result && (b > a || !spans[b].result) &&
-          spans[a].begin < spans[b].end && spans[b].begin < spans[a].end)
-        return {spans[a].arg, spans[b].arg};
+/// The non-empty tensors of a call in argument order, read from their
+/// descriptors (writeDescriptors).
+class SpanWalk {
+public:
+  SpanWalk(const int64_t *table, const void *descriptors)
+      : table(table), arg(table + kHeaderFields),
+        d(static_cast<const char *>(descriptors)) {}
+
+  /// The next tensor's span into `span`; false after the last.
+  bool next(TensorSpan &span) {
+    for (; i < table[1]; ++i, arg += kArgFields) {
+      if (arg[kKind] == kIndex)
+        continue;
+      const int64_t rank = arg[kRank];
+      const int64_t *desc = reinterpret_cast<const int64_t *>(d);
+      d += descriptorBytes(rank);
+      const int64_t elements = elementsOf(desc, rank);
+      if (elements == 0)
+        continue;
+      const uintptr_t begin = static_cast<uintptr_t>(desc[1]);
+      span = {i, arg[kKind] == kResult, begin,
+              begin + uint64_t(elements) * uint64_t(arg[kElementBytes])};
+      ++i;
+      arg += kArgFields;
+      return true;
+    }
+    return false;
+  }
+
+private:
+  const int64_t *table, *arg;
+  const char *d;
+  int64_t i = 0;
+};
+
+/// The first (result, other tensor) pair of the call whose bytes overlap,
+/// or {-1, -1}: a kernel writing a result must not change another tensor
+/// of the call (an input, or a result written in another order). Every
+/// tensor takes part, read from the descriptors (no copy of them).
+static std::pair<int64_t, int64_t> overlappingResult(const int64_t *table,
+                                                     const void *descriptors) {
+  TensorSpan a, b;
+  for (SpanWalk outer(table, descriptors); outer.next(a);) {
+    if (!a.result)
+      continue;
+    for (SpanWalk inner(table, descriptors); inner.next(b);)
+      if (a.arg != b.arg && (b.arg > a.arg || !b.result) && a.begin < b.end &&
+          b.begin < a.end)
+        return {a.arg, b.arg};
+  }
   return {-1, -1};
 }
 
@@ -249,19 +289,6 @@ int pisaCallDescribe(const int64_t *table, const char *function,
   const int64_t *arg = table + kHeaderFields;
   const char *d = static_cast<const char *>(descriptors);
   int64_t v = 0;
-  // Every non-empty tensor, for the overlap check.
-  TensorSpan *spans =
-      static_cast<TensorSpan *>(malloc(sizeof(TensorSpan) * (numArgs + 1)));
-  if (!spans)
-    return reject(PISA_ERROR_INVALID_ARGUMENT, function,
-                  "no host memory for the checks of %lld arguments",
-                  (long long)numArgs);
-  int64_t numSpans = 0;
-  // Every return below frees the spans.
-  struct Release {
-    void *p;
-    ~Release() { free(p); }
-  } release{spans};
   for (int64_t i = 0; i < numArgs; ++i, arg += kArgFields) {
     const char *name = arg[kKind] == kResult ? "result" : "argument";
     uintptr_t value = reinterpret_cast<uintptr_t>(values[v++]);
@@ -297,9 +324,8 @@ int pisaCallDescribe(const int64_t *table, const char *function,
       return reject(PISA_ERROR_INVALID_ARGUMENT, function,
                     "%s %lld (%p) ends past the end of the address space", name,
                     (long long)i, reinterpret_cast<void *>(value));
-    spans[numSpans++] = {i, arg[kKind] == kResult, value, value + bytes};
   }
-  auto [result, other] = overlappingResult(spans, numSpans);
+  auto [result, other] = overlappingResult(table, descriptors);
   if (result >= 0)
     return reject(PISA_ERROR_INVALID_ARGUMENT, function,
                   "result %lld overlaps %s %lld: results are written in place "

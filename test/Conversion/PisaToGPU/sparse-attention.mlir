@@ -18,9 +18,9 @@
 // CHECK: gpu.func @sparse_attention
 // CHECK-SAME: known_block_size = array<i32: 128, 1, 1>
 // CHECK-SAME: nvvm.minctasm = 2
-// CHECK: %[[BYTES:.*]] = gpu.dynamic_shared_memory
-// CHECK-DAG: %[[LIST:.*]] = memref.view %[[BYTES]][%c69632][] : {{.*}} to memref<8xi32, #gpu.address_space<workgroup>>
 // CHECK-DAG: %[[WARP:.*]] = arith.divui %{{.*}}, %c32 : index
+// CHECK-DAG: %[[BYTES:.*]] = gpu.dynamic_shared_memory
+// CHECK-DAG: %[[LIST:.*]] = memref.view %[[BYTES]][%c69632][] : {{.*}} to memref<8xi32, #gpu.address_space<workgroup>>
 // CHECK-DAG: %[[VOFF:.*]] = arith.muli %[[WARP]], %c17408 : index
 // CHECK-DAG: %[[VTILE:.*]] = memref.view %[[BYTES]][%[[VOFF]]][] : {{.*}} to memref<64x136xbf16, #gpu.address_space<workgroup>>
 // The block's four queries in turn (those below Nq).

@@ -377,39 +377,57 @@ Type queryElements(Value queries) {
   return cast<ShapedType>(queries.getType()).getElementType();
 }
 
-/// Why a query tile takes at most kMaxUnionQueries queries.
-std::string unionQueriesLimit() {
-  return "a query tile takes at most " + std::to_string(kMaxUnionQueries) +
-         " queries (a warp each, up to 255 registers a lane: " +
-         std::to_string(kMaxUnionQueries) +
-         " warps fill an SM's 65,536 registers)";
+/// What the forward's and the dq pass's query-tile kernels take.
+constexpr llvm::StringLiteral kForwardTilesNeed =
+    "the query-tile kernel needs G <= 16, d a multiple of 16 up to 128, dv a "
+    "multiple of 8 up to 128, C of 16, 32 or 64 and 16-bit inputs";
+constexpr llvm::StringLiteral kGradTilesNeed =
+    "the query-tile kernel needs G <= 16, d a multiple of 16 up to 128, dv a "
+    "multiple of 16, C of 16, 32 or 64 and 16-bit inputs";
+
+/// Why query tiles of `queries` queries cannot take an op: more queries
+/// than a tile takes, sizes the kernel does not take (`fits`, `needs`), or
+/// tiles of `bytes` past a block's shared memory; nullopt where they can.
+std::optional<std::string> queryTilesRefusal(int64_t queries, bool fits,
+                                             StringRef needs, int64_t bytes) {
+  if (queries > kMaxUnionQueries)
+    return "a query tile takes at most " + std::to_string(kMaxUnionQueries) +
+           " queries (a warp each, up to 255 registers a lane: " +
+           std::to_string(kMaxUnionQueries) +
+           " warps fill an SM's 65,536 registers)";
+  if (!fits)
+    return needs.str();
+  if (bytes > kMaxAttentionSharedBytes)
+    return "its tiles take " + std::to_string(bytes) +
+           " bytes of shared memory, more than a block's " +
+           std::to_string(kMaxAttentionSharedBytes);
+  return std::nullopt;
 }
 
-/// Sparse attention on query tiles of `queries` consecutive queries, where
-/// asked for (the kernel of QueryTileAttention.cpp): mma.sync, registers
-/// (the rows finish there), a warp per query; ptxas keeps registers for
-/// eight warps an SM where shared memory holds them.
+/// The error for an asked union_queries the op's kernel cannot follow.
+FailureOr<KernelConfigAttr> refuseUnionQueries(Operation *op, int64_t queries,
+                                               StringRef why) {
+  op->emitOpError() << kKernelConfigAttrName << " union_queries = " << queries
+                    << " is not supported here: " << why;
+  return failure();
+}
+
+/// A query tile's occupancy hint: eight warps an SM where shared memory
+/// holds them (two tiles of four queries, one of eight).
+int64_t queryTileBlocksPerSM(int64_t queries, int64_t bytes) {
+  return std::clamp<int64_t>(blocksBySharedMemory(bytes), 1,
+                             std::max<int64_t>(1, 8 / queries));
+}
+
+/// Sparse attention on query tiles of `queries` consecutive queries (the
+/// kernel of QueryTileAttention.cpp): mma.sync, registers (the rows finish
+/// there), a warp per query.
 FailureOr<KernelConfigAttr> queryTileAttention(SparseAttentionKernelOp op,
                                                Configurer &c, int64_t queries,
-                                               Type elem, int64_t G, int64_t d,
-                                               int64_t dv, int64_t C,
-                                               int64_t topK) {
-  auto refuse = [&](const Twine &why) -> FailureOr<KernelConfigAttr> {
-    op->emitOpError() << kKernelConfigAttrName << " union_queries = " << queries
-                      << " is not supported here: " << why;
-    return failure();
-  };
-  if (queries > kMaxUnionQueries)
-    return refuse(unionQueriesLimit());
-  if (!attendsOnQueryTiles(elem, G, d, dv, C))
-    return refuse("the query-tile kernel needs G <= 16, d a multiple of 16 "
-                  "up to 128, dv a multiple of 8 up to 128, C of 16, 32 or "
-                  "64 and 16-bit inputs");
-  const int64_t bytes = QueryTileAttentionPlan(queries, d, dv, C, topK).bytes;
-  if (bytes > kMaxAttentionSharedBytes)
-    return refuse("its tiles take " + Twine(bytes) +
-                  " bytes of shared memory, more than a block's " +
-                  Twine(kMaxAttentionSharedBytes));
+                                               bool fits, int64_t bytes) {
+  if (std::optional<std::string> why =
+          queryTilesRefusal(queries, fits, kForwardTilesNeed, bytes))
+    return refuseUnionQueries(op, queries, *why);
   FailureOr<KernelEpilogue> epilogue = c.pick<KernelEpilogue>(
       "epilogue", c.field(&KernelConfigAttr::getEpilogue),
       KernelEpilogue::Registers,
@@ -427,12 +445,10 @@ FailureOr<KernelConfigAttr> queryTileAttention(SparseAttentionKernelOp op,
                             });
   if (failed(epilogue) || failed(variant))
     return failure();
-  const int64_t blocks = std::clamp<int64_t>(blocksBySharedMemory(bytes), 1,
-                                             std::max<int64_t>(1, 8 / queries));
-  return KernelConfigAttr::get(op->getContext(), *variant, queries * kLanes,
-                               std::nullopt, std::nullopt, std::nullopt,
-                               std::nullopt, std::nullopt, *epilogue,
-                               c.blocksPerSM(blocks), queries);
+  return KernelConfigAttr::get(
+      op->getContext(), *variant, queries * kLanes, std::nullopt, std::nullopt,
+      std::nullopt, std::nullopt, std::nullopt, *epilogue,
+      c.blocksPerSM(queryTileBlocksPerSM(queries, bytes)), queries);
 }
 
 /// Sparse attention: the register kernel where the query's heads and
@@ -446,18 +462,22 @@ FailureOr<KernelConfigAttr> configure(SparseAttentionKernelOp op,
   const int64_t topK = headsOf(op, op.getSelection()).dim;
   const int64_t C = op.getBlockSize();
   Type elem = queryElements(op.getQueries());
+  const bool tilesFit = attendsOnQueryTiles(elem, G, q.dim, dv, C);
+  auto tileBytes = [&](int64_t queries) {
+    return QueryTileAttentionPlan(queries, q.dim, dv, C, topK).bytes;
+  };
   if (auto queries = c.field(&KernelConfigAttr::getUnionQueries))
-    return queryTileAttention(op, c, *queries, elem, G, q.dim, dv, C, topK);
+    return queryTileAttention(op, c, *queries, tilesFit, tileBytes(*queries));
   // Preferred where the query-tile kernel takes the sizes and no other
   // asked field rules it out.
   const int64_t preferred = c.preferences.attentionUnionQueries;
   std::optional<KernelEpilogue> askedEpilogue =
       c.field(&KernelConfigAttr::getEpilogue);
-  if (preferred > 0 && attendsOnQueryTiles(elem, G, q.dim, dv, C) &&
-      QueryTileAttentionPlan(preferred, q.dim, dv, C, topK).bytes <=
-          kMaxAttentionSharedBytes &&
+  if (preferred > 0 &&
+      !queryTilesRefusal(preferred, tilesFit, kForwardTilesNeed,
+                         tileBytes(preferred)) &&
       (!askedEpilogue || *askedEpilogue == KernelEpilogue::Registers))
-    return queryTileAttention(op, c, preferred, elem, G, q.dim, dv, C, topK);
+    return queryTileAttention(op, c, preferred, tilesFit, tileBytes(preferred));
   return registerOrStaged(
       op, c, attendsInRegisters(elem, G, q.dim, dv, C),
       "the register kernel needs G <= 16, d a multiple of 32 up to 128, dv "
@@ -504,61 +524,46 @@ FailureOr<KernelConfigAttr> configure(SparseAttentionGradQueriesKernelOp op,
   const int64_t topK = headsOf(op, op.getSelection()).dim;
   const bool fits =
       queryTileGradFits(queryElements(op.getQueries()), G, d, dv, C);
+  auto tileBytes = [&](int64_t queries) {
+    return QueryTileGradPlan(queries, d, dv, C, topK).bytes;
+  };
   std::optional<int64_t> askedQueries =
       c.field(&KernelConfigAttr::getUnionQueries);
   std::optional<KernelEpilogue> askedEpilogue =
       c.field(&KernelConfigAttr::getEpilogue);
-  if (askedQueries) {
-    auto refuse = [&](const Twine &why) -> FailureOr<KernelConfigAttr> {
-      op->emitOpError() << kKernelConfigAttrName
-                        << " union_queries = " << *askedQueries
-                        << " is not supported here: " << why;
-      return failure();
-    };
-    if (*askedQueries > kMaxUnionQueries)
-      return refuse(unionQueriesLimit());
-    if (!fits)
-      return refuse("the query-tile kernel needs G <= 16, d a multiple of 16 "
-                    "up to 128, dv a multiple of 16, C of 16, 32 or 64 and "
-                    "16-bit inputs");
-    if (askedEpilogue && *askedEpilogue != KernelEpilogue::Registers)
-      return refuse("the query-tile kernel finishes dq in registers, not "
-                    "through shared memory");
-    const int64_t bytes =
-        QueryTileGradPlan(*askedQueries, d, dv, C, topK).bytes;
-    if (bytes > kMaxAttentionSharedBytes)
-      return refuse("its tiles take " + Twine(bytes) +
-                    " bytes of shared memory, more than a block's " +
-                    Twine(kMaxAttentionSharedBytes));
-  }
-  // Unless asked: the preferred W where its tiles fit shared memory, else 4.
+  // W: the asked one, else the preferred one where it takes the sizes,
+  // else 4.
   int64_t queries = kGradWarps;
   const int64_t preferred = c.preferences.attentionUnionQueries;
-  if (askedQueries)
+  if (askedQueries) {
     queries = *askedQueries;
-  else if (preferred > 0 &&
-           QueryTileGradPlan(preferred, d, dv, C, topK).bytes <=
-               kMaxAttentionSharedBytes)
+    std::optional<std::string> why =
+        queryTilesRefusal(queries, fits, kGradTilesNeed, tileBytes(queries));
+    if (!why && askedEpilogue && *askedEpilogue != KernelEpilogue::Registers)
+      why = "the query-tile kernel finishes dq in registers, not through "
+            "shared memory";
+    if (why)
+      return refuseUnionQueries(op, queries, *why);
+  } else if (preferred > 0 &&
+             !queryTilesRefusal(preferred, fits, kGradTilesNeed,
+                                tileBytes(preferred))) {
     queries = preferred;
+  }
   FailureOr<KernelConfigAttr> config = registerOrStaged(
-      op, c, fits,
-      "the query-tile kernel needs G <= 16, d a multiple of 16 up to 128, dv "
-      "a multiple of 16, C of 16, 32 or 64 and 16-bit inputs",
-      kGradThreads, "this op's kernel runs on mma_sync", C, [&](bool onTiles) {
-        return onTiles ? QueryTileGradPlan(queries, d, dv, C, topK).bytes
+      op, c, fits, kGradTilesNeed, kGradThreads,
+      "this op's kernel runs on mma_sync", C, [&](bool onTiles) {
+        return onTiles ? tileBytes(queries)
                        : QueryGradPlan(G, d, dv, C, topK).bytes;
       });
   if (failed(config) || config->getEpilogue() != KernelEpilogue::Registers)
     return config;
-  // On query tiles: W queries a block, a warp each; ptxas keeps registers
-  // for eight warps an SM where shared memory holds them.
-  const int64_t blocks = std::clamp<int64_t>(
-      blocksBySharedMemory(QueryTileGradPlan(queries, d, dv, C, topK).bytes), 1,
-      std::max<int64_t>(1, 8 / queries));
+  // On query tiles: W queries a block, a warp each.
   return KernelConfigAttr::get(
       op->getContext(), config->getVariant(), queries * kLanes, std::nullopt,
       std::nullopt, std::nullopt, std::nullopt, std::nullopt,
-      config->getEpilogue(), c.blocksPerSM(blocks), queries);
+      config->getEpilogue(),
+      c.blocksPerSM(queryTileBlocksPerSM(queries, tileBytes(queries))),
+      queries);
 }
 
 /// The backward's key kernel: dK and dV in registers where they fit a

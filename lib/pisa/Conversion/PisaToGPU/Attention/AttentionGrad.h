@@ -66,7 +66,8 @@ bool queryTileGradFits(Type elem, int64_t groupSize, int64_t headDim,
 /// union's lists.
 struct QueryTileGradPlan {
   QueryTileUnionPlan unionPlan;
-  int64_t query, queryBytes, gradOut, gradOutBytes, bytes;
+  QueryTileUnionPlan::WarpRows query, gradOut;
+  int64_t bytes;
   QueryTileGradPlan(int64_t warps, int64_t headDim, int64_t valueDim,
                     int64_t blockSize, int64_t topK);
 };

@@ -28,6 +28,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Attention/AttentionSteps.h"
 #include "Attention/SparseAttention.h"
 #include "Kernels/KernelBuilder.h"
 #include "Kernels/TileCopy.h"
@@ -88,27 +89,14 @@ namespace {
 
 /// The kernel body. Lane (g, i) = (lane / 4, lane % 4) holds rows g and
 /// g + 8 of every accumulator (the m16n8 C layout).
-class WarpAttention {
+class WarpAttention : ThreadPlace {
 public:
   WarpAttention(ImplicitLocOpBuilder &b, const Kernel &e,
                 const RegisterAttentionPlan &plan, int64_t groupSize,
                 int64_t kvHeads, float scale)
-      : e(e), plan(plan), G(groupSize), scale(scale) {
-    MLIRContext *ctx = b.getContext();
+      : ThreadPlace(b, kvHeads), e(e), plan(plan), G(groupSize), scale(scale),
+        tiles(b) {
     elem = cast<MemRefType>(e.arg("queries").getType()).getElementType();
-    bytes = gpu::DynamicSharedMemoryOp::create(
-        b,
-        MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
-                        MemRefLayoutAttrInterface(),
-                        gpu::AddressSpaceAttr::get(
-                            ctx, gpu::GPUDialect::getWorkgroupAddressSpace())));
-    batch = arith::DivUIOp::create(b, blockIdY(b), indexConst(b, kvHeads));
-    kv = arith::RemUIOp::create(b, blockIdY(b), indexConst(b, kvHeads));
-    tid = threadIdX(b);
-    warp = arith::DivUIOp::create(b, tid, indexConst(b, 32));
-    lane = arith::RemUIOp::create(b, tid, indexConst(b, 32));
-    gid = arith::DivUIOp::create(b, lane, indexConst(b, 4));
-    tig = arith::RemUIOp::create(b, lane, indexConst(b, 4));
     list = view(b, indexConst(b, plan.listOffset), {plan.topK}, b.getI32Type());
     valueTile = view(
         b, arith::MulIOp::create(b, warp, indexConst(b, plan.valueTileBytes)),
@@ -173,9 +161,7 @@ public:
 private:
   Value view(ImplicitLocOpBuilder &b, Value offset, ArrayRef<int64_t> shape,
              Type type) const {
-    return memref::ViewOp::create(b, workgroupType(b.getContext(), shape, type),
-                                  bytes, offset, ValueRange{})
-        .getResult();
+    return tiles.viewAt(b, offset, shape, type);
   }
 
   /// V's rows of the block from `firstKey` into the warp's tile, 16 bytes a
@@ -399,12 +385,13 @@ private:
   const RegisterAttentionPlan &plan;
   int64_t G;
   float scale;
+  SharedTiles tiles;
   Type elem;
-  Value bytes, list, valueTile;
+  Value list, valueTile;
   QuerySite site;
   QueryKeys keys;
   Value batchRules;
-  Value query, batch, kv, tid, warp, lane, gid, tig, numKeys, keyEnd;
+  Value query, numKeys, keyEnd;
 };
 
 } // namespace

@@ -57,10 +57,8 @@ QueryTileGradPlan::QueryTileGradPlan(int64_t warps, int64_t d, int64_t dv,
     : unionPlan(warps, d, dv, c, topK) {
   int64_t at = 0;
   unionPlan.placeBuffers(at);
-  queryBytes = roundUp16(kMmaRows * (d + 8) * 2);
-  gradOutBytes = roundUp16(kMmaRows * (dv + 8) * 2);
-  query = SharedTiles::place(at, warps * queryBytes);
-  gradOut = SharedTiles::place(at, warps * gradOutBytes);
+  query = unionPlan.placeWarpRows(at, d);
+  gradOut = unionPlan.placeWarpRows(at, dv);
   unionPlan.placeLists(at);
   bytes = at;
 }
@@ -73,10 +71,8 @@ public:
                 const QueryTileGradPlan &plan, int64_t groupSize,
                 int64_t kvHeads, float scale)
       : QueryTile(b, e, plan.unionPlan, groupSize, kvHeads), scale(scale) {
-    queryTile = warpTile(b, plan.query, plan.queryBytes,
-                         {kMmaRows, p.headDim + 8}, elem);
-    gradOutTile = warpTile(b, plan.gradOut, plan.gradOutBytes,
-                           {kMmaRows, p.valueDim + 8}, elem);
+    queryTile = warpTile(b, plan.query);
+    gradOutTile = warpTile(b, plan.gradOut);
   }
 
   void build(ImplicitLocOpBuilder &b) {

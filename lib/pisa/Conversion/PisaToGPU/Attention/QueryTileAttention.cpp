@@ -51,8 +51,7 @@ QueryTileAttentionPlan::QueryTileAttentionPlan(int64_t warps, int64_t d,
     : unionPlan(warps, d, dv, c, topK) {
   int64_t at = 0;
   unionPlan.placeBuffers(at);
-  queryBytes = roundUp16(kMmaRows * (d + 8) * 2);
-  query = SharedTiles::place(at, warps * queryBytes);
+  query = unionPlan.placeWarpRows(at, d);
   unionPlan.placeLists(at);
   bytes = at;
 }
@@ -65,8 +64,7 @@ public:
                 const QueryTileAttentionPlan &plan, int64_t groupSize,
                 int64_t kvHeads, float scale)
       : QueryTile(b, e, plan.unionPlan, groupSize, kvHeads), scale(scale) {
-    queryTile = warpTile(b, plan.query, plan.queryBytes,
-                         {kMmaRows, p.headDim + 8}, elem);
+    queryTile = warpTile(b, plan.query);
   }
 
   void build(ImplicitLocOpBuilder &b) {

@@ -25,6 +25,10 @@ using namespace mlir::pisa::detail;
 
 using P = arith::CmpIPredicate;
 
+namespace {
+int64_t roundUp16(int64_t bytes) { return (bytes + 15) / 16 * 16; }
+} // namespace
+
 QueryTileUnionPlan::QueryTileUnionPlan(int64_t warps, int64_t d, int64_t dv,
                                        int64_t c, int64_t topK)
     : warps(warps), headDim(d), valueDim(dv), blockSize(c), topK(topK) {}
@@ -47,16 +51,9 @@ void QueryTileUnionPlan::placeLists(int64_t &at) {
 QueryTile::QueryTile(ImplicitLocOpBuilder &b, const Kernel &e,
                      const QueryTileUnionPlan &plan, int64_t groupSize,
                      int64_t kvHeads)
-    : e(e), p(plan), G(groupSize), tiles(b) {
+    : ThreadPlace(b, kvHeads), e(e), p(plan), G(groupSize), tiles(b) {
   elem = cast<MemRefType>(e.arg("queries").getType()).getElementType();
   Type i32 = b.getI32Type();
-  batch = arith::DivUIOp::create(b, blockIdY(b), indexConst(b, kvHeads));
-  kv = arith::RemUIOp::create(b, blockIdY(b), indexConst(b, kvHeads));
-  tid = threadIdX(b);
-  warp = arith::DivUIOp::create(b, tid, indexConst(b, 32));
-  lane = arith::RemUIOp::create(b, tid, indexConst(b, 32));
-  gid = arith::DivUIOp::create(b, lane, indexConst(b, 4));
-  tig = arith::RemUIOp::create(b, lane, indexConst(b, 4));
   keyRows = dimOf(b, e.arg("keys"), 2);
   Value numQueries = dimOf(b, e.arg("queries"), 2);
   query = arith::AddIOp::create(
@@ -82,14 +79,20 @@ QueryTile::QueryTile(ImplicitLocOpBuilder &b, const Kernel &e,
   unionCount = tiles.view(b, p.unionCount, {1}, i32);
 }
 
-Value QueryTile::warpTile(ImplicitLocOpBuilder &b, int64_t offset,
-                          int64_t bytes, ArrayRef<int64_t> shape,
-                          Type type) const {
-  return tiles.viewAt(b,
-                      arith::AddIOp::create(
-                          b, indexConst(b, offset),
-                          arith::MulIOp::create(b, warp, indexConst(b, bytes))),
-                      shape, type);
+QueryTileUnionPlan::WarpRows
+QueryTileUnionPlan::placeWarpRows(int64_t &at, int64_t width) const {
+  const int64_t bytes = roundUp16(kMmaRows * (width + 8) * 2);
+  return {SharedTiles::place(at, warps * bytes), bytes, width};
+}
+
+Value QueryTile::warpTile(ImplicitLocOpBuilder &b,
+                          const QueryTileUnionPlan::WarpRows &rows) const {
+  return tiles.viewAt(
+      b,
+      arith::AddIOp::create(
+          b, indexConst(b, rows.offset),
+          arith::MulIOp::create(b, warp, indexConst(b, rows.bytesPerWarp))),
+      {kMmaRows, rows.width + 8}, elem);
 }
 
 Value QueryTile::entryFirstRow(ImplicitLocOpBuilder &b, Value entry) const {

@@ -46,21 +46,25 @@ struct QueryTileUnionPlan {
                      int64_t blockSize, int64_t topK);
   void placeBuffers(int64_t &at);
   void placeLists(int64_t &at);
+  /// Each warp's tile of its query's 16 head rows of `width` 16-bit
+  /// elements (rows padded by 8 for ldmatrix): the first one's offset and
+  /// the bytes of one.
+  struct WarpRows {
+    int64_t offset, bytesPerWarp, width;
+  };
+  WarpRows placeWarpRows(int64_t &at, int64_t width) const;
 };
-
-/// A 16-byte multiple of `bytes`.
-inline int64_t roundUp16(int64_t bytes) { return (bytes + 15) / 16 * 16; }
 
 /// The coordinates, tiles and union steps a query-tile kernel shares. Its
 /// block is (blockIdx.x: W queries, blockIdx.y: batch x KV head).
-class QueryTile {
+class QueryTile : protected ThreadPlace {
 public:
   QueryTile(ImplicitLocOpBuilder &b, const Kernel &e,
             const QueryTileUnionPlan &plan, int64_t groupSize, int64_t kvHeads);
 
-  /// The warp's own tile of `shape` at byte `offset` + warp x `bytes`.
-  Value warpTile(ImplicitLocOpBuilder &b, int64_t offset, int64_t bytes,
-                 ArrayRef<int64_t> shape, Type type) const;
+  /// The warp's own tile of `rows` ([16 x (width + 8)], the element type).
+  Value warpTile(ImplicitLocOpBuilder &b,
+                 const QueryTileUnionPlan::WarpRows &rows) const;
 
   /// Head h of the warp's KV head for tile row `row` (rows past G read head
   /// G - 1).
@@ -106,8 +110,7 @@ protected:
   /// In a packed batch the lists hold first key rows (blocks of different
   /// sequences differ there), else block indices.
   bool packed;
-  Value batch, kv, tid, warp, lane, gid, tig, keyRows, numKeys, query, hasQuery,
-      keyEnd;
+  Value keyRows, numKeys, query, hasQuery, keyEnd;
 
 private:
   Value entryFirstRow(ImplicitLocOpBuilder &b, Value entry) const;
@@ -127,7 +130,8 @@ bool attendsOnQueryTiles(Type elem, int64_t groupSize, int64_t headDim,
 /// each warp's Q [16 x d] head rows, the union's lists.
 struct QueryTileAttentionPlan {
   QueryTileUnionPlan unionPlan;
-  int64_t query, queryBytes, bytes;
+  QueryTileUnionPlan::WarpRows query;
+  int64_t bytes;
   QueryTileAttentionPlan(int64_t warps, int64_t headDim, int64_t valueDim,
                          int64_t blockSize, int64_t topK);
 };

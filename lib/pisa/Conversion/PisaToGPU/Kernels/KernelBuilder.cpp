@@ -212,6 +212,16 @@ Value mlir::pisa::detail::threadIdX(ImplicitLocOpBuilder &b) {
   return gpu::ThreadIdOp::create(b, gpu::Dimension::x);
 }
 
+ThreadPlace::ThreadPlace(ImplicitLocOpBuilder &b, int64_t kvHeads) {
+  batch = arith::DivUIOp::create(b, blockIdY(b), indexConst(b, kvHeads));
+  kv = arith::RemUIOp::create(b, blockIdY(b), indexConst(b, kvHeads));
+  tid = threadIdX(b);
+  warp = arith::DivUIOp::create(b, tid, indexConst(b, 32));
+  lane = arith::RemUIOp::create(b, tid, indexConst(b, 32));
+  gid = arith::DivUIOp::create(b, lane, indexConst(b, 4));
+  tig = arith::RemUIOp::create(b, lane, indexConst(b, 4));
+}
+
 MemRefType mlir::pisa::detail::globalType(ArrayRef<int64_t> shape, Type elem) {
   return MemRefType::get(shape, elem);
 }

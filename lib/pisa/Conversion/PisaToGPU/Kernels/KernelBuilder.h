@@ -98,6 +98,15 @@ Value blockIdX(ImplicitLocOpBuilder &b);
 Value blockIdY(ImplicitLocOpBuilder &b);
 Value threadIdX(ImplicitLocOpBuilder &b);
 
+/// A thread's place in a kernel whose grid y is batch x KV head: its batch
+/// and KV head, its thread, warp and lane, and the lane's mma accumulator
+/// coordinates (g, i) = (lane / 4, lane % 4) (rows g and g + 8, columns
+/// 2 i and 2 i + 1 of an m16n8 tile).
+struct ThreadPlace {
+  Value batch, kv, tid, warp, lane, gid, tig;
+  ThreadPlace(ImplicitLocOpBuilder &b, int64_t kvHeads);
+};
+
 /// sm_90 shared memory: a block's static shared memory is at most 48 KiB;
 /// an SM has 228 KiB, of which each resident block reserves 1 KiB.
 constexpr int64_t kStaticSharedBytes = 48 * 1024;

@@ -70,6 +70,13 @@ func.func @tiles4(%q: tensor<?x32x?x128xbf16>, %k: tensor<?x2x?x128xbf16>,
 // CHECK-SAME: nvvm.minctasm = 1
 // CHECK: memref.store %{{.*}} : memref<8x6xi32, #gpu.address_space<workgroup>>
 // CHECK: scf.for %{{.*}} = %c0 to %c48 step %c1
+// The keys' 256 chunks take every thread; the values' 128 half of them,
+// the others copying nothing (two threads writing one chunk would race).
+// CHECK: nvgpu.device_async_copy %{{.*}} : memref<?x1x?x64xf16> to memref<32x72xf16, #gpu.address_space<workgroup>>
+// CHECK: %[[VALUES:.*]] = arith.cmpi ult, %thread_id_x, %c128 : index
+// CHECK-NEXT: scf.if %[[VALUES]] {
+// CHECK: nvgpu.device_async_copy %{{.*}} : memref<?x1x?x32xf16> to memref<32x40xf16, #gpu.address_space<workgroup>>
+// CHECK: nvgpu.device_async_create_group{{ *$}}
 // CHECK: %{{.*}}:8 = scf.for %{{.*}} iter_args({{.*}}) -> (f32, f32, f32, f32, vector<2x2xf32>, vector<2x2xf32>, vector<2x2xf32>, vector<2x2xf32>)
 // CHECK-COUNT-16: nvgpu.mma.sync({{.*}}) {mmaShape = [16, 8, 16]} : (vector<4x2xf16>, vector<2x2xf16>, vector<2x2xf32>) -> vector<2x2xf32>
 // CHECK: math.exp2

@@ -67,15 +67,27 @@ Value mlir::pisa::detail::asyncCopyChunks(
     ImplicitLocOpBuilder &b, const ChunkedTile &tile, Value tid,
     llvm::function_ref<AsyncChunk(ImplicitLocOpBuilder &, Value)> chunkAt,
     bool bypassL1) {
+  auto copy = [&](ImplicitLocOpBuilder &cb, Value i) {
+    AsyncChunk c = chunkAt(cb, i);
+    return nvgpu::DeviceAsyncCopyOp::create(
+        cb, c.dst, c.dstAt, c.src, c.srcAt, cb.getIndexAttr(kChunkElems),
+        c.srcElements, bypassL1 ? cb.getUnitAttr() : UnitAttr());
+  };
   SmallVector<Value> tokens;
   for (int64_t n = 0; n < tile.passes(); ++n) {
     Value i = tile.chunk(b, tid, n);
-    if (tile.ragged(n))
-      i = tile.clampToLast(b, i);
-    AsyncChunk c = chunkAt(b, i);
-    tokens.push_back(nvgpu::DeviceAsyncCopyOp::create(
-        b, c.dst, c.dstAt, c.src, c.srcAt, b.getIndexAttr(kChunkElems),
-        c.srcElements, bypassL1 ? b.getUnitAttr() : UnitAttr()));
+    if (!tile.ragged(n)) {
+      tokens.push_back(copy(b, i));
+      continue;
+    }
+    // Threads past the last chunk copy nothing: two threads writing one
+    // chunk (even the same bytes) is a shared-memory race. The copy's
+    // token stays inside the branch; the group below commits every copy
+    // this thread issued before it (cp.async.commit_group), this one too.
+    buildIfThen(b,
+                arith::CmpIOp::create(b, arith::CmpIPredicate::ult, i,
+                                      indexConst(b, tile.count())),
+                [&](ImplicitLocOpBuilder &cb) { copy(cb, i); });
   }
   return nvgpu::DeviceAsyncCreateGroupOp::create(
       b, nvgpu::DeviceAsyncTokenType::get(b.getContext()), tokens);

@@ -77,9 +77,8 @@ struct AsyncChunk {
 };
 
 /// Copies the tile by cp.async, `chunkAt(i)` naming chunk i's source and
-/// destination (a thread past the tile copies the last chunk again: the
-/// same bytes to the same place), through L1 or bypassing it (.cg).
-/// Returns the copies' group token.
+/// destination (a thread past the tile copies nothing), through L1 or
+/// bypassing it (.cg). Returns the copies' group token.
 Value asyncCopyChunks(
     ImplicitLocOpBuilder &b, const ChunkedTile &tile, Value tid,
     llvm::function_ref<AsyncChunk(ImplicitLocOpBuilder &, Value)> chunkAt,

@@ -136,14 +136,6 @@ struct RowSite {
   Value firstColumn(ImplicitLocOpBuilder &b, int64_t columns) const;
 };
 
-/// A vector of `n` elements of `type` at `at` of `tile` (aligned to the
-/// fragment's bytes, at most 16).
-Value loadRow(ImplicitLocOpBuilder &b, Value tile, ValueRange at, int64_t n,
-              Type type);
-/// Stores the vector `v` at `at` of `tile`, aligned likewise.
-void storeRow(ImplicitLocOpBuilder &b, Value v, Value tile, ValueRange at);
-/// `v` (a vector of f32) in the element type of `memref`.
-Value toElementsOf(ImplicitLocOpBuilder &b, Value v, Value memref);
 /// The exponent shift of a head row: lse log2 e, or +inf where the row has
 /// no probability (a padding row, or lse = -inf: P = 0 by the contract).
 Value probabilityShift(ImplicitLocOpBuilder &b, Value lse, Value isHead);

@@ -178,32 +178,6 @@ Value RowSite::firstColumn(ImplicitLocOpBuilder &b, int64_t columns) const {
   return arith::MulIOp::create(b, part, indexConst(b, columns));
 }
 
-/// A vector of `n` elements of `type` at [row, col] of `tile` (16-byte
-/// aligned when the row fragment is).
-Value loadRow(ImplicitLocOpBuilder &b, Value tile, ValueRange at, int64_t n,
-              Type type) {
-  const int64_t bytes = n * type.getIntOrFloatBitWidth() / 8;
-  return vector::LoadOp::create(b, VectorType::get({n}, type), tile, at, false,
-                                llvm::MaybeAlign(std::min<int64_t>(16, bytes)));
-}
-
-void storeRow(ImplicitLocOpBuilder &b, Value v, Value tile, ValueRange at) {
-  auto type = cast<VectorType>(v.getType());
-  const int64_t bytes =
-      type.getNumElements() * type.getElementTypeBitWidth() / 8;
-  vector::StoreOp::create(b, v, tile, at, false,
-                          llvm::MaybeAlign(std::min<int64_t>(16, bytes)));
-}
-
-/// `v` (a vector of f32) in the element type of `memref`.
-Value toElementsOf(ImplicitLocOpBuilder &b, Value v, Value memref) {
-  Type elem = cast<MemRefType>(memref.getType()).getElementType();
-  auto type = cast<VectorType>(v.getType());
-  if (elem == type.getElementType())
-    return v;
-  return arith::TruncFOp::create(b, VectorType::get(type.getShape(), elem), v);
-}
-
 /// The exponent shift of a head row: lse log2 e, or +inf where the row
 /// has no probability (a padding row, or lse = -inf: P = 0 by the
 /// contract), so that exp2(logit - shift) is 0 there.

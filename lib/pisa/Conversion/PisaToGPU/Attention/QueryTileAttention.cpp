@@ -17,7 +17,6 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Attention/AttentionGrad.h"
 #include "Attention/QueryTiles.h"
 #include "Kernels/KernelBuilder.h"
 #include "Kernels/WarpMma.h"

@@ -222,6 +222,31 @@ ThreadPlace::ThreadPlace(ImplicitLocOpBuilder &b, int64_t kvHeads) {
   tig = arith::RemUIOp::create(b, lane, indexConst(b, 4));
 }
 
+Value mlir::pisa::detail::loadRow(ImplicitLocOpBuilder &b, Value tile,
+                                  ValueRange at, int64_t n, Type type) {
+  const int64_t bytes = n * type.getIntOrFloatBitWidth() / 8;
+  return vector::LoadOp::create(b, VectorType::get({n}, type), tile, at, false,
+                                llvm::MaybeAlign(std::min<int64_t>(16, bytes)));
+}
+
+void mlir::pisa::detail::storeRow(ImplicitLocOpBuilder &b, Value v, Value tile,
+                                  ValueRange at) {
+  auto type = cast<VectorType>(v.getType());
+  const int64_t bytes =
+      type.getNumElements() * type.getElementTypeBitWidth() / 8;
+  vector::StoreOp::create(b, v, tile, at, false,
+                          llvm::MaybeAlign(std::min<int64_t>(16, bytes)));
+}
+
+Value mlir::pisa::detail::toElementsOf(ImplicitLocOpBuilder &b, Value v,
+                                       Value memref) {
+  Type elem = cast<MemRefType>(memref.getType()).getElementType();
+  auto type = cast<VectorType>(v.getType());
+  if (elem == type.getElementType())
+    return v;
+  return arith::TruncFOp::create(b, VectorType::get(type.getShape(), elem), v);
+}
+
 MemRefType mlir::pisa::detail::globalType(ArrayRef<int64_t> shape, Type elem) {
   return MemRefType::get(shape, elem);
 }

@@ -125,6 +125,14 @@ void setOccupancyHint(gpu::GPUFuncOp kernel, int64_t threads,
 /// has one (the kernel_config of the op `kernel` is built for).
 void applyOccupancyHint(gpu::GPUFuncOp kernel, KernelConfigAttr config);
 
+/// A vector of `n` elements of `type` at `at` of `tile` (aligned to the
+/// fragment's bytes, at most 16).
+Value loadRow(ImplicitLocOpBuilder &b, Value tile, ValueRange at, int64_t n,
+              Type type);
+/// Stores the vector `v` at `at` of `tile`, aligned likewise.
+void storeRow(ImplicitLocOpBuilder &b, Value v, Value tile, ValueRange at);
+/// `v` (a vector of f32) in the element type of `memref`.
+Value toElementsOf(ImplicitLocOpBuilder &b, Value v, Value memref);
 /// The 1-D vectors `x` then `y` as one vector (a vector.shuffle, which lowers
 /// to one LLVM shufflevector).
 Value concatVectors(ImplicitLocOpBuilder &b, Value x, Value y);

@@ -215,7 +215,8 @@ struct TensorSpan {
 };
 
 /// The non-empty tensors of a call in argument order, read from their
-/// descriptors (writeDescriptors).
+/// descriptors (writeDescriptors). A span past the end of the address
+/// space has its end wrapped below its begin.
 class SpanWalk {
 public:
   SpanWalk(const int64_t *table, const void *descriptors)
@@ -287,10 +288,13 @@ int pisaCallDescribe(const int64_t *table, const char *function,
                   (long long)bad);
   const int64_t numArgs = table[1];
   const int64_t *arg = table + kHeaderFields;
-  const char *d = static_cast<const char *>(descriptors);
   int64_t v = 0;
+  // The non-empty tensors' spans, met in argument order (an empty tensor is
+  // never read or written: any pointer will do).
+  SpanWalk tensors(table, descriptors);
+  TensorSpan span;
+  bool more = tensors.next(span);
   for (int64_t i = 0; i < numArgs; ++i, arg += kArgFields) {
-    const char *name = arg[kKind] == kResult ? "result" : "argument";
     uintptr_t value = reinterpret_cast<uintptr_t>(values[v++]);
     if (arg[kKind] == kIndex) {
       int64_t x = static_cast<int64_t>(value);
@@ -302,15 +306,11 @@ int pisaCallDescribe(const int64_t *table, const char *function,
                       (long long)arg[kHighest]);
       continue;
     }
-    const int64_t rank = arg[kRank];
-    for (int64_t r = 0; r < rank; ++r)
+    for (int64_t r = 0; r < arg[kRank]; ++r)
       v += arg[kSizes + r] == kDynamicSize;
-    // An empty tensor is never read or written: any pointer will do.
-    const int64_t elements =
-        elementsOf(reinterpret_cast<const int64_t *>(d), rank);
-    d += descriptorBytes(rank);
-    if (elements == 0)
+    if (!more || span.arg != i)
       continue;
+    const char *name = span.result ? "result" : "argument";
     if (!value)
       return reject(PISA_ERROR_INVALID_ARGUMENT, function, "%s %lld is NULL",
                     name, (long long)i);
@@ -319,11 +319,12 @@ int pisaCallDescribe(const int64_t *table, const char *function,
                     "%s %lld (%p) is not %lld-byte aligned", name, (long long)i,
                     reinterpret_cast<void *>(value),
                     (long long)kTensorAlignment);
-    const uintptr_t bytes = uint64_t(elements) * uint64_t(arg[kElementBytes]);
-    if (value > UINTPTR_MAX - bytes)
+    // The span's end wrapped past zero.
+    if (span.end < span.begin)
       return reject(PISA_ERROR_INVALID_ARGUMENT, function,
                     "%s %lld (%p) ends past the end of the address space", name,
                     (long long)i, reinterpret_cast<void *>(value));
+    more = tensors.next(span);
   }
   auto [result, other] = overlappingResult(table, descriptors);
   if (result >= 0)

@@ -103,7 +103,7 @@ KeyGradPlan::KeyGradPlan(int64_t G, int64_t d, int64_t dv, int64_t c,
     rowVisible = SharedTiles::place(at, R * 4);
     // The sums are written after the last step, over the 16-bit tiles
     // where they fit.
-    if ((sumBytes + 15) / 16 * 16 + valueSumBytes <= tilesEnd) {
+    if (int64_t(llvm::alignTo(sumBytes, 16)) + valueSumBytes <= tilesEnd) {
       int64_t over = 0;
       gradKey = SharedTiles::place(over, sumBytes);
       gradValue = SharedTiles::place(over, valueSumBytes);

@@ -44,6 +44,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "llvm/Support/MathExtras.h"
 
 #include <limits>
 
@@ -61,7 +62,6 @@ constexpr int64_t kMaxRegisterValueDim = 128;
 constexpr int64_t kMaxRegisterBlockSize = 64;
 constexpr int64_t kMaxRegisterHeadDim = 128;
 
-int64_t roundUp(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
 } // namespace
 
 bool mlir::pisa::detail::attendsInRegisters(Type elem, int64_t groupSize,
@@ -76,13 +76,13 @@ RegisterAttentionPlan::RegisterAttentionPlan(int64_t d, int64_t dv, int64_t c,
                                              int64_t topK)
     : headDim(d), valueDim(dv), blockSize(c), topK(topK) {
   valueStride = dv + kChunkElems;
-  valueTileBytes = roundUp(c * valueStride * 2, 16);
+  valueTileBytes = llvm::alignTo(c * valueStride * 2, 16);
   // The merge: per warp, O [16 x dv] then max and sum [16] each (f32).
   mergeStride = kHeadRows * dv + 2 * kHeadRows;
   int64_t tiles = std::max(kAttentionWarps * valueTileBytes,
                            kAttentionWarps * mergeStride * 4);
-  listOffset = roundUp(tiles, 16);
-  bytes = listOffset + roundUp(topK * 4, 16);
+  listOffset = llvm::alignTo(tiles, 16);
+  bytes = listOffset + llvm::alignTo(topK * 4, 16);
 }
 
 namespace {

@@ -10,6 +10,7 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
 using namespace mlir::pisa::detail;
@@ -25,7 +26,7 @@ SharedTiles::SharedTiles(ImplicitLocOpBuilder &b) {
 
 int64_t SharedTiles::place(int64_t &at, int64_t bytes) {
   int64_t offset = at;
-  at += (bytes + 15) / 16 * 16;
+  at += llvm::alignTo(bytes, 16);
   return offset;
 }
 

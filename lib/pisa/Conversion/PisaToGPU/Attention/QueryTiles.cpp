@@ -16,6 +16,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "llvm/Support/MathExtras.h"
 
 #include <limits>
 
@@ -24,10 +25,6 @@ using namespace mlir::pisa;
 using namespace mlir::pisa::detail;
 
 using P = arith::CmpIPredicate;
-
-namespace {
-int64_t roundUp16(int64_t bytes) { return (bytes + 15) / 16 * 16; }
-} // namespace
 
 QueryTileUnionPlan::QueryTileUnionPlan(int64_t warps, int64_t d, int64_t dv,
                                        int64_t c, int64_t topK)
@@ -81,7 +78,7 @@ QueryTile::QueryTile(ImplicitLocOpBuilder &b, const Kernel &e,
 
 QueryTileUnionPlan::WarpRows
 QueryTileUnionPlan::placeWarpRows(int64_t &at, int64_t width) const {
-  const int64_t bytes = roundUp16(kMmaRows * (width + 8) * 2);
+  const int64_t bytes = llvm::alignTo(kMmaRows * (width + 8) * 2, 16);
   return {SharedTiles::place(at, warps * bytes), bytes, width};
 }
 

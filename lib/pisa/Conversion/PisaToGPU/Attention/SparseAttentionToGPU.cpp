@@ -18,6 +18,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Attention/AttentionGrad.h"
+#include "Attention/AttentionSteps.h"
 #include "Attention/QueryTiles.h"
 #include "Attention/SparseAttention.h"
 #include "Kernels/KernelBuilder.h"
@@ -45,10 +46,7 @@ using namespace mlir;
 using namespace mlir::pisa;
 using namespace mlir::pisa::detail;
 
-namespace {
-
-int64_t roundUp(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
-} // namespace
+namespace {} // namespace
 
 AttentionTiles::AttentionTiles(int64_t groupSize, int64_t d, int64_t dv,
                                int64_t c, int64_t topK)
@@ -61,11 +59,7 @@ AttentionTiles::AttentionTiles(int64_t groupSize, int64_t d, int64_t dv,
   probStride = c + 8;
   outStride = dv + 4;
   int64_t at = 0;
-  auto place = [&](int64_t bytes) {
-    int64_t offset = at;
-    at += roundUp(bytes, 16);
-    return offset;
-  };
+  auto place = [&](int64_t bytes) { return SharedTiles::place(at, bytes); };
   queryOffset = place(rows * queryStride * 2);
   keyOffset = place(c * keyStride * 2);
   valueOffset = place(c * valueStride * 2);

@@ -10,11 +10,11 @@
 
 // The paper's shape: query tiles (without the option: the register kernel).
 // CHECK-LABEL: func.func @paper
-// CHECK: kernel_config = #pisa.kernel_config<variant = mma_sync, threads = 128, epilogue = registers, union_queries = 4, min_blocks_per_sm = 2>
+// CHECK: kernel_config = #pisa.kernel_config<variant = mma_sync, threads = 160, epilogue = registers, union_queries = 4, min_blocks_per_sm = 2>
 // DEFAULT-LABEL: func.func @paper
 // DEFAULT: kernel_config = #pisa.kernel_config<variant = mma_sync, threads = 128, epilogue = registers, min_blocks_per_sm = 2>
 // EIGHT-LABEL: func.func @paper
-// EIGHT: kernel_config = #pisa.kernel_config<variant = mma_sync, threads = 256, epilogue = registers, union_queries = 8, min_blocks_per_sm = 1>
+// EIGHT: kernel_config = #pisa.kernel_config<variant = mma_sync, threads = 288, epilogue = registers, union_queries = 8, min_blocks_per_sm = 1>
 // RANGE: error: expected attention-union-queries in [0, 8] but got 33
 func.func @paper(%q: memref<1x16x64x128xbf16>, %k: memref<1x1x64x128xbf16>, %v: memref<1x1x64x128xbf16>, %s: memref<1x1x64x8xi32>, %off: index, %o: memref<1x16x64x128xbf16>, %l: memref<1x16x64xf32>) {
   pisa.kernel.sparse_attention %q, %k, %v, %s, %off outs(%o, %l) block_size = 64 scale = 0.0883883461

@@ -1,23 +1,29 @@
 // RUN: pisa-opt %s --split-input-file %bufferize --pisa-configure-kernels --convert-pisa-to-gpu --canonicalize --cse | FileCheck %s --enable-var-scope
 
 // Sparse attention on query tiles, asked for by kernel_config union_queries
-// (QueryTileAttention.cpp): a block of W warps per W consecutive queries of
-// a batch x KV head, warp w owning query w's 16 head rows; the block
-// attends the union of its queries' blocks, each block's K and V copied
-// once into shared memory, and each warp whose query attends a block runs
-// S, the online softmax and O = O alpha + P V on it from the tiles.
+// (QueryTileAttention.cpp): a block of W + 1 warps per W consecutive
+// queries of a batch x KV head, warp w < W owning query w's 16 head rows;
+// the block attends the union of its queries' blocks, each block's K and V
+// copied once into shared memory by warp W, and each query warp runs S,
+// the online softmax and O = O alpha + P V on the blocks its query attends
+// as they land, synchronized per buffer by mbarriers, not block barriers.
 
 // CHECK-LABEL: func.func @tiles4
-// The grid is (ceil(Nq / 4), B x Hkv) x 128 threads; shared memory: two
+// The grid is (ceil(Nq / 4), B x Hkv) x 160 threads; shared memory: two
 // buffers of a block's K and V (4 x 17408 bytes), each warp's Q rows (4 x
 // 4352), the warps' lists (4 x 8 entries), their counts, the union (32
 // entries) and its masks and count: 87456 bytes.
 // CHECK-DAG: %[[GX:.*]] = arith.ceildivui %{{.*}}, %c4 : index
-// CHECK: gpu.launch_func @pisa_kernels::@sparse_attention blocks in (%[[GX]], %{{.*}}, %c1) threads in (%c128, %c1, %c1) dynamic_shared_memory_size %c87456_i32
+// CHECK: gpu.launch_func @pisa_kernels::@sparse_attention blocks in (%[[GX]], %{{.*}}, %c1) threads in (%c160, %c1, %c1) dynamic_shared_memory_size %c87456_i32
 // CHECK: gpu.func @sparse_attention
-// CHECK-SAME: known_block_size = array<i32: 128, 1, 1>
+// CHECK-SAME: known_block_size = array<i32: 160, 1, 1>
 // CHECK-SAME: nvvm.minctasm = 2
-// Lane 0 of each warp lists its query's blocks; the query's rows staged.
+// Thread 0 sets up each buffer's barriers: full (the copying warp's 32
+// lanes arrive), empty (the 4 query warps' 128 lanes arrive).
+// CHECK: %[[BARS:.*]] = nvgpu.mbarrier.create -> <memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
+// CHECK: nvgpu.mbarrier.init %[[BARS]][%c0], %c32
+// CHECK: nvgpu.mbarrier.init %[[BARS]][%c2], %c128
+// Lane 0 of each query warp lists its query's blocks; the query's rows staged.
 // CHECK: memref.store %{{.*}} : memref<4x8xi32, #gpu.address_space<workgroup>>
 // CHECK: vector.store %{{.*}} : memref<16x136xbf16, #gpu.address_space<workgroup>>, vector<8xbf16>
 // CHECK: gpu.barrier
@@ -26,23 +32,39 @@
 // CHECK: memref.store %{{.*}} : memref<32xi32, #gpu.address_space<workgroup>>
 // CHECK: memref.store %{{.*}} : memref<32xi32, #gpu.address_space<workgroup>>
 // CHECK: gpu.barrier
-// The first entry's K and V in flight, then per entry the next one's.
+// Warp 4: per entry, its buffer's last entry released, its K and V copied,
+// and the previous entry's buffer full once its copies land.
+// CHECK: scf.for
+// CHECK: nvgpu.mbarrier.try_wait.parity %[[BARS]]
 // CHECK: nvgpu.device_async_copy %{{.*}} : memref<?x2x?x128xbf16> to memref<64x136xbf16, #gpu.address_space<workgroup>>
-// CHECK: %{{.*}}:20 = scf.for %{{.*}} iter_args({{.*}}) -> (f32, f32, f32, f32, vector<2x2xf32>,
 // CHECK: nvgpu.device_async_create_group
 // CHECK: nvvm.cp.async.wait.group 2
-// CHECK: gpu.barrier
-// S = Q K^T from the tiles: 8 n8 tiles x 8 k16 steps.
+// CHECK-NEXT: arith.subi
+// CHECK-NEXT: arith.remui
+// CHECK-NEXT: nvgpu.mbarrier.arrive %[[BARS]]
+// CHECK: nvvm.cp.async.wait.group 0
+// CHECK: nvgpu.mbarrier.arrive %[[BARS]]
+// CHECK: } else {
+// The query warps: every entry in order, no block barrier.
+// CHECK-NOT: gpu.barrier
+// CHECK: %{{.*}}:20 = scf.for %{{.*}} iter_args({{.*}}) -> (f32, f32, f32, f32, vector<2x2xf32>,
+// An entry the warp's query attends: wait until it is full, then S = Q K^T
+// from the tiles: 8 n8 tiles x 8 k16 steps.
+// CHECK: nvgpu.mbarrier.try_wait.parity %[[BARS]]
 // CHECK-COUNT-64: nvgpu.mma.sync({{.*}}) {mmaShape = [16, 8, 16]} : (vector<4x2xbf16>, vector<2x2xbf16>, vector<2x2xf32>) -> vector<2x2xf32>
 // The online softmax, in base 2; then O += P V with V by ldmatrix.trans.
 // CHECK: gpu.shuffle xor
 // CHECK: math.exp2
 // CHECK: nvgpu.ldmatrix %{{.*}} {numTiles = 2 : i32, transpose = true} : memref<64x136xbf16, #gpu.address_space<workgroup>> -> vector<2x2xbf16>
 // CHECK: nvgpu.mma.sync
-// CHECK: gpu.barrier
+// Any other entry: wait until its buffer's previous release is complete.
+// CHECK: } else {
+// CHECK: nvgpu.mbarrier.try_wait.parity %[[BARS]]
+// Every entry released by every query warp.
+// CHECK: nvgpu.mbarrier.arrive %[[BARS]]
 // CHECK: scf.yield
-// No copy left in flight; each head row divided by its sum, with its lse.
-// CHECK: nvvm.cp.async.wait.group 0
+// Each head row divided by its sum, with its lse.
+// CHECK-NOT: gpu.barrier
 // CHECK: vector.store %{{.*}} : memref<?x32x?x128xbf16>, vector<2xbf16>
 // CHECK: memref.store %{{.*}} : memref<?x32x?xf32>
 // CHECK: gpu.return
@@ -59,24 +81,17 @@ func.func @tiles4(%q: tensor<?x32x?x128xbf16>, %k: tensor<?x2x?x128xbf16>,
 
 // -----
 
-// Eight queries a block, G = 4, d = 64, dv = 32, C = 32, f16: 256 threads,
+// Eight queries a block, G = 4, d = 64, dv = 32, C = 32, f16: 288 threads,
 // one block an SM kept in registers; shared memory: 2 x (4608 + 2560) for
 // K and V, 8 x 2304 for Q, 8 x 6 list entries and 8 counts, 48 union
 // entries and masks, the count (each rounded to 16 bytes): 33392 bytes.
 // CHECK-LABEL: func.func @tiles8
-// CHECK: gpu.launch_func @pisa_kernels::@sparse_attention blocks in (%{{.*}}, %{{.*}}, %c1) threads in (%c256, %c1, %c1) dynamic_shared_memory_size %c33392_i32
+// CHECK: gpu.launch_func @pisa_kernels::@sparse_attention blocks in (%{{.*}}, %{{.*}}, %c1) threads in (%c288, %c1, %c1) dynamic_shared_memory_size %c33392_i32
 // CHECK: gpu.func @sparse_attention
-// CHECK-SAME: known_block_size = array<i32: 256, 1, 1>
+// CHECK-SAME: known_block_size = array<i32: 288, 1, 1>
 // CHECK-SAME: nvvm.minctasm = 1
 // CHECK: memref.store %{{.*}} : memref<8x6xi32, #gpu.address_space<workgroup>>
 // CHECK: scf.for %{{.*}} = %c0 to %c48 step %c1
-// The keys' 256 chunks take every thread; the values' 128 half of them,
-// the others copying nothing (two threads writing one chunk would race).
-// CHECK: nvgpu.device_async_copy %{{.*}} : memref<?x1x?x64xf16> to memref<32x72xf16, #gpu.address_space<workgroup>>
-// CHECK: %[[VALUES:.*]] = arith.cmpi ult, %thread_id_x, %c128 : index
-// CHECK-NEXT: scf.if %[[VALUES]] {
-// CHECK: nvgpu.device_async_copy %{{.*}} : memref<?x1x?x32xf16> to memref<32x40xf16, #gpu.address_space<workgroup>>
-// CHECK: nvgpu.device_async_create_group{{ *$}}
 // CHECK: %{{.*}}:8 = scf.for %{{.*}} iter_args({{.*}}) -> (f32, f32, f32, f32, vector<2x2xf32>, vector<2x2xf32>, vector<2x2xf32>, vector<2x2xf32>)
 // CHECK-COUNT-16: nvgpu.mma.sync({{.*}}) {mmaShape = [16, 8, 16]} : (vector<4x2xf16>, vector<2x2xf16>, vector<2x2xf32>) -> vector<2x2xf32>
 // CHECK: math.exp2
@@ -121,4 +136,30 @@ func.func @grad8(%q: tensor<?x16x?x128xbf16>, %k: tensor<?x1x?x128xbf16>, %v: te
         tensor<?x16x?x128xbf16>, tensor<?x16x?xf32>, tensor<?x16x?x128xbf16>, tensor<?x16x?x128xf32>,
         tensor<?x16x?xf32> -> tensor<?x16x?x128xf32>, tensor<?x16x?xf32>
   return %dq, %dd : tensor<?x16x?x128xf32>, tensor<?x16x?xf32>
+}
+
+// -----
+
+// The dq pass on tiles of 4 queries with C = 16, dv = 32: the block's 128
+// threads copy an entry; the keys' 128 chunks take every thread, the
+// values' 64 half of them, the others copying nothing (two threads writing
+// one chunk would race).
+// CHECK-LABEL: func.func @grad4c16
+// CHECK: gpu.func @sparse_attention_grad_queries
+// CHECK: nvgpu.device_async_copy %{{.*}} : memref<?x1x?x64xf16> to memref<16x72xf16, #gpu.address_space<workgroup>>
+// CHECK: %[[VALUES:.*]] = arith.cmpi ult, %thread_id_x, %c64 : index
+// CHECK-NEXT: scf.if %[[VALUES]] {
+// CHECK: nvgpu.device_async_copy %{{.*}} : memref<?x1x?x32xf16> to memref<16x40xf16, #gpu.address_space<workgroup>>
+// CHECK: nvgpu.device_async_create_group{{ *$}}
+func.func @grad4c16(%q: tensor<?x4x?x64xf16>, %k: tensor<?x1x?x64xf16>, %v: tensor<?x1x?x32xf16>,
+                 %s: tensor<?x1x?x8xi32>, %off: index, %o: tensor<?x4x?x32xf16>, %l: tensor<?x4x?xf32>,
+                 %do: tensor<?x4x?x32xf16>, %dq0: tensor<?x4x?x64xf32>, %dd0: tensor<?x4x?xf32>)
+    -> (tensor<?x4x?x64xf32>, tensor<?x4x?xf32>) {
+  %dq, %dd = pisa.kernel.sparse_attention_grad_queries %q, %k, %v, %s, %off, %o, %l, %do outs(%dq0, %dd0)
+      block_size = 16 scale = 0.125
+      {kernel_config = #pisa.kernel_config<variant = mma_sync, union_queries = 4>}
+      : tensor<?x4x?x64xf16>, tensor<?x1x?x64xf16>, tensor<?x1x?x32xf16>, tensor<?x1x?x8xi32>,
+        tensor<?x4x?x32xf16>, tensor<?x4x?xf32>, tensor<?x4x?x32xf16>, tensor<?x4x?x64xf32>,
+        tensor<?x4x?xf32> -> tensor<?x4x?x64xf32>, tensor<?x4x?xf32>
+  return %dq, %dd : tensor<?x4x?x64xf32>, tensor<?x4x?xf32>
 }

@@ -445,9 +445,10 @@ FailureOr<KernelConfigAttr> queryTileAttention(SparseAttentionKernelOp op,
                             });
   if (failed(epilogue) || failed(variant))
     return failure();
+  // A warp per query and one that copies the union's entries.
   return KernelConfigAttr::get(
-      op->getContext(), *variant, queries * kLanes, std::nullopt, std::nullopt,
-      std::nullopt, std::nullopt, std::nullopt, *epilogue,
+      op->getContext(), *variant, (queries + 1) * kLanes, std::nullopt,
+      std::nullopt, std::nullopt, std::nullopt, std::nullopt, *epilogue,
       c.blocksPerSM(queryTileBlocksPerSM(queries, bytes)), queries);
 }
 

@@ -66,27 +66,43 @@ public:
     queryTile = warpTile(b, plan.query);
   }
 
+  /// Warps 0..W-1 own the queries; warp W copies the union's entries.
   void build(ImplicitLocOpBuilder &b) {
     const float negInf = -std::numeric_limits<float>::infinity();
-    listBlocks(b);
-    stageRows(b, e.arg("queries"), p.headDim, queryTile);
+    Value producer = cmp(b, P::eq, warp, indexConst(b, p.warps));
+    initBufferBarriers(b);
+    buildIfThen(b, cmp(b, P::ne, warp, indexConst(b, p.warps)),
+                [&](ImplicitLocOpBuilder &qb) {
+                  listBlocks(qb);
+                  stageRows(qb, e.arg("queries"), p.headDim, queryTile);
+                });
     gpu::BarrierOp::create(b); // the lists and query tiles are written
     mergeLists(b);
-    gpu::BarrierOp::create(b);
-    // State: max and sum of rows g and g + 8 (the sums this lane's
-    // columns' share), then O's accumulators, one per n8 tile of dv.
-    auto accType = VectorType::get({2, 2}, b.getF32Type());
-    SmallVector<Value> init{f32Const(b, negInf), f32Const(b, negInf),
-                            f32Const(b, 0.0f), f32Const(b, 0.0f)};
-    for (int64_t t = 0; t < p.valueDim / kMmaCols; ++t)
-      init.push_back(
-          arith::ConstantOp::create(b, accType, b.getZeroAttr(accType)));
-    SmallVector<Value> state = attendUnion(
-        b, init,
-        [&](ImplicitLocOpBuilder &sb, Value firstKey, Value kTile, Value vTile,
-            ValueRange st) { return attend(sb, firstKey, kTile, vTile, st); });
-    drainCopies(b);
-    writeRows(b, state);
+    gpu::BarrierOp::create(b); // and the union, and the barriers set up
+    buildIf(
+        b, producer, TypeRange{},
+        [&](ImplicitLocOpBuilder &pb) {
+          produceUnion(pb);
+          return SmallVector<Value>{};
+        },
+        [&](ImplicitLocOpBuilder &cb) {
+          // State: max and sum of rows g and g + 8 (the sums this lane's
+          // columns' share), then O's accumulators, one per n8 tile of dv.
+          auto accType = VectorType::get({2, 2}, cb.getF32Type());
+          SmallVector<Value> init{f32Const(cb, negInf), f32Const(cb, negInf),
+                                  f32Const(cb, 0.0f), f32Const(cb, 0.0f)};
+          for (int64_t t = 0; t < p.valueDim / kMmaCols; ++t)
+            init.push_back(arith::ConstantOp::create(cb, accType,
+                                                     cb.getZeroAttr(accType)));
+          SmallVector<Value> state =
+              consumeUnion(cb, init,
+                           [&](ImplicitLocOpBuilder &sb, Value firstKey,
+                               Value kTile, Value vTile, ValueRange st) {
+                             return attend(sb, firstKey, kTile, vTile, st);
+                           });
+          writeRows(cb, state);
+          return SmallVector<Value>{};
+        });
     gpu::ReturnOp::create(b);
   }
 

@@ -14,6 +14,7 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "llvm/Support/MathExtras.h"
@@ -226,10 +227,8 @@ void QueryTile::stageRows(ImplicitLocOpBuilder &b, Value source, int64_t width,
       });
 }
 
-/// Union entry `entry`'s keys and values into buffer `slot` mod 2 by
-/// cp.async, the whole block taking part: two copy groups.
-void QueryTile::copyEntry(ImplicitLocOpBuilder &b, Value entry,
-                          Value slot) const {
+void QueryTile::copyEntry(ImplicitLocOpBuilder &b, Value entry, Value slot,
+                          Value thread, int64_t threads) const {
   Value parity = arith::RemUIOp::create(b, slot, indexConst(b, 2));
   Value firstKey = entryFirstRow(b, entry);
   // Rows past the entry's sequence (the next one's, or zeros past the
@@ -245,9 +244,9 @@ void QueryTile::copyEntry(ImplicitLocOpBuilder &b, Value entry,
                      arith::SelectOp::create(b, even, indexConst(b, offsets[0]),
                                              indexConst(b, offsets[1])),
                      {p.blockSize, width + 8}, elem);
-    ChunkedTile tile{p.blockSize, width, 32 * p.warps};
+    ChunkedTile tile{p.blockSize, width, threads};
     asyncCopyChunks(
-        b, tile, tid,
+        b, tile, thread,
         [&](ImplicitLocOpBuilder &cb, Value i) -> AsyncChunk {
           Value row = tile.row(cb, i), col = tile.column(cb, i);
           Value key = arith::AddIOp::create(cb, firstKey, row);
@@ -272,7 +271,8 @@ SmallVector<Value> QueryTile::attendUnion(ImplicitLocOpBuilder &b,
       toIndex(b, memref::LoadOp::create(b, unionCount, indexConst(b, 0)));
   buildIfThen(b, cmp(b, P::ugt, count, indexConst(b, 0)),
               [&](ImplicitLocOpBuilder &tb) {
-                copyEntry(tb, indexConst(tb, 0), indexConst(tb, 0));
+                copyEntry(tb, indexConst(tb, 0), indexConst(tb, 0), tid,
+                          32 * p.warps);
               });
   return buildLoop(b, indexConst(b, 0), count, init,
                    [&](ImplicitLocOpBuilder &lb, Value u, ValueRange acc) {
@@ -290,7 +290,8 @@ SmallVector<Value> QueryTile::unionStep(ImplicitLocOpBuilder &b, Value u,
                              arith::SubIOp::create(b, count, indexConst(b, 1)));
   // The last entry copies itself again into the other buffer: every step
   // issues two groups, so waiting for all but two is this entry's.
-  copyEntry(b, next, arith::AddIOp::create(b, u, indexConst(b, 1)));
+  copyEntry(b, next, arith::AddIOp::create(b, u, indexConst(b, 1)), tid,
+            32 * p.warps);
   NVVM::CpAsyncWaitGroupOp::create(b, 2);
   gpu::BarrierOp::create(b); // entry u's tiles are visible
   Value mask = memref::LoadOp::create(b, unionMask, u);
@@ -305,22 +306,138 @@ SmallVector<Value> QueryTile::unionStep(ImplicitLocOpBuilder &b, Value u,
   SmallVector<Value> out = buildIf(
       b, mine, ValueRange(acc).getTypes(),
       [&](ImplicitLocOpBuilder &tb) {
-        Value firstKey = entryFirstRow(tb, u);
-        return buildIf(
-            tb, cmp(tb, P::eq, parity, indexConst(tb, 0)),
-            ValueRange(acc).getTypes(),
-            [&](ImplicitLocOpBuilder &eb) {
-              return step(eb, firstKey, keyTile[0], valueTile[0], acc);
-            },
-            [&](ImplicitLocOpBuilder &ob) {
-              return step(ob, firstKey, keyTile[1], valueTile[1], acc);
-            });
+        return stepOnEntry(tb, u, parity, acc, step);
       },
       [&](ImplicitLocOpBuilder &) {
         return SmallVector<Value>(acc.begin(), acc.end());
       });
   gpu::BarrierOp::create(b); // the buffer is read before it is refilled
   return out;
+}
+
+SmallVector<Value> QueryTile::stepOnEntry(ImplicitLocOpBuilder &b, Value u,
+                                          Value parity, ValueRange acc,
+                                          EntryStep step) {
+  Value firstKey = entryFirstRow(b, u);
+  return buildIf(
+      b, cmp(b, P::eq, parity, indexConst(b, 0)), ValueRange(acc).getTypes(),
+      [&](ImplicitLocOpBuilder &eb) {
+        return step(eb, firstKey, keyTile[0], valueTile[0], acc);
+      },
+      [&](ImplicitLocOpBuilder &ob) {
+        return step(ob, firstKey, keyTile[1], valueTile[1], acc);
+      });
+}
+
+void QueryTile::initBufferBarriers(ImplicitLocOpBuilder &b) {
+  MLIRContext *ctx = b.getContext();
+  auto type = nvgpu::MBarrierGroupType::get(
+      ctx,
+      gpu::AddressSpaceAttr::get(ctx,
+                                 gpu::GPUDialect::getWorkgroupAddressSpace()),
+      /*num_barriers=*/4);
+  bufferBarriers = nvgpu::MBarrierCreateOp::create(b, type);
+  buildIfThen(
+      b, cmp(b, P::eq, tid, indexConst(b, 0)), [&](ImplicitLocOpBuilder &tb) {
+        for (int64_t s = 0; s < 2; ++s) {
+          nvgpu::MBarrierInitOp::create(tb, bufferBarriers, indexConst(tb, 32),
+                                        indexConst(tb, s), Value());
+          nvgpu::MBarrierInitOp::create(tb, bufferBarriers,
+                                        indexConst(tb, 32 * p.warps),
+                                        indexConst(tb, 2 + s), Value());
+        }
+      });
+}
+
+void QueryTile::waitPhase(ImplicitLocOpBuilder &b, Value id,
+                          Value phase) const {
+  Value parity = arith::TruncIOp::create(
+      b, b.getI1Type(), arith::IndexCastUIOp::create(b, b.getI64Type(), phase));
+  // The suspend-time hint of each try (ns); the op loops until the phase
+  // completes.
+  nvgpu::MBarrierTryWaitParityOp::create(b, bufferBarriers, parity,
+                                         indexConst(b, 1000000), id);
+}
+
+void QueryTile::produceUnion(ImplicitLocOpBuilder &b) {
+  Value count =
+      toIndex(b, memref::LoadOp::create(b, unionCount, indexConst(b, 0)));
+  Value one = indexConst(b, 1), two = indexConst(b, 2);
+  buildLoop(
+      b, indexConst(b, 0), count, ValueRange{},
+      [&](ImplicitLocOpBuilder &lb, Value u, ValueRange) {
+        Value slot = arith::RemUIOp::create(lb, u, two);
+        Value round = arith::DivUIOp::create(lb, u, two);
+        // Buffer `slot` is free once entry u - 2 is released.
+        buildIfThen(lb, cmp(lb, P::uge, u, two), [&](ImplicitLocOpBuilder &wb) {
+          waitPhase(wb, arith::AddIOp::create(wb, slot, two),
+                    arith::SubIOp::create(wb, round, one));
+        });
+        copyEntry(lb, u, u, lane, 32);
+        // Every group but entry u's two has landed: entry u - 1 is
+        // full.
+        buildIfThen(lb, cmp(lb, P::uge, u, one), [&](ImplicitLocOpBuilder &fb) {
+          NVVM::CpAsyncWaitGroupOp::create(fb, 2);
+          nvgpu::MBarrierArriveOp::create(
+              fb, nvgpu::MBarrierTokenType::get(fb.getContext()),
+              bufferBarriers,
+              arith::RemUIOp::create(fb, arith::SubIOp::create(fb, u, one),
+                                     two));
+        });
+        return SmallVector<Value>{};
+      });
+  buildIfThen(b, cmp(b, P::ugt, count, indexConst(b, 0)),
+              [&](ImplicitLocOpBuilder &tb) {
+                NVVM::CpAsyncWaitGroupOp::create(tb, 0);
+                nvgpu::MBarrierArriveOp::create(
+                    tb, nvgpu::MBarrierTokenType::get(tb.getContext()),
+                    bufferBarriers,
+                    arith::RemUIOp::create(
+                        tb, arith::SubIOp::create(tb, count, one), two));
+              });
+}
+
+SmallVector<Value> QueryTile::consumeUnion(ImplicitLocOpBuilder &b,
+                                           ValueRange init, EntryStep step) {
+  Value count =
+      toIndex(b, memref::LoadOp::create(b, unionCount, indexConst(b, 0)));
+  Value one = indexConst(b, 1), two = indexConst(b, 2);
+  return buildLoop(
+      b, indexConst(b, 0), count, init,
+      [&](ImplicitLocOpBuilder &lb, Value u, ValueRange acc) {
+        Value slot = arith::RemUIOp::create(lb, u, two);
+        Value round = arith::DivUIOp::create(lb, u, two);
+        Value mask = memref::LoadOp::create(lb, unionMask, u);
+        Value mine = arith::CmpIOp::create(
+            lb, P::ne,
+            arith::AndIOp::create(
+                lb, mask,
+                arith::ShLIOp::create(lb,
+                                      arith::ConstantIntOp::create(lb, 1, 32),
+                                      toI32(lb, warp))),
+            arith::ConstantIntOp::create(lb, 0, 32));
+        SmallVector<Value> out = buildIf(
+            lb, mine, ValueRange(acc).getTypes(),
+            [&](ImplicitLocOpBuilder &tb) {
+              waitPhase(tb, slot, round);
+              return stepOnEntry(tb, u, slot, acc, step);
+            },
+            [&](ImplicitLocOpBuilder &sb) {
+              // Entry u - 2's release must be complete before this warp
+              // releases entry u on the same barrier (an arrival counts
+              // toward the barrier's current phase).
+              buildIfThen(sb, cmp(sb, P::uge, u, two),
+                          [&](ImplicitLocOpBuilder &wb) {
+                            waitPhase(wb, arith::AddIOp::create(wb, slot, two),
+                                      arith::SubIOp::create(wb, round, one));
+                          });
+              return SmallVector<Value>(acc.begin(), acc.end());
+            });
+        nvgpu::MBarrierArriveOp::create(
+            lb, nvgpu::MBarrierTokenType::get(lb.getContext()), bufferBarriers,
+            arith::AddIOp::create(lb, slot, two));
+        return out;
+      });
 }
 
 void QueryTile::drainCopies(ImplicitLocOpBuilder &b) const {

@@ -13,7 +13,14 @@
 //   attendUnion   per union entry, its keys and values copied by cp.async
 //                 into one of two buffers while the previous entry is
 //                 computed; then the warps whose query attends it run the
-//                 kernel's step on it, carrying their state
+//                 kernel's step on it, carrying their state; two block
+//                 barriers an entry (every warp waits for the slowest)
+//   produceUnion  the same walk without block barriers, for a block of
+//   consumeUnion  W + 1 warps: warp W copies each entry into its buffer
+//                 once the W query warps have released the buffer's last
+//                 entry (mbarriers: a buffer's `full` and `empty`), and each
+//                 query warp runs the step on its entries as soon as they
+//                 land, a warp at most two entries ahead of the slowest
 //
 // A warp's steps run in its query's block order whatever the other queries
 // attend: its results do not depend on the tile.
@@ -94,6 +101,19 @@ public:
   /// Waits for every copy attendUnion issued.
   void drainCopies(ImplicitLocOpBuilder &b) const;
 
+  /// The buffers' mbarriers for produceUnion and consumeUnion: thread 0
+  /// initializes them (`full`: the producer's 32 lanes, `empty`: the query
+  /// warps' 32 W lanes); they are ready after a block barrier.
+  void initBufferBarriers(ImplicitLocOpBuilder &b);
+  /// Warp W's part (all its lanes): entry u copied into buffer u mod 2 once
+  /// the buffer's entry u - 2 is released, `full` arriving when it lands.
+  void produceUnion(ImplicitLocOpBuilder &b);
+  /// A query warp's part: every union entry in order, `step` on those its
+  /// query attends once they land; each entry released (`empty`) as the
+  /// warp passes it. Returns the warp's state.
+  SmallVector<Value> consumeUnion(ImplicitLocOpBuilder &b, ValueRange init,
+                                  EntryStep step);
+
   /// The keys the warp's query sees of the block from key row `firstKey`:
   /// at least one for an attended block, at most C.
   Value visibleKeys(ImplicitLocOpBuilder &b, Value firstKey) const;
@@ -114,7 +134,17 @@ protected:
 
 private:
   Value entryFirstRow(ImplicitLocOpBuilder &b, Value entry) const;
-  void copyEntry(ImplicitLocOpBuilder &b, Value entry, Value slot) const;
+  /// Entry `entry` into buffer `slot` mod 2 by `threads` threads (this one
+  /// `thread`): two copy groups.
+  void copyEntry(ImplicitLocOpBuilder &b, Value entry, Value slot, Value thread,
+                 int64_t threads) const;
+  /// The step on union entry `u` from its buffer (`parity`: u mod 2).
+  SmallVector<Value> stepOnEntry(ImplicitLocOpBuilder &b, Value u, Value parity,
+                                 ValueRange acc, EntryStep step);
+  /// Waits for phase `phase` mod 2 of mbarrier `id` of bufferBarriers.
+  void waitPhase(ImplicitLocOpBuilder &b, Value id, Value phase) const;
+  /// full[s] = s, empty[s] = 2 + s.
+  Value bufferBarriers;
   SmallVector<Value> unionStep(ImplicitLocOpBuilder &b, Value u, Value count,
                                ValueRange acc, EntryStep step);
 };

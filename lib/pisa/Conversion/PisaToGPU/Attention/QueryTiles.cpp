@@ -363,81 +363,66 @@ void QueryTile::produceUnion(ImplicitLocOpBuilder &b) {
   Value count =
       toIndex(b, memref::LoadOp::create(b, unionCount, indexConst(b, 0)));
   Value one = indexConst(b, 1), two = indexConst(b, 2);
-  buildLoop(
-      b, indexConst(b, 0), count, ValueRange{},
-      [&](ImplicitLocOpBuilder &lb, Value u, ValueRange) {
-        Value slot = arith::RemUIOp::create(lb, u, two);
-        Value round = arith::DivUIOp::create(lb, u, two);
-        // Buffer `slot` is free once entry u - 2 is released.
-        buildIfThen(lb, cmp(lb, P::uge, u, two), [&](ImplicitLocOpBuilder &wb) {
-          waitPhase(wb, arith::AddIOp::create(wb, slot, two),
-                    arith::SubIOp::create(wb, round, one));
-        });
-        copyEntry(lb, u, u, lane, 32);
-        // Every group but entry u's two has landed: entry u - 1 is
-        // full.
-        buildIfThen(lb, cmp(lb, P::uge, u, one), [&](ImplicitLocOpBuilder &fb) {
-          NVVM::CpAsyncWaitGroupOp::create(fb, 2);
-          nvgpu::MBarrierArriveOp::create(
-              fb, nvgpu::MBarrierTokenType::get(fb.getContext()),
-              bufferBarriers,
-              arith::RemUIOp::create(fb, arith::SubIOp::create(fb, u, one),
-                                     two));
-        });
-        return SmallVector<Value>{};
-      });
-  buildIfThen(b, cmp(b, P::ugt, count, indexConst(b, 0)),
-              [&](ImplicitLocOpBuilder &tb) {
-                NVVM::CpAsyncWaitGroupOp::create(tb, 0);
-                nvgpu::MBarrierArriveOp::create(
-                    tb, nvgpu::MBarrierTokenType::get(tb.getContext()),
-                    bufferBarriers,
-                    arith::RemUIOp::create(
-                        tb, arith::SubIOp::create(tb, count, one), two));
-              });
+  buildLoop(b, indexConst(b, 0), count, ValueRange{},
+            [&](ImplicitLocOpBuilder &lb, Value u, ValueRange) {
+              Value slot = arith::RemUIOp::create(lb, u, two);
+              Value round = arith::DivUIOp::create(lb, u, two);
+              // Buffer `slot` is free once entry u - 2 is released.
+              buildIfThen(lb, cmp(lb, P::uge, u, two),
+                          [&](ImplicitLocOpBuilder &wb) {
+                            waitPhase(wb, arith::AddIOp::create(wb, slot, two),
+                                      arith::SubIOp::create(wb, round, one));
+                          });
+              copyEntry(lb, u, u, lane, 32);
+              // Each lane's copies have landed before its arrival (a release):
+              // the query warps that wait for the phase see the whole entry.
+              NVVM::CpAsyncWaitGroupOp::create(lb, 0);
+              nvgpu::MBarrierArriveOp::create(
+                  lb, nvgpu::MBarrierTokenType::get(lb.getContext()),
+                  bufferBarriers, slot);
+              return SmallVector<Value>{};
+            });
 }
 
 SmallVector<Value> QueryTile::consumeUnion(ImplicitLocOpBuilder &b,
                                            ValueRange init, EntryStep step) {
   Value count =
       toIndex(b, memref::LoadOp::create(b, unionCount, indexConst(b, 0)));
-  Value one = indexConst(b, 1), two = indexConst(b, 2);
-  return buildLoop(
-      b, indexConst(b, 0), count, init,
-      [&](ImplicitLocOpBuilder &lb, Value u, ValueRange acc) {
-        Value slot = arith::RemUIOp::create(lb, u, two);
-        Value round = arith::DivUIOp::create(lb, u, two);
-        Value mask = memref::LoadOp::create(lb, unionMask, u);
-        Value mine = arith::CmpIOp::create(
-            lb, P::ne,
-            arith::AndIOp::create(
-                lb, mask,
-                arith::ShLIOp::create(lb,
-                                      arith::ConstantIntOp::create(lb, 1, 32),
-                                      toI32(lb, warp))),
-            arith::ConstantIntOp::create(lb, 0, 32));
-        SmallVector<Value> out = buildIf(
-            lb, mine, ValueRange(acc).getTypes(),
-            [&](ImplicitLocOpBuilder &tb) {
-              waitPhase(tb, slot, round);
-              return stepOnEntry(tb, u, slot, acc, step);
-            },
-            [&](ImplicitLocOpBuilder &sb) {
-              // Entry u - 2's release must be complete before this warp
-              // releases entry u on the same barrier (an arrival counts
-              // toward the barrier's current phase).
-              buildIfThen(sb, cmp(sb, P::uge, u, two),
-                          [&](ImplicitLocOpBuilder &wb) {
-                            waitPhase(wb, arith::AddIOp::create(wb, slot, two),
-                                      arith::SubIOp::create(wb, round, one));
-                          });
-              return SmallVector<Value>(acc.begin(), acc.end());
-            });
-        nvgpu::MBarrierArriveOp::create(
-            lb, nvgpu::MBarrierTokenType::get(lb.getContext()), bufferBarriers,
-            arith::AddIOp::create(lb, slot, two));
-        return out;
-      });
+  Value two = indexConst(b, 2);
+  return buildLoop(b, indexConst(b, 0), count, init,
+                   [&](ImplicitLocOpBuilder &lb, Value u, ValueRange acc) {
+                     Value slot = arith::RemUIOp::create(lb, u, two);
+                     Value round = arith::DivUIOp::create(lb, u, two);
+                     Value mask = memref::LoadOp::create(lb, unionMask, u);
+                     Value mine = arith::CmpIOp::create(
+                         lb, P::ne,
+                         arith::AndIOp::create(
+                             lb, mask,
+                             arith::ShLIOp::create(
+                                 lb, arith::ConstantIntOp::create(lb, 1, 32),
+                                 toI32(lb, warp))),
+                         arith::ConstantIntOp::create(lb, 0, 32));
+                     // Every warp waits for every entry, attended or not: a
+                     // warp that skipped phase `round` of `full` could take the
+                     // phase before it for this one (a parity wait tells only
+                     // two phases apart), and release the buffer into the wrong
+                     // phase of `empty`. Entries land in order, so the wait
+                     // costs a warp nothing it would not wait for at its next
+                     // attended entry.
+                     waitPhase(lb, slot, round);
+                     SmallVector<Value> out = buildIf(
+                         lb, mine, ValueRange(acc).getTypes(),
+                         [&](ImplicitLocOpBuilder &tb) {
+                           return stepOnEntry(tb, u, slot, acc, step);
+                         },
+                         [&](ImplicitLocOpBuilder &) {
+                           return SmallVector<Value>(acc.begin(), acc.end());
+                         });
+                     nvgpu::MBarrierArriveOp::create(
+                         lb, nvgpu::MBarrierTokenType::get(lb.getContext()),
+                         bufferBarriers, arith::AddIOp::create(lb, slot, two));
+                     return out;
+                   });
 }
 
 void QueryTile::drainCopies(ImplicitLocOpBuilder &b) const {

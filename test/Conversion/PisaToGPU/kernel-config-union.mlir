@@ -71,11 +71,11 @@ func.func @pyramid(%k: memref<1x1x512x128xbf16>, %p: memref<1x1x15x128xf32>) {
 
 // The backward's dq pass: tiles of W queries instead of 4.
 // CHECK-LABEL: func.func @grad
-// CHECK: kernel_config = #pisa.kernel_config<variant = mma_sync, threads = 128, epilogue = registers, union_queries = 4, min_blocks_per_sm = 2>
+// CHECK: kernel_config = #pisa.kernel_config<variant = mma_sync, threads = 160, epilogue = registers, union_queries = 4, min_blocks_per_sm = 2>
 // DEFAULT-LABEL: func.func @grad
-// DEFAULT: kernel_config = #pisa.kernel_config<variant = mma_sync, threads = 128, epilogue = registers, union_queries = 4, min_blocks_per_sm = 2>
+// DEFAULT: kernel_config = #pisa.kernel_config<variant = mma_sync, threads = 160, epilogue = registers, union_queries = 4, min_blocks_per_sm = 2>
 // EIGHT-LABEL: func.func @grad
-// EIGHT: kernel_config = #pisa.kernel_config<variant = mma_sync, threads = 256, epilogue = registers, union_queries = 8, min_blocks_per_sm = 1>
+// EIGHT: kernel_config = #pisa.kernel_config<variant = mma_sync, threads = 288, epilogue = registers, union_queries = 8, min_blocks_per_sm = 1>
 func.func @grad(%q: memref<1x16x10x128xbf16>, %k: memref<1x1x10x128xbf16>, %v: memref<1x1x10x128xbf16>, %s: memref<1x1x10x8xi32>, %off: index, %o: memref<1x16x10x128xbf16>, %l: memref<1x16x10xf32>, %do: memref<1x16x10x128xbf16>, %dq: memref<1x16x10x128xf32>, %dd: memref<1x16x10xf32>) {
   pisa.kernel.sparse_attention_grad_queries %q, %k, %v, %s, %off, %o, %l, %do outs(%dq, %dd) block_size = 64 scale = 0.125
       : memref<1x16x10x128xbf16>, memref<1x1x10x128xbf16>, memref<1x1x10x128xbf16>, memref<1x1x10x8xi32>, memref<1x16x10x128xbf16>, memref<1x16x10xf32>, memref<1x16x10x128xbf16>, memref<1x16x10x128xf32>, memref<1x16x10xf32>

@@ -26,12 +26,12 @@
 // The host checks what the verifier could not (dynamic sizes).
 // CHECK: cf.assert %{{.+}}, "pisa.sparse_attention_grad: dO's Nq differs from the queries'"
 // CHECK: cf.assert %{{.+}}, "pisa.sparse_attention_grad: the lse's Nq differs from the queries'"
-// One block of 128 threads per four consecutive queries (a query tile)
-// and B x Hkv; its shared memory: two buffers of a block's K and V, each
+// One block of 160 threads per four consecutive queries (a query tile:
+// a warp each, and one that copies) and B x Hkv; its shared memory: two buffers of a block's K and V, each
 // warp's Q and dO rows, the warps' block lists and their union, 104864
 // bytes.
 // CHECK: %[[TILES:.+]] = arith.ceildivui %{{.+}}, %c4
-// CHECK: gpu.launch_func @pisa_kernels::@sparse_attention_grad_queries blocks in (%[[TILES]], %[[GROUPS:.+]], %c1) threads in (%c128, %c1, %c1) dynamic_shared_memory_size %c104864_i32
+// CHECK: gpu.launch_func @pisa_kernels::@sparse_attention_grad_queries blocks in (%[[TILES]], %[[GROUPS:.+]], %c1) threads in (%c160, %c1, %c1) dynamic_shared_memory_size %c104864_i32
 // At most 16 segments of at least 8 bit words per key block.
 // CHECK: %[[SEGS:.+]] = arith.maxui %{{.+}}, %c1
 // The bits are zeroed, then one thread per query marks the blocks it
@@ -46,26 +46,36 @@
 // CHECK: %[[GRIDX:.+]] = arith.muli %{{.+}}, %[[SEGS]]
 // CHECK: gpu.launch_func @pisa_kernels::@sparse_attention_grad_keys blocks in (%[[GRIDX]], %[[GROUPS]], %c1) threads in (%c128, %c1, %c1) dynamic_shared_memory_size %c74528_i32
 
-// The query-tile kernel: thread 0 merges the warps' block lists; per
-// union entry the next entry's K and V are copied by cp.async (two
-// groups) while this one's are awaited, and each warp whose query attends
-// it computes S = Q K^T and dP = dO V^T (ldmatrix A and B fragments), P
-// and dS in registers, and dQ += dS K (K by ldmatrix.trans) into sums the
-// loop carries.
+// The query-tile kernel: thread 0 merges the warps' block lists; warp 4
+// copies each union entry's K and V by cp.async into one of two buffers
+// once the query warps have released the buffer (mbarriers full and
+// empty per buffer, no block barrier an entry), and each query warp waits
+// for every entry and, where its query attends it, computes S = Q K^T and
+// dP = dO V^T (ldmatrix A and B fragments), P and dS in registers, and
+// dQ += dS K (K by ldmatrix.trans) into sums the loop carries.
 // CHECK-LABEL: gpu.func @sparse_attention_grad_queries(
-// CHECK: arith.minsi
-// CHECK: nvgpu.device_async_copy
-// CHECK: scf.for {{.+}} iter_args
-// CHECK: nvgpu.device_async_create_group
-// CHECK: nvvm.cp.async.wait.group 2
+// CHECK: %[[BARS:.+]] = nvgpu.mbarrier.create
 // CHECK: gpu.barrier
+// CHECK: gpu.barrier
+// CHECK: scf.for
+// CHECK: nvgpu.mbarrier.try_wait.parity %[[BARS]]
+// CHECK: nvgpu.device_async_copy
+// CHECK: nvgpu.device_async_create_group
+// CHECK: nvvm.cp.async.wait.group 0
+// CHECK-NEXT: nvgpu.mbarrier.arrive %[[BARS]]
+// CHECK: } else {
+// CHECK-NOT: gpu.barrier
+// CHECK: scf.for {{.+}} iter_args
+// CHECK: nvgpu.mbarrier.try_wait.parity %[[BARS]]
 // CHECK: nvgpu.ldmatrix {{.+}} {numTiles = 4 : i32, transpose = false} : memref<16x136xbf16, #gpu.address_space<workgroup>> -> vector<4x2xbf16>
 // CHECK: nvgpu.mma.sync
 // CHECK: math.exp2
 // CHECK: nvgpu.ldmatrix {{.+}} {numTiles = 2 : i32, transpose = true} : memref<64x136xbf16, #gpu.address_space<workgroup>> -> vector<2x2xbf16>
 // CHECK: nvgpu.mma.sync
 // CHECK-NOT: vector.contract
-// CHECK: nvvm.cp.async.wait.group 0
+// CHECK: nvgpu.mbarrier.arrive %[[BARS]]
+// CHECK-NOT: gpu.barrier
+// CHECK: gpu.return
 
 // CHECK-LABEL: gpu.func @mark_attending_queries
 // CHECK: memref.atomic_rmw ori

@@ -106,19 +106,23 @@ func.func @tiles8(%q: tensor<?x4x?x64xf16>, %k: tensor<?x1x?x64xf16>,
 // -----
 
 // The backward's dq pass takes union_queries too (4 by default): eight
-// queries a block, the paper's shape: 256 threads; shared memory: two K
-// and V buffers (69632 bytes), eight warps' Q and dO rows (2 x 34816), the
-// lists (256), counts (32), union and masks (2 x 256) and count (16):
-// 140080 bytes, one block an SM kept in registers.
+// queries a block, the paper's shape: 288 threads (a warp a query and
+// one that copies); shared memory: two K and V buffers (69632 bytes),
+// eight warps' Q and dO rows (2 x 34816), the lists (256), counts (32),
+// union and masks (2 x 256) and count (16): 140080 bytes, one block an SM
+// kept in registers. full takes the copying warp's 32 arrivals, empty
+// the query warps' 256.
 // CHECK-LABEL: func.func @grad8
 // CHECK-DAG: %[[GX:.*]] = arith.ceildivui %{{.*}}, %c8 : index
-// CHECK: gpu.launch_func @pisa_kernels::@sparse_attention_grad_queries blocks in (%[[GX]], %{{.*}}, %c1) threads in (%c256, %c1, %c1) dynamic_shared_memory_size %c140080_i32
+// CHECK: gpu.launch_func @pisa_kernels::@sparse_attention_grad_queries blocks in (%[[GX]], %{{.*}}, %c1) threads in (%c288, %c1, %c1) dynamic_shared_memory_size %c140080_i32
 // CHECK: gpu.func @sparse_attention_grad_queries
-// CHECK-SAME: known_block_size = array<i32: 256, 1, 1>
+// CHECK-SAME: known_block_size = array<i32: 288, 1, 1>
 // CHECK-SAME: nvvm.minctasm = 1
+// CHECK: nvgpu.mbarrier.init %{{.*}}[%c0], %c32
+// CHECK: nvgpu.mbarrier.init %{{.*}}[%c2], %c256
 // CHECK: memref.store %{{.*}} : memref<8x8xi32, #gpu.address_space<workgroup>>
 // CHECK: scf.for %{{.*}} = %c0 to %c64 step %c1
-// CHECK: nvvm.cp.async.wait.group 2
+// CHECK: nvvm.cp.async.wait.group 0
 // CHECK: gpu.return
 func.func @grad8(%q: tensor<?x16x?x128xbf16>, %k: tensor<?x1x?x128xbf16>, %v: tensor<?x1x?x128xbf16>,
                  %s: tensor<?x1x?x8xi32>, %off: index, %o: tensor<?x16x?x128xbf16>, %l: tensor<?x16x?xf32>,
@@ -135,17 +139,22 @@ func.func @grad8(%q: tensor<?x16x?x128xbf16>, %k: tensor<?x1x?x128xbf16>, %v: te
 
 // -----
 
-// The dq pass on tiles of 4 queries with C = 16, dv = 32: the block's 128
-// threads copy an entry; the keys' 128 chunks take every thread, the
-// values' 64 half of them, the others copying nothing (two threads writing
-// one chunk would race).
+// The dq pass on tiles of 4 queries with C = 16, dv = 32: warp 4's lanes
+// copy an entry, 4 of the keys' 128 chunks and 2 of the values' 64 each
+// (a tile of 16-byte chunks over C rows and a multiple of 16 columns is a
+// multiple of 32 chunks: no lane is left without one and none needs a
+// guard), then wait for their copies before arriving on the buffer's
+// full.
 // CHECK-LABEL: func.func @grad4c16
 // CHECK: gpu.func @sparse_attention_grad_queries
-// CHECK: nvgpu.device_async_copy %{{.*}} : memref<?x1x?x64xf16> to memref<16x72xf16, #gpu.address_space<workgroup>>
-// CHECK: %[[VALUES:.*]] = arith.cmpi ult, %thread_id_x, %c64 : index
-// CHECK-NEXT: scf.if %[[VALUES]] {
-// CHECK: nvgpu.device_async_copy %{{.*}} : memref<?x1x?x32xf16> to memref<16x40xf16, #gpu.address_space<workgroup>>
-// CHECK: nvgpu.device_async_create_group{{ *$}}
+// CHECK: nvgpu.mbarrier.try_wait.parity
+// CHECK-COUNT-4: nvgpu.device_async_copy %{{.*}} : memref<?x1x?x64xf16> to memref<16x72xf16, #gpu.address_space<workgroup>>
+// CHECK-NEXT: nvgpu.device_async_create_group
+// CHECK-NOT: scf.if
+// CHECK-COUNT-2: nvgpu.device_async_copy %{{.*}} : memref<?x1x?x32xf16> to memref<16x40xf16, #gpu.address_space<workgroup>>
+// CHECK-NEXT: nvgpu.device_async_create_group
+// CHECK-NEXT: nvvm.cp.async.wait.group 0
+// CHECK-NEXT: nvgpu.mbarrier.arrive
 func.func @grad4c16(%q: tensor<?x4x?x64xf16>, %k: tensor<?x1x?x64xf16>, %v: tensor<?x1x?x32xf16>,
                  %s: tensor<?x1x?x8xi32>, %off: index, %o: tensor<?x4x?x32xf16>, %l: tensor<?x4x?xf32>,
                  %do: tensor<?x4x?x32xf16>, %dq0: tensor<?x4x?x64xf32>, %dd0: tensor<?x4x?xf32>)

@@ -558,10 +558,11 @@ FailureOr<KernelConfigAttr> configure(SparseAttentionGradQueriesKernelOp op,
       });
   if (failed(config) || config->getEpilogue() != KernelEpilogue::Registers)
     return config;
-  // On query tiles: W queries a block, a warp each.
+  // On query tiles: W queries a block, a warp each, and one that copies
+  // the union's entries.
   return KernelConfigAttr::get(
-      op->getContext(), config->getVariant(), queries * kLanes, std::nullopt,
-      std::nullopt, std::nullopt, std::nullopt, std::nullopt,
+      op->getContext(), config->getVariant(), (queries + 1) * kLanes,
+      std::nullopt, std::nullopt, std::nullopt, std::nullopt, std::nullopt,
       config->getEpilogue(),
       c.blocksPerSM(queryTileBlocksPerSM(queries, tileBytes(queries))),
       queries);

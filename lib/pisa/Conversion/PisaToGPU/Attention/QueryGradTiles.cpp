@@ -75,35 +75,50 @@ public:
     gradOutTile = warpTile(b, plan.gradOut);
   }
 
+  /// Warps 0..W-1 own the queries; warp W copies the union's entries.
   void build(ImplicitLocOpBuilder &b) {
-    listBlocks(b);
-    stageRows(b, e.arg("queries"), p.headDim, queryTile);
-    stageRows(b, e.arg("gradOutput"), p.valueDim, gradOutTile);
-    for (int64_t half = 0; half < 2; ++half) {
-      Value row = arith::AddIOp::create(b, gid, indexConst(b, 8 * half));
-      Value isHead = arith::AndIOp::create(
-          b, cmp(b, P::ult, row, indexConst(b, G)), hasQuery);
-      Value head = headOf(b, row);
-      Value lse = memref::LoadOp::create(b, e.arg("lse"),
-                                         ValueRange{batch, head, query});
-      shift[half] = probabilityShift(b, lse, isHead);
-      delta[half] = rowDelta(b, head, isHead);
-    }
+    Value producer = cmp(b, P::eq, warp, indexConst(b, p.warps));
+    initBufferBarriers(b);
+    buildIfThen(b, cmp(b, P::ne, warp, indexConst(b, p.warps)),
+                [&](ImplicitLocOpBuilder &qb) {
+                  listBlocks(qb);
+                  stageRows(qb, e.arg("queries"), p.headDim, queryTile);
+                  stageRows(qb, e.arg("gradOutput"), p.valueDim, gradOutTile);
+                });
     gpu::BarrierOp::create(b); // the lists and row tiles are written
     mergeLists(b);
-    gpu::BarrierOp::create(b);
-    auto accType = VectorType::get({2, 2}, b.getF32Type());
-    SmallVector<Value> init(
-        p.headDim / kMmaCols,
-        arith::ConstantOp::create(b, accType, b.getZeroAttr(accType)));
-    SmallVector<Value> dq =
-        attendUnion(b, init,
-                    [&](ImplicitLocOpBuilder &sb, Value firstKey, Value kTile,
-                        Value vTile, ValueRange acc) {
-                      return attend(sb, firstKey, kTile, vTile, acc);
-                    });
-    drainCopies(b);
-    writeGradient(b, dq);
+    gpu::BarrierOp::create(b); // and the union, and the barriers set up
+    buildIf(
+        b, producer, TypeRange{},
+        [&](ImplicitLocOpBuilder &pb) {
+          produceUnion(pb);
+          return SmallVector<Value>{};
+        },
+        [&](ImplicitLocOpBuilder &cb) {
+          for (int64_t half = 0; half < 2; ++half) {
+            Value row =
+                arith::AddIOp::create(cb, gid, indexConst(cb, 8 * half));
+            Value isHead = arith::AndIOp::create(
+                cb, cmp(cb, P::ult, row, indexConst(cb, G)), hasQuery);
+            Value head = headOf(cb, row);
+            Value lse = memref::LoadOp::create(cb, e.arg("lse"),
+                                               ValueRange{batch, head, query});
+            shift[half] = probabilityShift(cb, lse, isHead);
+            delta[half] = rowDelta(cb, head, isHead);
+          }
+          auto accType = VectorType::get({2, 2}, cb.getF32Type());
+          SmallVector<Value> init(
+              p.headDim / kMmaCols,
+              arith::ConstantOp::create(cb, accType, cb.getZeroAttr(accType)));
+          SmallVector<Value> dq =
+              consumeUnion(cb, init,
+                           [&](ImplicitLocOpBuilder &sb, Value firstKey,
+                               Value kTile, Value vTile, ValueRange acc) {
+                             return attend(sb, firstKey, kTile, vTile, acc);
+                           });
+          writeGradient(cb, dq);
+          return SmallVector<Value>{};
+        });
     gpu::ReturnOp::create(b);
   }
 

@@ -21,6 +21,7 @@
 
 #include "pisa/Analysis/GPUTarget.h"
 #include "pisa/Analysis/PyramidLayout.h"
+#include "pisa/Conversion/PisaToGPU/PisaToGPU.h"
 #include "pisa/InitAllDialects.h"
 #include "pisa/InitAllPasses.h"
 #include "pisa/Pipelines/Pipelines.h"
@@ -86,9 +87,9 @@ constexpr const char *kUsage =
     "F_forward (o, lse, selection) and F_backward (dq, dk, dv) for training\n"
     "(--backward auto: where the GPU backward supports its shapes; require:\n"
     "an error where it does not; none: never).\n"
-    "--attention-union-queries W (1-8; 0, the default: off) builds sparse\n"
+    "--attention-union-queries W (1-7; 0, the default: off) builds sparse\n"
     "attention on query tiles of W queries wherever that kernel takes the\n"
-    "sizes, and the backward's dq pass on tiles of W queries instead of 4\n"
+    "sizes, and the backward's dq pass on tiles of W queries instead of 3\n"
     "(docs/gpu.md, \"Kernel configurations\").\n"
     "Errors: one line on stderr, exit code 2, no output file.\n";
 
@@ -141,10 +142,11 @@ std::optional<std::string> parseArgs(int argc, char **argv, Options &opts) {
       std::string v;
       err = value(v);
       int64_t &w = opts.pipeline.attentionUnionQueries;
-      if (!err && (StringRef(v).getAsInteger(10, w) || w < 0 || w > 8))
-        err = "expected an integer in [0, 8] for --attention-union-queries "
-              "but got '" +
-              v + "'";
+      if (!err && (StringRef(v).getAsInteger(10, w) || w < 0 ||
+                   w > mlir::pisa::kMaxUnionQueries))
+        err = "expected an integer in [0, " +
+              std::to_string(mlir::pisa::kMaxUnionQueries) +
+              "] for --attention-union-queries but got '" + v + "'";
     } else if (arg.starts_with("-"))
       err = "unknown option '" + arg.str() + "'";
     else if (opts.input.empty())

@@ -53,7 +53,7 @@ static const char *const kPipelines[] = {
     "pisa-add-backward-entries",
     ("pisa-decompose-to-kernels,pisa-configure-kernels{chip=sm_90a "
      "attention-union-queries=4}"),
-    "pisa-lower-to-nvvm-pipeline{format=isa attention-union-queries=8}",
+    "pisa-lower-to-nvvm-pipeline{format=isa attention-union-queries=7}",
 };
 
 extern "C" size_t LLVMFuzzerMutate(uint8_t *data, size_t size, size_t maxSize);

@@ -43,7 +43,7 @@ def PisaConfigureKernels : Pass<"pisa-configure-kernels"> {
     `attention-union-queries` W > 0 gives `pisa.kernel.sparse_attention`
     the query-tile kernel of W queries a block (`union_queries = W`), and
     `pisa.kernel.sparse_attention_grad_queries` query tiles of W queries
-    instead of 4, wherever those kernels take the sizes and the
+    instead of 3, wherever those kernels take the sizes and the
     configuration leaves the choice open; elsewhere the default choice
     stands.
   }];
@@ -53,7 +53,7 @@ def PisaConfigureKernels : Pass<"pisa-configure-kernels"> {
     Option<"attentionUnionQueries", "attention-union-queries", "int64_t",
            /*default=*/"0",
            "sparse attention on query tiles of this many queries (at most "
-           "8) where its kernel takes the sizes (0: the per-query kernels)">
+           "7) where its kernel takes the sizes (0: the per-query kernels)">
   ];
 }
 

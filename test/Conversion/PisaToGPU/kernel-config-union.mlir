@@ -1,21 +1,21 @@
 // RUN: pisa-opt %s --split-input-file --pisa-configure-kernels="chip=sm_90 attention-union-queries=4" -verify-diagnostics | FileCheck %s --enable-var-scope
 // RUN: pisa-opt %s --split-input-file --pisa-configure-kernels=chip=sm_90 | FileCheck %s --enable-var-scope --check-prefix=DEFAULT
 // RUN: not pisa-opt %s --split-input-file --pisa-configure-kernels="chip=sm_90 attention-union-queries=33" 2>&1 | FileCheck %s --enable-var-scope --check-prefix=RANGE
-// RUN: pisa-opt %s --split-input-file --pisa-configure-kernels="chip=sm_90 attention-union-queries=8" | FileCheck %s --enable-var-scope --check-prefix=EIGHT
+// RUN: pisa-opt %s --split-input-file --pisa-configure-kernels="chip=sm_90 attention-union-queries=7" | FileCheck %s --enable-var-scope --check-prefix=SEVEN
 
 // --pisa-configure-kernels attention-union-queries=W: sparse attention on
 // query tiles of W queries, and the backward's dq pass on tiles of W
-// queries instead of 4, wherever those kernels take the sizes and the op's
+// queries instead of 3, wherever those kernels take the sizes and the op's
 // configuration leaves the choice open; elsewhere the default choice.
 
 // The paper's shape: query tiles (without the option: the register kernel).
 // CHECK-LABEL: func.func @paper
-// CHECK: kernel_config = #pisa.kernel_config<variant = mma_sync, threads = 160, epilogue = registers, union_queries = 4, min_blocks_per_sm = 2>
+// CHECK: kernel_config = #pisa.kernel_config<variant = mma_sync, threads = 160, epilogue = registers, union_queries = 4, min_blocks_per_sm = 1>
 // DEFAULT-LABEL: func.func @paper
 // DEFAULT: kernel_config = #pisa.kernel_config<variant = mma_sync, threads = 128, epilogue = registers, min_blocks_per_sm = 2>
-// EIGHT-LABEL: func.func @paper
-// EIGHT: kernel_config = #pisa.kernel_config<variant = mma_sync, threads = 288, epilogue = registers, union_queries = 8, min_blocks_per_sm = 1>
-// RANGE: error: expected attention-union-queries in [0, 8] but got 33
+// SEVEN-LABEL: func.func @paper
+// SEVEN: kernel_config = #pisa.kernel_config<variant = mma_sync, threads = 256, epilogue = registers, union_queries = 7, min_blocks_per_sm = 1>
+// RANGE: error: expected attention-union-queries in [0, 7] but got 33
 func.func @paper(%q: memref<1x16x64x128xbf16>, %k: memref<1x1x64x128xbf16>, %v: memref<1x1x64x128xbf16>, %s: memref<1x1x64x8xi32>, %off: index, %o: memref<1x16x64x128xbf16>, %l: memref<1x16x64xf32>) {
   pisa.kernel.sparse_attention %q, %k, %v, %s, %off outs(%o, %l) block_size = 64 scale = 0.0883883461
       : memref<1x16x64x128xbf16>, memref<1x1x64x128xbf16>, memref<1x1x64x128xbf16>, memref<1x1x64x8xi32>, memref<1x16x64x128xbf16>, memref<1x16x64xf32>
@@ -69,13 +69,13 @@ func.func @pyramid(%k: memref<1x1x512x128xbf16>, %p: memref<1x1x15x128xf32>) {
 
 // -----
 
-// The backward's dq pass: tiles of W queries instead of 4.
+// The backward's dq pass: tiles of W queries instead of 3.
 // CHECK-LABEL: func.func @grad
-// CHECK: kernel_config = #pisa.kernel_config<variant = mma_sync, threads = 160, epilogue = registers, union_queries = 4, min_blocks_per_sm = 2>
+// CHECK: kernel_config = #pisa.kernel_config<variant = mma_sync, threads = 160, epilogue = registers, union_queries = 4, min_blocks_per_sm = 1>
 // DEFAULT-LABEL: func.func @grad
-// DEFAULT: kernel_config = #pisa.kernel_config<variant = mma_sync, threads = 160, epilogue = registers, union_queries = 4, min_blocks_per_sm = 2>
-// EIGHT-LABEL: func.func @grad
-// EIGHT: kernel_config = #pisa.kernel_config<variant = mma_sync, threads = 288, epilogue = registers, union_queries = 8, min_blocks_per_sm = 1>
+// DEFAULT: kernel_config = #pisa.kernel_config<variant = mma_sync, threads = 128, epilogue = registers, union_queries = 3, min_blocks_per_sm = 2>
+// SEVEN-LABEL: func.func @grad
+// SEVEN: kernel_config = #pisa.kernel_config<variant = mma_sync, threads = 256, epilogue = registers, union_queries = 7, min_blocks_per_sm = 1>
 func.func @grad(%q: memref<1x16x10x128xbf16>, %k: memref<1x1x10x128xbf16>, %v: memref<1x1x10x128xbf16>, %s: memref<1x1x10x8xi32>, %off: index, %o: memref<1x16x10x128xbf16>, %l: memref<1x16x10xf32>, %do: memref<1x16x10x128xbf16>, %dq: memref<1x16x10x128xf32>, %dd: memref<1x16x10xf32>) {
   pisa.kernel.sparse_attention_grad_queries %q, %k, %v, %s, %off, %o, %l, %do outs(%dq, %dd) block_size = 64 scale = 0.125
       : memref<1x16x10x128xbf16>, memref<1x1x10x128xbf16>, memref<1x1x10x128xbf16>, memref<1x1x10x8xi32>, memref<1x16x10x128xbf16>, memref<1x16x10xf32>, memref<1x16x10x128xbf16>, memref<1x16x10x128xf32>, memref<1x16x10xf32>

@@ -26,12 +26,13 @@
 // The host checks what the verifier could not (dynamic sizes).
 // CHECK: cf.assert %{{.+}}, "pisa.sparse_attention_grad: dO's Nq differs from the queries'"
 // CHECK: cf.assert %{{.+}}, "pisa.sparse_attention_grad: the lse's Nq differs from the queries'"
-// One block of 160 threads per four consecutive queries (a query tile:
-// a warp each, and one that copies) and B x Hkv; its shared memory: two buffers of a block's K and V, each
-// warp's Q and dO rows, the warps' block lists and their union, 104864
-// bytes.
-// CHECK: %[[TILES:.+]] = arith.ceildivui %{{.+}}, %c4
-// CHECK: gpu.launch_func @pisa_kernels::@sparse_attention_grad_queries blocks in (%[[TILES]], %[[GROUPS:.+]], %c1) threads in (%c160, %c1, %c1) dynamic_shared_memory_size %c104864_i32
+// One block of 128 threads per three consecutive queries (a query tile:
+// a warp each, and one that copies) and B x Hkv; its shared memory: two
+// buffers of a block's K and V (69632 bytes), each warp's Q and dO rows
+// (2 x 13056), the warps' block lists (96), their counts (16), the union
+// (96), its masks (96) and count (16): 96064 bytes.
+// CHECK: %[[TILES:.+]] = arith.ceildivui %{{.+}}, %c3 :
+// CHECK: gpu.launch_func @pisa_kernels::@sparse_attention_grad_queries blocks in (%[[TILES]], %[[GROUPS:.+]], %c1) threads in (%c128, %c1, %c1) dynamic_shared_memory_size %c96064_i32
 // At most 16 segments of at least 8 bit words per key block.
 // CHECK: %[[SEGS:.+]] = arith.maxui %{{.+}}, %c1
 // The bits are zeroed, then one thread per query marks the blocks it
@@ -46,7 +47,7 @@
 // CHECK: %[[GRIDX:.+]] = arith.muli %{{.+}}, %[[SEGS]]
 // CHECK: gpu.launch_func @pisa_kernels::@sparse_attention_grad_keys blocks in (%[[GRIDX]], %[[GROUPS]], %c1) threads in (%c128, %c1, %c1) dynamic_shared_memory_size %c74528_i32
 
-// The query-tile kernel: thread 0 merges the warps' block lists; warp 4
+// The query-tile kernel: thread 0 merges the warps' block lists; warp 3
 // copies each union entry's K and V by cp.async into one of two buffers
 // once the query warps have released the buffer (mbarriers full and
 // empty per buffer, no block barrier an entry), and each query warp waits

@@ -12,12 +12,14 @@
 // The grid is (ceil(Nq / 4), B x Hkv) x 160 threads; shared memory: two
 // buffers of a block's K and V (4 x 17408 bytes), each warp's Q rows (4 x
 // 4352), the warps' lists (4 x 8 entries), their counts, the union (32
-// entries) and its masks and count: 87456 bytes.
+// entries) and its masks and count: 87456 bytes. Five warps take one
+// block an SM (two would put three warps on one of the SM's four
+// register files: 168 registers a lane).
 // CHECK-DAG: %[[GX:.*]] = arith.ceildivui %{{.*}}, %c4 : index
 // CHECK: gpu.launch_func @pisa_kernels::@sparse_attention blocks in (%[[GX]], %{{.*}}, %c1) threads in (%c160, %c1, %c1) dynamic_shared_memory_size %c87456_i32
 // CHECK: gpu.func @sparse_attention
 // CHECK-SAME: known_block_size = array<i32: 160, 1, 1>
-// CHECK-SAME: nvvm.minctasm = 2
+// CHECK-SAME: nvvm.minctasm = 1
 // Thread 0 sets up each buffer's barriers: full (the copying warp's 32
 // lanes arrive), empty (the 4 query warps' 128 lanes arrive).
 // CHECK: %[[BARS:.*]] = nvgpu.mbarrier.create -> <memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
@@ -76,28 +78,31 @@ func.func @tiles4(%q: tensor<?x32x?x128xbf16>, %k: tensor<?x2x?x128xbf16>,
 
 // -----
 
-// Eight queries a block, G = 4, d = 64, dv = 32, C = 32, f16: 288 threads,
-// one block an SM kept in registers; shared memory: 2 x (4608 + 2560) for
-// K and V, 8 x 2304 for Q, 8 x 6 list entries and 8 counts, 48 union
-// entries and masks, the count (each rounded to 16 bytes): 33392 bytes.
-// CHECK-LABEL: func.func @tiles8
-// CHECK: gpu.launch_func @pisa_kernels::@sparse_attention blocks in (%{{.*}}, %{{.*}}, %c1) threads in (%c288, %c1, %c1) dynamic_shared_memory_size %c33392_i32
+// Seven queries a block (the most), G = 4, d = 64, dv = 32, C = 32, f16:
+// 256 threads, one block an SM kept in registers; shared memory: 2 x
+// (4608 + 2560) for K and V, 7 x 2304 for Q, 7 x 6 list entries and 7
+// counts, 42 union entries and masks, the count (each rounded to 16
+// bytes): 31040 bytes.
+// CHECK-LABEL: func.func @tiles7
+// CHECK: %[[GX:.*]] = arith.ceildivui %{{.*}}, %c7 : index
+// CHECK: gpu.launch_func @pisa_kernels::@sparse_attention blocks in (%[[GX]], %{{.*}}, %c1) threads in (%c256, %c1, %c1) dynamic_shared_memory_size %c31040_i32
 // CHECK: gpu.func @sparse_attention
-// CHECK-SAME: known_block_size = array<i32: 288, 1, 1>
+// CHECK-SAME: known_block_size = array<i32: 256, 1, 1>
 // CHECK-SAME: nvvm.minctasm = 1
-// CHECK: memref.store %{{.*}} : memref<8x6xi32, #gpu.address_space<workgroup>>
-// CHECK: scf.for %{{.*}} = %c0 to %c48 step %c1
+// CHECK: nvgpu.mbarrier.init %{{.*}}[%c2], %c224
+// CHECK: memref.store %{{.*}} : memref<7x6xi32, #gpu.address_space<workgroup>>
+// CHECK: scf.for %{{.*}} = %c0 to %c42 step %c1
 // CHECK: %{{.*}}:8 = scf.for %{{.*}} iter_args({{.*}}) -> (f32, f32, f32, f32, vector<2x2xf32>, vector<2x2xf32>, vector<2x2xf32>, vector<2x2xf32>)
 // CHECK-COUNT-16: nvgpu.mma.sync({{.*}}) {mmaShape = [16, 8, 16]} : (vector<4x2xf16>, vector<2x2xf16>, vector<2x2xf32>) -> vector<2x2xf32>
 // CHECK: math.exp2
 // CHECK: nvgpu.ldmatrix %{{.*}} {numTiles = 2 : i32, transpose = true} : memref<32x40xf16, #gpu.address_space<workgroup>> -> vector<2x2xf16>
 // CHECK: gpu.return
-func.func @tiles8(%q: tensor<?x4x?x64xf16>, %k: tensor<?x1x?x64xf16>,
+func.func @tiles7(%q: tensor<?x4x?x64xf16>, %k: tensor<?x1x?x64xf16>,
                   %v: tensor<?x1x?x32xf16>, %s: tensor<?x1x?x6xi32>, %off: index,
                   %o0: tensor<?x4x?x32xf16>, %l0: tensor<?x4x?xf32>)
     -> (tensor<?x4x?x32xf16>, tensor<?x4x?xf32>) {
   %o, %l = pisa.kernel.sparse_attention %q, %k, %v, %s, %off outs(%o0, %l0) block_size = 32 scale = 0.125
-      {kernel_config = #pisa.kernel_config<variant = mma_sync, union_queries = 8>}
+      {kernel_config = #pisa.kernel_config<variant = mma_sync, union_queries = 7>}
       : tensor<?x4x?x64xf16>, tensor<?x1x?x64xf16>, tensor<?x1x?x32xf16>, tensor<?x1x?x6xi32>,
         tensor<?x4x?x32xf16>, tensor<?x4x?xf32> -> tensor<?x4x?x32xf16>, tensor<?x4x?xf32>
   return %o, %l : tensor<?x4x?x32xf16>, tensor<?x4x?xf32>
@@ -105,32 +110,32 @@ func.func @tiles8(%q: tensor<?x4x?x64xf16>, %k: tensor<?x1x?x64xf16>,
 
 // -----
 
-// The backward's dq pass takes union_queries too (4 by default): eight
-// queries a block, the paper's shape: 288 threads (a warp a query and
+// The backward's dq pass takes union_queries too (3 by default): seven
+// queries a block, the paper's shape: 256 threads (a warp a query and
 // one that copies); shared memory: two K and V buffers (69632 bytes),
-// eight warps' Q and dO rows (2 x 34816), the lists (256), counts (32),
-// union and masks (2 x 256) and count (16): 140080 bytes, one block an SM
+// seven warps' Q and dO rows (2 x 30464), the lists (224), counts (32),
+// union and masks (2 x 224) and count (16): 131280 bytes, one block an SM
 // kept in registers. full takes the copying warp's 32 arrivals, empty
-// the query warps' 256.
-// CHECK-LABEL: func.func @grad8
-// CHECK-DAG: %[[GX:.*]] = arith.ceildivui %{{.*}}, %c8 : index
-// CHECK: gpu.launch_func @pisa_kernels::@sparse_attention_grad_queries blocks in (%[[GX]], %{{.*}}, %c1) threads in (%c288, %c1, %c1) dynamic_shared_memory_size %c140080_i32
+// the query warps' 224.
+// CHECK-LABEL: func.func @grad7
+// CHECK-DAG: %[[GX:.*]] = arith.ceildivui %{{.*}}, %c7 : index
+// CHECK: gpu.launch_func @pisa_kernels::@sparse_attention_grad_queries blocks in (%[[GX]], %{{.*}}, %c1) threads in (%c256, %c1, %c1) dynamic_shared_memory_size %c131280_i32
 // CHECK: gpu.func @sparse_attention_grad_queries
-// CHECK-SAME: known_block_size = array<i32: 288, 1, 1>
+// CHECK-SAME: known_block_size = array<i32: 256, 1, 1>
 // CHECK-SAME: nvvm.minctasm = 1
 // CHECK: nvgpu.mbarrier.init %{{.*}}[%c0], %c32
-// CHECK: nvgpu.mbarrier.init %{{.*}}[%c2], %c256
-// CHECK: memref.store %{{.*}} : memref<8x8xi32, #gpu.address_space<workgroup>>
-// CHECK: scf.for %{{.*}} = %c0 to %c64 step %c1
+// CHECK: nvgpu.mbarrier.init %{{.*}}[%c2], %c224
+// CHECK: memref.store %{{.*}} : memref<7x8xi32, #gpu.address_space<workgroup>>
+// CHECK: scf.for %{{.*}} = %c0 to %c56 step %c1
 // CHECK: nvvm.cp.async.wait.group 0
 // CHECK: gpu.return
-func.func @grad8(%q: tensor<?x16x?x128xbf16>, %k: tensor<?x1x?x128xbf16>, %v: tensor<?x1x?x128xbf16>,
+func.func @grad7(%q: tensor<?x16x?x128xbf16>, %k: tensor<?x1x?x128xbf16>, %v: tensor<?x1x?x128xbf16>,
                  %s: tensor<?x1x?x8xi32>, %off: index, %o: tensor<?x16x?x128xbf16>, %l: tensor<?x16x?xf32>,
                  %do: tensor<?x16x?x128xbf16>, %dq0: tensor<?x16x?x128xf32>, %dd0: tensor<?x16x?xf32>)
     -> (tensor<?x16x?x128xf32>, tensor<?x16x?xf32>) {
   %dq, %dd = pisa.kernel.sparse_attention_grad_queries %q, %k, %v, %s, %off, %o, %l, %do outs(%dq0, %dd0)
       block_size = 64 scale = 0.0883883461
-      {kernel_config = #pisa.kernel_config<variant = mma_sync, union_queries = 8>}
+      {kernel_config = #pisa.kernel_config<variant = mma_sync, union_queries = 7>}
       : tensor<?x16x?x128xbf16>, tensor<?x1x?x128xbf16>, tensor<?x1x?x128xbf16>, tensor<?x1x?x8xi32>,
         tensor<?x16x?x128xbf16>, tensor<?x16x?xf32>, tensor<?x16x?x128xbf16>, tensor<?x16x?x128xf32>,
         tensor<?x16x?xf32> -> tensor<?x16x?x128xf32>, tensor<?x16x?xf32>

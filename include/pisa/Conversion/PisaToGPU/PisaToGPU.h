@@ -41,10 +41,11 @@ std::optional<std::string> gpuLimitViolation(Operation *op);
 /// facts. registerAllDialects calls it.
 void registerKernelLoweringExternalModels(DialectRegistry &registry);
 
-/// The most queries (warps) a query tile takes (union_queries): each warp
-/// keeps its rows' state in up to 255 registers, and 8 x 32 x 255 fill an
-/// SM's 65,536.
-constexpr int64_t kMaxUnionQueries = 8;
+/// The most queries a query tile takes (union_queries): a warp each and one
+/// that copies the union's blocks, each warp keeping its rows' state in up
+/// to 255 registers; 8 x 32 x 255 fill an SM's 65,536 (a ninth warp would
+/// put three on one of the SM's four register files: 168 a lane).
+constexpr int64_t kMaxUnionQueries = 7;
 
 /// Designs --pisa-configure-kernels takes where an op's kernels support
 /// them and its kernel_config leaves the choice open.

@@ -392,8 +392,9 @@ std::optional<std::string> queryTilesRefusal(int64_t queries, bool fits,
                                              StringRef needs, int64_t bytes) {
   if (queries > kMaxUnionQueries)
     return "a query tile takes at most " + std::to_string(kMaxUnionQueries) +
-           " queries (a warp each, up to 255 registers a lane: " +
-           std::to_string(kMaxUnionQueries) +
+           " queries (a warp each and one that copies, up to 255 registers "
+           "a lane: " +
+           std::to_string(kMaxUnionQueries + 1) +
            " warps fill an SM's 65,536 registers)";
   if (!fits)
     return needs.str();
@@ -412,11 +413,12 @@ FailureOr<KernelConfigAttr> refuseUnionQueries(Operation *op, int64_t queries,
   return failure();
 }
 
-/// A query tile's occupancy hint: eight warps an SM where shared memory
-/// holds them (two tiles of four queries, one of eight).
+/// A query tile's occupancy hint: at most eight warps an SM (a lane keeps
+/// up to 255 registers), as many as shared memory holds: two tiles of
+/// three queries and their copying warps, one of four to seven.
 int64_t queryTileBlocksPerSM(int64_t queries, int64_t bytes) {
   return std::clamp<int64_t>(blocksBySharedMemory(bytes), 1,
-                             std::max<int64_t>(1, 8 / queries));
+                             std::max<int64_t>(1, 8 / (queries + 1)));
 }
 
 /// Sparse attention on query tiles of `queries` consecutive queries (the
@@ -514,8 +516,9 @@ FailureOr<KernelConfigAttr> fixedDesign(Configurer &c, KernelVariant variant,
 }
 
 /// The backward's query kernel: on query tiles of W queries (union_queries,
-/// 4 by default; dQ in registers) where a query's heads fit one m16 tile
-/// (queryTileGradFits), else staged (a query a block, no union_queries).
+/// kGradTileQueries by default; dQ in registers) where a query's heads fit one
+/// m16 tile (queryTileGradFits), else staged (a query a block, no
+/// union_queries).
 FailureOr<KernelConfigAttr> configure(SparseAttentionGradQueriesKernelOp op,
                                       Configurer &c) {
   Heads q = headsOf(op, op.getQueries());
@@ -533,8 +536,8 @@ FailureOr<KernelConfigAttr> configure(SparseAttentionGradQueriesKernelOp op,
   std::optional<KernelEpilogue> askedEpilogue =
       c.field(&KernelConfigAttr::getEpilogue);
   // W: the asked one, else the preferred one where it takes the sizes,
-  // else 4.
-  int64_t queries = kGradWarps;
+  // else kGradTileQueries.
+  int64_t queries = kGradTileQueries;
   const int64_t preferred = c.preferences.attentionUnionQueries;
   if (askedQueries) {
     queries = *askedQueries;

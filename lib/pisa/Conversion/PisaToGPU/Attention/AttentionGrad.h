@@ -25,6 +25,10 @@ namespace mlir::pisa::detail {
 /// Four warps per block, as the forward's staged kernel.
 constexpr int64_t kGradWarps = 4;
 constexpr int64_t kGradThreads = 32 * kGradWarps;
+/// The dq pass's query tile by default: three queries a block and the
+/// warp that copies their union's blocks, two blocks an SM (eight warps
+/// keep up to 255 registers a lane).
+constexpr int64_t kGradTileQueries = 3;
 /// Queries per block of the kernel that marks which queries attend a block.
 constexpr int64_t kMarkThreads = 128;
 
@@ -53,7 +57,7 @@ struct QueryGradPlan {
 };
 
 /// Whether the query kernel runs on query tiles (QueryGradTiles.cpp): W
-/// consecutive queries a block (kGradWarps by default), a warp each, over
+/// consecutive queries a block (kGradTileQueries by default), a warp each, over
 /// the union of their blocks; G <= 16 (one m16 tile of head rows), d a multiple
 /// of 16 up to 128 (dQ in a lane's registers: d / 2 f32), dv a multiple of 16,
 /// C of 32 or 64, 16-bit inputs. Else the staged query kernel.

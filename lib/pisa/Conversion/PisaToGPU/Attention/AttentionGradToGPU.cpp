@@ -142,7 +142,7 @@ std::optional<std::string> mlir::pisa::detail::attentionGradLimitViolation(
   // The kernels --pisa-configure-kernels chooses by default.
   const int64_t queryBytes =
       queryTileGradFits(elem, G, d, dv, c)
-          ? QueryTileGradPlan(kGradWarps, d, dv, c, topK).bytes
+          ? QueryTileGradPlan(kGradTileQueries, d, dv, c, topK).bytes
           : QueryGradPlan(G, d, dv, c, topK).bytes;
   const int64_t bytes = std::max(
       queryBytes,

@@ -227,9 +227,8 @@ void QueryTile::stageRows(ImplicitLocOpBuilder &b, Value source, int64_t width,
       });
 }
 
-void QueryTile::copyEntry(ImplicitLocOpBuilder &b, Value entry, Value slot,
-                          Value thread, int64_t threads) const {
-  Value parity = arith::RemUIOp::create(b, slot, indexConst(b, 2));
+void QueryTile::copyEntry(ImplicitLocOpBuilder &b, Value entry) const {
+  Value parity = arith::RemUIOp::create(b, entry, indexConst(b, 2));
   Value firstKey = entryFirstRow(b, entry);
   // Rows past the entry's sequence (the next one's, or zeros past the
   // buffer) are masked by each warp's visible count.
@@ -244,9 +243,9 @@ void QueryTile::copyEntry(ImplicitLocOpBuilder &b, Value entry, Value slot,
                      arith::SelectOp::create(b, even, indexConst(b, offsets[0]),
                                              indexConst(b, offsets[1])),
                      {p.blockSize, width + 8}, elem);
-    ChunkedTile tile{p.blockSize, width, threads};
+    ChunkedTile tile{p.blockSize, width, 32};
     asyncCopyChunks(
-        b, tile, thread,
+        b, tile, lane,
         [&](ImplicitLocOpBuilder &cb, Value i) -> AsyncChunk {
           Value row = tile.row(cb, i), col = tile.column(cb, i);
           Value key = arith::AddIOp::create(cb, firstKey, row);
@@ -263,56 +262,6 @@ void QueryTile::copyEntry(ImplicitLocOpBuilder &b, Value entry, Value slot,
   };
   copy(e.arg("keys"), p.headDim, p.key);
   copy(e.arg("values"), p.valueDim, p.value);
-}
-
-SmallVector<Value> QueryTile::attendUnion(ImplicitLocOpBuilder &b,
-                                          ValueRange init, EntryStep step) {
-  Value count =
-      toIndex(b, memref::LoadOp::create(b, unionCount, indexConst(b, 0)));
-  buildIfThen(b, cmp(b, P::ugt, count, indexConst(b, 0)),
-              [&](ImplicitLocOpBuilder &tb) {
-                copyEntry(tb, indexConst(tb, 0), indexConst(tb, 0), tid,
-                          32 * p.warps);
-              });
-  return buildLoop(b, indexConst(b, 0), count, init,
-                   [&](ImplicitLocOpBuilder &lb, Value u, ValueRange acc) {
-                     return unionStep(lb, u, count, acc, step);
-                   });
-}
-
-/// Union entry u: the next entry's copies issued, this one's awaited, then
-/// the warps whose query attends it.
-SmallVector<Value> QueryTile::unionStep(ImplicitLocOpBuilder &b, Value u,
-                                        Value count, ValueRange acc,
-                                        EntryStep step) {
-  Value next =
-      arith::MinUIOp::create(b, arith::AddIOp::create(b, u, indexConst(b, 1)),
-                             arith::SubIOp::create(b, count, indexConst(b, 1)));
-  // The last entry copies itself again into the other buffer: every step
-  // issues two groups, so waiting for all but two is this entry's.
-  copyEntry(b, next, arith::AddIOp::create(b, u, indexConst(b, 1)), tid,
-            32 * p.warps);
-  NVVM::CpAsyncWaitGroupOp::create(b, 2);
-  gpu::BarrierOp::create(b); // entry u's tiles are visible
-  Value mask = memref::LoadOp::create(b, unionMask, u);
-  Value mine = arith::CmpIOp::create(
-      b, P::ne,
-      arith::AndIOp::create(
-          b, mask,
-          arith::ShLIOp::create(b, arith::ConstantIntOp::create(b, 1, 32),
-                                toI32(b, warp))),
-      arith::ConstantIntOp::create(b, 0, 32));
-  Value parity = arith::RemUIOp::create(b, u, indexConst(b, 2));
-  SmallVector<Value> out = buildIf(
-      b, mine, ValueRange(acc).getTypes(),
-      [&](ImplicitLocOpBuilder &tb) {
-        return stepOnEntry(tb, u, parity, acc, step);
-      },
-      [&](ImplicitLocOpBuilder &) {
-        return SmallVector<Value>(acc.begin(), acc.end());
-      });
-  gpu::BarrierOp::create(b); // the buffer is read before it is refilled
-  return out;
 }
 
 SmallVector<Value> QueryTile::stepOnEntry(ImplicitLocOpBuilder &b, Value u,
@@ -373,7 +322,7 @@ void QueryTile::produceUnion(ImplicitLocOpBuilder &b) {
                             waitPhase(wb, arith::AddIOp::create(wb, slot, two),
                                       arith::SubIOp::create(wb, round, one));
                           });
-              copyEntry(lb, u, u, lane, 32);
+              copyEntry(lb, u);
               // Each lane's copies have landed before its arrival (a release):
               // the query warps that wait for the phase see the whole entry.
               NVVM::CpAsyncWaitGroupOp::create(lb, 0);
@@ -423,9 +372,4 @@ SmallVector<Value> QueryTile::consumeUnion(ImplicitLocOpBuilder &b,
                          bufferBarriers, arith::AddIOp::create(lb, slot, two));
                      return out;
                    });
-}
-
-void QueryTile::drainCopies(ImplicitLocOpBuilder &b) const {
-  // The last step's copy of its entry again is not left in flight.
-  NVVM::CpAsyncWaitGroupOp::create(b, 0);
 }

@@ -1,26 +1,24 @@
 //===- QueryTiles.h - Query tiles over the union of blocks ----*- C++ -*-===//
 //
 // The piece the query-tile kernels (the forward's, QueryTileAttention.cpp,
-// and the backward's dq pass, QueryGradTiles.cpp) are built on: one block of W
-// warps per W consecutive queries of a batch x KV head, warp w owning query w's
-// 16 head rows (G <= 16: one m16 tile). The block attends the union of its
-// queries' attended blocks in block order (each query's list is ascending: the
-// union is a merge), so that a block several of them attend is read once:
+// and the backward's dq pass, QueryGradTiles.cpp) are built on: one block of
+// W + 1 warps per W consecutive queries of a batch x KV head, warp w < W
+// owning query w's 16 head rows (G <= 16: one m16 tile), warp W copying. The
+// block attends the union of its queries' attended blocks in block order (each
+// query's list is ascending: the union is a merge), so that a block several of
+// them attend is read once:
 //
 //   listBlocks    lane 0 of each warp lists its query's attended blocks
 //   mergeLists    thread 0 merges the lists: the union, and per entry the
 //                 mask of the warps that attend it
-//   attendUnion   per union entry, its keys and values copied by cp.async
-//                 into one of two buffers while the previous entry is
-//                 computed; then the warps whose query attends it run the
-//                 kernel's step on it, carrying their state; two block
-//                 barriers an entry (every warp waits for the slowest)
-//   produceUnion  the same walk without block barriers, for a block of
-//   consumeUnion  W + 1 warps: warp W copies each entry into its buffer
-//                 once the W query warps have released the buffer's last
-//                 entry (mbarriers: a buffer's `full` and `empty`), and each
-//                 query warp runs the step on its entries as soon as they
-//                 land, a warp at most two entries ahead of the slowest
+//   produceUnion  warp W (the block has W + 1) copies each union entry's
+//                 keys and values by cp.async into one of two buffers once
+//                 the query warps have released the buffer's last entry
+//                 (mbarriers: a buffer's `full` and `empty`)
+//   consumeUnion  each query warp walks the union in order and runs the
+//                 kernel's step on the entries its query attends as soon
+//                 as they land, carrying its state; no block barrier, the
+//                 copies at most two entries ahead of the slowest warp
 //
 // A warp's steps run in its query's block order whatever the other queries
 // attend: its results do not depend on the tile.
@@ -94,13 +92,6 @@ public:
   /// its K and V tiles, and the warp's state; returns the new state.
   using EntryStep = llvm::function_ref<SmallVector<Value>(
       ImplicitLocOpBuilder &, Value, Value, Value, ValueRange)>;
-  /// Every union entry in order, `step` run by the warps that attend it,
-  /// from `init`; the last copies are left in flight (drainCopies).
-  SmallVector<Value> attendUnion(ImplicitLocOpBuilder &b, ValueRange init,
-                                 EntryStep step);
-  /// Waits for every copy attendUnion issued.
-  void drainCopies(ImplicitLocOpBuilder &b) const;
-
   /// The buffers' mbarriers for produceUnion and consumeUnion: thread 0
   /// initializes them (`full`: the producer's 32 lanes, `empty`: the query
   /// warps' 32 W lanes); they are ready after a block barrier.
@@ -134,10 +125,9 @@ protected:
 
 private:
   Value entryFirstRow(ImplicitLocOpBuilder &b, Value entry) const;
-  /// Entry `entry` into buffer `slot` mod 2 by `threads` threads (this one
-  /// `thread`): two copy groups.
-  void copyEntry(ImplicitLocOpBuilder &b, Value entry, Value slot, Value thread,
-                 int64_t threads) const;
+  /// Entry `entry` into buffer `entry` mod 2 by the copying warp's lanes:
+  /// two copy groups.
+  void copyEntry(ImplicitLocOpBuilder &b, Value entry) const;
   /// The step on union entry `u` from its buffer (`parity`: u mod 2).
   SmallVector<Value> stepOnEntry(ImplicitLocOpBuilder &b, Value u, Value parity,
                                  ValueRange acc, EntryStep step);
@@ -145,8 +135,6 @@ private:
   void waitPhase(ImplicitLocOpBuilder &b, Value id, Value phase) const;
   /// full[s] = s, empty[s] = 2 + s.
   Value bufferBarriers;
-  SmallVector<Value> unionStep(ImplicitLocOpBuilder &b, Value u, Value count,
-                               ValueRange acc, EntryStep step);
 };
 
 /// Whether the forward's query-tile kernel takes these sizes: G <= 16 (one

@@ -611,7 +611,7 @@ def main(argv=None):
     b.add_argument("--paper", action="store_true", help="add the paper setting")
     b.add_argument("--union-queries", type=int, default=0,
                    help="pisa-compile --attention-union-queries: query tiles of this "
-                        "many queries (the dq pass's instead of 4)")
+                        "many queries (the dq pass's instead of 3)")
     b.add_argument("--jobs", type=int, default=2)
     b.add_argument("--pisa-compile", default=os.path.join("build", "bin", "pisa-compile"))
     c = sub.add_parser("check")

@@ -75,24 +75,12 @@ public:
     gradOutTile = warpTile(b, plan.gradOut);
   }
 
-  /// Warps 0..W-1 own the queries; warp W copies the union's entries.
   void build(ImplicitLocOpBuilder &b) {
-    Value producer = cmp(b, P::eq, warp, indexConst(b, p.warps));
-    initBufferBarriers(b);
-    buildIfThen(b, cmp(b, P::ne, warp, indexConst(b, p.warps)),
-                [&](ImplicitLocOpBuilder &qb) {
-                  listBlocks(qb);
-                  stageRows(qb, e.arg("queries"), p.headDim, queryTile);
-                  stageRows(qb, e.arg("gradOutput"), p.valueDim, gradOutTile);
-                });
-    gpu::BarrierOp::create(b); // the lists and row tiles are written
-    mergeLists(b);
-    gpu::BarrierOp::create(b); // and the union, and the barriers set up
-    buildIf(
-        b, producer, TypeRange{},
-        [&](ImplicitLocOpBuilder &pb) {
-          produceUnion(pb);
-          return SmallVector<Value>{};
+    runTile(
+        b,
+        [&](ImplicitLocOpBuilder &qb) {
+          stageRows(qb, e.arg("queries"), p.headDim, queryTile);
+          stageRows(qb, e.arg("gradOutput"), p.valueDim, gradOutTile);
         },
         [&](ImplicitLocOpBuilder &cb) {
           for (int64_t half = 0; half < 2; ++half) {
@@ -117,7 +105,6 @@ public:
                              return attend(sb, firstKey, kTile, vTile, acc);
                            });
           writeGradient(cb, dq);
-          return SmallVector<Value>{};
         });
     gpu::ReturnOp::create(b);
   }

@@ -66,24 +66,12 @@ public:
     queryTile = warpTile(b, plan.query);
   }
 
-  /// Warps 0..W-1 own the queries; warp W copies the union's entries.
   void build(ImplicitLocOpBuilder &b) {
     const float negInf = -std::numeric_limits<float>::infinity();
-    Value producer = cmp(b, P::eq, warp, indexConst(b, p.warps));
-    initBufferBarriers(b);
-    buildIfThen(b, cmp(b, P::ne, warp, indexConst(b, p.warps)),
-                [&](ImplicitLocOpBuilder &qb) {
-                  listBlocks(qb);
-                  stageRows(qb, e.arg("queries"), p.headDim, queryTile);
-                });
-    gpu::BarrierOp::create(b); // the lists and query tiles are written
-    mergeLists(b);
-    gpu::BarrierOp::create(b); // and the union, and the barriers set up
-    buildIf(
-        b, producer, TypeRange{},
-        [&](ImplicitLocOpBuilder &pb) {
-          produceUnion(pb);
-          return SmallVector<Value>{};
+    runTile(
+        b,
+        [&](ImplicitLocOpBuilder &qb) {
+          stageRows(qb, e.arg("queries"), p.headDim, queryTile);
         },
         [&](ImplicitLocOpBuilder &cb) {
           // State: max and sum of rows g and g + 8 (the sums this lane's
@@ -101,7 +89,6 @@ public:
                              return attend(sb, firstKey, kTile, vTile, st);
                            });
           writeRows(cb, state);
-          return SmallVector<Value>{};
         });
     gpu::ReturnOp::create(b);
   }

@@ -278,6 +278,31 @@ SmallVector<Value> QueryTile::stepOnEntry(ImplicitLocOpBuilder &b, Value u,
       });
 }
 
+void QueryTile::runTile(ImplicitLocOpBuilder &b,
+                        llvm::function_ref<void(ImplicitLocOpBuilder &)> stage,
+                        llvm::function_ref<void(ImplicitLocOpBuilder &)> walk) {
+  Value copier = cmp(b, P::eq, warp, indexConst(b, p.warps));
+  initBufferBarriers(b);
+  buildIfThen(b, cmp(b, P::ne, warp, indexConst(b, p.warps)),
+              [&](ImplicitLocOpBuilder &qb) {
+                listBlocks(qb);
+                stage(qb);
+              });
+  gpu::BarrierOp::create(b); // the lists and row tiles are written
+  mergeLists(b);
+  gpu::BarrierOp::create(b); // and the union, and the barriers set up
+  buildIf(
+      b, copier, TypeRange{},
+      [&](ImplicitLocOpBuilder &pb) {
+        produceUnion(pb);
+        return SmallVector<Value>{};
+      },
+      [&](ImplicitLocOpBuilder &wb) {
+        walk(wb);
+        return SmallVector<Value>{};
+      });
+}
+
 void QueryTile::initBufferBarriers(ImplicitLocOpBuilder &b) {
   MLIRContext *ctx = b.getContext();
   auto type = nvgpu::MBarrierGroupType::get(

@@ -75,14 +75,6 @@ public:
   /// G - 1).
   Value headOf(ImplicitLocOpBuilder &b, Value row) const;
 
-  /// Lane 0 of each warp lists the blocks its query attends (ascending, by
-  /// the forward's rule) and their count.
-  void listBlocks(ImplicitLocOpBuilder &b);
-  /// Thread 0 merges the warps' lists into the union (ascending, each block
-  /// once) with, per entry, the mask of the warps that attend it. The lists
-  /// must be visible (a barrier before); the union is, after a barrier.
-  void mergeLists(ImplicitLocOpBuilder &b);
-
   /// The warp's query's 16 head rows of `source` ([B, H, Nq, width]) into
   /// its tile (rows past G, and every row of a warp past Nq, zeros).
   void stageRows(ImplicitLocOpBuilder &b, Value source, int64_t width,
@@ -92,16 +84,18 @@ public:
   /// its K and V tiles, and the warp's state; returns the new state.
   using EntryStep = llvm::function_ref<SmallVector<Value>(
       ImplicitLocOpBuilder &, Value, Value, Value, ValueRange)>;
-  /// The buffers' mbarriers for produceUnion and consumeUnion: thread 0
-  /// initializes them (`full`: the producer's 32 lanes, `empty`: the query
-  /// warps' 32 W lanes); they are ready after a block barrier.
-  void initBufferBarriers(ImplicitLocOpBuilder &b);
-  /// Warp W's part (all its lanes): entry u copied into buffer u mod 2 once
-  /// the buffer's entry u - 2 is released, `full` arriving when it lands.
-  void produceUnion(ImplicitLocOpBuilder &b);
-  /// A query warp's part: every union entry in order, `step` on those its
-  /// query attends once they land; each entry released (`empty`) as the
-  /// warp passes it. Returns the warp's state.
+  /// The tile's walk: the buffers' mbarriers set up; the query warps
+  /// list their blocks and run `stage` (their row tiles); thread 0 merges
+  /// the lists; then warp W copies the union's entries (produceUnion)
+  /// while the query warps run `walk` (consumeUnion, then their results).
+  /// Block barriers only before the walk.
+  void runTile(ImplicitLocOpBuilder &b,
+               llvm::function_ref<void(ImplicitLocOpBuilder &)> stage,
+               llvm::function_ref<void(ImplicitLocOpBuilder &)> walk);
+
+  /// A query warp's part of the walk: every union entry in order, `step`
+  /// on those its query attends once they land; each entry released
+  /// (`empty`) as the warp passes it. Returns the warp's state.
   SmallVector<Value> consumeUnion(ImplicitLocOpBuilder &b, ValueRange init,
                                   EntryStep step);
 
@@ -124,6 +118,22 @@ protected:
   Value keyRows, numKeys, query, hasQuery, keyEnd;
 
 private:
+  /// Lane 0 of each warp lists the blocks its query attends (ascending, by
+  /// the forward's rule) and their count.
+  void listBlocks(ImplicitLocOpBuilder &b);
+  /// Thread 0 merges the warps' lists into the union (ascending, each block
+  /// once) with, per entry, the mask of the warps that attend it. The lists
+  /// must be visible (a barrier before); the union is, after a barrier.
+  void mergeLists(ImplicitLocOpBuilder &b);
+
+  /// The buffers' mbarriers for produceUnion and consumeUnion: thread 0
+  /// initializes them (`full`: the producer's 32 lanes, `empty`: the query
+  /// warps' 32 W lanes); they are ready after a block barrier.
+  void initBufferBarriers(ImplicitLocOpBuilder &b);
+  /// Warp W's part (all its lanes): entry u copied into buffer u mod 2 once
+  /// the buffer's entry u - 2 is released, `full` arriving when it lands.
+  void produceUnion(ImplicitLocOpBuilder &b);
+
   Value entryFirstRow(ImplicitLocOpBuilder &b, Value entry) const;
   /// Entry `entry` into buffer `entry` mod 2 by the copying warp's lanes:
   /// two copy groups.

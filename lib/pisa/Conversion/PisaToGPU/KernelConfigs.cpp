@@ -377,14 +377,6 @@ Type queryElements(Value queries) {
   return cast<ShapedType>(queries.getType()).getElementType();
 }
 
-/// What the forward's and the dq pass's query-tile kernels take.
-constexpr llvm::StringLiteral kForwardTilesNeed =
-    "the query-tile kernel needs G <= 16, d a multiple of 16 up to 128, dv a "
-    "multiple of 8 up to 128, C of 16, 32 or 64 and 16-bit inputs";
-constexpr llvm::StringLiteral kGradTilesNeed =
-    "the query-tile kernel needs G <= 16, d a multiple of 16 up to 128, dv a "
-    "multiple of 16, C of 16, 32 or 64 and 16-bit inputs";
-
 /// Why query tiles of `queries` queries cannot take an op: more queries
 /// than a tile takes, sizes the kernel does not take (`fits`, `needs`), or
 /// tiles of `bytes` past a block's shared memory; nullopt where they can.
@@ -428,7 +420,7 @@ FailureOr<KernelConfigAttr> queryTileAttention(SparseAttentionKernelOp op,
                                                Configurer &c, int64_t queries,
                                                bool fits, int64_t bytes) {
   if (std::optional<std::string> why =
-          queryTilesRefusal(queries, fits, kForwardTilesNeed, bytes))
+          queryTilesRefusal(queries, fits, kQueryTileAttentionNeeds, bytes))
     return refuseUnionQueries(op, queries, *why);
   FailureOr<KernelEpilogue> epilogue = c.pick<KernelEpilogue>(
       "epilogue", c.field(&KernelConfigAttr::getEpilogue),
@@ -477,7 +469,7 @@ FailureOr<KernelConfigAttr> configure(SparseAttentionKernelOp op,
   std::optional<KernelEpilogue> askedEpilogue =
       c.field(&KernelConfigAttr::getEpilogue);
   if (preferred > 0 &&
-      !queryTilesRefusal(preferred, tilesFit, kForwardTilesNeed,
+      !queryTilesRefusal(preferred, tilesFit, kQueryTileAttentionNeeds,
                          tileBytes(preferred)) &&
       (!askedEpilogue || *askedEpilogue == KernelEpilogue::Registers))
     return queryTileAttention(op, c, preferred, tilesFit, tileBytes(preferred));
@@ -541,20 +533,20 @@ FailureOr<KernelConfigAttr> configure(SparseAttentionGradQueriesKernelOp op,
   const int64_t preferred = c.preferences.attentionUnionQueries;
   if (askedQueries) {
     queries = *askedQueries;
-    std::optional<std::string> why =
-        queryTilesRefusal(queries, fits, kGradTilesNeed, tileBytes(queries));
+    std::optional<std::string> why = queryTilesRefusal(
+        queries, fits, kQueryTileGradNeeds, tileBytes(queries));
     if (!why && askedEpilogue && *askedEpilogue != KernelEpilogue::Registers)
       why = "the query-tile kernel finishes dq in registers, not through "
             "shared memory";
     if (why)
       return refuseUnionQueries(op, queries, *why);
   } else if (preferred > 0 &&
-             !queryTilesRefusal(preferred, fits, kGradTilesNeed,
+             !queryTilesRefusal(preferred, fits, kQueryTileGradNeeds,
                                 tileBytes(preferred))) {
     queries = preferred;
   }
   FailureOr<KernelConfigAttr> config = registerOrStaged(
-      op, c, fits, kGradTilesNeed, kGradThreads,
+      op, c, fits, kQueryTileGradNeeds, kGradThreads,
       "this op's kernel runs on mma_sync", C, [&](bool onTiles) {
         return onTiles ? tileBytes(queries)
                        : QueryGradPlan(G, d, dv, C, topK).bytes;

@@ -15,6 +15,7 @@
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/IR/Types.h"
+#include "llvm/ADT/StringRef.h"
 
 #include <optional>
 #include <string>
@@ -57,12 +58,17 @@ struct QueryGradPlan {
 };
 
 /// Whether the query kernel runs on query tiles (QueryGradTiles.cpp): W
-/// consecutive queries a block (kGradTileQueries by default), a warp each, over
-/// the union of their blocks; G <= 16 (one m16 tile of head rows), d a multiple
-/// of 16 up to 128 (dQ in a lane's registers: d / 2 f32), dv a multiple of 16,
-/// C of 32 or 64, 16-bit inputs. Else the staged query kernel.
+/// consecutive queries a block (kGradTileQueries by default), a warp each,
+/// over the union of their blocks; G <= 16 (one m16 tile of head rows), d a
+/// multiple of 16 up to 128 (dQ in a lane's registers: d / 2 f32), dv a
+/// multiple of 16, C of 16, 32 or 64, 16-bit inputs. Else the staged query
+/// kernel.
 bool queryTileGradFits(Type elem, int64_t groupSize, int64_t headDim,
                        int64_t valueDim, int64_t blockSize);
+/// What queryTileGradFits asks, as a diagnostic says it.
+constexpr llvm::StringLiteral kQueryTileGradNeeds =
+    "the query-tile kernel needs G <= 16, d a multiple of 16 up to 128, dv a "
+    "multiple of 16, C of 16, 32 or 64 and 16-bit inputs";
 
 /// The query-tile kernel's shared memory: the union's two buffers of an
 /// entry's K and V (QueryTiles.h), each warp's Q [16 x d] and dO [16 x dv]

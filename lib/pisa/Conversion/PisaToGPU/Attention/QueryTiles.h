@@ -36,6 +36,7 @@
 
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
+#include "llvm/ADT/StringRef.h"
 
 namespace mlir::pisa::detail {
 
@@ -153,6 +154,10 @@ private:
 /// 16-bit inputs.
 bool attendsOnQueryTiles(Type elem, int64_t groupSize, int64_t headDim,
                          int64_t valueDim, int64_t blockSize);
+/// What attendsOnQueryTiles asks, as a diagnostic says it.
+constexpr llvm::StringLiteral kQueryTileAttentionNeeds =
+    "the query-tile kernel needs G <= 16, d a multiple of 16 up to 128, dv a "
+    "multiple of 8 up to 128, C of 16, 32 or 64 and 16-bit inputs";
 
 /// The forward's query-tile kernel's shared memory: the union's buffers,
 /// each warp's Q [16 x d] head rows, the union's lists.

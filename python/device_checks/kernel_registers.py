@@ -45,7 +45,8 @@ def resources(ptxas, ptx, kernel):
                            capture_output=True, text=True)
     lines = r.stderr.splitlines()
     for i, line in enumerate(lines):
-        if f"for {kernel}" in line:
+        # The kernel itself, not one named with a suffix (`{kernel}_0`).
+        if line.rstrip().endswith(f"for {kernel}"):
             info = " ".join(l.replace("ptxas info    :", "").strip()
                             for l in lines[i + 1:i + 3])
             return (hint.group(1) if hint else "-"), info

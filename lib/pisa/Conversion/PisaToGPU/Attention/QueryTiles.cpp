@@ -333,6 +333,11 @@ void QueryTile::waitPhase(ImplicitLocOpBuilder &b, Value id,
                                          indexConst(b, 1000000), id);
 }
 
+void QueryTile::arrive(ImplicitLocOpBuilder &b, Value id) const {
+  nvgpu::MBarrierArriveOp::create(
+      b, nvgpu::MBarrierTokenType::get(b.getContext()), bufferBarriers, id);
+}
+
 void QueryTile::produceUnion(ImplicitLocOpBuilder &b) {
   Value count =
       toIndex(b, memref::LoadOp::create(b, unionCount, indexConst(b, 0)));
@@ -351,9 +356,7 @@ void QueryTile::produceUnion(ImplicitLocOpBuilder &b) {
               // Each lane's copies have landed before its arrival (a release):
               // the query warps that wait for the phase see the whole entry.
               NVVM::CpAsyncWaitGroupOp::create(lb, 0);
-              nvgpu::MBarrierArriveOp::create(
-                  lb, nvgpu::MBarrierTokenType::get(lb.getContext()),
-                  bufferBarriers, slot);
+              arrive(lb, slot);
               return SmallVector<Value>{};
             });
 }
@@ -392,9 +395,7 @@ SmallVector<Value> QueryTile::consumeUnion(ImplicitLocOpBuilder &b,
                          [&](ImplicitLocOpBuilder &) {
                            return SmallVector<Value>(acc.begin(), acc.end());
                          });
-                     nvgpu::MBarrierArriveOp::create(
-                         lb, nvgpu::MBarrierTokenType::get(lb.getContext()),
-                         bufferBarriers, arith::AddIOp::create(lb, slot, two));
+                     arrive(lb, arith::AddIOp::create(lb, slot, two));
                      return out;
                    });
 }

@@ -144,6 +144,8 @@ private:
                                  ValueRange acc, EntryStep step);
   /// Waits for phase `phase` mod 2 of mbarrier `id` of bufferBarriers.
   void waitPhase(ImplicitLocOpBuilder &b, Value id, Value phase) const;
+  /// This thread's arrival on mbarrier `id` of bufferBarriers.
+  void arrive(ImplicitLocOpBuilder &b, Value id) const;
   /// full[s] = s, empty[s] = 2 + s.
   Value bufferBarriers;
 };

@@ -314,6 +314,12 @@ def check_varlen(lib, cfg, rng, gen, first):
     return ok, worst, notes
 
 
+# Queries past which key block 0 takes more segments than the others
+# (kMaxKeySegments x kMinSegmentWords bit words of 32 queries,
+# AttentionGrad.h).
+LONG_QUERIES = 16 * 8 * 32
+
+
 def check_case(lib, cfg, rng, shapes):
     import torch
 
@@ -322,12 +328,21 @@ def check_case(lib, cfg, rng, shapes):
     scale = 1.0 / math.sqrt(d)
     gen = torch.Generator().manual_seed(rng.randrange(2**31))
     notes, ok, worst = [], True, [0.0, 0.0, 0.0]
+    drawn = []
     for _ in range(shapes):
         B, N, nq, off, mode = check_attention.draw_shape(rng, cfg)
         # The dense reference keeps Hq x Nq x N scores: keep it small.
         while Hkv * G * nq * N > 40_000_000 and nq > 1:
             nq = max(1, nq // 2)
             off = N - nq if mode == "prefill" else min(off, N - nq)
+        drawn.append((B, N, nq, off, mode))
+    # A prefill of more than LONG_QUERIES queries, where the key kernel
+    # splits key block 0 into more segments than the others, wherever the
+    # dense reference stays within 80M scores.
+    long_n = LONG_QUERIES + rng.randint(32, 400)
+    if Hkv * G * long_n * long_n <= 80_000_000:
+        drawn.append((1, long_n, long_n, 0, "long prefill"))
+    for B, N, nq, off, mode in drawn:
         q = torch.randn(B, Hkv * G, nq, d, generator=gen).to(dt).cuda()
         k = torch.randn(B, Hkv, N, d, generator=gen).to(dt).cuda()
         v = torch.randn(B, Hkv, N, dv, generator=gen).to(dt).cuda()

@@ -33,8 +33,13 @@
 // (96), its masks (96) and count (16): 96064 bytes.
 // CHECK: %[[TILES:.+]] = arith.ceildivui %{{.+}}, %c3 :
 // CHECK: gpu.launch_func @pisa_kernels::@sparse_attention_grad_queries blocks in (%[[TILES]], %[[GROUPS:.+]], %c1) threads in (%c128, %c1, %c1) dynamic_shared_memory_size %c96064_i32
-// At most 16 segments of at least 8 bit words per key block.
-// CHECK: %[[SEGS:.+]] = arith.maxui %{{.+}}, %c1
+// At most 16 segments of at least 8 bit words per key block, at most 64
+// for key block 0 (every query of a PISA selection attends it).
+// CHECK: %[[WORDS:.+]] = arith.ceildivui %{{.+}}, %c8
+// CHECK: %[[CAP:.+]] = arith.minui %[[WORDS]], %c16
+// CHECK: %[[SEGS:.+]] = arith.maxui %[[CAP]], %c1
+// CHECK: %[[CAP0:.+]] = arith.minui %[[WORDS]], %c64
+// CHECK: %[[SEGS0:.+]] = arith.maxui %[[CAP0]], %c1
 // The bits are zeroed, then one thread per query marks the blocks it
 // attends.
 // CHECK: gpu.launch_func @pisa_kernels::@zero_query_bits
@@ -43,8 +48,12 @@
 // the step's Q and dO (64 rows: 4 queries of 16 heads), each step row's
 // shift, D and visible keys, and the list of the segment's queries (the
 // dK and dV sums are written over the 16-bit tiles at the end), 74528
-// bytes.
-// CHECK: %[[GRIDX:.+]] = arith.muli %{{.+}}, %[[SEGS]]
+// bytes. (Key blocks - 1) x S + S0 blocks, none without a key block.
+// CHECK: %[[NONE:.+]] = arith.cmpi eq, %[[KEYBLOCKS:.+]], %c0
+// CHECK: %[[LESS:.+]] = arith.subi %[[KEYBLOCKS]], %c1
+// CHECK: %[[REST:.+]] = arith.muli %[[LESS]], %[[SEGS]]
+// CHECK: %[[ALL:.+]] = arith.addi %[[REST]], %[[SEGS0]]
+// CHECK: %[[GRIDX:.+]] = arith.select %[[NONE]], %c0, %[[ALL]]
 // CHECK: gpu.launch_func @pisa_kernels::@sparse_attention_grad_keys blocks in (%[[GRIDX]], %[[GROUPS]], %c1) threads in (%c128, %c1, %c1) dynamic_shared_memory_size %c74528_i32
 
 // The query-tile kernel: thread 0 merges the warps' block lists; warp 3

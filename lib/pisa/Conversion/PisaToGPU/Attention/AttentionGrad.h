@@ -119,8 +119,10 @@ struct KeyGradPlan {
 /// A key block's queries are split into at most this many segments, one
 /// block each, of at least kMinSegmentWords bit words (32 queries a word);
 /// the segments add their sums in order (docs/gpu.md, "Sparse attention
-/// backward").
+/// backward"). Key block 0 of a batch's rows, which every query of a PISA
+/// selection attends, takes up to kMaxFirstBlockSegments.
 constexpr int64_t kMaxKeySegments = 16;
+constexpr int64_t kMaxFirstBlockSegments = 64;
 constexpr int64_t kMinSegmentWords = 8;
 
 /// Query-bit words a key block reads at a time (one a lane of warp 0); the

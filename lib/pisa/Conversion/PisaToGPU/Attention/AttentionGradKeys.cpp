@@ -81,14 +81,29 @@ KeyGradBlock::KeyGradBlock(ImplicitLocOpBuilder &b, const Kernel &e,
   dvTile = shared.view(b, p.gradValue, {c, p.valueDim + 4}, f32);
   list = shared.view(b, p.list, {p.listCapacity}, i32);
   listCount = shared.view(b, p.listCount, {1}, i32);
-  Value segments = e.arg("segments");
-  block = arith::DivUIOp::create(b, blockIdX(b), segments);
+  // Block x < S0 is segment x of key block 0 (of S0 segments); the others
+  // are the S segments of key blocks 1, 2, ... in order. Block 0 is the
+  // one every query of a PISA selection attends (the forced first block):
+  // with S segments it would be the kernel's longest serial work.
+  Value blockSegments = e.arg("segments");
+  Value firstSegments = e.arg("firstSegments");
+  Value x = blockIdX(b);
+  Value inFirst = cmp(b, P::ult, x, firstSegments);
+  Value rest = arith::SubIOp::create(
+      b, arith::MaxUIOp::create(b, x, firstSegments), firstSegments);
+  block = arith::SelectOp::create(
+      b, inFirst, indexConst(b, 0),
+      arith::AddIOp::create(b, arith::DivUIOp::create(b, rest, blockSegments),
+                            indexConst(b, 1)));
+  Value segments =
+      arith::SelectOp::create(b, inFirst, firstSegments, blockSegments);
   // Rank r of the block's segments runs segment S - 1 - r: the chain in
   // which they add their sums (addInOrder) starts at the last segment,
   // whose queries attend the block least often (the selection favours a
   // query's own and recent blocks), and ends at the first that can hold
   // a query, which writes the result.
-  rank = arith::RemUIOp::create(b, blockIdX(b), segments);
+  rank = arith::SelectOp::create(
+      b, inFirst, x, arith::RemUIOp::create(b, rest, blockSegments));
   Value lastIndex = arith::SubIOp::create(b, segments, indexConst(b, 1));
   segment = arith::SubIOp::create(b, lastIndex, rank);
   batch = arith::DivUIOp::create(b, blockIdY(b), indexConst(b, kvHeads));
@@ -445,17 +460,24 @@ struct GradKeysToGPU : KernelOpPattern<SparseAttentionGradKeysKernelOp> {
         {"queryOffset", op.getQueryOffset()},
         {"bits", bits}};
     addPackedOperands(markOperands, op.getCuSeqlensQ(), op.getCuSeqlensK());
-    // Segments of at least kMinSegmentWords words, at most kMaxKeySegments.
+    // Segments of at least kMinSegmentWords words, at most kMaxKeySegments
+    // (kMaxFirstBlockSegments for key block 0 of a batch's rows; a packed
+    // batch's block slots all take the same).
     Value rowWords =
         arith::SubIOp::create(host, dimOf(host, bits, 3), indexConst(host, 1));
-    Value segments = arith::MaxUIOp::create(
-        host,
-        arith::MinUIOp::create(
-            host,
-            arith::CeilDivUIOp::create(host, rowWords,
-                                       indexConst(host, kMinSegmentWords)),
-            indexConst(host, kMaxKeySegments)),
-        indexConst(host, 1));
+    auto segmentsUpTo = [&](int64_t most) -> Value {
+      return arith::MaxUIOp::create(
+          host,
+          arith::MinUIOp::create(
+              host,
+              arith::CeilDivUIOp::create(host, rowWords,
+                                         indexConst(host, kMinSegmentWords)),
+              indexConst(host, most)),
+          indexConst(host, 1));
+    };
+    Value segments = segmentsUpTo(kMaxKeySegments);
+    Value firstSegments =
+        op.getCuSeqlensQ() ? segments : segmentsUpTo(kMaxFirstBlockSegments);
     SmallVector<KernelOperand> operands{{"queries", op.getQueries()},
                                         {"keys", op.getKeys()},
                                         {"values", op.getValues()},
@@ -467,7 +489,8 @@ struct GradKeysToGPU : KernelOpPattern<SparseAttentionGradKeysKernelOp> {
                                         {"gradKeys", op.getGradKeys()},
                                         {"gradValues", op.getGradValues()},
                                         {"accumulators", op.getAccumulators()},
-                                        {"segments", segments}};
+                                        {"segments", segments},
+                                        {"firstSegments", firstSegments}};
     addPackedOperands(operands, op.getCuSeqlensQ(), op.getCuSeqlensK());
     Kernel zero = buildZeroBits(rewriter, op, bits);
     Kernel mark = buildMarkQueries(rewriter, op, topK, markOperands);
@@ -493,7 +516,18 @@ struct GradKeysToGPU : KernelOpPattern<SparseAttentionGradKeysKernelOp> {
            host.createOrFold<arith::CeilDivUIOp>(
                dimOf(host, op.getQueries(), 2), indexConst(host, kMarkThreads)),
            groups, kMarkThreads, markOperands);
-    Value gridX = arith::MulIOp::create(host, dimOf(host, bits, 2), segments);
+    // (blocks - 1) S + S0 blocks, none where there is no key block.
+    Value keyBlocks = dimOf(host, bits, 2);
+    Value gridX = arith::SelectOp::create(
+        host, cmp(host, P::eq, keyBlocks, indexConst(host, 0)),
+        indexConst(host, 0),
+        arith::AddIOp::create(
+            host,
+            arith::MulIOp::create(
+                host,
+                arith::SubIOp::create(host, keyBlocks, indexConst(host, 1)),
+                segments),
+            firstSegments));
     launch(host, kernel, gridX, groups, config.getThreads(), operands,
            plan.bytes);
   }

@@ -37,12 +37,10 @@ SmallVector<Value> mlir::pisa::detail::buildIf(ImplicitLocOpBuilder &b,
                                                Value cond, TypeRange types,
                                                Branch thenBranch,
                                                Branch elseBranch) {
-  auto ifOp = scf::IfOp::create(b, types, cond, /*withElseRegion=*/true);
-  // Without results the branches come with their yields; ours replace them.
-  if (types.empty()) {
-    ifOp.thenBlock()->getTerminator()->erase();
-    ifOp.elseBlock()->getTerminator()->erase();
-  }
+  // Empty blocks, no default yields: erasing those behind a conversion's
+  // back would leave its driver a freed op to visit.
+  auto ifOp = scf::IfOp::create(b, types, cond, /*addThenBlock=*/true,
+                                /*addElseBlock=*/true);
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(ifOp.thenBlock());

@@ -45,16 +45,16 @@
 // CHECK: gpu.launch_func @pisa_kernels::@zero_query_bits
 // CHECK: gpu.launch_func @pisa_kernels::@mark_attending_queries
 // One block per (key block x segment, B x Hkv); its shared memory: K, V,
-// the step's Q and dO (64 rows: 4 queries of 16 heads), each step row's
-// shift, D and visible keys, and the list of the segment's queries (the
-// dK and dV sums are written over the 16-bit tiles at the end), 74528
-// bytes. (Key blocks - 1) x S + S0 blocks, none without a key block.
+// two steps' Q and dO (64 rows: 4 queries of 16 heads) and each step
+// row's lse, D and visible keys, and the list of the segment's queries
+// (the dK and dV sums are written over the 16-bit tiles at the end),
+// 110160 bytes. (Key blocks - 1) x S + S0 blocks, none without a key block.
 // CHECK: %[[NONE:.+]] = arith.cmpi eq, %[[KEYBLOCKS:.+]], %c0
 // CHECK: %[[LESS:.+]] = arith.subi %[[KEYBLOCKS]], %c1
 // CHECK: %[[REST:.+]] = arith.muli %[[LESS]], %[[SEGS]]
 // CHECK: %[[ALL:.+]] = arith.addi %[[REST]], %[[SEGS0]]
 // CHECK: %[[GRIDX:.+]] = arith.select %[[NONE]], %c0, %[[ALL]]
-// CHECK: gpu.launch_func @pisa_kernels::@sparse_attention_grad_keys blocks in (%[[GRIDX]], %[[GROUPS]], %c1) threads in (%c128, %c1, %c1) dynamic_shared_memory_size %c74528_i32
+// CHECK: gpu.launch_func @pisa_kernels::@sparse_attention_grad_keys blocks in (%[[GRIDX]], %[[GROUPS]], %c1) threads in (%c128, %c1, %c1) dynamic_shared_memory_size %c110160_i32
 
 // The query-tile kernel: thread 0 merges the warps' block lists; warp 3
 // copies each union entry's K and V by cp.async into one of two buffers
@@ -92,7 +92,10 @@
 
 // The register key kernel: warp 0 lists a window's queries (a prefix sum
 // of the words' bit counts over its lanes, then each lane its word's
-// bits), four queries a step; per chunk of 16 rows each warp computes S^T
+// bits); once the list holds four steps (four queries each) they run as
+// a batch: step s + 1's Q and dO rows, lse and D are copied by cp.async
+// into the other buffer (three groups) while step s computes, after
+// waiting for all but those three groups; per chunk of 16 rows each warp computes S^T
 // = K Q^T and dP^T = V dO^T for its 16 keys (K's A fragments by ldmatrix,
 // Q's B fragments by ldmatrix), P^T and dS^T in registers, and dK += dS^T
 // Q, dV += P^T dO with Q and dO by ldmatrix.trans into sums carried by the
@@ -105,7 +108,14 @@
 // CHECK: gpu.shuffle  up
 // CHECK: scf.while
 // CHECK: math.cttz
+// CHECK: arith.cmpi uge, %{{.+}}, %c16
+// CHECK: nvgpu.device_async_copy
+// CHECK: nvgpu.device_async_create_group
 // CHECK: scf.for {{.+}} iter_args
+// CHECK: nvgpu.device_async_copy
+// CHECK: nvvm.cp.async.wait.group 3
+// CHECK: nvvm.cp.async.wait.group 0
+// CHECK: gpu.barrier
 // CHECK: nvgpu.ldmatrix {{.+}} {numTiles = 4 : i32, transpose = false} : memref<64x136xbf16, #gpu.address_space<workgroup>> -> vector<4x2xbf16>
 // CHECK: nvgpu.ldmatrix {{.+}} {numTiles = 2 : i32, transpose = false} : memref<64x136xbf16, #gpu.address_space<workgroup>> -> vector<2x2xbf16>
 // CHECK: nvgpu.mma.sync

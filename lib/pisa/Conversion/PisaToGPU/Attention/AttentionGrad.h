@@ -101,16 +101,19 @@ bool keyGradientsInRegisters(Type elem, int64_t headDim, int64_t valueDim,
 /// sums (f32), and the list of the segment's queries not yet stepped
 /// through with its length (i32). The staged kernel adds S and dP [64 x C]
 /// (f32) and P^T and dS^T [C x 64] (16-bit) and accumulates into the sums;
-/// the register kernel adds each step row's exponent shift, D (f32) and
-/// visible keys (i32), and writes its register sums into the sums' tiles
+/// the register kernel stages two steps' rows (Q and dO at query /
+/// gradOut and queryNext / gradOutNext, each step row's lse and D (f32)
+/// and visible keys (i32) per buffer: the next step's copies fly while
+/// this one computes), and writes its register sums into the sums' tiles
 /// at the end (over the 16-bit tiles when they fit there).
 struct KeyGradPlan {
   GradRows rows;
   int64_t headDim, valueDim, blockSize;
   bool inRegisters;
   int64_t key, value, query, gradOut,
-      score = 0, gradProb = 0, probT = 0, gradScoreT = 0, rowShift = 0,
-      rowDelta = 0, rowVisible = 0, gradKey, gradValue, windowWords, list,
+      queryNext = 0, gradOutNext = 0, score = 0, gradProb = 0, probT = 0,
+      gradScoreT = 0, rowLse[2] = {0, 0}, rowDelta[2] = {0, 0},
+      rowVisible[2] = {0, 0}, gradKey, gradValue, windowWords, stepsAhead, list,
       listCapacity, listCount, bytes;
   KeyGradPlan(int64_t groupSize, int64_t headDim, int64_t valueDim,
               int64_t blockSize, bool inRegisters);
@@ -130,6 +133,11 @@ constexpr int64_t kMinSegmentWords = 8;
 /// leave.
 constexpr int64_t kBitWindow = 32;
 constexpr int64_t kStagedBitWindow = 4;
+
+/// The register key kernel steps once its list holds this many steps'
+/// queries (or its words are done), and copies each step's rows while the
+/// one before it computes: only a batch's first step waits for its copies.
+constexpr int64_t kKeyStepsAhead = 4;
 
 /// Why the backward's GPU kernels cannot take these sizes (the message
 /// names the limit), or nullopt.

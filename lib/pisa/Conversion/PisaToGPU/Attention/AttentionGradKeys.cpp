@@ -60,27 +60,23 @@ KeyGradBlock::KeyGradBlock(ImplicitLocOpBuilder &b, const Kernel &e,
                            float scale)
     : e(e), p(plan), G(G), scale(scale) {
   elem = cast<MemRefType>(e.arg("queries").getType()).getElementType();
-  SharedTiles shared(b);
+  shared.emplace(b);
   const int64_t R = p.rows.rows, c = p.blockSize;
   Type f32 = b.getF32Type(), i32 = b.getI32Type();
-  kTile = shared.view(b, p.key, {c, p.headDim + 8}, elem);
-  vTile = shared.view(b, p.value, {c, p.valueDim + 8}, elem);
-  qTile = shared.view(b, p.query, {R, p.headDim + 8}, elem);
-  doTile = shared.view(b, p.gradOut, {R, p.valueDim + 8}, elem);
-  if (p.inRegisters) {
-    rowShift = shared.view(b, p.rowShift, {R}, f32);
-    rowDelta = shared.view(b, p.rowDelta, {R}, f32);
-    rowVisible = shared.view(b, p.rowVisible, {R}, i32);
-  } else {
-    sTile = shared.view(b, p.score, {R, c + 4}, f32);
-    dpTile = shared.view(b, p.gradProb, {R, c + 4}, f32);
-    pT = shared.view(b, p.probT, {c, R + 8}, elem);
-    dsT = shared.view(b, p.gradScoreT, {c, R + 8}, elem);
+  kTile = shared->view(b, p.key, {c, p.headDim + 8}, elem);
+  vTile = shared->view(b, p.value, {c, p.valueDim + 8}, elem);
+  qTile = shared->view(b, p.query, {R, p.headDim + 8}, elem);
+  doTile = shared->view(b, p.gradOut, {R, p.valueDim + 8}, elem);
+  if (!p.inRegisters) {
+    sTile = shared->view(b, p.score, {R, c + 4}, f32);
+    dpTile = shared->view(b, p.gradProb, {R, c + 4}, f32);
+    pT = shared->view(b, p.probT, {c, R + 8}, elem);
+    dsT = shared->view(b, p.gradScoreT, {c, R + 8}, elem);
   }
-  dkTile = shared.view(b, p.gradKey, {c, p.headDim + 4}, f32);
-  dvTile = shared.view(b, p.gradValue, {c, p.valueDim + 4}, f32);
-  list = shared.view(b, p.list, {p.listCapacity}, i32);
-  listCount = shared.view(b, p.listCount, {1}, i32);
+  dkTile = shared->view(b, p.gradKey, {c, p.headDim + 4}, f32);
+  dvTile = shared->view(b, p.gradValue, {c, p.valueDim + 4}, f32);
+  list = shared->view(b, p.list, {p.listCapacity}, i32);
+  listCount = shared->view(b, p.listCount, {1}, i32);
   // Block x < S0 is segment x of key block 0 (of S0 segments); the others
   // are the S segments of key blocks 1, 2, ... in order. Block 0 is the
   // one every query of a PISA selection attends (the forced first block):
@@ -190,11 +186,10 @@ void KeyGradBlock::build(ImplicitLocOpBuilder &b) {
     stageKeyRows(tb, e.arg("values"), batch, kv, firstRow, c, p.valueDim, vTile,
                  tid, kGradThreads);
     if (p.inRegisters) {
-      SmallVector<Value> sums = forEachStep(
+      SmallVector<Value> sums = forEachBatch(
           tb, zeroSums(tb),
-          [&](ImplicitLocOpBuilder &sb, Value first, Value n, ValueRange st) {
-            return registerStep(sb, first, n, st);
-          });
+          [&](ImplicitLocOpBuilder &sb, Value steps, Value last,
+              ValueRange st) { return registerBatch(sb, steps, last, st); });
       gpu::BarrierOp::create(tb); // the 16-bit tiles are read
       storeSums(tb, sums);
     } else {

@@ -95,12 +95,18 @@ KeyGradPlan::KeyGradPlan(int64_t G, int64_t d, int64_t dv, int64_t c,
   value = SharedTiles::place(at, c * (dv + 8) * 2);
   query = SharedTiles::place(at, R * (d + 8) * 2);
   gradOut = SharedTiles::place(at, R * (dv + 8) * 2);
+  if (inRegisters) {
+    queryNext = SharedTiles::place(at, R * (d + 8) * 2);
+    gradOutNext = SharedTiles::place(at, R * (dv + 8) * 2);
+  }
   const int64_t tilesEnd = at;
   const int64_t sumBytes = c * (d + 4) * 4, valueSumBytes = c * (dv + 4) * 4;
   if (inRegisters) {
-    rowShift = SharedTiles::place(at, R * 4);
-    rowDelta = SharedTiles::place(at, R * 4);
-    rowVisible = SharedTiles::place(at, R * 4);
+    for (int64_t i = 0; i < 2; ++i) {
+      rowLse[i] = SharedTiles::place(at, R * 4);
+      rowDelta[i] = SharedTiles::place(at, R * 4);
+      rowVisible[i] = SharedTiles::place(at, R * 4);
+    }
     // The sums are written after the last step, over the 16-bit tiles
     // where they fit.
     if (int64_t(llvm::alignTo(sumBytes, 16)) + valueSumBytes <= tilesEnd) {
@@ -119,9 +125,12 @@ KeyGradPlan::KeyGradPlan(int64_t G, int64_t d, int64_t dv, int64_t c,
     gradKey = SharedTiles::place(at, sumBytes);
     gradValue = SharedTiles::place(at, valueSumBytes);
   }
-  // A window's queries after the fewer than rows.tokens left from the last.
+  // A window's queries after the fewer than stepsAhead x rows.tokens left
+  // from the last: the register kernel gathers that many before it steps,
+  // so that most steps' rows are copied while the one before computes.
   windowWords = inRegisters ? kBitWindow : kStagedBitWindow;
-  listCapacity = rows.tokens - 1 + windowWords * 32;
+  stepsAhead = inRegisters ? kKeyStepsAhead : 1;
+  listCapacity = stepsAhead * rows.tokens - 1 + windowWords * 32;
   list = SharedTiles::place(at, listCapacity * 4);
   listCount = SharedTiles::place(at, 4);
   bytes = at;

@@ -54,39 +54,81 @@ static void storeChunk(ImplicitLocOpBuilder &b, const ChunkedTile &tile,
                           llvm::MaybeAlign(16));
 }
 
+namespace {
+/// Tile row r of a HeadRows tile: its slot, head index within the slot
+/// (h) and head of the source (clamped to the group's last).
+struct HeadRowPlace {
+  Value slot, h, head;
+};
+
+HeadRowPlace headRowPlace(ImplicitLocOpBuilder &b, const HeadRows &from,
+                          int64_t rows, Value r) {
+  const int64_t perToken = from.rowsPerToken;
+  // One token: its heads are the tile's rows.
+  Value slot = indexConst(b, 0), h = r;
+  if (perToken != rows) {
+    slot = arith::DivUIOp::create(b, r, indexConst(b, perToken));
+    h = arith::RemUIOp::create(b, r, indexConst(b, perToken));
+  }
+  Value head = arith::AddIOp::create(
+      b, from.firstHead,
+      arith::MinUIOp::create(b, h, indexConst(b, from.groupSize - 1)));
+  return {slot, h, head};
+}
+
+/// Whether the row holds a head row of a query (else it is zeros).
+Value holdsHeadRow(ImplicitLocOpBuilder &b, const HeadRows &from,
+                   const HeadRowPlace &at) {
+  Value keep =
+      cmp(b, arith::CmpIPredicate::ult, at.h, indexConst(b, from.groupSize));
+  if (from.holds)
+    keep = arith::AndIOp::create(b, keep, from.holds(b, at.slot));
+  return keep;
+}
+} // namespace
+
 void mlir::pisa::detail::stageHeadRows(ImplicitLocOpBuilder &b,
                                        const HeadRows &from, int64_t rows,
                                        int64_t width, Value tile, Value tid,
                                        int64_t threads) {
   Type elem = cast<MemRefType>(from.source.getType()).getElementType();
-  const int64_t G = from.groupSize, perToken = from.rowsPerToken;
   ChunkedTile chunks{rows, width, threads};
   copyChunks(
       b, chunks, tid,
       [&](ImplicitLocOpBuilder &lb, Value i) -> Value {
-        Value r = chunks.row(lb, i);
-        // One token: its heads are the tile's rows.
-        Value slot = indexConst(lb, 0), h = r;
-        if (perToken != rows) {
-          slot = arith::DivUIOp::create(lb, r, indexConst(lb, perToken));
-          h = arith::RemUIOp::create(lb, r, indexConst(lb, perToken));
-        }
-        Value head = arith::AddIOp::create(
-            lb, from.firstHead,
-            arith::MinUIOp::create(lb, h, indexConst(lb, G - 1)));
+        HeadRowPlace at = headRowPlace(lb, from, rows, chunks.row(lb, i));
         Value v = vector::LoadOp::create(
             lb, VectorType::get({kChunkElems}, elem), from.source,
-            ValueRange{from.batch, head, from.token(lb, slot),
+            ValueRange{from.batch, at.head, from.token(lb, at.slot),
                        chunks.column(lb, i)},
             false, llvm::MaybeAlign(16));
-        Value keep = cmp(lb, arith::CmpIPredicate::ult, h, indexConst(lb, G));
-        if (from.holds)
-          keep = arith::AndIOp::create(lb, keep, from.holds(lb, slot));
-        return arith::SelectOp::create(lb, keep, v, zeroChunk(lb, elem));
+        return arith::SelectOp::create(lb, holdsHeadRow(lb, from, at), v,
+                                       zeroChunk(lb, elem));
       },
       [&](ImplicitLocOpBuilder &lb, Value i, Value v) {
         storeChunk(lb, chunks, tile, i, v);
       });
+}
+
+void mlir::pisa::detail::copyHeadRowsAsync(ImplicitLocOpBuilder &b,
+                                           const HeadRows &from, int64_t rows,
+                                           int64_t width, Value tile, Value tid,
+                                           int64_t threads) {
+  ChunkedTile chunks{rows, width, threads};
+  asyncCopyChunks(
+      b, chunks, tid,
+      [&](ImplicitLocOpBuilder &lb, Value i) -> AsyncChunk {
+        Value r = chunks.row(lb, i), col = chunks.column(lb, i);
+        HeadRowPlace at = headRowPlace(lb, from, rows, r);
+        return {tile,
+                {r, col},
+                from.source,
+                {from.batch, at.head, from.token(lb, at.slot), col},
+                arith::SelectOp::create(lb, holdsHeadRow(lb, from, at),
+                                        indexConst(lb, kChunkElems),
+                                        indexConst(lb, 0))};
+      },
+      /*bypassL1=*/false);
 }
 
 void mlir::pisa::detail::stageKeyRows(ImplicitLocOpBuilder &b, Value source,

@@ -55,6 +55,13 @@ struct HeadRows {
 void stageHeadRows(ImplicitLocOpBuilder &b, const HeadRows &from, int64_t rows,
                    int64_t width, Value tile, Value tid, int64_t threads);
 
+/// stageHeadRows by cp.async (16-byte chunks through L1, zero-filled where
+/// a row is zeros), committed as one group: the tile is written once the
+/// group has landed (cp.async.wait_group) and a barrier has passed.
+void copyHeadRowsAsync(ImplicitLocOpBuilder &b, const HeadRows &from,
+                       int64_t rows, int64_t width, Value tile, Value tid,
+                       int64_t threads);
+
 /// Copies the rows [firstKey, firstKey + rows) of head `kv` of `source`
 /// ([B, Hkv, N, X]) into `tile`; rows at or past N are zeros (a zero
 /// probability times a garbage value could be NaN).

@@ -13,6 +13,7 @@
 #define PISA_LIB_CONVERSION_PISATOGPU_ATTENTION_KEYGRADBLOCK_H
 
 #include "Attention/AttentionGrad.h"
+#include "Attention/AttentionSteps.h"
 #include "Kernels/KernelBuilder.h"
 #include "Kernels/WarpMma.h"
 
@@ -22,6 +23,7 @@
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
 
+#include <optional>
 #include <utility>
 
 namespace mlir::pisa::detail {
@@ -33,6 +35,10 @@ public:
   /// A step over n queries of the list from `first`, carrying `state`.
   using StepFn = llvm::function_ref<SmallVector<Value>(
       ImplicitLocOpBuilder &, Value first, Value n, ValueRange state)>;
+  /// `steps` steps over the list from its front, rows.tokens queries each
+  /// but the last (`last`), carrying `state`.
+  using BatchFn = llvm::function_ref<SmallVector<Value>(
+      ImplicitLocOpBuilder &, Value steps, Value last, ValueRange state)>;
 
   KeyGradBlock(ImplicitLocOpBuilder &b, const Kernel &e,
                const KeyGradPlan &plan, int64_t G, int64_t kvHeads,
@@ -76,11 +82,15 @@ private:
   /// equal ranges, less the words before the block's first word.
   std::pair<Value, Value> segmentWords(ImplicitLocOpBuilder &b);
 
-  /// Runs `step` over the segment's queries (its set bits, in index
-  /// order), rows.tokens at a time and then the rest, carrying `init`.
-  /// The words are read windowWords at a time: their queries are appended
-  /// to the list after those left from the last window, the full steps
-  /// run, and what is left moves to the list's front.
+  /// Runs `batch` over the segment's queries (its set bits, in index
+  /// order), carrying `init`. The words are read windowWords at a time:
+  /// their queries are appended to the list after those left from the last
+  /// window; once it holds p.stepsAhead steps' queries the full steps run
+  /// as one batch and what is left moves to the list's front; the last
+  /// batch takes what is left after the last window.
+  SmallVector<Value> forEachBatch(ImplicitLocOpBuilder &b, ValueRange init,
+                                  BatchFn batch);
+  /// forEachBatch stepping through each batch one step at a time.
   SmallVector<Value> forEachStep(ImplicitLocOpBuilder &b, ValueRange init,
                                  StepFn step);
 
@@ -118,19 +128,31 @@ private:
 
   SmallVector<Value> zeroSums(ImplicitLocOpBuilder &b);
 
-  /// Each step row's exponent shift (lse log2 e, +inf for rows without a
-  /// query or head), D, and the number of the block's keys its query sees.
-  void stageRowFacts(ImplicitLocOpBuilder &b, Value first, Value n);
+  /// One of the register kernel's two step buffers: Q and dO head rows,
+  /// each row's lse and D (f32, 0 for rows without a query or head) and
+  /// the number of the block's keys its query sees (0 for those rows).
+  struct StepTiles {
+    Value query, gradOut, lse, delta, visible;
+  };
+  /// Buffer `parity` (0 or 1, computed in the kernel).
+  StepTiles stepTiles(ImplicitLocOpBuilder &b, Value parity) const;
 
-  /// The register step over n queries from list entry `first`; `sums` and
-  /// the result are dK's n8 tiles, then dV's.
-  SmallVector<Value> registerStep(ImplicitLocOpBuilder &b, Value first, Value n,
-                                  ValueRange sums);
+  /// Issues the cp.async copies of the step over n queries from list
+  /// entry `first` into buffer `parity` (kStepCopyGroups groups: Q, dO,
+  /// lse and D) and stores its rows' visible keys there.
+  void issueStep(ImplicitLocOpBuilder &b, Value first, Value n, Value parity);
+  static constexpr int64_t kStepCopyGroups = 3;
 
-  /// One chunk of 16 step rows from `row0` against the warp's keys from
-  /// `key0`, accumulated into `sums`.
-  void chunk(ImplicitLocOpBuilder &b, Value key0, Value row0,
-             SmallVector<Value> &sums);
+  /// The register kernel's batch: each step's copies are issued before the
+  /// step before it computes; `sums` and the result are dK's n8 tiles,
+  /// then dV's.
+  SmallVector<Value> registerBatch(ImplicitLocOpBuilder &b, Value steps,
+                                   Value last, ValueRange sums);
+
+  /// One chunk of 16 step rows from `row0` of `step` against the warp's
+  /// keys from `key0`, accumulated into `sums`.
+  void chunk(ImplicitLocOpBuilder &b, const StepTiles &step, Value key0,
+             Value row0, SmallVector<Value> &sums);
 
   /// The lanes' sums into the dk and dv tiles, the row groups in order.
   void storeSums(ImplicitLocOpBuilder &b, ArrayRef<Value> sums);
@@ -160,8 +182,9 @@ private:
   int64_t G;
   float scale;
   Type elem;
-  Value kTile, vTile, qTile, doTile, sTile, dpTile, pT, dsT, rowShift, rowDelta,
-      rowVisible, dkTile, dvTile, list, listCount;
+  std::optional<SharedTiles> shared;
+  Value kTile, vTile, qTile, doTile, sTile, dpTile, pT, dsT, dkTile, dvTile,
+      list, listCount;
   Value block, rank, segment, takesPart, lastSegment, numWords, wordsPerSegment,
       firstWord, batch, kv, tid, warp, lane, firstHead, numKeys, firstKey;
   /// The rank in the chain of the block's segments that take part.

@@ -29,6 +29,7 @@
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "llvm/Support/MathExtras.h"
@@ -56,8 +57,8 @@ std::pair<Value, Value> KeyGradBlock::segmentWords(ImplicitLocOpBuilder &b) {
   return {begin, end};
 }
 
-SmallVector<Value> KeyGradBlock::forEachStep(ImplicitLocOpBuilder &b,
-                                             ValueRange init, StepFn step) {
+SmallVector<Value> KeyGradBlock::forEachBatch(ImplicitLocOpBuilder &b,
+                                              ValueRange init, BatchFn batch) {
   std::pair<Value, Value> words = segmentWords(b);
   Value begin = words.first, end = words.second;
   const int64_t tokens = p.rows.tokens;
@@ -73,27 +74,33 @@ SmallVector<Value> KeyGradBlock::forEachStep(ImplicitLocOpBuilder &b,
         gpu::BarrierOp::create(lb);
         Value count = toIndex(
             lb, memref::LoadOp::create(lb, listCount, indexConst(lb, 0)));
-        Value full = arith::DivUIOp::create(lb, count, indexConst(lb, tokens));
-        SmallVector<Value> state = buildLoop(
-            lb, indexConst(lb, 0), full, st.drop_back(),
-            [&](ImplicitLocOpBuilder &sb, Value s, ValueRange inner) {
-              return step(sb,
-                          arith::MulIOp::create(sb, s, indexConst(sb, tokens)),
-                          indexConst(sb, tokens), inner);
-            });
-        Value used = arith::MulIOp::create(lb, full, indexConst(lb, tokens));
-        Value rest = arith::SubIOp::create(lb, count, used);
-        Value from =
-            arith::MinUIOp::create(lb, arith::AddIOp::create(lb, used, tid),
-                                   indexConst(lb, p.listCapacity - 1));
-        Value query = memref::LoadOp::create(lb, list, from);
-        gpu::BarrierOp::create(lb); // every thread has read its query
-        buildIfThen(lb, cmp(lb, P::ult, tid, rest),
-                    [&](ImplicitLocOpBuilder &wb) {
-                      memref::StoreOp::create(wb, query, list, tid);
-                    });
-        state.push_back(rest);
-        return state;
+        Value ready =
+            cmp(lb, P::uge, count, indexConst(lb, p.stepsAhead * tokens));
+        SmallVector<Value> kept(st.begin(), st.end());
+        kept.back() = count;
+        return buildIf(
+            lb, ready, ValueRange(kept).getTypes(),
+            [&](ImplicitLocOpBuilder &rb) -> SmallVector<Value> {
+              Value full =
+                  arith::DivUIOp::create(rb, count, indexConst(rb, tokens));
+              SmallVector<Value> state =
+                  batch(rb, full, indexConst(rb, tokens), st.drop_back());
+              Value used =
+                  arith::MulIOp::create(rb, full, indexConst(rb, tokens));
+              Value rest = arith::SubIOp::create(rb, count, used);
+              Value from = arith::MinUIOp::create(
+                  rb, arith::AddIOp::create(rb, used, tid),
+                  indexConst(rb, p.listCapacity - 1));
+              Value query = memref::LoadOp::create(rb, list, from);
+              gpu::BarrierOp::create(rb); // every thread has read its query
+              buildIfThen(rb, cmp(rb, P::ult, tid, rest),
+                          [&](ImplicitLocOpBuilder &wb) {
+                            memref::StoreOp::create(wb, query, list, tid);
+                          });
+              state.push_back(rest);
+              return state;
+            },
+            [&](ImplicitLocOpBuilder &) { return kept; });
       });
   Value pending = out.back();
   out.pop_back();
@@ -101,9 +108,36 @@ SmallVector<Value> KeyGradBlock::forEachStep(ImplicitLocOpBuilder &b,
       b, cmp(b, P::ugt, pending, indexConst(b, 0)), ValueRange(out).getTypes(),
       [&](ImplicitLocOpBuilder &tb) {
         gpu::BarrierOp::create(tb); // the list's front is written
-        return step(tb, indexConst(tb, 0), pending, out);
+        Value steps =
+            arith::CeilDivUIOp::create(tb, pending, indexConst(tb, tokens));
+        Value last = arith::SubIOp::create(
+            tb, pending,
+            arith::MulIOp::create(
+                tb, arith::SubIOp::create(tb, steps, indexConst(tb, 1)),
+                indexConst(tb, tokens)));
+        return batch(tb, steps, last, out);
       },
       [&](ImplicitLocOpBuilder &) { return out; });
+}
+
+SmallVector<Value> KeyGradBlock::forEachStep(ImplicitLocOpBuilder &b,
+                                             ValueRange init, StepFn step) {
+  const int64_t tokens = p.rows.tokens;
+  return forEachBatch(
+      b, init,
+      [&](ImplicitLocOpBuilder &bb, Value steps, Value last,
+          ValueRange st) -> SmallVector<Value> {
+        Value lastStep = arith::SubIOp::create(bb, steps, indexConst(bb, 1));
+        return buildLoop(
+            bb, indexConst(bb, 0), steps, st,
+            [&](ImplicitLocOpBuilder &sb, Value s, ValueRange inner) {
+              Value n = arith::SelectOp::create(sb, cmp(sb, P::eq, s, lastStep),
+                                                last, indexConst(sb, tokens));
+              return step(sb,
+                          arith::MulIOp::create(sb, s, indexConst(sb, tokens)),
+                          n, inner);
+            });
+      });
 }
 
 void KeyGradBlock::appendWindow(ImplicitLocOpBuilder &b, Value w0, Value end,
@@ -265,12 +299,69 @@ SmallVector<Value> KeyGradBlock::zeroSums(ImplicitLocOpBuilder &b) {
   return SmallVector<Value>((p.headDim + p.valueDim) / kMmaCols, zero);
 }
 
-void KeyGradBlock::stageRowFacts(ImplicitLocOpBuilder &b, Value first,
-                                 Value n) {
-  const int64_t perToken = p.rows.rowsPerToken;
+namespace {
+/// Element `at` of a strided memref as element `linear` of a 1-D view of
+/// its buffer: cp.async asks for a unit-stride minor dimension, which a
+/// token-major or packed lse ([.., T, Hq] seen as [.., Hq, T]) does not
+/// have.
+std::pair<Value, Value> flatElement(ImplicitLocOpBuilder &b, Value source,
+                                    ArrayRef<Value> at) {
+  auto meta = memref::ExtractStridedMetadataOp::create(b, source);
+  Value linear = meta.getOffset();
+  for (auto [i, stride] : llvm::zip(at, meta.getStrides()))
+    linear =
+        arith::AddIOp::create(b, linear, arith::MulIOp::create(b, i, stride));
+  auto type = cast<MemRefType>(source.getType());
+  auto flatType =
+      MemRefType::get({ShapedType::kDynamic}, type.getElementType(),
+                      MemRefLayoutAttrInterface(), type.getMemorySpace());
+  Value size = arith::AddIOp::create(b, linear, indexConst(b, 1));
+  Value flat = memref::ReinterpretCastOp::create(
+      b, flatType, meta.getBaseBuffer(), OpFoldResult(b.getIndexAttr(0)),
+      ArrayRef<OpFoldResult>{size}, ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
+  return {flat, linear};
+}
+} // namespace
+
+KeyGradBlock::StepTiles KeyGradBlock::stepTiles(ImplicitLocOpBuilder &b,
+                                                Value parity) const {
+  const int64_t R = p.rows.rows;
+  Value even = cmp(b, P::eq, parity, indexConst(b, 0));
+  // One view at a selected offset, not a memref chosen by scf.if (a
+  // workgroup memref block argument the NVVM lowering does not convert).
+  auto at = [&](int64_t first, int64_t second, ArrayRef<int64_t> shape,
+                Type type) {
+    return shared->viewAt(b,
+                          arith::SelectOp::create(b, even, indexConst(b, first),
+                                                  indexConst(b, second)),
+                          shape, type);
+  };
+  Type f32 = b.getF32Type();
+  return {at(p.query, p.queryNext, {R, p.headDim + 8}, elem),
+          at(p.gradOut, p.gradOutNext, {R, p.valueDim + 8}, elem),
+          at(p.rowLse[0], p.rowLse[1], {R}, f32),
+          at(p.rowDelta[0], p.rowDelta[1], {R}, f32),
+          at(p.rowVisible[0], p.rowVisible[1], {R}, b.getI32Type())};
+}
+
+void KeyGradBlock::issueStep(ImplicitLocOpBuilder &b, Value first, Value n,
+                             Value parity) {
+  const int64_t R = p.rows.rows, perToken = p.rows.rowsPerToken;
+  StepTiles to = stepTiles(b, parity);
+  auto token = [&](ImplicitLocOpBuilder &lb, Value slot) {
+    return slotQuery(lb, first, slot, n);
+  };
+  auto holdsOne = [&](ImplicitLocOpBuilder &lb, Value slot) {
+    return holds(lb, slot, n);
+  };
+  copyHeadRowsAsync(
+      b, {e.arg("queries"), batch, firstHead, G, perToken, token, holdsOne}, R,
+      p.headDim, to.query, tid, kGradThreads);
+  copyHeadRowsAsync(
+      b, {e.arg("gradOutput"), batch, firstHead, G, perToken, token, holdsOne},
+      R, p.valueDim, to.gradOut, tid, kGradThreads);
   buildIfThen(
-      b, cmp(b, P::ult, tid, indexConst(b, p.rows.rows)),
-      [&](ImplicitLocOpBuilder &rb) {
+      b, cmp(b, P::ult, tid, indexConst(b, R)), [&](ImplicitLocOpBuilder &rb) {
         Value slot = arith::DivUIOp::create(rb, tid, indexConst(rb, perToken));
         Value h = arith::RemUIOp::create(rb, tid, indexConst(rb, perToken));
         Value query = slotQuery(rb, first, slot, n);
@@ -279,63 +370,104 @@ void KeyGradBlock::stageRowFacts(ImplicitLocOpBuilder &b, Value first,
             arith::MinUIOp::create(rb, h, indexConst(rb, G - 1)));
         Value isHead = arith::AndIOp::create(
             rb, cmp(rb, P::ult, h, indexConst(rb, G)), holds(rb, slot, n));
-        Value lse = memref::LoadOp::create(rb, e.arg("lse"),
-                                           ValueRange{batch, head, query});
-        Value delta = memref::LoadOp::create(rb, e.arg("delta"),
-                                             ValueRange{batch, head, query});
+        // A row without a query or head reads nothing: lse and D are 0
+        // there and it sees no key, so its P and dS are 0.
+        Value elements = arith::SelectOp::create(rb, isHead, indexConst(rb, 1),
+                                                 indexConst(rb, 0));
+        for (auto [source, tile] : {std::pair<StringRef, Value>{"lse", to.lse},
+                                    {"delta", to.delta}}) {
+          auto [flat, at] =
+              flatElement(rb, e.arg(source), {batch, head, query});
+          nvgpu::DeviceAsyncCopyOp::create(rb, tile, ValueRange{tid}, flat,
+                                           ValueRange{at}, rb.getIndexAttr(1),
+                                           elements, UnitAttr());
+        }
         Value keyEnd = arith::MinUIOp::create(
             rb, numKeys,
             arith::AddIOp::create(rb,
                                   arith::AddIOp::create(rb, queryShift, query),
                                   indexConst(rb, 1)));
         Value visible = arith::SelectOp::create(
-            rb, cmp(rb, P::ugt, keyEnd, firstKey),
-            arith::SubIOp::create(rb, keyEnd, firstKey), indexConst(rb, 0));
-        memref::StoreOp::create(rb, probabilityShift(rb, lse, isHead), rowShift,
-                                tid);
-        memref::StoreOp::create(rb, delta, rowDelta, tid);
-        memref::StoreOp::create(
             rb,
-            toI32(rb, arith::MinUIOp::create(rb, visible,
-                                             indexConst(rb, p.blockSize))),
-            rowVisible, tid);
+            arith::AndIOp::create(rb, isHead,
+                                  cmp(rb, P::ugt, keyEnd, firstKey)),
+            arith::MinUIOp::create(rb,
+                                   arith::SubIOp::create(rb, keyEnd, firstKey),
+                                   indexConst(rb, p.blockSize)),
+            indexConst(rb, 0));
+        memref::StoreOp::create(rb, toI32(rb, visible), to.visible, tid);
       });
+  nvgpu::DeviceAsyncCreateGroupOp::create(
+      b, nvgpu::DeviceAsyncTokenType::get(b.getContext()), ValueRange{});
 }
 
-SmallVector<Value> KeyGradBlock::registerStep(ImplicitLocOpBuilder &b,
-                                              Value first, Value n,
-                                              ValueRange sums) {
-  stageStepRows(b, first, n);
-  stageRowFacts(b, first, n);
-  gpu::BarrierOp::create(b);
-  SmallVector<Value> next(sums.begin(), sums.end());
+SmallVector<Value> KeyGradBlock::registerBatch(ImplicitLocOpBuilder &b,
+                                               Value steps, Value last,
+                                               ValueRange sums) {
+  const int64_t tokens = p.rows.tokens;
+  Value one = indexConst(b, 1), two = indexConst(b, 2);
+  auto stepSize = [&](ImplicitLocOpBuilder &lb, Value s) -> Value {
+    return arith::SelectOp::create(
+        lb, cmp(lb, P::eq, arith::AddIOp::create(lb, s, one), steps), last,
+        indexConst(lb, tokens));
+  };
+  issueStep(b, indexConst(b, 0), stepSize(b, indexConst(b, 0)),
+            indexConst(b, 0));
   Value slab = arith::RemUIOp::create(b, warp, indexConst(b, slabs()));
   Value group = arith::DivUIOp::create(b, warp, indexConst(b, slabs()));
   Value key0 = arith::MulIOp::create(b, slab, indexConst(b, kMmaRows));
   const int64_t chunks = p.rows.rows / kMmaK / rowGroups();
-  for (int64_t i = 0; i < chunks; ++i) {
-    Value row0 = arith::MulIOp::create(
-        b, arith::AddIOp::create(b, group, indexConst(b, i * rowGroups())),
-        indexConst(b, kMmaK));
-    chunk(b, key0, row0, next);
-  }
-  gpu::BarrierOp::create(b); // the tiles are read before the next step
-  return next;
+  return buildLoop(
+      b, indexConst(b, 0), steps, sums,
+      [&](ImplicitLocOpBuilder &lb, Value s,
+          ValueRange acc) -> SmallVector<Value> {
+        Value parity = arith::RemUIOp::create(lb, s, two);
+        Value next = arith::AddIOp::create(lb, s, one);
+        // Step s + 1's copies go to the other buffer, which step s - 1
+        // finished reading before the barrier that ended it; then step s's
+        // (every group but the last kStepCopyGroups) must have landed.
+        buildIf(
+            lb, cmp(lb, P::ult, next, steps), TypeRange{},
+            [&](ImplicitLocOpBuilder &nb) {
+              issueStep(
+                  nb, arith::MulIOp::create(nb, next, indexConst(nb, tokens)),
+                  stepSize(nb, next), arith::SubIOp::create(nb, one, parity));
+              NVVM::CpAsyncWaitGroupOp::create(nb, kStepCopyGroups);
+              return SmallVector<Value>{};
+            },
+            [&](ImplicitLocOpBuilder &wb) {
+              NVVM::CpAsyncWaitGroupOp::create(wb, 0);
+              return SmallVector<Value>{};
+            });
+        gpu::BarrierOp::create(lb); // every thread's copies of step s landed
+        StepTiles step = stepTiles(lb, parity);
+        SmallVector<Value> out(acc.begin(), acc.end());
+        for (int64_t i = 0; i < chunks; ++i) {
+          Value row0 = arith::MulIOp::create(
+              lb,
+              arith::AddIOp::create(lb, group, indexConst(lb, i * rowGroups())),
+              indexConst(lb, kMmaK));
+          chunk(lb, step, key0, row0, out);
+        }
+        gpu::BarrierOp::create(lb); // the buffer is read before its refill
+        return out;
+      });
 }
 
-void KeyGradBlock::chunk(ImplicitLocOpBuilder &b, Value key0, Value row0,
-                         SmallVector<Value> &sums) {
+void KeyGradBlock::chunk(ImplicitLocOpBuilder &b, const StepTiles &step,
+                         Value key0, Value row0, SmallVector<Value> &sums) {
   const float inf = std::numeric_limits<float>::infinity();
   WarpFragments frags{lane, elem};
   SmallVector<Value> s =
-      frags.productNT(b, kTile, key0, qTile, row0, p.headDim, 2);
+      frags.productNT(b, kTile, key0, step.query, row0, p.headDim, 2);
   SmallVector<Value> dp =
-      frags.productNT(b, vTile, key0, doTile, row0, p.valueDim, 2);
+      frags.productNT(b, vTile, key0, step.gradOut, row0, p.valueDim, 2);
   Value gid = arith::DivUIOp::create(b, lane, indexConst(b, 4));
   Value tig = arith::RemUIOp::create(b, lane, indexConst(b, 4));
   Value keyRow = toI32(b, arith::AddIOp::create(b, key0, gid));
   Value logScale = f32Const(b, scale * kLog2E);
   Value negInf = f32Const(b, -inf);
+  Value trueI1 = arith::ConstantIntOp::create(b, 1, 1);
   // probs[t][half * 2 + j]: key key0 + gid + 8 half, row row0 + 8 t + 2
   // tig + j.
   SmallVector<SmallVector<Value>> probs(2), grads(2);
@@ -343,9 +475,9 @@ void KeyGradBlock::chunk(ImplicitLocOpBuilder &b, Value key0, Value row0,
     Value r = arith::AddIOp::create(
         b, arith::AddIOp::create(b, row0, indexConst(b, 8 * t)),
         arith::MulIOp::create(b, tig, indexConst(b, 2)));
-    Value shift = loadRow(b, rowShift, {r}, 2, b.getF32Type());
-    Value delta = loadRow(b, rowDelta, {r}, 2, b.getF32Type());
-    Value visible = loadRow(b, rowVisible, {r}, 2, b.getI32Type());
+    Value lse = loadRow(b, step.lse, {r}, 2, b.getF32Type());
+    Value delta = loadRow(b, step.delta, {r}, 2, b.getF32Type());
+    Value visible = loadRow(b, step.visible, {r}, 2, b.getI32Type());
     for (int64_t half = 0; half < 2; ++half) {
       Value key = arith::AddIOp::create(
           b, keyRow, arith::ConstantIntOp::create(b, 8 * half, 32));
@@ -355,8 +487,11 @@ void KeyGradBlock::chunk(ImplicitLocOpBuilder &b, Value key0, Value row0,
             b, P::slt, key, vector::ExtractOp::create(b, visible, j));
         Value logit = maskedLogit(b, vector::ExtractOp::create(b, s[t], at),
                                   seen, logScale, negInf);
-        Value prob =
-            shiftedExp2(b, logit, vector::ExtractOp::create(b, shift, j));
+        // A row with a query and head: lse log2 e (+inf where its query
+        // saw no key); the others see no key and read lse 0.
+        Value prob = shiftedExp2(
+            b, logit,
+            probabilityShift(b, vector::ExtractOp::create(b, lse, j), trueI1));
         Value grad = arith::MulFOp::create(
             b, prob,
             arith::SubFOp::create(b, vector::ExtractOp::create(b, dp[t], at),
@@ -370,10 +505,11 @@ void KeyGradBlock::chunk(ImplicitLocOpBuilder &b, Value key0, Value row0,
   Value dsA = frags.accumulatorsAsA(b, grads);
   const int64_t kTiles = p.headDim / kMmaCols;
   for (int64_t t = 0; t < kTiles; ++t)
-    sums[t] = frags.accumulateKN(b, dsA, qTile, row0, t * kMmaCols, sums[t]);
+    sums[t] =
+        frags.accumulateKN(b, dsA, step.query, row0, t * kMmaCols, sums[t]);
   for (int64_t t = 0; t < p.valueDim / kMmaCols; ++t)
-    sums[kTiles + t] =
-        frags.accumulateKN(b, pA, doTile, row0, t * kMmaCols, sums[kTiles + t]);
+    sums[kTiles + t] = frags.accumulateKN(b, pA, step.gradOut, row0,
+                                          t * kMmaCols, sums[kTiles + t]);
 }
 
 void KeyGradBlock::storeSums(ImplicitLocOpBuilder &b, ArrayRef<Value> sums) {

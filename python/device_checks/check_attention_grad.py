@@ -514,7 +514,9 @@ def bench(args):
             nb = -(-n // 64)
             own = torch.arange(n, device="cuda") // 64
             pick = (torch.rand(n, 8, device="cuda") * (own[:, None] + 1)).long()
-            pick[:, 0], pick[:, 1] = 0, own
+            if not args.free_first:
+                pick[:, 0] = 0
+            pick[:, 1] = own
             box["sel"] = torch.sort(pick, -1)[0].clamp(max=nb - 1).to(torch.int32)[None, None]
             box["o"] = lib("attend", box["q"], box["k"], box["v"], box["sel"], 0, workspace=ws)
             box["lse"] = lib("attend_lse", box["q"], box["k"], box["v"], box["sel"], 0,
@@ -642,6 +644,10 @@ def main(argv=None):
     r.add_argument("--samples", type=int, default=10)
     r.add_argument("--max-dense", type=int, default=32768)
     r.add_argument("--fla", help="a directory holding fla-org's fla package source")
+    r.add_argument("--free-first", action="store_true",
+                   help="draw block 0 like the other blocks instead of forcing it in every "
+                        "row (PISA's selection forces it): how much the key kernel's split "
+                        "of block 0 matters")
     r.add_argument("--packed", type=int, metavar="B",
                    help="time B sequences of T / B tokens batched against packed "
                         "(cu_seqlens) instead")

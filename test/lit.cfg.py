@@ -60,6 +60,10 @@ def has_numpy():
 # A sanitizer build: its plugin cannot load into an uninstrumented mlir-opt.
 if getattr(config, "pisa_sanitized", False):
     config.available_features.add("asan")
+# valgrind's memcheck over the lowering (not over a sanitizer build: the
+# two instrumentations do not mix).
+elif shutil.which("valgrind"):
+    config.available_features.add("valgrind")
 
 # Execution tests that compare against the numpy reference.
 if has_numpy():

@@ -90,6 +90,9 @@ private:
   /// batch takes what is left after the last window.
   SmallVector<Value> forEachBatch(ImplicitLocOpBuilder &b, ValueRange init,
                                   BatchFn batch);
+  /// The queries of step s of a batch of `steps` (BatchFn's meaning).
+  Value stepQueries(ImplicitLocOpBuilder &b, Value s, Value steps,
+                    Value last) const;
   /// forEachBatch stepping through each batch one step at a time.
   SmallVector<Value> forEachStep(ImplicitLocOpBuilder &b, ValueRange init,
                                  StepFn step);

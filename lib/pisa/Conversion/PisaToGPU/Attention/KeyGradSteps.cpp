@@ -120,6 +120,13 @@ SmallVector<Value> KeyGradBlock::forEachBatch(ImplicitLocOpBuilder &b,
       [&](ImplicitLocOpBuilder &) { return out; });
 }
 
+Value KeyGradBlock::stepQueries(ImplicitLocOpBuilder &b, Value s, Value steps,
+                                Value last) const {
+  return arith::SelectOp::create(
+      b, cmp(b, P::eq, arith::AddIOp::create(b, s, indexConst(b, 1)), steps),
+      last, indexConst(b, p.rows.tokens));
+}
+
 SmallVector<Value> KeyGradBlock::forEachStep(ImplicitLocOpBuilder &b,
                                              ValueRange init, StepFn step) {
   const int64_t tokens = p.rows.tokens;
@@ -127,15 +134,12 @@ SmallVector<Value> KeyGradBlock::forEachStep(ImplicitLocOpBuilder &b,
       b, init,
       [&](ImplicitLocOpBuilder &bb, Value steps, Value last,
           ValueRange st) -> SmallVector<Value> {
-        Value lastStep = arith::SubIOp::create(bb, steps, indexConst(bb, 1));
         return buildLoop(
             bb, indexConst(bb, 0), steps, st,
             [&](ImplicitLocOpBuilder &sb, Value s, ValueRange inner) {
-              Value n = arith::SelectOp::create(sb, cmp(sb, P::eq, s, lastStep),
-                                                last, indexConst(sb, tokens));
               return step(sb,
                           arith::MulIOp::create(sb, s, indexConst(sb, tokens)),
-                          n, inner);
+                          stepQueries(sb, s, steps, last), inner);
             });
       });
 }
@@ -406,12 +410,7 @@ SmallVector<Value> KeyGradBlock::registerBatch(ImplicitLocOpBuilder &b,
                                                ValueRange sums) {
   const int64_t tokens = p.rows.tokens;
   Value one = indexConst(b, 1), two = indexConst(b, 2);
-  auto stepSize = [&](ImplicitLocOpBuilder &lb, Value s) -> Value {
-    return arith::SelectOp::create(
-        lb, cmp(lb, P::eq, arith::AddIOp::create(lb, s, one), steps), last,
-        indexConst(lb, tokens));
-  };
-  issueStep(b, indexConst(b, 0), stepSize(b, indexConst(b, 0)),
+  issueStep(b, indexConst(b, 0), stepQueries(b, indexConst(b, 0), steps, last),
             indexConst(b, 0));
   Value slab = arith::RemUIOp::create(b, warp, indexConst(b, slabs()));
   Value group = arith::DivUIOp::create(b, warp, indexConst(b, slabs()));
@@ -429,9 +428,10 @@ SmallVector<Value> KeyGradBlock::registerBatch(ImplicitLocOpBuilder &b,
         buildIf(
             lb, cmp(lb, P::ult, next, steps), TypeRange{},
             [&](ImplicitLocOpBuilder &nb) {
-              issueStep(
-                  nb, arith::MulIOp::create(nb, next, indexConst(nb, tokens)),
-                  stepSize(nb, next), arith::SubIOp::create(nb, one, parity));
+              issueStep(nb,
+                        arith::MulIOp::create(nb, next, indexConst(nb, tokens)),
+                        stepQueries(nb, next, steps, last),
+                        arith::SubIOp::create(nb, one, parity));
               NVVM::CpAsyncWaitGroupOp::create(nb, kStepCopyGroups);
               return SmallVector<Value>{};
             },

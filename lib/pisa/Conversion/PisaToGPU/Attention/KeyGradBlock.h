@@ -58,6 +58,13 @@ private:
                     : word;
   }
 
+  /// The end of the keys query `query` sees: min(N, its position + 1).
+  Value keyEndOf(ImplicitLocOpBuilder &b, Value query) const {
+    Value position = arith::AddIOp::create(b, queryShift, query);
+    return arith::MinUIOp::create(
+        b, numKeys, arith::AddIOp::create(b, position, indexConst(b, 1)));
+  }
+
   /// Key `key` of the block's sequence as a row of the keys.
   Value keyRow(ImplicitLocOpBuilder &b, Value key) const {
     return keyBase ? arith::AddIOp::create(b, keyBase, key).getResult() : key;

@@ -260,9 +260,7 @@ void KeyGradBlock::stagedStep(ImplicitLocOpBuilder &b, const RowSite &site,
   gpu::BarrierOp::create(b);
   const int64_t cols = p.rows.columns(c);
   Value col0 = site.firstColumn(b, cols);
-  Value position = arith::AddIOp::create(b, queryShift, query);
-  Value keyEnd = arith::MinUIOp::create(
-      b, numKeys, arith::AddIOp::create(b, position, indexConst(b, 1)));
+  Value keyEnd = keyEndOf(b, query);
   Value visible = arith::SubIOp::create(
       b, arith::SubIOp::create(b, keyEnd, firstKey), col0);
   auto [probs, grads] =
@@ -386,11 +384,7 @@ void KeyGradBlock::issueStep(ImplicitLocOpBuilder &b, Value first, Value n,
                                            ValueRange{at}, rb.getIndexAttr(1),
                                            elements, UnitAttr());
         }
-        Value keyEnd = arith::MinUIOp::create(
-            rb, numKeys,
-            arith::AddIOp::create(rb,
-                                  arith::AddIOp::create(rb, queryShift, query),
-                                  indexConst(rb, 1)));
+        Value keyEnd = keyEndOf(rb, query);
         Value visible = arith::SelectOp::create(
             rb,
             arith::AndIOp::create(rb, isHead,

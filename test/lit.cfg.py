@@ -21,10 +21,11 @@ config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%pisa_src_root", config.pisa_src_root))
 # What the GPU pipeline runs between --pisa-decompose-to-kernels and
 # --convert-pisa-to-gpu: one-shot bufferization, then deallocation.
-config.substitutions.append(("%bufferize", "--one-shot-bufferize=\"bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map\" --buffer-deallocation-pipeline"))
+bufferize = "--one-shot-bufferize=\"bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map\" --buffer-deallocation-pipeline"
+config.substitutions.append(("%bufferize", bufferize))
 # Every pass up to the GPU dialect, for programs that carry or lack their
 # schedules (the valgrind tests run each kernel family through it).
-config.substitutions.append(("%lower_to_gpu", "--pisa-select-schedule=keep-existing=1 --pisa-decompose-to-kernels --one-shot-bufferize=\"bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map\" --buffer-deallocation-pipeline --pisa-fuse-decode-append --pisa-configure-kernels --convert-pisa-to-gpu"))
+config.substitutions.append(("%lower_to_gpu", "--pisa-select-schedule=keep-existing=1 --pisa-decompose-to-kernels " + bufferize + " --pisa-fuse-decode-append --pisa-configure-kernels --convert-pisa-to-gpu"))
 config.substitutions.append(("%python", "/usr/bin/python3"))
 config.substitutions.append(("%pisa_python", os.path.join(config.pisa_src_root, "python")))
 config.substitutions.append(("%cxx_compiler", config.cxx_compiler))

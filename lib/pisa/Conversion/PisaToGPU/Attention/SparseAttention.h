@@ -165,19 +165,21 @@ Value listAttendedBlocks(ImplicitLocOpBuilder &b, Value selection,
 bool attendsInRegisters(Type elem, int64_t groupSize, int64_t headDim,
                         int64_t valueDim, int64_t blockSize);
 
-/// Consecutive queries a block of the register kernel attends in turn: they
-/// share their forced blocks (0 and the last two), whose keys and values
-/// the second and later find in L1.
-constexpr int64_t kAttentionQueriesPerBlock = 4;
+/// Consecutive queries a block of the register kernel attends, a warp
+/// each, at the same time: they share their forced blocks (0 and the last
+/// two), whose keys and values meet in L1.
+constexpr int64_t kAttentionQueriesPerBlock = kAttentionWarps;
 
-/// The register kernel's shared memory: each warp's V tile [C x dv]
-/// (rows padded by 8 elements for ldmatrix), which the warps' partial
-/// results reuse at the end, then the list of attended blocks [K] (i32).
+/// The register kernel's shared memory: each warp's slot, its V tile [C x
+/// dv] (rows padded by 8 elements for ldmatrix) which its result reuses at
+/// the end, then each warp's list of attended blocks [K] (i32).
 struct RegisterAttentionPlan {
   int64_t headDim, valueDim, blockSize, topK;
-  /// V's row stride (elements), one warp's tile (bytes), one warp's merge
-  /// row (f32 elements), the list's byte offset and the total.
-  int64_t valueStride, valueTileBytes, mergeStride, listOffset, bytes;
+  /// V's row stride (elements), one warp's V tile (bytes), one warp's
+  /// result row (f32 elements), one warp's slot for either (bytes), the
+  /// lists' byte offset, one list's bytes and the total.
+  int64_t valueStride, valueTileBytes, resultStride, warpBytes, listOffset,
+      listBytes, bytes;
   RegisterAttentionPlan(int64_t headDim, int64_t valueDim, int64_t blockSize,
                         int64_t topK);
 };

@@ -538,6 +538,43 @@ def bench(args):
     return 0
 
 
+def bench_last(args):
+    """The paper setting's last `--queries` queries of each length attended
+    alone (Nq = --queries at offset N - Nq; 1: a decode step's attention),
+    over the rows the prefill's own selection gives them, with --batch
+    sequences; the NSA-style peer over the same rows."""
+    import torch
+    from pisa import aot
+    from device_checks import nsa_peer
+
+    lib = aot.Library(os.path.join(args.dir, args.library))
+    nq, batch = args.queries, args.batch
+    print(f"{args.library}, the last {nq} queries, B = {batch}:")
+    print("| N | attention ms | NSA peer ms | peer / pisa |")
+    print("|---|---|---|---|")
+    for n in args.lengths:
+        box = {}
+        ws = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
+
+        def fresh():
+            q = torch.randn(batch, 16, n, 128, device="cuda").to(torch.bfloat16)
+            box["k"] = torch.randn(batch, 1, n, 128, device="cuda").to(torch.bfloat16)
+            box["v"] = torch.randn(batch, 1, n, 128, device="cuda").to(torch.bfloat16)
+            sel = lib("prefill_selection", q, box["k"], 0, workspace=ws)
+            box["q"] = q[:, :, n - nq:, :].contiguous()
+            box["sel"] = sel[:, :, n - nq:, :].contiguous()
+
+        out = torch.empty(batch, 16, nq, 128, dtype=torch.bfloat16, device="cuda")
+        attn = timed(lambda: lib("attend", box["q"], box["k"], box["v"], box["sel"], n - nq,
+                                 out=out, workspace=ws), args.samples, fresh)
+        peer_out = torch.empty_like(out)
+        peer = timed(lambda: nsa_peer.sparse_attention(box["q"], box["k"], box["v"], box["sel"],
+                                                       n - nq, 64, out=peer_out),
+                     args.samples, fresh)
+        print(f"| {n} | {attn:.4f} | {peer:.4f} | {peer / attn:.2f} |", flush=True)
+    return 0
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -568,8 +605,16 @@ def main(argv=None):
     m.add_argument("--samples", type=int, default=9)
     m.add_argument("--max-dense", type=int, default=262144)
     m.add_argument("--library", default="libpaper.so")
+    t = sub.add_parser("bench-last")
+    t.add_argument("dir", help="holds libpaper.so (build --paper)")
+    t.add_argument("--lengths", type=int, nargs="+", default=[16384, 262144])
+    t.add_argument("--queries", type=int, default=1)
+    t.add_argument("--batch", type=int, default=1)
+    t.add_argument("--samples", type=int, default=9)
+    t.add_argument("--library", default="libpaper.so")
     args = parser.parse_args(argv)
-    return {"build": build, "check": check, "bench": bench}[args.cmd](args)
+    return {"build": build, "check": check, "bench": bench,
+            "bench-last": bench_last}[args.cmd](args)
 
 
 if __name__ == "__main__":

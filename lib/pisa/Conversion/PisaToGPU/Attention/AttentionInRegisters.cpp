@@ -111,78 +111,25 @@ public:
   }
 
   void build(ImplicitLocOpBuilder &b) {
-    const int64_t perBlock = kAttentionQueriesPerBlock;
     Value numQueries = dimOf(b, e.arg("queries"), 2);
-    Value first =
-        arith::MulIOp::create(b, blockIdX(b), indexConst(b, perBlock));
+    // Warp w attends the block's query w.
+    Value q = arith::AddIOp::create(
+        b,
+        arith::MulIOp::create(b, blockIdX(b),
+                              indexConst(b, kAttentionQueriesPerBlock)),
+        warp);
     Value batchRules = packedBatchRules(b, e);
-    buildIfThen(b, cmp(b, arith::CmpIPredicate::ult, first, numQueries),
-                [&](ImplicitLocOpBuilder &fb) {
-                  Value inBlock = arith::MinUIOp::create(
-                      fb, arith::SubIOp::create(fb, numQueries, first),
-                      indexConst(fb, perBlock));
-                  buildIf(
-                      fb,
-                      cmp(fb, arith::CmpIPredicate::eq, inBlock,
-                          indexConst(fb, perBlock)),
-                      TypeRange{},
-                      [&](ImplicitLocOpBuilder &wb) -> SmallVector<Value> {
-                        attendFullBlock(wb, first, batchRules);
-                        return {};
-                      },
-                      [&](ImplicitLocOpBuilder &sb) -> SmallVector<Value> {
-                        attendInTurn(sb, first, inBlock, batchRules);
-                        return {};
-                      });
-                });
+    buildIfThen(
+        b, cmp(b, arith::CmpIPredicate::ult, q, numQueries),
+        [&](ImplicitLocOpBuilder &qb) { attendQuery(qb, q, batchRules); });
     gpu::ReturnOp::create(b);
   }
 
-  /// A full block: warp w attends query first + w alone, in its own list
-  /// and slot, with no block barrier.
-  void attendFullBlock(ImplicitLocOpBuilder &b, Value first, Value batchRules) {
-    Value part = view(b, slot, {1, plan.resultStride}, b.getF32Type());
-    attendQuery(b, arith::AddIOp::create(b, first, warp), batchRules,
-                /*alone=*/true, list, part, indexConst(b, 0));
-  }
-
-  /// Fewer than four queries (decode's one, a prefill's last block): the
-  /// warps split each query's entries, the queries one after the other,
-  /// so that no warp idles; their partial results are merged over the V
-  /// tiles.
-  void attendInTurn(ImplicitLocOpBuilder &b, Value first, Value inBlock,
-                    Value batchRules) {
-    Value sharedList =
-        view(b, indexConst(b, plan.listOffset), {plan.topK}, b.getI32Type());
-    Value part = view(b, indexConst(b, 0), {kAttentionWarps, plan.resultStride},
-                      b.getF32Type());
-    buildLoop(b, indexConst(b, 0), inBlock, indexConst(b, 1), ValueRange{},
-              [&](ImplicitLocOpBuilder &lb, Value i,
-                  ValueRange) -> SmallVector<Value> {
-                attendQuery(lb, arith::AddIOp::create(lb, first, i), batchRules,
-                            /*alone=*/false, sharedList, part, warp);
-                return {};
-              });
-  }
-
-  /// Query `q0` from its list (in `queryList`) to its output rows, the
-  /// warp's partial result going to row `partRow` of `part` ([warps,
-  /// stride] f32). `alone`: the warp has the query to itself (its own list
-  /// and slot; lane 0 lists, every entry, warp syncs only); else the
-  /// block's warps share it (thread 0 lists, warp w takes entries w, w +
-  /// 4, ..., block barriers).
-  void attendQuery(ImplicitLocOpBuilder &b, Value q0, Value batchRules,
-                   bool alone, Value queryList, Value part, Value partRow) {
+  /// The warp's query, from its list (lane 0 writes it to the warp's own)
+  /// to its output rows; no block barrier (the other warps attend other
+  /// queries, each in its own shared slot).
+  void attendQuery(ImplicitLocOpBuilder &b, Value q0, Value batchRules) {
     const float negInf = -std::numeric_limits<float>::infinity();
-    Value writer = alone ? lane : tid;
-    Value firstEntry = alone ? indexConst(b, 0) : warp;
-    Value step = indexConst(b, alone ? 1 : kAttentionWarps);
-    auto sync = [&](ImplicitLocOpBuilder &sb) {
-      if (alone)
-        syncWarp(sb);
-      else
-        gpu::BarrierOp::create(sb);
-    };
     query = q0;
     keys = queryKeysOf(b, e, query, batchRules);
     numKeys = keys.numKeys;
@@ -190,12 +137,12 @@ public:
     keyEnd = arith::MinUIOp::create(
         b, numKeys, arith::AddIOp::create(b, position, indexConst(b, 1)));
     site = QuerySite{batch, kv, query, position};
-    Value count = listAttendedBlocks(b, e.arg("selection"), {batch, kv, query},
-                                     numKeys, keyEnd, plan.blockSize, plan.topK,
-                                     writer, queryList);
+    Value count =
+        listAttendedBlocks(b, e.arg("selection"), {batch, kv, query}, numKeys,
+                           keyEnd, plan.blockSize, plan.topK, lane, list);
     LeafMmaQuery q =
         loadLeafMmaQuery(b, e.arg("queries"), site, G, plan.headDim, lane);
-    sync(b); // the list is visible
+    syncWarp(b); // the list is visible to the warp
 
     // State: max and sum of rows g and g + 8 (the sums this lane's
     // columns' share), then O's accumulators, one per n8 tile of dv.
@@ -207,16 +154,10 @@ public:
       init.push_back(
           arith::ConstantOp::create(b, accType, b.getZeroAttr(accType)));
     SmallVector<Value> state =
-        buildLoop(b, firstEntry, count, step, init,
-                  [&](ImplicitLocOpBuilder &lb, Value j,
-                      ValueRange st) -> SmallVector<Value> {
-                    return attend(lb, q, queryList, j, st);
-                  });
-    publishResult(b, state, part, partRow, sync);
-    sync(b);
-    writeRows(b, part, alone ? lane : tid, alone ? kLanes : kAttentionThreads);
-    if (!alone)
-      gpu::BarrierOp::create(b); // the next query's list and V tiles wait
+        buildLoop(b, indexConst(b, 0), count, indexConst(b, 1), init,
+                  [&](ImplicitLocOpBuilder &lb, Value j, ValueRange st)
+                      -> SmallVector<Value> { return attend(lb, q, j, st); });
+    writeRows(b, state);
   }
 
 private:
@@ -252,11 +193,11 @@ private:
   /// List entry j: S, the online softmax and O = O alpha + P V. `st` and
   /// the result are the loop's state (build()).
   SmallVector<Value> attend(ImplicitLocOpBuilder &b, const LeafMmaQuery &q,
-                            Value queryList, Value j, ValueRange st) const {
+                            Value j, ValueRange st) const {
     Type f32 = b.getF32Type();
-    Value firstKey = arith::MulIOp::create(
-        b, toIndex(b, memref::LoadOp::create(b, queryList, j)),
-        indexConst(b, plan.blockSize));
+    Value firstKey =
+        arith::MulIOp::create(b, toIndex(b, memref::LoadOp::create(b, list, j)),
+                              indexConst(b, plan.blockSize));
     // The lanes' reads of the previous block's tile are done before it is
     // overwritten.
     syncWarp(b);
@@ -330,18 +271,21 @@ private:
     return next;
   }
 
-  /// The query's rows written from the partial results in `part`: thread
-  /// `t` of `threads` takes 8 columns of a row (items t, t + threads, ...).
-  void writeRows(ImplicitLocOpBuilder &b, Value part, Value t,
-                 int64_t threads) const {
-    ChunkedTile items{G, plan.valueDim, threads};
+  /// The warp's rows written: o = O / sum (0 without keys), lse = ln 2 (max
+  /// + log2 sum) (-inf without keys), through the warp's own shared slot so
+  /// that each lane stores 16-byte chunks.
+  void writeRows(ImplicitLocOpBuilder &b, ValueRange st) const {
+    Value part = publishResult(b, st);
+    syncWarp(b);
+    // Lane n takes 8 columns of a row: items lane, lane + 32, ...
+    ChunkedTile items{G, plan.valueDim, kLanes};
     for (int64_t n = 0; n < items.passes(); ++n) {
-      Value i = items.chunk(b, t, n);
+      Value i = items.chunk(b, lane, n);
       buildIfThen(
           b, cmp(b, arith::CmpIPredicate::ult, i, indexConst(b, items.count())),
           [&](ImplicitLocOpBuilder &wb) {
             Value row = items.row(wb, i), col = items.column(wb, i);
-            combineChunk(wb, part, row, col);
+            writeChunk(wb, part, row, col);
           });
     }
   }
@@ -350,20 +294,17 @@ private:
     NVVM::SyncWarpOp::create(b, arith::ConstantIntOp::create(b, -1, 32));
   }
 
-  /// Writes this warp's partial result to row `partRow` of `part`
-  /// ([warps, stride] f32, over the V tiles: `sync` first): per head row
-  /// its O, then its max and its sum (over the quad: each lane summed its
-  /// own columns).
-  void
-  publishResult(ImplicitLocOpBuilder &b, ValueRange st, Value part,
-                Value partRow,
-                llvm::function_ref<void(ImplicitLocOpBuilder &)> sync) const {
-    const int64_t dv = plan.valueDim;
+  /// Writes this warp's result to its shared slot, [stride]: per row its
+  /// O, then its max and its sum (over the quad: each lane summed its own
+  /// columns). Returns that buffer.
+  Value publishResult(ImplicitLocOpBuilder &b, ValueRange st) const {
+    const int64_t dv = plan.valueDim, stride = plan.resultStride;
     SmallVector<Value> sums{st[2], st[3]};
     for (Value &sum : sums)
       for (int64_t offset : {1, 2})
         sum = arith::AddFOp::create(b, sum, shuffleXor(b, sum, offset));
-    sync(b); // the V tiles under `part` are done with
+    syncWarp(b); // the warp is done with its V tile
+    Value part = view(b, slot, {stride}, b.getF32Type());
     for (int64_t half = 0; half < 2; ++half) {
       Value row = arith::AddIOp::create(b, gid, indexConst(b, 8 * half));
       for (int64_t t = 0; t < dv / kValuesPerTile; ++t) {
@@ -374,71 +315,37 @@ private:
             b, arith::MulIOp::create(b, row, indexConst(b, dv)), col);
         Value v =
             vector::ExtractOp::create(b, st[4 + t], ArrayRef<int64_t>{half});
-        vector::StoreOp::create(b, v, part, ValueRange{partRow, at});
+        vector::StoreOp::create(b, v, part, ValueRange{at});
       }
       buildIfThen(
           b, cmp(b, arith::CmpIPredicate::eq, tig, indexConst(b, 0)),
           [&](ImplicitLocOpBuilder &wb) {
             Value at =
                 arith::AddIOp::create(wb, row, indexConst(wb, kHeadRows * dv));
-            memref::StoreOp::create(wb, st[half], part,
-                                    ValueRange{partRow, at});
-            memref::StoreOp::create(
-                wb, sums[half], part,
-                ValueRange{partRow, arith::AddIOp::create(
+            memref::StoreOp::create(wb, st[half], part, ValueRange{at});
+            memref::StoreOp::create(wb, sums[half], part,
+                                    ValueRange{arith::AddIOp::create(
                                         wb, at, indexConst(wb, kHeadRows))});
           });
     }
+    return part;
   }
 
-  /// Columns [col, col + 8) of head row `row` from the partial results in
-  /// `part` (its rows, one per warp that attended the query): weights
-  /// exp2(max_w - max), o = sum_w O_w weight_w / sum (0 without keys), lse
-  /// = ln 2 (max + log2 sum) (-inf without keys); the output chunk, and
-  /// (from the thread of column 0) the lse.
-  void combineChunk(ImplicitLocOpBuilder &wb, Value part, Value row,
-                    Value col) const {
+  /// Columns [col, col + 8) of head row `row` from the warp's slot: its
+  /// output chunk, and (from the lane of column 0) its LSE.
+  void writeChunk(ImplicitLocOpBuilder &wb, Value part, Value row,
+                  Value col) const {
     Type f32 = wb.getF32Type();
     const int64_t dv = plan.valueDim;
-    const int64_t partials = cast<MemRefType>(part.getType()).getShape()[0];
     auto chunkType = VectorType::get({kChunkElems}, f32);
     Value maxAt =
         arith::AddIOp::create(wb, row, indexConst(wb, kHeadRows * dv));
     Value sumAt = arith::AddIOp::create(wb, maxAt, indexConst(wb, kHeadRows));
-    SmallVector<Value> maxes, partSums;
-    Value m = f32Const(wb, -std::numeric_limits<float>::infinity());
-    for (int64_t w = 0; w < partials; ++w) {
-      maxes.push_back(memref::LoadOp::create(
-          wb, part, ValueRange{indexConst(wb, w), maxAt}));
-      partSums.push_back(memref::LoadOp::create(
-          wb, part, ValueRange{indexConst(wb, w), sumAt}));
-      m = arith::MaximumFOp::create(wb, m, maxes.back());
-    }
+    Value m = memref::LoadOp::create(wb, part, ValueRange{maxAt});
+    Value total = memref::LoadOp::create(wb, part, ValueRange{sumAt});
     Value at = arith::AddIOp::create(
         wb, arith::MulIOp::create(wb, row, indexConst(wb, dv)), col);
-    Value total, o;
-    if (partials == 1) {
-      // One warp's result: its own max, nothing to rescale.
-      m = maxes[0];
-      total = partSums[0];
-      o = vector::LoadOp::create(wb, chunkType, part,
-                                 ValueRange{indexConst(wb, 0), at});
-    } else {
-      Value shift = emptyRowShift(wb, m);
-      total = f32Const(wb, 0.0f);
-      o = f32Splat(wb, chunkType, 0.0f);
-      for (int64_t w = 0; w < partials; ++w) {
-        Value weight = rescaleFactor(wb, maxes[w], shift);
-        total = arith::AddFOp::create(
-            wb, total, arith::MulFOp::create(wb, partSums[w], weight));
-        Value ow = vector::LoadOp::create(wb, chunkType, part,
-                                          ValueRange{indexConst(wb, w), at});
-        o = arith::AddFOp::create(
-            wb, o,
-            arith::MulFOp::create(
-                wb, ow, vector::BroadcastOp::create(wb, chunkType, weight)));
-      }
-    }
+    Value o = vector::LoadOp::create(wb, chunkType, part, ValueRange{at});
     std::pair<Value, Value> end =
         brokenBatchAsNaN(wb, keys, rowEnd(wb, m, total));
     Value inverse = end.first, lse = end.second;

@@ -477,6 +477,17 @@ def timed(fn, samples, fresh):
     return statistics.median(times)
 
 
+def paper_inputs(batch, n):
+    """Fresh q [B, 16, N, 128], k and v [B, 1, N, 128] (bf16, on the GPU):
+    the paper setting's inputs."""
+    import torch
+
+    def draw(heads):
+        return torch.randn(batch, heads, n, 128, device="cuda").to(torch.bfloat16)
+
+    return draw(16), draw(1), draw(1)
+
+
 def bench(args):
     """Paper setting (B = 1, Hkv = 1, G = 16, d = dv = 128, C = 64, K = 8,
     bf16): the attention pass alone (over the prefill's own selection), the
@@ -500,9 +511,7 @@ def bench(args):
         box = {}
 
         def fresh():
-            box["q"] = torch.randn(1, 16, n, 128, device="cuda").to(torch.bfloat16)
-            box["k"] = torch.randn(1, 1, n, 128, device="cuda").to(torch.bfloat16)
-            box["v"] = torch.randn(1, 1, n, 128, device="cuda").to(torch.bfloat16)
+            box["q"], box["k"], box["v"] = paper_inputs(1, n)
 
         fresh()
         ws = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
@@ -557,9 +566,7 @@ def bench_last(args):
         ws = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
 
         def fresh():
-            q = torch.randn(batch, 16, n, 128, device="cuda").to(torch.bfloat16)
-            box["k"] = torch.randn(batch, 1, n, 128, device="cuda").to(torch.bfloat16)
-            box["v"] = torch.randn(batch, 1, n, 128, device="cuda").to(torch.bfloat16)
+            q, box["k"], box["v"] = paper_inputs(batch, n)
             sel = lib("prefill_selection", q, box["k"], 0, workspace=ws)
             box["q"] = q[:, :, n - nq:, :].contiguous()
             box["sel"] = sel[:, :, n - nq:, :].contiguous()

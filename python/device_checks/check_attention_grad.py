@@ -112,9 +112,29 @@ def draw_config(rng, index):
     if rng.random() < 0.12:
         change, words = rng.choice(OUTSIDE)
         cfg.update(change, expect_error=words)
+        if cfg["C"] == 16 and "C" not in change:
+            # Only the drawn violation: with C = 16 the forward's (checked
+            # first) could refuse the block size before the backward's
+            # own rule is reached.
+            cfg["C"] = 32
     elif cfg["C"] == 16 and not registers_take_block_of_16(cfg):
         cfg["expect_error"] = "block size C = 16"
     elif plan_bytes(cfg) > MAX_SHARED:
+        cfg["expect_error"] = "bytes of shared memory per block"
+    return cfg
+
+
+def draw_warpgroup_config(rng, index):
+    """A configuration the warpgroup key kernel takes (AttentionGrad.h,
+    keyGradientsOnWarpgroup: C = 64, d and dv multiples of 64 with d + dv
+    <= 256, 16-bit inputs), the rest drawn as in draw_config."""
+    d, dv = rng.choice(((64, 64), (64, 128), (128, 64), (128, 128), (64, 192), (192, 64)))
+    cfg = {"name": f"w{index:04d}", "Hkv": rng.randint(1, 2),
+           "G": rng.choice((1, 2, 4, 8, 16, 32, 64)) if rng.random() < 0.6
+           else rng.randint(1, 64),
+           "d": d, "dv": dv, "C": 64, "K": rng.randint(3, 32),
+           "dtype": rng.choice(DTYPES)}
+    if plan_bytes(cfg) > MAX_SHARED:
         cfg["expect_error"] = "bytes of shared memory per block"
     return cfg
 
@@ -186,7 +206,8 @@ def build(args):
     flags = []
     if args.union_queries:
         flags = ["--attention-union-queries", str(args.union_queries)]
-    built, rejected = sweep.build_drawn(args, draw_config, program, "attention_grad.json",
+    draw = draw_warpgroup_config if args.space == "warpgroup" else draw_config
+    built, rejected = sweep.build_drawn(args, draw, program, "attention_grad.json",
                                         [dict(PAPER)] if args.paper else [], flags)
     problems = [c["name"] for c in built if "expect_error" in c]
     problems += [f"{c['name']} ({c['error']})" for c in rejected
@@ -626,6 +647,9 @@ def main(argv=None):
     b.add_argument("--seed", type=int, default=1)
     b.add_argument("--count", type=int, default=12)
     b.add_argument("--paper", action="store_true", help="add the paper setting")
+    b.add_argument("--space", choices=("all", "warpgroup"), default="all",
+                   help="draw over every supported shape, or only those the "
+                        "warpgroup (wgmma) key kernel takes")
     b.add_argument("--union-queries", type=int, default=0,
                    help="pisa-compile --attention-union-queries: query tiles of this "
                         "many queries (the dq pass's instead of 3)")

@@ -1,6 +1,7 @@
 // RUN: pisa-opt %s --pisa-decompose-to-kernels | FileCheck %s --enable-var-scope --check-prefix=KERNELS
 // RUN: pisa-opt %s --pisa-decompose-to-kernels %bufferize --pisa-configure-kernels --convert-pisa-to-gpu --canonicalize --cse | FileCheck %s --enable-var-scope
 // RUN: pisa-opt %s --pisa-decompose-to-kernels %bufferize --pisa-configure-kernels --convert-pisa-to-gpu --canonicalize --cse | FileCheck %s --enable-var-scope --check-prefix=STAGED
+// RUN: pisa-opt %s --pisa-decompose-to-kernels %bufferize --pisa-configure-kernels=chip=sm_90 --convert-pisa-to-gpu --canonicalize --cse | FileCheck %s --enable-var-scope --check-prefix=MMA
 
 // The backward of sparse attention at the paper's setting (G = 16, d = dv
 // = 128, C = 64, K = 8, bf16), B, N and Nq dynamic: the query kernel op
@@ -47,14 +48,18 @@
 // One block per (key block x segment, B x Hkv); its shared memory: K, V,
 // two steps' Q and dO (64 rows: 4 queries of 16 heads) and each step
 // row's lse, D and visible keys, and the list of the segment's queries
-// (the dK and dV sums are written over the 16-bit tiles at the end),
-// 110160 bytes. (Key blocks - 1) x S + S0 blocks, none without a key block.
+// (the dK and dV sums are written over the 16-bit tiles at the end). On
+// sm_90a the tiles are in the 128-byte swizzle at 1024-byte boundaries
+// (wgmma reads them): 105024 bytes with the alignment's slack; with rows
+// padded for ldmatrix (mma.sync, sm_90) 110160. (Key blocks - 1) x S + S0
+// blocks, none without a key block.
 // CHECK: %[[NONE:.+]] = arith.cmpi eq, %[[KEYBLOCKS:.+]], %c0
 // CHECK: %[[LESS:.+]] = arith.subi %[[KEYBLOCKS]], %c1
 // CHECK: %[[REST:.+]] = arith.muli %[[LESS]], %[[SEGS]]
 // CHECK: %[[ALL:.+]] = arith.addi %[[REST]], %[[SEGS0]]
 // CHECK: %[[GRIDX:.+]] = arith.select %[[NONE]], %c0, %[[ALL]]
-// CHECK: gpu.launch_func @pisa_kernels::@sparse_attention_grad_keys blocks in (%[[GRIDX]], %[[GROUPS]], %c1) threads in (%c128, %c1, %c1) dynamic_shared_memory_size %c110160_i32
+// CHECK: gpu.launch_func @pisa_kernels::@sparse_attention_grad_keys blocks in (%[[GRIDX]], %[[GROUPS]], %c1) threads in (%c128, %c1, %c1) dynamic_shared_memory_size %c105024_i32
+// MMA: gpu.launch_func @pisa_kernels::@sparse_attention_grad_keys blocks in ({{.+}}) threads in (%c128, %c1, %c1) dynamic_shared_memory_size %c110160_i32
 
 // The query-tile kernel: thread 0 merges the warps' block lists; warp 3
 // copies each union entry's K and V by cp.async into one of two buffers
@@ -95,14 +100,19 @@
 // bits); once the list holds four steps (four queries each) they run as
 // a batch: step s + 1's Q and dO rows, lse and D are copied by cp.async
 // into the other buffer (three groups) while step s computes, after
-// waiting for all but those three groups; per chunk of 16 rows each warp computes S^T
-// = K Q^T and dP^T = V dO^T for its 16 keys (K's A fragments by ldmatrix,
-// Q's B fragments by ldmatrix), P^T and dS^T in registers, and dK += dS^T
-// Q, dV += P^T dO with Q and dO by ldmatrix.trans into sums carried by the
-// step loop; then the segments add their sums in order: each waits for
-// the block's counter to reach its index (an atomic read) and counts
+// waiting for all but those three groups. On sm_90a a step is the
+// warpgroup's: the K and V tiles and the step's rows in the 128-byte
+// swizzle, fenced for the tensor cores before the barrier; S^T = K Q^T as
+// m64n64k16 wgmma steps from shared memory, P^T in registers, dV += P^T
+// dO as m64n128k16 with P^T as the register A operand (inline PTX: the
+// NVVM op takes A from shared memory only) and dO read MN-major, then
+// dP^T = V dO^T, dS^T and dK += dS^T Q the same way, into sums carried by
+// the step loop; then the segments add their sums in order: each waits
+// for the block's counter to reach its index (an atomic read) and counts
 // itself done after a device-scope fence.
 // CHECK-LABEL: gpu.func @sparse_attention_grad_keys
+// CHECK: memref.view {{.+}} to memref<2x64x8x8xbf16, #gpu.address_space<workgroup>>
+// CHECK: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
 // CHECK: scf.for {{.+}} iter_args
 // CHECK: math.ctpop
 // CHECK: gpu.shuffle  up
@@ -115,19 +125,68 @@
 // CHECK: nvgpu.device_async_copy
 // CHECK: nvvm.cp.async.wait.group 3
 // CHECK: nvvm.cp.async.wait.group 0
-// CHECK: gpu.barrier
-// CHECK: nvgpu.ldmatrix {{.+}} {numTiles = 4 : i32, transpose = false} : memref<64x136xbf16, #gpu.address_space<workgroup>> -> vector<4x2xbf16>
-// CHECK: nvgpu.ldmatrix {{.+}} {numTiles = 2 : i32, transpose = false} : memref<64x136xbf16, #gpu.address_space<workgroup>> -> vector<2x2xbf16>
-// CHECK: nvgpu.mma.sync
+// CHECK: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
+// CHECK-NEXT: gpu.barrier
+// CHECK: nvvm.wgmma.fence.aligned
+// CHECK-COUNT-8: nvvm.wgmma.mma_async {{.+}} <m = 64, n = 64, k = 16>, D[<f32>, {{.+}}], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
+// CHECK: nvvm.wgmma.wait.group.sync.aligned 0
 // CHECK: math.exp2
-// CHECK: nvgpu.ldmatrix {{.+}} {numTiles = 2 : i32, transpose = true} : memref<64x136xbf16, #gpu.address_space<workgroup>> -> vector<2x2xbf16>
-// CHECK: nvgpu.mma.sync
-// CHECK-NOT: vector.contract
+// CHECK: llvm.inline_asm has_side_effects {{.+}}wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
+// CHECK: nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK: nvvm.wgmma.mma_async {{.+}} <m = 64, n = 64, k = 16>
+// CHECK: nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK: llvm.inline_asm has_side_effects {{.+}}wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
+// CHECK: nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK-NOT: nvgpu.ldmatrix
+// CHECK-NOT: nvgpu.mma.sync
 // CHECK: scf.while
 // CHECK: memref.atomic_rmw addi
 // CHECK: nvvm.memory.barrier <gpu>
 // CHECK: nvvm.memory.barrier <gpu>
 // CHECK: memref.atomic_rmw assign
+
+// On sm_90 (no wgmma) per chunk of 16 rows each warp computes S^T = K Q^T
+// and dP^T = V dO^T for its 16 keys (K's A fragments by ldmatrix, Q's B
+// fragments by ldmatrix), P^T and dS^T in registers, and dK += dS^T Q,
+// dV += P^T dO with Q and dO by ldmatrix.trans.
+// The register key kernel: warp 0 lists a window's queries (a prefix sum
+// of the words' bit counts over its lanes, then each lane its word's
+// bits); once the list holds four steps (four queries each) they run as
+// a batch: step s + 1's Q and dO rows, lse and D are copied by cp.async
+// into the other buffer (three groups) while step s computes, after
+// waiting for all but those three groups; per chunk of 16 rows each warp computes S^T
+// = K Q^T and dP^T = V dO^T for its 16 keys (K's A fragments by ldmatrix,
+// Q's B fragments by ldmatrix), P^T and dS^T in registers, and dK += dS^T
+// Q, dV += P^T dO with Q and dO by ldmatrix.trans into sums carried by the
+// step loop; then the segments add their sums in order: each waits for
+// the block's counter to reach its index (an atomic read) and counts
+// itself done after a device-scope fence.
+// MMA-LABEL: gpu.func @sparse_attention_grad_keys
+// MMA: scf.for {{.+}} iter_args
+// MMA: math.ctpop
+// MMA: gpu.shuffle  up
+// MMA: scf.while
+// MMA: math.cttz
+// MMA: arith.cmpi uge, %{{.+}}, %c16
+// MMA: nvgpu.device_async_copy
+// MMA: nvgpu.device_async_create_group
+// MMA: scf.for {{.+}} iter_args
+// MMA: nvgpu.device_async_copy
+// MMA: nvvm.cp.async.wait.group 3
+// MMA: nvvm.cp.async.wait.group 0
+// MMA: gpu.barrier
+// MMA: nvgpu.ldmatrix {{.+}} {numTiles = 4 : i32, transpose = false} : memref<64x136xbf16, #gpu.address_space<workgroup>> -> vector<4x2xbf16>
+// MMA: nvgpu.ldmatrix {{.+}} {numTiles = 2 : i32, transpose = false} : memref<64x136xbf16, #gpu.address_space<workgroup>> -> vector<2x2xbf16>
+// MMA: nvgpu.mma.sync
+// MMA: math.exp2
+// MMA: nvgpu.ldmatrix {{.+}} {numTiles = 2 : i32, transpose = true} : memref<64x136xbf16, #gpu.address_space<workgroup>> -> vector<2x2xbf16>
+// MMA: nvgpu.mma.sync
+// MMA-NOT: vector.contract
+// MMA: scf.while
+// MMA: memref.atomic_rmw addi
+// MMA: nvvm.memory.barrier <gpu>
+// MMA: nvvm.memory.barrier <gpu>
+// MMA: memref.atomic_rmw assign
 
 func.func @grad(%q: tensor<?x16x?x128xbf16>, %k: tensor<?x1x?x128xbf16>, %v: tensor<?x1x?x128xbf16>, %s: tensor<?x1x?x8xi32>, %off: index, %o: tensor<?x16x?x128xbf16>, %l: tensor<?x16x?xf32>, %do: tensor<?x16x?x128xbf16>) -> (tensor<?x16x?x128xf32>, tensor<?x1x?x128xf32>, tensor<?x1x?x128xf32>) {
   %dq, %dk, %dv = pisa.sparse_attention_grad %q, %k, %v, %s, %off out(%o, %l) grad(%do) block_size = 64

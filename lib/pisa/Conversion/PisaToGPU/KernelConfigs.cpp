@@ -333,14 +333,18 @@ FailureOr<KernelConfigAttr> configureSingleStage(Operation *op, Value queries,
 /// An op with a register design and a staged one, on mma.sync: the
 /// register design where `fits` (at most 2 blocks per SM: its 255
 /// registers fit no more without spills; `needs` says what it takes), else
-/// the staged one (blocks as shared memory allows); `bytes(inRegisters)`
-/// is the chosen design's shared memory. `variantWhy` refuses another
-/// variant. The staged designs split a block's keys between four warps:
-/// they need C a multiple of 32 (`blockSize`).
-FailureOr<KernelConfigAttr>
-registerOrStaged(Operation *op, Configurer &c, bool fits, StringRef needs,
-                 int64_t threads, StringRef variantWhy, int64_t blockSize,
-                 llvm::function_ref<int64_t(bool)> bytes) {
+/// the staged one (blocks as shared memory allows); `bytes(inRegisters,
+/// warpgroup)` is the chosen design's shared memory. Where the op offers
+/// a wgmma design (`warpgroupWhy`: why it cannot take the op with the
+/// chosen epilogue, or nullopt) that is the default; `variantWhy` refuses
+/// any other variant. The staged designs split a block's keys between four
+/// warps: they need C a multiple of 32 (`blockSize`).
+FailureOr<KernelConfigAttr> registerOrStaged(
+    Operation *op, Configurer &c, bool fits, StringRef needs, int64_t threads,
+    StringRef variantWhy, int64_t blockSize,
+    llvm::function_ref<int64_t(bool, bool)> bytes,
+    llvm::function_ref<std::optional<std::string>(bool)> warpgroupWhy =
+        nullptr) {
   FailureOr<KernelEpilogue> epilogue = c.pick<KernelEpilogue>(
       "epilogue", c.field(&KernelConfigAttr::getEpilogue),
       fits ? KernelEpilogue::Registers : KernelEpilogue::Shared,
@@ -355,20 +359,32 @@ registerOrStaged(Operation *op, Configurer &c, bool fits, StringRef needs,
   if (failed(epilogue))
     return failure();
   const bool inRegisters = *epilogue == KernelEpilogue::Registers;
-  FailureOr<KernelVariant> variant =
-      c.pick<KernelVariant>("variant", c.askedVariant(), KernelVariant::MmaSync,
-                            [&](KernelVariant v) -> std::optional<std::string> {
-                              if (v != KernelVariant::MmaSync)
-                                return variantWhy.str();
-                              return std::nullopt;
-                            });
+  // wgmma where the op offers it (warpgroupWhy) and it takes the sizes.
+  auto refuseWarpgroup = [&]() -> std::optional<std::string> {
+    if (!warpgroupWhy)
+      return variantWhy.str();
+    return warpgroupWhy(inRegisters);
+  };
+  FailureOr<KernelVariant> variant = c.pick<KernelVariant>(
+      "variant", c.askedVariant(),
+      warpgroupWhy && !refuseWarpgroup() ? KernelVariant::Wgmma
+                                         : KernelVariant::MmaSync,
+      [&](KernelVariant v) -> std::optional<std::string> {
+        if (v == KernelVariant::Wgmma)
+          return refuseWarpgroup();
+        if (v != KernelVariant::MmaSync)
+          return variantWhy.str();
+        return std::nullopt;
+      });
   if (failed(variant))
     return failure();
+  const bool warpgroup = *variant == KernelVariant::Wgmma;
   return KernelConfigAttr::get(
       op->getContext(), *variant, threads, std::nullopt, std::nullopt,
       std::nullopt, std::nullopt, std::nullopt, *epilogue,
       c.blocksPerSM(std::clamp<int64_t>(
-          blocksBySharedMemory(bytes(inRegisters)), 1, inRegisters ? 2 : 16)),
+          blocksBySharedMemory(bytes(inRegisters, warpgroup)), 1,
+          inRegisters ? 2 : 16)),
       std::nullopt);
 }
 
@@ -478,7 +494,7 @@ FailureOr<KernelConfigAttr> configure(SparseAttentionKernelOp op,
       "the register kernel needs G <= 16, d a multiple of 32 up to 128, dv "
       "of 8 up to 128, C of 16 up to 64 and 16-bit inputs",
       kAttentionThreads, "sparse attention runs on mma_sync", C,
-      [&](bool inRegisters) {
+      [&](bool inRegisters, bool) {
         return inRegisters ? RegisterAttentionPlan(q.dim, dv, C, topK).bytes
                            : AttentionTiles(G, q.dim, dv, C, topK).bytes;
       });
@@ -547,7 +563,7 @@ FailureOr<KernelConfigAttr> configure(SparseAttentionGradQueriesKernelOp op,
   }
   FailureOr<KernelConfigAttr> config = registerOrStaged(
       op, c, fits, kQueryTileGradNeeds, kGradThreads,
-      "this op's kernel runs on mma_sync", C, [&](bool onTiles) {
+      "this op's kernel runs on mma_sync", C, [&](bool onTiles, bool) {
         return onTiles ? tileBytes(queries)
                        : QueryGradPlan(G, d, dv, C, topK).bytes;
       });
@@ -571,13 +587,22 @@ FailureOr<KernelConfigAttr> configure(SparseAttentionGradKeysKernelOp op,
   const int64_t G = q.heads / headsOf(op, op.getKeys()).heads;
   const int64_t d = q.dim, dv = headsOf(op, op.getValues()).dim;
   const int64_t C = op.getBlockSize();
+  Type elem = queryElements(op.getQueries());
   return registerOrStaged(
-      op, c, keyGradientsInRegisters(queryElements(op.getQueries()), d, dv, C),
+      op, c, keyGradientsInRegisters(elem, d, dv, C),
       "the register key kernel needs C of 16, 32 or 64, d and dv multiples "
       "of 16 with d + dv <= 256 and 16-bit inputs",
-      kGradThreads, "this op's kernel runs on mma_sync", C,
-      [&](bool inRegisters) {
-        return KeyGradPlan(G, d, dv, C, inRegisters).bytes;
+      kGradThreads, "this op's kernel runs on mma_sync or wgmma", C,
+      [&](bool inRegisters, bool warpgroup) {
+        return KeyGradPlan(G, d, dv, C, inRegisters, warpgroup).bytes;
+      },
+      [&](bool inRegisters) -> std::optional<std::string> {
+        if (!inRegisters)
+          return std::string("the staged key kernel runs on mma_sync");
+        if (!c.features.warpgroupMma ||
+            !keyGradientsOnWarpgroup(elem, d, dv, C))
+          return kKeyGradWarpgroupNeeds.str();
+        return std::nullopt;
       });
 }
 

@@ -94,6 +94,16 @@ void buildQueryTileGrad(ImplicitLocOpBuilder &b, const Kernel &kernel,
 /// holds (d + dv) / 2 f32 sums). Else the staged key kernel.
 bool keyGradientsInRegisters(Type elem, int64_t headDim, int64_t valueDim,
                              int64_t blockSize);
+/// Whether the register key kernel can run its products on a warpgroup
+/// (wgmma, sm_90a): C = 64 keys are wgmma's M, and its tiles are in the
+/// 128-byte swizzle, so d and dv are multiples of 64 (d + dv <= 256 as in
+/// registers); 16-bit inputs.
+bool keyGradientsOnWarpgroup(Type elem, int64_t headDim, int64_t valueDim,
+                             int64_t blockSize);
+/// What keyGradientsOnWarpgroup asks, as a diagnostic says it.
+constexpr llvm::StringLiteral kKeyGradWarpgroupNeeds =
+    "the warpgroup key kernel needs sm_90a, C = 64, d and dv multiples of 64 "
+    "with d + dv <= 256 and 16-bit inputs";
 
 /// The key kernel's tiles: K [C x d] and V [C x dv] of the block, Q [64 x
 /// d] and dO [64 x dv] of the step's queries (64 / R of them, R = G
@@ -105,18 +115,22 @@ bool keyGradientsInRegisters(Type elem, int64_t headDim, int64_t valueDim,
 /// gradOut and queryNext / gradOutNext, each step row's lse and D (f32)
 /// and visible keys (i32) per buffer: the next step's copies fly while
 /// this one computes), and writes its register sums into the sums' tiles
-/// at the end (over the 16-bit tiles when they fit there).
+/// at the end (over the 16-bit tiles when they fit there). On a warpgroup
+/// (`warpgroup`, register kernel only) the 16-bit tiles are in the 128-byte
+/// swizzle ([width / 64, rows, 8, 8], WarpgroupMma.h) at 1024-byte
+/// boundaries from the allocation's first one (SharedTiles::alignBase,
+/// whose slack `bytes` includes).
 struct KeyGradPlan {
   GradRows rows;
   int64_t headDim, valueDim, blockSize;
-  bool inRegisters;
+  bool inRegisters, warpgroup;
   int64_t key, value, query, gradOut,
       queryNext = 0, gradOutNext = 0, score = 0, gradProb = 0, probT = 0,
       gradScoreT = 0, rowLse[2] = {0, 0}, rowDelta[2] = {0, 0},
       rowVisible[2] = {0, 0}, gradKey, gradValue, windowWords, stepsAhead, list,
       listCapacity, listCount, bytes;
   KeyGradPlan(int64_t groupSize, int64_t headDim, int64_t valueDim,
-              int64_t blockSize, bool inRegisters);
+              int64_t blockSize, bool inRegisters, bool warpgroup = false);
 };
 
 /// A key block's queries are split into at most this many segments, one

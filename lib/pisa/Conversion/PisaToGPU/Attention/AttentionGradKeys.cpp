@@ -28,6 +28,7 @@
 #include "Kernels/KernelBuilder.h"
 #include "Kernels/RowSoftmax.h"
 #include "Kernels/WarpMma.h"
+#include "Kernels/WarpgroupMma.h"
 #include "Selection/PackedSequences.h"
 #include "Selection/QueryKernels.h"
 
@@ -63,10 +64,18 @@ KeyGradBlock::KeyGradBlock(ImplicitLocOpBuilder &b, const Kernel &e,
   shared.emplace(b);
   const int64_t R = p.rows.rows, c = p.blockSize;
   Type f32 = b.getF32Type(), i32 = b.getI32Type();
-  kTile = shared->view(b, p.key, {c, p.headDim + 8}, elem);
-  vTile = shared->view(b, p.value, {c, p.valueDim + 8}, elem);
-  qTile = shared->view(b, p.query, {R, p.headDim + 8}, elem);
-  doTile = shared->view(b, p.gradOut, {R, p.valueDim + 8}, elem);
+  if (p.warpgroup) {
+    shared->alignBase(b, kSwizzleAtomBytes);
+    kTile = shared->view(b, p.key, swizzledShape(c, p.headDim), elem);
+    vTile = shared->view(b, p.value, swizzledShape(c, p.valueDim), elem);
+    keyDesc = kMajorDescriptor(b, shared->address(b, indexConst(b, p.key)));
+    valueDesc = kMajorDescriptor(b, shared->address(b, indexConst(b, p.value)));
+  } else {
+    kTile = shared->view(b, p.key, {c, p.headDim + 8}, elem);
+    vTile = shared->view(b, p.value, {c, p.valueDim + 8}, elem);
+    qTile = shared->view(b, p.query, {R, p.headDim + 8}, elem);
+    doTile = shared->view(b, p.gradOut, {R, p.valueDim + 8}, elem);
+  }
   if (!p.inRegisters) {
     sTile = shared->view(b, p.score, {R, c + 4}, f32);
     dpTile = shared->view(b, p.gradProb, {R, c + 4}, f32);
@@ -185,6 +194,8 @@ void KeyGradBlock::build(ImplicitLocOpBuilder &b) {
                  tid, kGradThreads);
     stageKeyRows(tb, e.arg("values"), batch, kv, firstRow, c, p.valueDim, vTile,
                  tid, kGradThreads);
+    if (p.warpgroup)
+      fenceSharedToTensorCores(tb); // before forEachBatch's first barrier
     if (p.inRegisters) {
       SmallVector<Value> sums = forEachBatch(
           tb, zeroSums(tb),
@@ -447,7 +458,8 @@ struct GradKeysToGPU : KernelOpPattern<SparseAttentionGradKeysKernelOp> {
     KernelConfigAttr config = getKernelConfig(op);
     const KeyGradPlan plan(
         G, qType.getShape()[3], bufferType(op.getValues()).getShape()[3],
-        op.getBlockSize(), config.getEpilogue() == KernelEpilogue::Registers);
+        op.getBlockSize(), config.getEpilogue() == KernelEpilogue::Registers,
+        config.getVariant() == KernelVariant::Wgmma);
     Value bits = op.getQueryBits();
     SmallVector<KernelOperand> markOperands{
         {"selection", op.getSelection()},

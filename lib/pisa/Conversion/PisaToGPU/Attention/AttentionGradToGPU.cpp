@@ -28,6 +28,7 @@
 #include "Attention/SparseAttention.h"
 #include "Kernels/KernelBuilder.h"
 #include "Kernels/RowSoftmax.h"
+#include "Kernels/WarpgroupMma.h"
 #include "Selection/QueryKernels.h"
 
 #include "../Common/LoopBuilders.h"
@@ -85,19 +86,34 @@ bool mlir::pisa::detail::keyGradientsInRegisters(Type elem, int64_t d,
          d + dv <= 256;
 }
 
+bool mlir::pisa::detail::keyGradientsOnWarpgroup(Type elem, int64_t d,
+                                                 int64_t dv, int64_t c) {
+  return elem.getIntOrFloatBitWidth() == 16 && c == kWarpgroupRows &&
+         d % kSwizzleColumns == 0 && dv % kSwizzleColumns == 0 && d + dv <= 256;
+}
+
 KeyGradPlan::KeyGradPlan(int64_t G, int64_t d, int64_t dv, int64_t c,
-                         bool inRegisters)
+                         bool inRegisters, bool warpgroup)
     : rows(64, int64_t(llvm::PowerOf2Ceil(G))), headDim(d), valueDim(dv),
-      blockSize(c), inRegisters(inRegisters) {
+      blockSize(c), inRegisters(inRegisters),
+      warpgroup(inRegisters && warpgroup) {
   const int64_t R = rows.rows;
   int64_t at = 0;
-  key = SharedTiles::place(at, c * (d + 8) * 2);
-  value = SharedTiles::place(at, c * (dv + 8) * 2);
-  query = SharedTiles::place(at, R * (d + 8) * 2);
-  gradOut = SharedTiles::place(at, R * (dv + 8) * 2);
+  // A 16-bit tile: rows padded by 8 elements (ldmatrix's rows in distinct
+  // banks), or swizzled at a 1024-byte boundary.
+  auto tile = [&](int64_t tileRows, int64_t width) {
+    if (!this->warpgroup)
+      return SharedTiles::place(at, tileRows * (width + 8) * 2);
+    at = llvm::alignTo(at, kSwizzleAtomBytes);
+    return SharedTiles::place(at, swizzledTileBytes(tileRows, width));
+  };
+  key = tile(c, d);
+  value = tile(c, dv);
+  query = tile(R, d);
+  gradOut = tile(R, dv);
   if (inRegisters) {
-    queryNext = SharedTiles::place(at, R * (d + 8) * 2);
-    gradOutNext = SharedTiles::place(at, R * (dv + 8) * 2);
+    queryNext = tile(R, d);
+    gradOutNext = tile(R, dv);
   }
   const int64_t tilesEnd = at;
   const int64_t sumBytes = c * (d + 4) * 4, valueSumBytes = c * (dv + 4) * 4;
@@ -133,7 +149,7 @@ KeyGradPlan::KeyGradPlan(int64_t G, int64_t d, int64_t dv, int64_t c,
   listCapacity = stepsAhead * rows.tokens - 1 + windowWords * 32;
   list = SharedTiles::place(at, listCapacity * 4);
   listCount = SharedTiles::place(at, 4);
-  bytes = at;
+  bytes = at + (this->warpgroup ? kSwizzleAtomBytes - 16 : 0);
 }
 
 std::optional<std::string> mlir::pisa::detail::attentionGradLimitViolation(

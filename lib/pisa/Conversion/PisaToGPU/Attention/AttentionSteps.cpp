@@ -3,6 +3,7 @@
 #include "Attention/AttentionSteps.h"
 #include "Kernels/KernelBuilder.h"
 #include "Kernels/TileCopy.h"
+#include "Kernels/WarpgroupMma.h"
 
 #include "../Common/LoopBuilders.h"
 
@@ -37,8 +38,34 @@ Value SharedTiles::view(ImplicitLocOpBuilder &b, int64_t offset,
 
 Value SharedTiles::viewAt(ImplicitLocOpBuilder &b, Value offset,
                           ArrayRef<int64_t> shape, Type type) const {
+  if (shift)
+    offset = arith::AddIOp::create(b, offset, shift);
   return memref::ViewOp::create(b, workgroupType(b.getContext(), shape, type),
                                 bytes, offset, ValueRange{});
+}
+
+void SharedTiles::alignBase(ImplicitLocOpBuilder &b, int64_t alignment) {
+  shift = Value();
+  Value base = address(b, indexConst(b, 0));
+  Value mask = arith::ConstantIntOp::create(b, alignment - 1, 64);
+  // (alignment - base % alignment) % alignment
+  shift = arith::IndexCastUIOp::create(
+      b, b.getIndexType(),
+      arith::AndIOp::create(
+          b,
+          arith::SubIOp::create(b, arith::ConstantIntOp::create(b, 0, 64),
+                                base),
+          mask));
+}
+
+Value SharedTiles::address(ImplicitLocOpBuilder &b, Value offset) const {
+  Value base = arith::IndexCastUIOp::create(
+      b, b.getI64Type(),
+      memref::ExtractAlignedPointerAsIndexOp::create(b, bytes));
+  Value at =
+      shift ? arith::AddIOp::create(b, offset, shift).getResult() : offset;
+  return arith::AddIOp::create(
+      b, base, arith::IndexCastUIOp::create(b, b.getI64Type(), at));
 }
 
 static Value zeroChunk(ImplicitLocOpBuilder &b, Type elem) {
@@ -47,11 +74,25 @@ static Value zeroChunk(ImplicitLocOpBuilder &b, Type elem) {
       b, type, DenseElementsAttr::get(type, b.getZeroAttr(elem)));
 }
 
+/// The indices of the chunk at (row, col) of `tile` (col in elements, a
+/// multiple of kChunkElems): a row-major [rows x width] tile, or one in the
+/// 128-byte swizzle, [width / 64, rows, 8, 8] (WarpgroupMma.h).
+static SmallVector<Value> chunkIndices(ImplicitLocOpBuilder &b, Value tile,
+                                       Value row, Value col) {
+  if (cast<MemRefType>(tile.getType()).getRank() == 2)
+    return {row, col};
+  Value chunk = arith::DivUIOp::create(b, col, indexConst(b, kChunkElems));
+  Value perRow = indexConst(b, kSwizzleRowBytes / 16);
+  return {arith::DivUIOp::create(b, chunk, perRow), row,
+          swizzledChunk(b, row, arith::RemUIOp::create(b, chunk, perRow)),
+          indexConst(b, 0)};
+}
+
 static void storeChunk(ImplicitLocOpBuilder &b, const ChunkedTile &tile,
                        Value dst, Value i, Value v) {
-  vector::StoreOp::create(b, v, dst,
-                          ValueRange{tile.row(b, i), tile.column(b, i)}, false,
-                          llvm::MaybeAlign(16));
+  vector::StoreOp::create(
+      b, v, dst, chunkIndices(b, dst, tile.row(b, i), tile.column(b, i)), false,
+      llvm::MaybeAlign(16));
 }
 
 namespace {
@@ -121,7 +162,7 @@ void mlir::pisa::detail::copyHeadRowsAsync(ImplicitLocOpBuilder &b,
         Value r = chunks.row(lb, i), col = chunks.column(lb, i);
         HeadRowPlace at = headRowPlace(lb, from, rows, r);
         return {tile,
-                {r, col},
+                chunkIndices(lb, tile, r, col),
                 from.source,
                 {from.batch, at.head, from.token(lb, at.slot), col},
                 arith::SelectOp::create(lb, holdsHeadRow(lb, from, at),

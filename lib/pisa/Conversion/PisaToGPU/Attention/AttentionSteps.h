@@ -32,9 +32,18 @@ public:
   /// one of two buffers).
   Value viewAt(ImplicitLocOpBuilder &b, Value offset, ArrayRef<int64_t> shape,
                Type type) const;
+  /// Moves offset 0 of every view to the allocation's first
+  /// `alignment`-byte boundary (the tiles wgmma reads in the 128-byte
+  /// swizzle start at 1024-byte boundaries); the allocation must hold
+  /// alignment - 16 bytes more than the tiles.
+  void alignBase(ImplicitLocOpBuilder &b, int64_t alignment);
+  /// The shared-memory address (i64) of the tiles' byte `offset`.
+  Value address(ImplicitLocOpBuilder &b, Value offset) const;
 
 private:
   Value bytes;
+  /// Bytes from the allocation's start to offset 0 (alignBase), or null.
+  Value shift;
 };
 
 /// Where a tile of head rows comes from: tile rows [s R, (s + 1) R) (R =
@@ -51,7 +60,9 @@ struct HeadRows {
 };
 
 /// Copies `rows` head rows of `width` 16-bit elements into `tile`, 16-byte
-/// chunks over `threads` threads.
+/// chunks over `threads` threads. Here and in copyHeadRowsAsync and
+/// stageKeyRows the tile is row-major ([rows x width]) or in the 128-byte
+/// swizzle ([width / 64, rows, 8, 8], WarpgroupMma.h), by its rank.
 void stageHeadRows(ImplicitLocOpBuilder &b, const HeadRows &from, int64_t rows,
                    int64_t width, Value tile, Value tid, int64_t threads);
 

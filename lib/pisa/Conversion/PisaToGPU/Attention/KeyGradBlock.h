@@ -164,6 +164,30 @@ private:
   void chunk(ImplicitLocOpBuilder &b, const StepTiles &step, Value key0,
              Value row0, SmallVector<Value> &sums);
 
+  /// P^T and dS^T of the warp's keys from `key0` against the step rows of
+  /// the n8 tiles `s` (S^T) and `dp` (dP^T), tile t holding rows row0 + 8 t
+  /// + 2 (lane % 4) + {0, 1}: per tile its four values [half * 2 + j]. No
+  /// dS^T where `dp` is empty (gradients computes it later).
+  std::pair<SmallVector<SmallVector<Value>>, SmallVector<SmallVector<Value>>>
+  probabilities(ImplicitLocOpBuilder &b, const StepTiles &step, Value key0,
+                Value row0, ArrayRef<Value> s, ArrayRef<Value> dp);
+  /// dS^T from P^T (probabilities') and the n8 tiles of dP^T.
+  SmallVector<SmallVector<Value>> gradients(ImplicitLocOpBuilder &b,
+                                            const StepTiles &step, Value row0,
+                                            ArrayRef<SmallVector<Value>> probs,
+                                            ArrayRef<Value> dp);
+  /// dS = P (dP - D) of one value, D element j of the row pair `delta`.
+  static Value gradient(ImplicitLocOpBuilder &b, Value prob, Value dp,
+                        Value delta, int64_t j);
+
+  /// The whole step on the warpgroup (p.warpgroup): S^T = K Q^T and dP^T =
+  /// V dO^T as m64 x 64 products of the swizzled tiles (warp w's part: keys
+  /// 16 w .., the mma.sync accumulator layout), P^T and dS^T in the
+  /// accumulators, then dK += dS^T Q and dV += P^T dO with P^T and dS^T as
+  /// wgmma's register A and Q, dO read MN-major from the same tiles.
+  void warpgroupStep(ImplicitLocOpBuilder &b, const StepTiles &step,
+                     Value parity, SmallVector<Value> &sums);
+
   /// The lanes' sums into the dk and dv tiles, the row groups in order.
   void storeSums(ImplicitLocOpBuilder &b, ArrayRef<Value> sums);
 
@@ -195,6 +219,8 @@ private:
   std::optional<SharedTiles> shared;
   Value kTile, vTile, qTile, doTile, sTile, dpTile, pT, dsT, dkTile, dvTile,
       list, listCount;
+  /// The K and V tiles' wgmma descriptors (p.warpgroup).
+  Value keyDesc, valueDesc;
   Value block, rank, segment, takesPart, lastSegment, numWords, wordsPerSegment,
       firstWord, batch, kv, tid, warp, lane, firstHead, numKeys, firstKey;
   /// The rank in the chain of the block's segments that take part.

@@ -16,6 +16,7 @@
 #include "Kernels/KernelBuilder.h"
 #include "Kernels/RowSoftmax.h"
 #include "Kernels/WarpMma.h"
+#include "Kernels/WarpgroupMma.h"
 #include "Selection/PackedSequences.h"
 #include "Selection/QueryKernels.h"
 
@@ -339,8 +340,13 @@ KeyGradBlock::StepTiles KeyGradBlock::stepTiles(ImplicitLocOpBuilder &b,
                           shape, type);
   };
   Type f32 = b.getF32Type();
-  return {at(p.query, p.queryNext, {R, p.headDim + 8}, elem),
-          at(p.gradOut, p.gradOutNext, {R, p.valueDim + 8}, elem),
+  auto rows = [&](int64_t width) -> SmallVector<int64_t> {
+    if (p.warpgroup)
+      return swizzledShape(R, width);
+    return {R, width + 8};
+  };
+  return {at(p.query, p.queryNext, rows(p.headDim), elem),
+          at(p.gradOut, p.gradOutNext, rows(p.valueDim), elem),
           at(p.rowLse[0], p.rowLse[1], {R}, f32),
           at(p.rowDelta[0], p.rowDelta[1], {R}, f32),
           at(p.rowVisible[0], p.rowVisible[1], {R}, b.getI32Type())};
@@ -433,9 +439,16 @@ SmallVector<Value> KeyGradBlock::registerBatch(ImplicitLocOpBuilder &b,
               NVVM::CpAsyncWaitGroupOp::create(wb, 0);
               return SmallVector<Value>{};
             });
+        if (p.warpgroup)
+          fenceSharedToTensorCores(lb);
         gpu::BarrierOp::create(lb); // every thread's copies of step s landed
         StepTiles step = stepTiles(lb, parity);
         SmallVector<Value> out(acc.begin(), acc.end());
+        if (p.warpgroup) {
+          warpgroupStep(lb, step, parity, out);
+          gpu::BarrierOp::create(lb); // the buffer is read before its refill
+          return out;
+        }
         for (int64_t i = 0; i < chunks; ++i) {
           Value row0 = arith::MulIOp::create(
               lb,
@@ -450,12 +463,29 @@ SmallVector<Value> KeyGradBlock::registerBatch(ImplicitLocOpBuilder &b,
 
 void KeyGradBlock::chunk(ImplicitLocOpBuilder &b, const StepTiles &step,
                          Value key0, Value row0, SmallVector<Value> &sums) {
-  const float inf = std::numeric_limits<float>::infinity();
   WarpFragments frags{lane, elem};
   SmallVector<Value> s =
       frags.productNT(b, kTile, key0, step.query, row0, p.headDim, 2);
   SmallVector<Value> dp =
       frags.productNT(b, vTile, key0, step.gradOut, row0, p.valueDim, 2);
+  auto [probs, grads] = probabilities(b, step, key0, row0, s, dp);
+  Value pA = frags.accumulatorsAsA(b, probs);
+  Value dsA = frags.accumulatorsAsA(b, grads);
+  const int64_t kTiles = p.headDim / kMmaCols;
+  for (int64_t t = 0; t < kTiles; ++t)
+    sums[t] =
+        frags.accumulateKN(b, dsA, step.query, row0, t * kMmaCols, sums[t]);
+  for (int64_t t = 0; t < p.valueDim / kMmaCols; ++t)
+    sums[kTiles + t] = frags.accumulateKN(b, pA, step.gradOut, row0,
+                                          t * kMmaCols, sums[kTiles + t]);
+}
+
+std::pair<SmallVector<SmallVector<Value>>, SmallVector<SmallVector<Value>>>
+KeyGradBlock::probabilities(ImplicitLocOpBuilder &b, const StepTiles &step,
+                            Value key0, Value row0, ArrayRef<Value> s,
+                            ArrayRef<Value> dp) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const int64_t tiles = s.size();
   Value gid = arith::DivUIOp::create(b, lane, indexConst(b, 4));
   Value tig = arith::RemUIOp::create(b, lane, indexConst(b, 4));
   Value keyRow = toI32(b, arith::AddIOp::create(b, key0, gid));
@@ -464,8 +494,8 @@ void KeyGradBlock::chunk(ImplicitLocOpBuilder &b, const StepTiles &step,
   Value trueI1 = arith::ConstantIntOp::create(b, 1, 1);
   // probs[t][half * 2 + j]: key key0 + gid + 8 half, row row0 + 8 t + 2
   // tig + j.
-  SmallVector<SmallVector<Value>> probs(2), grads(2);
-  for (int64_t t = 0; t < 2; ++t) {
+  SmallVector<SmallVector<Value>> probs(tiles), grads(tiles);
+  for (int64_t t = 0; t < tiles; ++t) {
     Value r = arith::AddIOp::create(
         b, arith::AddIOp::create(b, row0, indexConst(b, 8 * t)),
         arith::MulIOp::create(b, tig, indexConst(b, 2)));
@@ -486,24 +516,90 @@ void KeyGradBlock::chunk(ImplicitLocOpBuilder &b, const StepTiles &step,
         Value prob = shiftedExp2(
             b, logit,
             probabilityShift(b, vector::ExtractOp::create(b, lse, j), trueI1));
-        Value grad = arith::MulFOp::create(
-            b, prob,
-            arith::SubFOp::create(b, vector::ExtractOp::create(b, dp[t], at),
-                                  vector::ExtractOp::create(b, delta, j)));
         probs[t].push_back(prob);
-        grads[t].push_back(grad);
+        if (!dp.empty())
+          grads[t].push_back(gradient(
+              b, prob, vector::ExtractOp::create(b, dp[t], at), delta, j));
       }
     }
   }
-  Value pA = frags.accumulatorsAsA(b, probs);
-  Value dsA = frags.accumulatorsAsA(b, grads);
+  return {std::move(probs), std::move(grads)};
+}
+
+Value KeyGradBlock::gradient(ImplicitLocOpBuilder &b, Value prob, Value dp,
+                             Value delta, int64_t j) {
+  return arith::MulFOp::create(
+      b, prob,
+      arith::SubFOp::create(b, dp, vector::ExtractOp::create(b, delta, j)));
+}
+
+SmallVector<SmallVector<Value>>
+KeyGradBlock::gradients(ImplicitLocOpBuilder &b, const StepTiles &step,
+                        Value row0, ArrayRef<SmallVector<Value>> probs,
+                        ArrayRef<Value> dp) {
+  Value tig = arith::RemUIOp::create(b, lane, indexConst(b, 4));
+  SmallVector<SmallVector<Value>> grads(probs.size());
+  for (auto [t, tileProbs] : llvm::enumerate(probs)) {
+    Value r = arith::AddIOp::create(
+        b, arith::AddIOp::create(b, row0, indexConst(b, 8 * t)),
+        arith::MulIOp::create(b, tig, indexConst(b, 2)));
+    Value delta = loadRow(b, step.delta, {r}, 2, b.getF32Type());
+    for (int64_t half = 0; half < 2; ++half)
+      for (int64_t j = 0; j < 2; ++j)
+        grads[t].push_back(gradient(
+            b, tileProbs[half * 2 + j],
+            vector::ExtractOp::create(b, dp[t], ArrayRef<int64_t>{half, j}),
+            delta, j));
+  }
+  return grads;
+}
+
+void KeyGradBlock::warpgroupStep(ImplicitLocOpBuilder &b, const StepTiles &step,
+                                 Value parity, SmallVector<Value> &sums) {
+  const int64_t R = p.rows.rows, c = p.blockSize;
+  Value even = cmp(b, P::eq, parity, indexConst(b, 0));
+  auto address = [&](int64_t first, int64_t second) {
+    return shared->address(b, arith::SelectOp::create(b, even,
+                                                      indexConst(b, first),
+                                                      indexConst(b, second)));
+  };
+  Value query = address(p.query, p.queryNext);
+  Value gradOut = address(p.gradOut, p.gradOutNext);
+  Value row0 = indexConst(b, 0);
+  WarpFragments frags{lane, elem};
+  // One A fragment a k16 step of the step rows: n8 tiles 2 i and 2 i + 1.
+  auto asA = [&](ArrayRef<SmallVector<Value>> tiles) {
+    SmallVector<Value> fragments;
+    for (int64_t i = 0; i < R / kMmaK; ++i)
+      fragments.push_back(frags.accumulatorsAsA(b, tiles.slice(2 * i, 2)));
+    return fragments;
+  };
   const int64_t kTiles = p.headDim / kMmaCols;
-  for (int64_t t = 0; t < kTiles; ++t)
-    sums[t] =
-        frags.accumulateKN(b, dsA, step.query, row0, t * kMmaCols, sums[t]);
-  for (int64_t t = 0; t < p.valueDim / kMmaCols; ++t)
-    sums[kTiles + t] = frags.accumulateKN(b, pA, step.gradOut, row0,
-                                          t * kMmaCols, sums[kTiles + t]);
+  // dV's (first = kTiles) or dK's (first = 0) sums += `a` times the tile at
+  // `tileAddress` read MN-major.
+  auto accumulate = [&](Value tileAddress, int64_t width, int64_t first,
+                        ArrayRef<Value> a) {
+    ArrayRef<Value> part = ArrayRef<Value>(sums).slice(first, width / kMmaCols);
+    Value acc = warpgroupProductRegisterA(
+        b, elem, width, a, {mnMajorDescriptor(b, tileAddress, R), true, R},
+        accumulatorStruct(b, part));
+    llvm::copy(accumulatorTiles(b, acc, width), sums.begin() + first);
+  };
+  // S^T, P^T and dV first, then dP^T, dS^T and dK, each product waited
+  // for: at most one m64 x 64 product and P^T are live beside dK and dV.
+  // (Issuing dP^T before P^T is computed and dV's product before dS^T, to
+  // overlap them, measured 6-12% slower: ptxas then spills 184-204 bytes.)
+  Value s = warpgroupProduct(b, elem, R, p.headDim, {keyDesc, false, c},
+                             {kMajorDescriptor(b, query), false, R}, Value());
+  Value key0 = arith::MulIOp::create(b, warp, indexConst(b, kMmaRows));
+  SmallVector<SmallVector<Value>> probs =
+      probabilities(b, step, key0, row0, accumulatorTiles(b, s, R), {}).first;
+  accumulate(gradOut, p.valueDim, kTiles, asA(probs));
+  Value dp =
+      warpgroupProduct(b, elem, R, p.valueDim, {valueDesc, false, c},
+                       {kMajorDescriptor(b, gradOut), false, R}, Value());
+  accumulate(query, p.headDim, 0,
+             asA(gradients(b, step, row0, probs, accumulatorTiles(b, dp, R))));
 }
 
 void KeyGradBlock::storeSums(ImplicitLocOpBuilder &b, ArrayRef<Value> sums) {

@@ -35,6 +35,7 @@
 
 #include "Kernels/KernelBuilder.h"
 #include "Kernels/TileCopy.h"
+#include "Kernels/WarpgroupMma.h"
 #include "Selection/LeafScoreMMA.h"
 #include "Selection/TileScoring.h"
 
@@ -53,13 +54,6 @@ using namespace mlir;
 using namespace mlir::pisa::detail;
 
 namespace {
-constexpr int64_t kWarpgroupRows = 64; // wgmma's M
-constexpr int64_t kWarpgroupThreads = 128;
-// The 128-byte swizzle: a row of 64 16-bit columns, 8 chunks of 16 bytes.
-constexpr int64_t kSwizzleRowBytes = 128;
-constexpr int64_t kSwizzleColumns = 64;
-constexpr int64_t kKStep = 16; // wgmma's K for 16-bit inputs
-constexpr int64_t kMaxN = 256; // wgmma's largest N
 constexpr int64_t kRegistersPerSM = 64 * 1024;
 
 /// The block's shared memory: the query tile (64 x d), then the key tile
@@ -94,8 +88,8 @@ mlir::pisa::detail::wgmmaScoreUnsupported(const TileProblem &p) {
   // 8 and 16 have been checked on the H200, so the others keep mma.sync.
   if (g != 8 && g != 16)
     return why("wgmma takes G = 8 or 16 but G is " + Twine(g));
-  if (p.blockSize % 8 || p.blockSize > kMaxN)
-    return why("wgmma needs C a multiple of 8 up to " + Twine(kMaxN));
+  if (p.blockSize % 8 || p.blockSize > kWgmmaMaxN)
+    return why("wgmma needs C a multiple of 8 up to " + Twine(kWgmmaMaxN));
   if (p.headDim % kSwizzleColumns)
     return why("wgmma needs d a multiple of " + Twine(kSwizzleColumns));
   if (WgmmaTileLayout(p).bytes > kStaticSharedBytes)
@@ -127,8 +121,7 @@ copyTile(ImplicitLocOpBuilder &b, Value tid, Value tiles, Value buffer,
     Value perRow = indexConst(cb, kSwizzleRowBytes / 16);
     Value block = arith::DivUIOp::create(cb, col, perRow);
     Value swizzled =
-        arith::XOrIOp::create(cb, arith::RemUIOp::create(cb, col, perRow),
-                              arith::RemUIOp::create(cb, row, perRow));
+        swizzledChunk(cb, row, arith::RemUIOp::create(cb, col, perRow));
     RowSource src = source(cb, row);
     SmallVector<Value> at(src.at);
     at.back() = arith::AddIOp::create(
@@ -141,31 +134,6 @@ copyTile(ImplicitLocOpBuilder &b, Value tid, Value tiles, Value buffer,
             src.real};
   };
   return asyncCopyChunks(b, tile, tid, chunkAt, /*bypassL1=*/true);
-}
-
-/// The wgmma descriptor of a K-major tile in the 128-byte swizzle at shared
-/// address `address` (i64, 1024-byte aligned): the start address, 16
-/// bytes as the leading offset (unused by this layout), 1024 bytes (8 rows)
-/// as the stride, each in units of 16 bytes, and the swizzle mode (1 in
-/// bits 62-63). K-step s of an R-row tile starts (s / 4) R 128 + (s % 4)
-/// 32 bytes further (stepOffset).
-static Value tileDescriptor(ImplicitLocOpBuilder &b, Value address) {
-  auto c64 = [&](int64_t v) { return arith::ConstantIntOp::create(b, v, 64); };
-  Value start = arith::ShRUIOp::create(
-      b, arith::AndIOp::create(b, address, c64(0x3FFFF)), c64(4));
-  return arith::OrIOp::create(b, start,
-                              c64((int64_t(1) << 16) |
-                                  (int64_t(1024 >> 4) << 32) |
-                                  (int64_t(1) << 62)));
-}
-
-/// K-step s's start in a tile of `rows` rows, in the descriptor's 16-byte
-/// units.
-static int64_t stepOffset(int64_t s, int64_t rows) {
-  const int64_t stepsPerRow = kSwizzleColumns / kKStep;
-  return ((s / stepsPerRow) * rows * kSwizzleRowBytes +
-          (s % stepsPerRow) * kKStep * 2) >>
-         4;
 }
 
 /// The score of each member of the tile from the warpgroup's 64 x C
@@ -299,8 +267,8 @@ void WgmmaScoreKernelBuilder::carveTiles(ImplicitLocOpBuilder &b) {
   Value base = arith::IndexCastOp::create(
       b, b.getI64Type(),
       memref::ExtractAlignedPointerAsIndexOp::create(b, bytes));
-  queryDesc = tileDescriptor(b, base);
-  keyDesc = tileDescriptor(
+  queryDesc = kMajorDescriptor(b, base);
+  keyDesc = kMajorDescriptor(
       b, arith::AddIOp::create(
              b, base, arith::ConstantIntOp::create(b, l.keyOffset, 64)));
 }
@@ -342,30 +310,8 @@ void WgmmaScoreKernelBuilder::copyOperands(ImplicitLocOpBuilder &cb,
 }
 
 Value WgmmaScoreKernelBuilder::tileProduct(ImplicitLocOpBuilder &tb) {
-  auto accType =
-      LLVM::LLVMStructType::getLiteral(ctx, SmallVector<Type>(c / 2, f32));
-  NVVM::WGMMATypes inType =
-      elem.isBF16() ? NVVM::WGMMATypes::bf16 : NVVM::WGMMATypes::f16;
-  Value acc = LLVM::PoisonOp::create(tb, accType);
-  NVVM::WgmmaFenceAlignedOp::create(tb);
-  for (int64_t s = 0; s < d / kKStep; ++s) {
-    auto step = [&](int64_t rows) {
-      return arith::ConstantIntOp::create(tb, stepOffset(s, rows), 64);
-    };
-    acc = NVVM::WgmmaMmaAsyncOp::create(
-        tb, accType, acc,
-        arith::AddIOp::create(tb, queryDesc, step(kWarpgroupRows)),
-        arith::AddIOp::create(tb, keyDesc, step(c)),
-        NVVM::MMAShapeAttr::get(ctx, kWarpgroupRows, c, kKStep), inType, inType,
-        NVVM::WGMMATypes::f32,
-        s == 0 ? NVVM::WGMMAScaleOut::zero : NVVM::WGMMAScaleOut::one,
-        NVVM::WGMMAScaleIn::one, NVVM::WGMMAScaleIn::one, NVVM::MMALayout::row,
-        NVVM::MMALayout::col,
-        /*satfinite=*/NVVM::MMAIntOverflowAttr());
-  }
-  NVVM::WgmmaGroupSyncAlignedOp::create(tb);
-  NVVM::WgmmaWaitGroupSyncOp::create(tb, 0);
-  return acc;
+  return warpgroupProduct(tb, elem, c, d, {queryDesc, false, kWarpgroupRows},
+                          {keyDesc, false, c}, Value());
 }
 
 void WgmmaScoreKernelBuilder::buildTile(ImplicitLocOpBuilder &tb, Value tile,

@@ -133,12 +133,18 @@ struct KeyGradPlan {
               int64_t blockSize, bool inRegisters, bool warpgroup = false);
 };
 
-/// A key block's queries are split into at most this many segments, one
-/// block each, of at least kMinSegmentWords bit words (32 queries a word);
-/// the segments add their sums in order (docs/gpu.md, "Sparse attention
-/// backward"). Key block 0 of a batch's rows, which every query of a PISA
-/// selection attends, takes up to kMaxFirstBlockSegments.
+/// A key block's queries are split into segments, one block each, of at
+/// least kMinSegmentWords bit words (32 queries a word); the segments add
+/// their sums in order (docs/gpu.md, "Sparse attention backward"). A key
+/// block takes at least kMinKeySegments of them (where it has the words),
+/// more where the grid has few key blocks (about kKeySegmentBlocks blocks
+/// in all, over every batch x KV head), at most kMaxKeySegments: each
+/// segment scans its words a window at a time, and each waits for the one
+/// before it to add its sums. Key block 0 of a batch's rows, which every
+/// query of a PISA selection attends, takes up to kMaxFirstBlockSegments.
+constexpr int64_t kMinKeySegments = 4;
 constexpr int64_t kMaxKeySegments = 16;
+constexpr int64_t kKeySegmentBlocks = 2048;
 constexpr int64_t kMaxFirstBlockSegments = 64;
 constexpr int64_t kMinSegmentWords = 8;
 

@@ -467,24 +467,42 @@ struct GradKeysToGPU : KernelOpPattern<SparseAttentionGradKeysKernelOp> {
         {"queryOffset", op.getQueryOffset()},
         {"bits", bits}};
     addPackedOperands(markOperands, op.getCuSeqlensQ(), op.getCuSeqlensK());
-    // Segments of at least kMinSegmentWords words, at most kMaxKeySegments
-    // (kMaxFirstBlockSegments for key block 0 of a batch's rows; a packed
-    // batch's block slots all take the same).
+    // Segments of at least kMinSegmentWords words: for key block 0 of a
+    // batch's rows up to kMaxFirstBlockSegments, for the others (and every
+    // block slot of a packed batch) up to max(kMinKeySegments,
+    // kKeySegmentBlocks / (key blocks x B x Hkv)), at most kMaxKeySegments
+    // (AttentionGrad.h).
     Value rowWords =
         arith::SubIOp::create(host, dimOf(host, bits, 3), indexConst(host, 1));
-    auto segmentsUpTo = [&](int64_t most) -> Value {
+    auto segmentsUpTo = [&](Value most) -> Value {
       return arith::MaxUIOp::create(
           host,
           arith::MinUIOp::create(
               host,
               arith::CeilDivUIOp::create(host, rowWords,
                                          indexConst(host, kMinSegmentWords)),
-              indexConst(host, most)),
+              most),
           indexConst(host, 1));
     };
-    Value segments = segmentsUpTo(kMaxKeySegments);
+    Value gridBlocks = arith::MaxUIOp::create(
+        host,
+        arith::MulIOp::create(host, dimOf(host, bits, 2),
+                              arith::MulIOp::create(host, dimOf(host, bits, 0),
+                                                    dimOf(host, bits, 1))),
+        indexConst(host, 1));
+    Value mostSegments = arith::MinUIOp::create(
+        host,
+        arith::MaxUIOp::create(
+            host,
+            arith::CeilDivUIOp::create(
+                host, indexConst(host, kKeySegmentBlocks), gridBlocks),
+            indexConst(host, kMinKeySegments)),
+        indexConst(host, kMaxKeySegments));
+    Value segments = segmentsUpTo(mostSegments);
     Value firstSegments =
-        op.getCuSeqlensQ() ? segments : segmentsUpTo(kMaxFirstBlockSegments);
+        op.getCuSeqlensQ()
+            ? segments
+            : segmentsUpTo(indexConst(host, kMaxFirstBlockSegments));
     SmallVector<KernelOperand> operands{{"queries", op.getQueries()},
                                         {"keys", op.getKeys()},
                                         {"values", op.getValues()},

@@ -34,14 +34,13 @@
 // (96), its masks (96) and count (16): 96064 bytes.
 // CHECK: %[[TILES:.+]] = arith.ceildivui %{{.+}}, %c3 :
 // CHECK: gpu.launch_func @pisa_kernels::@sparse_attention_grad_queries blocks in (%[[TILES]], %[[GROUPS:.+]], %c1) threads in (%c128, %c1, %c1) dynamic_shared_memory_size %c96064_i32
-// Segments of at least 8 bit words: per key block max(4, 2048 / (key
-// blocks x B x Hkv)) at most, and never more than 16; at most 64 for key
-// block 0 (every query of a PISA selection attends it).
+// Segments of at least 8 bit words (at least one): per key block 2048 /
+// (key blocks x B x Hkv) at most, and never more than 16; at most 64 for
+// key block 0 (every query of a PISA selection attends it).
 // CHECK: %[[GRID:.+]] = arith.muli %[[KEYBLOCKS0:.+]], %[[B:.+]] : index
 // CHECK: %[[SOME:.+]] = arith.maxui %[[GRID]], %c1
 // CHECK: %[[SHARE:.+]] = arith.ceildivui %c2048, %[[SOME]]
-// CHECK: %[[ATLEAST:.+]] = arith.maxui %[[SHARE]], %c4
-// CHECK: %[[MOST:.+]] = arith.minui %[[ATLEAST]], %c16
+// CHECK: %[[MOST:.+]] = arith.minui %[[SHARE]], %c16
 // CHECK: %[[WORDS:.+]] = arith.ceildivui %{{.+}}, %c8
 // CHECK: %[[CAP:.+]] = arith.minui %[[WORDS]], %[[MOST]]
 // CHECK: %[[SEGS:.+]] = arith.maxui %[[CAP]], %c1

@@ -136,13 +136,11 @@ struct KeyGradPlan {
 /// A key block's queries are split into segments, one block each, of at
 /// least kMinSegmentWords bit words (32 queries a word); the segments add
 /// their sums in order (docs/gpu.md, "Sparse attention backward"). A key
-/// block takes at least kMinKeySegments of them (where it has the words),
-/// more where the grid has few key blocks (about kKeySegmentBlocks blocks
-/// in all, over every batch x KV head), at most kMaxKeySegments: each
-/// segment scans its words a window at a time, and each waits for the one
-/// before it to add its sums. Key block 0 of a batch's rows, which every
-/// query of a PISA selection attends, takes up to kMaxFirstBlockSegments.
-constexpr int64_t kMinKeySegments = 4;
+/// block takes as many as keep the grid at about kKeySegmentBlocks blocks
+/// (over every key block and batch x KV head), at most kMaxKeySegments:
+/// each waits for the one before it to add its sums, so a large grid
+/// takes one. Key block 0 of a batch's rows, which every query of a PISA
+/// selection attends, takes up to kMaxFirstBlockSegments.
 constexpr int64_t kMaxKeySegments = 16;
 constexpr int64_t kKeySegmentBlocks = 2048;
 constexpr int64_t kMaxFirstBlockSegments = 64;

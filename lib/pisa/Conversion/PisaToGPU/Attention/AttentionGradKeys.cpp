@@ -467,10 +467,10 @@ struct GradKeysToGPU : KernelOpPattern<SparseAttentionGradKeysKernelOp> {
         {"queryOffset", op.getQueryOffset()},
         {"bits", bits}};
     addPackedOperands(markOperands, op.getCuSeqlensQ(), op.getCuSeqlensK());
-    // Segments of at least kMinSegmentWords words: for key block 0 of a
-    // batch's rows up to kMaxFirstBlockSegments, for the others (and every
-    // block slot of a packed batch) up to max(kMinKeySegments,
-    // kKeySegmentBlocks / (key blocks x B x Hkv)), at most kMaxKeySegments
+    // Segments of at least kMinSegmentWords words (at least one): for key
+    // block 0 of a batch's rows up to kMaxFirstBlockSegments, for the
+    // others (and every block slot of a packed batch) up to
+    // kKeySegmentBlocks / (key blocks x B x Hkv), at most kMaxKeySegments
     // (AttentionGrad.h).
     Value rowWords =
         arith::SubIOp::create(host, dimOf(host, bits, 3), indexConst(host, 1));
@@ -492,11 +492,8 @@ struct GradKeysToGPU : KernelOpPattern<SparseAttentionGradKeysKernelOp> {
         indexConst(host, 1));
     Value mostSegments = arith::MinUIOp::create(
         host,
-        arith::MaxUIOp::create(
-            host,
-            arith::CeilDivUIOp::create(
-                host, indexConst(host, kKeySegmentBlocks), gridBlocks),
-            indexConst(host, kMinKeySegments)),
+        arith::CeilDivUIOp::create(host, indexConst(host, kKeySegmentBlocks),
+                                   gridBlocks),
         indexConst(host, kMaxKeySegments));
     Value segments = segmentsUpTo(mostSegments);
     Value firstSegments =

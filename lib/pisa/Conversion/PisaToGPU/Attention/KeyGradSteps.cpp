@@ -5,7 +5,8 @@
 // shared memory) and its steps over them: staged (S, dP, P^T and dS^T
 // through shared memory, warps split dv and d) or in registers (each warp
 // owns 16 keys, the products transposed so that the keys are the mma rows,
-// dK and dV in the lanes' registers). KeyGradBlock.h.
+// dK and dV in the lanes' registers), the products on mma.sync or, on
+// sm_90a, on the warpgroup (wgmma). KeyGradBlock.h.
 //
 //===----------------------------------------------------------------------===//
 
@@ -500,7 +501,8 @@ KeyGradBlock::probabilities(ImplicitLocOpBuilder &b, const StepTiles &step,
         b, arith::AddIOp::create(b, row0, indexConst(b, 8 * t)),
         arith::MulIOp::create(b, tig, indexConst(b, 2)));
     Value lse = loadRow(b, step.lse, {r}, 2, b.getF32Type());
-    Value delta = loadRow(b, step.delta, {r}, 2, b.getF32Type());
+    Value delta =
+        dp.empty() ? Value() : loadRow(b, step.delta, {r}, 2, b.getF32Type());
     Value visible = loadRow(b, step.visible, {r}, 2, b.getI32Type());
     for (int64_t half = 0; half < 2; ++half) {
       Value key = arith::AddIOp::create(

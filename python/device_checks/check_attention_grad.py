@@ -102,10 +102,13 @@ def registers_take_block_of_16(cfg):
             and dv % 16 == 0 and d + dv <= 256)
 
 
+def draw_group_size(rng):
+    """G: a power of two up to 64 more often than not, else any in 1-64."""
+    return rng.choice((1, 2, 4, 8, 16, 32, 64)) if rng.random() < 0.6 else rng.randint(1, 64)
+
+
 def draw_config(rng, index):
-    cfg = {"name": f"g{index:04d}", "Hkv": rng.randint(1, 2),
-           "G": rng.choice((1, 2, 4, 8, 16, 32, 64)) if rng.random() < 0.6
-           else rng.randint(1, 64),
+    cfg = {"name": f"g{index:04d}", "Hkv": rng.randint(1, 2), "G": draw_group_size(rng),
            "d": rng.choice(HEAD_DIMS), "dv": rng.choice(VALUE_DIMS),
            "C": rng.choice(BLOCK_SIZES), "K": rng.randint(3, 32),
            "dtype": rng.choice(DTYPES)}
@@ -129,9 +132,7 @@ def draw_warpgroup_config(rng, index):
     keyGradientsOnWarpgroup: C = 64, d and dv multiples of 64 with d + dv
     <= 256, 16-bit inputs), the rest drawn as in draw_config."""
     d, dv = rng.choice(((64, 64), (64, 128), (128, 64), (128, 128), (64, 192), (192, 64)))
-    cfg = {"name": f"w{index:04d}", "Hkv": rng.randint(1, 2),
-           "G": rng.choice((1, 2, 4, 8, 16, 32, 64)) if rng.random() < 0.6
-           else rng.randint(1, 64),
+    cfg = {"name": f"w{index:04d}", "Hkv": rng.randint(1, 2), "G": draw_group_size(rng),
            "d": d, "dv": dv, "C": 64, "K": rng.randint(3, 32),
            "dtype": rng.choice(DTYPES)}
     if plan_bytes(cfg) > MAX_SHARED:

@@ -81,11 +81,8 @@ static SmallVector<Value> chunkIndices(ImplicitLocOpBuilder &b, Value tile,
                                        Value row, Value col) {
   if (cast<MemRefType>(tile.getType()).getRank() == 2)
     return {row, col};
-  Value chunk = arith::DivUIOp::create(b, col, indexConst(b, kChunkElems));
-  Value perRow = indexConst(b, kSwizzleRowBytes / 16);
-  return {arith::DivUIOp::create(b, chunk, perRow), row,
-          swizzledChunk(b, row, arith::RemUIOp::create(b, chunk, perRow)),
-          indexConst(b, 0)};
+  return swizzledChunkIndices(
+      b, row, arith::DivUIOp::create(b, col, indexConst(b, kChunkElems)));
 }
 
 static void storeChunk(ImplicitLocOpBuilder &b, const ChunkedTile &tile,

@@ -176,6 +176,10 @@ private:
                                             const StepTiles &step, Value row0,
                                             ArrayRef<SmallVector<Value>> probs,
                                             ArrayRef<Value> dp);
+  /// The first of the two step rows lane (g, tig) holds in n8 tile t of
+  /// a product over the rows from `row0`: row0 + 8 t + 2 tig.
+  static Value tileRow(ImplicitLocOpBuilder &b, Value row0, Value tig,
+                       int64_t t);
   /// dS = P (dP - D) of one value, D element j of the row pair `delta`.
   static Value gradient(ImplicitLocOpBuilder &b, Value prob, Value dp,
                         Value delta, int64_t j);

@@ -497,9 +497,7 @@ KeyGradBlock::probabilities(ImplicitLocOpBuilder &b, const StepTiles &step,
   // tig + j.
   SmallVector<SmallVector<Value>> probs(tiles), grads(tiles);
   for (int64_t t = 0; t < tiles; ++t) {
-    Value r = arith::AddIOp::create(
-        b, arith::AddIOp::create(b, row0, indexConst(b, 8 * t)),
-        arith::MulIOp::create(b, tig, indexConst(b, 2)));
+    Value r = tileRow(b, row0, tig, t);
     Value lse = loadRow(b, step.lse, {r}, 2, b.getF32Type());
     Value delta =
         dp.empty() ? Value() : loadRow(b, step.delta, {r}, 2, b.getF32Type());
@@ -528,6 +526,13 @@ KeyGradBlock::probabilities(ImplicitLocOpBuilder &b, const StepTiles &step,
   return {std::move(probs), std::move(grads)};
 }
 
+Value KeyGradBlock::tileRow(ImplicitLocOpBuilder &b, Value row0, Value tig,
+                            int64_t t) {
+  return arith::AddIOp::create(
+      b, arith::AddIOp::create(b, row0, indexConst(b, 8 * t)),
+      arith::MulIOp::create(b, tig, indexConst(b, 2)));
+}
+
 Value KeyGradBlock::gradient(ImplicitLocOpBuilder &b, Value prob, Value dp,
                              Value delta, int64_t j) {
   return arith::MulFOp::create(
@@ -542,9 +547,7 @@ KeyGradBlock::gradients(ImplicitLocOpBuilder &b, const StepTiles &step,
   Value tig = arith::RemUIOp::create(b, lane, indexConst(b, 4));
   SmallVector<SmallVector<Value>> grads(probs.size());
   for (auto [t, tileProbs] : llvm::enumerate(probs)) {
-    Value r = arith::AddIOp::create(
-        b, arith::AddIOp::create(b, row0, indexConst(b, 8 * t)),
-        arith::MulIOp::create(b, tig, indexConst(b, 2)));
+    Value r = tileRow(b, row0, tig, t);
     Value delta = loadRow(b, step.delta, {r}, 2, b.getF32Type());
     for (int64_t half = 0; half < 2; ++half)
       for (int64_t j = 0; j < 2; ++j)

@@ -17,11 +17,15 @@
 using namespace mlir;
 using namespace mlir::pisa::detail;
 
-Value mlir::pisa::detail::swizzledChunk(ImplicitLocOpBuilder &b, Value row,
-                                        Value chunk) {
+SmallVector<Value>
+mlir::pisa::detail::swizzledChunkIndices(ImplicitLocOpBuilder &b, Value row,
+                                         Value chunk) {
   Value perRow = arith::ConstantIndexOp::create(b, kSwizzleRowBytes / 16);
-  return arith::XOrIOp::create(b, chunk,
-                               arith::RemUIOp::create(b, row, perRow));
+  Value block = arith::DivUIOp::create(b, chunk, perRow);
+  Value position =
+      arith::XOrIOp::create(b, arith::RemUIOp::create(b, chunk, perRow),
+                            arith::RemUIOp::create(b, row, perRow));
+  return {block, row, position, arith::ConstantIndexOp::create(b, 0)};
 }
 
 /// The descriptor's fields: the start address, the leading and stride

@@ -52,9 +52,11 @@ inline SmallVector<int64_t> swizzledShape(int64_t rows, int64_t width) {
   return {width / kSwizzleColumns, rows, kSwizzleRowBytes / 16, 8};
 }
 
-/// The chunk position that the 16-byte chunk `chunk` (of 8 in a 64-column
-/// block) of row `row` takes: chunk ^ (row % 8).
-Value swizzledChunk(ImplicitLocOpBuilder &b, Value row, Value chunk);
+/// The indices in such a tile ([width / 64, rows, 8, 8]) of the 16-byte
+/// chunk `chunk` (of width / 8) of row `row`: block chunk / 8, the row,
+/// position (chunk % 8) ^ (row % 8), element 0.
+SmallVector<Value> swizzledChunkIndices(ImplicitLocOpBuilder &b, Value row,
+                                        Value chunk);
 
 /// The descriptor of a K-major tile at shared address `address` (i64, at a
 /// 1024-byte boundary): leading offset unused, 1024 bytes (8 rows) between

@@ -116,22 +116,14 @@ copyTile(ImplicitLocOpBuilder &b, Value tid, Value tiles, Value buffer,
   auto chunkAt = [&](ImplicitLocOpBuilder &cb, Value i) -> AsyncChunk {
     Value row = tile.row(cb, i);
     Value col = tile.chunkInRow(cb, i);
-    // Chunk `col` of the row: 64-column block col / 8, position
-    // (col % 8) ^ (row % 8) in its 128-byte row.
-    Value perRow = indexConst(cb, kSwizzleRowBytes / 16);
-    Value block = arith::DivUIOp::create(cb, col, perRow);
-    Value swizzled =
-        swizzledChunk(cb, row, arith::RemUIOp::create(cb, col, perRow));
+    SmallVector<Value> dstAt{buffer};
+    llvm::append_range(dstAt, swizzledChunkIndices(cb, row, col));
     RowSource src = source(cb, row);
     SmallVector<Value> at(src.at);
     at.back() = arith::AddIOp::create(
         cb, at.back(),
         arith::MulIOp::create(cb, col, indexConst(cb, kChunkElems)));
-    return {tiles,
-            {buffer, block, row, swizzled, indexConst(cb, 0)},
-            src.memref,
-            at,
-            src.real};
+    return {tiles, dstAt, src.memref, at, src.real};
   };
   return asyncCopyChunks(b, tile, tid, chunkAt, /*bypassL1=*/true);
 }

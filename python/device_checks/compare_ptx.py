@@ -11,9 +11,11 @@ same code in another order). --drawn N adds N programs of the shape sweep
 (device_checks.sweep, seed 12: every other one dynamic, every third one
 token-major). --chip C builds both for chip C (sm_90 or sm_90a; the
 default is the pipeline's, which may differ between the two binaries).
+--options "K=V ..." adds pipeline options (e.g. attention-union-queries=3,
+to compare kernels a configuration takes only where asked for).
 
 usage: python3 -m device_checks.compare_ptx OLD_PISA_OPT NEW_PISA_OPT
-           [--drawn N] [--chip C] PROGRAM.mlir...
+           [--drawn N] [--chip C] [--options "K=V ..."] PROGRAM.mlir...
 """
 
 import collections
@@ -24,10 +26,11 @@ import sys
 import tempfile
 
 
-def kernels(pisa_opt, program, chip=None):
+def kernels(pisa_opt, program, chip=None, extra=""):
     """{kernel name: normalised PTX} of one program, or None if it fails;
-    for `chip` when given, else the pipeline's default."""
-    options = "format=isa" + (f" chip={chip}" if chip else "")
+    for `chip` when given, else the pipeline's default; `extra`: more
+    pipeline options."""
+    options = "format=isa" + (f" chip={chip}" if chip else "") + (f" {extra}" if extra else "")
     with tempfile.TemporaryDirectory() as tmp:
         out = f"{tmp}/out.mlir"
         r = subprocess.run([pisa_opt, program, f"--pisa-lower-to-nvvm-pipeline={options}",
@@ -69,7 +72,7 @@ def drawn_programs(count, directory):
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
-    drawn, chip = 0, None
+    drawn, chip, extra = 0, None, ""
     if "--drawn" in argv:
         at = argv.index("--drawn")
         drawn = int(argv[at + 1])
@@ -78,6 +81,10 @@ def main(argv=None):
         at = argv.index("--chip")
         chip = argv[at + 1]
         argv = argv[:at] + argv[at + 2:]
+    if "--options" in argv:
+        at = argv.index("--options")
+        extra = argv[at + 1]
+        argv = argv[:at] + argv[at + 2:]
     if len(argv) < 2 or (len(argv) < 3 and not drawn):
         print(__doc__.strip(), file=sys.stderr)
         return 2
@@ -85,7 +92,7 @@ def main(argv=None):
     same = differ = failed = 0
     with tempfile.TemporaryDirectory() as tmp:
         for program in programs + drawn_programs(drawn, tmp):
-            a, b = kernels(old, program, chip), kernels(new, program, chip)
+            a, b = kernels(old, program, chip, extra), kernels(new, program, chip, extra)
             if a is None and b is None:
                 failed += 1  # both refuse it (e.g. a limits test): not a change
                 continue

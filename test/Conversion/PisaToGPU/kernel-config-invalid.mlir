@@ -348,9 +348,10 @@ func.func @f(%q: memref<1x16x10x128xbf16>, %k: memref<1x1x10x128xbf16>, %v: memr
 
 // -----
 
-// G = 32 does not fit the query-tile kernel (a warp's 16 head rows).
+// G = 32 fits neither the register dq kernel nor the query-tile kernel (a
+// warp's 16 head rows).
 func.func @f(%q: memref<1x32x10x64xbf16>, %k: memref<1x1x10x64xbf16>, %v: memref<1x1x10x64xbf16>, %s: memref<1x1x10x3xi32>, %off: index, %o: memref<1x32x10x64xbf16>, %l: memref<1x32x10xf32>, %do: memref<1x32x10x64xbf16>, %dq: memref<1x32x10x64xf32>, %dd: memref<1x32x10xf32>) {
-  // expected-error @+1 {{kernel_config epilogue = registers is not supported here: the query-tile kernel needs G <= 16}}
+  // expected-error @+1 {{kernel_config epilogue = registers is not supported here: the register dq kernel needs G <= 16}}
   pisa.kernel.sparse_attention_grad_queries %q, %k, %v, %s, %off, %o, %l, %do outs(%dq, %dd) block_size = 32 scale = 0.125
       {kernel_config = #pisa.kernel_config<variant = mma_sync, epilogue = registers>}
       : memref<1x32x10x64xbf16>, memref<1x1x10x64xbf16>, memref<1x1x10x64xbf16>, memref<1x1x10x3xi32>, memref<1x32x10x64xbf16>, memref<1x32x10xf32>, memref<1x32x10x64xbf16>, memref<1x32x10x64xf32>, memref<1x32x10xf32>

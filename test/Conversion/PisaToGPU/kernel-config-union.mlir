@@ -69,11 +69,12 @@ func.func @pyramid(%k: memref<1x1x512x128xbf16>, %p: memref<1x1x15x128xf32>) {
 
 // -----
 
-// The backward's dq pass: tiles of W queries instead of 3.
+// The backward's dq pass: tiles of W queries (without the option: the
+// register dq kernel, a warp a query, no union_queries).
 // CHECK-LABEL: func.func @grad
 // CHECK: kernel_config = #pisa.kernel_config<variant = mma_sync, threads = 160, epilogue = registers, union_queries = 4, min_blocks_per_sm = 1>
 // DEFAULT-LABEL: func.func @grad
-// DEFAULT: kernel_config = #pisa.kernel_config<variant = mma_sync, threads = 128, epilogue = registers, union_queries = 3, min_blocks_per_sm = 2>
+// DEFAULT: kernel_config = #pisa.kernel_config<variant = mma_sync, threads = 128, epilogue = registers, min_blocks_per_sm = 2>
 // SEVEN-LABEL: func.func @grad
 // SEVEN: kernel_config = #pisa.kernel_config<variant = mma_sync, threads = 256, epilogue = registers, union_queries = 7, min_blocks_per_sm = 1>
 func.func @grad(%q: memref<1x16x10x128xbf16>, %k: memref<1x1x10x128xbf16>, %v: memref<1x1x10x128xbf16>, %s: memref<1x1x10x8xi32>, %off: index, %o: memref<1x16x10x128xbf16>, %l: memref<1x16x10xf32>, %do: memref<1x16x10x128xbf16>, %dq: memref<1x16x10x128xf32>, %dd: memref<1x16x10xf32>) {

@@ -180,3 +180,29 @@ func.func @grad_keys(%q: memref<1x4x10x64xbf16>, %k: memref<1x1x10x64xbf16>, %v:
       : memref<1x4x10x64xbf16>, memref<1x1x10x64xbf16>, memref<1x1x10x64xbf16>, memref<1x1x10x3xi32>, memref<1x4x10xf32>, memref<1x4x10xf32>, memref<1x4x10x64xbf16>, memref<1x1x10x64xf32>, memref<1x1x10x64xf32>, memref<1x1x1x2xi32>, memref<1x1x10x128xf32>
   return
 }
+
+// -----
+
+// The backward's dq pass: the register kernel (a warp a query, dQ in
+// registers, no copying warp) where it takes the sizes; query tiles of 3
+// where dv is a multiple of 16 but not of 32 (dO's fragments are loaded 32
+// columns at a time); the staged kernel where asked (or G > 16).
+// CHECK-LABEL: func.func @grad_queries
+// CHECK: pisa.kernel.sparse_attention_grad_queries {{.*}}kernel_config = #pisa.kernel_config<variant = mma_sync, threads = 128, epilogue = registers, min_blocks_per_sm = 2>
+// CHECK: pisa.kernel.sparse_attention_grad_queries {{.*}}kernel_config = #pisa.kernel_config<variant = mma_sync, threads = 128, epilogue = registers, union_queries = 3, min_blocks_per_sm = 2>
+// CHECK: pisa.kernel.sparse_attention_grad_queries {{.*}}kernel_config = #pisa.kernel_config<variant = mma_sync, threads = 128, epilogue = shared, min_blocks_per_sm = {{[0-9]+}}>
+// GPU-LABEL: gpu.func @sparse_attention_grad_queries(
+// GPU-NOT: nvgpu.mbarrier.create
+// GPU: nvgpu.device_async_copy
+// GPU-LABEL: gpu.func @sparse_attention_grad_queries_0(
+// GPU: nvgpu.mbarrier.create
+func.func @grad_queries(%q: memref<1x16x10x128xbf16>, %k: memref<1x1x10x128xbf16>, %v: memref<1x1x10x128xbf16>, %v48: memref<1x1x10x48xbf16>, %s: memref<1x1x10x8xi32>, %off: index, %o: memref<1x16x10x128xbf16>, %o48: memref<1x16x10x48xbf16>, %l: memref<1x16x10xf32>, %do: memref<1x16x10x128xbf16>, %do48: memref<1x16x10x48xbf16>, %dq: memref<1x16x10x128xf32>, %dd: memref<1x16x10xf32>) {
+  pisa.kernel.sparse_attention_grad_queries %q, %k, %v, %s, %off, %o, %l, %do outs(%dq, %dd) block_size = 64 scale = 0.125
+      : memref<1x16x10x128xbf16>, memref<1x1x10x128xbf16>, memref<1x1x10x128xbf16>, memref<1x1x10x8xi32>, memref<1x16x10x128xbf16>, memref<1x16x10xf32>, memref<1x16x10x128xbf16>, memref<1x16x10x128xf32>, memref<1x16x10xf32>
+  pisa.kernel.sparse_attention_grad_queries %q, %k, %v48, %s, %off, %o48, %l, %do48 outs(%dq, %dd) block_size = 64 scale = 0.125
+      : memref<1x16x10x128xbf16>, memref<1x1x10x128xbf16>, memref<1x1x10x48xbf16>, memref<1x1x10x8xi32>, memref<1x16x10x48xbf16>, memref<1x16x10xf32>, memref<1x16x10x48xbf16>, memref<1x16x10x128xf32>, memref<1x16x10xf32>
+  pisa.kernel.sparse_attention_grad_queries %q, %k, %v, %s, %off, %o, %l, %do outs(%dq, %dd) block_size = 64 scale = 0.125
+      {kernel_config = #pisa.kernel_config<variant = mma_sync, epilogue = shared>}
+      : memref<1x16x10x128xbf16>, memref<1x1x10x128xbf16>, memref<1x1x10x128xbf16>, memref<1x1x10x8xi32>, memref<1x16x10x128xbf16>, memref<1x16x10xf32>, memref<1x16x10x128xbf16>, memref<1x16x10x128xf32>, memref<1x16x10xf32>
+  return
+}

@@ -2,6 +2,7 @@
 // RUN: pisa-opt %s --pisa-decompose-to-kernels %bufferize --pisa-configure-kernels --convert-pisa-to-gpu --canonicalize --cse | FileCheck %s --enable-var-scope
 // RUN: pisa-opt %s --pisa-decompose-to-kernels %bufferize --pisa-configure-kernels --convert-pisa-to-gpu --canonicalize --cse | FileCheck %s --enable-var-scope --check-prefix=STAGED
 // RUN: pisa-opt %s --pisa-decompose-to-kernels %bufferize --pisa-configure-kernels=chip=sm_90 --convert-pisa-to-gpu --canonicalize --cse | FileCheck %s --enable-var-scope --check-prefix=MMA
+// RUN: pisa-opt %s --pisa-decompose-to-kernels %bufferize --pisa-configure-kernels=attention-union-queries=3 --convert-pisa-to-gpu --canonicalize --cse | FileCheck %s --enable-var-scope --check-prefix=TILES
 
 // The backward of sparse attention at the paper's setting (G = 16, d = dv
 // = 128, C = 64, K = 8, bf16), B, N and Nq dynamic: the query kernel op
@@ -27,13 +28,20 @@
 // The host checks what the verifier could not (dynamic sizes).
 // CHECK: cf.assert %{{.+}}, "pisa.sparse_attention_grad: dO's Nq differs from the queries'"
 // CHECK: cf.assert %{{.+}}, "pisa.sparse_attention_grad: the lse's Nq differs from the queries'"
-// One block of 128 threads per three consecutive queries (a query tile:
-// a warp each, and one that copies) and B x Hkv; its shared memory: two
-// buffers of a block's K and V (69632 bytes), each warp's Q and dO rows
-// (2 x 13056), the warps' block lists (96), their counts (16), the union
-// (96), its masks (96) and count (16): 96064 bytes.
-// CHECK: %[[TILES:.+]] = arith.ceildivui %{{.+}}, %c3 :
-// CHECK: gpu.launch_func @pisa_kernels::@sparse_attention_grad_queries blocks in (%[[TILES]], %[[GROUPS:.+]], %c1) threads in (%c128, %c1, %c1) dynamic_shared_memory_size %c96064_i32
+// The register dq kernel: one block of four warps per four consecutive
+// queries (a warp each) and B x Hkv; its shared memory: each warp's K
+// tile (64 x 136 x 2 = 17408 bytes) and Q rows (16 x 136 x 2 = 4352),
+// then each warp's block list (32): 87168 bytes.
+// CHECK: %[[QUADS:.+]] = arith.ceildivui %{{.+}}, %c4 :
+// CHECK: gpu.launch_func @pisa_kernels::@sparse_attention_grad_queries blocks in (%[[QUADS]], %[[GROUPS:.+]], %c1) threads in (%c128, %c1, %c1) dynamic_shared_memory_size %c87168_i32
+// On query tiles (attention-union-queries=3): one block of 128 threads
+// per three consecutive queries (a warp each, and one that copies); its
+// shared memory: two buffers of a block's K and V (69632 bytes), each
+// warp's Q and dO rows (2 x 13056), the warps' block lists (96), their
+// counts (16), the union (96), its masks (96) and count (16): 96064
+// bytes.
+// TILES: %[[TILES:.+]] = arith.ceildivui %{{.+}}, %c3 :
+// TILES: gpu.launch_func @pisa_kernels::@sparse_attention_grad_queries blocks in (%[[TILES]], %{{.+}}, %c1) threads in (%c128, %c1, %c1) dynamic_shared_memory_size %c96064_i32
 // Segments of at least 8 bit words (at least one): per key block 2048 /
 // (key blocks x B x Hkv) at most, and never more than 16; at most 64 for
 // key block 0 (every query of a PISA selection attends it).
@@ -66,6 +74,31 @@
 // CHECK: gpu.launch_func @pisa_kernels::@sparse_attention_grad_keys blocks in (%[[GRIDX]], %[[GROUPS]], %c1) threads in (%c128, %c1, %c1) dynamic_shared_memory_size %c105024_i32
 // MMA: gpu.launch_func @pisa_kernels::@sparse_attention_grad_keys blocks in ({{.+}}) threads in (%c128, %c1, %c1) dynamic_shared_memory_size %c110160_i32
 
+// The register dq kernel: each warp lists its query's blocks, stages its
+// Q rows and loads dO's A fragments once, writes D, and for each block it
+// attends copies the block's keys into its own tile by cp.async while it
+// computes dP = dO V^T from V's rows in global memory, then S = Q K^T
+// from its tiles by ldmatrix, P and dS in registers, and dQ += dS K (K by
+// ldmatrix.trans) into sums the loop carries; no block barrier.
+// CHECK-LABEL: gpu.func @sparse_attention_grad_queries(
+// CHECK-NOT: gpu.barrier
+// CHECK-NOT: nvgpu.mbarrier.create
+// CHECK: memref.store {{.+}} : memref<?x16x?xf32>
+// CHECK: scf.for {{.+}} iter_args
+// CHECK: nvvm.bar.warp.sync
+// CHECK: nvgpu.device_async_copy %arg1
+// CHECK: nvgpu.device_async_create_group
+// CHECK: vector.load %arg2
+// CHECK: nvgpu.mma.sync
+// CHECK: nvgpu.device_async_wait
+// CHECK-NEXT: nvvm.bar.warp.sync
+// CHECK: nvgpu.ldmatrix {{.+}} {numTiles = 4 : i32, transpose = false} : memref<16x136xbf16, #gpu.address_space<workgroup>> -> vector<4x2xbf16>
+// CHECK: math.exp2
+// CHECK: nvgpu.ldmatrix {{.+}} {numTiles = 2 : i32, transpose = true} : memref<64x136xbf16, #gpu.address_space<workgroup>> -> vector<2x2xbf16>
+// CHECK: nvgpu.mma.sync
+// CHECK-NOT: gpu.barrier
+// CHECK: gpu.return
+
 // The query-tile kernel: thread 0 merges the warps' block lists; warp 3
 // copies each union entry's K and V by cp.async into one of two buffers
 // once the query warps have released the buffer (mbarriers full and
@@ -73,29 +106,29 @@
 // for every entry and, where its query attends it, computes S = Q K^T and
 // dP = dO V^T (ldmatrix A and B fragments), P and dS in registers, and
 // dQ += dS K (K by ldmatrix.trans) into sums the loop carries.
-// CHECK-LABEL: gpu.func @sparse_attention_grad_queries(
-// CHECK: %[[BARS:.+]] = nvgpu.mbarrier.create
-// CHECK: gpu.barrier
-// CHECK: gpu.barrier
-// CHECK: scf.for
-// CHECK: nvgpu.mbarrier.try_wait.parity %[[BARS]]
-// CHECK: nvgpu.device_async_copy
-// CHECK: nvgpu.device_async_create_group
-// CHECK: nvvm.cp.async.wait.group 0
-// CHECK-NEXT: nvgpu.mbarrier.arrive %[[BARS]]
-// CHECK: } else {
-// CHECK-NOT: gpu.barrier
-// CHECK: scf.for {{.+}} iter_args
-// CHECK: nvgpu.mbarrier.try_wait.parity %[[BARS]]
-// CHECK: nvgpu.ldmatrix {{.+}} {numTiles = 4 : i32, transpose = false} : memref<16x136xbf16, #gpu.address_space<workgroup>> -> vector<4x2xbf16>
-// CHECK: nvgpu.mma.sync
-// CHECK: math.exp2
-// CHECK: nvgpu.ldmatrix {{.+}} {numTiles = 2 : i32, transpose = true} : memref<64x136xbf16, #gpu.address_space<workgroup>> -> vector<2x2xbf16>
-// CHECK: nvgpu.mma.sync
-// CHECK-NOT: vector.contract
-// CHECK: nvgpu.mbarrier.arrive %[[BARS]]
-// CHECK-NOT: gpu.barrier
-// CHECK: gpu.return
+// TILES-LABEL: gpu.func @sparse_attention_grad_queries(
+// TILES: %[[BARS:.+]] = nvgpu.mbarrier.create
+// TILES: gpu.barrier
+// TILES: gpu.barrier
+// TILES: scf.for
+// TILES: nvgpu.mbarrier.try_wait.parity %[[BARS]]
+// TILES: nvgpu.device_async_copy
+// TILES: nvgpu.device_async_create_group
+// TILES: nvvm.cp.async.wait.group 0
+// TILES-NEXT: nvgpu.mbarrier.arrive %[[BARS]]
+// TILES: } else {
+// TILES-NOT: gpu.barrier
+// TILES: scf.for {{.+}} iter_args
+// TILES: nvgpu.mbarrier.try_wait.parity %[[BARS]]
+// TILES: nvgpu.ldmatrix {{.+}} {numTiles = 4 : i32, transpose = false} : memref<16x136xbf16, #gpu.address_space<workgroup>> -> vector<4x2xbf16>
+// TILES: nvgpu.mma.sync
+// TILES: math.exp2
+// TILES: nvgpu.ldmatrix {{.+}} {numTiles = 2 : i32, transpose = true} : memref<64x136xbf16, #gpu.address_space<workgroup>> -> vector<2x2xbf16>
+// TILES: nvgpu.mma.sync
+// TILES-NOT: vector.contract
+// TILES: nvgpu.mbarrier.arrive %[[BARS]]
+// TILES-NOT: gpu.barrier
+// TILES: gpu.return
 
 // CHECK-LABEL: gpu.func @mark_attending_queries
 // CHECK: memref.atomic_rmw ori

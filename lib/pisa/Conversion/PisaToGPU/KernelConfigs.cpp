@@ -14,6 +14,7 @@
 #include "Attention/AttentionGrad.h"
 #include "Attention/QueryTiles.h"
 #include "Attention/SparseAttention.h"
+#include "Attention/WarpQueryGrad.h"
 #include "Pyramid/PyramidAppend.h"
 #include "Selection/LaneWalk.h"
 #include "Selection/LeafScoreMMA.h"
@@ -523,10 +524,30 @@ FailureOr<KernelConfigAttr> fixedDesign(Configurer &c, KernelVariant variant,
                 hint == Hint::Free ? c.blocksPerSM(blocksPerSM) : std::nullopt);
 }
 
-/// The backward's query kernel: on query tiles of W queries (union_queries,
-/// kGradTileQueries by default; dQ in registers) where a query's heads fit one
-/// m16 tile (queryTileGradFits), else staged (a query a block, no
-/// union_queries).
+/// The backward's query kernel on query tiles of `queries` queries
+/// (QueryGradTiles.cpp): a warp a query and one that copies the union's
+/// entries, dQ in registers.
+FailureOr<KernelConfigAttr>
+gradQueryTiles(SparseAttentionGradQueriesKernelOp op, Configurer &c,
+               int64_t queries, bool fits, int64_t bytes) {
+  FailureOr<KernelConfigAttr> config =
+      registerOrStaged(op, c, fits, kQueryTileGradNeeds, kGradThreads,
+                       "this op's kernel runs on mma_sync", op.getBlockSize(),
+                       [&](bool, bool) { return bytes; });
+  if (failed(config))
+    return failure();
+  return KernelConfigAttr::get(
+      op->getContext(), config->getVariant(), (queries + 1) * kLanes,
+      std::nullopt, std::nullopt, std::nullopt, std::nullopt, std::nullopt,
+      config->getEpilogue(),
+      c.blocksPerSM(queryTileBlocksPerSM(queries, bytes)), queries);
+}
+
+/// The backward's query kernel: the register kernel (a warp a query, dQ in
+/// registers, QueryGradInRegisters.cpp) where it takes the sizes
+/// (queryGradInRegisters), else query tiles of kGradTileQueries where they
+/// do (queryTileGradFits), else staged (a query a block). Query tiles of W
+/// where union_queries asks for them, or the pipeline prefers them.
 FailureOr<KernelConfigAttr> configure(SparseAttentionGradQueriesKernelOp op,
                                       Configurer &c) {
   Heads q = headsOf(op, op.getQueries());
@@ -534,49 +555,41 @@ FailureOr<KernelConfigAttr> configure(SparseAttentionGradQueriesKernelOp op,
   const int64_t d = q.dim, dv = headsOf(op, op.getValues()).dim;
   const int64_t C = op.getBlockSize();
   const int64_t topK = headsOf(op, op.getSelection()).dim;
-  const bool fits =
-      queryTileGradFits(queryElements(op.getQueries()), G, d, dv, C);
+  Type elem = queryElements(op.getQueries());
+  const bool tilesFit = queryTileGradFits(elem, G, d, dv, C);
+  const bool registersFit = queryGradInRegisters(elem, G, d, dv, C);
   auto tileBytes = [&](int64_t queries) {
     return QueryTileGradPlan(queries, d, dv, C, topK).bytes;
   };
-  std::optional<int64_t> askedQueries =
-      c.field(&KernelConfigAttr::getUnionQueries);
   std::optional<KernelEpilogue> askedEpilogue =
       c.field(&KernelConfigAttr::getEpilogue);
-  // W: the asked one, else the preferred one where it takes the sizes,
-  // else kGradTileQueries.
-  int64_t queries = kGradTileQueries;
-  const int64_t preferred = c.preferences.attentionUnionQueries;
-  if (askedQueries) {
-    queries = *askedQueries;
+  const bool registersAsked =
+      !askedEpilogue || *askedEpilogue == KernelEpilogue::Registers;
+  if (std::optional<int64_t> queries =
+          c.field(&KernelConfigAttr::getUnionQueries)) {
     std::optional<std::string> why = queryTilesRefusal(
-        queries, fits, kQueryTileGradNeeds, tileBytes(queries));
-    if (!why && askedEpilogue && *askedEpilogue != KernelEpilogue::Registers)
+        *queries, tilesFit, kQueryTileGradNeeds, tileBytes(*queries));
+    if (!why && !registersAsked)
       why = "the query-tile kernel finishes dq in registers, not through "
             "shared memory";
     if (why)
-      return refuseUnionQueries(op, queries, *why);
-  } else if (preferred > 0 &&
-             !queryTilesRefusal(preferred, fits, kQueryTileGradNeeds,
-                                tileBytes(preferred))) {
-    queries = preferred;
+      return refuseUnionQueries(op, *queries, *why);
+    return gradQueryTiles(op, c, *queries, tilesFit, tileBytes(*queries));
   }
-  FailureOr<KernelConfigAttr> config = registerOrStaged(
-      op, c, fits, kQueryTileGradNeeds, kGradThreads,
-      "this op's kernel runs on mma_sync", C, [&](bool onTiles, bool) {
-        return onTiles ? tileBytes(queries)
-                       : QueryGradPlan(G, d, dv, C, topK).bytes;
+  const int64_t preferred = c.preferences.attentionUnionQueries;
+  if (preferred > 0 && registersAsked &&
+      !queryTilesRefusal(preferred, tilesFit, kQueryTileGradNeeds,
+                         tileBytes(preferred)))
+    return gradQueryTiles(op, c, preferred, tilesFit, tileBytes(preferred));
+  if (!registersFit && tilesFit && registersAsked)
+    return gradQueryTiles(op, c, kGradTileQueries, tilesFit,
+                          tileBytes(kGradTileQueries));
+  return registerOrStaged(
+      op, c, registersFit, kRegisterQueryGradNeeds, kGradThreads,
+      "this op's kernel runs on mma_sync", C, [&](bool inRegisters, bool) {
+        return inRegisters ? RegisterQueryGradPlan(d, dv, C, topK).bytes
+                           : QueryGradPlan(G, d, dv, C, topK).bytes;
       });
-  if (failed(config) || config->getEpilogue() != KernelEpilogue::Registers)
-    return config;
-  // On query tiles: W queries a block, a warp each, and one that copies
-  // the union's entries.
-  return KernelConfigAttr::get(
-      op->getContext(), config->getVariant(), (queries + 1) * kLanes,
-      std::nullopt, std::nullopt, std::nullopt, std::nullopt, std::nullopt,
-      config->getEpilogue(),
-      c.blocksPerSM(queryTileBlocksPerSM(queries, tileBytes(queries))),
-      queries);
 }
 
 /// The backward's key kernel: dK and dV in registers where they fit a

@@ -26,6 +26,7 @@
 #include "Attention/AttentionGrad.h"
 #include "Attention/AttentionSteps.h"
 #include "Attention/SparseAttention.h"
+#include "Attention/WarpQueryGrad.h"
 #include "Kernels/KernelBuilder.h"
 #include "Kernels/RowSoftmax.h"
 #include "Kernels/WarpgroupMma.h"
@@ -166,7 +167,9 @@ std::optional<std::string> mlir::pisa::detail::attentionGradLimitViolation(
     return why;
   // The kernels --pisa-configure-kernels chooses by default.
   const int64_t queryBytes =
-      queryTileGradFits(elem, G, d, dv, c)
+      queryGradInRegisters(elem, G, d, dv, c)
+          ? RegisterQueryGradPlan(d, dv, c, topK).bytes
+      : queryTileGradFits(elem, G, d, dv, c)
           ? QueryTileGradPlan(kGradTileQueries, d, dv, c, topK).bytes
           : QueryGradPlan(G, d, dv, c, topK).bytes;
   const int64_t bytes = std::max(
@@ -406,11 +409,15 @@ struct GradQueriesToGPU : KernelOpPattern<SparseAttentionGradQueriesKernelOp> {
     const int64_t topK = bufferType(op.getSelection()).getShape()[3];
     const QueryGradPlan plan(G, d, dv, op.getBlockSize(), topK);
     KernelConfigAttr config = getKernelConfig(op);
-    // Queries a block on query tiles (0: the staged kernel, a query a block).
+    // Queries a block on query tiles; else the register kernel (a warp a
+    // query) or the staged one (a query a block), by the epilogue.
     const int64_t tileQueries = config.getUnionQueries().value_or(0);
     const bool onTiles = tileQueries > 0;
+    const bool inRegisters =
+        !onTiles && config.getEpilogue() == KernelEpilogue::Registers;
     const QueryTileGradPlan tilePlan(std::max<int64_t>(tileQueries, 1), d, dv,
                                      op.getBlockSize(), topK);
+    const RegisterQueryGradPlan registerPlan(d, dv, op.getBlockSize(), topK);
     SmallVector<KernelOperand> operands = forwardOperands(op);
     operands.append({{"gradOutput", op.getGradOutput()},
                      {"gradQueries", op.getGradQueries()},
@@ -426,18 +433,26 @@ struct GradQueriesToGPU : KernelOpPattern<SparseAttentionGradQueriesKernelOp> {
       const float scale = op.getScale().convertToFloat();
       if (onTiles)
         buildQueryTileGrad(b, kernel, tilePlan, G, kvHeads, scale);
+      else if (inRegisters)
+        buildRegisterQueryGrad(b, kernel, registerPlan, G, kvHeads, scale);
       else
         QueryGradBlock(b, kernel, plan, G, kvHeads, scale).build(b);
     }
     Value groups = arith::MulIOp::create(host, dimOf(host, op.getQueries(), 0),
                                          indexConst(host, kvHeads));
-    // The query-tile kernel takes W queries a block.
+    // The query-tile kernel takes W queries a block, the register kernel
+    // kRegisterGradQueries.
     Value gridX = dimOf(host, op.getQueries(), 2);
-    if (onTiles)
+    const int64_t blockQueries = onTiles       ? tileQueries
+                                 : inRegisters ? kRegisterGradQueries
+                                               : 1;
+    if (blockQueries > 1)
       gridX = host.createOrFold<arith::CeilDivUIOp>(
-          gridX, indexConst(host, tileQueries));
+          gridX, indexConst(host, blockQueries));
     launch(host, kernel, gridX, groups, config.getThreads(), operands,
-           onTiles ? tilePlan.bytes : plan.bytes);
+           onTiles       ? tilePlan.bytes
+           : inRegisters ? registerPlan.bytes
+                         : plan.bytes);
   }
 };
 

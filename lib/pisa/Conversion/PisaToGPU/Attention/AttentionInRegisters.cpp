@@ -88,6 +88,30 @@ RegisterAttentionPlan::RegisterAttentionPlan(int64_t d, int64_t dv, int64_t c,
   bytes = listOffset + kAttentionWarps * listBytes;
 }
 
+Value mlir::pisa::detail::copyBlockRowsAsync(ImplicitLocOpBuilder &b,
+                                             Value source, Value tile,
+                                             int64_t rows, int64_t width,
+                                             Value batch, Value kv,
+                                             const QueryKeys &keys,
+                                             Value firstKey, Value lane) {
+  ChunkedTile chunks{rows, width, kLanes};
+  Value lastKey = arith::SubIOp::create(b, keys.numKeys, indexConst(b, 1));
+  auto chunkAt = [&](ImplicitLocOpBuilder &cb, Value i) -> AsyncChunk {
+    Value row = chunks.row(cb, i), col = chunks.column(cb, i);
+    Value key = arith::AddIOp::create(cb, firstKey, row);
+    Value real = cmp(cb, arith::CmpIPredicate::ult, key, keys.numKeys);
+    Value srcElements = arith::SelectOp::create(
+        cb, real, indexConst(cb, kChunkElems), indexConst(cb, 0));
+    return {tile,
+            {row, col},
+            source,
+            {batch, kv, keys.row(cb, arith::MinUIOp::create(cb, key, lastKey)),
+             col},
+            srcElements};
+  };
+  return asyncCopyChunks(b, chunks, lane, chunkAt, /*bypassL1=*/false);
+}
+
 namespace {
 
 /// The kernel body. Lane (g, i) = (lane / 4, lane % 4) holds rows g and
@@ -166,28 +190,12 @@ private:
     return tiles.viewAt(b, offset, shape, type);
   }
 
-  /// V's rows of the block from `firstKey` into the warp's tile, 16 bytes a
-  /// copy, asynchronously; rows past N are zero-filled (a zero probability
-  /// times a stale NaN would be NaN). Cached in L1 (cp.async.ca): the
-  /// block's other queries attend many of the same blocks (the forced ones
-  /// at least) at about the same time.
+  /// V's rows of the block from `firstKey` into the warp's tile
+  /// (copyBlockRowsAsync: through L1, where the block's other queries'
+  /// copies of the forced blocks meet).
   Value copyValues(ImplicitLocOpBuilder &b, Value firstKey) const {
-    ChunkedTile tile{plan.blockSize, plan.valueDim, 32};
-    Value lastKey = arith::SubIOp::create(b, numKeys, indexConst(b, 1));
-    auto chunkAt = [&](ImplicitLocOpBuilder &cb, Value i) -> AsyncChunk {
-      Value row = tile.row(cb, i), col = tile.column(cb, i);
-      Value key = arith::AddIOp::create(cb, firstKey, row);
-      Value real = cmp(cb, arith::CmpIPredicate::ult, key, numKeys);
-      Value srcElements = arith::SelectOp::create(
-          cb, real, indexConst(cb, kChunkElems), indexConst(cb, 0));
-      return {valueTile,
-              {row, col},
-              e.arg("values"),
-              {batch, kv,
-               keys.row(cb, arith::MinUIOp::create(cb, key, lastKey)), col},
-              srcElements};
-    };
-    return asyncCopyChunks(b, tile, lane, chunkAt, /*bypassL1=*/false);
+    return copyBlockRowsAsync(b, e.arg("values"), valueTile, plan.blockSize,
+                              plan.valueDim, batch, kv, keys, firstKey, lane);
   }
 
   /// List entry j: S, the online softmax and O = O alpha + P V. `st` and

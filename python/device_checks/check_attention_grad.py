@@ -653,7 +653,7 @@ def main(argv=None):
                         "warpgroup (wgmma) key kernel takes")
     b.add_argument("--union-queries", type=int, default=0,
                    help="pisa-compile --attention-union-queries: query tiles of this "
-                        "many queries (the dq pass's instead of 3)")
+                        "many queries (the dq pass's instead of a warp per query)")
     b.add_argument("--jobs", type=int, default=2)
     b.add_argument("--pisa-compile", default=os.path.join("build", "bin", "pisa-compile"))
     c = sub.add_parser("check")

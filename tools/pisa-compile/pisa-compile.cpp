@@ -89,8 +89,8 @@ constexpr const char *kUsage =
     "an error where it does not; none: never).\n"
     "--attention-union-queries W (1-7; 0, the default: off) builds sparse\n"
     "attention on query tiles of W queries wherever that kernel takes the\n"
-    "sizes, and the backward's dq pass on tiles of W queries instead of 3\n"
-    "(docs/gpu.md, \"Kernel configurations\").\n"
+    "sizes, and the backward's dq pass on tiles of W queries instead of a\n"
+    "warp per query (docs/gpu.md, \"Kernel configurations\").\n"
     "Errors: one line on stderr, exit code 2, no output file.\n";
 
 struct Options {

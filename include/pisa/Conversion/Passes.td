@@ -43,8 +43,8 @@ def PisaConfigureKernels : Pass<"pisa-configure-kernels"> {
     `attention-union-queries` W > 0 gives `pisa.kernel.sparse_attention`
     the query-tile kernel of W queries a block (`union_queries = W`), and
     `pisa.kernel.sparse_attention_grad_queries` query tiles of W queries
-    instead of 3, wherever those kernels take the sizes and the
-    configuration leaves the choice open; elsewhere the default choice
+    instead of a warp per query, wherever those kernels take the sizes and
+    the configuration leaves the choice open; elsewhere the default choice
     stands.
   }];
   let options = [

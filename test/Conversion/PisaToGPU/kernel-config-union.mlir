@@ -5,8 +5,9 @@
 
 // --pisa-configure-kernels attention-union-queries=W: sparse attention on
 // query tiles of W queries, and the backward's dq pass on tiles of W
-// queries instead of 3, wherever those kernels take the sizes and the op's
-// configuration leaves the choice open; elsewhere the default choice.
+// queries instead of a warp per query, wherever those kernels take the
+// sizes and the op's configuration leaves the choice open; elsewhere the
+// default choice.
 
 // The paper's shape: query tiles (without the option: the register kernel).
 // CHECK-LABEL: func.func @paper

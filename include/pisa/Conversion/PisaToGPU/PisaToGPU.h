@@ -50,9 +50,9 @@ constexpr int64_t kMaxUnionQueries = 7;
 /// Designs --pisa-configure-kernels takes where an op's kernels support
 /// them and its kernel_config leaves the choice open.
 struct KernelPreferences {
-  /// Query tiles of this many queries (union_queries, at most 8): the
-  /// forward's (0: its per-query kernels) and the backward's dq pass's
-  /// (0: 4).
+  /// Query tiles of this many queries (union_queries, at most 7): the
+  /// forward's and the backward's dq pass's (0: their per-query kernels,
+  /// query tiles of 3 for a dq pass the register kernel does not take).
   int64_t attentionUnionQueries = 0;
 };
 

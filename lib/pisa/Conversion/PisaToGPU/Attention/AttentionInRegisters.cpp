@@ -32,6 +32,7 @@
 
 #include "Attention/AttentionSteps.h"
 #include "Attention/SparseAttention.h"
+#include "Attention/WarpPerQuery.h"
 #include "Kernels/KernelBuilder.h"
 #include "Kernels/TileCopy.h"
 #include "Selection/LeafScoreMMA.h"
@@ -88,42 +89,18 @@ RegisterAttentionPlan::RegisterAttentionPlan(int64_t d, int64_t dv, int64_t c,
   bytes = listOffset + kAttentionWarps * listBytes;
 }
 
-Value mlir::pisa::detail::copyBlockRowsAsync(ImplicitLocOpBuilder &b,
-                                             Value source, Value tile,
-                                             int64_t rows, int64_t width,
-                                             Value batch, Value kv,
-                                             const QueryKeys &keys,
-                                             Value firstKey, Value lane) {
-  ChunkedTile chunks{rows, width, kLanes};
-  Value lastKey = arith::SubIOp::create(b, keys.numKeys, indexConst(b, 1));
-  auto chunkAt = [&](ImplicitLocOpBuilder &cb, Value i) -> AsyncChunk {
-    Value row = chunks.row(cb, i), col = chunks.column(cb, i);
-    Value key = arith::AddIOp::create(cb, firstKey, row);
-    Value real = cmp(cb, arith::CmpIPredicate::ult, key, keys.numKeys);
-    Value srcElements = arith::SelectOp::create(
-        cb, real, indexConst(cb, kChunkElems), indexConst(cb, 0));
-    return {tile,
-            {row, col},
-            source,
-            {batch, kv, keys.row(cb, arith::MinUIOp::create(cb, key, lastKey)),
-             col},
-            srcElements};
-  };
-  return asyncCopyChunks(b, chunks, lane, chunkAt, /*bypassL1=*/false);
-}
-
 namespace {
 
-/// The kernel body. Lane (g, i) = (lane / 4, lane % 4) holds rows g and
-/// g + 8 of every accumulator (the m16n8 C layout).
-class WarpAttention : ThreadPlace {
+/// The kernel body (WarpPerQuery.h: a warp per query). Lane (g, i) =
+/// (lane / 4, lane % 4) holds rows g and g + 8 of every accumulator (the
+/// m16n8 C layout).
+class WarpAttention : WarpPerQuery {
 public:
   WarpAttention(ImplicitLocOpBuilder &b, const Kernel &e,
                 const RegisterAttentionPlan &plan, int64_t groupSize,
                 int64_t kvHeads, float scale)
-      : ThreadPlace(b, kvHeads), e(e), plan(plan), G(groupSize), scale(scale),
-        tiles(b) {
-    elem = cast<MemRefType>(e.arg("queries").getType()).getElementType();
+      : WarpPerQuery(b, e, kvHeads, plan.blockSize, plan.topK), plan(plan),
+        G(groupSize), scale(scale) {
     Value listBytes = indexConst(b, plan.listBytes);
     list =
         view(b,
@@ -135,18 +112,11 @@ public:
   }
 
   void build(ImplicitLocOpBuilder &b) {
-    Value numQueries = dimOf(b, e.arg("queries"), 2);
     // Warp w attends the block's query w.
-    Value q = arith::AddIOp::create(
-        b,
-        arith::MulIOp::create(b, blockIdX(b),
-                              indexConst(b, kAttentionQueriesPerBlock)),
-        warp);
-    Value batchRules = packedBatchRules(b, e);
-    buildIfThen(
-        b, cmp(b, arith::CmpIPredicate::ult, q, numQueries),
-        [&](ImplicitLocOpBuilder &qb) { attendQuery(qb, q, batchRules); });
-    gpu::ReturnOp::create(b);
+    forEachQuery(b, kAttentionQueriesPerBlock,
+                 [&](ImplicitLocOpBuilder &qb, Value q, Value batchRules) {
+                   attendQuery(qb, q, batchRules);
+                 });
   }
 
   /// The warp's query, from its list (lane 0 writes it to the warp's own)
@@ -154,16 +124,7 @@ public:
   /// queries, each in its own shared slot).
   void attendQuery(ImplicitLocOpBuilder &b, Value q0, Value batchRules) {
     const float negInf = -std::numeric_limits<float>::infinity();
-    query = q0;
-    keys = queryKeysOf(b, e, query, batchRules);
-    numKeys = keys.numKeys;
-    Value position = keys.position;
-    keyEnd = arith::MinUIOp::create(
-        b, numKeys, arith::AddIOp::create(b, position, indexConst(b, 1)));
-    site = QuerySite{batch, kv, query, position};
-    Value count =
-        listAttendedBlocks(b, e.arg("selection"), {batch, kv, query}, numKeys,
-                           keyEnd, plan.blockSize, plan.topK, lane, list);
+    Value count = beginQuery(b, q0, batchRules, list);
     LeafMmaQuery q =
         loadLeafMmaQuery(b, e.arg("queries"), site, G, plan.headDim, lane);
     syncWarp(b); // the list is visible to the warp
@@ -190,37 +151,17 @@ private:
     return tiles.viewAt(b, offset, shape, type);
   }
 
-  /// V's rows of the block from `firstKey` into the warp's tile
-  /// (copyBlockRowsAsync: through L1, where the block's other queries'
-  /// copies of the forced blocks meet).
-  Value copyValues(ImplicitLocOpBuilder &b, Value firstKey) const {
-    return copyBlockRowsAsync(b, e.arg("values"), valueTile, plan.blockSize,
-                              plan.valueDim, batch, kv, keys, firstKey, lane);
-  }
-
   /// List entry j: S, the online softmax and O = O alpha + P V. `st` and
   /// the result are the loop's state (build()).
   SmallVector<Value> attend(ImplicitLocOpBuilder &b, const LeafMmaQuery &q,
                             Value j, ValueRange st) const {
     Type f32 = b.getF32Type();
-    Value firstKey =
-        arith::MulIOp::create(b, toIndex(b, memref::LoadOp::create(b, list, j)),
-                              indexConst(b, plan.blockSize));
-    // The lanes' reads of the previous block's tile are done before it is
-    // overwritten.
-    syncWarp(b);
-    Value copied = copyValues(b, firstKey);
-
-    // The block's keys before the query and N: at least one (an attended
-    // block starts before keyEnd).
-    Value visible =
-        arith::MinUIOp::create(b, arith::SubIOp::create(b, keyEnd, firstKey),
-                               indexConst(b, plan.blockSize));
-    ChildLevel keyRows{indexConst(b, 0), numKeys, indexConst(b, 1),
-                       indexConst(b, 1)};
-    SmallVector<Value> s = buildKeyTileProducts(
-        b, q, e.arg("keys"), site, keyRows, keys.row(b, firstKey), visible,
-        plan.blockSize, plan.headDim);
+    // V's rows copied into the warp's tile while S reads K's.
+    Entry entry =
+        beginEntry(b, list, j, e.arg("values"), valueTile, plan.valueDim);
+    Value visible = entry.visible;
+    SmallVector<Value> s =
+        gatherProducts(b, q, e.arg("keys"), entry, plan.headDim);
 
     // Per row half (g, g + 8): logits in base 2, masked past `visible`.
     SmallVector<Value> next(st.begin(), st.end());
@@ -258,7 +199,7 @@ private:
                           pair(1, 2 * u + 1)}));
 
     // V is in the tile, seen by every lane of the warp.
-    nvgpu::DeviceAsyncWaitOp::create(b, copied, b.getI32IntegerAttr(0));
+    nvgpu::DeviceAsyncWaitOp::create(b, entry.copied, b.getI32IntegerAttr(0));
     syncWarp(b);
     Value row16 = arith::RemUIOp::create(b, lane, indexConst(b, 16));
     auto bType = VectorType::get({2, 2}, elem);
@@ -296,10 +237,6 @@ private:
             writeChunk(wb, part, row, col);
           });
     }
-  }
-
-  static void syncWarp(ImplicitLocOpBuilder &b) {
-    NVVM::SyncWarpOp::create(b, arith::ConstantIntOp::create(b, -1, 32));
   }
 
   /// Writes this warp's result to its shared slot, [stride]: per row its
@@ -373,16 +310,10 @@ private:
                 });
   }
 
-  const Kernel &e;
   const RegisterAttentionPlan &plan;
   int64_t G;
   float scale;
-  SharedTiles tiles;
-  Type elem;
   Value list, slot, valueTile;
-  QuerySite site;
-  QueryKeys keys;
-  Value query, numKeys, keyEnd;
 };
 
 } // namespace

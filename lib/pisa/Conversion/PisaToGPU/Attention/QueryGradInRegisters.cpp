@@ -4,8 +4,9 @@
 // takes the sizes and no query tile is asked for: one block of four warps
 // per four consecutive queries of a batch x KV head, warp w computing
 // query w's dq from its first attended block to its last, as the forward's
-// register kernel attends (AttentionInRegisters.cpp), with no copying warp
-// and no block barrier. For each attended block:
+// register kernel attends (AttentionInRegisters.cpp; the walk both share is
+// WarpPerQuery.h), with no copying warp and no block barrier. For each
+// attended block:
 //
 //   K's rows copied asynchronously (cp.async, through L1) into the warp's
 //   own tile, while
@@ -26,6 +27,7 @@
 #include "Attention/AttentionGrad.h"
 #include "Attention/AttentionSteps.h"
 #include "Attention/SparseAttention.h"
+#include "Attention/WarpPerQuery.h"
 #include "Attention/WarpQueryGrad.h"
 #include "Kernels/KernelBuilder.h"
 #include "Kernels/TileCopy.h"
@@ -180,14 +182,14 @@ RegisterQueryGradPlan::RegisterQueryGradPlan(int64_t d, int64_t dv, int64_t c,
 
 namespace {
 
-class WarpGradKernel : ThreadPlace {
+/// The kernel body (WarpPerQuery.h: a warp per query).
+class WarpGradKernel : WarpPerQuery {
 public:
   WarpGradKernel(ImplicitLocOpBuilder &b, const Kernel &e,
                  const RegisterQueryGradPlan &plan, int64_t groupSize,
                  int64_t kvHeads, float scale)
-      : ThreadPlace(b, kvHeads), e(e), plan(plan), G(groupSize), scale(scale),
-        tiles(b) {
-    elem = cast<MemRefType>(e.arg("queries").getType()).getElementType();
+      : WarpPerQuery(b, e, kvHeads, plan.blockSize, plan.topK), plan(plan),
+        G(groupSize), scale(scale) {
     Value slot = arith::MulIOp::create(b, warp, indexConst(b, plan.warpBytes));
     keyTile = tiles.viewAt(b, slot,
                            {plan.blockSize, plan.headDim + kChunkElems}, elem);
@@ -203,32 +205,17 @@ public:
   }
 
   void build(ImplicitLocOpBuilder &b) {
-    Value numQueries = dimOf(b, e.arg("queries"), 2);
-    Value q = arith::AddIOp::create(
-        b,
-        arith::MulIOp::create(b, blockIdX(b),
-                              indexConst(b, kRegisterGradQueries)),
-        warp);
-    Value batchRules = packedBatchRules(b, e);
-    buildIfThen(
-        b, cmp(b, P::ult, q, numQueries),
-        [&](ImplicitLocOpBuilder &qb) { gradQuery(qb, q, batchRules); });
-    gpu::ReturnOp::create(b);
+    forEachQuery(b, kRegisterGradQueries,
+                 [&](ImplicitLocOpBuilder &qb, Value q, Value batchRules) {
+                   gradQuery(qb, q, batchRules);
+                 });
   }
 
 private:
   /// The warp's query: its list, its Q tile, dO's fragments, its rows'
   /// shifts and D, then every attended block in order, then dq.
   void gradQuery(ImplicitLocOpBuilder &b, Value q, Value batchRules) {
-    query = q;
-    keys = queryKeysOf(b, e, query, batchRules);
-    numKeys = keys.numKeys;
-    keyEnd = arith::MinUIOp::create(
-        b, numKeys, arith::AddIOp::create(b, keys.position, indexConst(b, 1)));
-    site = QuerySite{batch, kv, query, keys.position};
-    Value count =
-        listAttendedBlocks(b, e.arg("selection"), {batch, kv, query}, numKeys,
-                           keyEnd, plan.blockSize, plan.topK, lane, list);
+    Value count = beginQuery(b, q, batchRules, list);
     auto token = [&](ImplicitLocOpBuilder &, Value) { return query; };
     stageHeadRows(b,
                   {e.arg("queries"), batch,
@@ -255,60 +242,29 @@ private:
     rows.write(b, dq);
   }
 
-  /// K's rows of the block from `firstKey` into the warp's tile by
-  /// cp.async through L1 (the block's other queries read many of the same
-  /// blocks at about the same time); rows past N are zero-filled (a zero
-  /// dS times a stale NaN would be NaN).
-  Value copyKeys(ImplicitLocOpBuilder &b, Value firstKey) const {
-    return copyBlockRowsAsync(b, e.arg("keys"), keyTile, plan.blockSize,
-                              plan.headDim, batch, kv, keys, firstKey, lane);
-  }
-
-  /// List entry j: dP while K is copied, then S, dS and dQ += dS K.
+  /// List entry j: dP while K's rows are copied into the warp's tile, then
+  /// S, dS and dQ += dS K.
   SmallVector<Value> step(ImplicitLocOpBuilder &b, const WarpQueryGrad &rows,
                           const LeafMmaQuery &gradOut, Value j,
                           ValueRange acc) const {
-    Value firstKey =
-        arith::MulIOp::create(b, toIndex(b, memref::LoadOp::create(b, list, j)),
-                              indexConst(b, plan.blockSize));
-    // The lanes' reads of the previous block's K tile are done before it is
-    // overwritten.
-    syncWarp(b);
-    Value copied = copyKeys(b, firstKey);
-    // The block's keys before the query and N: at least one.
-    Value visible =
-        arith::MinUIOp::create(b, arith::SubIOp::create(b, keyEnd, firstKey),
-                               indexConst(b, plan.blockSize));
-    ChildLevel valueRows{indexConst(b, 0), numKeys, indexConst(b, 1),
-                         indexConst(b, 1)};
-    SmallVector<Value> dp = buildKeyTileProducts(
-        b, gradOut, e.arg("values"), site, valueRows, keys.row(b, firstKey),
-        visible, plan.blockSize, plan.valueDim);
-    nvgpu::DeviceAsyncWaitOp::create(b, copied, b.getI32IntegerAttr(0));
+    Entry entry = beginEntry(b, list, j, e.arg("keys"), keyTile, plan.headDim);
+    SmallVector<Value> dp =
+        gatherProducts(b, gradOut, e.arg("values"), entry, plan.valueDim);
+    nvgpu::DeviceAsyncWaitOp::create(b, entry.copied, b.getI32IntegerAttr(0));
     syncWarp(b); // K is in the tile, seen by every lane
     WarpFragments frags{lane, elem};
     Value zero = indexConst(b, 0);
     SmallVector<Value> s =
         frags.productNT(b, queryTile, zero, keyTile, zero, plan.headDim,
                         plan.blockSize / kMmaCols);
-    return rows.accumulate(b, rows.scoreGradients(b, s, dp, visible), keyTile,
-                           acc);
+    return rows.accumulate(b, rows.scoreGradients(b, s, dp, entry.visible),
+                           keyTile, acc);
   }
 
-  static void syncWarp(ImplicitLocOpBuilder &b) {
-    NVVM::SyncWarpOp::create(b, arith::ConstantIntOp::create(b, -1, 32));
-  }
-
-  const Kernel &e;
   const RegisterQueryGradPlan &plan;
   int64_t G;
   float scale;
-  SharedTiles tiles;
-  Type elem;
   Value keyTile, queryTile, list;
-  QuerySite site;
-  QueryKeys keys;
-  Value query, numKeys, keyEnd;
 };
 
 } // namespace

@@ -184,16 +184,6 @@ struct RegisterAttentionPlan {
                         int64_t topK);
 };
 
-/// Rows [firstKey, firstKey + rows) of a query's keys in `source` ([B, Hkv,
-/// N, width], head `kv`; keys.row gives a key's row) into the [rows x (width
-/// + 8)] `tile` by one warp's cp.async, 16 bytes a copy through L1 (a
-/// block's other queries attend many of the same blocks at about the same
-/// time); rows past the keys are zero-filled (a zero probability times a
-/// stale NaN would be NaN). Returns the copies' group token.
-Value copyBlockRowsAsync(ImplicitLocOpBuilder &b, Value source, Value tile,
-                         int64_t rows, int64_t width, Value batch, Value kv,
-                         const QueryKeys &keys, Value firstKey, Value lane);
-
 /// The register kernel's body (kernel parameters as the staged kernel's).
 void buildRegisterAttention(ImplicitLocOpBuilder &b, const Kernel &kernel,
                             const RegisterAttentionPlan &plan,

@@ -39,7 +39,6 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
-#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -66,11 +65,17 @@ Value WarpQueryGrad::headOf(ImplicitLocOpBuilder &b, Value row) const {
       arith::MinUIOp::create(b, row, indexConst(b, G - 1)));
 }
 
+std::pair<Value, Value> WarpQueryGrad::headRow(ImplicitLocOpBuilder &b,
+                                               int64_t half) const {
+  Value row = arith::AddIOp::create(b, gid, indexConst(b, 8 * half));
+  Value isHead =
+      arith::AndIOp::create(b, cmp(b, P::ult, row, indexConst(b, G)), hasQuery);
+  return {row, isHead};
+}
+
 void WarpQueryGrad::beginRows(ImplicitLocOpBuilder &b) {
   for (int64_t half = 0; half < 2; ++half) {
-    Value row = arith::AddIOp::create(b, gid, indexConst(b, 8 * half));
-    Value isHead = arith::AndIOp::create(
-        b, cmp(b, P::ult, row, indexConst(b, G)), hasQuery);
+    auto [row, isHead] = headRow(b, half);
     Value head = headOf(b, row);
     Value lse =
         memref::LoadOp::create(b, e.arg("lse"), ValueRange{batch, head, query});
@@ -144,9 +149,8 @@ void WarpQueryGrad::write(ImplicitLocOpBuilder &b, ArrayRef<Value> dq) const {
   Value out = e.arg("gradQueries");
   auto pairType = VectorType::get({2}, b.getF32Type());
   for (int64_t half = 0; half < 2; ++half) {
-    Value row = arith::AddIOp::create(b, gid, indexConst(b, 8 * half));
-    Value isHead = arith::AndIOp::create(
-        b, cmp(b, P::ult, row, indexConst(b, G)), hasQuery);
+    auto [rowOfHalf, isHead] = headRow(b, half);
+    Value row = rowOfHalf; // a lambda captures a variable, not a binding
     buildIfThen(b, isHead, [&](ImplicitLocOpBuilder &wb) {
       Value head = headOf(wb, row);
       for (size_t t = 0; t < dq.size(); ++t) {

@@ -24,27 +24,17 @@
 #include "Attention/SparseAttention.h"
 #include "Attention/WarpQueryGrad.h"
 #include "Kernels/KernelBuilder.h"
-#include "Kernels/TileCopy.h"
 #include "Kernels/WarpMma.h"
-#include "Selection/LeafScoreMMA.h"
 
 #include "../Common/LoopBuilders.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
-#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
-#include "mlir/Dialect/MemRef/IR/MemRef.h"
-#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
-#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
-
-#include <limits>
 
 using namespace mlir;
 using namespace mlir::pisa;
 using namespace mlir::pisa::detail;
-
-using P = arith::CmpIPredicate;
 
 bool mlir::pisa::detail::queryTileGradFits(Type elem, int64_t G, int64_t d,
                                            int64_t dv, int64_t c) {

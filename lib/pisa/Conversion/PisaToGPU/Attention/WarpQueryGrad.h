@@ -20,6 +20,8 @@
 
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 
+#include <utility>
+
 namespace mlir::pisa::detail {
 
 /// One warp's dq of query `query` (of ThreadPlace's batch and KV head):
@@ -58,6 +60,10 @@ public:
   void write(ImplicitLocOpBuilder &b, ArrayRef<Value> dq) const;
 
 private:
+  /// The lane's tile row of row half `half` (g, or g + 8 for 1) and
+  /// whether it is a head row of a real query.
+  std::pair<Value, Value> headRow(ImplicitLocOpBuilder &b, int64_t half) const;
+
   /// D = dO . o of head row `head` (0 for rows that are not heads): the
   /// lane sums its quarter of the row, then the quad.
   Value rowDelta(ImplicitLocOpBuilder &b, Value head, Value isHead) const;

@@ -33,13 +33,21 @@
 // CHECK: %[[QUERY:.*]] = arith.addi %[[FIRST]], %[[WARP]] : index
 // CHECK: %[[REAL:.*]] = arith.cmpi ult, %[[QUERY]], %{{.*}} : index
 // CHECK: scf.if %[[REAL]] {
-// The attended blocks into the warp's list (lane 0), then a warp sync.
-// CHECK: %[[WALK:.*]]:2 = scf.for %{{.*}} = %c0 to %c8 step %c1 iter_args
-// CHECK: memref.store %{{.*}}, %[[LIST]][%{{.*}}]
+// The attended blocks into the warp's list, lane l taking entry l (K = 8:
+// one chunk of 32): the largest valid entry below it (a prefix max over
+// the lanes), a ballot of the attended ones, each stored at the count of
+// those below it; then a warp sync.
+// CHECK: memref.load %{{.*}} : memref<?x2x?x8xi32>
+// CHECK-COUNT-6: gpu.shuffle  up
+// CHECK: %[[ATTENDED:.*]] = nvvm.vote.sync  ballot
+// CHECK: scf.if
+// CHECK-NEXT: memref.store %{{.*}}, %[[LIST]][%{{.*}}]
+// CHECK: %[[COUNT32:.*]] = math.ctpop %[[ATTENDED]] : i32
+// CHECK: %[[COUNT:.*]] = arith.index_cast %[[COUNT32]] : i32 to index
 // CHECK: nvvm.bar.warp.sync
 // Every entry of the list: the state is the max and sum of the warp's two
 // head rows and O's 16 n8 accumulators.
-// CHECK: %[[LOOP:.*]]:20 = scf.for %[[J:.*]] = %c0 to %[[WALK]]#1 step %c1 iter_args({{.*}}) -> (f32, f32, f32, f32, vector<2x2xf32>,
+// CHECK: %[[LOOP:.*]]:20 = scf.for %[[J:.*]] = %c0 to %[[COUNT]] step %c1 iter_args({{.*}}) -> (f32, f32, f32, f32, vector<2x2xf32>,
 // CHECK: memref.load %[[LIST]][%[[J]]]
 // CHECK: nvvm.bar.warp.sync
 // V's 64 rows copied asynchronously into the warp's tile, zero-filled past

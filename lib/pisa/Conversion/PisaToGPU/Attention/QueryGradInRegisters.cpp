@@ -91,9 +91,14 @@ Value WarpQueryGrad::rowDelta(ImplicitLocOpBuilder &b, Value head,
   auto wide = VectorType::get({quarter}, f32);
   SmallVector<Value> at{batch, head, query,
                         arith::MulIOp::create(b, tig, indexConst(b, quarter))};
+  // The lane's quarter starts at a multiple of its bytes: aligned to them
+  // up to 16 (wide loads, not one per element).
+  const int64_t bytes = quarter * 2;
+  const int64_t align = std::min<int64_t>(16, bytes & -bytes);
   auto load = [&](Value src) -> Value {
-    Value v = vector::LoadOp::create(b, VectorType::get({quarter}, elem), src,
-                                     ValueRange(at));
+    Value v =
+        vector::LoadOp::create(b, VectorType::get({quarter}, elem), src,
+                               ValueRange(at), false, llvm::MaybeAlign(align));
     return arith::ExtFOp::create(b, wide, v);
   };
   Value sum = vector::ReductionOp::create(

@@ -46,8 +46,8 @@ protected:
 
   /// Query `q`'s keys (`query`, `keys`, `numKeys`, `keyEnd`, `site`) and
   /// its attended blocks in order, written to `list` (workgroup i32 [K]) by
-  /// lane 0; returns their count (every lane). The list is visible to the
-  /// warp after a syncWarp.
+  /// the warp's lanes; returns their count (every lane). The list is
+  /// visible to the warp after a syncWarp.
   Value beginQuery(ImplicitLocOpBuilder &b, Value q, Value batchRules,
                    Value list);
 
@@ -72,6 +72,17 @@ protected:
 
   static void syncWarp(ImplicitLocOpBuilder &b);
 
+private:
+  /// The query's attended blocks (listAttendedBlocks's rule, section 6)
+  /// written to `list` in order by the lanes that find them, 32 entries at
+  /// a time: an entry is used when it is a block of the sequence above
+  /// every valid entry before it (the prefix max over the lanes and the
+  /// chunks before), attended when its block starts before keyEnd, and
+  /// written at the count of attended entries before it (a ballot).
+  /// Returns the count (every lane).
+  Value listBlocks(ImplicitLocOpBuilder &b, Value list) const;
+
+protected:
   const Kernel &e;
   int64_t blockSize, topK;
   SharedTiles tiles;

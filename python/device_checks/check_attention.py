@@ -175,6 +175,7 @@ def build(args):
     cfgs = [draw_config(rng, i, args.space) for i in range(args.count)]
     if args.paper:
         cfgs.append(dict(PAPER))
+    cfgs += [dict(PAPER, name=f"k{k}", K=k) for k in args.paper_k]
     t0 = time.time()
     flags = []
     if args.union_queries:
@@ -599,6 +600,9 @@ def main(argv=None):
                         "kernel of this many queries where it takes the shape")
     b.add_argument("--paper", action="store_true",
                    help="also the paper setting (libpaper.so, for bench)")
+    b.add_argument("--paper-k", type=int, nargs="*", default=[], metavar="K",
+                   help="also the paper setting with K selection entries a row "
+                        "(case kK): lists longer than one warp's 32 entries")
     c = sub.add_parser("check")
     c.add_argument("dir")
     c.add_argument("--seed", type=int)

@@ -208,8 +208,10 @@ def build(args):
     if args.union_queries:
         flags = ["--attention-union-queries", str(args.union_queries)]
     draw = draw_warpgroup_config if args.space == "warpgroup" else draw_config
-    built, rejected = sweep.build_drawn(args, draw, program, "attention_grad.json",
-                                        [dict(PAPER)] if args.paper else [], flags)
+    extra = [dict(PAPER)] if args.paper else []
+    extra += [dict(PAPER, name=f"k{k}", K=k) for k in args.paper_k]
+    built, rejected = sweep.build_drawn(args, draw, program, "attention_grad.json", extra,
+                                        flags)
     problems = [c["name"] for c in built if "expect_error" in c]
     problems += [f"{c['name']} ({c['error']})" for c in rejected
                  if c.get("expect_error", "\0") not in c["error"]]
@@ -648,6 +650,9 @@ def main(argv=None):
     b.add_argument("--seed", type=int, default=1)
     b.add_argument("--count", type=int, default=12)
     b.add_argument("--paper", action="store_true", help="add the paper setting")
+    b.add_argument("--paper-k", type=int, nargs="*", default=[], metavar="K",
+                   help="add the paper setting with K selection entries a row "
+                        "(case kK): lists longer than one warp's 32 entries")
     b.add_argument("--space", choices=("all", "warpgroup"), default="all",
                    help="draw over every supported shape, or only those the "
                         "warpgroup (wgmma) key kernel takes")

@@ -119,7 +119,7 @@ public:
                  });
   }
 
-  /// The warp's query, from its list (lane 0 writes it to the warp's own)
+  /// The warp's query, from its list (the warp writes it to its own slot)
   /// to its output rows; no block barrier (the other warps attend other
   /// queries, each in its own shared slot).
   void attendQuery(ImplicitLocOpBuilder &b, Value q0, Value batchRules) {

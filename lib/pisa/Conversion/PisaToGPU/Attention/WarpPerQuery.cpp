@@ -2,8 +2,8 @@
 //
 // WarpPerQuery.h's pieces of the register attention and register dq
 // kernels. A query's list of attended blocks is built by the whole warp, 32
-// selection entries at a time (a lane each): lane 0 walking the row alone
-// waited for each entry's load in turn.
+// selection entries at a time (a lane each), so that the entries' loads are
+// issued together, not each after the one before.
 //
 //===----------------------------------------------------------------------===//
 

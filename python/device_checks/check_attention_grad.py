@@ -504,7 +504,9 @@ def bench(args):
     kernel), the query kernel alone (`grad_dq`: nothing else feeds dq), and
     dense causal attention's backward (PyTorch SDPA, flash
     backend) on the same q, k, v, in one run; medians of CUDA-event times
-    after a warm-up, fresh inputs before each sample. With --fla DIR (a
+    after a warm-up, fresh inputs before each sample. With --token-major,
+    the backward's token-major entries (`grad_tm_dk`, `grad_tm_dq`) on
+    token-major copies of the same inputs. With --fla DIR (a
     directory holding fla-org's `fla` package source), fla's
     parallel_nsa_fwd and parallel_nsa_bwd on the same inputs and selection
     (token-major copies; fla attends every entry of a row, duplicates
@@ -520,7 +522,7 @@ def bench(args):
     lib = aot.Library(os.path.join(args.dir, args.library))
     if args.packed:
         return bench_packed(args, lib)
-    print(f"{args.library}:")
+    print(f"{args.library}" + (" (the backward token-major)" if args.token_major else "") + ":")
     print("| N | forward ms | backward ms | of which dq pass ms | backward / forward "
           "| dense SDPA backward ms |" + (" fla forward ms | fla backward ms |" if fla else ""))
     print("|---|---|---|---|---|---|" + ("---|---|" if fla else ""))
@@ -545,17 +547,24 @@ def bench(args):
             box["o"] = lib("attend", box["q"], box["k"], box["v"], box["sel"], 0, workspace=ws)
             box["lse"] = lib("attend_lse", box["q"], box["k"], box["v"], box["sel"], 0,
                              workspace=ws)
+            if args.token_major:
+                for x in ("q", "k", "v", "sel", "o", "lse", "do"):
+                    box["t" + x] = box[x].transpose(1, 2).contiguous()
+
+        def backward(result):
+            if args.token_major:
+                return lambda: lib(f"grad_tm_{result}", box["tq"], box["tk"], box["tv"],
+                                   box["tsel"], 0, box["to"], box["tlse"], box["tdo"],
+                                   workspace=ws)
+            return lambda: lib(f"grad_{result}", box["q"], box["k"], box["v"], box["sel"], 0,
+                               box["o"], box["lse"], box["do"], workspace=ws)
 
         fresh()
         fwd = check_attention.timed(
             lambda: lib("attend", box["q"], box["k"], box["v"], box["sel"], 0, workspace=ws),
             args.samples, fresh)
-        bwd = check_attention.timed(
-            lambda: lib("grad_dk", box["q"], box["k"], box["v"], box["sel"], 0, box["o"],
-                        box["lse"], box["do"], workspace=ws), args.samples, fresh)
-        dq_pass = check_attention.timed(
-            lambda: lib("grad_dq", box["q"], box["k"], box["v"], box["sel"], 0, box["o"],
-                        box["lse"], box["do"], workspace=ws), args.samples, fresh)
+        bwd = check_attention.timed(backward("dk"), args.samples, fresh)
+        dq_pass = check_attention.timed(backward("dq"), args.samples, fresh)
         dense = float("nan")
         if n <= args.max_dense:
             from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -678,6 +687,10 @@ def main(argv=None):
                    help="draw block 0 like the other blocks instead of forcing it in every "
                         "row (PISA's selection forces it): how much the key kernel's split "
                         "of block 0 matters")
+    r.add_argument("--token-major", action="store_true",
+                   help="time the backward's token-major entries (grad_tm_dk, grad_tm_dq: "
+                        "[B, N, H, d] operands, as fla and the torch module take them); the "
+                        "forward stays head-major")
     r.add_argument("--packed", type=int, metavar="B",
                    help="time B sequences of T / B tokens batched against packed "
                         "(cu_seqlens) instead")

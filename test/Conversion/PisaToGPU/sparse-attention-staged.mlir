@@ -37,21 +37,36 @@
 // CHECK-DAG: memref.view %[[BYTES]][%c52224][] : {{.*}} to memref<32x72xbf16, #gpu.address_space<workgroup>>
 // CHECK-DAG: memref.view %[[BYTES]][%c56832][] : {{.*}} to memref<32x132xf32, #gpu.address_space<workgroup>>
 // CHECK-DAG: %[[LIST:.*]] = memref.view %[[BYTES]][%c73728][] : {{.*}} to memref<8xi32, #gpu.address_space<workgroup>>
-// The attended blocks into the list: an entry is used when 0 <= s <
-// ceil(N / C) and s > the last used, attended when it starts at or before
-// the query; thread 0 writes the list.
-// CHECK: %[[WALK:.*]]:2 = scf.for %{{.*}} = %c0 to %c8 step %c1 iter_args(%[[LAST:.*]] = %c-1, %[[COUNT:.*]] = %c0) -> (index, index)
-// CHECK: %[[S32:.*]] = memref.load
+// The attended blocks into the list, each warp walking the row with a
+// lane an entry (K = 8: one chunk): an entry is used when 0 <= s <
+// ceil(N / C) and s > every valid entry before it (a prefix max by
+// shuffles), attended when it starts at or before the query, and written
+// at the count of attended entries before it (a ballot) by the first
+// warp; every thread gets the count.
+// CHECK: %[[FIRSTWARP:.*]] = arith.cmpi ult, %thread_id_x, %c32 : index
+// CHECK: %[[LANE:.*]] = arith.remui %thread_id_x, %c32 : index
+// CHECK: %[[ENTRY:.*]] = arith.minui %[[LANE]], %c7 : index
+// CHECK: %[[S32:.*]] = memref.load %{{.*}}[%{{.*}}, %{{.*}}, %block_id_x, %[[ENTRY]]]
 // CHECK: %[[S:.*]] = arith.index_cast %[[S32]] : i32 to index
 // CHECK-DAG: arith.cmpi sge, %[[S]], %c0
 // CHECK-DAG: arith.cmpi slt, %[[S]], %{{.*}}
-// CHECK-DAG: arith.cmpi sgt, %[[S]], %[[LAST]]
-// CHECK: memref.store %[[S32]], %[[LIST]][%[[COUNT]]]
+// CHECK: gpu.shuffle  up %{{.*}}, %c1_i32, %c32_i32 : i32
+// CHECK: gpu.shuffle  up %{{.*}}, %c16_i32, %c32_i32 : i32
+// CHECK: %[[BEFORE:.*]] = arith.maxsi %{{.*}}, %c-1_i32 : i32
+// CHECK: arith.cmpi sgt, %[[S32]], %[[BEFORE]] : i32
+// CHECK: %[[MASK:.*]] = nvvm.vote.sync  ballot %c-1_i32, %[[ATTENDED:.*]] -> i32
+// CHECK: %[[AT:.*]] = math.ctpop
+// CHECK: %[[AT_INDEX:.*]] = arith.index_cast %[[AT]] : i32 to index
+// CHECK: %[[STORES:.*]] = arith.andi %[[ATTENDED]], %[[FIRSTWARP]] : i1
+// CHECK: scf.if %[[STORES]] {
+// CHECK: memref.store %[[S32]], %[[LIST]][%[[AT_INDEX]]]
+// CHECK: %[[COUNT:.*]] = math.ctpop %[[MASK]] : i32
+// CHECK: %[[WALK:.*]] = arith.index_cast %[[COUNT]] : i32 to index
 // CHECK: gpu.barrier
 // Q's tile is read once, before the loop (its fragments stay in registers).
 // CHECK: %[[QT:.*]] = vector.transfer_read %{{.*}} : memref<32x136xbf16, #gpu.address_space<workgroup>>, vector<32x128xbf16>
 // Per attended block: stage, score, softmax, accumulate.
-// CHECK: scf.for %{{.*}} = %c0 to %[[WALK]]#1 step %c1 iter_args(%{{.*}} = %cst{{.*}}, %{{.*}} = %cst{{.*}}) -> (f32, f32)
+// CHECK: scf.for %{{.*}} = %c0 to %[[WALK]] step %c1 iter_args(%{{.*}} = %cst{{.*}}, %{{.*}} = %cst{{.*}}) -> (f32, f32)
 // CHECK: gpu.barrier
 // CHECK: gpu.barrier
 // Warp w scores the block's keys [16 w, 16 w + 16) against the 32 rows ...

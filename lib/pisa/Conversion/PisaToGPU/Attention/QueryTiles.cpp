@@ -113,34 +113,30 @@ Value QueryTile::visibleKeys(ImplicitLocOpBuilder &b, Value firstKey) const {
 }
 
 void QueryTile::listBlocks(ImplicitLocOpBuilder &b) {
-  Type index = b.getIndexType();
-  buildIfThen(
-      b, cmp(b, P::eq, lane, indexConst(b, 0)), [&](ImplicitLocOpBuilder &lb) {
-        Value n = buildIf(
-            lb, hasQuery, TypeRange{index},
-            [&](ImplicitLocOpBuilder &qb) -> SmallVector<Value> {
-              return {walkAttendedBlocks(
-                  qb, e.arg("selection"), {batch, kv, query}, numKeys, keyEnd,
-                  p.blockSize, p.topK,
-                  [&](ImplicitLocOpBuilder &wb, Value attended, Value s32,
-                      Value at) {
-                    buildIfThen(wb, attended, [&](ImplicitLocOpBuilder &sb) {
-                      Value entry = s32;
-                      if (packed)
-                        entry = toI32(
-                            sb, keys.row(sb, arith::MulIOp::create(
-                                                 sb, toIndex(sb, s32),
-                                                 indexConst(sb, p.blockSize))));
-                      memref::StoreOp::create(sb, entry, lists,
-                                              ValueRange{warp, at});
-                    });
-                  })};
-            },
-            [&](ImplicitLocOpBuilder &nb) -> SmallVector<Value> {
-              return {indexConst(nb, 0)};
-            })[0];
-        memref::StoreOp::create(lb, toI32(lb, n), counts, warp);
-      });
+  // hasQuery is the warp's: its lanes walk the row together.
+  Value n = buildIf(
+      b, hasQuery, TypeRange{b.getIndexType()},
+      [&](ImplicitLocOpBuilder &qb) -> SmallVector<Value> {
+        return {walkAttendedBlocksByWarp(
+            qb, e.arg("selection"), {batch, kv, query}, numKeys, keyEnd,
+            p.blockSize, p.topK, lane,
+            [&](ImplicitLocOpBuilder &sb, Value s32, Value at) {
+              Value entry = s32;
+              if (packed)
+                entry =
+                    toI32(sb, keys.row(sb, arith::MulIOp::create(
+                                               sb, toIndex(sb, s32),
+                                               indexConst(sb, p.blockSize))));
+              memref::StoreOp::create(sb, entry, lists, ValueRange{warp, at});
+            })};
+      },
+      [&](ImplicitLocOpBuilder &nb) -> SmallVector<Value> {
+        return {indexConst(nb, 0)};
+      })[0];
+  buildIfThen(b, cmp(b, P::eq, lane, indexConst(b, 0)),
+              [&](ImplicitLocOpBuilder &lb) {
+                memref::StoreOp::create(lb, toI32(lb, n), counts, warp);
+              });
 }
 
 void QueryTile::mergeLists(ImplicitLocOpBuilder &b) {

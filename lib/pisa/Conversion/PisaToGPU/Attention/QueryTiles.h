@@ -8,7 +8,8 @@
 // query's list is ascending: the union is a merge), so that a block several of
 // them attend is read once:
 //
-//   listBlocks    lane 0 of each warp lists its query's attended blocks
+//   listBlocks    each warp lists its query's attended blocks (its lanes
+//                 32 entries at a time)
 //   mergeLists    thread 0 merges the lists: the union, and per entry the
 //                 mask of the warps that attend it
 //   produceUnion  warp W (the block has W + 1) copies each union entry's
@@ -119,8 +120,8 @@ protected:
   Value keyRows, numKeys, query, hasQuery, keyEnd;
 
 private:
-  /// Lane 0 of each warp lists the blocks its query attends (ascending, by
-  /// the forward's rule) and their count.
+  /// Each warp lists the blocks its query attends (ascending, by the
+  /// forward's rule, walkAttendedBlocksByWarp) and lane 0 their count.
   void listBlocks(ImplicitLocOpBuilder &b);
   /// Thread 0 merges the warps' lists into the union (ascending, each block
   /// once) with, per entry, the mask of the warps that attend it. The lists

@@ -147,11 +147,25 @@ Value walkAttendedBlocks(
     llvm::function_ref<void(ImplicitLocOpBuilder &, Value, Value, Value)>
         onEntry);
 
+/// The same rule walked by a warp (every lane of it calls this, `lane`
+/// its lane), 32 entries at a time, lane l taking entry 32 c + l, so that
+/// the entries' loads are issued together: an entry is used when it is a
+/// block of the sequence above every valid entry before it (a prefix max
+/// over the lanes and the chunks before), and `onEntry(b, s32, at)` runs
+/// on the lane of each attended entry with the count of attended entries
+/// before it (a ballot). Returns the count (every lane).
+Value walkAttendedBlocksByWarp(
+    ImplicitLocOpBuilder &b, Value selection, ValueRange row, Value numKeys,
+    Value keyEnd, int64_t blockSize, int64_t topK, Value lane,
+    llvm::function_ref<void(ImplicitLocOpBuilder &, Value, Value)> onEntry);
+
 /// The blocks a query attends, in order, written to `list` (workgroup i32
-/// [K]) by thread `tid` = 0; every thread gets the count. An entry s of the
-/// selection row `row` ({batch, KV head, query}) is used when 0 <= s <
-/// ceil(N / C) and s > the last one used (docs/semantics.md, section 6),
-/// attended when its block starts before `keyEnd` (min(N, position + 1)).
+/// [K]) by the block's first warp; every thread (`tid`, all of the block's)
+/// gets the count, each warp walking the row (walkAttendedBlocksByWarp).
+/// An entry s of the selection row `row` ({batch, KV head, query}) is used
+/// when 0 <= s < ceil(N / C) and s > the last one used (docs/semantics.md,
+/// section 6), attended when its block starts before `keyEnd` (min(N,
+/// position + 1)).
 Value listAttendedBlocks(ImplicitLocOpBuilder &b, Value selection,
                          ValueRange row, Value numKeys, Value keyEnd,
                          int64_t blockSize, int64_t topK, Value tid,

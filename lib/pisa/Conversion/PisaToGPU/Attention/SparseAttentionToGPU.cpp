@@ -23,6 +23,7 @@
 #include "Attention/SparseAttention.h"
 #include "Kernels/KernelBuilder.h"
 #include "Kernels/TileCopy.h"
+#include "Selection/LaneWalk.h"
 #include "Selection/PackedSequences.h"
 #include "Selection/QueryKernels.h"
 
@@ -169,21 +170,91 @@ Value mlir::pisa::detail::walkAttendedBlocks(
   return walked[1];
 }
 
+Value mlir::pisa::detail::walkAttendedBlocksByWarp(
+    ImplicitLocOpBuilder &b, Value selection, ValueRange row, Value numKeys,
+    Value keyEnd, int64_t blockSize, int64_t topK, Value lane,
+    llvm::function_ref<void(ImplicitLocOpBuilder &, Value, Value)> onEntry) {
+  using P = arith::CmpIPredicate;
+  auto i32Const = [](ImplicitLocOpBuilder &cb, int64_t v) -> Value {
+    return arith::ConstantIntOp::create(cb, v, 32);
+  };
+  auto shuffle = [&](ImplicitLocOpBuilder &cb, Value v, int64_t at,
+                     gpu::ShuffleMode mode) -> Value {
+    return gpu::ShuffleOp::create(cb, v, i32Const(cb, at), i32Const(cb, kLanes),
+                                  mode)
+        .getShuffleResult();
+  };
+  Value numBlocks =
+      arith::CeilDivUIOp::create(b, numKeys, indexConst(b, blockSize));
+  Value lane32 = toI32(b, lane);
+  // Chunks of 32 entries, lane l taking entry 32 c + l; the state: the
+  // count so far and the largest valid entry of the chunks before.
+  SmallVector<Value> state = buildLoop(
+      b, indexConst(b, 0), indexConst(b, llvm::divideCeil(topK, kLanes)),
+      indexConst(b, 1), ValueRange{indexConst(b, 0), i32Const(b, -1)},
+      [&](ImplicitLocOpBuilder &lb, Value chunk,
+          ValueRange st) -> SmallVector<Value> {
+        Value count = st[0], last = st[1];
+        Value entry = arith::AddIOp::create(
+            lb, arith::MulIOp::create(lb, chunk, indexConst(lb, kLanes)), lane);
+        Value s32 = memref::LoadOp::create(
+            lb, selection,
+            ValueRange{
+                row[0], row[1], row[2],
+                arith::MinUIOp::create(lb, entry, indexConst(lb, topK - 1))});
+        Value s = toIndex(lb, s32);
+        Value valid = arith::AndIOp::create(
+            lb, cmp(lb, P::ult, entry, indexConst(lb, topK)),
+            arith::AndIOp::create(lb, cmp(lb, P::sge, s, indexConst(lb, 0)),
+                                  cmp(lb, P::slt, s, numBlocks)));
+        // The largest valid entry up to this lane (an inclusive prefix max),
+        // and before it.
+        Value upTo = arith::SelectOp::create(lb, valid, s32, i32Const(lb, -1));
+        for (int64_t k = 1; k < kLanes; k *= 2)
+          upTo = arith::SelectOp::create(
+              lb, arith::CmpIOp::create(lb, P::sge, lane32, i32Const(lb, k)),
+              arith::MaxSIOp::create(
+                  lb, upTo, shuffle(lb, upTo, k, gpu::ShuffleMode::UP)),
+              upTo);
+        Value before = arith::MaxSIOp::create(
+            lb, last,
+            arith::SelectOp::create(
+                lb, arith::CmpIOp::create(lb, P::sge, lane32, i32Const(lb, 1)),
+                shuffle(lb, upTo, 1, gpu::ShuffleMode::UP), i32Const(lb, -1)));
+        Value used = arith::AndIOp::create(
+            lb, valid, arith::CmpIOp::create(lb, P::sgt, s32, before));
+        Value attended = arith::AndIOp::create(
+            lb, used,
+            cmp(lb, P::slt,
+                arith::MulIOp::create(lb, s, indexConst(lb, blockSize)),
+                keyEnd));
+        Value mask = ballot(lb, attended);
+        Value at = arith::AddIOp::create(
+            lb, count, popCount(lb, bitsBelow(lb, mask, lane32)));
+        buildIfThen(lb, attended,
+                    [&](ImplicitLocOpBuilder &wb) { onEntry(wb, s32, at); });
+        return {arith::AddIOp::create(lb, count, popCount(lb, mask)),
+                arith::MaxSIOp::create(
+                    lb, last,
+                    shuffle(lb, upTo, kLanes - 1, gpu::ShuffleMode::IDX))};
+      });
+  return state[0];
+}
+
 Value mlir::pisa::detail::listAttendedBlocks(ImplicitLocOpBuilder &b,
                                              Value selection, ValueRange row,
                                              Value numKeys, Value keyEnd,
                                              int64_t blockSize, int64_t topK,
                                              Value tid, Value list) {
-  return walkAttendedBlocks(
+  Value firstWarp =
+      cmp(b, arith::CmpIPredicate::ult, tid, indexConst(b, kLanes));
+  return walkAttendedBlocksByWarp(
       b, selection, row, numKeys, keyEnd, blockSize, topK,
-      [&](ImplicitLocOpBuilder &lb, Value attended, Value s32, Value count) {
-        buildIfThen(lb,
-                    arith::AndIOp::create(lb, attended,
-                                          cmp(lb, arith::CmpIPredicate::eq, tid,
-                                              indexConst(lb, 0))),
-                    [&](ImplicitLocOpBuilder &wb) {
-                      memref::StoreOp::create(wb, s32, list, count);
-                    });
+      arith::RemUIOp::create(b, tid, indexConst(b, kLanes)),
+      [&](ImplicitLocOpBuilder &lb, Value s32, Value at) {
+        buildIfThen(lb, firstWarp, [&](ImplicitLocOpBuilder &wb) {
+          memref::StoreOp::create(wb, s32, list, at);
+        });
       });
 }
 

@@ -1,15 +1,13 @@
 //===- WarpPerQuery.cpp - A warp per query over its own blocks ------------===//
 //
 // WarpPerQuery.h's pieces of the register attention and register dq
-// kernels. A query's list of attended blocks is built by the whole warp, 32
-// selection entries at a time (a lane each), so that the entries' loads are
-// issued together, not each after the one before.
+// kernels. A query's list of attended blocks is built by the whole warp
+// (walkAttendedBlocksByWarp, SparseAttention.h).
 //
 //===----------------------------------------------------------------------===//
 
 #include "Attention/WarpPerQuery.h"
 #include "Kernels/TileCopy.h"
-#include "Selection/LaneWalk.h"
 #include "Selection/QueryKernels.h"
 
 #include "../Common/LoopBuilders.h"
@@ -57,72 +55,11 @@ Value WarpPerQuery::beginQuery(ImplicitLocOpBuilder &b, Value q,
 }
 
 Value WarpPerQuery::listBlocks(ImplicitLocOpBuilder &b, Value list) const {
-  using P = arith::CmpIPredicate;
-  auto i32Const = [](ImplicitLocOpBuilder &cb, int64_t v) -> Value {
-    return arith::ConstantIntOp::create(cb, v, 32);
-  };
-  auto shuffle = [&](ImplicitLocOpBuilder &cb, Value v, int64_t at,
-                     gpu::ShuffleMode mode) -> Value {
-    return gpu::ShuffleOp::create(cb, v, i32Const(cb, at), i32Const(cb, kLanes),
-                                  mode)
-        .getShuffleResult();
-  };
-  Value numBlocks =
-      arith::CeilDivUIOp::create(b, numKeys, indexConst(b, blockSize));
-  Value lane32 = toI32(b, lane);
-  // Chunks of 32 entries, lane l taking entry 32 c + l; the state: the
-  // count so far and the largest valid entry of the chunks before.
-  SmallVector<Value> state = buildLoop(
-      b, indexConst(b, 0), indexConst(b, llvm::divideCeil(topK, kLanes)),
-      indexConst(b, 1), ValueRange{indexConst(b, 0), i32Const(b, -1)},
-      [&](ImplicitLocOpBuilder &lb, Value chunk,
-          ValueRange st) -> SmallVector<Value> {
-        Value count = st[0], last = st[1];
-        Value entry = arith::AddIOp::create(
-            lb, arith::MulIOp::create(lb, chunk, indexConst(lb, kLanes)), lane);
-        Value s32 = memref::LoadOp::create(
-            lb, e.arg("selection"),
-            ValueRange{
-                batch, kv, query,
-                arith::MinUIOp::create(lb, entry, indexConst(lb, topK - 1))});
-        Value s = toIndex(lb, s32);
-        Value valid = arith::AndIOp::create(
-            lb, cmp(lb, P::ult, entry, indexConst(lb, topK)),
-            arith::AndIOp::create(lb, cmp(lb, P::sge, s, indexConst(lb, 0)),
-                                  cmp(lb, P::slt, s, numBlocks)));
-        // The largest valid entry up to this lane (an inclusive prefix max),
-        // and before it.
-        Value upTo = arith::SelectOp::create(lb, valid, s32, i32Const(lb, -1));
-        for (int64_t k = 1; k < kLanes; k *= 2)
-          upTo = arith::SelectOp::create(
-              lb, arith::CmpIOp::create(lb, P::sge, lane32, i32Const(lb, k)),
-              arith::MaxSIOp::create(
-                  lb, upTo, shuffle(lb, upTo, k, gpu::ShuffleMode::UP)),
-              upTo);
-        Value before = arith::MaxSIOp::create(
-            lb, last,
-            arith::SelectOp::create(
-                lb, arith::CmpIOp::create(lb, P::sge, lane32, i32Const(lb, 1)),
-                shuffle(lb, upTo, 1, gpu::ShuffleMode::UP), i32Const(lb, -1)));
-        Value used = arith::AndIOp::create(
-            lb, valid, arith::CmpIOp::create(lb, P::sgt, s32, before));
-        Value attended = arith::AndIOp::create(
-            lb, used,
-            cmp(lb, P::slt,
-                arith::MulIOp::create(lb, s, indexConst(lb, blockSize)),
-                keyEnd));
-        Value mask = ballot(lb, attended);
-        Value at = arith::AddIOp::create(
-            lb, count, popCount(lb, bitsBelow(lb, mask, lane32)));
-        buildIfThen(lb, attended, [&](ImplicitLocOpBuilder &wb) {
-          memref::StoreOp::create(wb, s32, list, at);
-        });
-        return {arith::AddIOp::create(lb, count, popCount(lb, mask)),
-                arith::MaxSIOp::create(
-                    lb, last,
-                    shuffle(lb, upTo, kLanes - 1, gpu::ShuffleMode::IDX))};
+  return walkAttendedBlocksByWarp(
+      b, e.arg("selection"), {batch, kv, query}, numKeys, keyEnd, blockSize,
+      topK, lane, [&](ImplicitLocOpBuilder &wb, Value s32, Value at) {
+        memref::StoreOp::create(wb, s32, list, at);
       });
-  return state[0];
 }
 
 WarpPerQuery::Entry WarpPerQuery::beginEntry(ImplicitLocOpBuilder &b,

@@ -73,13 +73,8 @@ protected:
   static void syncWarp(ImplicitLocOpBuilder &b);
 
 private:
-  /// The query's attended blocks (listAttendedBlocks's rule, section 6)
-  /// written to `list` in order by the lanes that find them, 32 entries at
-  /// a time: an entry is used when it is a block of the sequence above
-  /// every valid entry before it (the prefix max over the lanes and the
-  /// chunks before), attended when its block starts before keyEnd, and
-  /// written at the count of attended entries before it (a ballot).
-  /// Returns the count (every lane).
+  /// The query's attended blocks written to `list` in order by the warp
+  /// (walkAttendedBlocksByWarp); returns the count (every lane).
   Value listBlocks(ImplicitLocOpBuilder &b, Value list) const;
 
 protected:

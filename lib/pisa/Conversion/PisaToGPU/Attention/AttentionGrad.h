@@ -175,8 +175,10 @@ struct RowSite {
 };
 
 /// The exponent shift of a head row: lse log2 e, or +inf where the row has
-/// no probability (a padding row, or lse = -inf: P = 0 by the contract).
-Value probabilityShift(ImplicitLocOpBuilder &b, Value lse, Value isHead);
+/// no probability (a padding row where `isHead` is false, or lse = -inf: P
+/// = 0 by the contract). A null `isHead` is a row with a head.
+Value probabilityShift(ImplicitLocOpBuilder &b, Value lse,
+                       Value isHead = Value());
 /// This thread's columns of a score row: P from the raw scores and dS = P
 /// (dP - D), both f32 vectors of `columns`; `visible` counts the tile's
 /// keys the row's query sees from the thread's first column.

@@ -211,9 +211,10 @@ Value RowSite::firstColumn(ImplicitLocOpBuilder &b, int64_t columns) const {
 /// contract), so that exp2(logit - shift) is 0 there.
 Value probabilityShift(ImplicitLocOpBuilder &b, Value lse, Value isHead) {
   const float inf = std::numeric_limits<float>::infinity();
-  Value finite = arith::CmpFOp::create(b, arith::CmpFPredicate::OGT, lse,
-                                       f32Const(b, -inf));
-  Value use = arith::AndIOp::create(b, isHead, finite);
+  Value use = arith::CmpFOp::create(b, arith::CmpFPredicate::OGT, lse,
+                                    f32Const(b, -inf));
+  if (isHead)
+    use = arith::AndIOp::create(b, isHead, use);
   return arith::SelectOp::create(
       b, use, arith::MulFOp::create(b, lse, f32Const(b, kLog2E)),
       f32Const(b, inf));

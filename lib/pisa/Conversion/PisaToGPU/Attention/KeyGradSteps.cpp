@@ -492,7 +492,6 @@ KeyGradBlock::probabilities(ImplicitLocOpBuilder &b, const StepTiles &step,
   Value keyRow = toI32(b, arith::AddIOp::create(b, key0, gid));
   Value logScale = f32Const(b, scale * kLog2E);
   Value negInf = f32Const(b, -inf);
-  Value trueI1 = arith::ConstantIntOp::create(b, 1, 1);
   // probs[t][half * 2 + j]: key key0 + gid + 8 half, row row0 + 8 t + 2
   // tig + j.
   SmallVector<SmallVector<Value>> probs(tiles), grads(tiles);
@@ -515,7 +514,7 @@ KeyGradBlock::probabilities(ImplicitLocOpBuilder &b, const StepTiles &step,
         // saw no key); the others see no key and read lse 0.
         Value prob = shiftedExp2(
             b, logit,
-            probabilityShift(b, vector::ExtractOp::create(b, lse, j), trueI1));
+            probabilityShift(b, vector::ExtractOp::create(b, lse, j)));
         probs[t].push_back(prob);
         if (!dp.empty())
           grads[t].push_back(gradient(

@@ -134,6 +134,22 @@ mlir::pisa::detail::attentionLimitViolation(Type elem, int64_t groupSize,
   return why;
 }
 
+namespace {
+// The two halves of the selection rule (docs/semantics.md, section 6) both
+// walks state: entry s names a block of the sequence, and its block starts
+// before keyEnd.
+Value isBlockOfSequence(ImplicitLocOpBuilder &b, Value s, Value numBlocks) {
+  return arith::AndIOp::create(
+      b, cmp(b, arith::CmpIPredicate::sge, s, indexConst(b, 0)),
+      cmp(b, arith::CmpIPredicate::slt, s, numBlocks));
+}
+Value startsBefore(ImplicitLocOpBuilder &b, Value s, int64_t blockSize,
+                   Value keyEnd) {
+  return cmp(b, arith::CmpIPredicate::slt,
+             arith::MulIOp::create(b, s, indexConst(b, blockSize)), keyEnd);
+}
+} // namespace
+
 Value mlir::pisa::detail::walkAttendedBlocks(
     ImplicitLocOpBuilder &b, Value selection, ValueRange row, Value numKeys,
     Value keyEnd, int64_t blockSize, int64_t topK,
@@ -152,15 +168,9 @@ Value mlir::pisa::detail::walkAttendedBlocks(
             lb, selection, ValueRange{row[0], row[1], row[2], entry});
         Value s = toIndex(lb, s32);
         Value used = arith::AndIOp::create(
-            lb,
-            arith::AndIOp::create(lb, cmp(lb, P::sge, s, zero),
-                                  cmp(lb, P::slt, s, numBlocks)),
-            cmp(lb, P::sgt, s, last));
+            lb, isBlockOfSequence(lb, s, numBlocks), cmp(lb, P::sgt, s, last));
         Value attended = arith::AndIOp::create(
-            lb, used,
-            cmp(lb, P::slt,
-                arith::MulIOp::create(lb, s, indexConst(lb, blockSize)),
-                keyEnd));
+            lb, used, startsBefore(lb, s, blockSize, keyEnd));
         onEntry(lb, attended, s32, count);
         return {arith::SelectOp::create(lb, used, s, last),
                 arith::SelectOp::create(lb, attended,
@@ -205,8 +215,7 @@ Value mlir::pisa::detail::walkAttendedBlocksByWarp(
         Value s = toIndex(lb, s32);
         Value valid = arith::AndIOp::create(
             lb, cmp(lb, P::ult, entry, indexConst(lb, topK)),
-            arith::AndIOp::create(lb, cmp(lb, P::sge, s, indexConst(lb, 0)),
-                                  cmp(lb, P::slt, s, numBlocks)));
+            isBlockOfSequence(lb, s, numBlocks));
         // The largest valid entry up to this lane (an inclusive prefix max),
         // and before it.
         Value upTo = arith::SelectOp::create(lb, valid, s32, i32Const(lb, -1));
@@ -224,10 +233,7 @@ Value mlir::pisa::detail::walkAttendedBlocksByWarp(
         Value used = arith::AndIOp::create(
             lb, valid, arith::CmpIOp::create(lb, P::sgt, s32, before));
         Value attended = arith::AndIOp::create(
-            lb, used,
-            cmp(lb, P::slt,
-                arith::MulIOp::create(lb, s, indexConst(lb, blockSize)),
-                keyEnd));
+            lb, used, startsBefore(lb, s, blockSize, keyEnd));
         Value mask = ballot(lb, attended);
         Value at = arith::AddIOp::create(
             lb, count, popCount(lb, bitsBelow(lb, mask, lane32)));

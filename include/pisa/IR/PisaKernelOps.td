@@ -556,17 +556,21 @@ def Pisa_SparseAttentionGradQueriesKernelOp
 }
 
 def Pisa_SparseAttentionGradKeysKernelOp
-    : Pisa_KernelOp<"sparse_attention_grad_keys", 4, [AttrSizedOperandSegments]> {
+    : Pisa_KernelOp<"sparse_attention_grad_keys", 5, [AttrSizedOperandSegments]> {
   let summary = "dk and dv of sparse attention's backward, one block per key block";
   let description = [{
-    The key half of `pisa.sparse_attention_grad`: marks which queries
-    attend each key block in `query_bits` ([B, Hkv, ceil(N / C),
-    ceil(Nq / 32) + 1] i32 scratch, zeroed first: bit i % 32 of word i / 32
-    of row j is set when query i attends block j; the last word counts the
-    row's finished segments), then one block per (key block, segment of its
-    queries, batch x KV head) stages the block's keys and values once and,
-    for its segment's queries in index order, several at a time, recomputes
-    P and dS from lse and `delta` (D of
+    The key half of `pisa.sparse_attention_grad`: lists which queries
+    attend each key block (scratch, linear in N and Nq): `query_index`
+    ([B, Hkv, ceil(N / C), Q + 3] i32, Q = min(256, ceil(Nq / 32)) chunks
+    of ceil(Nq / Q) queries) holds, per key block, each chunk's count of
+    attending queries then its offset in the block's list, the list's
+    length, its start and the count of the block's finished segments;
+    `query_list` ([B, Hkv, Nq, K] i32) holds the lists, block after block,
+    each in chunk order and, inside a chunk, in a fixed order (by
+    32-query steps, selection entries, lanes). Then one block per (key
+    block, segment of its list, batch x KV head) stages the block's keys
+    and values once and, for its segment's queries, several at a time,
+    recomputes P and dS from lse and `delta` (D of
     `pisa.kernel.sparse_attention_grad_queries`) and accumulates dk = scale
     sum dS q and dv = sum P dO on tensor cores. The segments of a block add
     their sums in segment order through `accumulators` ([B, Hkv, N, d + dv]
@@ -574,22 +578,24 @@ def Pisa_SparseAttentionGradKeysKernelOp
     query attends gets zeros. `grad_keys` and `grad_values` have the keys'
     and values' shapes, f32 or their element type. Given `cu_seqlens(q,
     k)`, a packed batch seen as a token-major batch of one: the rows of
-    `query_bits` are the batch's block slots (sequence s's blocks from
-    floor(cu_k[s] / C) + s: floor(Tk / C) + B rows), and each block finds
-    its sequence and walks only that sequence's queries.
+    `query_index` are the batch's block slots (sequence s's blocks from
+    floor(cu_k[s] / C) + s: floor(Tk / C) + B rows), whose lists hold only
+    their sequence's queries.
 
     ```mlir
-    %dk, %dv, %bits, %acc = pisa.kernel.sparse_attention_grad_keys %q, %k,
-        %v, %sel, %off, %lse, %dd, %do outs(%dk0, %dv0, %b0, %a0)
+    %dk, %dv, %idx, %list, %acc = pisa.kernel.sparse_attention_grad_keys
+        %q, %k, %v, %sel, %off, %lse, %dd, %do
+        outs(%dk0, %dv0, %i0, %l0, %a0)
         block_size = 64 scale = 0.0883883461
         : tensor<1x16x4096x128xbf16>, tensor<1x1x4096x128xbf16>,
           tensor<1x1x4096x128xbf16>, tensor<1x1x4096x8xi32>,
           tensor<1x16x4096xf32>, tensor<1x16x4096xf32>,
           tensor<1x16x4096x128xbf16>, tensor<1x1x4096x128xf32>,
-          tensor<1x1x4096x128xf32>, tensor<1x1x64x129xi32>,
-          tensor<1x1x4096x256xf32>
+          tensor<1x1x4096x128xf32>, tensor<1x1x64x131xi32>,
+          tensor<1x1x4096x8xi32>, tensor<1x1x4096x256xf32>
         -> tensor<1x1x4096x128xf32>, tensor<1x1x4096x128xf32>,
-           tensor<1x1x64x129xi32>, tensor<1x1x4096x256xf32>
+           tensor<1x1x64x131xi32>, tensor<1x1x4096x8xi32>,
+           tensor<1x1x4096x256xf32>
     ```
   }];
   let arguments = (ins Pisa_Keys4D:$queries, Pisa_Keys4D:$keys,
@@ -599,7 +605,8 @@ def Pisa_SparseAttentionGradKeysKernelOp
                        Optional<Pisa_I32_1D>:$cu_seqlens_q,
                        Optional<Pisa_I32_1D>:$cu_seqlens_k,
                        Pisa_Keys4D:$grad_keys, Pisa_Keys4D:$grad_values,
-                       Pisa_I32_4D:$query_bits, Pisa_F32_4D:$accumulators,
+                       Pisa_I32_4D:$query_index, Pisa_I32_4D:$query_list,
+                       Pisa_F32_4D:$accumulators,
                        I64Attr:$block_size,
                        F32Attr:$scale, UnitAttr:$token_major);
   let assemblyFormat = [{
@@ -607,12 +614,12 @@ def Pisa_SparseAttentionGradKeysKernelOp
     $lse `,` $delta `,` $grad_output
     (`cu_seqlens` `(` $cu_seqlens_q^ `,` $cu_seqlens_k `:`
      type($cu_seqlens_q) `,` type($cu_seqlens_k) `)`)?
-    `outs` `(` $grad_keys `,` $grad_values `,` $query_bits `,`
-    $accumulators `)` `block_size` `=` $block_size `scale` `=` $scale
+    `outs` `(` $grad_keys `,` $grad_values `,` $query_index `,`
+    $query_list `,` $accumulators `)` `block_size` `=` $block_size `scale` `=` $scale
     attr-dict `:` type($queries) `,` type($keys) `,` type($values) `,`
     type($selection) `,` type($lse) `,` type($delta) `,`
     type($grad_output) `,` type($grad_keys) `,` type($grad_values) `,`
-    type($query_bits) `,` type($accumulators) (`->` type($results)^)?
+    type($query_index) `,` type($query_list) `,` type($accumulators) (`->` type($results)^)?
   }];
 }
 

@@ -681,10 +681,15 @@ LogicalResult SparseAttentionGradKeysKernelOp::verify() {
   if (failed(checkPackedBatch(*this, getCuSeqlensQ(), getCuSeqlensK(), tm,
                               tokenShapeOf(getQueries(), tm)[0])))
     return failure();
-  ArrayRef<int64_t> bits = shapeOf(getQueryBits());
-  if (ShapedType::isDynamic(bits[1]))
-    return emitOpError() << "expected a static dim 1 (the kernels' tiling) in "
-                         << "query_bits but got " << getQueryBits().getType();
+  ArrayRef<int64_t> index = shapeOf(getQueryIndex());
+  ArrayRef<int64_t> list = shapeOf(getQueryList());
+  for (auto [name, value, shape] :
+       {std::tuple<StringRef, Value, ArrayRef<int64_t>>{"query_index",
+                                                        getQueryIndex(), index},
+        {"query_list", getQueryList(), list}})
+    if (ShapedType::isDynamic(shape[1]))
+      return emitOpError() << "expected a static dim 1 (the kernels' tiling) "
+                           << "in " << name << " but got " << value.getType();
   if (failed(checkTiledDims(
           *this, {{"accumulators", getAccumulators(), Tiled::PerKvHead}})))
     return failure();
@@ -701,5 +706,9 @@ LogicalResult SparseAttentionGradKeysKernelOp::verify() {
           checkSameDim(*this, "Hkv", "grad_values", dv[1], "values", v[1])) ||
       failed(checkSameDim(*this, "N", "grad_values", dv[2], "values", v[2])) ||
       failed(checkSameDim(*this, "dv", "grad_values", dv[3], "values", v[3])) ||
-      failed(checkSameDim(*this, "Hkv", "query_bits", bits[1], "keys", k[1])));
+      failed(
+          checkSameDim(*this, "Hkv", "query_index", index[1], "keys", k[1])) ||
+      failed(checkSameDim(*this, "Hkv", "query_list", list[1], "keys", k[1])) ||
+      failed(checkSameDim(*this, "K", "query_list", list[3], "selection",
+                          shapeOf(getSelection())[3])));
 }

@@ -306,11 +306,11 @@ func.func @f(%k: memref<1x1x512x128xbf16>, %p: memref<1x1x15x128xf32>) {
 // -----
 
 // C = 128 does not fit the register key kernel (a warp owns 16 keys of 64).
-func.func @f(%q: memref<1x4x10x64xbf16>, %k: memref<1x1x10x64xbf16>, %v: memref<1x1x10x64xbf16>, %s: memref<1x1x10x3xi32>, %off: index, %l: memref<1x4x10xf32>, %dd: memref<1x4x10xf32>, %do: memref<1x4x10x64xbf16>, %dk: memref<1x1x10x64xf32>, %dv: memref<1x1x10x64xf32>, %bits: memref<1x1x1x2xi32>, %acc: memref<1x1x10x128xf32>) {
+func.func @f(%q: memref<1x4x10x64xbf16>, %k: memref<1x1x10x64xbf16>, %v: memref<1x1x10x64xbf16>, %s: memref<1x1x10x3xi32>, %off: index, %l: memref<1x4x10xf32>, %dd: memref<1x4x10xf32>, %do: memref<1x4x10x64xbf16>, %dk: memref<1x1x10x64xf32>, %dv: memref<1x1x10x64xf32>, %index: memref<1x1x1x6xi32>, %list: memref<1x1x10x3xi32>, %acc: memref<1x1x10x128xf32>) {
   // expected-error @+1 {{kernel_config epilogue = registers is not supported here: the register key kernel needs C of 16, 32 or 64}}
-  pisa.kernel.sparse_attention_grad_keys %q, %k, %v, %s, %off, %l, %dd, %do outs(%dk, %dv, %bits, %acc) block_size = 128 scale = 0.125
+  pisa.kernel.sparse_attention_grad_keys %q, %k, %v, %s, %off, %l, %dd, %do outs(%dk, %dv, %index, %list, %acc) block_size = 128 scale = 0.125
       {kernel_config = #pisa.kernel_config<variant = mma_sync, epilogue = registers>}
-      : memref<1x4x10x64xbf16>, memref<1x1x10x64xbf16>, memref<1x1x10x64xbf16>, memref<1x1x10x3xi32>, memref<1x4x10xf32>, memref<1x4x10xf32>, memref<1x4x10x64xbf16>, memref<1x1x10x64xf32>, memref<1x1x10x64xf32>, memref<1x1x1x2xi32>, memref<1x1x10x128xf32>
+      : memref<1x4x10x64xbf16>, memref<1x1x10x64xbf16>, memref<1x1x10x64xbf16>, memref<1x1x10x3xi32>, memref<1x4x10xf32>, memref<1x4x10xf32>, memref<1x4x10x64xbf16>, memref<1x1x10x64xf32>, memref<1x1x10x64xf32>, memref<1x1x1x6xi32>, memref<1x1x10x3xi32>, memref<1x1x10x128xf32>
   return
 }
 
@@ -361,21 +361,21 @@ func.func @f(%q: memref<1x32x10x64xbf16>, %k: memref<1x1x10x64xbf16>, %v: memref
 // -----
 
 // The warpgroup key kernel needs sm_90a (this file configures for sm_90).
-func.func @f(%q: memref<1x4x10x64xbf16>, %k: memref<1x1x10x64xbf16>, %v: memref<1x1x10x64xbf16>, %s: memref<1x1x10x3xi32>, %off: index, %l: memref<1x4x10xf32>, %dd: memref<1x4x10xf32>, %do: memref<1x4x10x64xbf16>, %dk: memref<1x1x10x64xf32>, %dv: memref<1x1x10x64xf32>, %bits: memref<1x1x1x2xi32>, %acc: memref<1x1x10x128xf32>) {
+func.func @f(%q: memref<1x4x10x64xbf16>, %k: memref<1x1x10x64xbf16>, %v: memref<1x1x10x64xbf16>, %s: memref<1x1x10x3xi32>, %off: index, %l: memref<1x4x10xf32>, %dd: memref<1x4x10xf32>, %do: memref<1x4x10x64xbf16>, %dk: memref<1x1x10x64xf32>, %dv: memref<1x1x10x64xf32>, %index: memref<1x1x1x6xi32>, %list: memref<1x1x10x3xi32>, %acc: memref<1x1x10x128xf32>) {
   // expected-error @+1 {{kernel_config variant = wgmma is not supported here: the warpgroup key kernel needs sm_90a, C = 64}}
-  pisa.kernel.sparse_attention_grad_keys %q, %k, %v, %s, %off, %l, %dd, %do outs(%dk, %dv, %bits, %acc) block_size = 64 scale = 0.125
+  pisa.kernel.sparse_attention_grad_keys %q, %k, %v, %s, %off, %l, %dd, %do outs(%dk, %dv, %index, %list, %acc) block_size = 64 scale = 0.125
       {kernel_config = #pisa.kernel_config<variant = wgmma>}
-      : memref<1x4x10x64xbf16>, memref<1x1x10x64xbf16>, memref<1x1x10x64xbf16>, memref<1x1x10x3xi32>, memref<1x4x10xf32>, memref<1x4x10xf32>, memref<1x4x10x64xbf16>, memref<1x1x10x64xf32>, memref<1x1x10x64xf32>, memref<1x1x1x2xi32>, memref<1x1x10x128xf32>
+      : memref<1x4x10x64xbf16>, memref<1x1x10x64xbf16>, memref<1x1x10x64xbf16>, memref<1x1x10x3xi32>, memref<1x4x10xf32>, memref<1x4x10xf32>, memref<1x4x10x64xbf16>, memref<1x1x10x64xf32>, memref<1x1x10x64xf32>, memref<1x1x1x6xi32>, memref<1x1x10x3xi32>, memref<1x1x10x128xf32>
   return
 }
 
 // -----
 
 // Only the register key kernel has a warpgroup form.
-func.func @f(%q: memref<1x4x10x64xbf16>, %k: memref<1x1x10x64xbf16>, %v: memref<1x1x10x64xbf16>, %s: memref<1x1x10x3xi32>, %off: index, %l: memref<1x4x10xf32>, %dd: memref<1x4x10xf32>, %do: memref<1x4x10x64xbf16>, %dk: memref<1x1x10x64xf32>, %dv: memref<1x1x10x64xf32>, %bits: memref<1x1x1x2xi32>, %acc: memref<1x1x10x128xf32>) {
+func.func @f(%q: memref<1x4x10x64xbf16>, %k: memref<1x1x10x64xbf16>, %v: memref<1x1x10x64xbf16>, %s: memref<1x1x10x3xi32>, %off: index, %l: memref<1x4x10xf32>, %dd: memref<1x4x10xf32>, %do: memref<1x4x10x64xbf16>, %dk: memref<1x1x10x64xf32>, %dv: memref<1x1x10x64xf32>, %index: memref<1x1x1x6xi32>, %list: memref<1x1x10x3xi32>, %acc: memref<1x1x10x128xf32>) {
   // expected-error @+1 {{kernel_config variant = wgmma is not supported here: the staged key kernel runs on mma_sync}}
-  pisa.kernel.sparse_attention_grad_keys %q, %k, %v, %s, %off, %l, %dd, %do outs(%dk, %dv, %bits, %acc) block_size = 64 scale = 0.125
+  pisa.kernel.sparse_attention_grad_keys %q, %k, %v, %s, %off, %l, %dd, %do outs(%dk, %dv, %index, %list, %acc) block_size = 64 scale = 0.125
       {kernel_config = #pisa.kernel_config<variant = wgmma, epilogue = shared>}
-      : memref<1x4x10x64xbf16>, memref<1x1x10x64xbf16>, memref<1x1x10x64xbf16>, memref<1x1x10x3xi32>, memref<1x4x10xf32>, memref<1x4x10xf32>, memref<1x4x10x64xbf16>, memref<1x1x10x64xf32>, memref<1x1x10x64xf32>, memref<1x1x1x2xi32>, memref<1x1x10x128xf32>
+      : memref<1x4x10x64xbf16>, memref<1x1x10x64xbf16>, memref<1x1x10x64xbf16>, memref<1x1x10x3xi32>, memref<1x4x10xf32>, memref<1x4x10xf32>, memref<1x4x10x64xbf16>, memref<1x1x10x64xf32>, memref<1x1x10x64xf32>, memref<1x1x1x6xi32>, memref<1x1x10x3xi32>, memref<1x1x10x128xf32>
   return
 }

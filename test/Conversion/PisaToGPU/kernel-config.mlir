@@ -170,14 +170,14 @@ func.func @attention(%q: tensor<1x16x256x128xbf16>, %k: tensor<1x1x256x128xbf16>
 // SM90: pisa.kernel.sparse_attention_grad_keys {{.*}}block_size = 64 {{.*}}kernel_config = #pisa.kernel_config<variant = mma_sync, threads = 128, epilogue = registers, min_blocks_per_sm = 2>
 // GPU-LABEL: gpu.func @sparse_attention_grad_keys(
 // GPU: nvvm.wgmma.mma_async
-func.func @grad_keys(%q: memref<1x4x10x64xbf16>, %k: memref<1x1x10x64xbf16>, %v: memref<1x1x10x64xbf16>, %s: memref<1x1x10x3xi32>, %off: index, %l: memref<1x4x10xf32>, %dd: memref<1x4x10xf32>, %do: memref<1x4x10x64xbf16>, %dk: memref<1x1x10x64xf32>, %dv: memref<1x1x10x64xf32>, %bits: memref<1x1x1x2xi32>, %acc: memref<1x1x10x128xf32>) {
-  pisa.kernel.sparse_attention_grad_keys %q, %k, %v, %s, %off, %l, %dd, %do outs(%dk, %dv, %bits, %acc) block_size = 64 scale = 0.125
-      : memref<1x4x10x64xbf16>, memref<1x1x10x64xbf16>, memref<1x1x10x64xbf16>, memref<1x1x10x3xi32>, memref<1x4x10xf32>, memref<1x4x10xf32>, memref<1x4x10x64xbf16>, memref<1x1x10x64xf32>, memref<1x1x10x64xf32>, memref<1x1x1x2xi32>, memref<1x1x10x128xf32>
-  pisa.kernel.sparse_attention_grad_keys %q, %k, %v, %s, %off, %l, %dd, %do outs(%dk, %dv, %bits, %acc) block_size = 32 scale = 0.125
-      : memref<1x4x10x64xbf16>, memref<1x1x10x64xbf16>, memref<1x1x10x64xbf16>, memref<1x1x10x3xi32>, memref<1x4x10xf32>, memref<1x4x10xf32>, memref<1x4x10x64xbf16>, memref<1x1x10x64xf32>, memref<1x1x10x64xf32>, memref<1x1x1x2xi32>, memref<1x1x10x128xf32>
-  pisa.kernel.sparse_attention_grad_keys %q, %k, %v, %s, %off, %l, %dd, %do outs(%dk, %dv, %bits, %acc) block_size = 64 scale = 0.125
+func.func @grad_keys(%q: memref<1x4x10x64xbf16>, %k: memref<1x1x10x64xbf16>, %v: memref<1x1x10x64xbf16>, %s: memref<1x1x10x3xi32>, %off: index, %l: memref<1x4x10xf32>, %dd: memref<1x4x10xf32>, %do: memref<1x4x10x64xbf16>, %dk: memref<1x1x10x64xf32>, %dv: memref<1x1x10x64xf32>, %index: memref<1x1x1x6xi32>, %list: memref<1x1x10x3xi32>, %acc: memref<1x1x10x128xf32>) {
+  pisa.kernel.sparse_attention_grad_keys %q, %k, %v, %s, %off, %l, %dd, %do outs(%dk, %dv, %index, %list, %acc) block_size = 64 scale = 0.125
+      : memref<1x4x10x64xbf16>, memref<1x1x10x64xbf16>, memref<1x1x10x64xbf16>, memref<1x1x10x3xi32>, memref<1x4x10xf32>, memref<1x4x10xf32>, memref<1x4x10x64xbf16>, memref<1x1x10x64xf32>, memref<1x1x10x64xf32>, memref<1x1x1x6xi32>, memref<1x1x10x3xi32>, memref<1x1x10x128xf32>
+  pisa.kernel.sparse_attention_grad_keys %q, %k, %v, %s, %off, %l, %dd, %do outs(%dk, %dv, %index, %list, %acc) block_size = 32 scale = 0.125
+      : memref<1x4x10x64xbf16>, memref<1x1x10x64xbf16>, memref<1x1x10x64xbf16>, memref<1x1x10x3xi32>, memref<1x4x10xf32>, memref<1x4x10xf32>, memref<1x4x10x64xbf16>, memref<1x1x10x64xf32>, memref<1x1x10x64xf32>, memref<1x1x1x6xi32>, memref<1x1x10x3xi32>, memref<1x1x10x128xf32>
+  pisa.kernel.sparse_attention_grad_keys %q, %k, %v, %s, %off, %l, %dd, %do outs(%dk, %dv, %index, %list, %acc) block_size = 64 scale = 0.125
       {kernel_config = #pisa.kernel_config<variant = mma_sync, epilogue = shared>}
-      : memref<1x4x10x64xbf16>, memref<1x1x10x64xbf16>, memref<1x1x10x64xbf16>, memref<1x1x10x3xi32>, memref<1x4x10xf32>, memref<1x4x10xf32>, memref<1x4x10x64xbf16>, memref<1x1x10x64xf32>, memref<1x1x10x64xf32>, memref<1x1x1x2xi32>, memref<1x1x10x128xf32>
+      : memref<1x4x10x64xbf16>, memref<1x1x10x64xbf16>, memref<1x1x10x64xbf16>, memref<1x1x10x3xi32>, memref<1x4x10xf32>, memref<1x4x10xf32>, memref<1x4x10x64xbf16>, memref<1x1x10x64xf32>, memref<1x1x10x64xf32>, memref<1x1x1x6xi32>, memref<1x1x10x3xi32>, memref<1x1x10x128xf32>
   return
 }
 

@@ -7,21 +7,25 @@
 // The backward of sparse attention at the paper's setting (G = 16, d = dv
 // = 128, C = 64, K = 8, bf16), B, N and Nq dynamic: the query kernel op
 // (dq and D) then the key kernel op (dk and dv), which reads D and keeps
-// its query bits [B, Hkv, ceil(N / 64), ceil(Nq / 32) + 1] and the f32
-// sums of its segments [B, Hkv, N, d + dv] as scratch.
+// its query index [B, Hkv, ceil(N / 64), Q + 4] (Q = min(256, ceil(Nq /
+// 32)), at least 1), its query lists [B, Hkv, Nq, K] and the f32 sums of
+// its segments [B, Hkv, N, d + dv] as scratch: linear in N and Nq.
 
 // KERNELS-LABEL: func.func @grad
-// The bits are quadratic in N and Nq: both below 2^31 (checked before a
-// call), their bytes fit 64 bits.
+// N below 2^31 (checked before a call) keeps the index's block rows in
+// i32.
 // KERNELS: cf.assert %{{.+}}, "pisa.sparse_attention_grad: Nq is above the GPU limit of 2147483647 (grid x)"
-// KERNELS: cf.assert %{{.+}}, "pisa.sparse_attention_grad: N is above the GPU limit of 2147483647 (the query bits' rows)"
+// KERNELS: cf.assert %{{.+}}, "pisa.sparse_attention_grad: N is above the GPU limit of 2147483647 (the query index's rows)"
 // KERNELS: %[[BLOCKS:.+]] = arith.ceildivui %{{.+}}, %c64
-// KERNELS: %[[WORDS:.+]] = arith.ceildivui %{{.+}}, %c32
-// KERNELS: %[[ROW:.+]] = arith.addi %[[WORDS]], %c1
-// KERNELS: %[[BITS:.+]] = tensor.empty(%{{.+}}, %[[BLOCKS]], %[[ROW]]) : tensor<?x1x?x?xi32>
+// KERNELS: %[[CHUNKS:.+]] = arith.ceildivui %{{.+}}, %c32
+// KERNELS: %[[CAPPED:.+]] = arith.minui %[[CHUNKS]], %c256
+// KERNELS: %[[Q:.+]] = arith.maxui %[[CAPPED]], %c1
+// KERNELS: %[[COLUMNS:.+]] = arith.addi %[[Q]], %c4
+// KERNELS: %[[INDEX:.+]] = tensor.empty(%{{.+}}, %[[BLOCKS]], %[[COLUMNS]]) : tensor<?x1x?x?xi32>
+// KERNELS: %[[LISTS:.+]] = tensor.empty(%{{.+}}, %{{.+}}) : tensor<?x1x?x8xi32>
 // KERNELS: %[[SUMS:.+]] = tensor.empty(%{{.+}}, %{{.+}}) : tensor<?x1x?x256xf32>
 // KERNELS: %[[DQ:.+]]:2 = pisa.kernel.sparse_attention_grad_queries %arg0, %arg1, %arg2, %arg3, %arg4, %arg5, %arg6, %arg7 outs({{.+}}) block_size = 64 scale = 0.0883883461
-// KERNELS: %[[DK:.+]]:4 = pisa.kernel.sparse_attention_grad_keys %arg0, %arg1, %arg2, %arg3, %arg4, %arg6, %[[DQ]]#1, %arg7 outs({{.+}}, {{.+}}, %[[BITS]], %[[SUMS]])
+// KERNELS: %[[DK:.+]]:5 = pisa.kernel.sparse_attention_grad_keys %arg0, %arg1, %arg2, %arg3, %arg4, %arg6, %[[DQ]]#1, %arg7 outs({{.+}}, {{.+}}, %[[INDEX]], %[[LISTS]], %[[SUMS]])
 // KERNELS: return %[[DQ]]#0, %[[DK]]#0, %[[DK]]#1
 
 // CHECK-LABEL: func.func @grad
@@ -42,37 +46,41 @@
 // bytes.
 // TILES: %[[TILES:.+]] = arith.ceildivui %{{.+}}, %c3 :
 // TILES: gpu.launch_func @pisa_kernels::@sparse_attention_grad_queries blocks in (%[[TILES]], %{{.+}}, %c1) threads in (%c128, %c1, %c1) dynamic_shared_memory_size %c96064_i32
-// Segments of at least 8 bit words (at least one): per key block 2048 /
+// At most ceil(Nq / 256) segments (at least one): per key block 2048 /
 // (key blocks x B x Hkv) at most, and never more than 16; at most 64 for
 // key block 0 (every query of a PISA selection attends it).
 // CHECK: %[[GRID:.+]] = arith.muli %[[KEYBLOCKS0:.+]], %[[B:.+]] : index
 // CHECK: %[[SOME:.+]] = arith.maxui %[[GRID]], %c1
 // CHECK: %[[SHARE:.+]] = arith.ceildivui %c2048, %[[SOME]]
 // CHECK: %[[MOST:.+]] = arith.minui %[[SHARE]], %c16
-// CHECK: %[[WORDS:.+]] = arith.ceildivui %{{.+}}, %c8
-// CHECK: %[[CAP:.+]] = arith.minui %[[WORDS]], %[[MOST]]
+// CHECK: %[[PARTS:.+]] = arith.ceildivui %{{.+}}, %c256
+// CHECK: %[[CAP:.+]] = arith.minui %[[PARTS]], %[[MOST]]
 // CHECK: %[[SEGS:.+]] = arith.maxui %[[CAP]], %c1
-// CHECK: %[[CAP0:.+]] = arith.minui %[[WORDS]], %c64
+// CHECK: %[[CAP0:.+]] = arith.minui %[[PARTS]], %c64
 // CHECK: %[[SEGS0:.+]] = arith.maxui %[[CAP0]], %c1
-// The bits are zeroed, then one thread per query marks the blocks it
-// attends.
-// CHECK: gpu.launch_func @pisa_kernels::@zero_query_bits
-// CHECK: gpu.launch_func @pisa_kernels::@mark_attending_queries
+// The query lists: the index is zeroed, one thread per query counts the
+// blocks it attends by chunk, a warp per row scans its counts, a warp
+// per B x Hkv the rows' lengths, and a warp per chunk lists its queries.
+// CHECK: gpu.launch_func @pisa_kernels::@zero_query_index
+// CHECK: gpu.launch_func @pisa_kernels::@count_attending_queries
+// CHECK: gpu.launch_func @pisa_kernels::@scan_query_index_rows {{.+}} threads in (%c128, %c1, %c1)
+// CHECK: gpu.launch_func @pisa_kernels::@scan_query_index_starts blocks in (%c1, %{{.+}}, %c1) threads in (%c32, %c1, %c1)
+// CHECK: gpu.launch_func @pisa_kernels::@list_attending_queries {{.+}} threads in (%c32, %c1, %c1)
 // One block per (key block x segment, B x Hkv); its shared memory: K, V,
 // two steps' Q and dO (64 rows: 4 queries of 16 heads) and each step
 // row's lse, D and visible keys, and the list of the segment's queries
 // (the dK and dV sums are written over the 16-bit tiles at the end). On
 // sm_90a the tiles are in the 128-byte swizzle at 1024-byte boundaries
-// (wgmma reads them): 105024 bytes with the alignment's slack; with rows
-// padded for ldmatrix (mma.sync, sm_90) 110160. (Key blocks - 1) x S + S0
+// (wgmma reads them): 101440 bytes with the alignment's slack; with rows
+// padded for ldmatrix (mma.sync, sm_90) 106576. (Key blocks - 1) x S + S0
 // blocks, none without a key block.
 // CHECK: %[[NONE:.+]] = arith.cmpi eq, %[[KEYBLOCKS:.+]], %c0
 // CHECK: %[[LESS:.+]] = arith.subi %[[KEYBLOCKS]], %c1
 // CHECK: %[[REST:.+]] = arith.muli %[[LESS]], %[[SEGS]]
 // CHECK: %[[ALL:.+]] = arith.addi %[[REST]], %[[SEGS0]]
 // CHECK: %[[GRIDX:.+]] = arith.select %[[NONE]], %c0, %[[ALL]]
-// CHECK: gpu.launch_func @pisa_kernels::@sparse_attention_grad_keys blocks in (%[[GRIDX]], %[[GROUPS]], %c1) threads in (%c128, %c1, %c1) dynamic_shared_memory_size %c105024_i32
-// MMA: gpu.launch_func @pisa_kernels::@sparse_attention_grad_keys blocks in ({{.+}}) threads in (%c128, %c1, %c1) dynamic_shared_memory_size %c110160_i32
+// CHECK: gpu.launch_func @pisa_kernels::@sparse_attention_grad_keys blocks in (%[[GRIDX]], %[[GROUPS]], %c1) threads in (%c128, %c1, %c1) dynamic_shared_memory_size %c101440_i32
+// MMA: gpu.launch_func @pisa_kernels::@sparse_attention_grad_keys blocks in ({{.+}}) threads in (%c128, %c1, %c1) dynamic_shared_memory_size %c106576_i32
 
 // The register dq kernel: each warp lists its query's blocks, stages its
 // Q rows and loads dO's A fragments once, writes D, and for each block it
@@ -130,12 +138,21 @@
 // TILES-NOT: gpu.barrier
 // TILES: gpu.return
 
-// CHECK-LABEL: gpu.func @mark_attending_queries
-// CHECK: memref.atomic_rmw ori
+// CHECK-LABEL: gpu.func @count_attending_queries
+// CHECK: memref.atomic_rmw addi
+// The lanes that attend one block take consecutive places in lane order
+// (match.sync, the lanes before in the match), the first of them moves
+// the block's offset on.
+// CHECK-LABEL: gpu.func @list_attending_queries
+// CHECK: nvvm.match.sync  any
+// CHECK: math.cttz
+// CHECK: gpu.shuffle  idx
+// CHECK: math.ctpop
+// CHECK: nvvm.bar.warp.sync
 
-// The register key kernel: warp 0 lists a window's queries (a prefix sum
-// of the words' bit counts over its lanes, then each lane its word's
-// bits); once the list holds four steps (four queries each) they run as
+// The register key kernel: the block's threads copy a window of its
+// segment's run of the query lists (a thread an entry) into its list in
+// shared memory; once the list holds four steps (four queries each) they run as
 // a batch: step s + 1's Q and dO rows, lse and D are copied by cp.async
 // into the other buffer (three groups) while step s computes, after
 // waiting for all but those three groups. On sm_90a a step is the
@@ -152,10 +169,7 @@
 // CHECK: memref.view {{.+}} to memref<2x64x8x8xbf16, #gpu.address_space<workgroup>>
 // CHECK: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
 // CHECK: scf.for {{.+}} iter_args
-// CHECK: math.ctpop
-// CHECK: gpu.shuffle  up
-// CHECK: scf.while
-// CHECK: math.cttz
+// CHECK: memref.load %arg8
 // CHECK: arith.cmpi uge, %{{.+}}, %c16
 // CHECK: nvgpu.device_async_copy
 // CHECK: nvgpu.device_async_create_group
@@ -187,9 +201,9 @@
 // and dP^T = V dO^T for its 16 keys (K's A fragments by ldmatrix, Q's B
 // fragments by ldmatrix), P^T and dS^T in registers, and dK += dS^T Q,
 // dV += P^T dO with Q and dO by ldmatrix.trans.
-// The register key kernel: warp 0 lists a window's queries (a prefix sum
-// of the words' bit counts over its lanes, then each lane its word's
-// bits); once the list holds four steps (four queries each) they run as
+// The register key kernel: the block's threads copy a window of its
+// segment's run of the query lists (a thread an entry) into its list in
+// shared memory; once the list holds four steps (four queries each) they run as
 // a batch: step s + 1's Q and dO rows, lse and D are copied by cp.async
 // into the other buffer (three groups) while step s computes, after
 // waiting for all but those three groups; per chunk of 16 rows each warp computes S^T
@@ -201,10 +215,7 @@
 // itself done after a device-scope fence.
 // MMA-LABEL: gpu.func @sparse_attention_grad_keys
 // MMA: scf.for {{.+}} iter_args
-// MMA: math.ctpop
-// MMA: gpu.shuffle  up
-// MMA: scf.while
-// MMA: math.cttz
+// MMA: memref.load %arg8
 // MMA: arith.cmpi uge, %{{.+}}, %c16
 // MMA: nvgpu.device_async_copy
 // MMA: nvgpu.device_async_create_group
@@ -244,7 +255,7 @@ func.func @grad(%q: tensor<?x16x?x128xbf16>, %k: tensor<?x1x?x128xbf16>, %v: ten
 // STAGED: vector.contract {{.+}} : vector<16x256xbf16>, vector<8x256xbf16> into vector<16x8xf32>
 // STAGED-NOT: nvgpu.mma.sync
 // STAGED-LABEL: gpu.func @sparse_attention_grad_keys_0
-// STAGED: math.cttz
+// STAGED: memref.load %arg8
 // STAGED: vector.contract {{.+}} : vector<64x256xbf16>, vector<8x256xbf16> into vector<64x8xf32>
 // STAGED: vector.contract {{.+}} : vector<32x64xbf16>, vector<64x64xbf16> into vector<32x64xf32>
 // STAGED-NOT: nvgpu.mma.sync

@@ -1,7 +1,7 @@
-/* The workspace query of the backward (grad-workspace.mlir), whose query
- * bits grow with N x Nq: sizes whose bytes pass 2^63 - 1 while every
- * tensor stays within 2^46 elements give SIZE_MAX, never a wrapped
- * product. Runs without a GPU. */
+/* The workspace query of the backward (grad-workspace.mlir): its scratch
+ * (the query lists, the segments' sums) grows linearly with N and Nq, and
+ * sizes whose bytes pass 2^63 - 1 give SIZE_MAX, never a wrapped product.
+ * Runs without a GPU. */
 #include "libgw.h"
 
 #include <stdint.h>
@@ -18,14 +18,20 @@ static size_t packed(int64_t tq, int64_t tk, int64_t seqs) {
 }
 
 int main(void) {
-  size_t small = batched(1, 4096, 4096), large = batched(1, 1 << 20, 1 << 20);
-  printf("batched: grows %d, 4K below 1 GiB %d\n", large > small,
-         small < ((size_t)1 << 30));
-  /* N = Nq = 2^40 (q and k 2^45 elements): about 2^74 bytes of bits. */
-  int64_t huge = (int64_t)1 << 40;
+  int64_t m = (int64_t)1 << 20;
+  size_t oneM = batched(1, m, m), fourM = batched(1, 4 * m, 4 * m);
+  /* Linear: 4x the tokens take at most 5x the bytes (the query bits they
+   * replace took 16x: 2.1 GB at 1M). */
+  printf("batched: 1M below 1 GiB %d, 4M at most 5x %d\n",
+         oneM > 0 && oneM < ((size_t)1 << 30), fourM <= 5 * oneM);
+  /* N = Nq = 2^60: about 2^68 bytes. */
+  int64_t huge = (int64_t)1 << 60;
   printf("batched past 2^63 bytes: %zu\n", batched(1, huge, huge));
-  size_t p4k = packed(4096, 4096, 4);
-  printf("packed: 4 x 1K below 1 GiB %d\n", p4k > 0 && p4k < ((size_t)1 << 30));
+  /* 4M packed tokens in 1024 sequences of 4K: linear in the batch's
+   * tokens too. */
+  size_t p1 = packed(m, m, 256), p4 = packed(4 * m, 4 * m, 1024);
+  printf("packed: 1M below 1 GiB %d, 4M at most 5x %d\n",
+         p1 > 0 && p1 < ((size_t)1 << 30), p4 <= 5 * p1);
   printf("packed past 2^63 bytes: %zu\n", packed(huge, huge, 1));
   return 0;
 }

@@ -7,6 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "AttentionGrad.h"
+
 #include "../Decompose.h"
 #include "../Kernels/KernelBuilder.h"
 
@@ -124,6 +126,28 @@ static PackedAttentionViews viewPackedAttention(ImplicitLocOpBuilder &b,
           asBatchOfOne(b, values), asBatchOfOne(b, selection)};
 }
 
+/// The key kernel op's query lists: the index [B, Hkv, rows, Q + 4] and
+/// the lists [B, Hkv, Nq, K] (i32 scratch), Q = queryListChunks(Nq).
+struct QueryListInits {
+  Value index, list;
+};
+static QueryListInits queryListInits(ImplicitLocOpBuilder &b, int64_t hkv,
+                                     Value batch, Value rows, Value numQueries,
+                                     int64_t topK) {
+  constexpr int64_t dyn = ShapedType::kDynamic;
+  Value columns = arith::AddIOp::create(b, queryListChunks(b, numQueries),
+                                        indexConst(b, kIndexExtraColumns));
+  return {empty(b, {dyn, hkv, dyn, dyn}, b.getI32Type(),
+                {batch, Value(), rows, columns}),
+          empty(b, {dyn, hkv, dyn, topK}, b.getI32Type(),
+                {batch, Value(), numQueries, Value()})};
+}
+
+/// K, the selection's static last dim.
+static int64_t selectionTopK(Value selection) {
+  return cast<ShapedType>(selection.getType()).getShape().back();
+}
+
 /// A packed [T, X] tensor (the lse) as [1, T, X], and back.
 static Value rowsAsBatchOfOne(ImplicitLocOpBuilder &b, Value packed) {
   auto type = cast<RankedTensorType>(packed.getType());
@@ -175,7 +199,7 @@ void mlir::pisa::detail::decompose(RewriterBase &rewriter,
 
 /// sparse_attention_grad_varlen: the backward's two kernel ops on the
 /// packed batch seen as a token-major batch of one, given cu_seqlens; the
-/// query bits have a row per block slot of the batch (sequence s's blocks
+/// query index has a row per block slot of the batch (sequence s's blocks
 /// from floor(cu_k[s] / C) + s: floor(Tk / C) + B rows).
 void mlir::pisa::detail::decompose(RewriterBase &rewriter,
                                    SparseAttentionGradVarlenOp op) {
@@ -217,19 +241,16 @@ void mlir::pisa::detail::decompose(RewriterBase &rewriter,
       empty(b, {1, hq, dyn}, b.getF32Type(), {Value(), Value(), numQueryRows});
   Value numSeqs = arith::SubIOp::create(b, dimOf(b, op.getCuSeqlensK(), 0),
                                         indexConst(b, 1));
-  // The query bits are (Tk / C + B) x (Tq / 32 + 1) words: with Tk, Tq and
-  // B below 2^31 their bytes stay below 2^61.
+  // The query index has a row per block slot, Tk / C + B of them: with Tk
+  // and B below 2^31 its bytes stay below 2^43.
   requireAtRuntime(
       b, cmp(b, arith::CmpIPredicate::ule, numSeqs, indexConst(b, kMaxGPUKeys)),
       kName + ": B is above the GPU limit of " + std::to_string(kMaxGPUKeys) +
-          " (the query bits' rows)");
+          " (the query index's rows)");
   Value numSlots = arith::AddIOp::create(
       b, arith::DivUIOp::create(b, numKeyRows, indexConst(b, c)), numSeqs);
-  Value rowWords = arith::AddIOp::create(
-      b, arith::CeilDivUIOp::create(b, numQueryRows, indexConst(b, 32)),
-      indexConst(b, 1));
-  Value bitsInit = empty(b, {1, hkv, dyn, dyn}, b.getI32Type(),
-                         {Value(), Value(), numSlots, rowWords});
+  QueryListInits lists = queryListInits(b, hkv, indexConst(b, 1), numSlots,
+                                        numQueryRows, selectionTopK(selection));
   const int64_t sumWidth = k[2] + op.getValues().getType().getShape()[2];
   Value sumsInit = empty(b, {1, hkv, dyn, sumWidth}, b.getF32Type(),
                          {Value(), Value(), numKeyRows, Value()});
@@ -244,11 +265,11 @@ void mlir::pisa::detail::decompose(RewriterBase &rewriter,
       op.getCuSeqlensK(), dqInit, deltaInit, c, scale, /*token_major=*/true);
   auto keyHalf = SparseAttentionGradKeysKernelOp::create(
       b,
-      TypeRange{dkInit.getType(), dvInit.getType(), bitsInit.getType(),
-                sumsInit.getType()},
+      TypeRange{dkInit.getType(), dvInit.getType(), lists.index.getType(),
+                lists.list.getType(), sumsInit.getType()},
       queries, keys, values, selection, zero, lse, queryHalf.getResult(1),
       gradOutput, op.getCuSeqlensQ(), op.getCuSeqlensK(), dkInit, dvInit,
-      bitsInit, sumsInit, c, scale, /*token_major=*/true);
+      lists.index, lists.list, sumsInit, c, scale, /*token_major=*/true);
   auto packed = [&](Value result, Type type) -> Value {
     return tensor::CollapseShapeOp::create(
         b, type, result, ArrayRef<ReassociationIndices>{{0, 1}, {2}, {3}});
@@ -260,7 +281,7 @@ void mlir::pisa::detail::decompose(RewriterBase &rewriter,
 }
 
 /// sparse_attention_grad: the query kernel op (dq and D), then the key
-/// kernel op (dk and dv, with its query-bit scratch).
+/// kernel op (dk and dv, with its query lists' scratch).
 void mlir::pisa::detail::decompose(RewriterBase &rewriter,
                                    SparseAttentionGradOp op) {
   static constexpr StringLiteral kName = "pisa.sparse_attention_grad";
@@ -285,14 +306,14 @@ void mlir::pisa::detail::decompose(RewriterBase &rewriter,
                     "the lse's Nq differs from the queries'");
   Value batch = dimOf(b, queries, 0), numQueries = dimOf(b, queries, tokens);
   Value numKeys = dimOf(b, keys, tokens);
-  // The query bits are B Hkv (N / C) (Nq / 32 + 1) words: N below 2^31
-  // (as Nq is) keeps their bytes within 64 bits.
+  // The query index has a row per key block: N below 2^31 (as Nq is)
+  // keeps its rows' block indices in i32.
   if (cast<ShapedType>(keys.getType()).isDynamicDim(tokens))
     requireAtRuntime(
         b,
         cmp(b, arith::CmpIPredicate::ule, numKeys, indexConst(b, kMaxGPUKeys)),
         (kName + ": N is above the GPU limit of " +
-         std::to_string(kMaxGPUKeys) + " (the query bits' rows)")
+         std::to_string(kMaxGPUKeys) + " (the query index's rows)")
             .str());
   auto resultInit = [&](Value result, Value tokenCount) {
     auto type = cast<RankedTensorType>(result.getType());
@@ -313,13 +334,9 @@ void mlir::pisa::detail::decompose(RewriterBase &rewriter,
                           b.getF32Type(), {batch, Value(), numQueries});
   Value numBlocks =
       arith::CeilDivUIOp::create(b, numKeys, indexConst(b, op.getBlockSize()));
-  // A row's bit words and its segment counter.
-  Value rowWords = arith::AddIOp::create(
-      b, arith::CeilDivUIOp::create(b, numQueries, indexConst(b, 32)),
-      indexConst(b, 1));
   constexpr int64_t dyn = ShapedType::kDynamic;
-  Value bitsInit = empty(b, {dyn, hkv, dyn, dyn}, b.getI32Type(),
-                         {batch, Value(), numBlocks, rowWords});
+  QueryListInits lists = queryListInits(b, hkv, batch, numBlocks, numQueries,
+                                        selectionTopK(selection));
   const int64_t sumWidth = cast<ShapedType>(keys.getType()).getDimSize(3) +
                            cast<ShapedType>(values.getType()).getDimSize(3);
   Value sumsInit = empty(b, {dyn, hkv, dyn, sumWidth}, b.getF32Type(),
@@ -332,11 +349,11 @@ void mlir::pisa::detail::decompose(RewriterBase &rewriter,
       op.getBlockSize(), scale, tm);
   auto keyHalf = SparseAttentionGradKeysKernelOp::create(
       b,
-      TypeRange{dkInit.getType(), dvInit.getType(), bitsInit.getType(),
-                sumsInit.getType()},
+      TypeRange{dkInit.getType(), dvInit.getType(), lists.index.getType(),
+                lists.list.getType(), sumsInit.getType()},
       queries, keys, values, selection, op.getQueryOffset(), op.getLse(),
       queryHalf.getResult(1), op.getGradOutput(), Value(), Value(), dkInit,
-      dvInit, bitsInit, sumsInit, op.getBlockSize(), scale, tm);
+      dvInit, lists.index, lists.list, sumsInit, op.getBlockSize(), scale, tm);
   rewriter.replaceOp(
       op, {queryHalf.getResult(0), keyHalf.getResult(0), keyHalf.getResult(1)});
 }

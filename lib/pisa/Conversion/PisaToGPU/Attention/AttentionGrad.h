@@ -127,14 +127,14 @@ struct KeyGradPlan {
   int64_t key, value, query, gradOut,
       queryNext = 0, gradOutNext = 0, score = 0, gradProb = 0, probT = 0,
       gradScoreT = 0, rowLse[2] = {0, 0}, rowDelta[2] = {0, 0},
-      rowVisible[2] = {0, 0}, gradKey, gradValue, windowWords, stepsAhead, list,
+      rowVisible[2] = {0, 0}, gradKey, gradValue, stepsAhead, list,
       listCapacity, listCount, bytes;
   KeyGradPlan(int64_t groupSize, int64_t headDim, int64_t valueDim,
               int64_t blockSize, bool inRegisters, bool warpgroup = false);
 };
 
-/// A key block's queries are split into segments, one block each, of at
-/// least kMinSegmentWords bit words (32 queries a word); the segments add
+/// A key block's list is split into segments, one block each, of at
+/// most ceil(Nq / kMinSegmentQueries) (at least one); the segments add
 /// their sums in order (docs/gpu.md, "Sparse attention backward"). A key
 /// block takes as many as keep the grid at about kKeySegmentBlocks blocks
 /// (over every key block and batch x KV head), at most kMaxKeySegments:
@@ -144,13 +144,21 @@ struct KeyGradPlan {
 constexpr int64_t kMaxKeySegments = 16;
 constexpr int64_t kKeySegmentBlocks = 2048;
 constexpr int64_t kMaxFirstBlockSegments = 64;
-constexpr int64_t kMinSegmentWords = 8;
+constexpr int64_t kMinSegmentQueries = 256;
 
-/// Query-bit words a key block reads at a time (one a lane of warp 0); the
-/// staged kernel reads fewer, its list taking the shared memory its tiles
-/// leave.
-constexpr int64_t kBitWindow = 32;
-constexpr int64_t kStagedBitWindow = 4;
+/// The query index's chunks: Q = min(kMaxListChunks, ceil(Nq /
+/// kListChunkQueries)), at least 1, each of ceil(Nq / Q) queries; its
+/// columns after the chunks' (a row's length, start low and high words,
+/// segment counter).
+constexpr int64_t kListChunkQueries = 32;
+constexpr int64_t kMaxListChunks = 256;
+constexpr int64_t kIndexExtraColumns = 4;
+/// Q for Nq queries (host or kernel code).
+Value queryListChunks(ImplicitLocOpBuilder &b, Value numQueries);
+
+/// List entries a key block copies into shared memory at a time (one a
+/// thread).
+constexpr int64_t kListWindow = kGradThreads;
 
 /// The register key kernel steps once its list holds this many steps'
 /// queries (or its words are done), and copies each step's rows while the
@@ -196,15 +204,20 @@ class SparseAttentionGradKeysKernelOp;
 
 namespace mlir::pisa::detail {
 
-/// The kernels before the key kernel (QueryBits.cpp): one that zeroes the
-/// query bits `bits` (a thread per word), and one that sets bit i of every
-/// key block query i attends (a thread per query and batch x KV head;
-/// `operands`: selection, keys, queryOffset, bits and a packed batch's
-/// cu_seqlens).
-Kernel buildZeroBits(PatternRewriter &rewriter, Operation *op, Value bits);
-Kernel buildMarkQueries(PatternRewriter &rewriter,
-                        SparseAttentionGradKeysKernelOp op, int64_t topK,
-                        ArrayRef<KernelOperand> operands);
+/// The query lists (QueryLists.cpp), a stable counting sort of the
+/// (query, attended block) pairs by block, built by five kernels before
+/// the key kernel and launched by `launchQueryLists`: the index ([B, Hkv,
+/// rows, Q + 4] i32; `operands`: selection, keys, queryOffset, index,
+/// list and a packed batch's cu_seqlens) is zeroed; a thread per query
+/// counts it in its block's row at its chunk's column; a warp per row
+/// turns the row's counts into offsets and its length (column Q); a warp
+/// per batch x KV head scans the lengths into each row's start (columns
+/// Q + 1 and Q + 2, low and high words); a warp per chunk writes its
+/// queries into the lists in a fixed order. Column Q + 3 is the key
+/// kernel's counter of a row's finished segments.
+void launchQueryLists(PatternRewriter &rewriter, ImplicitLocOpBuilder &host,
+                      SparseAttentionGradKeysKernelOp op, int64_t topK,
+                      ArrayRef<KernelOperand> operands);
 
 /// The backward's patterns: the query kernel's (AttentionGradToGPU.cpp),
 /// then the key kernels' (AttentionGradKeys.cpp).

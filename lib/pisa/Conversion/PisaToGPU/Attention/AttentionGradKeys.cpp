@@ -1,11 +1,10 @@
 //===- AttentionGradKeys.cpp - dk and dv of sparse attention --------------===//
 //
-// pisa.kernel.sparse_attention_grad_keys: a kernel zeroes the query bits,
-// one thread per (query, batch x KV head) sets bit i of every block query
-// i attends (both in QueryBits.cpp), and one block per (key block, segment
-// of its queries, batch x KV head) stages the block's keys and values and
-// walks its segment's set bits in query order, 64 head rows (64 / R
-// queries) a step:
+// pisa.kernel.sparse_attention_grad_keys: five kernels list the queries
+// that attend each key block (QueryLists.cpp), and one block per (key
+// block, segment of its list, batch x KV head) stages the block's keys and
+// values and walks its segment's queries, 64 head rows (64 / R queries) a
+// step:
 //
 //   S = Q K^T, dP = dO V^T, P and dS as for dq
 //   dV += P^T dO, dK += dS^T Q
@@ -103,10 +102,9 @@ KeyGradBlock::KeyGradBlock(ImplicitLocOpBuilder &b, const Kernel &e,
   Value segments =
       arith::SelectOp::create(b, inFirst, firstSegments, blockSegments);
   // Rank r of the block's segments runs segment S - 1 - r: the chain in
-  // which they add their sums (addInOrder) starts at the last segment,
-  // whose queries attend the block least often (the selection favours a
-  // query's own and recent blocks), and ends at the first that can hold
-  // a query, which writes the result.
+  // which they add their sums (addInOrder) starts at the last segment that
+  // holds queries and ends at segment 0, which writes the result; the
+  // blocks that start chains come first in the grid.
   rank = arith::SelectOp::create(
       b, inFirst, x, arith::RemUIOp::create(b, rest, blockSegments));
   Value lastIndex = arith::SubIOp::create(b, segments, indexConst(b, 1));
@@ -117,69 +115,60 @@ KeyGradBlock::KeyGradBlock(ImplicitLocOpBuilder &b, const Kernel &e,
   warp = arith::DivUIOp::create(b, tid, indexConst(b, 32));
   lane = arith::RemUIOp::create(b, tid, indexConst(b, 32));
   firstHead = arith::MulIOp::create(b, kv, indexConst(b, G));
-  Value offset;
   if (e.has("cuSeqlensQ")) {
     locatePackedBlock(b);
-    offset = packedOffset;
   } else {
     numKeys = dimOf(b, e.arg("keys"), 2);
     firstKey = arith::MulIOp::create(b, block, indexConst(b, c));
-    offset = e.arg("queryOffset");
-    queryShift = offset;
+    queryShift = e.arg("queryOffset");
   }
-  numWords = arith::SubIOp::create(b, dimOf(b, e.arg("queryBits"), 3),
-                                   indexConst(b, 1));
-  // A packed block's segments split its sequence's words (from wordBase
-  // to endQueryWord), so that every segment takes part however long the
-  // batch.
-  Value segmentedWords = numWords;
-  if (queryBase) {
-    wordBase = arith::DivUIOp::create(b, queryBase, indexConst(b, 32));
-    segmentedWords = arith::SubIOp::create(b, endQueryWord, wordBase);
-  }
-  wordsPerSegment = arith::CeilDivUIOp::create(b, segmentedWords, segments);
-  if (queryBase)
-    wordsPerSegment =
-        arith::MaxUIOp::create(b, wordsPerSegment, indexConst(b, 1));
-  // Queries before the block's first key cannot attend it: the segments
-  // wholly before its first word take no part (the last segment does, so
-  // that a block no query can attend still gets its zeros written).
-  Value firstQuery = arith::SelectOp::create(
-      b, cmp(b, P::ugt, firstKey, offset),
-      arith::SubIOp::create(b, firstKey, offset), indexConst(b, 0));
-  if (queryBase)
-    firstQuery = arith::AddIOp::create(b, queryBase, firstQuery);
-  firstWord = arith::DivUIOp::create(b, firstQuery, indexConst(b, 32));
-  Value firstSegment = arith::MinUIOp::create(
-      b, arith::DivUIOp::create(b, fromWordBase(b, firstWord), wordsPerSegment),
-      lastIndex);
-  takesPart = cmp(b, P::uge, segment, firstSegment);
-  lastSegment = cmp(b, P::eq, segment, firstSegment);
-  chainRank = rank;
-  if (queryBase) {
-    // A packed block's queries end at its sequence's last word: the
-    // segments after it take no part, and the chain starts at the last
-    // one that does (at least the first, for the zeros).
-    Value endWord = arith::MaxUIOp::create(
-        b, endQueryWord, arith::AddIOp::create(b, firstWord, indexConst(b, 1)));
-    Value topSegment = arith::MinUIOp::create(
-        b,
-        arith::MaxUIOp::create(
-            b,
-            arith::DivUIOp::create(
-                b,
-                fromWordBase(
-                    b, arith::SubIOp::create(b, endWord, indexConst(b, 1))),
-                wordsPerSegment),
-            firstSegment),
-        lastIndex);
-    takesPart = arith::AndIOp::create(
-        b,
-        arith::AndIOp::create(b, takesPart,
-                              cmp(b, P::ule, segment, topSegment)),
-        realBlock);
-    chainRank = arith::SubIOp::create(b, topSegment, segment);
-  }
+  // The segments split the block's list in equal runs of whole steps:
+  // those past its end take no part (segment 0 does, so that a block no
+  // query attends still gets its zeros written), and the chain of those
+  // that do starts at the last of them.
+  Value index = e.arg("queryIndex");
+  Value chunks = arith::SubIOp::create(b, dimOf(b, index, 3),
+                                       indexConst(b, kIndexExtraColumns));
+  auto indexWord = [&](int64_t after) -> Value {
+    return memref::LoadOp::create(
+        b, index,
+        ValueRange{batch, kv, block,
+                   arith::AddIOp::create(b, chunks, indexConst(b, after))});
+  };
+  Value length = toIndex(b, indexWord(0));
+  Type i64 = b.getI64Type();
+  listStart = arith::IndexCastUIOp::create(
+      b, b.getIndexType(),
+      arith::OrIOp::create(
+          b, arith::ExtUIOp::create(b, i64, indexWord(1)),
+          arith::ShLIOp::create(b, arith::ExtUIOp::create(b, i64, indexWord(2)),
+                                arith::ConstantIntOp::create(b, 32, 64))));
+  const int64_t tokens = p.rows.tokens;
+  Value perSegment = arith::MulIOp::create(
+      b,
+      arith::MaxUIOp::create(
+          b,
+          arith::CeilDivUIOp::create(
+              b, arith::CeilDivUIOp::create(b, length, segments),
+              indexConst(b, tokens)),
+          indexConst(b, 1)),
+      indexConst(b, tokens));
+  Value topSegment = arith::SubIOp::create(
+      b,
+      arith::MaxUIOp::create(b,
+                             arith::CeilDivUIOp::create(b, length, perSegment),
+                             indexConst(b, 1)),
+      indexConst(b, 1));
+  segmentBegin = arith::MinUIOp::create(
+      b, arith::MulIOp::create(b, segment, perSegment), length);
+  segmentEnd = arith::MinUIOp::create(
+      b, arith::AddIOp::create(b, segmentBegin, perSegment), length);
+  takesPart = cmp(b, P::ule, segment, topSegment);
+  if (realBlock)
+    takesPart = arith::AndIOp::create(b, takesPart, realBlock);
+  lastSegment = cmp(b, P::eq, segment, indexConst(b, 0));
+  chainRank = arith::SubIOp::create(
+      b, topSegment, arith::MinUIOp::create(b, segment, topSegment));
 }
 
 void KeyGradBlock::build(ImplicitLocOpBuilder &b) {
@@ -248,10 +237,8 @@ void KeyGradBlock::locatePackedBlock(ImplicitLocOpBuilder &b) {
       arith::XOrIOp::create(b, valid, arith::ConstantIntOp::create(b, 1, 1));
   // Position of query row r: N_s - Nq_s + (r - cu_q[s]).
   Value numQueries = arith::SubIOp::create(b, q1, q0);
-  packedOffset = arith::SubIOp::create(b, numKeys, numQueries);
-  queryBase = q0;
+  Value packedOffset = arith::SubIOp::create(b, numKeys, numQueries);
   queryShift = arith::SubIOp::create(b, packedOffset, q0);
-  endQueryWord = arith::CeilDivUIOp::create(b, q1, indexConst(b, 32));
 }
 
 void KeyGradBlock::writeBrokenRows(ImplicitLocOpBuilder &b) {
@@ -312,8 +299,9 @@ void KeyGradBlock::zeroTile(ImplicitLocOpBuilder &b, Value tile,
 }
 
 void KeyGradBlock::addInOrder(ImplicitLocOpBuilder &b) {
-  Value bits = e.arg("queryBits");
-  Value counter = arith::SubIOp::create(b, dimOf(b, bits, 3), indexConst(b, 1));
+  Value index = e.arg("queryIndex");
+  Value counter =
+      arith::SubIOp::create(b, dimOf(b, index, 3), indexConst(b, 1));
   SmallVector<Value> at{batch, kv, block, counter};
   Value first = cmp(b, P::eq, chainRank, indexConst(b, 0));
   buildIfThen(b,
@@ -322,7 +310,7 @@ void KeyGradBlock::addInOrder(ImplicitLocOpBuilder &b) {
                   arith::XOrIOp::create(b, first,
                                         arith::ConstantIntOp::create(b, 1, 1)),
                   cmp(b, P::eq, tid, indexConst(b, 0))),
-              [&](ImplicitLocOpBuilder &wb) { waitFor(wb, bits, at); });
+              [&](ImplicitLocOpBuilder &wb) { waitFor(wb, index, at); });
   gpu::BarrierOp::create(b);
   Value accumulators = e.arg("accumulators");
   addTile(b, dkTile, p.headDim, 0, first, e.arg("gradKeys"), scale,
@@ -338,11 +326,11 @@ void KeyGradBlock::addInOrder(ImplicitLocOpBuilder &b) {
         memref::AtomicRMWOp::create(
             wb, arith::AtomicRMWKind::assign,
             toI32(wb, arith::AddIOp::create(wb, chainRank, indexConst(wb, 1))),
-            bits, at);
+            index, at);
       });
 }
 
-void KeyGradBlock::waitFor(ImplicitLocOpBuilder &b, Value bits,
+void KeyGradBlock::waitFor(ImplicitLocOpBuilder &b, Value index,
                            ArrayRef<Value> at) {
   Type i32 = b.getI32Type();
   Value want = toI32(b, chainRank);
@@ -352,7 +340,7 @@ void KeyGradBlock::waitFor(ImplicitLocOpBuilder &b, Value bits,
         ImplicitLocOpBuilder cb(loc, ob);
         Value now = memref::AtomicRMWOp::create(
             cb, arith::AtomicRMWKind::addi,
-            arith::ConstantIntOp::create(cb, 0, 32), bits, at);
+            arith::ConstantIntOp::create(cb, 0, 32), index, at);
         scf::ConditionOp::create(cb, cmp(cb, P::ne, now, want), ValueRange{});
       },
       [&](OpBuilder &ob, Location loc, ValueRange) {
@@ -460,35 +448,35 @@ struct GradKeysToGPU : KernelOpPattern<SparseAttentionGradKeysKernelOp> {
         G, qType.getShape()[3], bufferType(op.getValues()).getShape()[3],
         op.getBlockSize(), config.getEpilogue() == KernelEpilogue::Registers,
         config.getVariant() == KernelVariant::Wgmma);
-    Value bits = op.getQueryBits();
-    SmallVector<KernelOperand> markOperands{
+    Value index = op.getQueryIndex();
+    SmallVector<KernelOperand> listOperands{
         {"selection", op.getSelection()},
         {"keys", op.getKeys()},
         {"queryOffset", op.getQueryOffset()},
-        {"bits", bits}};
-    addPackedOperands(markOperands, op.getCuSeqlensQ(), op.getCuSeqlensK());
-    // Segments of at least kMinSegmentWords words (at least one): for key
-    // block 0 of a batch's rows up to kMaxFirstBlockSegments, for the
+        {"index", index},
+        {"list", op.getQueryList()}};
+    addPackedOperands(listOperands, op.getCuSeqlensQ(), op.getCuSeqlensK());
+    // At most ceil(Nq / kMinSegmentQueries) segments (at least one): for
+    // key block 0 of a batch's rows up to kMaxFirstBlockSegments, for the
     // others (and every block slot of a packed batch) up to
     // kKeySegmentBlocks / (key blocks x B x Hkv), at most kMaxKeySegments
     // (AttentionGrad.h).
-    Value rowWords =
-        arith::SubIOp::create(host, dimOf(host, bits, 3), indexConst(host, 1));
+    Value numQueries = dimOf(host, op.getSelection(), 2);
     auto segmentsUpTo = [&](Value most) -> Value {
       return arith::MaxUIOp::create(
           host,
           arith::MinUIOp::create(
               host,
-              arith::CeilDivUIOp::create(host, rowWords,
-                                         indexConst(host, kMinSegmentWords)),
+              arith::CeilDivUIOp::create(host, numQueries,
+                                         indexConst(host, kMinSegmentQueries)),
               most),
           indexConst(host, 1));
     };
     Value gridBlocks = arith::MaxUIOp::create(
         host,
-        arith::MulIOp::create(host, dimOf(host, bits, 2),
-                              arith::MulIOp::create(host, dimOf(host, bits, 0),
-                                                    dimOf(host, bits, 1))),
+        arith::MulIOp::create(host, dimOf(host, index, 2),
+                              arith::MulIOp::create(host, dimOf(host, index, 0),
+                                                    dimOf(host, index, 1))),
         indexConst(host, 1));
     Value mostSegments = arith::MinUIOp::create(
         host,
@@ -507,15 +495,15 @@ struct GradKeysToGPU : KernelOpPattern<SparseAttentionGradKeysKernelOp> {
                                         {"lse", op.getLse()},
                                         {"delta", op.getDelta()},
                                         {"gradOutput", op.getGradOutput()},
-                                        {"queryBits", bits},
+                                        {"queryIndex", index},
+                                        {"queryList", op.getQueryList()},
                                         {"gradKeys", op.getGradKeys()},
                                         {"gradValues", op.getGradValues()},
                                         {"accumulators", op.getAccumulators()},
                                         {"segments", segments},
                                         {"firstSegments", firstSegments}};
     addPackedOperands(operands, op.getCuSeqlensQ(), op.getCuSeqlensK());
-    Kernel zero = buildZeroBits(rewriter, op, bits);
-    Kernel mark = buildMarkQueries(rewriter, op, topK, markOperands);
+    launchQueryLists(rewriter, host, op, topK, listOperands);
     Kernel kernel;
     {
       OpBuilder::InsertionGuard guard(rewriter);
@@ -528,18 +516,8 @@ struct GradKeysToGPU : KernelOpPattern<SparseAttentionGradKeysKernelOp> {
     }
     Value groups = arith::MulIOp::create(host, dimOf(host, op.getQueries(), 0),
                                          indexConst(host, kvHeads));
-    Value words =
-        arith::MulIOp::create(host, dimOf(host, bits, 2), dimOf(host, bits, 3));
-    launch(host, zero,
-           host.createOrFold<arith::CeilDivUIOp>(
-               words, indexConst(host, kMarkThreads)),
-           groups, kMarkThreads, {{"bits", bits}});
-    launch(host, mark,
-           host.createOrFold<arith::CeilDivUIOp>(
-               dimOf(host, op.getQueries(), 2), indexConst(host, kMarkThreads)),
-           groups, kMarkThreads, markOperands);
     // (blocks - 1) S + S0 blocks, none where there is no key block.
-    Value keyBlocks = dimOf(host, bits, 2);
+    Value keyBlocks = dimOf(host, index, 2);
     Value gridX = arith::SelectOp::create(
         host, cmp(host, P::eq, keyBlocks, indexConst(host, 0)),
         indexConst(host, 0),

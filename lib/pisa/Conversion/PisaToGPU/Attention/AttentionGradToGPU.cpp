@@ -145,9 +145,8 @@ KeyGradPlan::KeyGradPlan(int64_t G, int64_t d, int64_t dv, int64_t c,
   // A window's queries after the fewer than stepsAhead x rows.tokens left
   // from the last: the register kernel gathers that many before it steps,
   // so that most steps' rows are copied while the one before computes.
-  windowWords = inRegisters ? kBitWindow : kStagedBitWindow;
   stepsAhead = inRegisters ? kKeyStepsAhead : 1;
-  listCapacity = stepsAhead * rows.tokens - 1 + windowWords * 32;
+  listCapacity = stepsAhead * rows.tokens - 1 + kListWindow;
   list = SharedTiles::place(at, listCapacity * 4);
   listCount = SharedTiles::place(at, 4);
   bytes = at + (this->warpgroup ? kSwizzleAtomBytes - 16 : 0);

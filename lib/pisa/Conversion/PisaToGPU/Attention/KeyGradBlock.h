@@ -47,17 +47,6 @@ public:
   void build(ImplicitLocOpBuilder &b);
 
 private:
-  /// Bit word `word` counted from the block's first segment's first word
-  /// (wordBase; 0 for a batch), and back.
-  Value fromWordBase(ImplicitLocOpBuilder &b, Value word) const {
-    return wordBase ? arith::SubIOp::create(b, word, wordBase).getResult()
-                    : word;
-  }
-  Value toWordBase(ImplicitLocOpBuilder &b, Value word) const {
-    return wordBase ? arith::AddIOp::create(b, word, wordBase).getResult()
-                    : word;
-  }
-
   /// The end of the keys query `query` sees: min(N, its position + 1).
   Value keyEndOf(ImplicitLocOpBuilder &b, Value query) const {
     Value position = arith::AddIOp::create(b, queryShift, query);
@@ -85,13 +74,9 @@ private:
   /// Zeroes `elems` f32 of a tile (a multiple of 4), 16 bytes a thread.
   void zeroTile(ImplicitLocOpBuilder &b, Value tile, int64_t elems);
 
-  /// The bit words of this segment: the block's row split into `segments`
-  /// equal ranges, less the words before the block's first word.
-  std::pair<Value, Value> segmentWords(ImplicitLocOpBuilder &b);
-
-  /// Runs `batch` over the segment's queries (its set bits, in index
-  /// order), carrying `init`. The words are read windowWords at a time:
-  /// their queries are appended to the list after those left from the last
+  /// Runs `batch` over the segment's queries (its run of the block's list,
+  /// in order), carrying `init`. They are read kListWindow at a time and
+  /// appended to the list in shared memory after those left from the last
   /// window; once it holds p.stepsAhead steps' queries the full steps run
   /// as one batch and what is left moves to the list's front; the last
   /// batch takes what is left after the last window.
@@ -104,11 +89,10 @@ private:
   SmallVector<Value> forEachStep(ImplicitLocOpBuilder &b, ValueRange init,
                                  StepFn step);
 
-  /// Warp 0 appends the queries of words [w0, min(w0 + windowWords, end)) to
-  /// the list after its first `pending`, lane l those of word w0 + l at its
-  /// prefix count, and writes the list's new length.
-  void appendWindow(ImplicitLocOpBuilder &b, Value w0, Value end,
-                    Value pending);
+  /// Appends the segment's list entries [w0, min(w0 + kListWindow, end))
+  /// to the list after its first `pending` (a thread each) and writes the
+  /// list's new length.
+  void appendWindow(ImplicitLocOpBuilder &b, Value w0, Value pending);
 
   /// Slot s of a step from list entry `first`: its query (query 0, in
   /// bounds, for a slot past n) and whether it holds one.
@@ -197,7 +181,7 @@ private:
 
   /// The segments of a key block add their sums in rank order, so that the
   /// result does not depend on when each runs: rank r waits until the
-  /// block's counter (the last word of its bit row) reads r, adds its tiles
+  /// block's counter (the last word of its index row) reads r, adds its tiles
   /// to the f32 sums of the ranks before it (`accumulators`), and counts
   /// itself done; the last one writes dk = scale sum and dv.
   void addInOrder(ImplicitLocOpBuilder &b);
@@ -205,7 +189,7 @@ private:
   /// Spins until the counter at `at` reads this segment's rank (an atomic
   /// read: a plain load could be hoisted out of the loop), then orders the
   /// reads after it.
-  void waitFor(ImplicitLocOpBuilder &b, Value bits, ArrayRef<Value> at);
+  void waitFor(ImplicitLocOpBuilder &b, Value index, ArrayRef<Value> at);
 
   /// sum = tile (+ the accumulated sum unless this is the first rank) for
   /// the block's keys before N, 4 values a thread at a time; the last
@@ -225,18 +209,19 @@ private:
       list, listCount;
   /// The K and V tiles' wgmma descriptors (p.warpgroup).
   Value keyDesc, valueDesc;
-  Value block, rank, segment, takesPart, lastSegment, numWords, wordsPerSegment,
-      firstWord, batch, kv, tid, warp, lane, firstHead, numKeys, firstKey;
+  Value block, rank, segment, takesPart, lastSegment, batch, kv, tid, warp,
+      lane, firstHead, numKeys, firstKey;
+  /// The block's list from listStart (an entry of the query lists, flat)
+  /// and this segment's run of it, [segmentBegin, segmentEnd) from there.
+  Value listStart, segmentBegin, segmentEnd;
   /// The rank in the chain of the block's segments that take part.
   Value chainRank;
   /// Position of query row r: r + queryShift.
   Value queryShift;
   /// A packed batch's block (null for a batch): its sequence's first key
-  /// row, whether the slot is one of its blocks, whether the batch breaks
-  /// the rules, N_s - Nq_s, its first query row, the bit word after its
-  /// last query, and the word its segments count from.
-  Value keyBase, realBlock, brokenBatch, packedOffset, queryBase, endQueryWord,
-      wordBase;
+  /// row, whether the slot is one of its blocks, and whether the batch
+  /// breaks the rules.
+  Value keyBase, realBlock, brokenBatch;
 };
 
 } // namespace mlir::pisa::detail

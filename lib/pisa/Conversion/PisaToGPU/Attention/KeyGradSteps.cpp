@@ -1,8 +1,8 @@
 //===- KeyGradSteps.cpp - The key kernel's walk and steps -----------------===//
 //
-// KeyGradBlock's walk over the queries of its segment (the set bits of the
-// block's query-bit words, a window of words at a time into a list in
-// shared memory) and its steps over them: staged (S, dP, P^T and dS^T
+// KeyGradBlock's walk over the queries of its segment (a run of the
+// block's list, a window at a time into a list in shared memory) and its
+// steps over them: staged (S, dP, P^T and dS^T
 // through shared memory, warps split dv and d) or in registers (each warp
 // owns 16 keys, the products transposed so that the keys are the mma rows,
 // dK and dV in the lanes' registers), the products on mma.sync or, on
@@ -46,33 +46,18 @@ using namespace mlir::pisa::detail;
 
 using P = arith::CmpIPredicate;
 
-std::pair<Value, Value> KeyGradBlock::segmentWords(ImplicitLocOpBuilder &b) {
-  Value begin = arith::MinUIOp::create(
-      b, toWordBase(b, arith::MulIOp::create(b, segment, wordsPerSegment)),
-      numWords);
-  Value end = arith::MinUIOp::create(
-      b, arith::AddIOp::create(b, begin, wordsPerSegment), numWords);
-  if (endQueryWord)
-    end = arith::MinUIOp::create(b, end, endQueryWord);
-  begin = arith::MinUIOp::create(b, arith::MaxUIOp::create(b, begin, firstWord),
-                                 end);
-  return {begin, end};
-}
-
 SmallVector<Value> KeyGradBlock::forEachBatch(ImplicitLocOpBuilder &b,
                                               ValueRange init, BatchFn batch) {
-  std::pair<Value, Value> words = segmentWords(b);
-  Value begin = words.first, end = words.second;
   const int64_t tokens = p.rows.tokens;
   SmallVector<Value> start(init.begin(), init.end());
   start.push_back(indexConst(b, 0));
   SmallVector<Value> out = buildLoop(
-      b, begin, end, indexConst(b, p.windowWords), start,
+      b, segmentBegin, segmentEnd, indexConst(b, kListWindow), start,
       [&](ImplicitLocOpBuilder &lb, Value w0,
           ValueRange st) -> SmallVector<Value> {
         Value pending = st.back();
         gpu::BarrierOp::create(lb); // the list's front and count are read
-        appendWindow(lb, w0, end, pending);
+        appendWindow(lb, w0, pending);
         gpu::BarrierOp::create(lb);
         Value count = toIndex(
             lb, memref::LoadOp::create(lb, listCount, indexConst(lb, 0)));
@@ -146,73 +131,30 @@ SmallVector<Value> KeyGradBlock::forEachStep(ImplicitLocOpBuilder &b,
       });
 }
 
-void KeyGradBlock::appendWindow(ImplicitLocOpBuilder &b, Value w0, Value end,
+void KeyGradBlock::appendWindow(ImplicitLocOpBuilder &b, Value w0,
                                 Value pending) {
-  Type i32 = b.getI32Type();
-  buildIfThen(
-      b, cmp(b, P::eq, warp, indexConst(b, 0)), [&](ImplicitLocOpBuilder &wb) {
-        Value w = arith::AddIOp::create(wb, w0, lane);
-        Value inWindow = arith::AndIOp::create(
-            wb, cmp(wb, P::ult, w, end),
-            cmp(wb, P::ult, lane, indexConst(wb, p.windowWords)));
-        Value word = buildIf(
-            wb, inWindow, TypeRange{i32},
-            [&](ImplicitLocOpBuilder &tb) -> SmallVector<Value> {
-              return {memref::LoadOp::create(tb, e.arg("queryBits"),
-                                             ValueRange{batch, kv, block, w})};
-            },
-            [&](ImplicitLocOpBuilder &fb) -> SmallVector<Value> {
-              return {arith::ConstantIntOp::create(fb, 0, 32)};
-            })[0];
-        Value bits = math::CtPopOp::create(wb, word);
-        Value upTo = bits; // inclusive prefix sum over the lanes
-        Value lane32 = toI32(wb, lane);
-        for (int64_t k = 1; k < 32; k *= 2) {
-          Value below = gpu::ShuffleOp::create(
-                            wb, upTo, arith::ConstantIntOp::create(wb, k, 32),
-                            arith::ConstantIntOp::create(wb, 32, 32),
-                            gpu::ShuffleMode::UP)
-                            .getShuffleResult();
-          Value has = arith::CmpIOp::create(
-              wb, P::sge, lane32, arith::ConstantIntOp::create(wb, k, 32));
-          upTo = arith::AddIOp::create(
-              wb, upTo,
-              arith::SelectOp::create(wb, has, below,
-                                      arith::ConstantIntOp::create(wb, 0, 32)));
-        }
-        Value at = arith::AddIOp::create(
-            wb, pending, toIndex(wb, arith::SubIOp::create(wb, upTo, bits)));
-        Value first = arith::MulIOp::create(wb, w, indexConst(wb, 32));
-        Type index = wb.getIndexType();
-        scf::WhileOp::create(
-            wb, TypeRange{i32, index}, ValueRange{word, at},
-            [&](OpBuilder &ob, Location loc, ValueRange args) {
-              ImplicitLocOpBuilder cb(loc, ob);
-              Value more = arith::CmpIOp::create(
-                  cb, P::ne, args[0], arith::ConstantIntOp::create(cb, 0, 32));
-              scf::ConditionOp::create(cb, more, args);
-            },
-            [&](OpBuilder &ob, Location loc, ValueRange args) {
-              ImplicitLocOpBuilder lb(loc, ob);
-              Value bit = math::CountTrailingZerosOp::create(lb, args[0]);
-              Value query = arith::AddIOp::create(lb, first, toIndex(lb, bit));
-              memref::StoreOp::create(lb, toI32(lb, query), list, args[1]);
-              Value rest = arith::AndIOp::create(
-                  lb, args[0],
-                  arith::SubIOp::create(
-                      lb, args[0], arith::ConstantIntOp::create(lb, 1, 32)));
-              scf::YieldOp::create(
-                  lb, ValueRange{rest, arith::AddIOp::create(
-                                           lb, args[1], indexConst(lb, 1))});
-            });
-        buildIfThen(wb, cmp(wb, P::eq, lane, indexConst(wb, 31)),
-                    [&](ImplicitLocOpBuilder &lb) {
-                      memref::StoreOp::create(
-                          lb,
-                          arith::AddIOp::create(lb, toI32(lb, pending), upTo),
-                          listCount, indexConst(lb, 0));
-                    });
-      });
+  Value n = arith::MinUIOp::create(b, arith::SubIOp::create(b, segmentEnd, w0),
+                                   indexConst(b, kListWindow));
+  buildIfThen(b, cmp(b, P::ult, tid, n), [&](ImplicitLocOpBuilder &tb) {
+    Value at = arith::AddIOp::create(tb, listStart,
+                                     arith::AddIOp::create(tb, w0, tid));
+    const int64_t topK =
+        cast<MemRefType>(e.arg("queryList").getType()).getShape()[3];
+    Value query = memref::LoadOp::create(
+        tb, e.arg("queryList"),
+        ValueRange{batch, kv,
+                   arith::DivUIOp::create(tb, at, indexConst(tb, topK)),
+                   arith::RemUIOp::create(tb, at, indexConst(tb, topK))});
+    memref::StoreOp::create(
+        tb, query, list,
+        ValueRange{arith::AddIOp::create(tb, pending, tid).getResult()});
+  });
+  buildIfThen(b, cmp(b, P::eq, tid, indexConst(b, 0)),
+              [&](ImplicitLocOpBuilder &tb) {
+                memref::StoreOp::create(
+                    tb, toI32(tb, arith::AddIOp::create(tb, pending, n)),
+                    listCount, indexConst(tb, 0));
+              });
 }
 
 Value KeyGradBlock::slotQuery(ImplicitLocOpBuilder &b, Value first, Value slot,

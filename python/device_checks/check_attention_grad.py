@@ -4,6 +4,7 @@ configurations drawn from a seed, through one AOT library each.
   python3 -m device_checks.check_attention_grad build DIR --seed S --count N  # here
   python3 -m device_checks.check_attention_grad check DIR [--shapes 3]        # GPU
   python3 -m device_checks.check_attention_grad bench DIR                     # GPU, timing
+  python3 -m device_checks.check_attention_grad compare OLD NEW               # GPU, two builds
 
 A configuration (Hkv, G, d, dv, C, K, dtype) is drawn over the backward's
 supported space and a little beyond it: a shape outside it must be a
@@ -500,7 +501,7 @@ def bench(args):
     """Paper setting (B = 1, Hkv = 1, G = 16, d = dv = 128, C = 64, K = 8,
     bf16) over hier_topk-like selections (each query's own block, block 0
     and random earlier blocks, ascending): the forward (`attend`), the
-    whole backward (`grad_dk`: the query kernel, the query bits and the key
+    whole backward (`grad_dk`: the query kernel, the query lists and the key
     kernel), the query kernel alone (`grad_dq`: nothing else feeds dq), and
     dense causal attention's backward (PyTorch SDPA, flash
     backend) on the same q, k, v, in one run; medians of CUDA-event times
@@ -529,7 +530,7 @@ def bench(args):
     for n in args.lengths:
         box = {}
         # The backward's scratch grows with N (dq in f32 when only dk is
-        # returned, the query bits, the segments' sums): 5 GiB covers 256K.
+        # returned, the query lists, the segments' sums): 5 GiB covers 256K.
         ws = torch.empty(5 << 30, dtype=torch.uint8, device="cuda")
 
         def fresh():
@@ -650,6 +651,57 @@ def recorded_selections(args, lib):
         print(f"| {name} | {fwd:.3f} | {bwd:.3f} | {dq_pass:.3f} |", flush=True)
 
 
+def compare(args):
+    """Two builds of the paper library on the same inputs at large N (the
+    bench's selections, fresh each length): dq must be bitwise the same (the
+    query kernel reads nothing the key half writes), dk and dv agree within
+    a relative Frobenius difference of --tolerance (a change that only
+    reorders a block's f32 sums), the new build run twice gives bitwise the
+    same dk and dv, and each build's workspace bytes are printed."""
+    import torch
+    from pisa import aot
+
+    old = aot.Library(os.path.join(args.old, args.library))
+    new = aot.Library(os.path.join(args.new, args.library))
+    failures = 0
+    for n in args.lengths:
+        torch.manual_seed(n)
+        q = torch.randn(1, 16, n, 128, device="cuda").to(torch.bfloat16)
+        k = torch.randn(1, 1, n, 128, device="cuda").to(torch.bfloat16)
+        v = torch.randn(1, 1, n, 128, device="cuda").to(torch.bfloat16)
+        do = torch.randn(1, 16, n, 128, device="cuda").to(torch.bfloat16)
+        nb = -(-n // 64)
+        own = torch.arange(n, device="cuda") // 64
+        pick = (torch.rand(n, 8, device="cuda") * (own[:, None] + 1)).long()
+        pick[:, 0], pick[:, 1] = 0, own
+        sel = torch.sort(pick, -1)[0].clamp(max=nb - 1).to(torch.int32)[None, None]
+        o = new("attend", q, k, v, sel, 0)
+        lse = new("attend_lse", q, k, v, sel, 0)
+        inputs = (q, k, v, sel, 0, o, lse, do)
+        sizes = [lib.workspace_size("grad_dk", q, k, v, sel, o, lse, do)
+                 for lib in (old, new)]
+        got = {}
+        for tag, lib in (("old", old), ("new", new)):
+            got[tag] = [lib(f"grad_{x}", *inputs) for x in ("dq", "dk", "dv")]
+            torch.cuda.synchronize()
+        again = [new(f"grad_{x}", *inputs) for x in ("dk", "dv")]
+        same_dq = torch.equal(got["old"][0], got["new"][0])
+        diffs = [float((a.double() - b.double()).norm() / b.double().norm())
+                 for a, b in zip(got["new"][1:], got["old"][1:])]
+        repeat = all(torch.equal(a, b) for a, b in zip(again, got["new"][1:]))
+        finite = all(bool(torch.isfinite(x).all()) for x in got["new"])
+        ok = same_dq and repeat and finite and max(diffs) <= args.tolerance
+        failures += not ok
+        print(f"N={n}: workspace old {sizes[0] / 2**20:.1f} MiB new {sizes[1] / 2**20:.1f} MiB; "
+              f"dq bitwise {same_dq}; dk, dv relative difference {diffs[0]:.2e}, "
+              f"{diffs[1]:.2e}; new run twice bitwise {repeat}; finite {finite} -> "
+              f"{'ok' if ok else 'FAIL'}", flush=True)
+        del got, again, q, k, v, do, o, lse
+        torch.cuda.empty_cache()
+    print("compare:", "all agree" if not failures else f"{failures} length(s) FAIL")
+    return 1 if failures else 0
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -696,8 +748,15 @@ def main(argv=None):
                         "(cu_seqlens) instead")
     r.add_argument("--selections", metavar="FILE.npz",
                    help="also time over recorded selections ([T, 1, K] int32 each)")
+    m = sub.add_parser("compare")
+    m.add_argument("old")
+    m.add_argument("new")
+    m.add_argument("--library", default="libpaper.so")
+    m.add_argument("--lengths", type=int, nargs="*", default=[4096, 65536, 262144])
+    m.add_argument("--tolerance", type=float, default=1e-5)
     args = ap.parse_args(argv)
-    return {"build": build, "check": check, "bench": bench}[args.cmd](args)
+    return {"build": build, "check": check, "bench": bench,
+            "compare": compare}[args.cmd](args)
 
 
 if __name__ == "__main__":

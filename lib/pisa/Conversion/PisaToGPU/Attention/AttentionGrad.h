@@ -145,6 +145,10 @@ constexpr int64_t kMaxKeySegments = 16;
 constexpr int64_t kKeySegmentBlocks = 2048;
 constexpr int64_t kMaxFirstBlockSegments = 64;
 constexpr int64_t kMinSegmentQueries = 256;
+/// A segment's run of its block's list is at least this many entries
+/// (rounded up to whole steps): each segment stages the block's keys and
+/// values and adds its sums in the chain.
+constexpr int64_t kMinSegmentEntries = 128;
 
 /// The query index's chunks: Q = min(kMaxListChunks, ceil(Nq /
 /// kListChunkQueries)), at least 1, each of ceil(Nq / Q) queries; its

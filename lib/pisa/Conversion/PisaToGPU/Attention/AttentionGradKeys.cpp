@@ -122,10 +122,10 @@ KeyGradBlock::KeyGradBlock(ImplicitLocOpBuilder &b, const Kernel &e,
     firstKey = arith::MulIOp::create(b, block, indexConst(b, c));
     queryShift = e.arg("queryOffset");
   }
-  // The segments split the block's list in equal runs of whole steps:
-  // those past its end take no part (segment 0 does, so that a block no
-  // query attends still gets its zeros written), and the chain of those
-  // that do starts at the last of them.
+  // The segments split the block's list in equal runs of whole steps, at
+  // least kMinSegmentEntries queries each: those past its end take no part
+  // (segment 0 does, so that a block no query attends still gets its zeros
+  // written), and the chain of those that do starts at the last of them.
   Value index = e.arg("queryIndex");
   Value chunks = arith::SubIOp::create(b, dimOf(b, index, 3),
                                        indexConst(b, kIndexExtraColumns));
@@ -151,7 +151,7 @@ KeyGradBlock::KeyGradBlock(ImplicitLocOpBuilder &b, const Kernel &e,
           arith::CeilDivUIOp::create(
               b, arith::CeilDivUIOp::create(b, length, segments),
               indexConst(b, tokens)),
-          indexConst(b, 1)),
+          indexConst(b, llvm::divideCeil(kMinSegmentEntries, tokens))),
       indexConst(b, tokens));
   Value topSegment = arith::SubIOp::create(
       b,

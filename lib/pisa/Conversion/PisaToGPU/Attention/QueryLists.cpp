@@ -176,18 +176,15 @@ Kernel buildZeroIndex(PatternRewriter &rewriter, Operation *op, Value index) {
   Value indexArg = kernel.arg("index");
   Value words =
       arith::MulIOp::create(b, dimOf(b, indexArg, 2), dimOf(b, indexArg, 3));
-  Value at = arith::AddIOp::create(
+  Value i = arith::AddIOp::create(
       b, arith::MulIOp::create(b, blockIdX(b), indexConst(b, kMarkThreads)),
       threadIdX(b));
-  buildIfThen(b, cmp(b, P::ult, at, words), [&](ImplicitLocOpBuilder &wb) {
-    Value row = arith::DivUIOp::create(wb, at, dimOf(wb, indexArg, 3));
-    Value word = arith::RemUIOp::create(wb, at, dimOf(wb, indexArg, 3));
-    memref::StoreOp::create(
-        wb, i32Const(wb, 0), indexArg,
-        ValueRange{
-            arith::DivUIOp::create(wb, blockIdY(wb), indexConst(wb, kvHeads)),
-            arith::RemUIOp::create(wb, blockIdY(wb), indexConst(wb, kvHeads)),
-            row, word});
+  buildIfThen(b, cmp(b, P::ult, i, words), [&](ImplicitLocOpBuilder &wb) {
+    Value row = arith::DivUIOp::create(wb, i, dimOf(wb, indexArg, 3));
+    Value word = arith::RemUIOp::create(wb, i, dimOf(wb, indexArg, 3));
+    ThreadPlace at(wb, kvHeads);
+    memref::StoreOp::create(wb, i32Const(wb, 0), indexArg,
+                            ValueRange{at.batch, at.kv, row, word});
   });
   gpu::ReturnOp::create(b);
   return kernel;
@@ -208,8 +205,8 @@ Kernel buildCountQueries(PatternRewriter &rewriter,
   Value query = arith::AddIOp::create(
       b, arith::MulIOp::create(b, blockIdX(b), indexConst(b, kMarkThreads)),
       threadIdX(b));
-  Value batch = arith::DivUIOp::create(b, blockIdY(b), indexConst(b, kvHeads));
-  Value kv = arith::RemUIOp::create(b, blockIdY(b), indexConst(b, kvHeads));
+  ThreadPlace at(b, kvHeads);
+  Value batch = at.batch, kv = at.kv;
   buildIfThen(
       b, cmp(b, P::ult, query, numQueries), [&](ImplicitLocOpBuilder &qb) {
         Chunks chunks(qb, index, numQueries);
@@ -246,8 +243,8 @@ Kernel buildScanRows(PatternRewriter &rewriter, Operation *op, Value index) {
       b,
       arith::MulIOp::create(b, blockIdX(b), indexConst(b, kScanRowsPerBlock)),
       arith::DivUIOp::create(b, tid, indexConst(b, kLanes)));
-  Value batch = arith::DivUIOp::create(b, blockIdY(b), indexConst(b, kvHeads));
-  Value kv = arith::RemUIOp::create(b, blockIdY(b), indexConst(b, kvHeads));
+  ThreadPlace at(b, kvHeads);
+  Value batch = at.batch, kv = at.kv;
   // The count is at most Nq (a query attends a block once): i32.
   buildIfThen(
       b, cmp(b, P::ult, row, dimOf(b, indexArg, 2)),
@@ -302,8 +299,8 @@ Kernel buildScanStarts(PatternRewriter &rewriter, Operation *op, Value index) {
   Value indexArg = kernel.arg("index");
   Type i32 = b.getI32Type(), i64 = b.getI64Type();
   Value lane = threadIdX(b);
-  Value batch = arith::DivUIOp::create(b, blockIdY(b), indexConst(b, kvHeads));
-  Value kv = arith::RemUIOp::create(b, blockIdY(b), indexConst(b, kvHeads));
+  ThreadPlace at(b, kvHeads);
+  Value batch = at.batch, kv = at.kv;
   Value rows = dimOf(b, indexArg, 2);
   Value q = arith::SubIOp::create(b, dimOf(b, indexArg, 3),
                                   indexConst(b, kIndexExtraColumns));
@@ -365,8 +362,8 @@ Kernel buildListQueries(PatternRewriter &rewriter,
   Value numQueries = dimOf(b, selection, 2);
   Value lane = threadIdX(b);
   Value lane32 = toI32(b, lane);
-  Value batch = arith::DivUIOp::create(b, blockIdY(b), indexConst(b, kvHeads));
-  Value kv = arith::RemUIOp::create(b, blockIdY(b), indexConst(b, kvHeads));
+  ThreadPlace at(b, kvHeads);
+  Value batch = at.batch, kv = at.kv;
   Chunks chunks(b, index, numQueries);
   Value chunk = blockIdX(b);
   Value first = arith::MinUIOp::create(

@@ -30,8 +30,9 @@ constexpr int64_t kGradThreads = 32 * kGradWarps;
 /// warp that copies their union's blocks, two blocks an SM (eight warps
 /// keep up to 255 registers a lane).
 constexpr int64_t kGradTileQueries = 3;
-/// Queries per block of the kernel that marks which queries attend a block.
-constexpr int64_t kMarkThreads = 128;
+/// Threads per block of the query lists' zero and count kernels (a word or
+/// a query each).
+constexpr int64_t kListThreads = 128;
 
 /// Where head rows sit in a tile: `rows` rows, token s's heads at rows
 /// [s R, (s + 1) R) (R = rowsPerToken, G rounded up), `tokens` = rows / R

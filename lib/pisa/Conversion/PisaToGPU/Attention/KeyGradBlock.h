@@ -60,7 +60,7 @@ private:
   }
 
   /// A packed batch: block x's key block is a block slot of the batch
-  /// (sequence s's blocks from floor(cu_k[s] / C) + s, as the mark kernel
+  /// (sequence s's blocks from floor(cu_k[s] / C) + s, as the count kernel
   /// numbers them). Finds its sequence (a binary search of the first
   /// slots), its keys and queries, and whether the slot is one of its
   /// blocks in a batch that keeps the rules.

@@ -177,7 +177,7 @@ Kernel buildZeroIndex(PatternRewriter &rewriter, Operation *op, Value index) {
   Value words =
       arith::MulIOp::create(b, dimOf(b, indexArg, 2), dimOf(b, indexArg, 3));
   Value i = arith::AddIOp::create(
-      b, arith::MulIOp::create(b, blockIdX(b), indexConst(b, kMarkThreads)),
+      b, arith::MulIOp::create(b, blockIdX(b), indexConst(b, kListThreads)),
       threadIdX(b));
   buildIfThen(b, cmp(b, P::ult, i, words), [&](ImplicitLocOpBuilder &wb) {
     Value row = arith::DivUIOp::create(wb, i, dimOf(wb, indexArg, 3));
@@ -203,7 +203,7 @@ Kernel buildCountQueries(PatternRewriter &rewriter,
   Value selection = kernel.arg("selection"), index = kernel.arg("index");
   Value numQueries = dimOf(b, selection, 2);
   Value query = arith::AddIOp::create(
-      b, arith::MulIOp::create(b, blockIdX(b), indexConst(b, kMarkThreads)),
+      b, arith::MulIOp::create(b, blockIdX(b), indexConst(b, kListThreads)),
       threadIdX(b));
   ThreadPlace at(b, kvHeads);
   Value batch = at.batch, kv = at.kv;
@@ -467,12 +467,12 @@ void mlir::pisa::detail::launchQueryLists(PatternRewriter &rewriter,
   Value numQueries = dimOf(host, op.getSelection(), 2);
   launch(host, zero,
          host.createOrFold<arith::CeilDivUIOp>(words,
-                                               indexConst(host, kMarkThreads)),
-         groups, kMarkThreads, {{"index", index}});
+                                               indexConst(host, kListThreads)),
+         groups, kListThreads, {{"index", index}});
   launch(host, count,
          host.createOrFold<arith::CeilDivUIOp>(numQueries,
-                                               indexConst(host, kMarkThreads)),
-         groups, kMarkThreads, operands);
+                                               indexConst(host, kListThreads)),
+         groups, kListThreads, operands);
   launch(host, rows,
          host.createOrFold<arith::CeilDivUIOp>(
              numRows, indexConst(host, kScanRowsPerBlock)),

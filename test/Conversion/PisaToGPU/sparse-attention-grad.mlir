@@ -59,12 +59,13 @@
 // CHECK: %[[CAP0:.+]] = arith.minui %[[PARTS]], %c64
 // CHECK: %[[SEGS0:.+]] = arith.maxui %[[CAP0]], %c1
 // The query lists: the index is zeroed, one thread per query counts the
-// blocks it attends by chunk, a warp per row scans its counts, a warp
-// per B x Hkv the rows' lengths, and a warp per chunk lists its queries.
+// blocks it attends by chunk, a warp per row scans its counts, a block
+// of 1024 per B x Hkv the rows' lengths, and a warp per chunk lists its
+// queries.
 // CHECK: gpu.launch_func @pisa_kernels::@zero_query_index
 // CHECK: gpu.launch_func @pisa_kernels::@count_attending_queries
 // CHECK: gpu.launch_func @pisa_kernels::@scan_query_index_rows {{.+}} threads in (%c128, %c1, %c1)
-// CHECK: gpu.launch_func @pisa_kernels::@scan_query_index_starts blocks in (%c1, %{{.+}}, %c1) threads in (%c32, %c1, %c1)
+// CHECK: gpu.launch_func @pisa_kernels::@scan_query_index_starts blocks in (%c1, %{{.+}}, %c1) threads in (%c1024, %c1, %c1)
 // CHECK: gpu.launch_func @pisa_kernels::@list_attending_queries {{.+}} threads in (%c32, %c1, %c1)
 // One block per (key block x segment, B x Hkv); its shared memory: K, V,
 // two steps' Q and dO (64 rows: 4 queries of 16 heads) and each step

@@ -215,7 +215,7 @@ namespace mlir::pisa::detail {
 /// rows, Q + 4] i32; `operands`: selection, keys, queryOffset, index,
 /// list and a packed batch's cu_seqlens) is zeroed; a thread per query
 /// counts it in its block's row at its chunk's column; a warp per row
-/// turns the row's counts into offsets and its length (column Q); a warp
+/// turns the row's counts into offsets and its length (column Q); a block
 /// per batch x KV head scans the lengths into each row's start (columns
 /// Q + 1 and Q + 2, low and high words); a warp per chunk writes its
 /// queries into the lists in a fixed order. Column Q + 3 is the key

@@ -10,7 +10,7 @@
 //   zero_query_index        a thread per index word
 //   count_attending_queries a thread per query: index[row][chunk] += 1
 //   scan_query_index_rows   a warp per row: counts -> offsets, length
-//   scan_query_index_starts a warp per batch x KV head: each row's start
+//   scan_query_index_starts a block per batch x KV head: each row's start
 //   list_attending_queries  a warp per chunk, its queries in order
 //
 // The last writes a chunk's queries 32 at a time (a lane each), the
@@ -59,6 +59,8 @@ namespace {
 constexpr int64_t kLanes = 32;
 /// Rows the row scan takes a block (a warp each).
 constexpr int64_t kScanRowsPerBlock = 4;
+/// Threads of the starts' scan, a block per batch x KV head.
+constexpr int64_t kStartThreads = 1024;
 
 Value i32Const(ImplicitLocOpBuilder &b, int64_t v) {
   return arith::ConstantIntOp::create(b, v, 32);
@@ -286,27 +288,30 @@ Kernel buildScanRows(PatternRewriter &rewriter, Operation *op, Value index) {
   return kernel;
 }
 
-/// scan_query_index_starts: a warp per batch x KV head; lane l takes a
-/// contiguous run of rows, the runs' sums are scanned over the lanes (i64:
-/// the lists hold up to Nq K entries), and each row gets its start.
+/// scan_query_index_starts: a block of kStartThreads per batch x KV head;
+/// thread t takes a contiguous run of rows, the runs' sums are scanned over
+/// the block (i64: the lists hold up to Nq K entries; each warp's lanes by
+/// shuffles, the warps' totals in shared memory by warp 0), and each row
+/// gets its start.
 Kernel buildScanStarts(PatternRewriter &rewriter, Operation *op, Value index) {
   OpBuilder::InsertionGuard guard(rewriter);
   MemRefType type = cast<MemRefType>(index.getType());
-  Kernel kernel =
-      createKernel(rewriter, op, "scan_query_index_starts", {{"index", type}});
+  Type i32 = rewriter.getI32Type(), i64 = rewriter.getI64Type();
+  Kernel kernel = createKernel(
+      rewriter, op, "scan_query_index_starts", {{"index", type}},
+      {workgroupType(rewriter.getContext(), {kStartThreads / kLanes}, i64)});
   ImplicitLocOpBuilder b(op->getLoc(), rewriter);
   const int64_t kvHeads = type.getShape()[1];
   Value indexArg = kernel.arg("index");
-  Type i32 = b.getI32Type(), i64 = b.getI64Type();
-  Value lane = threadIdX(b);
+  Value warpSums = kernel.func().getWorkgroupAttributions()[0];
   ThreadPlace at(b, kvHeads);
   Value batch = at.batch, kv = at.kv;
   Value rows = dimOf(b, indexArg, 2);
   Value q = arith::SubIOp::create(b, dimOf(b, indexArg, 3),
                                   indexConst(b, kIndexExtraColumns));
-  Value run = arith::CeilDivUIOp::create(b, rows, indexConst(b, kLanes));
+  Value run = arith::CeilDivUIOp::create(b, rows, indexConst(b, kStartThreads));
   Value begin =
-      arith::MinUIOp::create(b, arith::MulIOp::create(b, lane, run), rows);
+      arith::MinUIOp::create(b, arith::MulIOp::create(b, at.tid, run), rows);
   Value end =
       arith::MinUIOp::create(b, arith::AddIOp::create(b, begin, run), rows);
   auto lengthOf = [&](ImplicitLocOpBuilder &lb, Value row) -> Value {
@@ -321,7 +326,24 @@ Kernel buildScanStarts(PatternRewriter &rewriter, Operation *op, Value index) {
                     ValueRange st) -> SmallVector<Value> {
                   return {arith::AddIOp::create(lb, st[0], lengthOf(lb, row))};
                 })[0];
-  Value start = arith::SubIOp::create(b, inclusiveLaneSum(b, own, lane), own);
+  Value upTo = inclusiveLaneSum(b, own, at.lane);
+  buildIfThen(b, cmp(b, P::eq, at.lane, indexConst(b, kLanes - 1)),
+              [&](ImplicitLocOpBuilder &tb) {
+                memref::StoreOp::create(tb, upTo, warpSums, at.warp);
+              });
+  gpu::BarrierOp::create(b);
+  // Warp 0 turns the warps' totals into their bases.
+  buildIfThen(b, cmp(b, P::eq, at.warp, indexConst(b, 0)),
+              [&](ImplicitLocOpBuilder &tb) {
+                Value total = memref::LoadOp::create(tb, warpSums, at.lane);
+                Value before = arith::SubIOp::create(
+                    tb, inclusiveLaneSum(tb, total, at.lane), total);
+                memref::StoreOp::create(tb, before, warpSums, at.lane);
+              });
+  gpu::BarrierOp::create(b);
+  Value start =
+      arith::AddIOp::create(b, memref::LoadOp::create(b, warpSums, at.warp),
+                            arith::SubIOp::create(b, upTo, own));
   buildLoop(b, begin, end, ValueRange{start},
             [&](ImplicitLocOpBuilder &lb, Value row,
                 ValueRange st) -> SmallVector<Value> {
@@ -477,7 +499,8 @@ void mlir::pisa::detail::launchQueryLists(PatternRewriter &rewriter,
          host.createOrFold<arith::CeilDivUIOp>(
              numRows, indexConst(host, kScanRowsPerBlock)),
          groups, kScanRowsPerBlock * kLanes, {{"index", index}});
-  launch(host, starts, indexConst(host, 1), groups, kLanes, {{"index", index}});
+  launch(host, starts, indexConst(host, 1), groups, kStartThreads,
+         {{"index", index}});
   launch(host, lists,
          arith::SubIOp::create(host, dimOf(host, index, 3),
                                indexConst(host, kIndexExtraColumns)),

@@ -166,8 +166,8 @@ Value queryListChunks(ImplicitLocOpBuilder &b, Value numQueries);
 constexpr int64_t kListWindow = kGradThreads;
 
 /// The register key kernel steps once its list holds this many steps'
-/// queries (or its words are done), and copies each step's rows while the
-/// one before it computes: only a batch's first step waits for its copies.
+/// queries (or its run of the list is done), and copies each step's rows while
+/// the one before it computes: only a batch's first step waits for its copies.
 constexpr int64_t kKeyStepsAhead = 4;
 
 /// Why the backward's GPU kernels cannot take these sizes (the message

@@ -160,6 +160,15 @@ constexpr int64_t kMaxListChunks = 256;
 constexpr int64_t kIndexExtraColumns = 4;
 /// Q for Nq queries (host or kernel code).
 Value queryListChunks(ImplicitLocOpBuilder &b, Value numQueries);
+/// The query index's columns in kernel code: Q (its width less
+/// kIndexExtraColumns), column Q + `after`, and a row's start in the lists
+/// (i64, from its two words at Q + 1 and Q + 2).
+struct QueryIndexColumns {
+  Value chunks;
+  QueryIndexColumns(ImplicitLocOpBuilder &b, Value index);
+  Value column(ImplicitLocOpBuilder &b, int64_t after) const;
+  Value rowStart(ImplicitLocOpBuilder &b, Value index, ValueRange row) const;
+};
 
 /// List entries a key block copies into shared memory at a time (one a
 /// thread).

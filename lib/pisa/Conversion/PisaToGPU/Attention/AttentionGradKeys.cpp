@@ -39,7 +39,6 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
-#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -127,22 +126,12 @@ KeyGradBlock::KeyGradBlock(ImplicitLocOpBuilder &b, const Kernel &e,
   // (segment 0 does, so that a block no query attends still gets its zeros
   // written), and the chain of those that do starts at the last of them.
   Value index = e.arg("queryIndex");
-  Value chunks = arith::SubIOp::create(b, dimOf(b, index, 3),
-                                       indexConst(b, kIndexExtraColumns));
-  auto indexWord = [&](int64_t after) -> Value {
-    return memref::LoadOp::create(
-        b, index,
-        ValueRange{batch, kv, block,
-                   arith::AddIOp::create(b, chunks, indexConst(b, after))});
-  };
-  Value length = toIndex(b, indexWord(0));
-  Type i64 = b.getI64Type();
+  QueryIndexColumns columns(b, index);
+  Value length = toIndex(
+      b, memref::LoadOp::create(
+             b, index, ValueRange{batch, kv, block, columns.column(b, 0)}));
   listStart = arith::IndexCastUIOp::create(
-      b, b.getIndexType(),
-      arith::OrIOp::create(
-          b, arith::ExtUIOp::create(b, i64, indexWord(1)),
-          arith::ShLIOp::create(b, arith::ExtUIOp::create(b, i64, indexWord(2)),
-                                arith::ConstantIntOp::create(b, 32, 64))));
+      b, b.getIndexType(), columns.rowStart(b, index, {batch, kv, block}));
   const int64_t tokens = p.rows.tokens;
   Value perSegment = arith::MulIOp::create(
       b,

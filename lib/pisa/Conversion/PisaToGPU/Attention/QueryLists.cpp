@@ -54,6 +54,33 @@ Value mlir::pisa::detail::queryListChunks(ImplicitLocOpBuilder &b,
       indexConst(b, 1));
 }
 
+mlir::pisa::detail::QueryIndexColumns::QueryIndexColumns(
+    ImplicitLocOpBuilder &b, Value index) {
+  chunks = arith::SubIOp::create(b, dimOf(b, index, 3),
+                                 indexConst(b, kIndexExtraColumns));
+}
+
+Value mlir::pisa::detail::QueryIndexColumns::column(ImplicitLocOpBuilder &b,
+                                                    int64_t after) const {
+  return arith::AddIOp::create(b, chunks, indexConst(b, after));
+}
+
+Value mlir::pisa::detail::QueryIndexColumns::rowStart(ImplicitLocOpBuilder &b,
+                                                      Value index,
+                                                      ValueRange row) const {
+  Type i64 = b.getI64Type();
+  auto word = [&](int64_t after) {
+    return arith::ExtUIOp::create(
+        b, i64,
+        memref::LoadOp::create(
+            b, index, ValueRange{row[0], row[1], row[2], column(b, after)}));
+  };
+  return arith::OrIOp::create(
+      b, word(1),
+      arith::ShLIOp::create(b, word(2),
+                            arith::ConstantIntOp::create(b, 32, 64)));
+}
+
 namespace {
 
 constexpr int64_t kLanes = 32;
@@ -66,17 +93,12 @@ Value i32Const(ImplicitLocOpBuilder &b, int64_t v) {
   return arith::ConstantIntOp::create(b, v, 32);
 }
 
-/// The index's chunk count Q (its columns less the four after the
-/// chunks') and the queries of a chunk, ceil(Nq / Q).
-struct Chunks {
-  Value count, size;
-  Chunks(ImplicitLocOpBuilder &b, Value index, Value numQueries) {
-    count = arith::SubIOp::create(b, dimOf(b, index, 3),
-                                  indexConst(b, kIndexExtraColumns));
-    size = arith::CeilDivUIOp::create(b, numQueries, count);
-  }
-  Value column(ImplicitLocOpBuilder &b, int64_t after) const {
-    return arith::AddIOp::create(b, count, indexConst(b, after));
+/// The index's columns and the queries of a chunk, ceil(Nq / Q).
+struct Chunks : QueryIndexColumns {
+  Value size;
+  Chunks(ImplicitLocOpBuilder &b, Value index, Value numQueries)
+      : QueryIndexColumns(b, index) {
+    size = arith::CeilDivUIOp::create(b, numQueries, chunks);
   }
 };
 
@@ -120,23 +142,6 @@ Value inclusiveLaneSum(ImplicitLocOpBuilder &b, Value v, Value lane) {
                                     .getResult()));
   }
   return v;
-}
-
-/// A row's start in the lists, from its two words at columns Q + 1, Q + 2.
-Value loadRowStart(ImplicitLocOpBuilder &b, Value index, ValueRange row,
-                   const Chunks &chunks) {
-  Type i64 = b.getI64Type();
-  auto word = [&](int64_t after) {
-    return arith::ExtUIOp::create(
-        b, i64,
-        memref::LoadOp::create(
-            b, index,
-            ValueRange{row[0], row[1], row[2], chunks.column(b, after)}));
-  };
-  return arith::OrIOp::create(
-      b, word(1),
-      arith::ShLIOp::create(b, word(2),
-                            arith::ConstantIntOp::create(b, 32, 64)));
 }
 
 /// The block query `query` attends as a row of the index: its selection
@@ -251,8 +256,7 @@ Kernel buildScanRows(PatternRewriter &rewriter, Operation *op, Value index) {
   buildIfThen(
       b, cmp(b, P::ult, row, dimOf(b, indexArg, 2)),
       [&](ImplicitLocOpBuilder &rb) {
-        Value q = arith::SubIOp::create(rb, dimOf(rb, indexArg, 3),
-                                        indexConst(rb, kIndexExtraColumns));
+        Value q = QueryIndexColumns(rb, indexArg).chunks;
         Value total = buildLoop(
             rb, indexConst(rb, 0), q, indexConst(rb, kLanes),
             ValueRange{i32Const(rb, 0)},
@@ -307,8 +311,7 @@ Kernel buildScanStarts(PatternRewriter &rewriter, Operation *op, Value index) {
   ThreadPlace at(b, kvHeads);
   Value batch = at.batch, kv = at.kv;
   Value rows = dimOf(b, indexArg, 2);
-  Value q = arith::SubIOp::create(b, dimOf(b, indexArg, 3),
-                                  indexConst(b, kIndexExtraColumns));
+  Value q = QueryIndexColumns(b, indexArg).chunks;
   Value run = arith::CeilDivUIOp::create(b, rows, indexConst(b, kStartThreads));
   Value begin =
       arith::MinUIOp::create(b, arith::MulIOp::create(b, at.tid, run), rows);
@@ -428,7 +431,7 @@ Kernel buildListQueries(PatternRewriter &rewriter,
                     Value offset = arith::ExtUIOp::create(
                         tb, i64, memref::LoadOp::create(tb, index, at));
                     return {arith::AddIOp::create(
-                        tb, loadRowStart(tb, index, {batch, kv, row}, chunks),
+                        tb, chunks.rowStart(tb, index, {batch, kv, row}),
                         offset)};
                   },
                   [&](ImplicitLocOpBuilder &fb) -> SmallVector<Value> {

@@ -443,6 +443,27 @@ PAPER = {"name": "paper", "Hkv": 1, "G": 16, "d": 128, "dv": 128, "C": 64, "K": 
          "dtype": "bf16"}
 
 
+def bench_inputs(n, free_first=False):
+    """The bench's inputs at the paper setting, fresh on the GPU: q and dO
+    [1, 16, n, 128], k and v [1, 1, n, 128] (bf16), and a hier_topk-like
+    selection [1, 1, n, 8] (block 0 unless `free_first`, the query's own
+    block and random earlier ones, ascending)."""
+    import torch
+
+    q = torch.randn(1, 16, n, 128, device="cuda").to(torch.bfloat16)
+    k = torch.randn(1, 1, n, 128, device="cuda").to(torch.bfloat16)
+    v = torch.randn(1, 1, n, 128, device="cuda").to(torch.bfloat16)
+    do = torch.randn(1, 16, n, 128, device="cuda").to(torch.bfloat16)
+    nb = -(-n // 64)
+    own = torch.arange(n, device="cuda") // 64
+    pick = (torch.rand(n, 8, device="cuda") * (own[:, None] + 1)).long()
+    if not free_first:
+        pick[:, 0] = 0
+    pick[:, 1] = own
+    sel = torch.sort(pick, -1)[0].clamp(max=nb - 1).to(torch.int32)[None, None]
+    return q, k, v, do, sel
+
+
 def bench_packed(args, lib):
     """--packed B: B sequences of T / B tokens each (prefill), batched
     ([B, H, T / B, d]: attend, grad_dk) against packed ([T, H, d] with
@@ -534,17 +555,8 @@ def bench(args):
         ws = torch.empty(5 << 30, dtype=torch.uint8, device="cuda")
 
         def fresh():
-            box["q"] = torch.randn(1, 16, n, 128, device="cuda").to(torch.bfloat16)
-            box["k"] = torch.randn(1, 1, n, 128, device="cuda").to(torch.bfloat16)
-            box["v"] = torch.randn(1, 1, n, 128, device="cuda").to(torch.bfloat16)
-            box["do"] = torch.randn(1, 16, n, 128, device="cuda").to(torch.bfloat16)
-            nb = -(-n // 64)
-            own = torch.arange(n, device="cuda") // 64
-            pick = (torch.rand(n, 8, device="cuda") * (own[:, None] + 1)).long()
-            if not args.free_first:
-                pick[:, 0] = 0
-            pick[:, 1] = own
-            box["sel"] = torch.sort(pick, -1)[0].clamp(max=nb - 1).to(torch.int32)[None, None]
+            box["q"], box["k"], box["v"], box["do"], box["sel"] = bench_inputs(
+                n, args.free_first)
             box["o"] = lib("attend", box["q"], box["k"], box["v"], box["sel"], 0, workspace=ws)
             box["lse"] = lib("attend_lse", box["q"], box["k"], box["v"], box["sel"], 0,
                              workspace=ws)
@@ -666,15 +678,7 @@ def compare(args):
     failures = 0
     for n in args.lengths:
         torch.manual_seed(n)
-        q = torch.randn(1, 16, n, 128, device="cuda").to(torch.bfloat16)
-        k = torch.randn(1, 1, n, 128, device="cuda").to(torch.bfloat16)
-        v = torch.randn(1, 1, n, 128, device="cuda").to(torch.bfloat16)
-        do = torch.randn(1, 16, n, 128, device="cuda").to(torch.bfloat16)
-        nb = -(-n // 64)
-        own = torch.arange(n, device="cuda") // 64
-        pick = (torch.rand(n, 8, device="cuda") * (own[:, None] + 1)).long()
-        pick[:, 0], pick[:, 1] = 0, own
-        sel = torch.sort(pick, -1)[0].clamp(max=nb - 1).to(torch.int32)[None, None]
+        q, k, v, do, sel = bench_inputs(n)
         o = new("attend", q, k, v, sel, 0)
         lse = new("attend_lse", q, k, v, sel, 0)
         inputs = (q, k, v, sel, 0, o, lse, do)

@@ -139,8 +139,13 @@
 // TILES-NOT: gpu.barrier
 // TILES: gpu.return
 
+// The lanes of a warp that count at one (row, chunk) word (match.sync on
+// the row and chunk as one i64) add their number there once, by the
+// lowest of them.
 // CHECK-LABEL: gpu.func @count_attending_queries
-// CHECK: memref.atomic_rmw addi
+// CHECK: %[[PEERS:.+]] = nvvm.match.sync  any %{{.+}}, %{{.+}} : i64 -> i32
+// CHECK: %[[N:.+]] = math.ctpop %[[PEERS]] : i32
+// CHECK: memref.atomic_rmw addi %[[N]]
 // The lanes that attend one block take consecutive places in lane order
 // (match.sync, the lanes before in the match), the first of them moves
 // the block's offset on.

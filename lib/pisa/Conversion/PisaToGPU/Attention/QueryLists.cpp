@@ -8,7 +8,8 @@
 // queries, then the chunk's offset in the block's list:
 //
 //   zero_query_index        a thread per index word
-//   count_attending_queries a thread per query: index[row][chunk] += 1
+//   count_attending_queries a thread per query: index[row][chunk] += 1,
+//                           once a warp per word
 //   scan_query_index_rows   a warp per row: counts -> offsets, length
 //   scan_query_index_starts a block per batch x KV head: each row's start
 //   list_attending_queries  a warp per chunk, its queries in order
@@ -88,6 +89,8 @@ constexpr int64_t kLanes = 32;
 constexpr int64_t kScanRowsPerBlock = 4;
 /// Threads of the starts' scan, a block per batch x KV head.
 constexpr int64_t kStartThreads = 1024;
+/// The count kernel's word key holds a chunk in its low 8 bits.
+static_assert(kMaxListChunks <= 256, "a chunk must fit 8 bits");
 
 Value i32Const(ImplicitLocOpBuilder &b, int64_t v) {
   return arith::ConstantIntOp::create(b, v, 32);
@@ -197,8 +200,12 @@ Kernel buildZeroIndex(PatternRewriter &rewriter, Operation *op, Value index) {
   return kernel;
 }
 
-/// count_attending_queries: one thread per (query, batch x KV head) adds 1
-/// at its chunk's column of each row it attends.
+/// count_attending_queries: one thread per (query, batch x KV head) counts
+/// 1 at its chunk's column of each row it attends. For each selection entry
+/// in turn, the lanes of a warp that count at one (row, chunk) word
+/// (match.sync) add their number there once, by the lowest of them: every
+/// query of a PISA selection attends block 0, whose words one atomic a
+/// lane would contend for.
 Kernel buildCountQueries(PatternRewriter &rewriter,
                          SparseAttentionGradKeysKernelOp op, int64_t topK,
                          ArrayRef<KernelOperand> operands) {
@@ -208,27 +215,57 @@ Kernel buildCountQueries(PatternRewriter &rewriter,
       createKernelFor(rewriter, op, "count_attending_queries", operands);
   ImplicitLocOpBuilder b(op.getLoc(), rewriter);
   Value selection = kernel.arg("selection"), index = kernel.arg("index");
+  Type i64 = b.getI64Type();
   Value numQueries = dimOf(b, selection, 2);
+  Value tid = threadIdX(b);
   Value query = arith::AddIOp::create(
       b, arith::MulIOp::create(b, blockIdX(b), indexConst(b, kListThreads)),
-      threadIdX(b));
+      tid);
+  Value lane32 =
+      toI32(b, arith::RemUIOp::create(b, tid, indexConst(b, kLanes)));
+  Value below = arith::SubIOp::create(
+      b, arith::ShLIOp::create(b, i32Const(b, 1), lane32), i32Const(b, 1));
+  Value allLanes = i32Const(b, -1);
   ThreadPlace at(b, kvHeads);
   Value batch = at.batch, kv = at.kv;
-  buildIfThen(
-      b, cmp(b, P::ult, query, numQueries), [&](ImplicitLocOpBuilder &qb) {
-        Chunks chunks(qb, index, numQueries);
-        Value chunk = arith::DivUIOp::create(qb, query, chunks.size);
-        QueryRows rows(qb, kernel, query, op.getBlockSize());
-        walkAttendedBlocks(
-            qb, selection, {batch, kv, query}, rows.numKeys, rows.keyEnd,
-            op.getBlockSize(), topK,
-            [&](ImplicitLocOpBuilder &lb, Value attended, Value s32, Value) {
-              buildIfThen(lb, attended, [&](ImplicitLocOpBuilder &ab) {
-                memref::AtomicRMWOp::create(
-                    ab, arith::AtomicRMWKind::addi, i32Const(ab, 1), index,
-                    ValueRange{batch, kv, rows.row(ab, s32), chunk});
-              });
-            });
+  Value active = cmp(b, P::ult, query, numQueries);
+  // A lane past the queries walks the last query's row and counts
+  // nothing: every lane of the warp reaches each match.sync (the grid has
+  // no block when Nq = 0).
+  Value walked = arith::MinUIOp::create(
+      b, query, arith::SubIOp::create(b, numQueries, indexConst(b, 1)));
+  Chunks chunks(b, index, numQueries);
+  Value chunk = arith::DivUIOp::create(b, walked, chunks.size);
+  QueryRows rows(b, kernel, walked, op.getBlockSize());
+  walkAttendedBlocks(
+      b, selection, {batch, kv, walked}, rows.numKeys, rows.keyEnd,
+      op.getBlockSize(), topK,
+      [&](ImplicitLocOpBuilder &lb, Value attended, Value s32, Value) {
+        Value use = arith::AndIOp::create(lb, attended, active);
+        Value row = rows.row(lb, s32);
+        // The word's key: the row above the chunk's 8 bits (Q <= 256); a
+        // lane that counts nothing matches no other (-1 - lane).
+        Value word = arith::OrIOp::create(
+            lb,
+            arith::ShLIOp::create(lb,
+                                  arith::IndexCastUIOp::create(lb, i64, row),
+                                  arith::ConstantIntOp::create(lb, 8, 64)),
+            arith::IndexCastUIOp::create(lb, i64, chunk));
+        Value key = arith::SelectOp::create(
+            lb, use, word,
+            arith::ExtSIOp::create(
+                lb, i64, arith::SubIOp::create(lb, i32Const(lb, -1), lane32)));
+        Value peers = NVVM::MatchSyncOp::create(lb, lb.getI32Type(), allLanes,
+                                                key, NVVM::MatchSyncKind::any);
+        Value leads = arith::AndIOp::create(
+            lb, use,
+            cmp(lb, P::eq, arith::AndIOp::create(lb, peers, below),
+                i32Const(lb, 0)));
+        buildIfThen(lb, leads, [&](ImplicitLocOpBuilder &ab) {
+          memref::AtomicRMWOp::create(ab, arith::AtomicRMWKind::addi,
+                                      math::CtPopOp::create(ab, peers), index,
+                                      ValueRange{batch, kv, row, chunk});
+        });
       });
   gpu::ReturnOp::create(b);
   return kernel;

@@ -149,6 +149,26 @@ Value inclusiveLaneSum(ImplicitLocOpBuilder &b, Value v, Value lane) {
 
 /// The block query `query` attends as a row of the index: its selection
 /// entry, from the first slot of its sequence in a packed batch.
+/// The lanes of a warp whose `use` lanes share `key` (i32 or i64): their
+/// mask (match.sync; a lane not in use matches no other, its key -1 -
+/// lane), those of them below this lane (`below`: this lane's lower
+/// bits), and whether this lane leads them (uses and has none below).
+struct LaneGroup {
+  Value peers, before, leads;
+  LaneGroup(ImplicitLocOpBuilder &b, Value use, Value key, Value lane32,
+            Value below) {
+    Value alone = arith::SubIOp::create(b, i32Const(b, -1), lane32);
+    if (key.getType() != alone.getType())
+      alone = arith::ExtSIOp::create(b, key.getType(), alone);
+    peers = NVVM::MatchSyncOp::create(
+        b, b.getI32Type(), i32Const(b, -1),
+        arith::SelectOp::create(b, use, key, alone), NVVM::MatchSyncKind::any);
+    before = arith::AndIOp::create(b, peers, below);
+    leads =
+        arith::AndIOp::create(b, use, cmp(b, P::eq, before, i32Const(b, 0)));
+  }
+};
+
 struct QueryRows {
   Value numKeys, keyEnd, firstSlot;
   QueryRows(ImplicitLocOpBuilder &b, const Kernel &kernel, Value query,
@@ -225,7 +245,6 @@ Kernel buildCountQueries(PatternRewriter &rewriter,
       toI32(b, arith::RemUIOp::create(b, tid, indexConst(b, kLanes)));
   Value below = arith::SubIOp::create(
       b, arith::ShLIOp::create(b, i32Const(b, 1), lane32), i32Const(b, 1));
-  Value allLanes = i32Const(b, -1);
   ThreadPlace at(b, kvHeads);
   Value batch = at.batch, kv = at.kv;
   Value active = cmp(b, P::ult, query, numQueries);
@@ -243,28 +262,18 @@ Kernel buildCountQueries(PatternRewriter &rewriter,
       [&](ImplicitLocOpBuilder &lb, Value attended, Value s32, Value) {
         Value use = arith::AndIOp::create(lb, attended, active);
         Value row = rows.row(lb, s32);
-        // The word's key: the row above the chunk's 8 bits (Q <= 256); a
-        // lane that counts nothing matches no other (-1 - lane).
+        // The word's key: the row above the chunk's 8 bits (Q <= 256).
         Value word = arith::OrIOp::create(
             lb,
             arith::ShLIOp::create(lb,
                                   arith::IndexCastUIOp::create(lb, i64, row),
                                   arith::ConstantIntOp::create(lb, 8, 64)),
             arith::IndexCastUIOp::create(lb, i64, chunk));
-        Value key = arith::SelectOp::create(
-            lb, use, word,
-            arith::ExtSIOp::create(
-                lb, i64, arith::SubIOp::create(lb, i32Const(lb, -1), lane32)));
-        Value peers = NVVM::MatchSyncOp::create(lb, lb.getI32Type(), allLanes,
-                                                key, NVVM::MatchSyncKind::any);
-        Value leads = arith::AndIOp::create(
-            lb, use,
-            cmp(lb, P::eq, arith::AndIOp::create(lb, peers, below),
-                i32Const(lb, 0)));
-        buildIfThen(lb, leads, [&](ImplicitLocOpBuilder &ab) {
+        LaneGroup group(lb, use, word, lane32, below);
+        buildIfThen(lb, group.leads, [&](ImplicitLocOpBuilder &ab) {
           memref::AtomicRMWOp::create(ab, arith::AtomicRMWKind::addi,
-                                      math::CtPopOp::create(ab, peers), index,
-                                      ValueRange{batch, kv, row, chunk});
+                                      math::CtPopOp::create(ab, group.peers),
+                                      index, ValueRange{batch, kv, row, chunk});
         });
       });
   gpu::ReturnOp::create(b);
@@ -452,15 +461,9 @@ Kernel buildListQueries(PatternRewriter &rewriter,
             [&](ImplicitLocOpBuilder &lb, Value attended, Value s32, Value) {
               Value use = arith::AndIOp::create(lb, attended, active);
               Value row = rows.row(lb, s32);
-              // A lane that lists nothing matches no other (-1 - lane).
-              Value key = arith::SelectOp::create(
-                  lb, use, toI32(lb, row),
-                  arith::SubIOp::create(lb, i32Const(lb, -1), lane32));
-              Value peers = NVVM::MatchSyncOp::create(
-                  lb, lb.getI32Type(), allLanes, key, NVVM::MatchSyncKind::any);
-              Value before = arith::AndIOp::create(lb, peers, below);
-              Value leads = arith::AndIOp::create(
-                  lb, use, cmp(lb, P::eq, before, i32Const(lb, 0)));
+              LaneGroup group(lb, use, toI32(lb, row), lane32, below);
+              Value peers = group.peers, before = group.before,
+                    leads = group.leads;
               SmallVector<Value> at{batch, kv, row, chunk};
               Value place = buildIf(
                   lb, leads, TypeRange{i64},

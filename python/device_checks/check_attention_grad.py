@@ -13,10 +13,10 @@ has dynamic B, N and Nq and these entries:
   attend, attend_lse (q, k, v, selection, offset)     the forward's o, lse
   grad_dq, grad_dk, grad_dv (q, k, v, selection, offset, o, lse, dO)
                                                       the backward's results
-                                                      (f32); grad_dk runs
-                                                      all of it (dk needs
-                                                      the query kernel's D)
-  grad_tm_dq, grad_tm_dk, grad_tm_dv                  the same, token-major
+                                                      (f32)
+  grad_all (the same operands)                        all three: the whole
+                                                      backward
+  grad_tm_dq, grad_tm_dk, grad_tm_dv, grad_tm_all     the same, token-major
                                                       (must equal the
                                                       head-major results
                                                       bitwise, transposed)
@@ -181,6 +181,12 @@ func.func @attend_lse(%q: {q}, %k: {k}, %v: {v}, %s: {s}, %off: index) -> {lse} 
   return %g#{index} : {rtype}
 }}
 """
+        # The whole backward in one call (what a training step runs).
+        text += f"""func.func @grad{suffix}_all({args}) -> ({tdq}, {tdk}, {tdv}) {{
+  %g:3 = {grad}
+  return %g#0, %g#1, %g#2 : {tdq}, {tdk}, {tdv}
+}}
+"""
     # Packed varlen: [T, H, X], lse [Tq, Hq], cu_seqlens [B + 1].
     qp, kp = f"tensor<?x{Hq}x{d}x{t}>", f"tensor<?x{Hkv}x{d}x{t}>"
     vp, sp = f"tensor<?x{Hkv}x{dv}x{t}>", f"tensor<?x{Hkv}x{K}xi32>"
@@ -208,6 +214,8 @@ def build(args):
     flags = []
     if args.union_queries:
         flags = ["--attention-union-queries", str(args.union_queries)]
+    if args.dq_from_scores:
+        flags.append("--grad-dq-from-scores")
     draw = draw_warpgroup_config if args.space == "warpgroup" else draw_config
     extra = [dict(PAPER)] if args.paper else []
     extra += [dict(PAPER, name=f"k{k}", K=k) for k in args.paper_k]
@@ -466,7 +474,7 @@ def bench_inputs(n, free_first=False):
 
 def bench_packed(args, lib):
     """--packed B: B sequences of T / B tokens each (prefill), batched
-    ([B, H, T / B, d]: attend, grad_dk) against packed ([T, H, d] with
+    ([B, H, T / B, d]: attend, grad_all) against packed ([T, H, d] with
     cu_seqlens: attend_varlen, grad_varlen) on the same data and selections
     (the bench's recipe per sequence); medians of CUDA-event times after a
     warm-up, fresh inputs before each sample."""
@@ -506,7 +514,7 @@ def bench_packed(args, lib):
             check_attention.timed(lambda: lib("attend_varlen", box["pq"], box["pk"], box["pv"],
                                               box["psel"], cu, cu, workspace=ws),
                                   args.samples, fresh),
-            check_attention.timed(lambda: lib("grad_dk", box["q"], box["k"], box["v"],
+            check_attention.timed(lambda: lib("grad_all", box["q"], box["k"], box["v"],
                                               box["sel"], 0, box["o"], box["lse"], box["do"],
                                               workspace=ws), args.samples, fresh),
             check_attention.timed(lambda: lib("grad_varlen", box["pq"], box["pk"], box["pv"],
@@ -522,12 +530,13 @@ def bench(args):
     """Paper setting (B = 1, Hkv = 1, G = 16, d = dv = 128, C = 64, K = 8,
     bf16) over hier_topk-like selections (each query's own block, block 0
     and random earlier blocks, ascending): the forward (`attend`), the
-    whole backward (`grad_dk`: the query kernel, the query lists and the key
-    kernel), the query kernel alone (`grad_dq`: nothing else feeds dq), and
+    whole backward (`grad_all`: dq, dk and dv), the kernels dq needs alone
+    (`grad_dq`: the dq pass; with dq from the key kernel's dS tiles, the
+    whole backward but dk's and dv's last writes), and
     dense causal attention's backward (PyTorch SDPA, flash
     backend) on the same q, k, v, in one run; medians of CUDA-event times
     after a warm-up, fresh inputs before each sample. With --token-major,
-    the backward's token-major entries (`grad_tm_dk`, `grad_tm_dq`) on
+    the backward's token-major entries (`grad_tm_all`, `grad_tm_dq`) on
     token-major copies of the same inputs. With --fla DIR (a
     directory holding fla-org's `fla` package source), fla's
     parallel_nsa_fwd and parallel_nsa_bwd on the same inputs and selection
@@ -550,9 +559,12 @@ def bench(args):
     print("|---|---|---|---|---|---|" + ("---|---|" if fla else ""))
     for n in args.lengths:
         box = {}
-        # The backward's scratch grows with N (dq in f32 when only dk is
-        # returned, the query lists, the segments' sums): 5 GiB covers 256K.
-        ws = torch.empty(5 << 30, dtype=torch.uint8, device="cuda")
+        # The backward's scratch grows with N (the query lists, the
+        # segments' sums, D; with dq from dS tiles, Nq K G C of them).
+        q, k, v, do, sel = bench_inputs(n)
+        ws = torch.empty(lib.workspace_size("grad_all", q, k, v, sel, do, q[..., 0].float(), do),
+                         dtype=torch.uint8, device="cuda")
+        del q, k, v, do, sel
 
         def fresh():
             box["q"], box["k"], box["v"], box["do"], box["sel"] = bench_inputs(
@@ -576,7 +588,7 @@ def bench(args):
         fwd = check_attention.timed(
             lambda: lib("attend", box["q"], box["k"], box["v"], box["sel"], 0, workspace=ws),
             args.samples, fresh)
-        bwd = check_attention.timed(backward("dk"), args.samples, fresh)
+        bwd = check_attention.timed(backward("all"), args.samples, fresh)
         dq_pass = check_attention.timed(backward("dq"), args.samples, fresh)
         dense = float("nan")
         if n <= args.max_dense:
@@ -658,7 +670,7 @@ def recorded_selections(args, lib):
         fwd = check_attention.timed(
             lambda: lib("attend", box["q"], box["k"], box["v"], sel, 0, workspace=ws),
             args.samples, fresh)
-        bwd = check_attention.timed(call("grad_dk"), args.samples, fresh)
+        bwd = check_attention.timed(call("grad_all"), args.samples, fresh)
         dq_pass = check_attention.timed(call("grad_dq"), args.samples, fresh)
         print(f"| {name} | {fwd:.3f} | {bwd:.3f} | {dq_pass:.3f} |", flush=True)
 
@@ -724,6 +736,9 @@ def main(argv=None):
     b.add_argument("--union-queries", type=int, default=0,
                    help="pisa-compile --attention-union-queries: query tiles of this "
                         "many queries (the dq pass's instead of a warp per query)")
+    b.add_argument("--dq-from-scores", action="store_true",
+                   help="pisa-compile --grad-dq-from-scores: dq from the key kernel's dS "
+                        "tiles instead of a dq pass")
     b.add_argument("--jobs", type=int, default=2)
     b.add_argument("--pisa-compile", default=os.path.join("build", "bin", "pisa-compile"))
     c = sub.add_parser("check")

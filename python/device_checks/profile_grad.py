@@ -6,7 +6,7 @@ LIB.so is a paper-setting backward library (`check_attention_grad build
 --paper`: libpaper.so). For each N (default 4096 and 262144): fresh q, k,
 v and dO, the bench's selection (block 0, the query's own block, six
 random earlier ones; check_attention_grad bench), the library's forward o
-and lse, two warm-up calls of `grad_dk` (the whole backward), then three
+and lse, two warm-up calls of `grad_all` (the whole backward), then three
 profiled calls; each kernel's mean device time a call, longest first.
 """
 
@@ -34,11 +34,11 @@ def main(argv=None):
         o = lib("attend", q, k, v, sel, 0)
         lse = lib("attend_lse", q, k, v, sel, 0)
         for _ in range(2):
-            lib("grad_dk", q, k, v, sel, 0, o, lse, do)
+            lib("grad_all", q, k, v, sel, 0, o, lse, do)
         torch.cuda.synchronize()
         with profile(activities=[ProfilerActivity.CUDA], acc_events=True) as prof:
             for _ in range(calls):
-                lib("grad_dk", q, k, v, sel, 0, o, lse, do)
+                lib("grad_all", q, k, v, sel, 0, o, lse, do)
             torch.cuda.synchronize()
         print(f"N = {n}:")
         for e in sorted(prof.key_averages(), key=lambda e: -e.device_time_total):

@@ -2,7 +2,7 @@
 //
 //   pisa-compile INPUT.mlir -o libNAME.so [--chip sm_90a] [--features +ptx80]
 //       [--q-tile 4] [--emit so|mlir|llvm] [--backward auto|require|none]
-//       [--attention-union-queries W]
+//       [--attention-union-queries W] [--grad-dq-from-scores]
 //
 // Lowers every public function of INPUT (pisa ops in host functions with
 // tensor arguments) with pisa-lower-to-nvvm-pipeline, compiles the host code
@@ -75,6 +75,7 @@ constexpr const char *kUsage =
     "usage: pisa-compile INPUT.mlir -o libNAME.so [--chip sm_90a|sm_90]\n"
     "           [--features +ptx80] [--q-tile 4] [--emit so|mlir|llvm]\n"
     "           [--backward auto|require|none] [--attention-union-queries W]\n"
+    "           [--grad-dq-from-scores]\n"
     "Lowers every public function of INPUT.mlir to Hopper kernels (sm_90a:\n"
     "with wgmma; sm_90: without) and host\n"
     "code and links an AOT library (only libcuda and libc needed at run\n"
@@ -91,6 +92,10 @@ constexpr const char *kUsage =
     "attention on query tiles of W queries wherever that kernel takes the\n"
     "sizes, and the backward's dq pass on tiles of W queries instead of a\n"
     "warp per query (docs/gpu.md, \"Kernel configurations\").\n"
+    "--grad-dq-from-scores computes the backward's dq from the dS tiles the\n"
+    "key kernel stores (Nq K G C 16-bit values of scratch) where the kernels\n"
+    "take the sizes, instead of a dq pass that recomputes them (docs/gpu.md,\n"
+    "\"Sparse attention backward\").\n"
     "Errors: one line on stderr, exit code 2, no output file.\n";
 
 struct Options {
@@ -147,6 +152,8 @@ std::optional<std::string> parseArgs(int argc, char **argv, Options &opts) {
         err = "expected an integer in [0, " +
               std::to_string(mlir::pisa::kMaxUnionQueries) +
               "] for --attention-union-queries but got '" + v + "'";
+    } else if (arg == "--grad-dq-from-scores") {
+      opts.pipeline.gradDqFromScores = true;
     } else if (arg.starts_with("-"))
       err = "unknown option '" + arg.str() + "'";
     else if (opts.input.empty())

@@ -607,6 +607,7 @@ def Pisa_SparseAttentionGradKeysKernelOp
                        Pisa_Keys4D:$grad_keys, Pisa_Keys4D:$grad_values,
                        Pisa_I32_4D:$query_index, Pisa_I32_4D:$query_list,
                        Pisa_F32_4D:$accumulators,
+                       Optional<Pisa_Keys4D>:$scores,
                        I64Attr:$block_size,
                        F32Attr:$scale, UnitAttr:$token_major);
   let assemblyFormat = [{
@@ -615,11 +616,82 @@ def Pisa_SparseAttentionGradKeysKernelOp
     (`cu_seqlens` `(` $cu_seqlens_q^ `,` $cu_seqlens_k `:`
      type($cu_seqlens_q) `,` type($cu_seqlens_k) `)`)?
     `outs` `(` $grad_keys `,` $grad_values `,` $query_index `,`
-    $query_list `,` $accumulators `)` `block_size` `=` $block_size `scale` `=` $scale
+    $query_list `,` $accumulators (`scores` $scores^)? `)` `block_size` `=` $block_size `scale` `=` $scale
     attr-dict `:` type($queries) `,` type($keys) `,` type($values) `,`
     type($selection) `,` type($lse) `,` type($delta) `,`
     type($grad_output) `,` type($grad_keys) `,` type($grad_values) `,`
-    type($query_index) `,` type($query_list) `,` type($accumulators) (`->` type($results)^)?
+    type($query_index) `,` type($query_list) `,` type($accumulators)
+    (`,` `scores` type($scores)^)? (`->` type($results)^)?
+  }];
+  // The inits are the last five operands, six with `scores`.
+  let extraClassDeclaration = [{
+    ::mlir::MutableOperandRange getDpsInitsMutable() {
+      unsigned n = getOperation()->getNumOperands();
+      unsigned inits = getScores() ? 6 : 5;
+      return ::mlir::MutableOperandRange(getOperation(), n - inits, inits);
+    }
+  }];
+}
+
+def Pisa_SparseAttentionGradDeltaKernelOp
+    : Pisa_KernelOp<"sparse_attention_grad_delta", 1> {
+  let summary = "D = rowsum(dO o) of sparse attention's backward, a warp a row group";
+  let description = [{
+    D of `pisa.sparse_attention_grad` ([B, Hq, Nq] f32, head-major in every
+    layout): for each query head row, the dot product of its dO and o rows
+    (f32 sums of the 16-bit products). The backward computes it before the
+    key half where the dq pass comes after it (`scores` on
+    `pisa.kernel.sparse_attention_grad_keys`). With `token_major`, o and dO
+    are [B, Nq, Hq, dv].
+
+    ```mlir
+    %dd = pisa.kernel.sparse_attention_grad_delta %o, %do outs(%dd0)
+        : tensor<1x16x4096x128xbf16>, tensor<1x16x4096x128xbf16>,
+          tensor<1x16x4096xf32> -> tensor<1x16x4096xf32>
+    ```
+  }];
+  let arguments = (ins Pisa_Keys4D:$output, Pisa_Keys4D:$grad_output,
+                       Pisa_F32_3D:$delta, UnitAttr:$token_major);
+  let assemblyFormat = [{
+    $output `,` $grad_output `outs` `(` $delta `)` attr-dict `:`
+    type($output) `,` type($grad_output) `,` type($delta)
+    (`->` type($results)^)?
+  }];
+}
+
+def Pisa_SparseAttentionGradQueriesFromScoresKernelOp
+    : Pisa_KernelOp<"sparse_attention_grad_queries_from_scores", 1> {
+  let summary = "dq of sparse attention's backward from the key half's dS tiles";
+  let description = [{
+    dq = scale sum_j dS_j k_j for each query head row, over the query's
+    attended blocks (the forward's rule) in order, where dS_j is tile j of
+    its row of `scores` ([B, Hkv, Nq, K G C], the query's attended blocks'
+    G x C tiles in the order it attends them, written by
+    `pisa.kernel.sparse_attention_grad_keys`): one warp per (query, batch x
+    KV head), K's rows copied into the warp's tile, dS's A fragments read
+    from `scores`, dq accumulated in f32 on tensor cores. `grad_queries`
+    has the queries' shape, f32 or their element type. With
+    `token_major`, the queries, keys, selection and dq are token-major.
+
+    ```mlir
+    %dq = pisa.kernel.sparse_attention_grad_queries_from_scores %q, %k,
+        %sel, %off, %ds outs(%dq0) block_size = 64 scale = 0.0883883461
+        : tensor<1x16x4096x128xbf16>, tensor<1x1x4096x128xbf16>,
+          tensor<1x1x4096x8xi32>, tensor<1x1x4096x8192xbf16>,
+          tensor<1x16x4096x128xf32> -> tensor<1x16x4096x128xf32>
+    ```
+  }];
+  let arguments = (ins Pisa_Keys4D:$queries, Pisa_Keys4D:$keys,
+                       Pisa_I32_4D:$selection, Index:$query_offset,
+                       Pisa_Keys4D:$scores, Pisa_Keys4D:$grad_queries,
+                       I64Attr:$block_size, F32Attr:$scale,
+                       UnitAttr:$token_major);
+  let assemblyFormat = [{
+    $queries `,` $keys `,` $selection `,` $query_offset `,` $scores
+    `outs` `(` $grad_queries `)` `block_size` `=` $block_size
+    `scale` `=` $scale attr-dict `:` type($queries) `,` type($keys) `,`
+    type($selection) `,` type($scores) `,` type($grad_queries)
+    (`->` type($results)^)?
   }];
 }
 

@@ -27,6 +27,9 @@ struct PisaGPUPipelineOptions {
   int64_t qTile = 4;
   /// attention-union-queries of --pisa-configure-kernels (0: none).
   int64_t attentionUnionQueries = 0;
+  /// grad-dq-from-scores of --pisa-decompose-to-kernels: the backward's dq
+  /// from the key kernel's dS tiles where the kernels take the sizes.
+  bool gradDqFromScores = false;
 };
 
 /// pisa-lower-to-nvvm-pipeline: schedules hier_topk ops that have no

@@ -62,7 +62,18 @@ def PisaDecomposeToKernels : Pass<"pisa-decompose-to-kernels"> {
     made and checked before any IR changes: an op without a
     `#pisa.schedule`, or beyond a GPU limit, is an error naming it.
     Preconditions on dynamic sizes become host `cf.assert`s.
+
+    `pisa.sparse_attention_grad` becomes its query half (dq and D) and its
+    key half (dk and dv); marked `pisa.dq_from_scores` (which
+    `grad-dq-from-scores` puts on every one), and where the kernels take
+    its sizes, it becomes D's kernel op, the key half storing its dS tiles
+    and dq from them instead.
   }];
+  let options = [
+    Option<"gradDqFromScores", "grad-dq-from-scores", "bool",
+           /*default=*/"false",
+           "mark every pisa.sparse_attention_grad pisa.dq_from_scores">
+  ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::cf::ControlFlowDialect",
     "::mlir::scf::SCFDialect", "::mlir::tensor::TensorDialect"

@@ -183,6 +183,8 @@ PISA_KERNEL_EFFECTS(SparseAttentionKernelOp)
 PISA_KERNEL_EFFECTS(LseScoreKernelOp)
 PISA_KERNEL_EFFECTS(SparseAttentionGradQueriesKernelOp)
 PISA_KERNEL_EFFECTS(SparseAttentionGradKeysKernelOp)
+PISA_KERNEL_EFFECTS(SparseAttentionGradDeltaKernelOp)
+PISA_KERNEL_EFFECTS(SparseAttentionGradQueriesFromScoresKernelOp)
 #undef PISA_KERNEL_EFFECTS
 
 /// Where the keys are a page pool: its page size S and Mp * S.
@@ -658,6 +660,11 @@ LogicalResult SparseAttentionGradQueriesKernelOp::verify() {
       failed(checkSameDim(*this, "d", "grad_queries", dq[3], "queries", q[3])));
 }
 
+static LogicalResult checkScoresShape(Operation *op, Value scores,
+                                      Value queries, Value keys,
+                                      Value selection, int64_t blockSize,
+                                      bool tm);
+
 LogicalResult SparseAttentionGradKeysKernelOp::verify() {
   const bool tm = getTokenMajor();
   if (failed(verifyKernelOp(*this)) ||
@@ -710,5 +717,86 @@ LogicalResult SparseAttentionGradKeysKernelOp::verify() {
           checkSameDim(*this, "Hkv", "query_index", index[1], "keys", k[1])) ||
       failed(checkSameDim(*this, "Hkv", "query_list", list[1], "keys", k[1])) ||
       failed(checkSameDim(*this, "K", "query_list", list[3], "selection",
-                          shapeOf(getSelection())[3])));
+                          shapeOf(getSelection())[3])) ||
+      failed(checkScoresShape(*this, getScores(), getQueries(), getKeys(),
+                              getSelection(), getBlockSize(), tm)));
+}
+
+/// `scores` ([B, Hkv, Nq, K G C], the queries' element type): each query's
+/// attended blocks' G x C dS tiles, in the order it attends them.
+static LogicalResult checkScoresShape(Operation *op, Value scores,
+                                      Value queries, Value keys,
+                                      Value selection, int64_t blockSize,
+                                      bool tm) {
+  if (!scores)
+    return success();
+  if (mlir::getElementTypeOrSelf(scores.getType()) !=
+      mlir::getElementTypeOrSelf(queries.getType()))
+    return op->emitOpError() << "expected scores of the queries' element type "
+                             << "but got " << scores.getType();
+  if (failed(checkTiledDims(op, {{"scores", scores, Tiled::PerKvHead}})))
+    return failure();
+  SmallVector<int64_t, 4> q = tokenShapeOf(queries, tm);
+  SmallVector<int64_t, 4> k = tokenShapeOf(keys, tm);
+  ArrayRef<int64_t> ds = shapeOf(scores);
+  const int64_t topK = tokenShapeOf(selection, tm)[3];
+  const int64_t G = q[1] / k[1];
+  return failure(
+      failed(checkSameDim(op, "Hkv", "scores", ds[1], "keys", k[1])) ||
+      failed(checkSameDim(op, "Nq", "scores", ds[2], "queries", q[2])) ||
+      failed(checkSameDim(op, "K G C", "scores", ds[3], "the selection's tiles",
+                          topK * G * blockSize)));
+}
+
+LogicalResult SparseAttentionGradDeltaKernelOp::verify() {
+  const bool tm = getTokenMajor();
+  if (failed(verifyKernelOp(*this)) ||
+      failed(checkTiledDims(
+          *this, {{"output", getOutput(), Tiled::Tokens, tm},
+                  {"grad_output", getGradOutput(), Tiled::Tokens, tm}})))
+    return failure();
+  if (mlir::getElementTypeOrSelf(getOutput().getType()) !=
+      mlir::getElementTypeOrSelf(getGradOutput().getType()))
+    return emitOpError() << "expected grad_output of the output's element "
+                         << "type but got " << getGradOutput().getType();
+  SmallVector<int64_t, 4> o = tokenShapeOf(getOutput(), tm);
+  SmallVector<int64_t, 4> g = tokenShapeOf(getGradOutput(), tm);
+  SmallVector<int64_t, 3> dd = rowShapeOf(getDelta(), false);
+  return failure(
+      failed(checkSameDim(*this, "Hq", "grad_output", g[1], "output", o[1])) ||
+      failed(checkSameDim(*this, "Nq", "grad_output", g[2], "output", o[2])) ||
+      failed(checkSameDim(*this, "dv", "grad_output", g[3], "output", o[3])) ||
+      failed(checkSameDim(*this, "Hq", "delta", dd[1], "output", o[1])) ||
+      failed(checkSameDim(*this, "Nq", "delta", dd[2], "output", o[2])));
+}
+
+LogicalResult SparseAttentionGradQueriesFromScoresKernelOp::verify() {
+  const bool tm = getTokenMajor();
+  if (failed(verifyKernelOp(*this)) ||
+      failed(checkTiledDims(
+          *this, {{"queries", getQueries(), Tiled::Tokens, tm},
+                  {"keys", getKeys(), Tiled::Tokens, tm},
+                  {"selection", getSelection(), Tiled::Tokens, tm},
+                  {"grad_queries", getGradQueries(), Tiled::Tokens, tm}})) ||
+      failed(checkGradElementTypes(*this, getQueries(), {{"keys", getKeys()}},
+                                   {{"grad_queries", getGradQueries()}})))
+    return failure();
+  SmallVector<int64_t, 4> q = tokenShapeOf(getQueries(), tm);
+  SmallVector<int64_t, 4> k = tokenShapeOf(getKeys(), tm);
+  SmallVector<int64_t, 4> sel = tokenShapeOf(getSelection(), tm);
+  SmallVector<int64_t, 4> dq = tokenShapeOf(getGradQueries(), tm);
+  if (failed(checkGroups(*this, q[1], k[1])))
+    return failure();
+  return failure(
+      failed(checkSameDim(*this, "d", "keys", k[3], "queries", q[3])) ||
+      failed(checkSameDim(*this, "Hkv", "selection", sel[1], "keys", k[1])) ||
+      failed(checkSameDim(*this, "Nq", "selection", sel[2], "queries", q[2])) ||
+      failed(
+          checkSameDim(*this, "Hq", "grad_queries", dq[1], "queries", q[1])) ||
+      failed(
+          checkSameDim(*this, "Nq", "grad_queries", dq[2], "queries", q[2])) ||
+      failed(
+          checkSameDim(*this, "d", "grad_queries", dq[3], "queries", q[3])) ||
+      failed(checkScoresShape(*this, getScores(), getQueries(), getKeys(),
+                              getSelection(), getBlockSize(), tm)));
 }

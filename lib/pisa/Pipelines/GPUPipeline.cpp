@@ -35,7 +35,9 @@ void mlir::pisa::buildPisaGPUHostPipeline(
   schedule.qTile = options.qTile;
   schedule.keepExisting = true;
   pm.addPass(createPisaSelectSchedule(schedule));
-  pm.addPass(createPisaDecomposeToKernels());
+  PisaDecomposeToKernelsOptions decompose;
+  decompose.gradDqFromScores = options.gradDqFromScores;
+  pm.addPass(createPisaDecomposeToKernels(decompose));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   addModuleBufferization(pm);
@@ -89,6 +91,11 @@ struct GPUPipelineCLOptions : public PassPipelineOptions<GPUPipelineCLOptions> {
       llvm::cl::desc("sparse attention on query tiles of this many queries "
                      "where its kernel takes the sizes (0: none)"),
       llvm::cl::init(0)};
+  Option<bool> gradDqFromScores{
+      *this, "grad-dq-from-scores",
+      llvm::cl::desc("the backward's dq from the key kernel's dS tiles "
+                     "where the kernels take the sizes"),
+      llvm::cl::init(false)};
 };
 } // namespace
 
@@ -104,6 +111,7 @@ void mlir::pisa::registerPisaGPUPipeline() {
         options.format = cl.format;
         options.qTile = cl.qTile;
         options.attentionUnionQueries = cl.attentionUnionQueries;
+        options.gradDqFromScores = cl.gradDqFromScores;
         buildPisaGPUPipeline(pm, options);
       });
 }

@@ -73,6 +73,7 @@ void mlir::pisa::registerBufferizableOpInterfaceExternalModels(
               SelectSingleStageVarlenKernelOp, PyramidAppendKernelOp,
               SelectDecodeKernelOp, SparseAttentionKernelOp, LseScoreKernelOp,
               SparseAttentionGradQueriesKernelOp,
-              SparseAttentionGradKeysKernelOp>(ctx);
+              SparseAttentionGradKeysKernelOp, SparseAttentionGradDeltaKernelOp,
+              SparseAttentionGradQueriesFromScoresKernelOp>(ctx);
   });
 }

@@ -32,6 +32,10 @@ struct PisaDecomposeToKernelsPass
           PisaDecomposeToKernelsPass> {
   using Base::Base;
   void runOnOperation() override {
+    if (gradDqFromScores)
+      getOperation()->walk([&](SparseAttentionGradOp op) {
+        op->setAttr(kDqFromScoresAttrName, UnitAttr::get(&getContext()));
+      });
     bool ok = true;
     SmallVector<KernelLoweringOpInterface> ops;
     getOperation()->walk([&](Operation *op) {

@@ -534,3 +534,52 @@ func.func @f(%q: memref<1x4x10x64xbf16>, %k: memref<1x1x10x64xbf16>, %v: memref<
   pisa.kernel.sparse_attention_grad_keys %q, %k, %v, %s, %off, %l, %dd, %do outs(%dk, %dv, %index, %list, %acc) block_size = 32 scale = 0.125 : memref<1x4x10x64xbf16>, memref<1x1x10x64xbf16>, memref<1x1x10x64xbf16>, memref<1x1x10x3xi32>, memref<1x4x10xf32>, memref<1x4x10xf32>, memref<1x4x10x64xbf16>, memref<1x1x10x64xf32>, memref<1x1x10x64xf32>, memref<1x1x1x6xi32>, memref<1x1x10x3xi32>, memref<1x1x10x100xf32>
   return
 }
+
+// -----
+
+// scores: [B, Hkv, Nq, K G C] = 3 x 4 x 32 = 384, not 256.
+func.func @f(%q: memref<1x4x10x64xbf16>, %k: memref<1x1x10x64xbf16>, %v: memref<1x1x10x64xbf16>, %s: memref<1x1x10x3xi32>, %off: index, %l: memref<1x4x10xf32>, %dd: memref<1x4x10xf32>, %do: memref<1x4x10x64xbf16>, %dk: memref<1x1x10x64xf32>, %dv: memref<1x1x10x64xf32>, %index: memref<1x1x1x6xi32>, %list: memref<1x1x10x3xi32>, %acc: memref<1x1x10x128xf32>, %ds: memref<1x1x10x256xbf16>) {
+  // expected-error @+1 {{expected K G C of scores (256) to match the selection's tiles (384)}}
+  pisa.kernel.sparse_attention_grad_keys %q, %k, %v, %s, %off, %l, %dd, %do outs(%dk, %dv, %index, %list, %acc scores %ds) block_size = 32 scale = 0.125 : memref<1x4x10x64xbf16>, memref<1x1x10x64xbf16>, memref<1x1x10x64xbf16>, memref<1x1x10x3xi32>, memref<1x4x10xf32>, memref<1x4x10xf32>, memref<1x4x10x64xbf16>, memref<1x1x10x64xf32>, memref<1x1x10x64xf32>, memref<1x1x1x6xi32>, memref<1x1x10x3xi32>, memref<1x1x10x128xf32>, scores memref<1x1x10x256xbf16>
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<1x4x10x64xbf16>, %k: memref<1x1x10x64xbf16>, %v: memref<1x1x10x64xbf16>, %s: memref<1x1x10x3xi32>, %off: index, %l: memref<1x4x10xf32>, %dd: memref<1x4x10xf32>, %do: memref<1x4x10x64xbf16>, %dk: memref<1x1x10x64xf32>, %dv: memref<1x1x10x64xf32>, %index: memref<1x1x1x6xi32>, %list: memref<1x1x10x3xi32>, %acc: memref<1x1x10x128xf32>, %ds: memref<1x1x10x384xf16>) {
+  // expected-error @+1 {{expected scores of the queries' element type but got 'memref<1x1x10x384xf16>'}}
+  pisa.kernel.sparse_attention_grad_keys %q, %k, %v, %s, %off, %l, %dd, %do outs(%dk, %dv, %index, %list, %acc scores %ds) block_size = 32 scale = 0.125 : memref<1x4x10x64xbf16>, memref<1x1x10x64xbf16>, memref<1x1x10x64xbf16>, memref<1x1x10x3xi32>, memref<1x4x10xf32>, memref<1x4x10xf32>, memref<1x4x10x64xbf16>, memref<1x1x10x64xf32>, memref<1x1x10x64xf32>, memref<1x1x1x6xi32>, memref<1x1x10x3xi32>, memref<1x1x10x128xf32>, scores memref<1x1x10x384xf16>
+  return
+}
+
+// -----
+
+func.func @f(%o: memref<1x4x10x64xbf16>, %do: memref<1x4x10x32xbf16>, %dd: memref<1x4x10xf32>) {
+  // expected-error @+1 {{expected dv of grad_output (32) to match output (64)}}
+  pisa.kernel.sparse_attention_grad_delta %o, %do outs(%dd) : memref<1x4x10x64xbf16>, memref<1x4x10x32xbf16>, memref<1x4x10xf32>
+  return
+}
+
+// -----
+
+func.func @f(%o: memref<1x4x10x64xbf16>, %do: memref<1x4x10x64xbf16>, %dd: memref<1x4x9xf32>) {
+  // expected-error @+1 {{expected Nq of delta (9) to match output (10)}}
+  pisa.kernel.sparse_attention_grad_delta %o, %do outs(%dd) : memref<1x4x10x64xbf16>, memref<1x4x10x64xbf16>, memref<1x4x9xf32>
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<1x4x10x64xbf16>, %k: memref<1x1x10x64xbf16>, %s: memref<1x1x10x3xi32>, %off: index, %ds: memref<1x1x9x384xbf16>, %dq: memref<1x4x10x64xf32>) {
+  // expected-error @+1 {{expected Nq of scores (9) to match queries (10)}}
+  pisa.kernel.sparse_attention_grad_queries_from_scores %q, %k, %s, %off, %ds outs(%dq) block_size = 32 scale = 0.125 : memref<1x4x10x64xbf16>, memref<1x1x10x64xbf16>, memref<1x1x10x3xi32>, memref<1x1x9x384xbf16>, memref<1x4x10x64xf32>
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<1x4x10x64xbf16>, %k: memref<1x1x10x32xbf16>, %s: memref<1x1x10x3xi32>, %off: index, %ds: memref<1x1x10x384xbf16>, %dq: memref<1x4x10x64xf32>) {
+  // expected-error @+1 {{expected d of keys (32) to match queries (64)}}
+  pisa.kernel.sparse_attention_grad_queries_from_scores %q, %k, %s, %off, %ds outs(%dq) block_size = 32 scale = 0.125 : memref<1x4x10x64xbf16>, memref<1x1x10x32xbf16>, memref<1x1x10x3xi32>, memref<1x1x10x384xbf16>, memref<1x4x10x64xf32>
+  return
+}

@@ -174,6 +174,23 @@ func.func @attention_grad(%q: tensor<?x8x?x64xbf16>, %k: tensor<?x2x?x64xbf16>, 
   return %dq, %dk : tensor<?x8x?x64xf32>, tensor<?x2x?x64xbf16>
 }
 
+// The backward with dq from the key half's dS tiles: D first, the key
+// half storing its tiles (scores: [B, Hkv, Nq, K G C] = 8 x 4 x 64), dq
+// from them.
+// CHECK-LABEL: func.func @attention_grad_from_scores
+// CHECK: %[[D:.*]] = pisa.kernel.sparse_attention_grad_delta %{{.*}}, %{{.*}} outs(%{{.*}}) : tensor<?x8x?x32xbf16>, tensor<?x8x?x32xbf16>, tensor<?x8x?xf32> -> tensor<?x8x?xf32>
+// CHECK: %[[K:.*]]:6 = pisa.kernel.sparse_attention_grad_keys %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[D]], %{{.*}} outs(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} scores %{{.*}}) block_size = 64 scale = 1.250000e-01 : {{.*}}, scores tensor<?x2x?x2048xbf16> -> {{.*}}, tensor<?x2x?x2048xbf16>
+// CHECK: pisa.kernel.sparse_attention_grad_queries_from_scores %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[K]]#5 outs(%{{.*}}) block_size = 64 scale = 1.250000e-01 : tensor<?x8x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x2x?x8xi32>, tensor<?x2x?x2048xbf16>, tensor<?x8x?x64xf32> -> tensor<?x8x?x64xf32>
+func.func @attention_grad_from_scores(%q: tensor<?x8x?x64xbf16>, %k: tensor<?x2x?x64xbf16>, %v: tensor<?x2x?x32xbf16>, %s: tensor<?x2x?x8xi32>, %off: index, %o: tensor<?x8x?x32xbf16>, %l: tensor<?x8x?xf32>, %do: tensor<?x8x?x32xbf16>, %dq0: tensor<?x8x?x64xf32>, %dd0: tensor<?x8x?xf32>, %dk0: tensor<?x2x?x64xbf16>, %dv0: tensor<?x2x?x32xbf16>, %i0: tensor<?x2x?x?xi32>, %l0: tensor<?x2x?x8xi32>, %a0: tensor<?x2x?x96xf32>, %ds0: tensor<?x2x?x2048xbf16>) -> (tensor<?x8x?x64xf32>, tensor<?x2x?x64xbf16>) {
+  %dd = pisa.kernel.sparse_attention_grad_delta %o, %do outs(%dd0)
+      : tensor<?x8x?x32xbf16>, tensor<?x8x?x32xbf16>, tensor<?x8x?xf32> -> tensor<?x8x?xf32>
+  %dk, %dv, %index, %list, %acc, %ds = pisa.kernel.sparse_attention_grad_keys %q, %k, %v, %s, %off, %l, %dd, %do outs(%dk0, %dv0, %i0, %l0, %a0 scores %ds0) block_size = 64 scale = 0.125
+      : tensor<?x8x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x2x?x32xbf16>, tensor<?x2x?x8xi32>, tensor<?x8x?xf32>, tensor<?x8x?xf32>, tensor<?x8x?x32xbf16>, tensor<?x2x?x64xbf16>, tensor<?x2x?x32xbf16>, tensor<?x2x?x?xi32>, tensor<?x2x?x8xi32>, tensor<?x2x?x96xf32>, scores tensor<?x2x?x2048xbf16> -> tensor<?x2x?x64xbf16>, tensor<?x2x?x32xbf16>, tensor<?x2x?x?xi32>, tensor<?x2x?x8xi32>, tensor<?x2x?x96xf32>, tensor<?x2x?x2048xbf16>
+  %dq = pisa.kernel.sparse_attention_grad_queries_from_scores %q, %k, %s, %off, %ds outs(%dq0) block_size = 64 scale = 0.125
+      : tensor<?x8x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x2x?x8xi32>, tensor<?x2x?x2048xbf16>, tensor<?x8x?x64xf32> -> tensor<?x8x?x64xf32>
+  return %dq, %dk : tensor<?x8x?x64xf32>, tensor<?x2x?x64xbf16>
+}
+
 // CHECK-LABEL: func.func @attention_grad_buffers
 // CHECK: pisa.kernel.sparse_attention_grad_keys {{.*}} block_size = 32 scale = 1.250000e-01 {token_major} : memref<1x10x4x64xf16>
 func.func @attention_grad_buffers(%q: memref<1x10x4x64xf16>, %k: memref<1x10x1x64xf16>, %v: memref<1x10x1x64xf16>, %s: memref<1x10x1x3xi32>, %off: index, %l: memref<1x10x4xf32>, %dd: memref<1x4x10xf32>, %do: memref<1x10x4x64xf16>, %dk: memref<1x10x1x64xf32>, %dv: memref<1x10x1x64xf32>, %index: memref<1x1x1x5xi32>, %list: memref<1x1x10x3xi32>, %acc: memref<1x1x10x128xf32>) {

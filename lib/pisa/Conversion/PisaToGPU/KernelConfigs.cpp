@@ -601,7 +601,7 @@ FailureOr<KernelConfigAttr> configure(SparseAttentionGradKeysKernelOp op,
   const int64_t d = q.dim, dv = headsOf(op, op.getValues()).dim;
   const int64_t C = op.getBlockSize();
   Type elem = queryElements(op.getQueries());
-  return registerOrStaged(
+  FailureOr<KernelConfigAttr> config = registerOrStaged(
       op, c, keyGradientsInRegisters(elem, d, dv, C),
       "the register key kernel needs C of 16, 32 or 64, d and dv multiples "
       "of 16 with d + dv <= 256 and 16-bit inputs",
@@ -617,6 +617,16 @@ FailureOr<KernelConfigAttr> configure(SparseAttentionGradKeysKernelOp op,
           return kKeyGradWarpgroupNeeds.str();
         return std::nullopt;
       });
+  // The dS tiles are stored from the register kernels' fragments.
+  if (succeeded(config) && op.getScores() &&
+      config->getEpilogue() != KernelEpilogue::Registers) {
+    op.emitOpError() << "stores dS tiles (scores) from the register key "
+                        "kernel only: it needs C of 16, 32 or 64, d and dv "
+                        "multiples of 16 with d + dv <= 256, 16-bit inputs "
+                        "and the registers epilogue";
+    return failure();
+  }
+  return config;
 }
 
 /// The configuration of `op`: each field `requested` (may be null) sets
@@ -632,6 +642,14 @@ configureKernel(Operation *op, const GPUTargetFeatures &features,
       .Case(
           [&](SparseAttentionGradQueriesKernelOp k) { return configure(k, c); })
       .Case([&](SparseAttentionGradKeysKernelOp k) { return configure(k, c); })
+      // A quad of lanes a head row.
+      .Case([&](SparseAttentionGradDeltaKernelOp) {
+        return fixedDesign(c, KernelVariant::Simt, kGradThreads);
+      })
+      // A warp a query, four a block, dQ += dS K on mma.sync.
+      .Case([&](SparseAttentionGradQueriesFromScoresKernelOp) {
+        return fixedDesign(c, KernelVariant::MmaSync, kGradThreads);
+      })
       .Case([&](SelectSingleStageKernelOp k) {
         return configureSingleStage(k, k.getQueries(), k.getTopk(),
                                     k.getBranching(), k.getBlockSize(),

@@ -269,7 +269,8 @@ void mlir::pisa::detail::decompose(RewriterBase &rewriter,
                 lists.list.getType(), sumsInit.getType()},
       queries, keys, values, selection, zero, lse, queryHalf.getResult(1),
       gradOutput, op.getCuSeqlensQ(), op.getCuSeqlensK(), dkInit, dvInit,
-      lists.index, lists.list, sumsInit, c, scale, /*token_major=*/true);
+      lists.index, lists.list, sumsInit, Value(), c, scale,
+      /*token_major=*/true);
   auto packed = [&](Value result, Type type) -> Value {
     return tensor::CollapseShapeOp::create(
         b, type, result, ArrayRef<ReassociationIndices>{{0, 1}, {2}, {3}});
@@ -342,6 +343,37 @@ void mlir::pisa::detail::decompose(RewriterBase &rewriter,
   Value sumsInit = empty(b, {dyn, hkv, dyn, sumWidth}, b.getF32Type(),
                          {batch, Value(), numKeys, Value()});
   llvm::APFloat scale(op.getScaleOrDefault());
+  Type elem = getElementTypeOrSelf(queries.getType());
+  const int64_t d = cast<ShapedType>(queries.getType()).getDimSize(3);
+  const int64_t dv = cast<ShapedType>(values.getType()).getDimSize(3);
+  const int64_t topK = selectionTopK(selection);
+  if (op->hasAttr(kDqFromScoresAttrName) &&
+      gradFromScoresFits(elem, hq / hkv, d, dv, op.getBlockSize())) {
+    // D first (the key half reads it), the key half storing each attended
+    // block's dS tile at the query's rank of it, then dq from the tiles.
+    auto deltaOp = SparseAttentionGradDeltaKernelOp::create(
+        b, TypeRange{deltaInit.getType()}, op.getOutput(), op.getGradOutput(),
+        deltaInit, tm);
+    Value scoresInit = empty(
+        b, {dyn, hkv, dyn, topK * (hq / hkv) * int64_t(op.getBlockSize())},
+        elem, {batch, Value(), numQueries, Value()});
+    auto keyHalf = SparseAttentionGradKeysKernelOp::create(
+        b,
+        TypeRange{dkInit.getType(), dvInit.getType(), lists.index.getType(),
+                  lists.list.getType(), sumsInit.getType(),
+                  scoresInit.getType()},
+        queries, keys, values, selection, op.getQueryOffset(), op.getLse(),
+        deltaOp.getResult(0), op.getGradOutput(), Value(), Value(), dkInit,
+        dvInit, lists.index, lists.list, sumsInit, scoresInit,
+        op.getBlockSize(), scale, tm);
+    auto queryHalf = SparseAttentionGradQueriesFromScoresKernelOp::create(
+        b, TypeRange{dqInit.getType()}, queries, keys, selection,
+        op.getQueryOffset(), keyHalf.getResult(5), dqInit, op.getBlockSize(),
+        scale, tm);
+    rewriter.replaceOp(op, {queryHalf.getResult(0), keyHalf.getResult(0),
+                            keyHalf.getResult(1)});
+    return;
+  }
   auto queryHalf = SparseAttentionGradQueriesKernelOp::create(
       b, TypeRange{dqInit.getType(), deltaInit.getType()}, queries, keys,
       values, selection, op.getQueryOffset(), op.getOutput(), op.getLse(),
@@ -353,7 +385,8 @@ void mlir::pisa::detail::decompose(RewriterBase &rewriter,
                 lists.list.getType(), sumsInit.getType()},
       queries, keys, values, selection, op.getQueryOffset(), op.getLse(),
       queryHalf.getResult(1), op.getGradOutput(), Value(), Value(), dkInit,
-      dvInit, lists.index, lists.list, sumsInit, op.getBlockSize(), scale, tm);
+      dvInit, lists.index, lists.list, sumsInit, Value(), op.getBlockSize(),
+      scale, tm);
   rewriter.replaceOp(
       op, {queryHalf.getResult(0), keyHalf.getResult(0), keyHalf.getResult(1)});
 }

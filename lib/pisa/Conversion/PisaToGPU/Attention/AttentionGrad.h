@@ -130,8 +130,14 @@ struct KeyGradPlan {
       gradScoreT = 0, rowLse[2] = {0, 0}, rowDelta[2] = {0, 0},
       rowVisible[2] = {0, 0}, gradKey, gradValue, stepsAhead, list,
       listCapacity, listCount, bytes;
+  /// With `scores` (the register kernels store each step's dS tiles): per
+  /// buffer, each step row's query and its tile row's first column in
+  /// `scores` (i32; -1 where the row holds no head), after the rest.
+  bool scores = false;
+  int64_t rowQuery[2] = {0, 0}, rowColumn[2] = {0, 0};
   KeyGradPlan(int64_t groupSize, int64_t headDim, int64_t valueDim,
-              int64_t blockSize, bool inRegisters, bool warpgroup = false);
+              int64_t blockSize, bool inRegisters, bool warpgroup = false,
+              bool scores = false);
 };
 
 /// A key block's list is split into segments, one block each, of at
@@ -237,6 +243,15 @@ void launchQueryLists(PatternRewriter &rewriter, ImplicitLocOpBuilder &host,
 /// then the key kernels' (AttentionGradKeys.cpp).
 void populateAttentionGradPatterns(RewritePatternSet &patterns);
 void populateAttentionGradKeysPatterns(RewritePatternSet &patterns);
+/// Whether the backward's dq can come from the key kernel's dS tiles
+/// (QueryGradFromScores.cpp): the register key kernel takes the sizes
+/// (keyGradientsInRegisters) and the dq kernel's (a warp a query, dQ in a
+/// lane's registers): G <= 16, d a multiple of 16 up to 128.
+bool gradFromScoresFits(Type elem, int64_t groupSize, int64_t headDim,
+                        int64_t valueDim, int64_t blockSize);
+
+/// The D and dq-from-scores patterns (QueryGradFromScores.cpp).
+void populateAttentionGradScoresPatterns(RewritePatternSet &patterns);
 
 } // namespace mlir::pisa::detail
 

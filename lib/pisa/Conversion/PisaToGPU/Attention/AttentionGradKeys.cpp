@@ -436,7 +436,7 @@ struct GradKeysToGPU : KernelOpPattern<SparseAttentionGradKeysKernelOp> {
     const KeyGradPlan plan(
         G, qType.getShape()[3], bufferType(op.getValues()).getShape()[3],
         op.getBlockSize(), config.getEpilogue() == KernelEpilogue::Registers,
-        config.getVariant() == KernelVariant::Wgmma);
+        config.getVariant() == KernelVariant::Wgmma, bool(op.getScores()));
     Value index = op.getQueryIndex();
     SmallVector<KernelOperand> listOperands{
         {"selection", op.getSelection()},
@@ -491,6 +491,10 @@ struct GradKeysToGPU : KernelOpPattern<SparseAttentionGradKeysKernelOp> {
                                         {"accumulators", op.getAccumulators()},
                                         {"segments", segments},
                                         {"firstSegments", firstSegments}};
+    if (op.getScores()) {
+      operands.push_back({"selection", op.getSelection()});
+      operands.push_back({"scores", op.getScores()});
+    }
     addPackedOperands(operands, op.getCuSeqlensQ(), op.getCuSeqlensK());
     launchQueryLists(rewriter, host, op, topK, listOperands);
     Kernel kernel;

@@ -94,10 +94,10 @@ bool mlir::pisa::detail::keyGradientsOnWarpgroup(Type elem, int64_t d,
 }
 
 KeyGradPlan::KeyGradPlan(int64_t G, int64_t d, int64_t dv, int64_t c,
-                         bool inRegisters, bool warpgroup)
+                         bool inRegisters, bool warpgroup, bool scores)
     : rows(64, int64_t(llvm::PowerOf2Ceil(G))), headDim(d), valueDim(dv),
       blockSize(c), inRegisters(inRegisters),
-      warpgroup(inRegisters && warpgroup) {
+      warpgroup(inRegisters && warpgroup), scores(inRegisters && scores) {
   const int64_t R = rows.rows;
   int64_t at = 0;
   // A 16-bit tile: rows padded by 8 elements (ldmatrix's rows in distinct
@@ -149,6 +149,11 @@ KeyGradPlan::KeyGradPlan(int64_t G, int64_t d, int64_t dv, int64_t c,
   listCapacity = stepsAhead * rows.tokens - 1 + kListWindow;
   list = SharedTiles::place(at, listCapacity * 4);
   listCount = SharedTiles::place(at, 4);
+  if (this->scores)
+    for (int64_t i = 0; i < 2; ++i) {
+      rowQuery[i] = SharedTiles::place(at, R * 4);
+      rowColumn[i] = SharedTiles::place(at, R * 4);
+    }
   bytes = at + (this->warpgroup ? kSwizzleAtomBytes - 16 : 0);
 }
 
@@ -462,4 +467,5 @@ void mlir::pisa::detail::populateAttentionGradPatterns(
     RewritePatternSet &patterns) {
   patterns.add<GradQueriesToGPU>(patterns.getContext());
   populateAttentionGradKeysPatterns(patterns);
+  populateAttentionGradScoresPatterns(patterns);
 }

@@ -127,6 +127,8 @@ private:
   /// the number of the block's keys its query sees (0 for those rows).
   struct StepTiles {
     Value query, gradOut, lse, delta, visible;
+    /// With p.scores: each row's query and first column in `scores`.
+    Value scoreQuery, scoreColumn;
   };
   /// Buffer `parity` (0 or 1, computed in the kernel).
   StepTiles stepTiles(ImplicitLocOpBuilder &b, Value parity) const;
@@ -175,6 +177,18 @@ private:
   /// wgmma's register A and Q, dO read MN-major from the same tiles.
   void warpgroupStep(ImplicitLocOpBuilder &b, const StepTiles &step,
                      Value parity, SmallVector<Value> &sums);
+
+  /// With p.scores: the n8 tiles `grads` (dS^T of the warp's keys from
+  /// `key0` against the step rows from `row0`, as probabilities' layout)
+  /// rounded to the element type into `scores` at each row's query and
+  /// column, keys in order: the G x C tile a query's list of attended
+  /// blocks holds at its rank there.
+  void storeScores(ImplicitLocOpBuilder &b, const StepTiles &step, Value key0,
+                   Value row0, ArrayRef<SmallVector<Value>> grads);
+  /// With p.scores: the rank of the key block among `query`'s attended
+  /// blocks (how many of its row's used entries are below it; every one
+  /// below an attended block is attended).
+  Value rankOfBlock(ImplicitLocOpBuilder &b, Value query);
 
   /// The lanes' sums into the dk and dv tiles, the row groups in order.
   void storeSums(ImplicitLocOpBuilder &b, ArrayRef<Value> sums);

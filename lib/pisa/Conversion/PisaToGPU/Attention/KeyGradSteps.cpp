@@ -287,11 +287,18 @@ KeyGradBlock::StepTiles KeyGradBlock::stepTiles(ImplicitLocOpBuilder &b,
       return swizzledShape(R, width);
     return {R, width + 8};
   };
-  return {at(p.query, p.queryNext, rows(p.headDim), elem),
-          at(p.gradOut, p.gradOutNext, rows(p.valueDim), elem),
-          at(p.rowLse[0], p.rowLse[1], {R}, f32),
-          at(p.rowDelta[0], p.rowDelta[1], {R}, f32),
-          at(p.rowVisible[0], p.rowVisible[1], {R}, b.getI32Type())};
+  StepTiles tiles{at(p.query, p.queryNext, rows(p.headDim), elem),
+                  at(p.gradOut, p.gradOutNext, rows(p.valueDim), elem),
+                  at(p.rowLse[0], p.rowLse[1], {R}, f32),
+                  at(p.rowDelta[0], p.rowDelta[1], {R}, f32),
+                  at(p.rowVisible[0], p.rowVisible[1], {R}, b.getI32Type()),
+                  Value(),
+                  Value()};
+  if (p.scores) {
+    tiles.scoreQuery = at(p.rowQuery[0], p.rowQuery[1], {R}, b.getI32Type());
+    tiles.scoreColumn = at(p.rowColumn[0], p.rowColumn[1], {R}, b.getI32Type());
+  }
+  return tiles;
 }
 
 void KeyGradBlock::issueStep(ImplicitLocOpBuilder &b, Value first, Value n,
@@ -342,6 +349,23 @@ void KeyGradBlock::issueStep(ImplicitLocOpBuilder &b, Value first, Value n,
                                    indexConst(rb, p.blockSize)),
             indexConst(rb, 0));
         memref::StoreOp::create(rb, toI32(rb, visible), to.visible, tid);
+        if (p.scores) {
+          // The row's tile row in `scores`: [rank G + h] of its query's.
+          Value column = arith::MulIOp::create(
+              rb,
+              arith::AddIOp::create(
+                  rb,
+                  arith::MulIOp::create(rb, rankOfBlock(rb, query),
+                                        indexConst(rb, G)),
+                  arith::MinUIOp::create(rb, h, indexConst(rb, G - 1))),
+              indexConst(rb, p.blockSize));
+          memref::StoreOp::create(rb, toI32(rb, query), to.scoreQuery, tid);
+          memref::StoreOp::create(
+              rb,
+              arith::SelectOp::create(rb, isHead, toI32(rb, column),
+                                      arith::ConstantIntOp::create(rb, -1, 32)),
+              to.scoreColumn, tid);
+        }
       });
   nvgpu::DeviceAsyncCreateGroupOp::create(
       b, nvgpu::DeviceAsyncTokenType::get(b.getContext()), ValueRange{});
@@ -411,6 +435,8 @@ void KeyGradBlock::chunk(ImplicitLocOpBuilder &b, const StepTiles &step,
   SmallVector<Value> dp =
       frags.productNT(b, vTile, key0, step.gradOut, row0, p.valueDim, 2);
   auto [probs, grads] = probabilities(b, step, key0, row0, s, dp);
+  if (p.scores)
+    storeScores(b, step, key0, row0, grads);
   Value pA = frags.accumulatorsAsA(b, probs);
   Value dsA = frags.accumulatorsAsA(b, grads);
   const int64_t kTiles = p.headDim / kMmaCols;
@@ -543,8 +569,71 @@ void KeyGradBlock::warpgroupStep(ImplicitLocOpBuilder &b, const StepTiles &step,
   Value dp =
       warpgroupProduct(b, elem, R, p.valueDim, {valueDesc, false, c},
                        {kMajorDescriptor(b, gradOut), false, R}, Value());
-  accumulate(query, p.headDim, 0,
-             asA(gradients(b, step, row0, probs, accumulatorTiles(b, dp, R))));
+  SmallVector<SmallVector<Value>> grads =
+      gradients(b, step, row0, probs, accumulatorTiles(b, dp, R));
+  if (p.scores)
+    storeScores(b, step, key0, row0, grads);
+  accumulate(query, p.headDim, 0, asA(grads));
+}
+
+void KeyGradBlock::storeScores(ImplicitLocOpBuilder &b, const StepTiles &step,
+                               Value key0, Value row0,
+                               ArrayRef<SmallVector<Value>> grads) {
+  Value scores = e.arg("scores");
+  Value gid = arith::DivUIOp::create(b, lane, indexConst(b, 4));
+  Value tig = arith::RemUIOp::create(b, lane, indexConst(b, 4));
+  Type i32 = b.getI32Type();
+  for (size_t t = 0; t < grads.size(); ++t) {
+    ArrayRef<Value> tile = grads[t];
+    Value r = tileRow(b, row0, tig, t);
+    Value queries = loadRow(b, step.scoreQuery, {r}, 2, i32);
+    Value columns = loadRow(b, step.scoreColumn, {r}, 2, i32);
+    for (int64_t j = 0; j < 2; ++j) {
+      Value column = vector::ExtractOp::create(b, columns, j);
+      Value query = toIndex(b, vector::ExtractOp::create(b, queries, j));
+      Value holds = arith::CmpIOp::create(
+          b, P::sge, column, arith::ConstantIntOp::create(b, 0, 32));
+      buildIfThen(b, holds, [&](ImplicitLocOpBuilder &sb) {
+        Value first = toIndex(sb, column);
+        for (int64_t half = 0; half < 2; ++half) {
+          Value key =
+              arith::AddIOp::create(sb, arith::AddIOp::create(sb, key0, gid),
+                                    indexConst(sb, 8 * half));
+          Value v = arith::TruncFOp::create(sb, elem, tile[half * 2 + j]);
+          memref::StoreOp::create(
+              sb, v, scores,
+              ValueRange{batch, kv, query,
+                         arith::AddIOp::create(sb, first, key)});
+        }
+      });
+    }
+  }
+}
+
+Value KeyGradBlock::rankOfBlock(ImplicitLocOpBuilder &b, Value query) {
+  Value selection = e.arg("selection");
+  const int64_t topK = cast<MemRefType>(selection.getType()).getShape()[3];
+  Value numBlocks =
+      arith::CeilDivUIOp::create(b, numKeys, indexConst(b, p.blockSize));
+  Value last = indexConst(b, -1), count = indexConst(b, 0);
+  // The entries' loads issue together (unrolled); the rule is section 6's.
+  SmallVector<Value> entries;
+  for (int64_t j = 0; j < topK; ++j)
+    entries.push_back(toIndex(
+        b, memref::LoadOp::create(
+               b, selection, ValueRange{batch, kv, query, indexConst(b, j)})));
+  for (Value s : entries) {
+    Value used = arith::AndIOp::create(
+        b,
+        arith::AndIOp::create(b, cmp(b, P::sge, s, indexConst(b, 0)),
+                              cmp(b, P::slt, s, numBlocks)),
+        cmp(b, P::sgt, s, last));
+    Value below = arith::AndIOp::create(b, used, cmp(b, P::slt, s, block));
+    count = arith::SelectOp::create(
+        b, below, arith::AddIOp::create(b, count, indexConst(b, 1)), count);
+    last = arith::SelectOp::create(b, used, s, last);
+  }
+  return count;
 }
 
 void KeyGradBlock::storeSums(ImplicitLocOpBuilder &b, ArrayRef<Value> sums) {

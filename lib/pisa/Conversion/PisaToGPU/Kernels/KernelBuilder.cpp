@@ -139,6 +139,14 @@ void mlir::pisa::detail::viewTokenMajorOperands(RewriterBase &rewriter,
                 &o.getOutputMutable(),     &o.getLseMutable(),
                 &o.getGradOutputMutable(), &o.getGradQueriesMutable()};
           })
+          .Case([](SparseAttentionGradDeltaKernelOp o) {
+            return Operands{&o.getOutputMutable(), &o.getGradOutputMutable()};
+          })
+          .Case([](SparseAttentionGradQueriesFromScoresKernelOp o) {
+            return Operands{&o.getQueriesMutable(), &o.getKeysMutable(),
+                            &o.getSelectionMutable(),
+                            &o.getGradQueriesMutable()};
+          })
           .Case([](SparseAttentionGradKeysKernelOp o) {
             return Operands{&o.getQueriesMutable(),  &o.getKeysMutable(),
                             &o.getValuesMutable(),   &o.getSelectionMutable(),

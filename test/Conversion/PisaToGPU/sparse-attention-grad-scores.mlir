@@ -8,7 +8,8 @@
 // 16 x 64 = 8192 bf16 a query), then dq from the tiles.
 
 // KERNELS-LABEL: func.func @grad
-// KERNELS: %[[D:.+]] = pisa.kernel.sparse_attention_grad_delta %arg5, %arg7 outs(%{{.+}})
+// KERNELS: cf.assert %{{.+}}, "pisa.sparse_attention_grad: Nq K is above 2147483647 with dq from the dS tiles (the query lists' entries)"
+// KERNELS-NEXT: %[[D:.+]] = pisa.kernel.sparse_attention_grad_delta %arg5, %arg7 outs(%{{.+}})
 // KERNELS: %[[SCORES:.+]] = tensor.empty(%{{.+}}, %{{.+}}) : tensor<?x1x?x8192xbf16>
 // KERNELS: %[[DK:.+]]:6 = pisa.kernel.sparse_attention_grad_keys %arg0, %arg1, %arg2, %arg3, %arg4, %arg6, %[[D]], %arg7 outs({{.+}} scores %[[SCORES]])
 // KERNELS: %[[DQ:.+]] = pisa.kernel.sparse_attention_grad_queries_from_scores %arg0, %arg1, %arg3, %arg4, %[[DK]]#5 outs(%{{.+}}) block_size = 64 scale = 0.0883883461
@@ -24,10 +25,10 @@
 // CHECK: %[[ROWS:.+]] = arith.muli %{{.+}}, %c16 : index
 // CHECK: %[[DBLOCKS:.+]] = arith.ceildivui %[[ROWS]], %c32 : index
 // CHECK: gpu.launch_func @pisa_kernels::@sparse_attention_grad_delta blocks in (%[[DBLOCKS]], %{{.+}}, %c1) threads in (%c128, %c1, %c1)
-// The key kernel takes the selection (each row's rank of the block) and
-// the scores; its shared memory is the paper key kernel's (101,440 bytes
-// without them) and two more i32 arrays [64] per step buffer.
-// CHECK: gpu.launch_func @pisa_kernels::@sparse_attention_grad_keys {{.+}} dynamic_shared_memory_size %c102464_i32 args({{.+}}, %{{.+}} : memref<?x1x?x8xi32>, %{{.+}} : memref<?x1x?x8192xbf16>)
+// The key kernel takes the scores; its shared memory is the paper key
+// kernel's (101,440 bytes without them) and two more i32 arrays [64] per
+// step buffer (each row's query and first column in the scores).
+// CHECK: gpu.launch_func @pisa_kernels::@sparse_attention_grad_keys {{.+}} dynamic_shared_memory_size %c102464_i32 args({{.+}}, %{{.+}} : index, %{{.+}} : memref<?x1x?x8192xbf16>)
 // The dq kernel: four warps a block (a query each); each warp's K tile
 // (64 x 136 x 2 = 17,408 bytes), then the lists (4 x 32): 69,760 bytes.
 // CHECK: %[[QUADS:.+]] = arith.ceildivui %{{.+}}, %c4 :
@@ -39,11 +40,27 @@
 // CHECK: gpu.shuffle  xor
 // CHECK: gpu.shuffle  xor
 // CHECK: memref.store %{{.+}} : memref<?x16x?xf32>
-// The key kernel: each step row's rank from its query's selection row
-// (its 8 entries loaded together), then the dS^T fragments rounded to
-// bf16 and stored at the row's query and tile row.
+// The list kernel: each (query, attended block) pair's entry is query K +
+// the block's rank among the query's attended blocks.
+// CHECK-LABEL: gpu.func @list_attending_queries
+// CHECK: %[[QK:.+]] = arith.muli %{{.+}}, %c8 : index
+// CHECK: %[[ENTRY:.+]] = arith.addi %[[QK]], %{{.+}} : index
+// CHECK: %[[ENTRY32:.+]] = arith.index_cast %[[ENTRY]] : index to i32
+// CHECK: memref.store %[[ENTRY32]], %{{.+}} : memref<?x1x?x8xi32>
+// The key kernel (no selection operand): each step row's query (entry /
+// 8) and tile row ((entry mod 8) 16 + head) from its list entry, then the
+// dS^T fragments rounded to bf16 and stored at the row's query and tile
+// row.
 // CHECK-LABEL: gpu.func @sparse_attention_grad_keys
-// CHECK-COUNT-8: memref.load %{{.+}} : memref<?x1x?x8xi32>
+// CHECK-SAME: %{{.+}}: index, %{{.+}}: memref<?x1x?x8192xbf16>) kernel
+// CHECK: %[[QENTRY:.+]] = memref.load %{{.+}} : memref<143xi32, #gpu.address_space<workgroup>>
+// CHECK-NEXT: %[[QINDEX:.+]] = arith.index_cast %[[QENTRY]] : i32 to index
+// CHECK-NEXT: arith.divui %[[QINDEX]], %c8 : index
+// CHECK: memref.store %{{.+}}, %{{.+}}[%thread_id_x] : memref<64xi32, #gpu.address_space<workgroup>>
+// CHECK-NEXT: %[[RENTRY:.+]] = memref.load %{{.+}} : memref<143xi32, #gpu.address_space<workgroup>>
+// CHECK-NEXT: %[[RINDEX:.+]] = arith.index_cast %[[RENTRY]] : i32 to index
+// CHECK-NEXT: %[[RANK:.+]] = arith.remui %[[RINDEX]], %c8 : index
+// CHECK-NEXT: arith.muli %[[RANK]], %c16 : index
 // CHECK: arith.truncf %{{.+}} : f32 to bf16
 // CHECK: memref.store %{{.+}} : memref<?x1x?x8192xbf16>
 // The dq kernel: dS's A fragments as 4-byte pairs from the scores, K's

@@ -351,6 +351,15 @@ void mlir::pisa::detail::decompose(RewriterBase &rewriter,
       gradFromScoresFits(elem, hq / hkv, d, dv, op.getBlockSize())) {
     // D first (the key half reads it), the key half storing each attended
     // block's dS tile at the query's rank of it, then dq from the tiles.
+    // The query lists then hold query K + rank in i32.
+    requireAtRuntime(
+        b,
+        cmp(b, arith::CmpIPredicate::ule,
+            arith::MulIOp::create(b, numQueries, indexConst(b, topK)),
+            indexConst(b, kMaxGPUKeys)),
+        (kName + ": Nq K is above " + std::to_string(kMaxGPUKeys) +
+         " with dq from the dS tiles (the query lists' entries)")
+            .str());
     auto deltaOp = SparseAttentionGradDeltaKernelOp::create(
         b, TypeRange{deltaInit.getType()}, op.getOutput(), op.getGradOutput(),
         deltaInit, tm);

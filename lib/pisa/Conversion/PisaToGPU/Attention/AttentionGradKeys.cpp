@@ -491,10 +491,8 @@ struct GradKeysToGPU : KernelOpPattern<SparseAttentionGradKeysKernelOp> {
                                         {"accumulators", op.getAccumulators()},
                                         {"segments", segments},
                                         {"firstSegments", firstSegments}};
-    if (op.getScores()) {
-      operands.push_back({"selection", op.getSelection()});
+    if (op.getScores())
       operands.push_back({"scores", op.getScores()});
-    }
     addPackedOperands(operands, op.getCuSeqlensQ(), op.getCuSeqlensK());
     launchQueryLists(rewriter, host, op, topK, listOperands);
     Kernel kernel;

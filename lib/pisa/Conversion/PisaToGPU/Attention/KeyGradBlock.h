@@ -95,11 +95,19 @@ private:
   void appendWindow(ImplicitLocOpBuilder &b, Value w0, Value pending);
 
   /// Slot s of a step from list entry `first`: its query (query 0, in
-  /// bounds, for a slot past n) and whether it holds one.
+  /// bounds, for a slot past n) and whether it holds one. With p.scores a
+  /// list entry is query K + the block's rank among the query's attended
+  /// blocks (list_attending_queries); slotRank is that rank.
   Value holds(ImplicitLocOpBuilder &b, Value slot, Value n) {
     return cmp(b, arith::CmpIPredicate::ult, slot, n);
   }
   Value slotQuery(ImplicitLocOpBuilder &b, Value first, Value slot, Value n);
+  Value slotRank(ImplicitLocOpBuilder &b, Value first, Value slot);
+  Value slotEntry(ImplicitLocOpBuilder &b, Value first, Value slot);
+  /// K, the selection's entries a row (the query lists' last extent).
+  int64_t topK() const {
+    return cast<MemRefType>(e.arg("queryList").getType()).getShape()[3];
+  }
 
   /// The step's head rows of q and dO into their tiles.
   void stageStepRows(ImplicitLocOpBuilder &b, Value first, Value n);
@@ -185,10 +193,6 @@ private:
   /// blocks holds at its rank there.
   void storeScores(ImplicitLocOpBuilder &b, const StepTiles &step, Value key0,
                    Value row0, ArrayRef<SmallVector<Value>> grads);
-  /// With p.scores: the rank of the key block among `query`'s attended
-  /// blocks (how many of its row's used entries are below it; every one
-  /// below an attended block is attended).
-  Value rankOfBlock(ImplicitLocOpBuilder &b, Value query);
 
   /// The lanes' sums into the dk and dv tiles, the row groups in order.
   void storeSums(ImplicitLocOpBuilder &b, ArrayRef<Value> sums);

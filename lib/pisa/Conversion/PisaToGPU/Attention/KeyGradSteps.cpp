@@ -137,13 +137,11 @@ void KeyGradBlock::appendWindow(ImplicitLocOpBuilder &b, Value w0,
   buildIfThen(b, cmp(b, P::ult, tid, n), [&](ImplicitLocOpBuilder &tb) {
     Value at = arith::AddIOp::create(tb, listStart,
                                      arith::AddIOp::create(tb, w0, tid));
-    const int64_t topK =
-        cast<MemRefType>(e.arg("queryList").getType()).getShape()[3];
     Value query = memref::LoadOp::create(
         tb, e.arg("queryList"),
         ValueRange{batch, kv,
-                   arith::DivUIOp::create(tb, at, indexConst(tb, topK)),
-                   arith::RemUIOp::create(tb, at, indexConst(tb, topK))});
+                   arith::DivUIOp::create(tb, at, indexConst(tb, topK())),
+                   arith::RemUIOp::create(tb, at, indexConst(tb, topK()))});
     memref::StoreOp::create(
         tb, query, list,
         ValueRange{arith::AddIOp::create(tb, pending, tid).getResult()});
@@ -156,12 +154,24 @@ void KeyGradBlock::appendWindow(ImplicitLocOpBuilder &b, Value w0,
               });
 }
 
-Value KeyGradBlock::slotQuery(ImplicitLocOpBuilder &b, Value first, Value slot,
-                              Value n) {
+Value KeyGradBlock::slotEntry(ImplicitLocOpBuilder &b, Value first,
+                              Value slot) {
   Value at = arith::MinUIOp::create(b, arith::AddIOp::create(b, first, slot),
                                     indexConst(b, p.listCapacity - 1));
-  Value q = toIndex(b, memref::LoadOp::create(b, list, at));
+  return toIndex(b, memref::LoadOp::create(b, list, at));
+}
+
+Value KeyGradBlock::slotQuery(ImplicitLocOpBuilder &b, Value first, Value slot,
+                              Value n) {
+  Value q = slotEntry(b, first, slot);
+  if (p.scores)
+    q = arith::DivUIOp::create(b, q, indexConst(b, topK()));
   return arith::SelectOp::create(b, holds(b, slot, n), q, indexConst(b, 0));
+}
+
+Value KeyGradBlock::slotRank(ImplicitLocOpBuilder &b, Value first, Value slot) {
+  return arith::RemUIOp::create(b, slotEntry(b, first, slot),
+                                indexConst(b, topK()));
 }
 
 void KeyGradBlock::stageStepRows(ImplicitLocOpBuilder &b, Value first,
@@ -355,7 +365,7 @@ void KeyGradBlock::issueStep(ImplicitLocOpBuilder &b, Value first, Value n,
               rb,
               arith::AddIOp::create(
                   rb,
-                  arith::MulIOp::create(rb, rankOfBlock(rb, query),
+                  arith::MulIOp::create(rb, slotRank(rb, first, slot),
                                         indexConst(rb, G)),
                   arith::MinUIOp::create(rb, h, indexConst(rb, G - 1))),
               indexConst(rb, p.blockSize));
@@ -608,32 +618,6 @@ void KeyGradBlock::storeScores(ImplicitLocOpBuilder &b, const StepTiles &step,
       });
     }
   }
-}
-
-Value KeyGradBlock::rankOfBlock(ImplicitLocOpBuilder &b, Value query) {
-  Value selection = e.arg("selection");
-  const int64_t topK = cast<MemRefType>(selection.getType()).getShape()[3];
-  Value numBlocks =
-      arith::CeilDivUIOp::create(b, numKeys, indexConst(b, p.blockSize));
-  Value last = indexConst(b, -1), count = indexConst(b, 0);
-  // The entries' loads issue together (unrolled); the rule is section 6's.
-  SmallVector<Value> entries;
-  for (int64_t j = 0; j < topK; ++j)
-    entries.push_back(toIndex(
-        b, memref::LoadOp::create(
-               b, selection, ValueRange{batch, kv, query, indexConst(b, j)})));
-  for (Value s : entries) {
-    Value used = arith::AndIOp::create(
-        b,
-        arith::AndIOp::create(b, cmp(b, P::sge, s, indexConst(b, 0)),
-                              cmp(b, P::slt, s, numBlocks)),
-        cmp(b, P::sgt, s, last));
-    Value below = arith::AndIOp::create(b, used, cmp(b, P::slt, s, block));
-    count = arith::SelectOp::create(
-        b, below, arith::AddIOp::create(b, count, indexConst(b, 1)), count);
-    last = arith::SelectOp::create(b, used, s, last);
-  }
-  return count;
 }
 
 void KeyGradBlock::storeSums(ImplicitLocOpBuilder &b, ArrayRef<Value> sums) {

@@ -458,7 +458,8 @@ Kernel buildListQueries(PatternRewriter &rewriter,
         walkAttendedBlocks(
             sb, selection, {batch, kv, walked}, rows.numKeys, rows.keyEnd,
             op.getBlockSize(), topK,
-            [&](ImplicitLocOpBuilder &lb, Value attended, Value s32, Value) {
+            [&](ImplicitLocOpBuilder &lb, Value attended, Value s32,
+                Value rank) {
               Value use = arith::AndIOp::create(lb, attended, active);
               Value row = rows.row(lb, s32);
               LaneGroup group(lb, use, toI32(lb, row), lane32, below);
@@ -485,8 +486,17 @@ Kernel buildListQueries(PatternRewriter &rewriter,
               buildIfThen(lb, use, [&](ImplicitLocOpBuilder &ub) {
                 Value flat =
                     arith::IndexCastUIOp::create(ub, ub.getIndexType(), place);
+                // With dS tiles the entry also holds the block's rank
+                // among the query's attended blocks (where its tile goes).
+                Value entry = op.getScores()
+                                  ? arith::AddIOp::create(
+                                        ub,
+                                        arith::MulIOp::create(
+                                            ub, query, indexConst(ub, topK)),
+                                        rank)
+                                  : query;
                 memref::StoreOp::create(
-                    ub, toI32(ub, query), list,
+                    ub, toI32(ub, entry), list,
                     ValueRange{
                         batch, kv,
                         arith::DivUIOp::create(ub, flat, indexConst(ub, topK)),

@@ -35,8 +35,9 @@ pisa.sparse_attention_varlen and pisa.sparse_attention_grad_varlen) on a
 packed batch (check_varlen: every sequence against autograd on it alone,
 dq bitwise that of grad_tm_dq, NaN on broken cu_seqlens). A library built
 with --dq-from-scores (marked in the manifest) takes a batch's dq from the
-key kernel's dS tiles and a packed batch's from the dq pass: there the two
-dq agree within a relative difference of 1e-4 instead.
+key kernel's dS tiles and a packed batch's from the dq pass: there each
+sequence's dq alone meets the float64 rule too, instead of the bitwise
+equality.
 """
 
 import argparse
@@ -348,12 +349,15 @@ def check_varlen(lib, cfg, rng, gen, first):
         alone = lib("grad_tm_dq", *tm)[0]
         if cfg.get("dq_from_scores"):
             # The batch's dq comes from the key kernel's dS tiles, the packed
-            # batch's from the dq pass: the same sums rounded apart.
-            diff = rel_error(got[0][q0:q0 + nq], alone)
-            if not diff <= 1e-4:
+            # batch's from the dq pass: the same sums rounded apart, which a
+            # relative difference cannot judge where dq is rounding alone
+            # (one key: dP = D), so it meets the float64 rule on its own.
+            err = rel_error(head(alone), ref[0])
+            base = rel_error(low[0], ref[0])
+            if not (err <= 2 * base + 1e-3) or not math.isfinite(err):
                 ok = False
-                notes.append(f"{where}: sequence {b}'s dq differs from grad_tm_dq on it "
-                             f"alone by {diff:.2e} (relative, above 1e-4)")
+                notes.append(f"{where}: sequence {b}'s grad_tm_dq alone: error {err:.2e} "
+                             f"above 2 x {base:.2e} + 1e-3")
         elif not torch.equal(alone, got[0][q0:q0 + nq]):
             ok = False
             notes.append(f"{where}: sequence {b}'s dq differs from grad_tm_dq on it alone")

@@ -635,7 +635,7 @@ def Pisa_SparseAttentionGradKeysKernelOp
 
 def Pisa_SparseAttentionGradDeltaKernelOp
     : Pisa_KernelOp<"sparse_attention_grad_delta", 1> {
-  let summary = "D = rowsum(dO o) of sparse attention's backward, a warp a row group";
+  let summary = "D = rowsum(dO o) of sparse attention's backward, a quad of lanes a head row";
   let description = [{
     D of `pisa.sparse_attention_grad` ([B, Hq, Nq] f32, head-major in every
     layout): for each query head row, the dot product of its dO and o rows

@@ -688,6 +688,11 @@ LogicalResult SparseAttentionGradKeysKernelOp::verify() {
   if (failed(checkPackedBatch(*this, getCuSeqlensQ(), getCuSeqlensK(), tm,
                               tokenShapeOf(getQueries(), tm)[0])))
     return failure();
+  // A packed batch's dq comes from the dq pass: its lists' rows are block
+  // slots, not the tiles' rows.
+  if (getScores() && getCuSeqlensQ())
+    return emitOpError() << "stores dS tiles (scores) for a batched backward "
+                         << "only, not with cu_seqlens";
   ArrayRef<int64_t> index = shapeOf(getQueryIndex());
   ArrayRef<int64_t> list = shapeOf(getQueryList());
   for (auto [name, value, shape] :

@@ -537,6 +537,15 @@ func.func @f(%q: memref<1x4x10x64xbf16>, %k: memref<1x1x10x64xbf16>, %v: memref<
 
 // -----
 
+// dS tiles for a packed batch: its dq comes from the dq pass.
+func.func @f(%q: memref<1x10x4x64xbf16>, %k: memref<1x10x1x64xbf16>, %v: memref<1x10x1x64xbf16>, %s: memref<1x10x1x3xi32>, %off: index, %l: memref<1x10x4xf32>, %dd: memref<1x4x10xf32>, %do: memref<1x10x4x64xbf16>, %cq: memref<2xi32>, %ck: memref<2xi32>, %dk: memref<1x10x1x64xf32>, %dv: memref<1x10x1x64xf32>, %index: memref<1x1x1x6xi32>, %list: memref<1x1x10x3xi32>, %acc: memref<1x1x10x128xf32>, %ds: memref<1x1x10x384xbf16>) {
+  // expected-error @+1 {{stores dS tiles (scores) for a batched backward only, not with cu_seqlens}}
+  pisa.kernel.sparse_attention_grad_keys %q, %k, %v, %s, %off, %l, %dd, %do cu_seqlens(%cq, %ck : memref<2xi32>, memref<2xi32>) outs(%dk, %dv, %index, %list, %acc scores %ds) block_size = 32 scale = 0.125 {token_major} : memref<1x10x4x64xbf16>, memref<1x10x1x64xbf16>, memref<1x10x1x64xbf16>, memref<1x10x1x3xi32>, memref<1x10x4xf32>, memref<1x4x10xf32>, memref<1x10x4x64xbf16>, memref<1x10x1x64xf32>, memref<1x10x1x64xf32>, memref<1x1x1x6xi32>, memref<1x1x10x3xi32>, memref<1x1x10x128xf32>, scores memref<1x1x10x384xbf16>
+  return
+}
+
+// -----
+
 // scores: [B, Hkv, Nq, K G C] = 3 x 4 x 32 = 384, not 256.
 func.func @f(%q: memref<1x4x10x64xbf16>, %k: memref<1x1x10x64xbf16>, %v: memref<1x1x10x64xbf16>, %s: memref<1x1x10x3xi32>, %off: index, %l: memref<1x4x10xf32>, %dd: memref<1x4x10xf32>, %do: memref<1x4x10x64xbf16>, %dk: memref<1x1x10x64xf32>, %dv: memref<1x1x10x64xf32>, %index: memref<1x1x1x6xi32>, %list: memref<1x1x10x3xi32>, %acc: memref<1x1x10x128xf32>, %ds: memref<1x1x10x256xbf16>) {
   // expected-error @+1 {{expected K G C of scores (256) to match the selection's tiles (384)}}

@@ -3,11 +3,13 @@
 // The kernel-level ops are written by --pisa-decompose-to-kernels, whose
 // plan already checked the contract; their verifiers check what keeps a
 // hand-written or transformed op lowerable: one form (tensors or buffers),
-// one batch, and the sizes the kernels are built from.
+// one batch, and the sizes the kernels are built from. The backward's
+// kernel ops are in PisaGradKernelOps.cpp.
 //
 //===----------------------------------------------------------------------===//
 
 #include "ContractChecks.h"
+#include "KernelOpChecks.h"
 #include "pisa/Analysis/GPUTarget.h"
 #include "pisa/Analysis/TensorCoreWalk.h"
 #include "pisa/IR/PisaOps.h"
@@ -18,34 +20,20 @@ using namespace mlir;
 using namespace mlir::pisa;
 using namespace mlir::pisa::detail;
 
-static ArrayRef<int64_t> shapeOf(Value v) {
+ArrayRef<int64_t> mlir::pisa::detail::shapeOf(Value v) {
   return cast<ShapedType>(v.getType()).getShape();
 }
 
-/// [B, H, T, X] of a token-indexed operand (queries, keys, selection).
-static SmallVector<int64_t, 4> tokenShapeOf(Value v, bool tokenMajor) {
+SmallVector<int64_t, 4> mlir::pisa::detail::tokenShapeOf(Value v,
+                                                         bool tokenMajor) {
   ArrayRef<int64_t> s = shapeOf(v);
   return {s[0], s[headDimIndex(tokenMajor)], s[tokenDimIndex(tokenMajor)],
           s[3]};
 }
 
-/// The kernels are tiled by the operands' heads and features, which must
-/// be static (a hand-written op with a dynamic d crashed the lowering):
-/// Tokens: [B, H, T, X] dims 1 and 3 (token-major 2 and 3), packed
-///   [T, H, X] 1 and 2 (queries, keys, values, selection, output);
-/// PerKvHead: [B, Hkv, Nq, X] 1 and 3, [B, Hkv, Nq] 1 (contenders, counts,
-///   scores);
-/// Rows: the last dim (a pyramid, fragment planes);
-/// PagePool: [P, S, Hkv, d] 1, 2 and 3.
-enum class Tiled { Tokens, PerKvHead, Rows, PagePool };
-struct TiledOperand {
-  StringRef name;
-  Value value;
-  Tiled kind;
-  bool tokenMajor = false;
-};
-static LogicalResult checkTiledDims(Operation *op,
-                                    ArrayRef<TiledOperand> operands) {
+LogicalResult
+mlir::pisa::detail::checkTiledDims(Operation *op,
+                                   ArrayRef<TiledOperand> operands) {
   for (const TiledOperand &o : operands) {
     auto type = cast<ShapedType>(o.value.getType());
     const unsigned last = type.getRank() - 1;
@@ -116,12 +104,8 @@ static LogicalResult verifyKernelAttributes(Operation *op) {
   return checkScale(op, op->getAttrOfType<FloatAttr>("scale"));
 }
 
-/// One form (all tensors or all buffers; the interface checks the results
-/// of the tensor form) and one batch size B (dim 0) across the operands of
-/// rank >= 2 (B = 1 with cu_seqlens: a packed batch) but `pagePool`, a
-/// paged cache's keys, whose dim 0 counts pages.
-static LogicalResult verifyKernelOp(Operation *op, bool packed = false,
-                                    Value pagePool = Value()) {
+LogicalResult mlir::pisa::detail::verifyKernelOp(Operation *op, bool packed,
+                                                 Value pagePool) {
   if (failed(verifyKernelAttributes(op)))
     return failure();
   bool tensors = false, buffers = false;
@@ -221,11 +205,11 @@ LogicalResult SelectDecodeKernelOp::verify() {
       failed(checkSameDim(*this, "K", "selection", r[3], "topk", getTopk())));
 }
 
-/// An attention op given cu_seqlens (both or neither) reads a packed
-/// batch as a token-major batch of one (`batch`: the queries' B).
-static LogicalResult checkPackedBatch(Operation *op, Value cuQueries,
-                                      Value cuKeys, bool tokenMajor,
-                                      int64_t batch) {
+LogicalResult mlir::pisa::detail::checkPackedBatch(Operation *op,
+                                                   Value cuQueries,
+                                                   Value cuKeys,
+                                                   bool tokenMajor,
+                                                   int64_t batch) {
   if (bool(cuQueries) != bool(cuKeys))
     return op->emitOpError("expected both cu_seqlens_q and cu_seqlens_k or "
                            "neither");
@@ -561,247 +545,4 @@ LogicalResult AppendSelectSingleStageKernelOp::verify() {
                          << ") to divide the decode block's "
                          << kDecodeBlockThreads << " threads";
   return success();
-}
-
-/// The backward kernels read q, k, v and dO (and o) of one element type and
-/// write each gradient in f32 or that type.
-static LogicalResult
-checkGradElementTypes(Operation *op, Value queries,
-                      ArrayRef<std::pair<StringRef, Value>> inputs,
-                      ArrayRef<std::pair<StringRef, Value>> gradients) {
-  Type elem = mlir::getElementTypeOrSelf(queries.getType());
-  for (auto [name, value] : inputs)
-    if (mlir::getElementTypeOrSelf(value.getType()) != elem)
-      return op->emitOpError()
-             << "expected " << name << " of the queries' element type " << elem
-             << " but got " << mlir::getElementTypeOrSelf(value.getType());
-  for (auto [name, value] : gradients) {
-    Type t = mlir::getElementTypeOrSelf(value.getType());
-    if (t != elem && !t.isF32())
-      return op->emitOpError() << "expected " << name << " of element type f32 "
-                               << "or " << elem << " but got " << t;
-  }
-  return success();
-}
-
-/// [B, Hq, Nq] of a per-query-head f32 operand: lse follows the layout,
-/// delta is head-major always.
-static SmallVector<int64_t, 3> rowShapeOf(Value v, bool tokenMajor) {
-  ArrayRef<int64_t> l = shapeOf(v);
-  return {l[0], l[tokenMajor ? 2 : 1], l[tokenMajor ? 1 : 2]};
-}
-
-/// The sizes both backward kernels share: q, k, v, selection and dO.
-static LogicalResult checkGradOperands(Operation *op, Value queries, Value keys,
-                                       Value values, Value selection,
-                                       Value gradOutput, Value lse, Value delta,
-                                       bool tm) {
-  if (failed(
-          checkTiledDims(op, {{"queries", queries, Tiled::Tokens, tm},
-                              {"keys", keys, Tiled::Tokens, tm},
-                              {"values", values, Tiled::Tokens, tm},
-                              {"selection", selection, Tiled::Tokens, tm},
-                              {"grad_output", gradOutput, Tiled::Tokens, tm}})))
-    return failure();
-  SmallVector<int64_t, 4> q = tokenShapeOf(queries, tm);
-  SmallVector<int64_t, 4> k = tokenShapeOf(keys, tm);
-  if (failed(checkGroups(op, q[1], k[1])))
-    return failure();
-  SmallVector<int64_t, 4> v = tokenShapeOf(values, tm);
-  SmallVector<int64_t, 4> sel = tokenShapeOf(selection, tm);
-  SmallVector<int64_t, 4> g = tokenShapeOf(gradOutput, tm);
-  SmallVector<int64_t, 3> l = rowShapeOf(lse, tm),
-                          dd = rowShapeOf(delta, false);
-  return failure(
-      failed(checkSameDim(op, "d", "keys", k[3], "queries", q[3])) ||
-      failed(checkSameDim(op, "N", "values", v[2], "keys", k[2])) ||
-      failed(checkSameDim(op, "Hkv", "values", v[1], "keys", k[1])) ||
-      failed(checkSameDim(op, "Hkv", "selection", sel[1], "keys", k[1])) ||
-      failed(checkSameDim(op, "Nq", "selection", sel[2], "queries", q[2])) ||
-      failed(checkSameDim(op, "Hq", "grad_output", g[1], "queries", q[1])) ||
-      failed(checkSameDim(op, "Nq", "grad_output", g[2], "queries", q[2])) ||
-      failed(checkSameDim(op, "dv", "grad_output", g[3], "values", v[3])) ||
-      failed(checkSameDim(op, "Hq", "lse", l[1], "queries", q[1])) ||
-      failed(checkSameDim(op, "Nq", "lse", l[2], "queries", q[2])) ||
-      failed(checkSameDim(op, "Hq", "delta", dd[1], "queries", q[1])) ||
-      failed(checkSameDim(op, "Nq", "delta", dd[2], "queries", q[2])));
-}
-
-LogicalResult SparseAttentionGradQueriesKernelOp::verify() {
-  const bool tm = getTokenMajor();
-  if (failed(verifyKernelOp(*this)) ||
-      failed(checkTiledDims(
-          *this, {{"output", getOutput(), Tiled::Tokens, tm},
-                  {"grad_queries", getGradQueries(), Tiled::Tokens, tm}})) ||
-      failed(checkGradElementTypes(*this, getQueries(),
-                                   {{"keys", getKeys()},
-                                    {"values", getValues()},
-                                    {"output", getOutput()},
-                                    {"grad_output", getGradOutput()}},
-                                   {{"grad_queries", getGradQueries()}})) ||
-      failed(checkGradOperands(*this, getQueries(), getKeys(), getValues(),
-                               getSelection(), getGradOutput(), getLse(),
-                               getDelta(), tm)))
-    return failure();
-  SmallVector<int64_t, 4> q = tokenShapeOf(getQueries(), tm);
-  SmallVector<int64_t, 4> o = tokenShapeOf(getOutput(), tm);
-  SmallVector<int64_t, 4> g = tokenShapeOf(getGradOutput(), tm);
-  SmallVector<int64_t, 4> dq = tokenShapeOf(getGradQueries(), tm);
-  return failure(
-      failed(checkPackedBatch(*this, getCuSeqlensQ(), getCuSeqlensK(), tm,
-                              q[0])) ||
-      failed(checkSameDim(*this, "Hq", "output", o[1], "queries", q[1])) ||
-      failed(checkSameDim(*this, "Nq", "output", o[2], "queries", q[2])) ||
-      failed(checkSameDim(*this, "dv", "output", o[3], "grad_output", g[3])) ||
-      failed(
-          checkSameDim(*this, "Hq", "grad_queries", dq[1], "queries", q[1])) ||
-      failed(
-          checkSameDim(*this, "Nq", "grad_queries", dq[2], "queries", q[2])) ||
-      failed(checkSameDim(*this, "d", "grad_queries", dq[3], "queries", q[3])));
-}
-
-static LogicalResult checkScoresShape(Operation *op, Value scores,
-                                      Value queries, Value keys,
-                                      Value selection, int64_t blockSize,
-                                      bool tm);
-
-LogicalResult SparseAttentionGradKeysKernelOp::verify() {
-  const bool tm = getTokenMajor();
-  if (failed(verifyKernelOp(*this)) ||
-      failed(checkTiledDims(
-          *this, {{"grad_keys", getGradKeys(), Tiled::Tokens, tm},
-                  {"grad_values", getGradValues(), Tiled::Tokens, tm}})) ||
-      failed(checkGradElementTypes(
-          *this, getQueries(),
-          {{"keys", getKeys()},
-           {"values", getValues()},
-           {"grad_output", getGradOutput()}},
-          {{"grad_keys", getGradKeys()}, {"grad_values", getGradValues()}})) ||
-      failed(checkGradOperands(*this, getQueries(), getKeys(), getValues(),
-                               getSelection(), getGradOutput(), getLse(),
-                               getDelta(), tm)))
-    return failure();
-  SmallVector<int64_t, 4> k = tokenShapeOf(getKeys(), tm);
-  SmallVector<int64_t, 4> v = tokenShapeOf(getValues(), tm);
-  SmallVector<int64_t, 4> dk = tokenShapeOf(getGradKeys(), tm);
-  SmallVector<int64_t, 4> dv = tokenShapeOf(getGradValues(), tm);
-  if (failed(checkPackedBatch(*this, getCuSeqlensQ(), getCuSeqlensK(), tm,
-                              tokenShapeOf(getQueries(), tm)[0])))
-    return failure();
-  // A packed batch's dq comes from the dq pass: its lists' rows are block
-  // slots, not the tiles' rows.
-  if (getScores() && getCuSeqlensQ())
-    return emitOpError() << "stores dS tiles (scores) for a batched backward "
-                         << "only, not with cu_seqlens";
-  ArrayRef<int64_t> index = shapeOf(getQueryIndex());
-  ArrayRef<int64_t> list = shapeOf(getQueryList());
-  for (auto [name, value, shape] :
-       {std::tuple<StringRef, Value, ArrayRef<int64_t>>{"query_index",
-                                                        getQueryIndex(), index},
-        {"query_list", getQueryList(), list}})
-    if (ShapedType::isDynamic(shape[1]))
-      return emitOpError() << "expected a static dim 1 (the kernels' tiling) "
-                           << "in " << name << " but got " << value.getType();
-  if (failed(checkTiledDims(
-          *this, {{"accumulators", getAccumulators(), Tiled::PerKvHead}})))
-    return failure();
-  ArrayRef<int64_t> acc = shapeOf(getAccumulators());
-  return failure(
-      failed(
-          checkSameDim(*this, "Hkv", "accumulators", acc[1], "keys", k[1])) ||
-      failed(checkSameDim(*this, "d + dv", "accumulators", acc[3],
-                          "keys and values", k[3] + v[3])) ||
-      failed(checkSameDim(*this, "Hkv", "grad_keys", dk[1], "keys", k[1])) ||
-      failed(checkSameDim(*this, "N", "grad_keys", dk[2], "keys", k[2])) ||
-      failed(checkSameDim(*this, "d", "grad_keys", dk[3], "keys", k[3])) ||
-      failed(
-          checkSameDim(*this, "Hkv", "grad_values", dv[1], "values", v[1])) ||
-      failed(checkSameDim(*this, "N", "grad_values", dv[2], "values", v[2])) ||
-      failed(checkSameDim(*this, "dv", "grad_values", dv[3], "values", v[3])) ||
-      failed(
-          checkSameDim(*this, "Hkv", "query_index", index[1], "keys", k[1])) ||
-      failed(checkSameDim(*this, "Hkv", "query_list", list[1], "keys", k[1])) ||
-      failed(checkSameDim(*this, "K", "query_list", list[3], "selection",
-                          shapeOf(getSelection())[3])) ||
-      failed(checkScoresShape(*this, getScores(), getQueries(), getKeys(),
-                              getSelection(), getBlockSize(), tm)));
-}
-
-/// `scores` ([B, Hkv, Nq, K G C], the queries' element type): each query's
-/// attended blocks' G x C dS tiles, in the order it attends them.
-static LogicalResult checkScoresShape(Operation *op, Value scores,
-                                      Value queries, Value keys,
-                                      Value selection, int64_t blockSize,
-                                      bool tm) {
-  if (!scores)
-    return success();
-  if (mlir::getElementTypeOrSelf(scores.getType()) !=
-      mlir::getElementTypeOrSelf(queries.getType()))
-    return op->emitOpError() << "expected scores of the queries' element type "
-                             << "but got " << scores.getType();
-  if (failed(checkTiledDims(op, {{"scores", scores, Tiled::PerKvHead}})))
-    return failure();
-  SmallVector<int64_t, 4> q = tokenShapeOf(queries, tm);
-  SmallVector<int64_t, 4> k = tokenShapeOf(keys, tm);
-  ArrayRef<int64_t> ds = shapeOf(scores);
-  const int64_t topK = tokenShapeOf(selection, tm)[3];
-  const int64_t G = q[1] / k[1];
-  return failure(
-      failed(checkSameDim(op, "Hkv", "scores", ds[1], "keys", k[1])) ||
-      failed(checkSameDim(op, "Nq", "scores", ds[2], "queries", q[2])) ||
-      failed(checkSameDim(op, "K G C", "scores", ds[3], "the selection's tiles",
-                          topK * G * blockSize)));
-}
-
-LogicalResult SparseAttentionGradDeltaKernelOp::verify() {
-  const bool tm = getTokenMajor();
-  if (failed(verifyKernelOp(*this)) ||
-      failed(checkTiledDims(
-          *this, {{"output", getOutput(), Tiled::Tokens, tm},
-                  {"grad_output", getGradOutput(), Tiled::Tokens, tm}})))
-    return failure();
-  if (mlir::getElementTypeOrSelf(getOutput().getType()) !=
-      mlir::getElementTypeOrSelf(getGradOutput().getType()))
-    return emitOpError() << "expected grad_output of the output's element "
-                         << "type but got " << getGradOutput().getType();
-  SmallVector<int64_t, 4> o = tokenShapeOf(getOutput(), tm);
-  SmallVector<int64_t, 4> g = tokenShapeOf(getGradOutput(), tm);
-  SmallVector<int64_t, 3> dd = rowShapeOf(getDelta(), false);
-  return failure(
-      failed(checkSameDim(*this, "Hq", "grad_output", g[1], "output", o[1])) ||
-      failed(checkSameDim(*this, "Nq", "grad_output", g[2], "output", o[2])) ||
-      failed(checkSameDim(*this, "dv", "grad_output", g[3], "output", o[3])) ||
-      failed(checkSameDim(*this, "Hq", "delta", dd[1], "output", o[1])) ||
-      failed(checkSameDim(*this, "Nq", "delta", dd[2], "output", o[2])));
-}
-
-LogicalResult SparseAttentionGradQueriesFromScoresKernelOp::verify() {
-  const bool tm = getTokenMajor();
-  if (failed(verifyKernelOp(*this)) ||
-      failed(checkTiledDims(
-          *this, {{"queries", getQueries(), Tiled::Tokens, tm},
-                  {"keys", getKeys(), Tiled::Tokens, tm},
-                  {"selection", getSelection(), Tiled::Tokens, tm},
-                  {"grad_queries", getGradQueries(), Tiled::Tokens, tm}})) ||
-      failed(checkGradElementTypes(*this, getQueries(), {{"keys", getKeys()}},
-                                   {{"grad_queries", getGradQueries()}})))
-    return failure();
-  SmallVector<int64_t, 4> q = tokenShapeOf(getQueries(), tm);
-  SmallVector<int64_t, 4> k = tokenShapeOf(getKeys(), tm);
-  SmallVector<int64_t, 4> sel = tokenShapeOf(getSelection(), tm);
-  SmallVector<int64_t, 4> dq = tokenShapeOf(getGradQueries(), tm);
-  if (failed(checkGroups(*this, q[1], k[1])))
-    return failure();
-  return failure(
-      failed(checkSameDim(*this, "d", "keys", k[3], "queries", q[3])) ||
-      failed(checkSameDim(*this, "Hkv", "selection", sel[1], "keys", k[1])) ||
-      failed(checkSameDim(*this, "Nq", "selection", sel[2], "queries", q[2])) ||
-      failed(
-          checkSameDim(*this, "Hq", "grad_queries", dq[1], "queries", q[1])) ||
-      failed(
-          checkSameDim(*this, "Nq", "grad_queries", dq[2], "queries", q[2])) ||
-      failed(
-          checkSameDim(*this, "d", "grad_queries", dq[3], "queries", q[3])) ||
-      failed(checkScoresShape(*this, getScores(), getQueries(), getKeys(),
-                              getSelection(), getBlockSize(), tm)));
 }

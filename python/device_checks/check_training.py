@@ -3,6 +3,7 @@
 autograd on the same selection, over configurations drawn from a seed.
 
   python3 -m device_checks.check_training build DIR --seed S --count N  # here
+                                       [--dq-from-scores]
   python3 -m device_checks.check_training check DIR [--shapes 2]        # GPU
   python3 -m device_checks.check_training bench DIR                     # GPU, timing
   python3 -m device_checks.check_training calls DIR --only NAME...      # GPU, sanitizers
@@ -114,8 +115,9 @@ PAPER = {"name": "paper", "Hkv": 1, "G": 16, "d": 128, "C": 64, "K": 8, "dtype":
 
 
 def build(args):
+    flags = ["--grad-dq-from-scores"] if args.dq_from_scores else []
     _, rejected = sweep.build_drawn(args, draw_config, program, "training.json",
-                                    [dict(PAPER)] if args.paper else [])
+                                    [dict(PAPER)] if args.paper else [], flags)
     for c in rejected:
         print(f"  {c['name']}: {c['error']}")
     return 0 if not rejected else 1
@@ -497,6 +499,9 @@ def main(argv=None):
     b.add_argument("--seed", type=int, default=1)
     b.add_argument("--count", type=int, default=6)
     b.add_argument("--paper", action="store_true", help="add the paper setting (for bench)")
+    b.add_argument("--dq-from-scores", action="store_true",
+                   help="pisa-compile --grad-dq-from-scores: the backward entries' dq from "
+                        "the key kernel's dS tiles where the kernels take the sizes")
     b.add_argument("--jobs", type=int, default=2)
     b.add_argument("--pisa-compile", default=os.path.join("build", "bin", "pisa-compile"))
     c = sub.add_parser("check")

@@ -8,6 +8,7 @@ the last --log-every steps; exit 1 otherwise). Prints tokens/s of both runs
 and of the same model on dense causal SDPA (flash, bf16).
 
   python3 python/training/retrieval_lm.py build DIR       # here: the library
+      [--dq-from-scores]                                  # (dq from the dS tiles)
   python3 python/training/retrieval_lm.py run DIR         # on the GPU
 
 `build` compiles docs/examples/train-prefill.mlir (`attend`, its training
@@ -37,8 +38,9 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 def build(args):
     os.makedirs(args.dir, exist_ok=True)
     out = os.path.join(args.dir, "libtrain.so")
+    flags = ["--grad-dq-from-scores"] if args.dq_from_scores else []
     subprocess.run([args.pisa_compile, os.path.join(ROOT, "docs", "examples",
-                                                    "train-prefill.mlir"), "-o", out],
+                                                    "train-prefill.mlir"), "-o", out, *flags],
                    check=True)
     print(f"built {out}")
     return 0
@@ -306,6 +308,9 @@ def main(argv=None):
     b = sub.add_parser("build")
     b.add_argument("dir")
     b.add_argument("--pisa-compile", default=os.path.join(ROOT, "build", "bin", "pisa-compile"))
+    b.add_argument("--dq-from-scores", action="store_true",
+                   help="pisa-compile --grad-dq-from-scores: the backward's dq from the key "
+                        "kernel's dS tiles")
     r = sub.add_parser("run")
     r.add_argument("dir")
     r.add_argument("--steps", type=int, default=300)

@@ -114,10 +114,31 @@ LogicalResult SparseAttentionGradQueriesKernelOp::verify() {
       failed(checkSameDim(*this, "d", "grad_queries", dq[3], "queries", q[3])));
 }
 
+/// `scores` ([B, Hkv, Nq, K G C], the queries' element type): each query's
+/// attended blocks' G x C dS tiles, in the order it attends them.
 static LogicalResult checkScoresShape(Operation *op, Value scores,
                                       Value queries, Value keys,
                                       Value selection, int64_t blockSize,
-                                      bool tm);
+                                      bool tm) {
+  if (!scores)
+    return success();
+  if (mlir::getElementTypeOrSelf(scores.getType()) !=
+      mlir::getElementTypeOrSelf(queries.getType()))
+    return op->emitOpError() << "expected scores of the queries' element type "
+                             << "but got " << scores.getType();
+  if (failed(checkTiledDims(op, {{"scores", scores, Tiled::PerKvHead}})))
+    return failure();
+  SmallVector<int64_t, 4> q = tokenShapeOf(queries, tm);
+  SmallVector<int64_t, 4> k = tokenShapeOf(keys, tm);
+  ArrayRef<int64_t> ds = shapeOf(scores);
+  const int64_t topK = tokenShapeOf(selection, tm)[3];
+  const int64_t G = q[1] / k[1];
+  return failure(
+      failed(checkSameDim(op, "Hkv", "scores", ds[1], "keys", k[1])) ||
+      failed(checkSameDim(op, "Nq", "scores", ds[2], "queries", q[2])) ||
+      failed(checkSameDim(op, "K G C", "scores", ds[3], "the selection's tiles",
+                          topK * G * blockSize)));
+}
 
 LogicalResult SparseAttentionGradKeysKernelOp::verify() {
   const bool tm = getTokenMajor();
@@ -179,32 +200,6 @@ LogicalResult SparseAttentionGradKeysKernelOp::verify() {
                           shapeOf(getSelection())[3])) ||
       failed(checkScoresShape(*this, getScores(), getQueries(), getKeys(),
                               getSelection(), getBlockSize(), tm)));
-}
-
-/// `scores` ([B, Hkv, Nq, K G C], the queries' element type): each query's
-/// attended blocks' G x C dS tiles, in the order it attends them.
-static LogicalResult checkScoresShape(Operation *op, Value scores,
-                                      Value queries, Value keys,
-                                      Value selection, int64_t blockSize,
-                                      bool tm) {
-  if (!scores)
-    return success();
-  if (mlir::getElementTypeOrSelf(scores.getType()) !=
-      mlir::getElementTypeOrSelf(queries.getType()))
-    return op->emitOpError() << "expected scores of the queries' element type "
-                             << "but got " << scores.getType();
-  if (failed(checkTiledDims(op, {{"scores", scores, Tiled::PerKvHead}})))
-    return failure();
-  SmallVector<int64_t, 4> q = tokenShapeOf(queries, tm);
-  SmallVector<int64_t, 4> k = tokenShapeOf(keys, tm);
-  ArrayRef<int64_t> ds = shapeOf(scores);
-  const int64_t topK = tokenShapeOf(selection, tm)[3];
-  const int64_t G = q[1] / k[1];
-  return failure(
-      failed(checkSameDim(op, "Hkv", "scores", ds[1], "keys", k[1])) ||
-      failed(checkSameDim(op, "Nq", "scores", ds[2], "queries", q[2])) ||
-      failed(checkSameDim(op, "K G C", "scores", ds[3], "the selection's tiles",
-                          topK * G * blockSize)));
 }
 
 LogicalResult SparseAttentionGradDeltaKernelOp::verify() {

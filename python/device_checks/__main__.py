@@ -23,6 +23,7 @@ COMMANDS = {
     "check-decode": ("device_checks.check_decode", "decode over contiguous and paged caches on the GPU; its speed"),
     "check-attention": ("device_checks.check_attention", "sparse attention on the GPU against float64; its speed"),
     "check-attention-grad": ("device_checks.check_attention_grad", "the backward of sparse attention on the GPU against float64; its speed"),
+    "grad-call": ("device_checks.grad_call", "one small call of each backward entry, for compute-sanitizer"),
     "check-training": ("device_checks.check_training", "the differentiable torch op of a prefill library against float64"),
     "check-lse-score": ("device_checks.check_lse_score", "pisa.lse_score on the GPU against float64"),
     "selection-union": ("device_checks.selection_union", "distinct blocks a tile of consecutive queries attends (no GPU)"),

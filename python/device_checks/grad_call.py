@@ -1,0 +1,48 @@
+"""One small call of each backward entry of a check_attention_grad library,
+for compute-sanitizer (racecheck and memcheck finish in seconds at these
+sizes, where `check_attention_grad check` draws a prefill of 4K queries and
+varlen mixes that racecheck takes minutes over):
+
+  compute-sanitizer --tool racecheck python3 -m device_checks.grad_call \\
+      LIB Hkv G d dv C K [N]                                              # GPU
+
+B = 2 batches of N = Nq keys and queries (300 unless given), offset 0,
+bf16 Gaussian q, k, v and dO, check_attention's crafted selection (-1
+padding, duplicates, unsorted and out-of-range entries); the forward's o and
+lse feed grad_dq, grad_dk and grad_dv once. Prints the results' shapes and
+norms."""
+import sys
+
+
+def main(argv=None):
+    argv = sys.argv if argv is None else argv
+    if len(argv) < 8:
+        print(__doc__, file=sys.stderr)
+        return 2
+    import torch
+
+    from pisa import aot
+    from device_checks import check_attention
+
+    lib = aot.Library(argv[1])
+    Hkv, G, d, dv, C, K = (int(x) for x in argv[2:8])
+    N = int(argv[8]) if len(argv) > 8 else 300
+    B, nq, off = 2, N, 0
+    gen = torch.Generator().manual_seed(4040)
+    dt = torch.bfloat16
+    q = torch.randn(B, Hkv * G, nq, d, generator=gen).to(dt).cuda()
+    k = torch.randn(B, Hkv, N, d, generator=gen).to(dt).cuda()
+    v = torch.randn(B, Hkv, N, dv, generator=gen).to(dt).cuda()
+    do = torch.randn(B, Hkv * G, nq, dv, generator=gen).to(dt).cuda()
+    sel = check_attention.crafted_selection(gen, B, Hkv, nq, K, N, C, off).cuda()
+    o = lib("attend", q, k, v, sel, off)
+    lse = lib("attend_lse", q, k, v, sel, off)
+    args = (q, k, v, sel, off, o, lse, do)
+    got = [lib(f"grad_{x}", *args) for x in ("dq", "dk", "dv")]
+    torch.cuda.synchronize()
+    print("race call done", [tuple(x.shape) for x in got], [float(x.float().norm()) for x in got])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

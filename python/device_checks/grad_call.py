@@ -6,27 +6,33 @@ varlen mixes that racecheck takes minutes over):
   compute-sanitizer --tool racecheck python3 -m device_checks.grad_call \\
       LIB Hkv G d dv C K [N]                                              # GPU
 
-B = 2 batches of N = Nq keys and queries (300 unless given), offset 0,
-bf16 Gaussian q, k, v and dO, check_attention's crafted selection (-1
-padding, duplicates, unsorted and out-of-range entries); the forward's o and
-lse feed grad_dq, grad_dk and grad_dv once. Prints the results' shapes and
-norms."""
+For a bf16 library: B = 2 batches of N = Nq keys and queries (300 unless
+given), offset 0, Gaussian q, k, v and dO, check_attention's crafted
+selection (-1 padding, duplicates, unsorted and out-of-range entries); the
+forward's o and lse feed grad_dq, grad_dk and grad_dv once. Prints the
+results' shapes and norms."""
+import argparse
 import sys
 
 
 def main(argv=None):
-    argv = sys.argv if argv is None else argv
-    if len(argv) < 8:
-        print(__doc__, file=sys.stderr)
-        return 2
+    parser = argparse.ArgumentParser(
+        prog="python3 -m device_checks.grad_call",
+        description="One small call of each backward entry of a bf16 "
+        "check_attention_grad library, for compute-sanitizer.")
+    parser.add_argument("lib", help="the library (.so)")
+    for name in ("Hkv", "G", "d", "dv", "C", "K"):
+        parser.add_argument(name, type=int)
+    parser.add_argument("N", type=int, nargs="?", default=300,
+                        help="keys and queries a batch (300)")
+    a = parser.parse_args(argv)
     import torch
 
     from pisa import aot
     from device_checks import check_attention
 
-    lib = aot.Library(argv[1])
-    Hkv, G, d, dv, C, K = (int(x) for x in argv[2:8])
-    N = int(argv[8]) if len(argv) > 8 else 300
+    lib = aot.Library(a.lib)
+    Hkv, G, d, dv, C, K, N = a.Hkv, a.G, a.d, a.dv, a.C, a.K, a.N
     B, nq, off = 2, N, 0
     gen = torch.Generator().manual_seed(4040)
     dt = torch.bfloat16

@@ -385,6 +385,24 @@ def check_varlen(lib, cfg, rng, gen, first):
 LONG_QUERIES = 16 * 8 * 32
 
 
+def grad_args(lib, gen, dt, sizes, N, nq, off):
+    """The backward entries' operands on fresh inputs from `gen`: Gaussian
+    q, k, v and dO of type `dt` on the GPU (`sizes` = B, Hkv, G, d, dv, C,
+    K), check_attention's crafted selection, and the library's forward o
+    and lse on them: (q, k, v, selection, offset, o, lse, dO)."""
+    import torch
+
+    B, Hkv, G, d, dv, C, K = sizes
+    q = torch.randn(B, Hkv * G, nq, d, generator=gen).to(dt).cuda()
+    k = torch.randn(B, Hkv, N, d, generator=gen).to(dt).cuda()
+    v = torch.randn(B, Hkv, N, dv, generator=gen).to(dt).cuda()
+    do = torch.randn(B, Hkv * G, nq, dv, generator=gen).to(dt).cuda()
+    sel = check_attention.crafted_selection(gen, B, Hkv, nq, K, N, C, off).cuda()
+    o = lib("attend", q, k, v, sel, off)
+    lse = lib("attend_lse", q, k, v, sel, off)
+    return (q, k, v, sel, off, o, lse, do)
+
+
 def check_case(lib, cfg, rng, shapes):
     import torch
 
@@ -408,14 +426,8 @@ def check_case(lib, cfg, rng, shapes):
     if Hkv * G * long_n * long_n <= 80_000_000:
         drawn.append((1, long_n, long_n, 0, "long prefill"))
     for B, N, nq, off, mode in drawn:
-        q = torch.randn(B, Hkv * G, nq, d, generator=gen).to(dt).cuda()
-        k = torch.randn(B, Hkv, N, d, generator=gen).to(dt).cuda()
-        v = torch.randn(B, Hkv, N, dv, generator=gen).to(dt).cuda()
-        do = torch.randn(B, Hkv * G, nq, dv, generator=gen).to(dt).cuda()
-        sel = check_attention.crafted_selection(gen, B, Hkv, nq, K, N, C, off).cuda()
-        o = lib("attend", q, k, v, sel, off)
-        lse = lib("attend_lse", q, k, v, sel, off)
-        args = (q, k, v, sel, off, o, lse, do)
+        args = grad_args(lib, gen, dt, (B, Hkv, G, d, dv, C, K), N, nq, off)
+        q, k, v, sel, off, o, lse, do = args
         got = [lib(f"grad_{x}", *args) for x in ("dq", "dk", "dv")]
         again = [lib(f"grad_{x}", *args) for x in ("dq", "dk", "dv")]
         tm = [x.transpose(1, 2).contiguous() for x in (q, k, v, sel)]

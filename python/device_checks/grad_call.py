@@ -29,21 +29,12 @@ def main(argv=None):
     import torch
 
     from pisa import aot
-    from device_checks import check_attention
+    from device_checks.check_attention_grad import grad_args
 
     lib = aot.Library(a.lib)
-    Hkv, G, d, dv, C, K, N = a.Hkv, a.G, a.d, a.dv, a.C, a.K, a.N
-    B, nq, off = 2, N, 0
     gen = torch.Generator().manual_seed(4040)
-    dt = torch.bfloat16
-    q = torch.randn(B, Hkv * G, nq, d, generator=gen).to(dt).cuda()
-    k = torch.randn(B, Hkv, N, d, generator=gen).to(dt).cuda()
-    v = torch.randn(B, Hkv, N, dv, generator=gen).to(dt).cuda()
-    do = torch.randn(B, Hkv * G, nq, dv, generator=gen).to(dt).cuda()
-    sel = check_attention.crafted_selection(gen, B, Hkv, nq, K, N, C, off).cuda()
-    o = lib("attend", q, k, v, sel, off)
-    lse = lib("attend_lse", q, k, v, sel, off)
-    args = (q, k, v, sel, off, o, lse, do)
+    args = grad_args(lib, gen, torch.bfloat16, (2, a.Hkv, a.G, a.d, a.dv, a.C, a.K),
+                     a.N, a.N, 0)
     got = [lib(f"grad_{x}", *args) for x in ("dq", "dk", "dv")]
     torch.cuda.synchronize()
     print("race call done", [tuple(x.shape) for x in got], [float(x.float().norm()) for x in got])

@@ -9,6 +9,8 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "llvm/Support/MathExtras.h"
@@ -167,6 +169,47 @@ void mlir::pisa::detail::copyHeadRowsAsync(ImplicitLocOpBuilder &b,
                                         indexConst(lb, 0))};
       },
       /*bypassL1=*/false);
+}
+
+void mlir::pisa::detail::prefetchHeadRowsL2(ImplicitLocOpBuilder &b,
+                                            const HeadRows &from, int64_t rows,
+                                            int64_t width, Value tid,
+                                            int64_t threads) {
+  auto type = cast<MemRefType>(from.source.getType());
+  const int64_t elemBytes = type.getElementTypeBitWidth() / 8;
+  auto meta = memref::ExtractStridedMetadataOp::create(b, from.source);
+  Value base = arith::IndexCastUIOp::create(
+      b, b.getI64Type(),
+      memref::ExtractAlignedPointerAsIndexOp::create(b, meta.getBaseBuffer()));
+  Value size = arith::ConstantIntOp::create(b, width * elemBytes, 32);
+  auto global = LLVM::LLVMPointerType::get(b.getContext(), 1);
+  buildLoop(b, tid, indexConst(b, rows), indexConst(b, threads), ValueRange{},
+            [&](ImplicitLocOpBuilder &lb, Value r,
+                ValueRange) -> SmallVector<Value> {
+              HeadRowPlace at = headRowPlace(lb, from, rows, r);
+              buildIfThen(lb, holdsHeadRow(lb, from, at),
+                          [&](ImplicitLocOpBuilder &tb) {
+                            Value linear = meta.getOffset();
+                            SmallVector<Value> index{
+                                from.batch, at.head, from.token(tb, at.slot)};
+                            for (auto [i, stride] :
+                                 llvm::zip(index, meta.getStrides()))
+                              linear = arith::AddIOp::create(
+                                  tb, linear,
+                                  arith::MulIOp::create(tb, i, stride));
+                            Value bytes = arith::MulIOp::create(
+                                tb, linear, indexConst(tb, elemBytes));
+                            Value address = arith::AddIOp::create(
+                                tb, base,
+                                arith::IndexCastUIOp::create(
+                                    tb, tb.getI64Type(), bytes));
+                            NVVM::CpAsyncBulkPrefetchOp::create(
+                                tb,
+                                LLVM::IntToPtrOp::create(tb, global, address),
+                                size, Value());
+                          });
+              return {};
+            });
 }
 
 void mlir::pisa::detail::stageKeyRows(ImplicitLocOpBuilder &b, Value source,

@@ -73,6 +73,14 @@ void copyHeadRowsAsync(ImplicitLocOpBuilder &b, const HeadRows &from,
                        int64_t rows, int64_t width, Value tile, Value tid,
                        int64_t threads);
 
+/// Asks the L2 for the head rows a later copyHeadRowsAsync of `from` will
+/// read (`width` 16-bit elements a row, a row a thread over `threads`
+/// threads, cp.async.bulk.prefetch.L2): no shared memory, nothing to wait
+/// for. Rows that copy would zero-fill are not asked for.
+void prefetchHeadRowsL2(ImplicitLocOpBuilder &b, const HeadRows &from,
+                        int64_t rows, int64_t width, Value tid,
+                        int64_t threads);
+
 /// Copies the rows [firstKey, firstKey + rows) of head `kv` of `source`
 /// ([B, Hkv, N, X]) into `tile`; rows at or past N are zeros (a zero
 /// probability times a garbage value could be NaN).

@@ -146,6 +146,9 @@ private:
   /// lse and D) and stores its rows' visible keys there.
   void issueStep(ImplicitLocOpBuilder &b, Value first, Value n, Value parity);
   static constexpr int64_t kStepCopyGroups = 3;
+  /// Asks the L2 for the Q and dO rows of the step over n queries from
+  /// list entry `first` (prefetchHeadRowsL2): half the threads each.
+  void prefetchStep(ImplicitLocOpBuilder &b, Value first, Value n);
 
   /// The register kernel's batch: each step's copies are issued before the
   /// step before it computes; `sums` and the result are dK's n8 tiles,

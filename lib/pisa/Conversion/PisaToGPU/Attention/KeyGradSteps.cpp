@@ -37,6 +37,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <limits>
 
 using namespace mlir;
@@ -381,6 +382,45 @@ void KeyGradBlock::issueStep(ImplicitLocOpBuilder &b, Value first, Value n,
       b, nvgpu::DeviceAsyncTokenType::get(b.getContext()), ValueRange{});
 }
 
+// Measurement switch: PISA_KEY_PREFETCH=D asks the L2 for step s + D's
+// rows when step s + 1's copies are issued (0: none).
+static int64_t keyPrefetchSteps() {
+  const char *v = std::getenv("PISA_KEY_PREFETCH");
+  return v ? std::atoll(v) : 0;
+}
+
+void KeyGradBlock::prefetchStep(ImplicitLocOpBuilder &b, Value first,
+                                Value n) {
+  const int64_t R = p.rows.rows, perToken = p.rows.rowsPerToken;
+  auto token = [&](ImplicitLocOpBuilder &lb, Value slot) {
+    return slotQuery(lb, first, slot, n);
+  };
+  auto holdsOne = [&](ImplicitLocOpBuilder &lb, Value slot) {
+    return holds(lb, slot, n);
+  };
+  Value upper = cmp(b, P::uge, tid, indexConst(b, kGradThreads / 2));
+  Value rowTid = arith::SubIOp::create(
+      b, tid,
+      arith::SelectOp::create(b, upper, indexConst(b, kGradThreads / 2),
+                              indexConst(b, 0)));
+  buildIf(
+      b, upper, TypeRange{},
+      [&](ImplicitLocOpBuilder &ub) {
+        prefetchHeadRowsL2(ub,
+                           {e.arg("gradOutput"), batch, firstHead, G, perToken,
+                            token, holdsOne},
+                           R, p.valueDim, rowTid, kGradThreads / 2);
+        return SmallVector<Value>{};
+      },
+      [&](ImplicitLocOpBuilder &lb) {
+        prefetchHeadRowsL2(lb,
+                           {e.arg("queries"), batch, firstHead, G, perToken,
+                            token, holdsOne},
+                           R, p.headDim, rowTid, kGradThreads / 2);
+        return SmallVector<Value>{};
+      });
+}
+
 SmallVector<Value> KeyGradBlock::registerBatch(ImplicitLocOpBuilder &b,
                                                Value steps, Value last,
                                                ValueRange sums) {
@@ -408,6 +448,18 @@ SmallVector<Value> KeyGradBlock::registerBatch(ImplicitLocOpBuilder &b,
                         arith::MulIOp::create(nb, next, indexConst(nb, tokens)),
                         stepQueries(nb, next, steps, last),
                         arith::SubIOp::create(nb, one, parity));
+              if (int64_t ahead = keyPrefetchSteps()) {
+                Value later =
+                    arith::AddIOp::create(nb, s, indexConst(nb, ahead));
+                buildIfThen(nb, cmp(nb, P::ult, later, steps),
+                            [&](ImplicitLocOpBuilder &pb) {
+                              prefetchStep(pb,
+                                           arith::MulIOp::create(
+                                               pb, later,
+                                               indexConst(pb, tokens)),
+                                           stepQueries(pb, later, steps, last));
+                            });
+              }
               NVVM::CpAsyncWaitGroupOp::create(nb, kStepCopyGroups);
               return SmallVector<Value>{};
             },

@@ -36,10 +36,14 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "llvm/Support/MathExtras.h"
+
+#include <cstdlib>
 
 using namespace mlir;
 using namespace mlir::pisa;
@@ -114,6 +118,8 @@ private:
   SmallVector<Value> step(ImplicitLocOpBuilder &b, Value j,
                           ValueRange acc) const {
     Entry entry = beginEntry(b, list, j, e.arg("keys"), keyTile, headDim);
+    if (std::getenv("PISA_DQ_PREFETCH"))
+      prefetchNextTile(b, j);
     SmallVector<Value> fragments = scoreFragments(b, j);
     nvgpu::DeviceAsyncWaitOp::create(b, entry.copied, b.getI32IntegerAttr(0));
     syncWarp(b); // K is in the tile, seen by every lane
@@ -124,6 +130,40 @@ private:
         next[t] = frags.accumulateKN(b, a, keyTile, indexConst(b, u * kMmaK),
                                      t * kMmaCols, next[t]);
     return next;
+  }
+
+  /// Lane 0 asks the L2 for tile j + 1 of the query's row of `scores`
+  /// (G C 16-bit elements, contiguous) while tile j is read.
+  void prefetchNextTile(ImplicitLocOpBuilder &b, Value j) const {
+    Value scores = e.arg("scores");
+    auto meta = memref::ExtractStridedMetadataOp::create(b, scores);
+    Value next = arith::AddIOp::create(b, j, indexConst(b, 1));
+    Value inside = arith::AndIOp::create(
+        b, cmp(b, P::eq, lane, indexConst(b, 0)),
+        cmp(b, P::ult, next, indexConst(b, topK)));
+    buildIfThen(b, inside, [&](ImplicitLocOpBuilder &tb) {
+      Value linear = meta.getOffset();
+      SmallVector<Value> index{batch, kv, query,
+                               arith::MulIOp::create(
+                                   tb, next, indexConst(tb, G * blockSize))};
+      for (auto [i, stride] : llvm::zip(index, meta.getStrides()))
+        linear = arith::AddIOp::create(tb, linear,
+                                       arith::MulIOp::create(tb, i, stride));
+      Value base = arith::IndexCastUIOp::create(
+          tb, tb.getI64Type(),
+          memref::ExtractAlignedPointerAsIndexOp::create(tb,
+                                                         meta.getBaseBuffer()));
+      Value address = arith::AddIOp::create(
+          tb, base,
+          arith::IndexCastUIOp::create(
+              tb, tb.getI64Type(),
+              arith::MulIOp::create(tb, linear, indexConst(tb, 2))));
+      NVVM::CpAsyncBulkPrefetchOp::create(
+          tb,
+          LLVM::IntToPtrOp::create(
+              tb, LLVM::LLVMPointerType::get(tb.getContext(), 1), address),
+          arith::ConstantIntOp::create(tb, G * blockSize * 2, 32), Value());
+    });
   }
 
   /// dS's A fragments of tile j of the query's row of `scores`, one a k16

@@ -106,6 +106,11 @@ def Pisa_KernelConfigAttr : AttrDef<Pisa_Dialect, "KernelConfig"> {
       blocks, each block read once (absent: each query gathers its own;
       the kernels take at most 8).
     - `min_blocks_per_sm`: the occupancy ptxas keeps registers for.
+    - `prefetch_ahead`: how far ahead a kernel asks the L2 for rows it will
+      copy (cp.async.bulk.prefetch.L2); 0: it does not. The register key
+      kernel of the backward counts steps (step s + n's Q and dO rows when
+      step s + 1's copies are issued), the dq kernel from dS tiles attended
+      blocks (the next block's dS tile).
 
     Fields an op does not use are absent. Only `variant` is required in a
     hand-written configuration: --pisa-configure-kernels completes it.
@@ -124,7 +129,8 @@ def Pisa_KernelConfigAttr : AttrDef<Pisa_Dialect, "KernelConfig"> {
     OptionalParameter<"std::optional<int64_t>">:$tilesPerBlock,
     OptionalParameter<"std::optional<::mlir::pisa::KernelEpilogue>">:$epilogue,
     OptionalParameter<"std::optional<int64_t>">:$minBlocksPerSM,
-    OptionalParameter<"std::optional<int64_t>">:$unionQueries
+    OptionalParameter<"std::optional<int64_t>">:$unionQueries,
+    OptionalParameter<"std::optional<int64_t>">:$prefetchAhead
   );
   let hasCustomAssemblyFormat = 1;
   let genVerifyDecl = 1;

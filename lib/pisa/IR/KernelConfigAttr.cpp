@@ -22,7 +22,7 @@ namespace {
 struct Fields {
   std::optional<KernelVariant> variant, levelVariant;
   std::optional<int64_t> threads, warpsPerQuery, rowsPerWarp, tilesPerBlock,
-      minBlocksPerSM, unionQueries;
+      minBlocksPerSM, unionQueries, prefetchAhead;
   std::optional<CandidateWalk> walk;
   std::optional<KernelEpilogue> epilogue;
 };
@@ -91,12 +91,14 @@ Attribute KernelConfigAttr::parse(AsmParser &parser, Type) {
       r = integer(f.minBlocksPerSM);
     else if (key == "union_queries")
       r = integer(f.unionQueries);
+    else if (key == "prefetch_ahead")
+      r = integer(f.prefetchAhead);
     else {
       parser.emitError(loc)
           << "unknown kernel_config field '" << key
           << "' (expected variant, threads, warps_per_query, walk, "
              "level_variant, rows_per_warp, tiles_per_block, epilogue, "
-             "union_queries or min_blocks_per_sm)";
+             "union_queries, min_blocks_per_sm or prefetch_ahead)";
       return {};
     }
     if (failed(r))
@@ -111,7 +113,7 @@ Attribute KernelConfigAttr::parse(AsmParser &parser, Type) {
   return parser.getChecked<KernelConfigAttr>(
       start, parser.getContext(), *f.variant, f.threads.value_or(0),
       f.warpsPerQuery, f.walk, f.levelVariant, f.rowsPerWarp, f.tilesPerBlock,
-      f.epilogue, f.minBlocksPerSM, f.unionQueries);
+      f.epilogue, f.minBlocksPerSM, f.unionQueries, f.prefetchAhead);
 }
 
 void KernelConfigAttr::print(AsmPrinter &printer) const {
@@ -134,6 +136,8 @@ void KernelConfigAttr::print(AsmPrinter &printer) const {
     printer << ", union_queries = " << *v;
   if (auto v = getMinBlocksPerSM())
     printer << ", min_blocks_per_sm = " << *v;
+  if (auto v = getPrefetchAhead())
+    printer << ", prefetch_ahead = " << *v;
   printer << ">";
 }
 
@@ -143,7 +147,7 @@ LogicalResult KernelConfigAttr::verify(
     std::optional<CandidateWalk>, std::optional<KernelVariant> levelVariant,
     std::optional<int64_t> rowsPerWarp, std::optional<int64_t> tilesPerBlock,
     std::optional<KernelEpilogue>, std::optional<int64_t> minBlocksPerSM,
-    std::optional<int64_t> unionQueries) {
+    std::optional<int64_t> unionQueries, std::optional<int64_t> prefetchAhead) {
   // Threads 0: not chosen yet (a hand-written configuration that
   // --pisa-configure-kernels completes). A block has at most 1024.
   if (threads < 0 || threads > 1024)
@@ -173,5 +177,9 @@ LogicalResult KernelConfigAttr::verify(
     return emitError() << "expected kernel_config min_blocks_per_sm in [1, "
                           "32] but got "
                        << *minBlocksPerSM;
+  if (prefetchAhead && (*prefetchAhead < 0 || *prefetchAhead > 8))
+    return emitError() << "expected kernel_config prefetch_ahead in [0, 8] "
+                          "but got "
+                       << *prefetchAhead;
   return success();
 }

@@ -269,7 +269,7 @@ func.func @f(%k: memref<1x1x512x128xbf16>, %p: memref<1x1x15x128xf32>) {
 
 // -----
 
-// expected-error @+1 {{unknown kernel_config field 'warps' (expected variant, threads, warps_per_query, walk, level_variant, rows_per_warp, tiles_per_block, epilogue, union_queries or min_blocks_per_sm)}}
+// expected-error @+1 {{unknown kernel_config field 'warps' (expected variant, threads, warps_per_query, walk, level_variant, rows_per_warp, tiles_per_block, epilogue, union_queries, min_blocks_per_sm or prefetch_ahead)}}
 #bad = #pisa.kernel_config<variant = simt, warps = 2>
 
 // -----
@@ -377,5 +377,54 @@ func.func @f(%q: memref<1x4x10x64xbf16>, %k: memref<1x1x10x64xbf16>, %v: memref<
   pisa.kernel.sparse_attention_grad_keys %q, %k, %v, %s, %off, %l, %dd, %do outs(%dk, %dv, %index, %list, %acc) block_size = 64 scale = 0.125
       {kernel_config = #pisa.kernel_config<variant = wgmma, epilogue = shared>}
       : memref<1x4x10x64xbf16>, memref<1x1x10x64xbf16>, memref<1x1x10x64xbf16>, memref<1x1x10x3xi32>, memref<1x4x10xf32>, memref<1x4x10xf32>, memref<1x4x10x64xbf16>, memref<1x1x10x64xf32>, memref<1x1x10x64xf32>, memref<1x1x1x6xi32>, memref<1x1x10x3xi32>, memref<1x1x10x128xf32>
+  return
+}
+
+// -----
+
+// expected-error @+1 {{expected kernel_config prefetch_ahead in [0, 8] but got 9}}
+#bad = #pisa.kernel_config<variant = mma_sync, prefetch_ahead = 9>
+
+// -----
+
+// The key kernel prefetches step s + 2 and later: step s + 1 is being copied.
+func.func @f(%q: memref<1x4x10x64xbf16>, %k: memref<1x1x10x64xbf16>, %v: memref<1x1x10x64xbf16>, %s: memref<1x1x10x3xi32>, %off: index, %l: memref<1x4x10xf32>, %dd: memref<1x4x10xf32>, %do: memref<1x4x10x64xbf16>, %dk: memref<1x1x10x64xf32>, %dv: memref<1x1x10x64xf32>, %index: memref<1x1x1x6xi32>, %list: memref<1x1x10x3xi32>, %acc: memref<1x1x10x128xf32>) {
+  // expected-error @+1 {{kernel_config prefetch_ahead = 1 is not supported here: step s + 1's rows are being copied then: 0 or 2 and more}}
+  pisa.kernel.sparse_attention_grad_keys %q, %k, %v, %s, %off, %l, %dd, %do outs(%dk, %dv, %index, %list, %acc) block_size = 64 scale = 0.125
+      {kernel_config = #pisa.kernel_config<variant = mma_sync, prefetch_ahead = 1>}
+      : memref<1x4x10x64xbf16>, memref<1x1x10x64xbf16>, memref<1x1x10x64xbf16>, memref<1x1x10x3xi32>, memref<1x4x10xf32>, memref<1x4x10xf32>, memref<1x4x10x64xbf16>, memref<1x1x10x64xf32>, memref<1x1x10x64xf32>, memref<1x1x1x6xi32>, memref<1x1x10x3xi32>, memref<1x1x10x128xf32>
+  return
+}
+
+// -----
+
+// The staged key kernel does not prefetch.
+func.func @f(%q: memref<1x4x10x64xbf16>, %k: memref<1x1x10x64xbf16>, %v: memref<1x1x10x64xbf16>, %s: memref<1x1x10x3xi32>, %off: index, %l: memref<1x4x10xf32>, %dd: memref<1x4x10xf32>, %do: memref<1x4x10x64xbf16>, %dk: memref<1x1x10x64xf32>, %dv: memref<1x1x10x64xf32>, %index: memref<1x1x1x6xi32>, %list: memref<1x1x10x3xi32>, %acc: memref<1x1x10x128xf32>) {
+  // expected-error @+1 {{kernel_config prefetch_ahead = 2 is not supported here: the staged key kernel does not prefetch}}
+  pisa.kernel.sparse_attention_grad_keys %q, %k, %v, %s, %off, %l, %dd, %do outs(%dk, %dv, %index, %list, %acc) block_size = 64 scale = 0.125
+      {kernel_config = #pisa.kernel_config<variant = mma_sync, epilogue = shared, prefetch_ahead = 2>}
+      : memref<1x4x10x64xbf16>, memref<1x1x10x64xbf16>, memref<1x1x10x64xbf16>, memref<1x1x10x3xi32>, memref<1x4x10xf32>, memref<1x4x10xf32>, memref<1x4x10x64xbf16>, memref<1x1x10x64xf32>, memref<1x1x10x64xf32>, memref<1x1x1x6xi32>, memref<1x1x10x3xi32>, memref<1x1x10x128xf32>
+  return
+}
+
+// -----
+
+// Kernels that do not prefetch take no prefetch_ahead.
+func.func @f(%k: memref<1x1x512x128xbf16>, %p: memref<1x1x15x128xf32>) {
+  // expected-error @+1 {{kernel_config prefetch_ahead = 1 does not apply to this op's kernel}}
+  pisa.kernel.pyramid %k outs(%p) block_size = 64 branching = 2
+      {kernel_config = #pisa.kernel_config<variant = simt, prefetch_ahead = 1>}
+      : memref<1x1x512x128xbf16>, memref<1x1x15x128xf32>
+  return
+}
+
+// -----
+
+// The dq kernel from dS tiles asks for the next block's tile only.
+func.func @f(%q: memref<1x4x10x64xbf16>, %k: memref<1x1x10x64xbf16>, %s: memref<1x1x10x3xi32>, %off: index, %scores: memref<1x1x10x768xbf16>, %dq: memref<1x4x10x64xf32>) {
+  // expected-error @+1 {{kernel_config prefetch_ahead = 2 is not supported here: this kernel asks for the next block's dS tile only: 0 or 1}}
+  pisa.kernel.sparse_attention_grad_queries_from_scores %q, %k, %s, %off, %scores outs(%dq) block_size = 64 scale = 0.125
+      {kernel_config = #pisa.kernel_config<variant = mma_sync, prefetch_ahead = 2>}
+      : memref<1x4x10x64xbf16>, memref<1x1x10x64xbf16>, memref<1x1x10x3xi32>, memref<1x1x10x768xbf16>, memref<1x4x10x64xf32>
   return
 }

@@ -1,6 +1,7 @@
 // RUN: pisa-opt %s --pisa-decompose-to-kernels=grad-dq-from-scores | FileCheck %s --enable-var-scope --check-prefix=KERNELS
 // RUN: pisa-opt %s --pisa-decompose-to-kernels | FileCheck %s --enable-var-scope --check-prefix=DEFAULT
 // RUN: pisa-opt %s --pisa-decompose-to-kernels=grad-dq-from-scores %bufferize --pisa-configure-kernels --convert-pisa-to-gpu --canonicalize --cse | FileCheck %s --enable-var-scope
+// RUN: pisa-opt %s --pisa-decompose-to-kernels=grad-dq-from-scores %bufferize --pisa-configure-kernels | FileCheck %s --enable-var-scope --check-prefix=CONFIG
 
 // The backward with dq from the key kernel's dS tiles, at the paper's
 // setting (G = 16, d = dv = 128, C = 64, K = 8, bf16): D's kernel op
@@ -14,6 +15,13 @@
 // KERNELS: %[[DK:.+]]:6 = pisa.kernel.sparse_attention_grad_keys %arg0, %arg1, %arg2, %arg3, %arg4, %arg6, %[[D]], %arg7 outs({{.+}} scores %[[SCORES]])
 // KERNELS: %[[DQ:.+]] = pisa.kernel.sparse_attention_grad_queries_from_scores %arg0, %arg1, %arg3, %arg4, %[[DK]]#5 outs(%{{.+}}) block_size = 64 scale = 0.0883883461
 // KERNELS: return %[[DQ]], %[[DK]]#0, %[[DK]]#1
+// The register key kernel that stores dS tiles asks the L2 for step s +
+// 2's rows, the dq kernel for the next block's tile (prefetch_ahead).
+// CONFIG-LABEL: func.func @grad
+// CONFIG: pisa.kernel.sparse_attention_grad_keys {{.+}}kernel_config = #pisa.kernel_config<variant = wgmma, threads = 128, epilogue = registers, min_blocks_per_sm = 2, prefetch_ahead = 2>
+// CONFIG: pisa.kernel.sparse_attention_grad_queries_from_scores {{.+}}kernel_config = #pisa.kernel_config<variant = mma_sync, threads = 128, prefetch_ahead = 1>
+// CONFIG-LABEL: func.func @grad_wide
+// CONFIG-NOT: prefetch_ahead
 // Without the mark, the dq pass (which writes D) comes first.
 // DEFAULT-LABEL: func.func @grad
 // DEFAULT-NOT: sparse_attention_grad_delta
@@ -61,11 +69,18 @@
 // CHECK-NEXT: %[[RINDEX:.+]] = arith.index_cast %[[RENTRY]] : i32 to index
 // CHECK-NEXT: %[[RANK:.+]] = arith.remui %[[RINDEX]], %c8 : index
 // CHECK-NEXT: arith.muli %[[RANK]], %c16 : index
+// Step s + 2's rows of Q and of dO (256 bytes each) asked of the L2 when
+// step s + 1's copies are issued, a row a thread.
+// CHECK: nvvm.cp.async.bulk.prefetch %{{.+}}, %c256_i32 : <1>
+// CHECK: nvvm.cp.async.bulk.prefetch %{{.+}}, %c256_i32 : <1>
+// CHECK: nvvm.cp.async.wait.group 3
 // CHECK: arith.truncf %{{.+}} : f32 to bf16
 // CHECK: memref.store %{{.+}} : memref<?x1x?x8192xbf16>
 // The dq kernel: dS's A fragments as 4-byte pairs from the scores, K's
 // rows copied into the warp's tile, dQ += dS K on mma.sync.
 // CHECK-LABEL: gpu.func @sparse_attention_grad_queries_from_scores
+// The next block's tile (16 x 64 bf16) asked of the L2 by lane 0.
+// CHECK: nvvm.cp.async.bulk.prefetch %{{.+}}, %c2048_i32 : <1>
 // CHECK: vector.load %{{.+}} : memref<?x1x?x8192xbf16>, vector<2xbf16>
 // CHECK: nvgpu.device_async_wait
 // CHECK: nvgpu.mma.sync

@@ -82,12 +82,35 @@ public:
       return v;
     return chosen ? std::optional(chosen) : std::nullopt;
   }
+  /// `config` with prefetch_ahead: the asked value where `unsupported`
+  /// allows it, else `chosen`.
+  FailureOr<KernelConfigAttr> withPrefetch(
+      FailureOr<KernelConfigAttr> config, int64_t chosen,
+      llvm::function_ref<std::optional<std::string>(int64_t)> unsupported) {
+    if (failed(config))
+      return failure();
+    FailureOr<int64_t> ahead = pick<int64_t>(
+        "prefetch_ahead", field(&KernelConfigAttr::getPrefetchAhead), chosen,
+        unsupported);
+    if (failed(ahead))
+      return failure();
+    // None chosen and none asked: the field stays absent.
+    std::optional<int64_t> value = *ahead;
+    if (*ahead == 0 && !field(&KernelConfigAttr::getPrefetchAhead))
+      value = std::nullopt;
+    KernelConfigAttr a = *config;
+    return KernelConfigAttr::get(
+        op->getContext(), a.getVariant(), a.getThreads(), a.getWarpsPerQuery(),
+        a.getWalk(), a.getLevelVariant(), a.getRowsPerWarp(),
+        a.getTilesPerBlock(), a.getEpilogue(), a.getMinBlocksPerSM(),
+        a.getUnionQueries(), value);
+  }
   KernelConfigAttr make(KernelVariant variant, int64_t threads,
                         std::optional<int64_t> minBlocksPerSM = std::nullopt) {
     return KernelConfigAttr::get(op->getContext(), variant, threads,
                                  std::nullopt, std::nullopt, std::nullopt,
                                  std::nullopt, std::nullopt, std::nullopt,
-                                 minBlocksPerSM, std::nullopt);
+                                 minBlocksPerSM, std::nullopt, std::nullopt);
   }
 };
 
@@ -171,20 +194,22 @@ FailureOr<KernelConfigAttr> configure(ScoreTilesKernelOp op, Configurer &c) {
     return KernelConfigAttr::get(
         ctx, *variant, wgmmaScoreThreads(), std::nullopt, std::nullopt,
         std::nullopt, std::nullopt, *tiles, std::nullopt,
-        c.blocksPerSM(wgmmaScoreBlocksPerSM(p)), std::nullopt);
+        c.blocksPerSM(wgmmaScoreBlocksPerSM(p)), std::nullopt, std::nullopt);
   case KernelVariant::MmaSync:
     return KernelConfigAttr::get(
         ctx, *variant, mmaScoreThreads(p, shape), std::nullopt, std::nullopt,
         std::nullopt, shape.rowsPerWarp, *tiles,
         shape.registerEpilogue ? KernelEpilogue::Registers
                                : KernelEpilogue::Shared,
-        c.blocksPerSM(mmaScoreBlocksPerSM(p, shape)), std::nullopt);
+        c.blocksPerSM(mmaScoreBlocksPerSM(p, shape)), std::nullopt,
+        std::nullopt);
   case KernelVariant::Simt:
     break;
   }
   return KernelConfigAttr::get(ctx, *variant, simtScoreThreads(p), std::nullopt,
                                std::nullopt, std::nullopt, std::nullopt, *tiles,
-                               std::nullopt, c.blocksPerSM(0), std::nullopt);
+                               std::nullopt, c.blocksPerSM(0), std::nullopt,
+                               std::nullopt);
 }
 
 /// What the single-stage kernels' choices depend on.
@@ -324,11 +349,11 @@ FailureOr<KernelConfigAttr> configureSingleStage(Operation *op, Value queries,
     return failure();
   // A block of several warps per query must launch whatever the walk's
   // registers need: one block per SM at least.
-  return KernelConfigAttr::get(op->getContext(), *variant,
-                               block ? *warpsPerQuery * kLanes : kQueryThreads,
-                               *warpsPerQuery, *walk, *levelVariant,
-                               std::nullopt, std::nullopt, std::nullopt,
-                               c.blocksPerSM(block ? 1 : 0), std::nullopt);
+  return KernelConfigAttr::get(
+      op->getContext(), *variant,
+      block ? *warpsPerQuery * kLanes : kQueryThreads, *warpsPerQuery, *walk,
+      *levelVariant, std::nullopt, std::nullopt, std::nullopt,
+      c.blocksPerSM(block ? 1 : 0), std::nullopt, std::nullopt);
 }
 
 /// An op with a register design and a staged one, on mma.sync: the
@@ -386,7 +411,7 @@ FailureOr<KernelConfigAttr> registerOrStaged(
       c.blocksPerSM(std::clamp<int64_t>(
           blocksBySharedMemory(bytes(inRegisters, warpgroup)), 1,
           inRegisters ? 2 : 16)),
-      std::nullopt);
+      std::nullopt, std::nullopt);
 }
 
 /// The elements of an op's queries.
@@ -460,7 +485,8 @@ FailureOr<KernelConfigAttr> queryTileAttention(SparseAttentionKernelOp op,
   return KernelConfigAttr::get(
       op->getContext(), *variant, (queries + 1) * kLanes, std::nullopt,
       std::nullopt, std::nullopt, std::nullopt, std::nullopt, *epilogue,
-      c.blocksPerSM(queryTileBlocksPerSM(queries, bytes)), queries);
+      c.blocksPerSM(queryTileBlocksPerSM(queries, bytes)), queries,
+      std::nullopt);
 }
 
 /// Sparse attention: the register kernel where the query's heads and
@@ -540,7 +566,8 @@ gradQueryTiles(SparseAttentionGradQueriesKernelOp op, Configurer &c,
       op->getContext(), config->getVariant(), (queries + 1) * kLanes,
       std::nullopt, std::nullopt, std::nullopt, std::nullopt, std::nullopt,
       config->getEpilogue(),
-      c.blocksPerSM(queryTileBlocksPerSM(queries, bytes)), queries);
+      c.blocksPerSM(queryTileBlocksPerSM(queries, bytes)), queries,
+      std::nullopt);
 }
 
 /// The backward's query kernel: the register kernel (a warp a query, dQ in
@@ -626,7 +653,21 @@ FailureOr<KernelConfigAttr> configure(SparseAttentionGradKeysKernelOp op,
                         "and the registers epilogue";
     return failure();
   }
-  return config;
+  if (failed(config))
+    return failure();
+  // The register kernel's L2 prefetch of later steps' rows, by default where
+  // it stores dS tiles (the build it was measured in).
+  const bool registers = config->getEpilogue() == KernelEpilogue::Registers;
+  return c.withPrefetch(
+      config, registers && op.getScores() ? kKeyPrefetchSteps : 0,
+      [&](int64_t ahead) -> std::optional<std::string> {
+        if (ahead != 0 && !registers)
+          return std::string("the staged key kernel does not prefetch");
+        if (ahead == 1)
+          return std::string("step s + 1's rows are being copied then: 0 or "
+                             "2 and more");
+        return std::nullopt;
+      });
 }
 
 /// The configuration of `op`: each field `requested` (may be null) sets
@@ -647,8 +688,16 @@ configureKernel(Operation *op, const GPUTargetFeatures &features,
         return fixedDesign(c, KernelVariant::Simt, kGradThreads);
       })
       // A warp a query, four a block, dQ += dS K on mma.sync.
+      // (The next block's dS tile asked of the L2: prefetch_ahead 1.)
       .Case([&](SparseAttentionGradQueriesFromScoresKernelOp) {
-        return fixedDesign(c, KernelVariant::MmaSync, kGradThreads);
+        return c.withPrefetch(
+            fixedDesign(c, KernelVariant::MmaSync, kGradThreads), 1,
+            [](int64_t ahead) -> std::optional<std::string> {
+              if (ahead > 1)
+                return std::string("this kernel asks for the next block's "
+                                   "dS tile only: 0 or 1");
+              return std::nullopt;
+            });
       })
       .Case([&](SelectSingleStageKernelOp k) {
         return configureSingleStage(k, k.getQueries(), k.getTopk(),
@@ -754,7 +803,9 @@ LogicalResult confirmFields(Operation *op, KernelConfigAttr asked,
       succeeded(check("union_queries", asked.getUnionQueries(),
                       complete.getUnionQueries())) &&
       succeeded(check("min_blocks_per_sm", asked.getMinBlocksPerSM(),
-                      complete.getMinBlocksPerSM())));
+                      complete.getMinBlocksPerSM())) &&
+      succeeded(check("prefetch_ahead", asked.getPrefetchAhead(),
+                      complete.getPrefetchAhead())));
 }
 } // namespace
 

@@ -135,6 +135,10 @@ struct KeyGradPlan {
   /// `scores` (i32; -1 where the row holds no head), after the rest.
   bool scores = false;
   int64_t rowQuery[2] = {0, 0}, rowColumn[2] = {0, 0};
+  /// The register kernel asks the L2 for step s + prefetchSteps's rows when
+  /// step s + 1's copies are issued (kernel_config prefetch_ahead; 0:
+  /// none).
+  int64_t prefetchSteps = 0;
   KeyGradPlan(int64_t groupSize, int64_t headDim, int64_t valueDim,
               int64_t blockSize, bool inRegisters, bool warpgroup = false,
               bool scores = false);
@@ -184,6 +188,12 @@ constexpr int64_t kListWindow = kGradThreads;
 /// queries (or its run of the list is done), and copies each step's rows while
 /// the one before it computes: only a batch's first step waits for its copies.
 constexpr int64_t kKeyStepsAhead = 4;
+
+/// prefetch_ahead of the register key kernel where it stores dS tiles:
+/// step s + 2's Q and dO rows are asked of the L2 while step s computes and
+/// step s + 1's are copied (H100: 6-7% off that backward at 64K-256K,
+/// docs/performance.md; 4 steps measured slower).
+constexpr int64_t kKeyPrefetchSteps = 2;
 
 /// Why the backward's GPU kernels cannot take these sizes (the message
 /// names the limit), or nullopt.

@@ -433,10 +433,11 @@ struct GradKeysToGPU : KernelOpPattern<SparseAttentionGradKeysKernelOp> {
     const int64_t G = qType.getShape()[1] / kvHeads;
     const int64_t topK = bufferType(op.getSelection()).getShape()[3];
     KernelConfigAttr config = getKernelConfig(op);
-    const KeyGradPlan plan(
+    KeyGradPlan plan(
         G, qType.getShape()[3], bufferType(op.getValues()).getShape()[3],
         op.getBlockSize(), config.getEpilogue() == KernelEpilogue::Registers,
         config.getVariant() == KernelVariant::Wgmma, bool(op.getScores()));
+    plan.prefetchSteps = config.getPrefetchAhead().value_or(0);
     Value index = op.getQueryIndex();
     SmallVector<KernelOperand> listOperands{
         {"selection", op.getSelection()},

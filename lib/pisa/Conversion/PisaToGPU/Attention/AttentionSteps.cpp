@@ -183,33 +183,29 @@ void mlir::pisa::detail::prefetchHeadRowsL2(ImplicitLocOpBuilder &b,
       memref::ExtractAlignedPointerAsIndexOp::create(b, meta.getBaseBuffer()));
   Value size = arith::ConstantIntOp::create(b, width * elemBytes, 32);
   auto global = LLVM::LLVMPointerType::get(b.getContext(), 1);
-  buildLoop(b, tid, indexConst(b, rows), indexConst(b, threads), ValueRange{},
-            [&](ImplicitLocOpBuilder &lb, Value r,
-                ValueRange) -> SmallVector<Value> {
-              HeadRowPlace at = headRowPlace(lb, from, rows, r);
-              buildIfThen(lb, holdsHeadRow(lb, from, at),
-                          [&](ImplicitLocOpBuilder &tb) {
-                            Value linear = meta.getOffset();
-                            SmallVector<Value> index{
-                                from.batch, at.head, from.token(tb, at.slot)};
-                            for (auto [i, stride] :
-                                 llvm::zip(index, meta.getStrides()))
-                              linear = arith::AddIOp::create(
-                                  tb, linear,
-                                  arith::MulIOp::create(tb, i, stride));
-                            Value bytes = arith::MulIOp::create(
-                                tb, linear, indexConst(tb, elemBytes));
-                            Value address = arith::AddIOp::create(
-                                tb, base,
-                                arith::IndexCastUIOp::create(
-                                    tb, tb.getI64Type(), bytes));
-                            NVVM::CpAsyncBulkPrefetchOp::create(
-                                tb,
-                                LLVM::IntToPtrOp::create(tb, global, address),
-                                size, Value());
-                          });
-              return {};
+  buildLoop(
+      b, tid, indexConst(b, rows), indexConst(b, threads), ValueRange{},
+      [&](ImplicitLocOpBuilder &lb, Value r, ValueRange) -> SmallVector<Value> {
+        HeadRowPlace at = headRowPlace(lb, from, rows, r);
+        buildIfThen(
+            lb, holdsHeadRow(lb, from, at), [&](ImplicitLocOpBuilder &tb) {
+              Value linear = meta.getOffset();
+              SmallVector<Value> index{from.batch, at.head,
+                                       from.token(tb, at.slot)};
+              for (auto [i, stride] : llvm::zip(index, meta.getStrides()))
+                linear = arith::AddIOp::create(
+                    tb, linear, arith::MulIOp::create(tb, i, stride));
+              Value bytes =
+                  arith::MulIOp::create(tb, linear, indexConst(tb, elemBytes));
+              Value address = arith::AddIOp::create(
+                  tb, base,
+                  arith::IndexCastUIOp::create(tb, tb.getI64Type(), bytes));
+              NVVM::CpAsyncBulkPrefetchOp::create(
+                  tb, LLVM::IntToPtrOp::create(tb, global, address), size,
+                  Value());
             });
+        return {};
+      });
 }
 
 void mlir::pisa::detail::stageKeyRows(ImplicitLocOpBuilder &b, Value source,

@@ -37,7 +37,6 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <limits>
 
 using namespace mlir;
@@ -382,15 +381,7 @@ void KeyGradBlock::issueStep(ImplicitLocOpBuilder &b, Value first, Value n,
       b, nvgpu::DeviceAsyncTokenType::get(b.getContext()), ValueRange{});
 }
 
-// Measurement switch: PISA_KEY_PREFETCH=D asks the L2 for step s + D's
-// rows when step s + 1's copies are issued (0: none).
-static int64_t keyPrefetchSteps() {
-  const char *v = std::getenv("PISA_KEY_PREFETCH");
-  return v ? std::atoll(v) : 0;
-}
-
-void KeyGradBlock::prefetchStep(ImplicitLocOpBuilder &b, Value first,
-                                Value n) {
+void KeyGradBlock::prefetchStep(ImplicitLocOpBuilder &b, Value first, Value n) {
   const int64_t R = p.rows.rows, perToken = p.rows.rowsPerToken;
   auto token = [&](ImplicitLocOpBuilder &lb, Value slot) {
     return slotQuery(lb, first, slot, n);
@@ -413,10 +404,10 @@ void KeyGradBlock::prefetchStep(ImplicitLocOpBuilder &b, Value first,
         return SmallVector<Value>{};
       },
       [&](ImplicitLocOpBuilder &lb) {
-        prefetchHeadRowsL2(lb,
-                           {e.arg("queries"), batch, firstHead, G, perToken,
-                            token, holdsOne},
-                           R, p.headDim, rowTid, kGradThreads / 2);
+        prefetchHeadRowsL2(
+            lb,
+            {e.arg("queries"), batch, firstHead, G, perToken, token, holdsOne},
+            R, p.headDim, rowTid, kGradThreads / 2);
         return SmallVector<Value>{};
       });
 }
@@ -448,16 +439,16 @@ SmallVector<Value> KeyGradBlock::registerBatch(ImplicitLocOpBuilder &b,
                         arith::MulIOp::create(nb, next, indexConst(nb, tokens)),
                         stepQueries(nb, next, steps, last),
                         arith::SubIOp::create(nb, one, parity));
-              if (int64_t ahead = keyPrefetchSteps()) {
+              if (int64_t ahead = p.prefetchSteps; ahead > 1) {
                 Value later =
                     arith::AddIOp::create(nb, s, indexConst(nb, ahead));
                 buildIfThen(nb, cmp(nb, P::ult, later, steps),
                             [&](ImplicitLocOpBuilder &pb) {
-                              prefetchStep(pb,
-                                           arith::MulIOp::create(
-                                               pb, later,
-                                               indexConst(pb, tokens)),
-                                           stepQueries(pb, later, steps, last));
+                              prefetchStep(
+                                  pb,
+                                  arith::MulIOp::create(pb, later,
+                                                        indexConst(pb, tokens)),
+                                  stepQueries(pb, later, steps, last));
                             });
               }
               NVVM::CpAsyncWaitGroupOp::create(nb, kStepCopyGroups);

@@ -43,8 +43,6 @@
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "llvm/Support/MathExtras.h"
 
-#include <cstdlib>
-
 using namespace mlir;
 using namespace mlir::pisa;
 using namespace mlir::pisa::detail;
@@ -75,9 +73,9 @@ public:
   ScoresGradKernel(ImplicitLocOpBuilder &b, const Kernel &e,
                    const ScoresGradPlan &plan, int64_t groupSize,
                    int64_t headDim, int64_t blockSize, int64_t topK,
-                   int64_t kvHeads, float scale)
+                   int64_t kvHeads, float scale, bool prefetchNext)
       : WarpPerQuery(b, e, kvHeads, blockSize, topK), G(groupSize),
-        headDim(headDim), scale(scale) {
+        headDim(headDim), scale(scale), prefetchNext(prefetchNext) {
     keyTile = tiles.viewAt(
         b, arith::MulIOp::create(b, warp, indexConst(b, plan.warpBytes)),
         {blockSize, headDim + kChunkElems}, elem);
@@ -118,7 +116,7 @@ private:
   SmallVector<Value> step(ImplicitLocOpBuilder &b, Value j,
                           ValueRange acc) const {
     Entry entry = beginEntry(b, list, j, e.arg("keys"), keyTile, headDim);
-    if (std::getenv("PISA_DQ_PREFETCH"))
+    if (prefetchNext)
       prefetchNextTile(b, j);
     SmallVector<Value> fragments = scoreFragments(b, j);
     nvgpu::DeviceAsyncWaitOp::create(b, entry.copied, b.getI32IntegerAttr(0));
@@ -138,14 +136,14 @@ private:
     Value scores = e.arg("scores");
     auto meta = memref::ExtractStridedMetadataOp::create(b, scores);
     Value next = arith::AddIOp::create(b, j, indexConst(b, 1));
-    Value inside = arith::AndIOp::create(
-        b, cmp(b, P::eq, lane, indexConst(b, 0)),
-        cmp(b, P::ult, next, indexConst(b, topK)));
+    Value inside =
+        arith::AndIOp::create(b, cmp(b, P::eq, lane, indexConst(b, 0)),
+                              cmp(b, P::ult, next, indexConst(b, topK)));
     buildIfThen(b, inside, [&](ImplicitLocOpBuilder &tb) {
       Value linear = meta.getOffset();
-      SmallVector<Value> index{batch, kv, query,
-                               arith::MulIOp::create(
-                                   tb, next, indexConst(tb, G * blockSize))};
+      SmallVector<Value> index{
+          batch, kv, query,
+          arith::MulIOp::create(tb, next, indexConst(tb, G * blockSize))};
       for (auto [i, stride] : llvm::zip(index, meta.getStrides()))
         linear = arith::AddIOp::create(tb, linear,
                                        arith::MulIOp::create(tb, i, stride));
@@ -202,6 +200,8 @@ private:
 
   int64_t G, headDim;
   float scale;
+  /// kernel_config prefetch_ahead = 1.
+  bool prefetchNext;
   Value keyTile, list;
 };
 
@@ -333,7 +333,8 @@ struct GradQueriesFromScoresToGPU
       applyOccupancyHint(kernel.func(), config);
       ImplicitLocOpBuilder b(op.getLoc(), rewriter);
       ScoresGradKernel(b, kernel, plan, G, d, c, topK, kvHeads,
-                       op.getScale().convertToFloat())
+                       op.getScale().convertToFloat(),
+                       config.getPrefetchAhead().value_or(0) > 0)
           .build(b);
     }
     Value groups = arith::MulIOp::create(host, dimOf(host, op.getQueries(), 0),

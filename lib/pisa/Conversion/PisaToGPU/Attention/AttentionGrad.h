@@ -191,7 +191,7 @@ constexpr int64_t kKeyStepsAhead = 4;
 
 /// prefetch_ahead of the register key kernel where it stores dS tiles:
 /// step s + 2's Q and dO rows are asked of the L2 while step s computes and
-/// step s + 1's are copied (H100: 6-7% off that backward at 64K-256K,
+/// step s + 1's are copied (H100: 6-8% off that backward at 64K-256K,
 /// docs/performance.md; 4 steps measured slower).
 constexpr int64_t kKeyPrefetchSteps = 2;
 

@@ -155,14 +155,18 @@ private:
           tb, base,
           arith::IndexCastUIOp::create(
               tb, tb.getI64Type(),
-              arith::MulIOp::create(tb, linear, indexConst(tb, 2))));
+              arith::MulIOp::create(tb, linear,
+                                    indexConst(tb, tileElementBytes()))));
       NVVM::CpAsyncBulkPrefetchOp::create(
           tb,
           LLVM::IntToPtrOp::create(
               tb, LLVM::LLVMPointerType::get(tb.getContext(), 1), address),
-          arith::ConstantIntOp::create(tb, G * blockSize * 2, 32), Value());
+          arith::ConstantIntOp::create(tb, G * blockSize * tileElementBytes(),
+                                       32),
+          Value());
     });
   }
+  int64_t tileElementBytes() const { return elem.getIntOrFloatBitWidth() / 8; }
 
   /// dS's A fragments of tile j of the query's row of `scores`, one a k16
   /// step of the block's keys: lane (g, tig) reads rows g and g + 8 (heads;

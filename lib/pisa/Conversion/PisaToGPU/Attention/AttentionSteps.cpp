@@ -171,38 +171,50 @@ void mlir::pisa::detail::copyHeadRowsAsync(ImplicitLocOpBuilder &b,
       /*bypassL1=*/false);
 }
 
+L2Prefetch::L2Prefetch(ImplicitLocOpBuilder &b, Value source) {
+  elemBytes = cast<MemRefType>(source.getType()).getElementTypeBitWidth() / 8;
+  auto meta = memref::ExtractStridedMetadataOp::create(b, source);
+  offset = meta.getOffset();
+  strides.assign(meta.getStrides().begin(), meta.getStrides().end());
+  base = arith::IndexCastUIOp::create(
+      b, b.getI64Type(),
+      memref::ExtractAlignedPointerAsIndexOp::create(b, meta.getBaseBuffer()));
+}
+
+void L2Prefetch::fetch(ImplicitLocOpBuilder &b, ValueRange at,
+                       int64_t bytes) const {
+  Value linear = offset;
+  for (auto [i, stride] : llvm::zip(at, strides))
+    linear =
+        arith::AddIOp::create(b, linear, arith::MulIOp::create(b, i, stride));
+  Value address = arith::AddIOp::create(
+      b, base,
+      arith::IndexCastUIOp::create(
+          b, b.getI64Type(),
+          arith::MulIOp::create(b, linear, indexConst(b, elemBytes))));
+  NVVM::CpAsyncBulkPrefetchOp::create(
+      b,
+      LLVM::IntToPtrOp::create(b, LLVM::LLVMPointerType::get(b.getContext(), 1),
+                               address),
+      arith::ConstantIntOp::create(b, bytes, 32), Value());
+}
+
 void mlir::pisa::detail::prefetchHeadRowsL2(ImplicitLocOpBuilder &b,
                                             const HeadRows &from, int64_t rows,
                                             int64_t width, Value tid,
                                             int64_t threads) {
-  auto type = cast<MemRefType>(from.source.getType());
-  const int64_t elemBytes = type.getElementTypeBitWidth() / 8;
-  auto meta = memref::ExtractStridedMetadataOp::create(b, from.source);
-  Value base = arith::IndexCastUIOp::create(
-      b, b.getI64Type(),
-      memref::ExtractAlignedPointerAsIndexOp::create(b, meta.getBaseBuffer()));
-  Value size = arith::ConstantIntOp::create(b, width * elemBytes, 32);
-  auto global = LLVM::LLVMPointerType::get(b.getContext(), 1);
+  L2Prefetch prefetch(b, from.source);
+  const int64_t rowBytes =
+      width *
+      (cast<MemRefType>(from.source.getType()).getElementTypeBitWidth() / 8);
   buildLoop(
       b, tid, indexConst(b, rows), indexConst(b, threads), ValueRange{},
       [&](ImplicitLocOpBuilder &lb, Value r, ValueRange) -> SmallVector<Value> {
         HeadRowPlace at = headRowPlace(lb, from, rows, r);
         buildIfThen(
             lb, holdsHeadRow(lb, from, at), [&](ImplicitLocOpBuilder &tb) {
-              Value linear = meta.getOffset();
-              SmallVector<Value> index{from.batch, at.head,
-                                       from.token(tb, at.slot)};
-              for (auto [i, stride] : llvm::zip(index, meta.getStrides()))
-                linear = arith::AddIOp::create(
-                    tb, linear, arith::MulIOp::create(tb, i, stride));
-              Value bytes =
-                  arith::MulIOp::create(tb, linear, indexConst(tb, elemBytes));
-              Value address = arith::AddIOp::create(
-                  tb, base,
-                  arith::IndexCastUIOp::create(tb, tb.getI64Type(), bytes));
-              NVVM::CpAsyncBulkPrefetchOp::create(
-                  tb, LLVM::IntToPtrOp::create(tb, global, address), size,
-                  Value());
+              prefetch.fetch(tb, {from.batch, at.head, from.token(tb, at.slot)},
+                             rowBytes);
             });
         return {};
       });

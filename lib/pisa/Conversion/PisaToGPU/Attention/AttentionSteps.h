@@ -13,6 +13,7 @@
 
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
+#include "llvm/ADT/SmallVector.h"
 
 namespace mlir::pisa::detail {
 
@@ -72,6 +73,21 @@ void stageHeadRows(ImplicitLocOpBuilder &b, const HeadRows &from, int64_t rows,
 void copyHeadRowsAsync(ImplicitLocOpBuilder &b, const HeadRows &from,
                        int64_t rows, int64_t width, Value tile, Value tid,
                        int64_t threads);
+
+/// Asks the L2 for `bytes` bytes of a global memref from an element
+/// (cp.async.bulk.prefetch.L2; `bytes` and the element's address multiples
+/// of 16): the memref's base address is read once, at construction.
+class L2Prefetch {
+public:
+  L2Prefetch(ImplicitLocOpBuilder &b, Value source);
+  /// Asks for `bytes` bytes from element `at` of the source.
+  void fetch(ImplicitLocOpBuilder &b, ValueRange at, int64_t bytes) const;
+
+private:
+  Value offset, base;
+  SmallVector<Value> strides;
+  int64_t elemBytes;
+};
 
 /// Asks the L2 for the head rows a later copyHeadRowsAsync of `from` will
 /// read (`width` 16-bit elements a row, a row a thread over `threads`

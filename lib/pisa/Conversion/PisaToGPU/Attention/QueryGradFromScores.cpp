@@ -22,6 +22,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Attention/AttentionGrad.h"
+#include "Attention/AttentionSteps.h"
 #include "Attention/SparseAttention.h"
 #include "Attention/WarpPerQuery.h"
 #include "Attention/WarpQueryGrad.h"
@@ -36,8 +37,6 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
-#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
-#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -133,40 +132,19 @@ private:
   /// Lane 0 asks the L2 for tile j + 1 of the query's row of `scores`
   /// (G C 16-bit elements, contiguous) while tile j is read.
   void prefetchNextTile(ImplicitLocOpBuilder &b, Value j) const {
-    Value scores = e.arg("scores");
-    auto meta = memref::ExtractStridedMetadataOp::create(b, scores);
+    L2Prefetch scores(b, e.arg("scores"));
     Value next = arith::AddIOp::create(b, j, indexConst(b, 1));
     Value inside =
         arith::AndIOp::create(b, cmp(b, P::eq, lane, indexConst(b, 0)),
                               cmp(b, P::ult, next, indexConst(b, topK)));
     buildIfThen(b, inside, [&](ImplicitLocOpBuilder &tb) {
-      Value linear = meta.getOffset();
-      SmallVector<Value> index{
-          batch, kv, query,
-          arith::MulIOp::create(tb, next, indexConst(tb, G * blockSize))};
-      for (auto [i, stride] : llvm::zip(index, meta.getStrides()))
-        linear = arith::AddIOp::create(tb, linear,
-                                       arith::MulIOp::create(tb, i, stride));
-      Value base = arith::IndexCastUIOp::create(
-          tb, tb.getI64Type(),
-          memref::ExtractAlignedPointerAsIndexOp::create(tb,
-                                                         meta.getBaseBuffer()));
-      Value address = arith::AddIOp::create(
-          tb, base,
-          arith::IndexCastUIOp::create(
-              tb, tb.getI64Type(),
-              arith::MulIOp::create(tb, linear,
-                                    indexConst(tb, tileElementBytes()))));
-      NVVM::CpAsyncBulkPrefetchOp::create(
+      scores.fetch(
           tb,
-          LLVM::IntToPtrOp::create(
-              tb, LLVM::LLVMPointerType::get(tb.getContext(), 1), address),
-          arith::ConstantIntOp::create(tb, G * blockSize * tileElementBytes(),
-                                       32),
-          Value());
+          {batch, kv, query,
+           arith::MulIOp::create(tb, next, indexConst(tb, G * blockSize))},
+          G * blockSize * elem.getIntOrFloatBitWidth() / 8);
     });
   }
-  int64_t tileElementBytes() const { return elem.getIntOrFloatBitWidth() / 8; }
 
   /// dS's A fragments of tile j of the query's row of `scores`, one a k16
   /// step of the block's keys: lane (g, tig) reads rows g and g + 8 (heads;

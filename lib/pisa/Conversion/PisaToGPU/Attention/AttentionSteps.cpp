@@ -171,6 +171,16 @@ void mlir::pisa::detail::copyHeadRowsAsync(ImplicitLocOpBuilder &b,
       /*bypassL1=*/false);
 }
 
+Value mlir::pisa::detail::stridedBufferIndex(ImplicitLocOpBuilder &b,
+                                             Value offset, ValueRange strides,
+                                             ValueRange at) {
+  Value linear = offset;
+  for (auto [i, stride] : llvm::zip(at, strides))
+    linear =
+        arith::AddIOp::create(b, linear, arith::MulIOp::create(b, i, stride));
+  return linear;
+}
+
 L2Prefetch::L2Prefetch(ImplicitLocOpBuilder &b, Value source) {
   elemBytes = cast<MemRefType>(source.getType()).getElementTypeBitWidth() / 8;
   auto meta = memref::ExtractStridedMetadataOp::create(b, source);
@@ -183,10 +193,7 @@ L2Prefetch::L2Prefetch(ImplicitLocOpBuilder &b, Value source) {
 
 void L2Prefetch::fetch(ImplicitLocOpBuilder &b, ValueRange at,
                        int64_t bytes) const {
-  Value linear = offset;
-  for (auto [i, stride] : llvm::zip(at, strides))
-    linear =
-        arith::AddIOp::create(b, linear, arith::MulIOp::create(b, i, stride));
+  Value linear = stridedBufferIndex(b, offset, strides, at);
   Value address = arith::AddIOp::create(
       b, base,
       arith::IndexCastUIOp::create(

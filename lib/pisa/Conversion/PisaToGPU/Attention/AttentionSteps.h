@@ -74,6 +74,11 @@ void copyHeadRowsAsync(ImplicitLocOpBuilder &b, const HeadRows &from,
                        int64_t rows, int64_t width, Value tile, Value tid,
                        int64_t threads);
 
+/// The buffer index of element `at` of a memref whose strided metadata
+/// (memref.extract_strided_metadata) has `offset` and `strides`.
+Value stridedBufferIndex(ImplicitLocOpBuilder &b, Value offset,
+                         ValueRange strides, ValueRange at);
+
 /// Asks the L2 for `bytes` bytes of a global memref from an element
 /// (cp.async.bulk.prefetch.L2; `bytes` and the element's address multiples
 /// of 16): the memref's base address is read once, at construction.

@@ -262,10 +262,7 @@ namespace {
 std::pair<Value, Value> flatElement(ImplicitLocOpBuilder &b, Value source,
                                     ArrayRef<Value> at) {
   auto meta = memref::ExtractStridedMetadataOp::create(b, source);
-  Value linear = meta.getOffset();
-  for (auto [i, stride] : llvm::zip(at, meta.getStrides()))
-    linear =
-        arith::AddIOp::create(b, linear, arith::MulIOp::create(b, i, stride));
+  Value linear = stridedBufferIndex(b, meta.getOffset(), meta.getStrides(), at);
   auto type = cast<MemRefType>(source.getType());
   auto flatType =
       MemRefType::get({ShapedType::kDynamic}, type.getElementType(),

@@ -428,3 +428,26 @@ func.func @f(%q: memref<1x4x10x64xbf16>, %k: memref<1x1x10x64xbf16>, %s: memref<
       : memref<1x4x10x64xbf16>, memref<1x1x10x64xbf16>, memref<1x1x10x3xi32>, memref<1x1x10x768xbf16>, memref<1x4x10x64xf32>
   return
 }
+
+// -----
+
+// Only the register attention kernel asks the L2 for later entries: not the
+// staged one.
+func.func @f(%q: memref<1x4x10x64xf16>, %k: memref<1x1x10x64xf16>, %v: memref<1x1x10x64xf16>, %s: memref<1x1x10x3xi32>, %off: index, %o: memref<1x4x10x64xf16>, %l: memref<1x4x10xf32>) {
+  // expected-error @+1 {{kernel_config prefetch_ahead = 2 is not supported here: only the register kernel (a warp a query, epilogue registers, no union_queries) prefetches}}
+  pisa.kernel.sparse_attention %q, %k, %v, %s, %off outs(%o, %l) block_size = 32 scale = 0.125
+      {kernel_config = #pisa.kernel_config<variant = mma_sync, epilogue = shared, prefetch_ahead = 2>}
+      : memref<1x4x10x64xf16>, memref<1x1x10x64xf16>, memref<1x1x10x64xf16>, memref<1x1x10x3xi32>, memref<1x4x10x64xf16>, memref<1x4x10xf32>
+  return
+}
+
+// -----
+
+// Nor the query-tile one.
+func.func @f(%q: memref<1x4x10x64xf16>, %k: memref<1x1x10x64xf16>, %v: memref<1x1x10x64xf16>, %s: memref<1x1x10x3xi32>, %off: index, %o: memref<1x4x10x64xf16>, %l: memref<1x4x10xf32>) {
+  // expected-error @+1 {{kernel_config prefetch_ahead = 1 is not supported here: only the register kernel (a warp a query, epilogue registers, no union_queries) prefetches}}
+  pisa.kernel.sparse_attention %q, %k, %v, %s, %off outs(%o, %l) block_size = 32 scale = 0.125
+      {kernel_config = #pisa.kernel_config<variant = mma_sync, union_queries = 3, prefetch_ahead = 1>}
+      : memref<1x4x10x64xf16>, memref<1x1x10x64xf16>, memref<1x1x10x64xf16>, memref<1x1x10x3xi32>, memref<1x4x10x64xf16>, memref<1x4x10xf32>
+  return
+}

@@ -185,11 +185,11 @@ template <typename OpT> AttentionSizes sizesOf(OpT op) {
 
 } // namespace
 
-/// Sparse attention: the register kernel where the query's heads and
-/// tiles fit a lane's registers (attendsInRegisters), else the staged one;
-/// the query-tile kernel where union_queries asks for it.
-FailureOr<KernelConfigAttr>
-mlir::pisa::detail::configure(SparseAttentionKernelOp op, Configurer &c) {
+/// Sparse attention's design: the register kernel where the query's heads
+/// and tiles fit a lane's registers (attendsInRegisters), else the staged
+/// one; the query-tile kernel where union_queries asks for it.
+static FailureOr<KernelConfigAttr> attentionDesign(SparseAttentionKernelOp op,
+                                                   Configurer &c) {
   const AttentionSizes s = sizesOf(op);
   const bool tilesFit = attendsOnQueryTiles(s.elem, s.G, s.d, s.dv, s.C);
   auto tileBytes = [&](int64_t queries) {
@@ -215,6 +215,26 @@ mlir::pisa::detail::configure(SparseAttentionKernelOp op, Configurer &c) {
       [&](bool inRegisters, bool) {
         return inRegisters ? RegisterAttentionPlan(s.d, s.dv, s.C, s.topK).bytes
                            : AttentionTiles(s.G, s.d, s.dv, s.C, s.topK).bytes;
+      });
+}
+
+/// Sparse attention: its design, and where it is the register kernel the
+/// entries ahead whose K and V rows it asks of the L2 (none by default).
+FailureOr<KernelConfigAttr>
+mlir::pisa::detail::configure(SparseAttentionKernelOp op, Configurer &c) {
+  FailureOr<KernelConfigAttr> config = attentionDesign(op, c);
+  if (failed(config))
+    return failure();
+  const bool registerKernel =
+      config->getEpilogue() == KernelEpilogue::Registers &&
+      !config->getUnionQueries();
+  return c.withPrefetch(
+      config, 0, [&](int64_t ahead) -> std::optional<std::string> {
+        if (ahead != 0 && !registerKernel)
+          return std::string("only the register kernel (a warp a query, "
+                             "epilogue registers, no union_queries) "
+                             "prefetches");
+        return std::nullopt;
       });
 }
 

@@ -194,6 +194,9 @@ struct RegisterAttentionPlan {
   /// lists' byte offset, one list's bytes and the total.
   int64_t valueStride, valueTileBytes, resultStride, warpBytes, listOffset,
       listBytes, bytes;
+  /// Entry j asks the L2 for entry j + prefetchEntries's K and V rows (0:
+  /// none; kernel_config prefetch_ahead).
+  int64_t prefetchEntries = 0;
   RegisterAttentionPlan(int64_t headDim, int64_t valueDim, int64_t blockSize,
                         int64_t topK);
 };

@@ -679,7 +679,8 @@ struct SparseAttentionToGPU : KernelOpPattern<SparseAttentionKernelOp> {
     // Queries a block on query tiles (0: the per-query kernels).
     const int64_t tileQueries = config.getUnionQueries().value_or(0);
     const AttentionTiles tiles(G, d, dv, op.getBlockSize(), topK);
-    const RegisterAttentionPlan plan(d, dv, op.getBlockSize(), topK);
+    RegisterAttentionPlan plan(d, dv, op.getBlockSize(), topK);
+    plan.prefetchEntries = config.getPrefetchAhead().value_or(0);
     const QueryTileAttentionPlan tilePlan(std::max<int64_t>(tileQueries, 1), d,
                                           dv, op.getBlockSize(), topK);
     const int64_t sharedBytes = tileQueries   ? tilePlan.bytes

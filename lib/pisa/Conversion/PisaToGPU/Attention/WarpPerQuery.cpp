@@ -94,6 +94,36 @@ WarpPerQuery::Entry WarpPerQuery::beginEntry(ImplicitLocOpBuilder &b,
   return entry;
 }
 
+void WarpPerQuery::prefetchEntryL2(ImplicitLocOpBuilder &b, Value list, Value j,
+                                   Value count,
+                                   ArrayRef<const L2Prefetch *> sources,
+                                   ArrayRef<int64_t> rowBytes) const {
+  buildIfThen(
+      b, cmp(b, arith::CmpIPredicate::ult, j, count),
+      [&](ImplicitLocOpBuilder &eb) {
+        Value firstKey = arith::MulIOp::create(
+            eb, toIndex(eb, memref::LoadOp::create(eb, list, j)),
+            indexConst(eb, blockSize));
+        // A lane a row: rows lane, lane + 32, ... of the block.
+        buildLoop(
+            eb, lane, indexConst(eb, blockSize), indexConst(eb, kLanes),
+            ValueRange{},
+            [&](ImplicitLocOpBuilder &lb, Value r,
+                ValueRange) -> SmallVector<Value> {
+              Value key = arith::AddIOp::create(lb, firstKey, r);
+              buildIfThen(
+                  lb, cmp(lb, arith::CmpIPredicate::ult, key, numKeys),
+                  [&](ImplicitLocOpBuilder &kb) {
+                    Value row = keys.row(kb, key);
+                    for (auto [source, bytes] : llvm::zip(sources, rowBytes))
+                      source->fetch(kb, {batch, kv, row, indexConst(kb, 0)},
+                                    bytes);
+                  });
+              return {};
+            });
+      });
+}
+
 SmallVector<Value> WarpPerQuery::gatherProducts(ImplicitLocOpBuilder &b,
                                                 const LeafMmaQuery &a,
                                                 Value source,

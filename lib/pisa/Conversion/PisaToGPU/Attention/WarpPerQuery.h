@@ -63,6 +63,15 @@ protected:
   Entry beginEntry(ImplicitLocOpBuilder &b, Value list, Value j, Value source,
                    Value tile, int64_t width) const;
 
+  /// Asks the L2 (cp.async.bulk.prefetch.L2, a row a request) for the rows
+  /// of list entry j's block in each of `sources` (L2Prefetch of operands
+  /// [B, Hkv, N, width], `rowBytes` a row) where j < `count`: the rows a
+  /// later beginEntry and gatherProducts of entry j read, past the keys
+  /// none. Nothing to wait for; the list must be visible to the warp.
+  void prefetchEntryL2(ImplicitLocOpBuilder &b, Value list, Value j,
+                       Value count, ArrayRef<const L2Prefetch *> sources,
+                       ArrayRef<int64_t> rowBytes) const;
+
   /// A B^T with the A fragments `a` and B the entry's rows of `source`
   /// ([B, Hkv, N, width]) read from global memory: one m16n8 accumulator
   /// per 8 keys, keys past the visible ones reading the last visible row.

@@ -451,3 +451,14 @@ func.func @f(%q: memref<1x4x10x64xf16>, %k: memref<1x1x10x64xf16>, %v: memref<1x
       : memref<1x4x10x64xf16>, memref<1x1x10x64xf16>, memref<1x1x10x64xf16>, memref<1x1x10x3xi32>, memref<1x4x10x64xf16>, memref<1x4x10xf32>
   return
 }
+
+// -----
+
+// Nor the staged dq kernel.
+func.func @f(%q: memref<1x4x10x64xbf16>, %k: memref<1x1x10x64xbf16>, %v: memref<1x1x10x64xbf16>, %s: memref<1x1x10x3xi32>, %off: index, %o: memref<1x4x10x64xbf16>, %l: memref<1x4x10xf32>, %do: memref<1x4x10x64xbf16>, %dq: memref<1x4x10x64xf32>, %dd: memref<1x4x10xf32>) {
+  // expected-error @+1 {{kernel_config prefetch_ahead = 1 is not supported here: only the register kernel (a warp a query, epilogue registers, no union_queries) prefetches}}
+  pisa.kernel.sparse_attention_grad_queries %q, %k, %v, %s, %off, %o, %l, %do outs(%dq, %dd) block_size = 32 scale = 0.125
+      {kernel_config = #pisa.kernel_config<variant = mma_sync, epilogue = shared, prefetch_ahead = 1>}
+      : memref<1x4x10x64xbf16>, memref<1x1x10x64xbf16>, memref<1x1x10x64xbf16>, memref<1x1x10x3xi32>, memref<1x4x10x64xbf16>, memref<1x4x10xf32>, memref<1x4x10x64xbf16>, memref<1x4x10x64xf32>, memref<1x4x10xf32>
+  return
+}

@@ -53,3 +53,22 @@ func.func @attend(%q: memref<?x16x?x128xbf16>, %k: memref<?x1x?x128xbf16>, %v: m
       : memref<?x16x?x128xbf16>, memref<?x1x?x128xbf16>, memref<?x1x?x64xbf16>, memref<?x1x?x8xi32>, memref<?x16x?x64xbf16>, memref<?x16x?xf32>
   return
 }
+
+// -----
+
+// The register dq kernel (the same warp-per-query loop over its list) asked
+// for one entry ahead: entry j + 1's K (256 bytes a row) and V (128).
+// CONFIG: kernel_config = #pisa.kernel_config<variant = mma_sync, threads = 128, epilogue = registers, min_blocks_per_sm = 2, prefetch_ahead = 1>
+// CHECK: gpu.func @sparse_attention_grad_queries
+// CHECK: scf.for %[[J:.*]] = %c0 to %[[COUNT:.*]] step %c1
+// CHECK-NEXT: %[[AHEAD:.*]] = arith.addi %[[J]], %c1 : index
+// CHECK-NEXT: %[[LISTED:.*]] = arith.cmpi ult, %[[AHEAD]], %[[COUNT]] : index
+// CHECK-NEXT: scf.if %[[LISTED]] {
+// CHECK: nvvm.cp.async.bulk.prefetch %{{.*}}, %c256_i32 : <1>
+// CHECK: nvvm.cp.async.bulk.prefetch %{{.*}}, %c128_i32 : <1>
+func.func @grad(%q: memref<?x16x?x128xbf16>, %k: memref<?x1x?x128xbf16>, %v: memref<?x1x?x64xbf16>, %s: memref<?x1x?x8xi32>, %off: index, %o: memref<?x16x?x64xbf16>, %l: memref<?x16x?xf32>, %do: memref<?x16x?x64xbf16>, %dq: memref<?x16x?x128xf32>, %dd: memref<?x16x?xf32>) {
+  pisa.kernel.sparse_attention_grad_queries %q, %k, %v, %s, %off, %o, %l, %do outs(%dq, %dd) block_size = 64 scale = 0.125
+      {kernel_config = #pisa.kernel_config<variant = mma_sync, prefetch_ahead = 1>}
+      : memref<?x16x?x128xbf16>, memref<?x1x?x128xbf16>, memref<?x1x?x64xbf16>, memref<?x1x?x8xi32>, memref<?x16x?x64xbf16>, memref<?x16x?xf32>, memref<?x16x?x64xbf16>, memref<?x16x?x128xf32>, memref<?x16x?xf32>
+  return
+}

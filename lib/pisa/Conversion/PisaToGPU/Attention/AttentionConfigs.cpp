@@ -185,6 +185,26 @@ template <typename OpT> AttentionSizes sizesOf(OpT op) {
 
 } // namespace
 
+/// `config` with prefetch_ahead for a kernel of WarpPerQuery.h (the
+/// register attention and dq kernels: entry j + n's K and V rows asked of
+/// the L2 at entry j): none unless asked, and only there.
+static FailureOr<KernelConfigAttr>
+withEntryPrefetch(FailureOr<KernelConfigAttr> config, Configurer &c) {
+  if (failed(config))
+    return failure();
+  const bool registerKernel =
+      config->getEpilogue() == KernelEpilogue::Registers &&
+      !config->getUnionQueries();
+  return c.withPrefetch(
+      config, 0, [&](int64_t ahead) -> std::optional<std::string> {
+        if (ahead != 0 && !registerKernel)
+          return std::string("only the register kernel (a warp a query, "
+                             "epilogue registers, no union_queries) "
+                             "prefetches");
+        return std::nullopt;
+      });
+}
+
 /// Sparse attention's design: the register kernel where the query's heads
 /// and tiles fit a lane's registers (attendsInRegisters), else the staged
 /// one; the query-tile kernel where union_queries asks for it.
@@ -222,20 +242,7 @@ static FailureOr<KernelConfigAttr> attentionDesign(SparseAttentionKernelOp op,
 /// entries ahead whose K and V rows it asks of the L2 (none by default).
 FailureOr<KernelConfigAttr>
 mlir::pisa::detail::configure(SparseAttentionKernelOp op, Configurer &c) {
-  FailureOr<KernelConfigAttr> config = attentionDesign(op, c);
-  if (failed(config))
-    return failure();
-  const bool registerKernel =
-      config->getEpilogue() == KernelEpilogue::Registers &&
-      !config->getUnionQueries();
-  return c.withPrefetch(
-      config, 0, [&](int64_t ahead) -> std::optional<std::string> {
-        if (ahead != 0 && !registerKernel)
-          return std::string("only the register kernel (a warp a query, "
-                             "epilogue registers, no union_queries) "
-                             "prefetches");
-        return std::nullopt;
-      });
+  return withEntryPrefetch(attentionDesign(op, c), c);
 }
 
 /// The backward's query kernel: the register kernel (a warp a query, dQ in
@@ -243,9 +250,8 @@ mlir::pisa::detail::configure(SparseAttentionKernelOp op, Configurer &c) {
 /// (queryGradInRegisters), else query tiles of kGradTileQueries where they
 /// do (queryTileGradFits), else staged (a query a block). Query tiles of W
 /// where union_queries asks for them, or the pipeline prefers them.
-FailureOr<KernelConfigAttr>
-mlir::pisa::detail::configure(SparseAttentionGradQueriesKernelOp op,
-                              Configurer &c) {
+static FailureOr<KernelConfigAttr>
+queryGradDesign(SparseAttentionGradQueriesKernelOp op, Configurer &c) {
   const AttentionSizes s = sizesOf(op);
   const bool tilesFit = queryTileGradFits(s.elem, s.G, s.d, s.dv, s.C);
   const bool registersFit = queryGradInRegisters(s.elem, s.G, s.d, s.dv, s.C);
@@ -281,6 +287,15 @@ mlir::pisa::detail::configure(SparseAttentionGradQueriesKernelOp op,
         return inRegisters ? RegisterQueryGradPlan(s.d, s.dv, s.C, s.topK).bytes
                            : QueryGradPlan(s.G, s.d, s.dv, s.C, s.topK).bytes;
       });
+}
+
+/// The backward's query kernel: its design, and where it is the register
+/// kernel the entries ahead whose K and V rows it asks of the L2 (none by
+/// default).
+FailureOr<KernelConfigAttr>
+mlir::pisa::detail::configure(SparseAttentionGradQueriesKernelOp op,
+                              Configurer &c) {
+  return withEntryPrefetch(queryGradDesign(op, c), c);
 }
 
 /// The backward's key kernel: dK and dV in registers where they fit a

@@ -422,7 +422,8 @@ struct GradQueriesToGPU : KernelOpPattern<SparseAttentionGradQueriesKernelOp> {
         !onTiles && config.getEpilogue() == KernelEpilogue::Registers;
     const QueryTileGradPlan tilePlan(std::max<int64_t>(tileQueries, 1), d, dv,
                                      op.getBlockSize(), topK);
-    const RegisterQueryGradPlan registerPlan(d, dv, op.getBlockSize(), topK);
+    RegisterQueryGradPlan registerPlan(d, dv, op.getBlockSize(), topK);
+    registerPlan.prefetchEntries = config.getPrefetchAhead().value_or(0);
     SmallVector<KernelOperand> operands = forwardOperands(op);
     operands.append({{"gradOutput", op.getGradOutput()},
                      {"gradQueries", op.getGradQueries()},

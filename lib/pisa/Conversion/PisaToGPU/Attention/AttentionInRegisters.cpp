@@ -138,29 +138,10 @@ public:
     for (int64_t t = 0; t < valueTiles; ++t)
       init.push_back(
           arith::ConstantOp::create(b, accType, b.getZeroAttr(accType)));
-    // Later entries' K and V rows asked of the L2 (prefetch_ahead): the
-    // products read K straight from global memory, so a DRAM miss there
-    // stalls the warp.
-    std::optional<L2Prefetch> keyRows, valueRows;
-    if (plan.prefetchEntries > 0) {
-      keyRows.emplace(b, e.arg("keys"));
-      valueRows.emplace(b, e.arg("values"));
-    }
-    SmallVector<Value> state = buildLoop(
-        b, indexConst(b, 0), count, indexConst(b, 1), init,
-        [&](ImplicitLocOpBuilder &lb, Value j,
-            ValueRange st) -> SmallVector<Value> {
-          if (keyRows) {
-            const int64_t elemBytes = elem.getIntOrFloatBitWidth() / 8;
-            prefetchEntryL2(
-                lb, list,
-                arith::AddIOp::create(lb, j,
-                                      indexConst(lb, plan.prefetchEntries)),
-                count, {&*keyRows, &*valueRows},
-                {plan.headDim * elemBytes, plan.valueDim * elemBytes});
-          }
-          return attend(lb, q, j, st);
-        });
+    SmallVector<Value> state = forEachEntry(
+        b, list, count, init, plan.prefetchEntries, plan.headDim, plan.valueDim,
+        [&](ImplicitLocOpBuilder &lb, Value j, ValueRange st)
+            -> SmallVector<Value> { return attend(lb, q, j, st); });
     writeRows(b, state);
   }
 

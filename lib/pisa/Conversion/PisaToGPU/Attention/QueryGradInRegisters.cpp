@@ -242,12 +242,10 @@ private:
     SmallVector<Value> init(
         plan.headDim / kMmaCols,
         arith::ConstantOp::create(b, accType, b.getZeroAttr(accType)));
-    SmallVector<Value> dq =
-        buildLoop(b, indexConst(b, 0), count, indexConst(b, 1), init,
-                  [&](ImplicitLocOpBuilder &lb, Value j,
-                      ValueRange acc) -> SmallVector<Value> {
-                    return step(lb, rows, gradOut, j, acc);
-                  });
+    SmallVector<Value> dq = forEachEntry(
+        b, list, count, init, plan.prefetchEntries, plan.headDim, plan.valueDim,
+        [&](ImplicitLocOpBuilder &lb, Value j, ValueRange acc)
+            -> SmallVector<Value> { return step(lb, rows, gradOut, j, acc); });
     rows.write(b, dq);
   }
 

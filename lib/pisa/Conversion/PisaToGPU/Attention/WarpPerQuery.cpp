@@ -18,6 +18,8 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "llvm/Support/MathExtras.h"
 
+#include <optional>
+
 using namespace mlir;
 using namespace mlir::pisa;
 using namespace mlir::pisa::detail;
@@ -122,6 +124,33 @@ void WarpPerQuery::prefetchEntryL2(ImplicitLocOpBuilder &b, Value list, Value j,
               return {};
             });
       });
+}
+
+SmallVector<Value> WarpPerQuery::forEachEntry(
+    ImplicitLocOpBuilder &b, Value list, Value count, ValueRange init,
+    int64_t ahead, int64_t keyWidth, int64_t valueWidth,
+    llvm::function_ref<SmallVector<Value>(ImplicitLocOpBuilder &, Value,
+                                          ValueRange)>
+        body) const {
+  // Later entries' rows asked of the L2: the products read one operand
+  // straight from global memory, so a DRAM miss there stalls the warp.
+  std::optional<L2Prefetch> keyRows, valueRows;
+  if (ahead > 0) {
+    keyRows.emplace(b, e.arg("keys"));
+    valueRows.emplace(b, e.arg("values"));
+  }
+  const int64_t elemBytes = elem.getIntOrFloatBitWidth() / 8;
+  return buildLoop(b, indexConst(b, 0), count, indexConst(b, 1), init,
+                   [&](ImplicitLocOpBuilder &lb, Value j,
+                       ValueRange state) -> SmallVector<Value> {
+                     if (keyRows)
+                       prefetchEntryL2(
+                           lb, list,
+                           arith::AddIOp::create(lb, j, indexConst(lb, ahead)),
+                           count, {&*keyRows, &*valueRows},
+                           {keyWidth * elemBytes, valueWidth * elemBytes});
+                     return body(lb, j, state);
+                   });
 }
 
 SmallVector<Value> WarpPerQuery::gatherProducts(ImplicitLocOpBuilder &b,

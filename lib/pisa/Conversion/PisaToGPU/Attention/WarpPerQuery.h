@@ -63,14 +63,20 @@ protected:
   Entry beginEntry(ImplicitLocOpBuilder &b, Value list, Value j, Value source,
                    Value tile, int64_t width) const;
 
-  /// Asks the L2 (cp.async.bulk.prefetch.L2, a row a request) for the rows
-  /// of list entry j's block in each of `sources` (L2Prefetch of operands
-  /// [B, Hkv, N, width], `rowBytes` a row) where j < `count`: the rows a
-  /// later beginEntry and gatherProducts of entry j read, past the keys
-  /// none. Nothing to wait for; the list must be visible to the warp.
-  void prefetchEntryL2(ImplicitLocOpBuilder &b, Value list, Value j,
-                       Value count, ArrayRef<const L2Prefetch *> sources,
-                       ArrayRef<int64_t> rowBytes) const;
+  /// The loop over the list's `count` entries carrying `init`: entry j
+  /// returns `body(b, j, state)`. Where `ahead` > 0, entry j first asks the
+  /// L2 (cp.async.bulk.prefetch.L2, a lane a row) for entry j + ahead's
+  /// rows of the keys and values ([B, Hkv, N, width]: `keyWidth` and
+  /// `valueWidth` elements a row), those below N: the rows a later
+  /// beginEntry and gatherProducts read. Nothing to wait for; the list
+  /// must be visible to the warp.
+  SmallVector<Value>
+  forEachEntry(ImplicitLocOpBuilder &b, Value list, Value count,
+               ValueRange init, int64_t ahead, int64_t keyWidth,
+               int64_t valueWidth,
+               llvm::function_ref<SmallVector<Value>(ImplicitLocOpBuilder &,
+                                                     Value, ValueRange)>
+                   body) const;
 
   /// A B^T with the A fragments `a` and B the entry's rows of `source`
   /// ([B, Hkv, N, width]) read from global memory: one m16n8 accumulator
@@ -85,6 +91,12 @@ private:
   /// The query's attended blocks written to `list` in order by the warp
   /// (walkAttendedBlocksByWarp); returns the count (every lane).
   Value listBlocks(ImplicitLocOpBuilder &b, Value list) const;
+
+  /// Asks the L2 for list entry j's rows of each of `sources` (`rowBytes`
+  /// a row) where j < `count`, rows below N only.
+  void prefetchEntryL2(ImplicitLocOpBuilder &b, Value list, Value j,
+                       Value count, ArrayRef<const L2Prefetch *> sources,
+                       ArrayRef<int64_t> rowBytes) const;
 
 protected:
   const Kernel &e;

@@ -100,6 +100,9 @@ struct RegisterQueryGradPlan {
   /// Bytes: the K tile's offset in a slot is 0, the Q tile's `queryOffset`;
   /// one slot, the lists' offset, one list, and the total.
   int64_t queryOffset, warpBytes, listOffset, listBytes, bytes;
+  /// Entry j asks the L2 for entry j + prefetchEntries's K and V rows (0:
+  /// none; kernel_config prefetch_ahead).
+  int64_t prefetchEntries = 0;
   RegisterQueryGradPlan(int64_t headDim, int64_t valueDim, int64_t blockSize,
                         int64_t topK);
 };

@@ -1,5 +1,5 @@
 // RUN: pisa-opt %s --split-input-file --pisa-configure-kernels --convert-pisa-to-gpu --canonicalize --cse | FileCheck %s --enable-var-scope
-// RUN: pisa-opt %s --split-input-file --pisa-configure-kernels | FileCheck %s --check-prefix=CONFIG
+// RUN: pisa-opt %s --split-input-file --pisa-configure-kernels | FileCheck %s --check-prefix=CONFIG --enable-var-scope
 
 // The register attention kernel asked to prefetch (kernel_config
 // prefetch_ahead = 2): at list entry j, every lane asks the L2 for rows of

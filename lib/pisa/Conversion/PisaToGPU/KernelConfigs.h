@@ -1,5 +1,4 @@
-//===- KernelConfigs.h - What the per-op configure functions share -*- C++
-//-*-===//
+//===- KernelConfigs.h - What the configure functions share -----*- C++ -*-===//
 //
 // --pisa-configure-kernels chooses each kernel-level op's kernel_config in
 // one configure function per op family (selection: Selection/

@@ -1,8 +1,8 @@
 //===- AttentionConfigs.cpp - Sparse attention's kernel_config -----------===//
 //
 // The forward's kernels (register, staged, query tiles) and the backward's
-// query and key kernels: which design, epilogue, query tile and occupancy
-// (docs/gpu.md, "Kernel configurations").
+// query and key kernels: which design, epilogue, query tile, occupancy and
+// L2 prefetch (docs/gpu.md, "Kernel configurations").
 //
 //===----------------------------------------------------------------------===//
 

@@ -3,6 +3,7 @@
 //   pisa-compile INPUT.mlir -o libNAME.so [--chip sm_90a] [--features +ptx80]
 //       [--q-tile 4] [--emit so|mlir|llvm] [--backward auto|require|none]
 //       [--attention-union-queries W] [--grad-dq-from-scores]
+//       [--kernel-config OP:FIELD=VALUE ...]
 //
 // Lowers every public function of INPUT (pisa ops in host functions with
 // tensor arguments) with pisa-lower-to-nvvm-pipeline, compiles the host code
@@ -75,7 +76,7 @@ constexpr const char *kUsage =
     "usage: pisa-compile INPUT.mlir -o libNAME.so [--chip sm_90a|sm_90]\n"
     "           [--features +ptx80] [--q-tile 4] [--emit so|mlir|llvm]\n"
     "           [--backward auto|require|none] [--attention-union-queries W]\n"
-    "           [--grad-dq-from-scores]\n"
+    "           [--grad-dq-from-scores] [--kernel-config OP:FIELD=VALUE]...\n"
     "Lowers every public function of INPUT.mlir to Hopper kernels (sm_90a:\n"
     "with wgmma; sm_90: without) and host\n"
     "code and links an AOT library (only libcuda and libc needed at run\n"
@@ -96,6 +97,10 @@ constexpr const char *kUsage =
     "key kernel stores (Nq K G C 16-bit values of scratch) where the kernels\n"
     "take the sizes, instead of a dq pass that recomputes them (docs/gpu.md,\n"
     "\"Sparse attention backward\").\n"
+    "--kernel-config OP:FIELD=VALUE (repeatable) asks a #pisa.kernel_config\n"
+    "field of every kernel-level op of one kind, e.g.\n"
+    "sparse_attention:prefetch_ahead=2; an error where that op's kernels\n"
+    "cannot follow it (docs/gpu.md, \"Kernel configurations\").\n"
     "Errors: one line on stderr, exit code 2, no output file.\n";
 
 struct Options {
@@ -152,6 +157,11 @@ std::optional<std::string> parseArgs(int argc, char **argv, Options &opts) {
         err = "expected an integer in [0, " +
               std::to_string(mlir::pisa::kMaxUnionQueries) +
               "] for --attention-union-queries but got '" + v + "'";
+    } else if (arg == "--kernel-config") {
+      std::string v;
+      err = value(v);
+      if (!err)
+        opts.pipeline.kernelConfig.push_back(v);
     } else if (arg == "--grad-dq-from-scores") {
       opts.pipeline.gradDqFromScores = true;
     } else if (arg.starts_with("-"))
@@ -263,6 +273,11 @@ int main(int argc, char **argv) {
   DialectRegistry registry;
   mlir::pisa::registerAllDialects(registry);
   MLIRContext ctx(registry);
+  // Kernel-config entries are checked before any work.
+  if (mlir::pisa::KernelPreferences asked;
+      auto err = mlir::pisa::parseKernelConfigEntries(
+          &ctx, opts.pipeline.kernelConfig, asked))
+    return fail(*err);
   std::string diagnostic;
   ScopedDiagnosticHandler handler(&ctx, [&](Diagnostic &diag) {
     if (diagnostic.empty() && diag.getSeverity() == DiagnosticSeverity::Error) {

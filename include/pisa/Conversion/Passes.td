@@ -46,6 +46,15 @@ def PisaConfigureKernels : Pass<"pisa-configure-kernels"> {
     instead of a warp per query, wherever those kernels take the sizes and
     the configuration leaves the choice open; elsewhere the default choice
     stands.
+
+    `kernel-config` asks fields of every op of one kind, as entries
+    `OP:FIELD=VALUE` (OP a kernel-level op's name without `pisa.kernel.`,
+    FIELD and VALUE as written in #pisa.kernel_config), e.g.
+    `kernel-config=sparse_attention:prefetch_ahead=2,sparse_attention_grad_keys:min_blocks_per_sm=1`.
+    They are taken over the fields the op's own configuration sets and
+    checked like them: a field that op's kernels cannot follow fails the
+    pass on the op. An entry naming no kernel-level op, an unknown field or
+    a bad value fails the pass; a kind the program lacks is not an error.
   }];
   let options = [
     Option<"chip", "chip", "std::string", /*default=*/"\"sm_90a\"",
@@ -53,7 +62,10 @@ def PisaConfigureKernels : Pass<"pisa-configure-kernels"> {
     Option<"attentionUnionQueries", "attention-union-queries", "int64_t",
            /*default=*/"0",
            "sparse attention on query tiles of this many queries (at most "
-           "7) where its kernel takes the sizes (0: the per-query kernels)">
+           "7) where its kernel takes the sizes (0: the per-query kernels)">,
+    ListOption<"kernelConfig", "kernel-config", "std::string",
+               "fields asked of every op of one kind: OP:FIELD=VALUE, e.g. "
+               "sparse_attention:prefetch_ahead=2">
   ];
 }
 

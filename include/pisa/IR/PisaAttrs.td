@@ -112,15 +112,18 @@ def Pisa_KernelConfigAttr : AttrDef<Pisa_Dialect, "KernelConfig"> {
       step s + 1's copies are issued), the dq kernel from dS tiles attended
       blocks (the next block's dS tile).
 
-    Fields an op does not use are absent. Only `variant` is required in a
-    hand-written configuration: --pisa-configure-kernels completes it.
+    Fields an op does not use are absent. A hand-written configuration may
+    set any of the fields (at least one): --pisa-configure-kernels keeps
+    them where the op's kernels follow them and chooses the rest;
+    --convert-pisa-to-gpu takes only a complete one.
 
     ```mlir
     #pisa.kernel_config<variant = wgmma, threads = 128, tiles_per_block = 8, min_blocks_per_sm = 5>
+    #pisa.kernel_config<prefetch_ahead = 2>
     ```
   }];
   let parameters = (ins
-    "::mlir::pisa::KernelVariant":$variant,
+    OptionalParameter<"std::optional<::mlir::pisa::KernelVariant>">:$variant,
     "int64_t":$threads,
     OptionalParameter<"std::optional<int64_t>">:$warpsPerQuery,
     OptionalParameter<"std::optional<::mlir::pisa::CandidateWalk>">:$walk,
@@ -134,6 +137,11 @@ def Pisa_KernelConfigAttr : AttrDef<Pisa_Dialect, "KernelConfig"> {
   );
   let hasCustomAssemblyFormat = 1;
   let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// This configuration with every field `over` sets taken from `over`
+    /// (`over` itself where this one is null).
+    KernelConfigAttr overriddenBy(KernelConfigAttr over) const;
+  }];
 }
 
 #endif // PISA_IR_PISAATTRS_TD

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace mlir {
 class OpPassManager;
@@ -27,6 +28,8 @@ struct PisaGPUPipelineOptions {
   int64_t qTile = 4;
   /// attention-union-queries of --pisa-configure-kernels (0: none).
   int64_t attentionUnionQueries = 0;
+  /// kernel-config of --pisa-configure-kernels: OP:FIELD=VALUE entries.
+  std::vector<std::string> kernelConfig;
   /// grad-dq-from-scores of --pisa-decompose-to-kernels: the backward's dq
   /// from the key kernel's dS tiles where the kernels take the sizes.
   bool gradDqFromScores = false;

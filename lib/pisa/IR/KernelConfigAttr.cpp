@@ -12,6 +12,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
 
 using namespace mlir;
@@ -49,6 +50,12 @@ Attribute KernelConfigAttr::parse(AsmParser &parser, Type) {
   SMLoc start = parser.getCurrentLocation();
   if (parser.parseLess())
     return {};
+  // `<>`: nothing asked, every field chosen.
+  if (succeeded(parser.parseOptionalGreater()))
+    return KernelConfigAttr::get(parser.getContext(), std::nullopt, 0,
+                                 std::nullopt, std::nullopt, std::nullopt,
+                                 std::nullopt, std::nullopt, std::nullopt,
+                                 std::nullopt, std::nullopt, std::nullopt);
   do {
     SMLoc loc = parser.getCurrentLocation();
     StringRef key;
@@ -106,43 +113,69 @@ Attribute KernelConfigAttr::parse(AsmParser &parser, Type) {
   } while (succeeded(parser.parseOptionalComma()));
   if (parser.parseGreater())
     return {};
-  if (!f.variant) {
-    parser.emitError(start) << "kernel_config needs a 'variant'";
+  // Threads 0 stands for "not chosen": a written value must be a count.
+  if (f.threads == 0) {
+    parser.emitError(start)
+        << "expected kernel_config threads in [1, 1024] but got 0";
     return {};
   }
   return parser.getChecked<KernelConfigAttr>(
-      start, parser.getContext(), *f.variant, f.threads.value_or(0),
+      start, parser.getContext(), f.variant, f.threads.value_or(0),
       f.warpsPerQuery, f.walk, f.levelVariant, f.rowsPerWarp, f.tilesPerBlock,
       f.epilogue, f.minBlocksPerSM, f.unionQueries, f.prefetchAhead);
 }
 
 void KernelConfigAttr::print(AsmPrinter &printer) const {
-  printer << "<variant = " << stringifyKernelVariant(getVariant());
+  printer << "<";
+  llvm::ListSeparator comma;
+  auto field = [&](StringRef key) -> raw_ostream & {
+    return printer.getStream() << comma << key << " = ";
+  };
+  if (auto v = getVariant())
+    field("variant") << stringifyKernelVariant(*v);
   if (getThreads())
-    printer << ", threads = " << getThreads();
+    field("threads") << getThreads();
   if (auto v = getWarpsPerQuery())
-    printer << ", warps_per_query = " << *v;
+    field("warps_per_query") << *v;
   if (auto v = getWalk())
-    printer << ", walk = " << stringifyCandidateWalk(*v);
+    field("walk") << stringifyCandidateWalk(*v);
   if (auto v = getLevelVariant())
-    printer << ", level_variant = " << stringifyKernelVariant(*v);
+    field("level_variant") << stringifyKernelVariant(*v);
   if (auto v = getRowsPerWarp())
-    printer << ", rows_per_warp = " << *v;
+    field("rows_per_warp") << *v;
   if (auto v = getTilesPerBlock())
-    printer << ", tiles_per_block = " << *v;
+    field("tiles_per_block") << *v;
   if (auto v = getEpilogue())
-    printer << ", epilogue = " << stringifyKernelEpilogue(*v);
+    field("epilogue") << stringifyKernelEpilogue(*v);
   if (auto v = getUnionQueries())
-    printer << ", union_queries = " << *v;
+    field("union_queries") << *v;
   if (auto v = getMinBlocksPerSM())
-    printer << ", min_blocks_per_sm = " << *v;
+    field("min_blocks_per_sm") << *v;
   if (auto v = getPrefetchAhead())
-    printer << ", prefetch_ahead = " << *v;
+    field("prefetch_ahead") << *v;
   printer << ">";
 }
 
+KernelConfigAttr KernelConfigAttr::overriddenBy(KernelConfigAttr over) const {
+  if (!*this || !over)
+    return over ? over : *this;
+  auto pick = [](auto mine, auto theirs) { return theirs ? theirs : mine; };
+  return KernelConfigAttr::get(
+      getContext(), pick(getVariant(), over.getVariant()),
+      over.getThreads() ? over.getThreads() : getThreads(),
+      pick(getWarpsPerQuery(), over.getWarpsPerQuery()),
+      pick(getWalk(), over.getWalk()),
+      pick(getLevelVariant(), over.getLevelVariant()),
+      pick(getRowsPerWarp(), over.getRowsPerWarp()),
+      pick(getTilesPerBlock(), over.getTilesPerBlock()),
+      pick(getEpilogue(), over.getEpilogue()),
+      pick(getMinBlocksPerSM(), over.getMinBlocksPerSM()),
+      pick(getUnionQueries(), over.getUnionQueries()),
+      pick(getPrefetchAhead(), over.getPrefetchAhead()));
+}
+
 LogicalResult KernelConfigAttr::verify(
-    function_ref<InFlightDiagnostic()> emitError, KernelVariant,
+    function_ref<InFlightDiagnostic()> emitError, std::optional<KernelVariant>,
     int64_t threads, std::optional<int64_t> warpsPerQuery,
     std::optional<CandidateWalk>, std::optional<KernelVariant> levelVariant,
     std::optional<int64_t> rowsPerWarp, std::optional<int64_t> tilesPerBlock,

@@ -46,6 +46,8 @@ void mlir::pisa::buildPisaGPUHostPipeline(
   PisaConfigureKernelsOptions configs;
   configs.chip = options.chip;
   configs.attentionUnionQueries = options.attentionUnionQueries;
+  configs.kernelConfig.assign(options.kernelConfig.begin(),
+                              options.kernelConfig.end());
   pm.addPass(createPisaConfigureKernels(configs));
   ConvertPisaToGPUOptions kernels;
   kernels.chip = options.chip;
@@ -91,6 +93,10 @@ struct GPUPipelineCLOptions : public PassPipelineOptions<GPUPipelineCLOptions> {
       llvm::cl::desc("sparse attention on query tiles of this many queries "
                      "where its kernel takes the sizes (0: none)"),
       llvm::cl::init(0)};
+  ListOption<std::string> kernelConfig{
+      *this, "kernel-config",
+      llvm::cl::desc("fields asked of every op of one kind: OP:FIELD=VALUE "
+                     "(--pisa-configure-kernels)")};
   Option<bool> gradDqFromScores{
       *this, "grad-dq-from-scores",
       llvm::cl::desc("the backward's dq from the key kernel's dS tiles "
@@ -112,6 +118,8 @@ void mlir::pisa::registerPisaGPUPipeline() {
         options.qTile = cl.qTile;
         options.attentionUnionQueries = cl.attentionUnionQueries;
         options.gradDqFromScores = cl.gradDqFromScores;
+        options.kernelConfig.assign(cl.kernelConfig.begin(),
+                                    cl.kernelConfig.end());
         buildPisaGPUPipeline(pm, options);
       });
 }

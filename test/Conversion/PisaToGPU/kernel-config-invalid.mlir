@@ -284,8 +284,8 @@ func.func @f(%k: memref<1x1x512x128xbf16>, %p: memref<1x1x15x128xf32>) {
 
 // -----
 
-// expected-error @+1 {{kernel_config needs a 'variant'}}
-#bad = #pisa.kernel_config<threads = 128>
+// expected-error @+1 {{expected kernel_config threads in [1, 1024] but got 0}}
+#bad = #pisa.kernel_config<variant = simt, threads = 0>
 
 // -----
 

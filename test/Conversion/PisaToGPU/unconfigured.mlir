@@ -13,6 +13,28 @@ func.func @f(%k: memref<1x1x512x128xbf16>, %p: memref<1x1x15x128xf32>) {
 
 // -----
 
+// A configuration of some fields (no variant) is completed by
+// --pisa-configure-kernels, never built as it is.
+func.func @f(%k: memref<1x1x512x128xbf16>, %p: memref<1x1x15x128xf32>) {
+  // expected-error @+1 {{has an incomplete kernel_config (#pisa.kernel_config<threads = 128>, complete: #pisa.kernel_config<variant = simt, threads = 128>): run --pisa-configure-kernels}}
+  pisa.kernel.pyramid %k outs(%p) block_size = 64 branching = 2
+      {kernel_config = #pisa.kernel_config<threads = 128>}
+      : memref<1x1x512x128xbf16>, memref<1x1x15x128xf32>
+  return
+}
+
+// -----
+
+func.func @f(%k: memref<1x1x512x128xbf16>, %p: memref<1x1x15x128xf32>) {
+  // expected-error @+1 {{has an incomplete kernel_config (#pisa.kernel_config<>, complete: #pisa.kernel_config<variant = simt, threads = 128>): run --pisa-configure-kernels}}
+  pisa.kernel.pyramid %k outs(%p) block_size = 64 branching = 2
+      {kernel_config = #pisa.kernel_config<>}
+      : memref<1x1x512x128xbf16>, memref<1x1x15x128xf32>
+  return
+}
+
+// -----
+
 func.func @f(%k: memref<1x1x512x128xbf16>, %p: memref<1x1x15x128xf32>) {
   // expected-error @+1 {{has an incomplete kernel_config (#pisa.kernel_config<variant = simt>, complete: #pisa.kernel_config<variant = simt, threads = 128>): run --pisa-configure-kernels}}
   pisa.kernel.pyramid %k outs(%p) block_size = 64 branching = 2

@@ -7,6 +7,7 @@
 #include "pisa/IR/PisaAttrs.h"
 
 #include "mlir/Support/LLVM.h"
+#include "llvm/ADT/StringMap.h"
 
 #include <cstdint>
 #include <optional>
@@ -14,6 +15,7 @@
 
 namespace mlir {
 class DialectRegistry;
+class MLIRContext;
 class ModuleOp;
 class Operation;
 class RewritePatternSet;
@@ -54,7 +56,19 @@ struct KernelPreferences {
   /// forward's and the backward's dq pass's (0: their per-query kernels,
   /// query tiles of 3 for a dq pass the register kernel does not take).
   int64_t attentionUnionQueries = 0;
+  /// Fields asked of every op of one kind (keyed by the op's full name,
+  /// pisa.kernel.*), over those its own kernel_config sets.
+  llvm::StringMap<KernelConfigAttr> kernelConfigs;
 };
+
+/// Parses kernel-config entries "OP:FIELD=VALUE" (OP a kernel-level op's
+/// name with or without its "pisa.kernel." prefix; FIELD and VALUE as in
+/// #pisa.kernel_config) into `preferences.kernelConfigs`. Returns why an
+/// entry is refused: no such kernel-level op, no such field, a bad value,
+/// a field given twice for one op.
+std::optional<std::string>
+parseKernelConfigEntries(MLIRContext *context, ArrayRef<std::string> entries,
+                         KernelPreferences &preferences);
 
 /// The #pisa.kernel_config of kernel-level op `op` for a target with
 /// `features` (docs/gpu.md, "Kernel configurations"): each field the op's

@@ -32,6 +32,11 @@ struct PisaConfigureKernelsPass
     const GPUTargetFeatures features = gpuTargetFeatures(chip);
     KernelPreferences preferences;
     preferences.attentionUnionQueries = unionQueries;
+    if (auto error = parseKernelConfigEntries(&getContext(), kernelConfig,
+                                              preferences)) {
+      getOperation()->emitError(*error);
+      return signalPassFailure();
+    }
     bool ok = true;
     getOperation()->walk([&](Operation *op) {
       if (!isKernelLevelOp(op))

@@ -10,7 +10,8 @@
 // variant from the IR. This file dispatches each op to its configure
 // function (the selection's in Selection/SelectionConfigs.cpp, attention's
 // and its backward's in Attention/AttentionConfigs.cpp), configures the ops
-// of one design itself and confirms the asked fields.
+// of one design itself, confirms the asked fields and reads the fields the
+// kernel-config option asks of every op of one kind.
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,6 +22,9 @@
 #include "Selection/TileScoring.h"
 #include "Selection/WarpWalkMMA.h"
 
+#include "mlir/AsmParser/AsmParser.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/Interfaces/DestinationStyleOpInterface.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 #include <algorithm>
@@ -182,8 +186,7 @@ LogicalResult confirmFields(Operation *op, KernelConfigAttr asked,
   };
   auto opt = [](auto v) { return std::optional(v); };
   return success(
-      succeeded(check("variant", opt(asked.getVariant()),
-                      opt(complete.getVariant()))) &&
+      succeeded(check("variant", asked.getVariant(), complete.getVariant())) &&
       succeeded(
           check("threads",
                 asked.getThreads() ? opt(asked.getThreads()) : std::nullopt,
@@ -213,10 +216,60 @@ mlir::pisa::completeKernelConfig(Operation *op,
                                  const GPUTargetFeatures &features,
                                  const KernelPreferences &preferences) {
   KernelConfigAttr asked = getKernelConfig(op);
+  auto forKind = preferences.kernelConfigs.find(op->getName().getStringRef());
+  if (forKind != preferences.kernelConfigs.end())
+    asked = asked.overriddenBy(forKind->second);
   FailureOr<KernelConfigAttr> complete =
       configureKernel(op, features, asked, preferences);
   if (failed(complete) ||
       (asked && failed(confirmFields(op, asked, *complete))))
     return failure();
   return complete;
+}
+
+std::optional<std::string>
+mlir::pisa::parseKernelConfigEntries(MLIRContext *context,
+                                     ArrayRef<std::string> entries,
+                                     KernelPreferences &preferences) {
+  constexpr StringRef prefix = "pisa.kernel.";
+  context->getOrLoadDialect<PisaDialect>();
+  // Each op's FIELD=VALUE texts, in the order given, parsed as one
+  // #pisa.kernel_config (its parser names a field given twice).
+  std::vector<std::pair<std::string, std::string>> fields;
+  for (const std::string &entry : entries) {
+    auto [name, field] = StringRef(entry).split(':');
+    if (field.empty() || !field.contains('='))
+      return "expected kernel-config 'OP:FIELD=VALUE' (e.g. "
+             "'sparse_attention:prefetch_ahead=2') but got '" +
+             entry + "'";
+    std::string full =
+        name.starts_with(prefix) ? name.str() : (prefix + name).str();
+    std::optional<RegisteredOperationName> registered =
+        RegisteredOperationName::lookup(full, context);
+    if (!registered || !registered->hasInterface<DestinationStyleOpInterface>())
+      return "kernel-config '" + entry + "': '" + name.str() +
+             "' is not a kernel-level op (pisa.kernel.*)";
+    auto it = llvm::find_if(fields, [&](auto &f) { return f.first == full; });
+    if (it == fields.end())
+      it = fields.insert(fields.end(), {full, ""});
+    it->second += (it->second.empty() ? "" : ", ") + field.str();
+  }
+  for (auto &[name, text] : fields) {
+    std::string why;
+    ScopedDiagnosticHandler capture(context, [&](Diagnostic &d) {
+      if (why.empty())
+        why = d.str();
+      return success();
+    });
+    std::string source = "#pisa.kernel_config<" + text + ">";
+    size_t read = 0;
+    auto config = dyn_cast_or_null<KernelConfigAttr>(
+        parseAttribute(source, context, Type(), &read));
+    if (!config || read != source.size())
+      return "kernel-config of " + name + ": " +
+             (why.empty() ? "expected FIELD=VALUE but got '" + text + "'"
+                          : why);
+    preferences.kernelConfigs[name] = config;
+  }
+  return std::nullopt;
 }

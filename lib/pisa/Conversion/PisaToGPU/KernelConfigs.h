@@ -68,7 +68,7 @@ public:
     return *askedValue;
   }
   std::optional<KernelVariant> askedVariant() const {
-    return asked ? std::optional(asked.getVariant()) : std::nullopt;
+    return asked ? asked.getVariant() : std::nullopt;
   }
   template <typename T>
   std::optional<T> field(std::optional<T> (KernelConfigAttr::*get)() const) {

@@ -601,7 +601,7 @@ Kernel mlir::pisa::detail::buildScoreKernel(PatternRewriter &rewriter,
                                             const TileProblem &p) {
   OpBuilder::InsertionGuard guard(rewriter);
   // scoreKernelParams, warpgroup tensor cores, tensor cores or SIMT.
-  switch (p.config.getVariant()) {
+  switch (*p.config.getVariant()) {
   case KernelVariant::Wgmma:
     return buildWgmmaScoreKernel(rewriter, anchor, p);
   case KernelVariant::MmaSync:

@@ -21,7 +21,9 @@ library has dynamic B, N and Nq and six entries:
   prefill_selection(q, k, offset) -> the selection prefill attends to
 `build --union-queries W` compiles with pisa-compile
 --attention-union-queries W: the query-tile kernel (W queries a block
-attending the union of their blocks) wherever it takes the shape.
+attending the union of their blocks) wherever it takes the shape;
+`build --kernel-config OP:FIELD=VALUE` (repeatable) passes pisa-compile's
+option of that name (e.g. sparse_attention:prefetch_ahead=2).
 `check` draws --shapes shapes per library (N < C, N not a multiple of C,
 chunks and single decode queries included) and requires, against
 `reference` (float64, docs/semantics.md section 6): |o - o_ref| <= 2e-2
@@ -180,6 +182,8 @@ def build(args):
     flags = []
     if args.union_queries:
         flags = ["--attention-union-queries", str(args.union_queries)]
+    for entry in args.kernel_config:
+        flags += ["--kernel-config", entry]
     built, rejected = sweep.compile_all(cfgs, args.out, args.pisa_compile, args.jobs, program,
                                         flags)
     problems = [c["name"] for c in built if "expect_error" in c]
@@ -188,7 +192,8 @@ def build(args):
     print(f"seed {args.seed}: built {len(built)}, rejected {len(rejected)} "
           f"in {time.time() - t0:.0f} s")
     with open(os.path.join(args.out, "attention.json"), "w") as f:
-        json.dump({"seed": args.seed, "union_queries": args.union_queries, "cases": built,
+        json.dump({"seed": args.seed, "union_queries": args.union_queries,
+                   "kernel_config": args.kernel_config, "cases": built,
                    "rejected": rejected}, f, indent=1)
     if problems:
         print("wrongly built or rejected: " + ", ".join(problems))
@@ -595,6 +600,9 @@ def main(argv=None):
     b.add_argument("--pisa-compile", default="build/bin/pisa-compile")
     b.add_argument("--space", choices=("all", "registers"), default="all",
                    help="draw over the whole space or the register kernel's")
+    b.add_argument("--kernel-config", action="append", default=[], metavar="OP:FIELD=VALUE",
+                   help="pisa-compile --kernel-config (repeatable): a kernel_config field "
+                        "asked of every op of one kind, e.g. sparse_attention:prefetch_ahead=2")
     b.add_argument("--union-queries", type=int, default=0,
                    help="pisa-compile --attention-union-queries: the query-tile "
                         "kernel of this many queries where it takes the shape")

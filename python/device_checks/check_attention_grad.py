@@ -37,7 +37,8 @@ dq bitwise that of grad_tm_dq, NaN on broken cu_seqlens). A library built
 with --dq-from-scores (marked in the manifest) takes a batch's dq from the
 key kernel's dS tiles and a packed batch's from the dq pass: there each
 sequence's dq alone meets the float64 rule too, instead of the bitwise
-equality.
+equality. `build --kernel-config OP:FIELD=VALUE` (repeatable) passes
+pisa-compile's option of that name to every library.
 """
 
 import argparse
@@ -218,6 +219,8 @@ def build(args):
     flags = []
     if args.union_queries:
         flags = ["--attention-union-queries", str(args.union_queries)]
+    for entry in args.kernel_config:
+        flags += ["--kernel-config", entry]
     if args.dq_from_scores:
         flags.append("--grad-dq-from-scores")
     draw = draw_warpgroup_config if args.space == "warpgroup" else draw_config
@@ -782,6 +785,9 @@ def main(argv=None):
     b.add_argument("--space", choices=("all", "warpgroup"), default="all",
                    help="draw over every supported shape, or only those the "
                         "warpgroup (wgmma) key kernel takes")
+    b.add_argument("--kernel-config", action="append", default=[], metavar="OP:FIELD=VALUE",
+                   help="pisa-compile --kernel-config (repeatable): a kernel_config field "
+                        "asked of every op of one kind, e.g. sparse_attention:prefetch_ahead=2")
     b.add_argument("--union-queries", type=int, default=0,
                    help="pisa-compile --attention-union-queries: query tiles of this "
                         "many queries (the dq pass's instead of a warp per query)")

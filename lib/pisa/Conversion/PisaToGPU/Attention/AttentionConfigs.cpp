@@ -183,12 +183,10 @@ template <typename OpT> AttentionSizes sizesOf(OpT op) {
           headsOf(op, op.getSelection()).dim};
 }
 
-} // namespace
-
 /// `config` with prefetch_ahead for a kernel of WarpPerQuery.h (the
 /// register attention and dq kernels: entry j + n's K and V rows asked of
 /// the L2 at entry j): none unless asked, and only there.
-static FailureOr<KernelConfigAttr>
+FailureOr<KernelConfigAttr>
 withEntryPrefetch(FailureOr<KernelConfigAttr> config, Configurer &c) {
   if (failed(config))
     return failure();
@@ -208,8 +206,8 @@ withEntryPrefetch(FailureOr<KernelConfigAttr> config, Configurer &c) {
 /// Sparse attention's design: the register kernel where the query's heads
 /// and tiles fit a lane's registers (attendsInRegisters), else the staged
 /// one; the query-tile kernel where union_queries asks for it.
-static FailureOr<KernelConfigAttr> attentionDesign(SparseAttentionKernelOp op,
-                                                   Configurer &c) {
+FailureOr<KernelConfigAttr> attentionDesign(SparseAttentionKernelOp op,
+                                            Configurer &c) {
   const AttentionSizes s = sizesOf(op);
   const bool tilesFit = attendsOnQueryTiles(s.elem, s.G, s.d, s.dv, s.C);
   auto tileBytes = [&](int64_t queries) {
@@ -238,19 +236,12 @@ static FailureOr<KernelConfigAttr> attentionDesign(SparseAttentionKernelOp op,
       });
 }
 
-/// Sparse attention: its design, and where it is the register kernel the
-/// entries ahead whose K and V rows it asks of the L2 (none by default).
-FailureOr<KernelConfigAttr>
-mlir::pisa::detail::configure(SparseAttentionKernelOp op, Configurer &c) {
-  return withEntryPrefetch(attentionDesign(op, c), c);
-}
-
 /// The backward's query kernel: the register kernel (a warp a query, dQ in
 /// registers, QueryGradInRegisters.cpp) where it takes the sizes
 /// (queryGradInRegisters), else query tiles of kGradTileQueries where they
 /// do (queryTileGradFits), else staged (a query a block). Query tiles of W
 /// where union_queries asks for them, or the pipeline prefers them.
-static FailureOr<KernelConfigAttr>
+FailureOr<KernelConfigAttr>
 queryGradDesign(SparseAttentionGradQueriesKernelOp op, Configurer &c) {
   const AttentionSizes s = sizesOf(op);
   const bool tilesFit = queryTileGradFits(s.elem, s.G, s.d, s.dv, s.C);
@@ -287,6 +278,15 @@ queryGradDesign(SparseAttentionGradQueriesKernelOp op, Configurer &c) {
         return inRegisters ? RegisterQueryGradPlan(s.d, s.dv, s.C, s.topK).bytes
                            : QueryGradPlan(s.G, s.d, s.dv, s.C, s.topK).bytes;
       });
+}
+
+} // namespace
+
+/// Sparse attention: its design, and where it is the register kernel the
+/// entries ahead whose K and V rows it asks of the L2 (none by default).
+FailureOr<KernelConfigAttr>
+mlir::pisa::detail::configure(SparseAttentionKernelOp op, Configurer &c) {
+  return withEntryPrefetch(attentionDesign(op, c), c);
 }
 
 /// The backward's query kernel: its design, and where it is the register

@@ -84,6 +84,8 @@ public:
             b, indexConst(b, plan.listOffset),
             arith::MulIOp::create(b, warp, indexConst(b, plan.listBytes))),
         {topK}, b.getI32Type());
+    if (prefetchNext)
+      scoresL2.emplace(b, e.arg("scores"));
   }
 
   void build(ImplicitLocOpBuilder &b) {
@@ -132,13 +134,12 @@ private:
   /// Lane 0 asks the L2 for tile j + 1 of the query's row of `scores`
   /// (G C 16-bit elements, contiguous) while tile j is read.
   void prefetchNextTile(ImplicitLocOpBuilder &b, Value j) const {
-    L2Prefetch scores(b, e.arg("scores"));
     Value next = arith::AddIOp::create(b, j, indexConst(b, 1));
     Value inside =
         arith::AndIOp::create(b, cmp(b, P::eq, lane, indexConst(b, 0)),
                               cmp(b, P::ult, next, indexConst(b, topK)));
     buildIfThen(b, inside, [&](ImplicitLocOpBuilder &tb) {
-      scores.fetch(
+      scoresL2->fetch(
           tb,
           {batch, kv, query,
            arith::MulIOp::create(tb, next, indexConst(tb, G * blockSize))},
@@ -185,6 +186,8 @@ private:
   /// kernel_config prefetch_ahead = 1.
   bool prefetchNext;
   Value keyTile, list;
+  /// The address of `scores` for the prefetch, read once a kernel.
+  std::optional<L2Prefetch> scoresL2;
 };
 
 /// sparse_attention_grad_delta: a quad of lanes per (head row, batch), the

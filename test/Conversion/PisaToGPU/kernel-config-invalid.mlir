@@ -89,7 +89,7 @@ func.func @f(%q: memref<1x4x512x128xbf16>, %k: memref<1x1x512x128xbf16>, %off: i
              %lc: memref<1x1x8xi32>, %ls: memref<1x1x8xi32>, %tl: memref<1x1x2056xi32>,
              %tf: memref<1x1x2056xi32>, %nt: memref<1x1xi32>, %sp: memref<1x1x8192xi32>,
              %out: memref<1x1x512x16xf32>) {
-  // expected-error @+1 {{kernel_config rows_per_warp = 16 with the registers epilogue is not supported here: the register epilogue needs G (4) a multiple of 16 dividing the rows per warp}}
+  // expected-error @+1 {{kernel_config epilogue = registers with 16 rows per warp is not supported here: the register epilogue needs G (4) a multiple of 16 dividing the rows per warp}}
   pisa.kernel.score_tiles %q, %k, %off, %lc, %ls, %tl, %tf, %nt, %sp outs(%out)
       topk = 8 block_size = 64 q_tile = 4 scale = 0.0883883461
       {kernel_config = #pisa.kernel_config<variant = mma_sync, epilogue = registers>}

@@ -323,6 +323,13 @@ mlir::pisa::detail::configure(SparseAttentionGradKeysKernelOp op,
   // The dS tiles are stored from the register kernels' fragments.
   if (succeeded(config) && op.getScores() &&
       config->getEpilogue() != KernelEpilogue::Registers) {
+    if (c.field(&KernelConfigAttr::getEpilogue)) {
+      op.emitOpError() << kKernelConfigAttrName
+                       << " epilogue = shared is not supported here: this "
+                          "key kernel stores dS tiles (scores), which only "
+                          "the register key kernel does";
+      return failure();
+    }
     op.emitOpError() << "stores dS tiles (scores) from the register key "
                         "kernel only: it needs C of 16, 32 or 64, d and dv "
                         "multiples of 16 with d + dv <= 256, 16-bit inputs "

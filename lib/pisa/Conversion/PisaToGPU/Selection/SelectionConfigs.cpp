@@ -69,11 +69,16 @@ FailureOr<KernelConfigAttr> mlir::pisa::detail::configure(ScoreTilesKernelOp op,
     return failure();
   if (*variant == KernelVariant::MmaSync)
     if (std::optional<std::string> why = mmaScoreUnsupported(p, shape)) {
-      op->emitOpError() << kKernelConfigAttrName
-                        << " rows_per_warp = " << shape.rowsPerWarp
-                        << " with the "
-                        << (shape.registerEpilogue ? "registers" : "shared")
-                        << " epilogue is not supported here: " << *why;
+      // Named by the field asked (only asked fields leave the defaults).
+      StringRef epilogue = shape.registerEpilogue ? "registers" : "shared";
+      InFlightDiagnostic diag = op->emitOpError() << kKernelConfigAttrName;
+      if (!c.field(&KernelConfigAttr::getRowsPerWarp))
+        diag << " epilogue = " << epilogue << " with " << shape.rowsPerWarp
+             << " rows per warp";
+      else
+        diag << " rows_per_warp = " << shape.rowsPerWarp << " with the "
+             << epilogue << " epilogue";
+      diag << " is not supported here: " << *why;
       return failure();
     }
   MLIRContext *ctx = op->getContext();

@@ -113,7 +113,7 @@ def Pisa_KernelConfigAttr : AttrDef<Pisa_Dialect, "KernelConfig"> {
       blocks (the next block's dS tile).
 
     Fields an op does not use are absent. A hand-written configuration may
-    set any of the fields (at least one): --pisa-configure-kernels keeps
+    set any of the fields (`<>`: none): --pisa-configure-kernels keeps
     them where the op's kernels follow them and chooses the rest;
     --convert-pisa-to-gpu takes only a complete one.
 

@@ -269,8 +269,8 @@ def compile_all(cfgs, out, pisa_compile, jobs, program_of, flags=()):
 def build_drawn(args, draw_config, program_of, manifest, extra=(), flags=()):
     """The `build` command of a device check: --count configurations drawn
     from --seed (then `extra`), compiled into --out (`compile_all`, with
-    pisa-compile `flags`) and recorded in out/`manifest` with the seed;
-    returns (built, rejected)."""
+    pisa-compile `flags`) and recorded in out/`manifest` with the seed and
+    the flags; returns (built, rejected)."""
     rng = random.Random(args.seed)
     cfgs = [draw_config(rng, i) for i in range(args.count)] + list(extra)
     t0 = time.time()
@@ -279,7 +279,8 @@ def build_drawn(args, draw_config, program_of, manifest, extra=(), flags=()):
     print(f"seed {args.seed}: built {len(built)}, rejected {len(rejected)} "
           f"in {time.time() - t0:.0f} s")
     with open(os.path.join(args.out, manifest), "w") as f:
-        json.dump({"seed": args.seed, "cases": built, "rejected": rejected}, f, indent=1)
+        json.dump({"seed": args.seed, "flags": list(flags), "cases": built,
+                   "rejected": rejected}, f, indent=1)
     return built, rejected
 
 

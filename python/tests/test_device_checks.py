@@ -4,15 +4,17 @@ the programs they compile are valid pisa, the attention draw marks the
 shapes the GPU kernel does not take, and the sweep's wgmma space is where
 the compiler picks the wgmma scorer."""
 
+import argparse
 import json
 import os
 import random
 import shutil
 import subprocess
+import tempfile
 import unittest
 import zlib
 
-from device_checks import check_attention, check_decode, sweep
+from device_checks import check_attention, check_attention_grad, check_decode, sweep
 
 PISA_OPT = os.environ.get("PISA_OPT", "pisa-opt")
 
@@ -154,6 +156,37 @@ class ProgramTest(unittest.TestCase):
             cfg["Ncap"] = cfg["S"] * rng.randint(1, 40)
             out = verify(self, check_decode.program(cfg))
             self.assertIn("block_table", out)  # decode_batch_paged
+
+
+
+@unittest.skipUnless(shutil.which("pisa-compile"), "pisa-compile not on PATH")
+class BuildFlagsTest(unittest.TestCase):
+    """`build --kernel-config` reaches pisa-compile: an entry it refuses
+    rejects the library with pisa-compile's error, and the manifest
+    records the entry."""
+
+    def build(self, module, manifest):
+        with tempfile.TemporaryDirectory() as out:
+            args = argparse.Namespace(
+                out=out, seed=1, count=0, paper=True, paper_k=[], space="all",
+                union_queries=0, dq_from_scores=False, jobs=1,
+                kernel_config=["attention:union_queries=4"],
+                pisa_compile=shutil.which("pisa-compile"))
+            self.assertEqual(module.build(args), 1)
+            with open(os.path.join(out, manifest)) as f:
+                return json.load(f)
+
+    def test_the_forward_build_passes_the_entries(self):
+        recorded = self.build(check_attention, "attention.json")
+        self.assertEqual(recorded["kernel_config"], ["attention:union_queries=4"])
+        self.assertEqual(recorded["cases"], [])
+        self.assertIn("'attention' is not a kernel-level op", recorded["rejected"][0]["error"])
+
+    def test_the_backward_build_passes_the_entries(self):
+        recorded = self.build(check_attention_grad, "attention_grad.json")
+        self.assertEqual(recorded["flags"], ["--kernel-config", "attention:union_queries=4"])
+        self.assertEqual(recorded["cases"], [])
+        self.assertIn("'attention' is not a kernel-level op", recorded["rejected"][0]["error"])
 
 
 if __name__ == "__main__":

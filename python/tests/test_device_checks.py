@@ -1,8 +1,9 @@
 """GPU-free tests of the decode, attention and sweep checks' generators
 (device_checks.check_decode, device_checks.check_attention, device_checks.sweep):
 the programs they compile are valid pisa, the attention draw marks the
-shapes the GPU kernel does not take, and the sweep's wgmma space is where
-the compiler picks the wgmma scorer."""
+shapes the GPU kernel does not take, the sweep's wgmma space is where
+the compiler picks the wgmma scorer, and `build` hands pisa-compile the
+kernel-config entries it is given."""
 
 import argparse
 import json

@@ -3,7 +3,7 @@
 autograd on the same selection, over configurations drawn from a seed.
 
   python3 -m device_checks.check_training build DIR --seed S --count N  # here
-                                       [--dq-from-scores]
+                                       [--dq-from-scores] [--kernel-config OP:FIELD=VALUE]...
   python3 -m device_checks.check_training check DIR [--shapes 2]        # GPU
   python3 -m device_checks.check_training bench DIR                     # GPU, timing
   python3 -m device_checks.check_training calls DIR --only NAME...      # GPU, sanitizers
@@ -116,6 +116,8 @@ PAPER = {"name": "paper", "Hkv": 1, "G": 16, "d": 128, "C": 64, "K": 8, "dtype":
 
 def build(args):
     flags = ["--grad-dq-from-scores"] if args.dq_from_scores else []
+    for entry in args.kernel_config:
+        flags += ["--kernel-config", entry]
     _, rejected = sweep.build_drawn(args, draw_config, program, "training.json",
                                     [dict(PAPER)] if args.paper else [], flags)
     for c in rejected:
@@ -502,6 +504,9 @@ def main(argv=None):
     b.add_argument("--dq-from-scores", action="store_true",
                    help="pisa-compile --grad-dq-from-scores: the backward entries' dq from "
                         "the key kernel's dS tiles where the kernels take the sizes")
+    b.add_argument("--kernel-config", action="append", default=[], metavar="OP:FIELD=VALUE",
+                   help="pisa-compile --kernel-config (repeatable): a kernel_config field "
+                        "asked of every op of one kind")
     b.add_argument("--jobs", type=int, default=2)
     b.add_argument("--pisa-compile", default=os.path.join("build", "bin", "pisa-compile"))
     c = sub.add_parser("check")

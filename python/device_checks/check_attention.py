@@ -182,8 +182,7 @@ def build(args):
     flags = []
     if args.union_queries:
         flags = ["--attention-union-queries", str(args.union_queries)]
-    for entry in args.kernel_config:
-        flags += ["--kernel-config", entry]
+    flags += sweep.kernel_config_flags(args)
     built, rejected = sweep.compile_all(cfgs, args.out, args.pisa_compile, args.jobs, program,
                                         flags)
     problems = [c["name"] for c in built if "expect_error" in c]
@@ -193,8 +192,7 @@ def build(args):
           f"in {time.time() - t0:.0f} s")
     with open(os.path.join(args.out, "attention.json"), "w") as f:
         json.dump({"seed": args.seed, "union_queries": args.union_queries,
-                   "kernel_config": args.kernel_config, "cases": built,
-                   "rejected": rejected}, f, indent=1)
+                   "flags": flags, "cases": built, "rejected": rejected}, f, indent=1)
     if problems:
         print("wrongly built or rejected: " + ", ".join(problems))
         return 1
@@ -600,9 +598,7 @@ def main(argv=None):
     b.add_argument("--pisa-compile", default="build/bin/pisa-compile")
     b.add_argument("--space", choices=("all", "registers"), default="all",
                    help="draw over the whole space or the register kernel's")
-    b.add_argument("--kernel-config", action="append", default=[], metavar="OP:FIELD=VALUE",
-                   help="pisa-compile --kernel-config (repeatable): a kernel_config field "
-                        "asked of every op of one kind, e.g. sparse_attention:prefetch_ahead=2")
+    sweep.add_kernel_config_option(b)
     b.add_argument("--union-queries", type=int, default=0,
                    help="pisa-compile --attention-union-queries: the query-tile "
                         "kernel of this many queries where it takes the shape")

@@ -219,8 +219,7 @@ def build(args):
     flags = []
     if args.union_queries:
         flags = ["--attention-union-queries", str(args.union_queries)]
-    for entry in args.kernel_config:
-        flags += ["--kernel-config", entry]
+    flags += sweep.kernel_config_flags(args)
     if args.dq_from_scores:
         flags.append("--grad-dq-from-scores")
     draw = draw_warpgroup_config if args.space == "warpgroup" else draw_config
@@ -785,9 +784,7 @@ def main(argv=None):
     b.add_argument("--space", choices=("all", "warpgroup"), default="all",
                    help="draw over every supported shape, or only those the "
                         "warpgroup (wgmma) key kernel takes")
-    b.add_argument("--kernel-config", action="append", default=[], metavar="OP:FIELD=VALUE",
-                   help="pisa-compile --kernel-config (repeatable): a kernel_config field "
-                        "asked of every op of one kind, e.g. sparse_attention:prefetch_ahead=2")
+    sweep.add_kernel_config_option(b)
     b.add_argument("--union-queries", type=int, default=0,
                    help="pisa-compile --attention-union-queries: query tiles of this "
                         "many queries (the dq pass's instead of a warp per query)")

@@ -116,8 +116,7 @@ PAPER = {"name": "paper", "Hkv": 1, "G": 16, "d": 128, "C": 64, "K": 8, "dtype":
 
 def build(args):
     flags = ["--grad-dq-from-scores"] if args.dq_from_scores else []
-    for entry in args.kernel_config:
-        flags += ["--kernel-config", entry]
+    flags += sweep.kernel_config_flags(args)
     _, rejected = sweep.build_drawn(args, draw_config, program, "training.json",
                                     [dict(PAPER)] if args.paper else [], flags)
     for c in rejected:
@@ -504,9 +503,7 @@ def main(argv=None):
     b.add_argument("--dq-from-scores", action="store_true",
                    help="pisa-compile --grad-dq-from-scores: the backward entries' dq from "
                         "the key kernel's dS tiles where the kernels take the sizes")
-    b.add_argument("--kernel-config", action="append", default=[], metavar="OP:FIELD=VALUE",
-                   help="pisa-compile --kernel-config (repeatable): a kernel_config field "
-                        "asked of every op of one kind")
+    sweep.add_kernel_config_option(b)
     b.add_argument("--jobs", type=int, default=2)
     b.add_argument("--pisa-compile", default=os.path.join("build", "bin", "pisa-compile"))
     c = sub.add_parser("check")

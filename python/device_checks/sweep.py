@@ -244,6 +244,20 @@ def compile_one(cfg, out, pisa_compile, text, flags=()):
     return cfg, r.returncode, r.stderr.strip()
 
 
+def add_kernel_config_option(parser):
+    """A build command's --kernel-config OP:FIELD=VALUE (repeatable)."""
+    parser.add_argument("--kernel-config", action="append", default=[],
+                        metavar="OP:FIELD=VALUE",
+                        help="pisa-compile --kernel-config (repeatable): a kernel_config "
+                             "field asked of every op of one kind, e.g. "
+                             "sparse_attention:prefetch_ahead=2")
+
+
+def kernel_config_flags(args):
+    """pisa-compile's flags for a build command's --kernel-config entries."""
+    return [flag for entry in args.kernel_config for flag in ("--kernel-config", entry)]
+
+
 def compile_all(cfgs, out, pisa_compile, jobs, program_of, flags=()):
     """Compiles program_of(cfg) for every configuration into out/ on `jobs`
     threads (pisa-compile given `flags` too): (built, rejected), each

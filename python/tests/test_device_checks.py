@@ -179,7 +179,7 @@ class BuildFlagsTest(unittest.TestCase):
 
     def test_the_forward_build_passes_the_entries(self):
         recorded = self.build(check_attention, "attention.json")
-        self.assertEqual(recorded["kernel_config"], ["attention:union_queries=4"])
+        self.assertEqual(recorded["flags"], ["--kernel-config", "attention:union_queries=4"])
         self.assertEqual(recorded["cases"], [])
         self.assertIn("'attention' is not a kernel-level op", recorded["rejected"][0]["error"])
 

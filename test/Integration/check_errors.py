@@ -168,6 +168,10 @@ def main():
             ("scale", base + ["--k", k, "--scale", "nan"], "expected a finite positive --scale"),
             ("bad int", base + ["--k", k, "--branching", "two"], "expected an integer for '--branching'"),
             ("unknown option", base + ["--k", k, "--bogus", "1"], "unknown option '--bogus'"),
+            # An option where a value belongs: the value is missing, not the
+            # path of an output named '--k'.
+            ("value missing", ["select", "--q", q, "--block-size", "8", "--topk", "4", "--out", "--k", k],
+             "option '--out' needs a value but got option '--k'"),
             ("missing option", ["select", "--q", q, "--k", k, "--topk", "4", "--out", out],
              "missing required option '--block-size'"),
             ("unknown command", ["frobnicate"], "unknown command 'frobnicate'"),

@@ -125,6 +125,12 @@ std::optional<std::string> parseArgs(int argc, char **argv, Options &opts) {
     auto value = [&](std::string &field) -> std::optional<std::string> {
       if (i + 1 >= argc)
         return "option '" + arg.str() + "' needs a value";
+      // An option name where the value belongs means the value is missing
+      // ('-' alone is a value: standard output for -o).
+      StringRef next = argv[i + 1];
+      if (next.starts_with("--") || next == "-o" || next == "-h")
+        return "option '" + arg.str() + "' needs a value but got option '" +
+               next.str() + "'";
       field = argv[++i];
       return std::nullopt;
     };

@@ -66,6 +66,11 @@ llvm::Expected<Options> Options::parse(int argc, char **argv, int first,
     if (!inlineValue) {
       if (i + 1 >= argc)
         return optionError("option '--" + name + "' needs a value");
+      // An option name where the value belongs means the value is missing;
+      // a value that starts with "--" is written --name=value.
+      if (StringRef next = argv[i + 1]; next.starts_with("--"))
+        return optionError("option '--" + name +
+                           "' needs a value but got option '" + next + "'");
       inlineValue = argv[++i];
     }
     options.values[name] = *inlineValue;
@@ -151,7 +156,9 @@ static void usage(llvm::raw_ostream &os) {
         "           --queries N [--head-dim d] [--dtype bf16|f16|f32]\n"
         "           [--policy paper|refined]\n"
         "           [--keys N --topk K --branching g]  (work against flat\n"
-        "           block selection)\n";
+        "           block selection)\n"
+        "       every --name VALUE may be written --name=VALUE (a VALUE\n"
+        "           that starts with \"--\" must be)\n";
 }
 
 int main(int argc, char **argv) {

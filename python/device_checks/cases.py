@@ -14,6 +14,8 @@ import os
 import subprocess
 import sys
 
+from device_checks import sweep
+
 # name: N keys, Nq queries (None = N), offset, G, d, C, K, dtype, ties
 CHECK_CASES = {
     "n1":            (1, None, 0, 1, 64, 32, 4, "f32", False),
@@ -80,6 +82,7 @@ def main():
     parser.add_argument("--bench-shape", default="16,128,64,8",
                         help="G,d,C,K of the bf16 benchmark cases (default: the paper setting; "
                              "bench_gpu and profile_gpu feed bf16)")
+    sweep.add_kernel_config_option(parser)
     args = parser.parse_args()
     bench = (*(int(x) for x in args.bench_shape.split(",")), "bf16")
     os.makedirs(args.out, exist_ok=True)
@@ -93,14 +96,20 @@ def main():
             f.write(program(n, nq, offset, G, d, C, K, dtype, q_tile=args.q_tile))
         lib = f"lib{name}.so"
         chip = ["--chip", args.chip] if args.chip else []
-        subprocess.run([args.pisa_compile, src, "-o", os.path.join(args.out, lib)] + chip,
-                       check=True)
+        proc = subprocess.run([args.pisa_compile, src, "-o", os.path.join(args.out, lib)]
+                              + chip + sweep.kernel_config_flags(args),
+                              capture_output=True, text=True)
+        if proc.returncode != 0:
+            print(f"{name}: {proc.stderr.strip()}", file=sys.stderr)
+            return 1
         cases.append({"name": name, "lib": lib, "N": n, "Nq": nq, "offset": offset,
                       "G": G, "d": d, "C": C, "K": K, "g": 2, "dtype": dtype,
                       "ties": ties, "bench": name.startswith("bench")})
         print(f"built {lib}", flush=True)
     with open(os.path.join(args.out, "cases.json"), "w") as f:
         json.dump(cases, f, indent=1)
+    with open(os.path.join(args.out, "build.json"), "w") as f:
+        json.dump({"flags": sweep.kernel_config_flags(args)}, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ import os
 import random
 import shutil
 import subprocess
+import sys
 import tempfile
 import unittest
 import zlib
@@ -188,6 +189,19 @@ class BuildFlagsTest(unittest.TestCase):
         self.assertEqual(recorded["flags"], ["--kernel-config", "attention:union_queries=4"])
         self.assertEqual(recorded["cases"], [])
         self.assertIn("'attention' is not a kernel-level op", recorded["rejected"][0]["error"])
+
+    def test_the_selection_cases_pass_the_entries(self):
+        with tempfile.TemporaryDirectory() as out:
+            proc = subprocess.run(
+                [sys.executable, "-m", "device_checks.cases", out, "--bench-only",
+                 "--pisa-compile", shutil.which("pisa-compile"),
+                 "--kernel-config", "score_tiles:bogus=1"],
+                capture_output=True, text=True)
+            self.assertEqual(proc.returncode, 1)
+            self.assertIn("bench4096: pisa-compile: error: kernel-config of pisa.kernel.score_tiles: "
+                          "unknown kernel_config field 'bogus'",
+                          proc.stderr)
+            self.assertFalse(os.path.exists(os.path.join(out, "cases.json")))
 
 
 if __name__ == "__main__":

@@ -14,8 +14,6 @@ import os
 import subprocess
 import sys
 
-from device_checks import sweep
-
 # name: N keys, Nq queries (None = N), offset, G, d, C, K, dtype, ties
 CHECK_CASES = {
     "n1":            (1, None, 0, 1, 64, 32, 4, "f32", False),
@@ -82,6 +80,8 @@ def main():
     parser.add_argument("--bench-shape", default="16,128,64,8",
                         help="G,d,C,K of the bf16 benchmark cases (default: the paper setting; "
                              "bench_gpu and profile_gpu feed bf16)")
+    # Here, not at the top: device_checks.sweep imports this module.
+    from device_checks import sweep
     sweep.add_kernel_config_option(parser)
     args = parser.parse_args()
     bench = (*(int(x) for x in args.bench_shape.split(",")), "bf16")

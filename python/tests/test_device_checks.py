@@ -204,5 +204,23 @@ class BuildFlagsTest(unittest.TestCase):
             self.assertFalse(os.path.exists(os.path.join(out, "cases.json")))
 
 
+class EntryPointTest(unittest.TestCase):
+    """Every device_checks module starts as `python3 -m device_checks.NAME`
+    (an import cycle between two of them breaks only the one run as
+    __main__); the GPU-side ones stop here for want of torch."""
+
+    def test_every_module_starts(self):
+        package = os.path.dirname(check_attention.__file__)
+        names = sorted(f[:-3] for f in os.listdir(package)
+                       if f.endswith(".py") and not f.startswith("__"))
+        self.assertIn("sweep", names)
+        for name in names:
+            proc = subprocess.run([sys.executable, "-m", f"device_checks.{name}", "--help"],
+                                  capture_output=True, text=True)
+            if "No module named 'torch'" in proc.stderr:
+                continue
+            self.assertNotIn("Traceback", proc.stderr, name)
+
+
 if __name__ == "__main__":
     unittest.main()

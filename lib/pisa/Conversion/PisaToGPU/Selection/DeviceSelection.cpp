@@ -548,3 +548,106 @@ void mlir::pisa::detail::buildFinalSelection(
               return SmallVector<Value>{};
             });
 }
+
+void mlir::pisa::detail::buildFinalSelectionInRegisters(
+    ImplicitLocOpBuilder &b, int64_t topK, int64_t capacity, Value bt,
+    Value numContenders, IndexLoader loadCand, IndexLoader loadScore,
+    IndexStorer store) {
+  assert(capacity <= kRegisterContenders && "too many contenders to unroll");
+  Type i32 = b.getI32Type();
+  Value zero = indexConst(b, 0), one = indexConst(b, 1), two = indexConst(b, 2);
+  Value zero32 = arith::ConstantIntOp::create(b, i32, 0);
+  auto count = [&](Value flag) -> Value {
+    return arith::ExtUIOp::create(b, i32, flag);
+  };
+  auto toIndex32 = [&](Value v) -> Value {
+    return arith::IndexCastUIOp::create(b, b.getIndexType(), v);
+  };
+  Value slots = contenderSlots(b, topK, bt);
+  Value slots32 = arith::IndexCastUIOp::create(b, i32, slots);
+  Value unranked = cmp(b, arith::CmpIPredicate::ule, numContenders, slots);
+  SmallVector<Value> valid, block, score;
+  for (int64_t a = 0; a < capacity; ++a) {
+    Value at = indexConst(b, a);
+    valid.push_back(cmp(b, arith::CmpIPredicate::ult, at, numContenders));
+    block.push_back(loadCand(b, at));
+    score.push_back(rankableScore(b, loadScore(b, at)));
+  }
+  // keep(a): a < count and (no ranking, or fewer than `slots` contenders
+  // beat it: a higher score, or an equal one at a lower index; buildRank's
+  // order, NaNs ranked as -inf).
+  SmallVector<Value> keep;
+  for (int64_t a = 0; a < capacity; ++a) {
+    Value rank = zero32;
+    for (int64_t o = 0; o < capacity; ++o) {
+      if (o == a)
+        continue;
+      Value beats = arith::CmpFOp::create(
+          b, o < a ? arith::CmpFPredicate::OGE : arith::CmpFPredicate::OGT,
+          score[o], score[a]);
+      rank = arith::AddIOp::create(
+          b, rank, count(arith::AndIOp::create(b, valid[o], beats)));
+    }
+    Value inSlots = cmp(b, arith::CmpIPredicate::ult, rank, slots32);
+    keep.push_back(arith::AndIOp::create(
+        b, valid[a], arith::OrIOp::create(b, unranked, inSlots)));
+  }
+  Value hasBt = cmp(b, arith::CmpIPredicate::uge, bt, one);
+  Value hasBtMinus1 = cmp(b, arith::CmpIPredicate::uge, bt, two);
+  Value btMinus1 = previousBlock(b, bt);
+  // Kept contender a: position = kept contenders before it + the forced
+  // blocks below it (contenders are never forced, so all are above 0).
+  Value numKept = zero32;
+  for (int64_t a = 0; a < capacity; ++a) {
+    Value below = arith::AddIOp::create(
+        b, one,
+        arith::AddIOp::create(
+            b,
+            arith::IndexCastUIOp::create(
+                b, b.getIndexType(),
+                count(arith::AndIOp::create(
+                    b, hasBtMinus1,
+                    cmp(b, arith::CmpIPredicate::ult, btMinus1, block[a])))),
+            arith::IndexCastUIOp::create(
+                b, b.getIndexType(),
+                count(arith::AndIOp::create(
+                    b, hasBt, cmp(b, arith::CmpIPredicate::ult, bt, block[a]))))));
+    Value position = arith::AddIOp::create(b, toIndex32(numKept), below);
+    buildIfThen(b, keep[a], [&](ImplicitLocOpBuilder &tb) {
+      store(tb, position, block[a]);
+    });
+    numKept = arith::AddIOp::create(b, numKept, count(keep[a]));
+  }
+  // Forced block f: position = kept contenders below f + forced below f.
+  auto placeForced = [&](ImplicitLocOpBuilder &fb, Value f, Value forcedBelow) {
+    Value keptBelow = zero32;
+    for (int64_t a = 0; a < capacity; ++a)
+      keptBelow = arith::AddIOp::create(
+          fb, keptBelow,
+          arith::ExtUIOp::create(
+              fb, i32,
+              arith::AndIOp::create(
+                  fb, keep[a],
+                  cmp(fb, arith::CmpIPredicate::ult, block[a], f))));
+    store(fb,
+          arith::AddIOp::create(
+              fb, arith::IndexCastUIOp::create(fb, fb.getIndexType(), keptBelow),
+              forcedBelow),
+          f);
+  };
+  placeForced(b, zero, zero);
+  buildIfThen(b, hasBtMinus1, [&](ImplicitLocOpBuilder &tb) {
+    placeForced(tb, btMinus1, one);
+  });
+  buildIfThen(b, hasBt, [&](ImplicitLocOpBuilder &tb) {
+    placeForced(tb, bt, arith::SelectOp::create(tb, hasBtMinus1, two, one));
+  });
+  Value numForced = arith::SubIOp::create(b, indexConst(b, topK), slots);
+  Value pad = indexConst(b, -1);
+  buildLoop(b, arith::AddIOp::create(b, toIndex32(numKept), numForced),
+            indexConst(b, topK), {},
+            [&](ImplicitLocOpBuilder &lb, Value p, ValueRange) {
+              store(lb, p, pad);
+              return SmallVector<Value>{};
+            });
+}

@@ -148,6 +148,22 @@ void buildFinalSelection(ImplicitLocOpBuilder &b, int64_t topK, Value bt,
                          IndexLoader loadScore, Value kept, IndexStorer store,
                          IndexLoader loadRank = nullptr);
 
+/// The most contenders buildFinalSelectionInRegisters holds (its ranks are
+/// capacity^2 unrolled comparisons).
+constexpr int64_t kRegisterContenders = 32;
+
+/// buildFinalSelection's row for at most `capacity` (<=
+/// kRegisterContenders, a static bound) contenders held in registers:
+/// every contender's block and score is loaded at once (slots a >= count
+/// are read but never used; so are the scores when no ranking is needed),
+/// and each rank, kept position and forced position is an unrolled sum of
+/// comparisons. The same row as buildFinalSelection, from a few hundred
+/// independent instructions instead of capacity^2 dependent loads.
+void buildFinalSelectionInRegisters(ImplicitLocOpBuilder &b, int64_t topK,
+                                    int64_t capacity, Value bt,
+                                    Value numContenders, IndexLoader loadCand,
+                                    IndexLoader loadScore, IndexStorer store);
+
 } // namespace mlir::pisa::detail
 
 #endif // PISA_LIB_CONVERSION_PISATOGPU_SELECTION_DEVICESELECTION_H

@@ -250,35 +250,48 @@ struct ScoreTilesToGPU : KernelOpPattern<ScoreTilesKernelOp> {
   }
 };
 
+/// The contenders a select_final thread holds in registers (their static
+/// bound g*K when it is at most kRegisterContenders), else 0: the kernel
+/// then ranks them in place (buildFinalSelection, a private kept list).
+static int64_t registerContenders(SelectFinalKernelOp op) {
+  int64_t capacity = bufferType(op.getContenders()).getShape()[3];
+  return ShapedType::isDynamic(capacity) || capacity > kRegisterContenders
+             ? 0
+             : capacity;
+}
+
 /// Stage 3 for the query row at `fat` (batch, head, query), whose leaf is
 /// bt: the forced blocks and the best of its scored contenders, written to
-/// `selection`.
+/// `selection`; `capacity` from registerContenders.
 static void selectFromContenders(ImplicitLocOpBuilder &gb,
                                  const Kernel &finalKernel, const Problem &p,
-                                 ArrayRef<Value> fat, Value bt) {
+                                 ArrayRef<Value> fat, Value bt,
+                                 int64_t capacity) {
   Value selection = finalKernel.arg("selection");
   Value n = arith::IndexCastOp::create(
       gb, gb.getIndexType(),
       memref::LoadOp::create(gb, finalKernel.arg("counts"),
                              ValueRange{fat[0], fat[1], fat[2]}));
-  buildFinalSelection(
-      gb, p.topK, bt, n,
-      [&](ImplicitLocOpBuilder &lb, Value a) -> Value {
-        return arith::IndexCastOp::create(
-            lb, lb.getIndexType(),
-            memref::LoadOp::create(lb, finalKernel.arg("contenders"),
-                                   ValueRange{fat[0], fat[1], fat[2], a}));
-      },
-      [&](ImplicitLocOpBuilder &lb, Value a) -> Value {
-        return memref::LoadOp::create(lb, finalKernel.arg("scores"),
-                                      ValueRange{fat[0], fat[1], fat[2], a});
-      },
-      finalKernel.func().getPrivateAttributions()[0],
-      [&](ImplicitLocOpBuilder &lb, Value pos, Value value) {
-        memref::StoreOp::create(
-            lb, arith::IndexCastOp::create(lb, lb.getI32Type(), value),
-            selection, ValueRange{fat[0], fat[1], fat[2], pos});
-      });
+  auto loadCand = [&](ImplicitLocOpBuilder &lb, Value a) -> Value {
+    return arith::IndexCastOp::create(
+        lb, lb.getIndexType(),
+        memref::LoadOp::create(lb, finalKernel.arg("contenders"),
+                               ValueRange{fat[0], fat[1], fat[2], a}));
+  };
+  auto loadScore = [&](ImplicitLocOpBuilder &lb, Value a) -> Value {
+    return memref::LoadOp::create(lb, finalKernel.arg("scores"),
+                                  ValueRange{fat[0], fat[1], fat[2], a});
+  };
+  auto store = [&](ImplicitLocOpBuilder &lb, Value pos, Value value) {
+    memref::StoreOp::create(
+        lb, arith::IndexCastOp::create(lb, lb.getI32Type(), value), selection,
+        ValueRange{fat[0], fat[1], fat[2], pos});
+  };
+  if (capacity)
+    return buildFinalSelectionInRegisters(gb, p.topK, capacity, bt, n,
+                                          loadCand, loadScore, store);
+  buildFinalSelection(gb, p.topK, bt, n, loadCand, loadScore,
+                      finalKernel.func().getPrivateAttributions()[0], store);
 }
 
 /// Stage 3: forced blocks + best scored contenders.
@@ -310,15 +323,18 @@ struct SelectFinalToGPU : KernelOpPattern<SelectFinalKernelOp> {
       const bool packed = bool(op.getCuSeqlensQ());
       finalParams.append(
           keyParams(p, index, op.getCuSeqlensQ(), op.getCuSeqlensK()));
-      finalKernel =
-          createKernel(rewriter, op, "select_final", finalParams, {},
-                       {privateType(rewriter.getContext(), {p.topK}, i32)});
+      const int64_t capacity = registerContenders(op);
+      SmallVector<Type> privates;
+      if (!capacity)
+        privates.push_back(privateType(rewriter.getContext(), {p.topK}, i32));
+      finalKernel = createKernel(rewriter, op, "select_final", finalParams, {},
+                                 privates);
       ImplicitLocOpBuilder fb(op.getLoc(), rewriter);
       SmallVector<Value> fat =
           queryThread(fb, p, dimOf(fb, finalKernel.arg("counts"), 2));
       Value selection = finalKernel.arg("selection");
       auto select = [&](ImplicitLocOpBuilder &gb, Value bt) {
-        selectFromContenders(gb, finalKernel, p, fat, bt);
+        selectFromContenders(gb, finalKernel, p, fat, bt, capacity);
       };
       if (!packed) {
         // Only b_t is needed here: M_1, not the whole layout.

@@ -611,7 +611,8 @@ void mlir::pisa::detail::buildFinalSelectionInRegisters(
             arith::IndexCastUIOp::create(
                 b, b.getIndexType(),
                 count(arith::AndIOp::create(
-                    b, hasBt, cmp(b, arith::CmpIPredicate::ult, bt, block[a]))))));
+                    b, hasBt,
+                    cmp(b, arith::CmpIPredicate::ult, bt, block[a]))))));
     Value position = arith::AddIOp::create(b, toIndex32(numKept), below);
     buildIfThen(b, keep[a], [&](ImplicitLocOpBuilder &tb) {
       store(tb, position, block[a]);
@@ -631,7 +632,8 @@ void mlir::pisa::detail::buildFinalSelectionInRegisters(
                   cmp(fb, arith::CmpIPredicate::ult, block[a], f))));
     store(fb,
           arith::AddIOp::create(
-              fb, arith::IndexCastUIOp::create(fb, fb.getIndexType(), keptBelow),
+              fb,
+              arith::IndexCastUIOp::create(fb, fb.getIndexType(), keptBelow),
               forcedBelow),
           f);
   };

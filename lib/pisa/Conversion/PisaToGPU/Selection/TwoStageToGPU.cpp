@@ -288,8 +288,8 @@ static void selectFromContenders(ImplicitLocOpBuilder &gb,
         ValueRange{fat[0], fat[1], fat[2], pos});
   };
   if (capacity)
-    return buildFinalSelectionInRegisters(gb, p.topK, capacity, bt, n,
-                                          loadCand, loadScore, store);
+    return buildFinalSelectionInRegisters(gb, p.topK, capacity, bt, n, loadCand,
+                                          loadScore, store);
   buildFinalSelection(gb, p.topK, bt, n, loadCand, loadScore,
                       finalKernel.func().getPrivateAttributions()[0], store);
 }
@@ -327,8 +327,8 @@ struct SelectFinalToGPU : KernelOpPattern<SelectFinalKernelOp> {
       SmallVector<Type> privates;
       if (!capacity)
         privates.push_back(privateType(rewriter.getContext(), {p.topK}, i32));
-      finalKernel = createKernel(rewriter, op, "select_final", finalParams, {},
-                                 privates);
+      finalKernel =
+          createKernel(rewriter, op, "select_final", finalParams, {}, privates);
       ImplicitLocOpBuilder fb(op.getLoc(), rewriter);
       SmallVector<Value> fat =
           queryThread(fb, p, dimOf(fb, finalKernel.arg("counts"), 2));

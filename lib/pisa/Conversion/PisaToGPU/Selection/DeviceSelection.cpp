@@ -557,11 +557,12 @@ void mlir::pisa::detail::buildFinalSelectionInRegisters(
   Type i32 = b.getI32Type();
   Value zero = indexConst(b, 0), one = indexConst(b, 1), two = indexConst(b, 2);
   Value zero32 = arith::ConstantIntOp::create(b, i32, 0);
-  auto count = [&](Value flag) -> Value {
-    return arith::ExtUIOp::create(b, i32, flag);
+  // A flag as 0 or 1 (i32), and an i32 count as an index.
+  auto count = [&](ImplicitLocOpBuilder &cb, Value flag) -> Value {
+    return arith::ExtUIOp::create(cb, i32, flag);
   };
-  auto toIndex32 = [&](Value v) -> Value {
-    return arith::IndexCastUIOp::create(b, b.getIndexType(), v);
+  auto asIndex = [&](ImplicitLocOpBuilder &cb, Value v) -> Value {
+    return arith::IndexCastUIOp::create(cb, cb.getIndexType(), v);
   };
   Value slots = contenderSlots(b, topK, bt);
   Value slots32 = arith::IndexCastUIOp::create(b, i32, slots);
@@ -586,7 +587,7 @@ void mlir::pisa::detail::buildFinalSelectionInRegisters(
           b, o < a ? arith::CmpFPredicate::OGE : arith::CmpFPredicate::OGT,
           score[o], score[a]);
       rank = arith::AddIOp::create(
-          b, rank, count(arith::AndIOp::create(b, valid[o], beats)));
+          b, rank, count(b, arith::AndIOp::create(b, valid[o], beats)));
     }
     Value inSlots = cmp(b, arith::CmpIPredicate::ult, rank, slots32);
     keep.push_back(arith::AndIOp::create(
@@ -597,27 +598,25 @@ void mlir::pisa::detail::buildFinalSelectionInRegisters(
   Value btMinus1 = previousBlock(b, bt);
   // Kept contender a: position = kept contenders before it + the forced
   // blocks below it (contenders are never forced, so all are above 0).
+  auto forcedBelowOf = [&](Value x) -> Value {
+    Value previousBelow = asIndex(
+        b, count(b, arith::AndIOp::create(
+                        b, hasBtMinus1,
+                        cmp(b, arith::CmpIPredicate::ult, btMinus1, x))));
+    Value currentBelow = asIndex(
+        b, count(b, arith::AndIOp::create(
+                        b, hasBt, cmp(b, arith::CmpIPredicate::ult, bt, x))));
+    return arith::AddIOp::create(
+        b, one, arith::AddIOp::create(b, previousBelow, currentBelow));
+  };
   Value numKept = zero32;
   for (int64_t a = 0; a < capacity; ++a) {
-    Value below = arith::AddIOp::create(
-        b, one,
-        arith::AddIOp::create(
-            b,
-            arith::IndexCastUIOp::create(
-                b, b.getIndexType(),
-                count(arith::AndIOp::create(
-                    b, hasBtMinus1,
-                    cmp(b, arith::CmpIPredicate::ult, btMinus1, block[a])))),
-            arith::IndexCastUIOp::create(
-                b, b.getIndexType(),
-                count(arith::AndIOp::create(
-                    b, hasBt,
-                    cmp(b, arith::CmpIPredicate::ult, bt, block[a]))))));
-    Value position = arith::AddIOp::create(b, toIndex32(numKept), below);
+    Value before = asIndex(b, numKept);
+    Value position = arith::AddIOp::create(b, before, forcedBelowOf(block[a]));
     buildIfThen(b, keep[a], [&](ImplicitLocOpBuilder &tb) {
       store(tb, position, block[a]);
     });
-    numKept = arith::AddIOp::create(b, numKept, count(keep[a]));
+    numKept = arith::AddIOp::create(b, numKept, count(b, keep[a]));
   }
   // Forced block f: position = kept contenders below f + forced below f.
   auto placeForced = [&](ImplicitLocOpBuilder &fb, Value f, Value forcedBelow) {
@@ -625,16 +624,10 @@ void mlir::pisa::detail::buildFinalSelectionInRegisters(
     for (int64_t a = 0; a < capacity; ++a)
       keptBelow = arith::AddIOp::create(
           fb, keptBelow,
-          arith::ExtUIOp::create(
-              fb, i32,
-              arith::AndIOp::create(
-                  fb, keep[a],
-                  cmp(fb, arith::CmpIPredicate::ult, block[a], f))));
-    store(fb,
-          arith::AddIOp::create(
-              fb,
-              arith::IndexCastUIOp::create(fb, fb.getIndexType(), keptBelow),
-              forcedBelow),
+          count(fb, arith::AndIOp::create(
+                        fb, keep[a],
+                        cmp(fb, arith::CmpIPredicate::ult, block[a], f))));
+    store(fb, arith::AddIOp::create(fb, asIndex(fb, keptBelow), forcedBelow),
           f);
   };
   placeForced(b, zero, zero);
@@ -646,7 +639,7 @@ void mlir::pisa::detail::buildFinalSelectionInRegisters(
   });
   Value numForced = arith::SubIOp::create(b, indexConst(b, topK), slots);
   Value pad = indexConst(b, -1);
-  buildLoop(b, arith::AddIOp::create(b, toIndex32(numKept), numForced),
+  buildLoop(b, arith::AddIOp::create(b, asIndex(b, numKept), numForced),
             indexConst(b, topK), {},
             [&](ImplicitLocOpBuilder &lb, Value p, ValueRange) {
               store(lb, p, pad);

@@ -486,6 +486,37 @@ Value mlir::pisa::detail::buildWalk(ImplicitLocOpBuilder &b,
                  });
 }
 
+/// The end of a final selection row: the forced blocks 0, b_t - 1 and b_t
+/// (those that exist) at position keptBelow(f) + the forced blocks below
+/// f, then -1 from numKept + |forced| to K. `hasBt` = b_t >= 1,
+/// `hasBtMinus1` = b_t >= 2, `btMinus1` = previousBlock(b_t).
+static void writeForcedAndPadding(
+    ImplicitLocOpBuilder &b, int64_t topK, Value bt, Value btMinus1,
+    Value hasBt, Value hasBtMinus1, Value slots,
+    llvm::function_ref<Value(ImplicitLocOpBuilder &, Value f)> keptBelow,
+    llvm::function_ref<Value(ImplicitLocOpBuilder &)> numKept,
+    IndexStorer store) {
+  Value zero = indexConst(b, 0), one = indexConst(b, 1), two = indexConst(b, 2);
+  auto placeForced = [&](ImplicitLocOpBuilder &fb, Value f, Value forcedBelow) {
+    store(fb, arith::AddIOp::create(fb, keptBelow(fb, f), forcedBelow), f);
+  };
+  placeForced(b, zero, zero);
+  buildIfThen(b, hasBtMinus1, [&](ImplicitLocOpBuilder &tb) {
+    placeForced(tb, btMinus1, one);
+  });
+  buildIfThen(b, hasBt, [&](ImplicitLocOpBuilder &tb) {
+    placeForced(tb, bt, arith::SelectOp::create(tb, hasBtMinus1, two, one));
+  });
+  Value numForced = arith::SubIOp::create(b, indexConst(b, topK), slots);
+  Value pad = indexConst(b, -1);
+  buildLoop(b, arith::AddIOp::create(b, numKept(b), numForced),
+            indexConst(b, topK), {},
+            [&](ImplicitLocOpBuilder &lb, Value p, ValueRange) {
+              store(lb, p, pad);
+              return SmallVector<Value>{};
+            });
+}
+
 void mlir::pisa::detail::buildFinalSelection(
     ImplicitLocOpBuilder &b, int64_t topK, Value bt, Value numContenders,
     IndexLoader loadCand, IndexLoader loadScore, Value kept, IndexStorer store,
@@ -521,32 +552,18 @@ void mlir::pisa::detail::buildFinalSelection(
         store(lb, arith::AddIOp::create(lb, p, below), x);
         return SmallVector<Value>{};
       });
-  // Forced block f: position = kept contenders below f + forced below f.
-  auto placeForced = [&](ImplicitLocOpBuilder &fb, Value f, Value forcedBelow) {
-    Value keptBelow =
-        buildLoop(fb, zero, numKept, {zero},
-                  [&](ImplicitLocOpBuilder &lb, Value p, ValueRange r) {
-                    Value x = loadIndex(lb, kept, {p});
-                    return SmallVector<Value>{increment(
-                        lb, cmp(lb, arith::CmpIPredicate::ult, x, f), r[0])};
-                  })[0];
-    store(fb, arith::AddIOp::create(fb, keptBelow, forcedBelow), f);
-  };
-  placeForced(b, zero, zero);
-  buildIfThen(b, hasBtMinus1, [&](ImplicitLocOpBuilder &tb) {
-    placeForced(tb, btMinus1, one);
-  });
-  buildIfThen(b, hasBt, [&](ImplicitLocOpBuilder &tb) {
-    placeForced(tb, bt, arith::SelectOp::create(tb, hasBtMinus1, two, one));
-  });
-  Value numForced = arith::SubIOp::create(b, indexConst(b, topK), slots);
-  Value pad = indexConst(b, -1);
-  buildLoop(b, arith::AddIOp::create(b, numKept, numForced),
-            indexConst(b, topK), {},
-            [&](ImplicitLocOpBuilder &lb, Value p, ValueRange) {
-              store(lb, p, pad);
-              return SmallVector<Value>{};
-            });
+  writeForcedAndPadding(
+      b, topK, bt, btMinus1, hasBt, hasBtMinus1, slots,
+      [&](ImplicitLocOpBuilder &fb, Value f) {
+        return buildLoop(
+            fb, zero, numKept, {zero},
+            [&](ImplicitLocOpBuilder &lb, Value p, ValueRange r) {
+              Value x = loadIndex(lb, kept, {p});
+              return SmallVector<Value>{increment(
+                  lb, cmp(lb, arith::CmpIPredicate::ult, x, f), r[0])};
+            })[0];
+      },
+      [&](ImplicitLocOpBuilder &) { return numKept; }, store);
 }
 
 void mlir::pisa::detail::buildFinalSelectionInRegisters(
@@ -555,7 +572,7 @@ void mlir::pisa::detail::buildFinalSelectionInRegisters(
     IndexStorer store) {
   assert(capacity <= kRegisterContenders && "too many contenders to unroll");
   Type i32 = b.getI32Type();
-  Value zero = indexConst(b, 0), one = indexConst(b, 1), two = indexConst(b, 2);
+  Value one = indexConst(b, 1), two = indexConst(b, 2);
   Value zero32 = arith::ConstantIntOp::create(b, i32, 0);
   // A flag as 0 or 1 (i32), and an i32 count as an index.
   auto count = [&](ImplicitLocOpBuilder &cb, Value flag) -> Value {
@@ -618,31 +635,17 @@ void mlir::pisa::detail::buildFinalSelectionInRegisters(
     });
     numKept = arith::AddIOp::create(b, numKept, count(b, keep[a]));
   }
-  // Forced block f: position = kept contenders below f + forced below f.
-  auto placeForced = [&](ImplicitLocOpBuilder &fb, Value f, Value forcedBelow) {
-    Value keptBelow = zero32;
-    for (int64_t a = 0; a < capacity; ++a)
-      keptBelow = arith::AddIOp::create(
-          fb, keptBelow,
-          count(fb, arith::AndIOp::create(
-                        fb, keep[a],
-                        cmp(fb, arith::CmpIPredicate::ult, block[a], f))));
-    store(fb, arith::AddIOp::create(fb, asIndex(fb, keptBelow), forcedBelow),
-          f);
-  };
-  placeForced(b, zero, zero);
-  buildIfThen(b, hasBtMinus1, [&](ImplicitLocOpBuilder &tb) {
-    placeForced(tb, btMinus1, one);
-  });
-  buildIfThen(b, hasBt, [&](ImplicitLocOpBuilder &tb) {
-    placeForced(tb, bt, arith::SelectOp::create(tb, hasBtMinus1, two, one));
-  });
-  Value numForced = arith::SubIOp::create(b, indexConst(b, topK), slots);
-  Value pad = indexConst(b, -1);
-  buildLoop(b, arith::AddIOp::create(b, asIndex(b, numKept), numForced),
-            indexConst(b, topK), {},
-            [&](ImplicitLocOpBuilder &lb, Value p, ValueRange) {
-              store(lb, p, pad);
-              return SmallVector<Value>{};
-            });
+  writeForcedAndPadding(
+      b, topK, bt, btMinus1, hasBt, hasBtMinus1, slots,
+      [&](ImplicitLocOpBuilder &fb, Value f) {
+        Value keptBelow = zero32;
+        for (int64_t a = 0; a < capacity; ++a)
+          keptBelow = arith::AddIOp::create(
+              fb, keptBelow,
+              count(fb, arith::AndIOp::create(
+                            fb, keep[a],
+                            cmp(fb, arith::CmpIPredicate::ult, block[a], f))));
+        return asIndex(fb, keptBelow);
+      },
+      [&](ImplicitLocOpBuilder &nb) { return asIndex(nb, numKept); }, store);
 }

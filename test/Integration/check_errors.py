@@ -172,6 +172,7 @@ def main():
             # path of an output named '--k'.
             ("value missing", ["select", "--q", q, "--block-size", "8", "--topk", "4", "--out", "--k", k],
              "option '--out' needs a value but got option '--k'"),
+            ("flag with a value", base + ["--k", k, "--no-cache=1"], "option '--no-cache' takes no value"),
             ("missing option", ["select", "--q", q, "--k", k, "--topk", "4", "--out", out],
              "missing required option '--block-size'"),
             ("unknown command", ["frobnicate"], "unknown command 'frobnicate'"),

@@ -46,6 +46,7 @@
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Target/LLVMIR/Export.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
@@ -101,6 +102,9 @@ constexpr const char *kUsage =
     "field of every kernel-level op of one kind, e.g.\n"
     "sparse_attention:prefetch_ahead=2; an error where that op's kernels\n"
     "cannot follow it (docs/gpu.md, \"Kernel configurations\").\n"
+    "Every --name VALUE may also be written --name=VALUE; a path that\n"
+    "starts with \"-\" is written ./-path. Each option but --kernel-config\n"
+    "is given once.\n"
     "Errors: one line on stderr, exit code 2, no output file.\n";
 
 struct Options {
@@ -111,8 +115,32 @@ struct Options {
 /// Parses argv; returns an error message on bad usage.
 std::optional<std::string> parseArgs(int argc, char **argv, Options &opts) {
   opts.pipeline.format = "bin";
+  llvm::StringSet<> given;
   for (int i = 1; i < argc; ++i) {
     StringRef arg = argv[i];
+    // --name=VALUE gives the value in the same word, taken as written.
+    std::optional<std::string> inlineValue;
+    if (arg.starts_with("--"))
+      if (size_t eq = arg.find('='); eq != StringRef::npos) {
+        inlineValue = arg.drop_front(eq + 1).str();
+        arg = arg.take_front(eq);
+      }
+    bool isFlag = arg == "--help" || arg == "-h" || arg == "--version" ||
+                  arg == "--grad-dq-from-scores";
+    if (isFlag && inlineValue)
+      return "option '" + arg.str() + "' takes no value";
+    // Every option but --kernel-config is given once: a second -o would
+    // leave the user guessing which file was written.
+    static constexpr StringRef kOnce[] = {"-o",
+                                          "--chip",
+                                          "--features",
+                                          "--emit",
+                                          "--backward",
+                                          "--q-tile",
+                                          "--attention-union-queries",
+                                          "--grad-dq-from-scores"};
+    if (llvm::is_contained(kOnce, arg) && !given.insert(arg).second)
+      return "option '" + arg.str() + "' given twice";
     if (arg == "--help" || arg == "-h") {
       llvm::outs() << kUsage;
       exit(0);
@@ -123,6 +151,10 @@ std::optional<std::string> parseArgs(int argc, char **argv, Options &opts) {
       exit(0);
     }
     auto value = [&](std::string &field) -> std::optional<std::string> {
+      if (inlineValue) {
+        field = *inlineValue;
+        return std::nullopt;
+      }
       if (i + 1 >= argc)
         return "option '" + arg.str() + "' needs a value";
       // An option name where the value belongs means the value is missing

@@ -55,7 +55,9 @@ llvm::Expected<Options> Options::parse(int argc, char **argv, int first,
       inlineValue = name.drop_front(eq + 1).str();
       name = name.take_front(eq);
     }
-    if (llvm::is_contained(flags, name) && !inlineValue) {
+    if (llvm::is_contained(flags, name)) {
+      if (inlineValue)
+        return optionError("option '--" + name + "' takes no value");
       options.set.insert(name);
       continue;
     }

@@ -84,7 +84,7 @@ Value mlir::pisa::detail::emptyRowShift(ImplicitLocOpBuilder &b, Value max) {
 
 Value mlir::pisa::detail::shiftedExp2(ImplicitLocOpBuilder &b, Value x,
                                       Value shift) {
-  return math::Exp2Op::create(b, arith::SubFOp::create(b, x, shift));
+  return fastExp2(b, arith::SubFOp::create(b, x, shift));
 }
 
 Value mlir::pisa::detail::lse2FromSum(ImplicitLocOpBuilder &b, Value shift,

@@ -276,7 +276,7 @@ Value mlir::pisa::detail::buildLeafScoreMma(ImplicitLocOpBuilder &b,
     for (Value x : products)
       total = arith::AddFOp::create(
           b, total,
-          math::Exp2Op::create(b, math::FmaOp::create(b, x, scaleF, negShift)));
+          fastExp2(b, math::FmaOp::create(b, x, scaleF, negShift)));
     total = laneAllReduce(b, total, kQuadLanes, /*isMax=*/false);
     lse2.push_back(lse2FromSum(b, shift, total));
   }

@@ -137,4 +137,24 @@ def ConvertVectorToMmaSync : Pass<"pisa-vector-to-mma-sync"> {
   ];
 }
 
+def PisaFastExp2ToNVVM : Pass<"pisa-fast-exp2-to-nvvm"> {
+  let summary = "lower math.exp2 fastmath<afn> on f32 to ex2.approx.ftz.f32";
+  let description = [{
+    The kernels' softmax and LSE exponentials are `math.exp2` with
+    `fastmath<afn>` (f32 scalars or vectors of any shape, so that the
+    mma.sync epilogue distributes them like other elementwise ops). This
+    pass rewrites each into `llvm.nvvm.ex2.approx.ftz.f32` calls, element by
+    element: one MUFU.EX2 instruction each. Upstream's GPU-to-NVVM lowering
+    turns every f32 `math.exp2` into libdevice's `__nv_exp2f`, that is
+    `ex2.approx.f32`, which ptxas wraps in a compare and two multiplies to
+    return denormal results; terms below 2^-126 against a softmax sum of
+    at least 1. Run before convert-gpu-to-nvvm (the pisa GPU pipeline does);
+    without it the kernels are correct and slower. Other `math.exp2` ops
+    are left alone.
+  }];
+  let dependentDialects = [
+    "::mlir::LLVM::LLVMDialect", "::mlir::vector::VectorDialect"
+  ];
+}
+
 #endif // PISA_CONVERSION_PASSES_TD

@@ -62,6 +62,8 @@ void mlir::pisa::buildPisaGPUHostPipeline(
 void mlir::pisa::buildPisaGPUBackendPipeline(
     OpPassManager &pm, const PisaGPUPipelineOptions &options) {
   pm.addNestedPass<func::FuncOp>(createGpuAsyncRegionPass());
+  // Before upstream's math lowering would make every exp2 libdevice's.
+  pm.addNestedPass<gpu::GPUModuleOp>(createPisaFastExp2ToNVVM());
   gpu::GPUToNVVMPipelineOptions nvvm;
   nvvm.cubinChip = options.chip;
   nvvm.cubinFeatures = options.features;

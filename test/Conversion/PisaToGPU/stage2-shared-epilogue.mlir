@@ -22,7 +22,7 @@
 // CHECK: arith.mulf %{{.*}}, %{{.*}} : vector<64xf32>
 // CHECK: vector.reduction <maximumf>, %{{.*}} fastmath<reassoc>
 // CHECK-NOT: gpu.shuffle
-// CHECK: math.exp2 %{{.*}} : vector<64xf32>
+// CHECK: math.exp2 %{{.*}} fastmath<afn> : vector<64xf32>
 // CHECK: vector.reduction <add>, %{{.*}} fastmath<reassoc>
 // CHECK: math.log2
 // CHECK: memref.store %{{.*}}, %[[ROWS]]

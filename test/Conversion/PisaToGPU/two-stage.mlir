@@ -107,7 +107,7 @@
 // CHECK: %[[MC:.*]] = vector.shape_cast %[[M]] : vector<32xf32> to vector<32x1xf32>
 // CHECK: %[[MB:.*]] = vector.broadcast %[[MC]] : vector<32x1xf32> to vector<32x64xf32>
 // CHECK: %[[D:.*]] = arith.subf %[[L]], %[[MB]] : vector<32x64xf32>
-// CHECK: %[[E:.*]] = math.exp2 %[[D]] : vector<32x64xf32>
+// CHECK: %[[E:.*]] = math.exp2 %[[D]] fastmath<afn> : vector<32x64xf32>
 // CHECK: %[[Z:.*]] = vector.multi_reduction <add>, %[[E]], %{{.*}} [1] : vector<32x64xf32> to vector<32xf32>
 // CHECK: %[[LZ:.*]] = math.log2 %[[Z]] fastmath<afn> : vector<32xf32>
 // CHECK: %[[LSE:.*]] = arith.addf %[[M]], %[[LZ]] : vector<32xf32>

@@ -9,7 +9,6 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
-#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -309,20 +308,9 @@ Value mlir::pisa::detail::fastLog2(ImplicitLocOpBuilder &b, Value x) {
 }
 
 Value mlir::pisa::detail::fastExp2(ImplicitLocOpBuilder &b, Value x) {
-  auto ex2 = [&](Value v) -> Value {
-    return LLVM::CallIntrinsicOp::create(
-               b, b.getF32Type(),
-               b.getStringAttr("llvm.nvvm.ex2.approx.ftz.f32"), ValueRange{v})
-        .getResult(0);
-  };
-  auto vectorType = dyn_cast<VectorType>(x.getType());
-  if (!vectorType)
-    return ex2(x);
-  assert(vectorType.getRank() == 1 && "fastExp2 takes a 1-D vector");
-  SmallVector<Value> elements;
-  for (int64_t i = 0; i < vectorType.getNumElements(); ++i)
-    elements.push_back(ex2(vector::ExtractOp::create(b, x, i)));
-  return vector::FromElementsOp::create(b, vectorType, elements);
+  return math::Exp2Op::create(
+      b, x,
+      arith::FastMathFlagsAttr::get(b.getContext(), arith::FastMathFlags::afn));
 }
 
 Value mlir::pisa::detail::concatVectors(ImplicitLocOpBuilder &b, Value x,

@@ -173,12 +173,12 @@ Value tileProduct(ImplicitLocOpBuilder &b, Value lhs, Value rhs, Value acc,
 /// row's max once per row, after exp2s of the same precision.
 Value fastLog2(ImplicitLocOpBuilder &b, Value x);
 
-/// exp2 of an f32 scalar or vector, element by element, as
-/// ex2.approx.ftz.f32: one MUFU instruction. libdevice's __nv_exp2f (what
-/// math.exp2 lowers to) is ex2.approx.f32, which ptxas wraps in a compare
-/// and two multiplies to return denormal results; flushed here, they are
-/// terms below 2^-126 that a softmax's sum (at least 1, its max's term)
-/// cannot see.
+/// exp2 of an f32 scalar or vector as `math.exp2 fastmath<afn>`, which
+/// --pisa-fast-exp2-to-nvvm lowers to ex2.approx.ftz.f32 (one MUFU
+/// instruction; plain math.exp2 becomes libdevice's ex2.approx.f32, which
+/// ptxas wraps in a compare and two multiplies to return denormals): the
+/// terms it flushes are below 2^-126 against a softmax's sum of at least 1
+/// (its max's term).
 Value fastExp2(ImplicitLocOpBuilder &b, Value x);
 
 /// The constant vector<n x i32> [0, 1, ..., n - 1].

@@ -33,8 +33,7 @@ struct FastExp2ToNVVM : OpRewritePattern<math::Exp2Op> {
 
   LogicalResult matchAndRewrite(math::Exp2Op op,
                                 PatternRewriter &rewriter) const override {
-    if (!arith::bitEnumContainsAll(op.getFastmath(),
-                                   arith::FastMathFlags::afn))
+    if (!arith::bitEnumContainsAll(op.getFastmath(), arith::FastMathFlags::afn))
       return rewriter.notifyMatchFailure(op, "not fastmath<afn>");
     Type type = op.getType();
     Type f32 = rewriter.getF32Type();

@@ -275,8 +275,7 @@ Value mlir::pisa::detail::buildLeafScoreMma(ImplicitLocOpBuilder &b,
     Value total = f32Const(b, 0.0f);
     for (Value x : products)
       total = arith::AddFOp::create(
-          b, total,
-          fastExp2(b, math::FmaOp::create(b, x, scaleF, negShift)));
+          b, total, fastExp2(b, math::FmaOp::create(b, x, scaleF, negShift)));
     total = laneAllReduce(b, total, kQuadLanes, /*isMax=*/false);
     lse2.push_back(lse2FromSum(b, shift, total));
   }

@@ -125,32 +125,37 @@ std::optional<std::string> parseArgs(int argc, char **argv, Options &opts) {
         inlineValue = arg.drop_front(eq + 1).str();
         arg = arg.take_front(eq);
       }
-    bool isFlag = arg == "--help" || arg == "-h" || arg == "--version" ||
-                  arg == "--grad-dq-from-scores";
-    if (isFlag && inlineValue)
-      return "option '" + arg.str() + "' takes no value";
-    // Every option but --kernel-config is given once: a second -o would
-    // leave the user guessing which file was written.
-    static constexpr StringRef kOnce[] = {"-o",
-                                          "--chip",
-                                          "--features",
-                                          "--emit",
-                                          "--backward",
-                                          "--q-tile",
-                                          "--attention-union-queries",
-                                          "--grad-dq-from-scores"};
-    if (llvm::is_contained(kOnce, arg) && !given.insert(arg).second)
-      return "option '" + arg.str() + "' given twice";
+    // A flag takes no value; every option but --kernel-config is given
+    // once (a second -o would leave the user guessing which file was
+    // written).
+    auto once = [&]() -> std::optional<std::string> {
+      if (!given.insert(arg).second)
+        return "option '" + arg.str() + "' given twice";
+      return std::nullopt;
+    };
+    auto flag = [&]() -> std::optional<std::string> {
+      if (inlineValue)
+        return "option '" + arg.str() + "' takes no value";
+      return once();
+    };
     if (arg == "--help" || arg == "-h") {
+      if (auto err = flag())
+        return err;
       llvm::outs() << kUsage;
       exit(0);
     }
     if (arg == "--version") {
+      if (auto err = flag())
+        return err;
       llvm::outs() << "pisa-compile (pisa " PISA_VERSION_STRING
                       ", LLVM/MLIR " LLVM_VERSION_STRING ")\n";
       exit(0);
     }
-    auto value = [&](std::string &field) -> std::optional<std::string> {
+    auto value = [&](std::string &field,
+                     bool repeats = false) -> std::optional<std::string> {
+      if (!repeats)
+        if (auto err = once())
+          return err;
       if (inlineValue) {
         field = *inlineValue;
         return std::nullopt;
@@ -197,10 +202,11 @@ std::optional<std::string> parseArgs(int argc, char **argv, Options &opts) {
               "] for --attention-union-queries but got '" + v + "'";
     } else if (arg == "--kernel-config") {
       std::string v;
-      err = value(v);
+      err = value(v, /*repeats=*/true);
       if (!err)
         opts.pipeline.kernelConfig.push_back(v);
     } else if (arg == "--grad-dq-from-scores") {
+      err = flag();
       opts.pipeline.gradDqFromScores = true;
     } else if (arg.starts_with("-"))
       err = "unknown option '" + arg.str() + "'";

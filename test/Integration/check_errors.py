@@ -173,6 +173,7 @@ def main():
             ("value missing", ["select", "--q", q, "--block-size", "8", "--topk", "4", "--out", "--k", k],
              "option '--out' needs a value but got option '--k'"),
             ("flag with a value", base + ["--k", k, "--no-cache=1"], "option '--no-cache' takes no value"),
+            ("flag twice", base + ["--k", k, "--no-cache", "--no-cache"], "option '--no-cache' given twice"),
             ("missing option", ["select", "--q", q, "--k", k, "--topk", "4", "--out", out],
              "missing required option '--block-size'"),
             ("unknown command", ["frobnicate"], "unknown command 'frobnicate'"),

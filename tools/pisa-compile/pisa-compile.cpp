@@ -26,6 +26,7 @@
 #include "pisa/InitAllDialects.h"
 #include "pisa/InitAllPasses.h"
 #include "pisa/Pipelines/Pipelines.h"
+#include "pisa/Support/CommandLine.h"
 #include "pisa/Support/InputFiles.h"
 #include "pisa/Support/OutputFiles.h"
 #include "pisa/Support/ParserLimits.h"
@@ -46,7 +47,6 @@
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Target/LLVMIR/Export.h"
-#include "llvm/ADT/StringSet.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
@@ -115,62 +115,36 @@ struct Options {
 /// Parses argv; returns an error message on bad usage.
 std::optional<std::string> parseArgs(int argc, char **argv, Options &opts) {
   opts.pipeline.format = "bin";
-  llvm::StringSet<> given;
-  for (int i = 1; i < argc; ++i) {
-    StringRef arg = argv[i];
-    // --name=VALUE gives the value in the same word, taken as written.
-    std::optional<std::string> inlineValue;
-    if (arg.starts_with("--"))
-      if (size_t eq = arg.find('='); eq != StringRef::npos) {
-        inlineValue = arg.drop_front(eq + 1).str();
-        arg = arg.take_front(eq);
-      }
-    // A flag takes no value; every option but --kernel-config is given
-    // once (a second -o would leave the user guessing which file was
-    // written).
-    auto once = [&]() -> std::optional<std::string> {
-      if (!given.insert(arg).second)
-        return "option '" + arg.str() + "' given twice";
+  // '-' alone is a value (standard output for -o); -o and -h are options.
+  mlir::pisa::CommandLine line(argc, argv, 1, {"-o", "-h"});
+  auto message = [](llvm::Error err) -> std::optional<std::string> {
+    if (!err)
       return std::nullopt;
-    };
-    auto flag = [&]() -> std::optional<std::string> {
-      if (inlineValue)
-        return "option '" + arg.str() + "' takes no value";
-      return once();
-    };
+    return llvm::toString(std::move(err));
+  };
+  auto value = [&](std::string &field,
+                   bool repeats = false) -> std::optional<std::string> {
+    llvm::Expected<std::string> v = line.value(repeats);
+    if (!v)
+      return message(v.takeError());
+    field = std::move(*v);
+    return std::nullopt;
+  };
+  while (line.next()) {
+    StringRef arg = line.name();
     if (arg == "--help" || arg == "-h") {
-      if (auto err = flag())
+      if (auto err = message(line.flag()))
         return err;
       llvm::outs() << kUsage;
       exit(0);
     }
     if (arg == "--version") {
-      if (auto err = flag())
+      if (auto err = message(line.flag()))
         return err;
       llvm::outs() << "pisa-compile (pisa " PISA_VERSION_STRING
                       ", LLVM/MLIR " LLVM_VERSION_STRING ")\n";
       exit(0);
     }
-    auto value = [&](std::string &field,
-                     bool repeats = false) -> std::optional<std::string> {
-      if (!repeats)
-        if (auto err = once())
-          return err;
-      if (inlineValue) {
-        field = *inlineValue;
-        return std::nullopt;
-      }
-      if (i + 1 >= argc)
-        return "option '" + arg.str() + "' needs a value";
-      // An option name where the value belongs means the value is missing
-      // ('-' alone is a value: standard output for -o).
-      StringRef next = argv[i + 1];
-      if (next.starts_with("--") || next == "-o" || next == "-h")
-        return "option '" + arg.str() + "' needs a value but got option '" +
-               next.str() + "'";
-      field = argv[++i];
-      return std::nullopt;
-    };
     std::optional<std::string> err;
     if (arg == "-o")
       err = value(opts.output);
@@ -206,7 +180,7 @@ std::optional<std::string> parseArgs(int argc, char **argv, Options &opts) {
       if (!err)
         opts.pipeline.kernelConfig.push_back(v);
     } else if (arg == "--grad-dq-from-scores") {
-      err = flag();
+      err = message(line.flag());
       opts.pipeline.gradDqFromScores = true;
     } else if (arg.starts_with("-"))
       err = "unknown option '" + arg.str() + "'";

@@ -12,6 +12,7 @@
 
 #include "Options.h"
 
+#include "pisa/Support/CommandLine.h"
 #include "pisa/Version.h"
 
 #include "llvm/Config/llvm-config.h"
@@ -45,37 +46,24 @@ llvm::Expected<Options> Options::parse(int argc, char **argv, int first,
                                        llvm::ArrayRef<StringRef> valued,
                                        llvm::ArrayRef<StringRef> flags) {
   Options options;
-  for (int i = first; i < argc; ++i) {
-    StringRef arg = argv[i];
+  mlir::pisa::CommandLine line(argc, argv, first);
+  while (line.next()) {
+    StringRef arg = line.name();
     if (!arg.starts_with("--"))
       return optionError("unexpected argument '" + arg + "'");
     StringRef name = arg.drop_front(2);
-    std::optional<std::string> inlineValue;
-    if (size_t eq = name.find('='); eq != StringRef::npos) {
-      inlineValue = name.drop_front(eq + 1).str();
-      name = name.take_front(eq);
-    }
     if (llvm::is_contained(flags, name)) {
-      if (inlineValue)
-        return optionError("option '--" + name + "' takes no value");
+      if (llvm::Error err = line.flag())
+        return std::move(err);
       options.set.insert(name);
       continue;
     }
     if (!llvm::is_contained(valued, name))
       return optionError("unknown option '--" + name + "'");
-    if (options.values.count(name))
-      return optionError("option '--" + name + "' given twice");
-    if (!inlineValue) {
-      if (i + 1 >= argc)
-        return optionError("option '--" + name + "' needs a value");
-      // An option name where the value belongs means the value is missing;
-      // a value that starts with "--" is written --name=value.
-      if (StringRef next = argv[i + 1]; next.starts_with("--"))
-        return optionError("option '--" + name +
-                           "' needs a value but got option '" + next + "'");
-      inlineValue = argv[++i];
-    }
-    options.values[name] = *inlineValue;
+    llvm::Expected<std::string> value = line.value();
+    if (!value)
+      return value.takeError();
+    options.values[name] = std::move(*value);
   }
   return options;
 }
@@ -160,7 +148,8 @@ static void usage(llvm::raw_ostream &os) {
         "           [--keys N --topk K --branching g]  (work against flat\n"
         "           block selection)\n"
         "       every --name VALUE may be written --name=VALUE (a VALUE\n"
-        "           that starts with \"--\" must be)\n";
+        "           that starts with \"--\" must be); each option is given\n"
+        "           once\n";
 }
 
 int main(int argc, char **argv) {

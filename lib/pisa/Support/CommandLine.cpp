@@ -1,0 +1,61 @@
+//===- CommandLine.cpp - The option rules of pisa-compile and pisa-run ----===//
+
+#include "pisa/Support/CommandLine.h"
+
+#include "llvm/ADT/STLExtras.h"
+
+using namespace mlir::pisa;
+using llvm::StringRef;
+
+CommandLine::CommandLine(int argc, char **argv, int first,
+                         llvm::ArrayRef<StringRef> shortOptions)
+    : argc(argc), argv(argv), index(first - 1),
+      shortOptions(shortOptions.begin(), shortOptions.end()) {}
+
+bool CommandLine::next() {
+  if (index + 1 >= argc)
+    return false;
+  current = argv[++index];
+  inlineValue.reset();
+  if (current.starts_with("--"))
+    if (size_t eq = current.find('='); eq != StringRef::npos) {
+      inlineValue = current.drop_front(eq + 1).str();
+      current = current.take_front(eq);
+    }
+  return true;
+}
+
+llvm::Error CommandLine::error(const llvm::Twine &message) const {
+  return llvm::createStringError(std::errc::invalid_argument,
+                                 message.str().c_str());
+}
+
+llvm::Error CommandLine::once() {
+  if (!given.insert(current).second)
+    return error("option '" + current + "' given twice");
+  return llvm::Error::success();
+}
+
+llvm::Error CommandLine::flag() {
+  if (inlineValue)
+    return error("option '" + current + "' takes no value");
+  return once();
+}
+
+llvm::Expected<std::string> CommandLine::value(bool repeats) {
+  if (!repeats)
+    if (llvm::Error err = once())
+      return std::move(err);
+  if (inlineValue)
+    return *inlineValue;
+  if (index + 1 >= argc)
+    return error("option '" + current + "' needs a value");
+  // An option where the value belongs means the value is missing ('-'
+  // alone is a value: standard output).
+  StringRef word = argv[index + 1];
+  if (word.starts_with("--") || llvm::is_contained(shortOptions, word))
+    return error("option '" + current + "' needs a value but got option '" +
+                 word + "'");
+  ++index;
+  return word.str();
+}

@@ -105,16 +105,17 @@ Value mlir::pisa::detail::rowMax(ImplicitLocOpBuilder &b,
   return laneAllReduce(b, m, laneMasks, /*isMax=*/true);
 }
 
-Value mlir::pisa::detail::rowLse2(ImplicitLocOpBuilder &b,
-                                  ArrayRef<Value> logits,
-                                  ArrayRef<int64_t> laneMasks) {
-  Value m = rowMax(b, logits, laneMasks);
-  Value shift = emptyRowShift(b, m);
+Value mlir::pisa::detail::scaledRowLse2(ImplicitLocOpBuilder &b,
+                                        ArrayRef<Value> products, Value scale,
+                                        ArrayRef<int64_t> laneMasks) {
+  Value shift = arith::MulFOp::create(b, rowMax(b, products, laneMasks), scale);
+  Value negShift = arith::NegFOp::create(b, shift);
   Value total = f32Const(b, 0.0f);
-  for (Value x : logits)
-    total = arith::AddFOp::create(b, total, shiftedExp2(b, x, shift));
+  for (Value x : products)
+    total = arith::AddFOp::create(
+        b, total, fastExp2(b, math::FmaOp::create(b, x, scale, negShift)));
   total = laneAllReduce(b, total, laneMasks, /*isMax=*/false);
-  return lse2FromSum(b, m, total);
+  return lse2FromSum(b, shift, total);
 }
 
 OnlineMax mlir::pisa::detail::onlineMaxStep(ImplicitLocOpBuilder &b,

@@ -72,10 +72,14 @@ Value lse2FromSum(ImplicitLocOpBuilder &b, Value shift, Value sum);
 /// A value in base 2 (an LSE or a sum of them) in base e: x ln 2.
 Value toBaseE(ImplicitLocOpBuilder &b, Value x);
 
-/// The row LSE in base 2 of `logits` (this lane's values of the row, then
-/// the lanes of `laneMasks`): -inf when every logit is -inf.
-Value rowLse2(ImplicitLocOpBuilder &b, ArrayRef<Value> logits,
-              ArrayRef<int64_t> laneMasks);
+/// The row LSE in base 2 of `scale` times `products` (this lane's values of
+/// the row, then the lanes of `laneMasks`), for finite products and a
+/// positive scale (scale times log2 e): since max(s x) = s max(x), the scale
+/// goes into each exponent's fused multiply-add, exp2(fma(x, s, -s max)),
+/// one instruction before each exponential instead of a multiply and a
+/// subtract.
+Value scaledRowLse2(ImplicitLocOpBuilder &b, ArrayRef<Value> products,
+                    Value scale, ArrayRef<int64_t> laneMasks);
 
 /// The max of a row of `logits` over this lane's values, then the lanes of
 /// `laneMasks`.

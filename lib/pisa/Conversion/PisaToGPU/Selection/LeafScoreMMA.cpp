@@ -14,7 +14,6 @@
 #include "../Common/LoopBuilders.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
@@ -270,14 +269,7 @@ Value mlir::pisa::detail::buildLeafScoreMma(ImplicitLocOpBuilder &b,
       for (int64_t c = 0; c < 2; ++c)
         products.push_back(
             vector::ExtractOp::create(b, tile, ArrayRef<int64_t>{half, c}));
-    Value shift = arith::MulFOp::create(b, quadRowMax(b, products), scaleF);
-    Value negShift = arith::NegFOp::create(b, shift);
-    Value total = f32Const(b, 0.0f);
-    for (Value x : products)
-      total = arith::AddFOp::create(
-          b, total, fastExp2(b, math::FmaOp::create(b, x, scaleF, negShift)));
-    total = laneAllReduce(b, total, kQuadLanes, /*isMax=*/false);
-    lse2.push_back(lse2FromSum(b, shift, total));
+    lse2.push_back(quadScaledRowLse(b, products, scaleF));
   }
   return sumHeadRows(b, lse2, query.lane, query.groupSize);
 }

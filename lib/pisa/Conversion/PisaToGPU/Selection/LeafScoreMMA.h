@@ -84,10 +84,11 @@ inline Value quadRowMax(ImplicitLocOpBuilder &b, ArrayRef<Value> logits) {
   return rowMax(b, logits, kQuadLanes);
 }
 
-/// The LSE in base 2 of a row's logits over the lane's columns and then its
-/// quad: -inf when every logit is -inf.
-inline Value quadRowLse(ImplicitLocOpBuilder &b, ArrayRef<Value> logits) {
-  return rowLse2(b, logits, kQuadLanes);
+/// The LSE in base 2 of `scale` times a row's products (finite, no column
+/// masked) over the lane's columns and then its quad (scaledRowLse2).
+inline Value quadScaledRowLse(ImplicitLocOpBuilder &b, ArrayRef<Value> products,
+                              Value scale) {
+  return scaledRowLse2(b, products, scale, kQuadLanes);
 }
 
 /// Child c of candidate a (node `node`) of a fanout-2 level scored on

@@ -147,15 +147,12 @@ static void buildWarpgroupEpilogue(ImplicitLocOpBuilder &b, const Kernel &e,
   // 8 j + 2 (lane % 4) + e % 2.
   Value lse[2];
   for (int64_t half = 0; half < 2; ++half) {
-    SmallVector<Value> logits;
+    SmallVector<Value> products;
     for (int64_t j = 0; j < c / 8; ++j)
       for (int64_t e2 = 0; e2 < 2; ++e2)
-        logits.push_back(arith::MulFOp::create(
-            b,
-            LLVM::ExtractValueOp::create(
-                b, acc, ArrayRef<int64_t>{4 * j + 2 * half + e2}),
-            scale));
-    lse[half] = quadRowLse(b, logits);
+        products.push_back(LLVM::ExtractValueOp::create(
+            b, acc, ArrayRef<int64_t>{4 * j + 2 * half + e2}));
+    lse[half] = quadScaledRowLse(b, products, scale);
   }
   // A member's G rows: G consecutive quad rows (G <= 8) or both halves of
   // the warp's 8 (G = 16). Lanes 4 apart hold consecutive quad rows.

@@ -27,6 +27,7 @@
 
 using namespace pisatool;
 using llvm::StringRef;
+using mlir::pisa::usageError;
 
 int pisatool::fail(const llvm::Twine &message) {
   llvm::errs() << "pisa-run: error: " << message << "\n";
@@ -37,11 +38,6 @@ int pisatool::fail(llvm::Error error) {
   return fail(llvm::toString(std::move(error)));
 }
 
-static llvm::Error optionError(const llvm::Twine &message) {
-  return llvm::createStringError(std::errc::invalid_argument,
-                                 message.str().c_str());
-}
-
 llvm::Expected<Options> Options::parse(int argc, char **argv, int first,
                                        llvm::ArrayRef<StringRef> valued,
                                        llvm::ArrayRef<StringRef> flags) {
@@ -50,7 +46,7 @@ llvm::Expected<Options> Options::parse(int argc, char **argv, int first,
   while (line.next()) {
     StringRef arg = line.name();
     if (!arg.starts_with("--"))
-      return optionError("unexpected argument '" + arg + "'");
+      return usageError("unexpected argument '" + arg + "'");
     StringRef name = arg.drop_front(2);
     if (llvm::is_contained(flags, name)) {
       if (llvm::Error err = line.flag())
@@ -59,7 +55,7 @@ llvm::Expected<Options> Options::parse(int argc, char **argv, int first,
       continue;
     }
     if (!llvm::is_contained(valued, name))
-      return optionError("unknown option '--" + name + "'");
+      return usageError("unknown option '--" + name + "'");
     llvm::Expected<std::string> value = line.value();
     if (!value)
       return value.takeError();
@@ -71,7 +67,7 @@ llvm::Expected<Options> Options::parse(int argc, char **argv, int first,
 llvm::Expected<std::string> Options::str(StringRef name) const {
   auto it = values.find(name);
   if (it == values.end())
-    return optionError("missing required option '--" + name + "'");
+    return usageError("missing required option '--" + name + "'");
   return it->second;
 }
 
@@ -81,12 +77,12 @@ Options::integer(StringRef name, std::optional<int64_t> fallback) const {
   if (it == values.end()) {
     if (fallback)
       return *fallback;
-    return optionError("missing required option '--" + name + "'");
+    return usageError("missing required option '--" + name + "'");
   }
   int64_t value;
   if (StringRef(it->second).getAsInteger(10, value))
-    return optionError("expected an integer for '--" + name + "' but got '" +
-                       it->second + "'");
+    return usageError("expected an integer for '--" + name + "' but got '" +
+                      it->second + "'");
   return value;
 }
 
@@ -97,8 +93,8 @@ llvm::Expected<std::optional<double>> Options::real(StringRef name) const {
   char *end = nullptr;
   double value = std::strtod(it->second.c_str(), &end);
   if (it->second.empty() || *end != '\0')
-    return optionError("expected a number for '--" + name + "' but got '" +
-                       it->second + "'");
+    return usageError("expected a number for '--" + name + "' but got '" +
+                      it->second + "'");
   return std::optional<double>(value);
 }
 

@@ -28,6 +28,9 @@
 
 namespace mlir::pisa {
 
+/// A bad command line's one-line error (std::errc::invalid_argument).
+llvm::Error usageError(const llvm::Twine &message);
+
 class CommandLine {
 public:
   /// Reads argv[first..]; `shortOptions` (e.g. "-o") count as options
@@ -47,7 +50,6 @@ public:
   llvm::Error flag();
 
 private:
-  llvm::Error error(const llvm::Twine &message) const;
   llvm::Error once();
 
   int argc;

@@ -25,20 +25,20 @@ bool CommandLine::next() {
   return true;
 }
 
-llvm::Error CommandLine::error(const llvm::Twine &message) const {
+llvm::Error mlir::pisa::usageError(const llvm::Twine &message) {
   return llvm::createStringError(std::errc::invalid_argument,
                                  message.str().c_str());
 }
 
 llvm::Error CommandLine::once() {
   if (!given.insert(current).second)
-    return error("option '" + current + "' given twice");
+    return usageError("option '" + current + "' given twice");
   return llvm::Error::success();
 }
 
 llvm::Error CommandLine::flag() {
   if (inlineValue)
-    return error("option '" + current + "' takes no value");
+    return usageError("option '" + current + "' takes no value");
   return once();
 }
 
@@ -49,13 +49,13 @@ llvm::Expected<std::string> CommandLine::value(bool repeats) {
   if (inlineValue)
     return *inlineValue;
   if (index + 1 >= argc)
-    return error("option '" + current + "' needs a value");
+    return usageError("option '" + current + "' needs a value");
   // An option where the value belongs means the value is missing ('-'
   // alone is a value: standard output).
   StringRef word = argv[index + 1];
   if (word.starts_with("--") || llvm::is_contained(shortOptions, word))
-    return error("option '" + current + "' needs a value but got option '" +
-                 word + "'");
+    return usageError("option '" + current +
+                      "' needs a value but got option '" + word + "'");
   ++index;
   return word.str();
 }

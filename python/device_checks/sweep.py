@@ -344,11 +344,12 @@ def build(args):
             cfg["token_major"] = layout_rng.random() < args.token_major_share
     print(f"seed {args.seed}: {len(cfgs)} configurations", flush=True)
     t0 = time.time()
+    flags = kernel_config_flags(args)
     built, rejected = compile_all(cfgs, args.out, args.pisa_compile, args.jobs,
-                                  lambda c: program(c, c.get("schedule")))
+                                  lambda c: program(c, c.get("schedule")), flags)
     print(f"built {len(built)}, rejected {len(rejected)} in {time.time() - t0:.0f} s")
     with open(os.path.join(args.out, "sweep.json"), "w") as f:
-        json.dump({"seed": args.seed, "max_n": args.max_n, "cases": built,
+        json.dump({"seed": args.seed, "max_n": args.max_n, "flags": flags, "cases": built,
                    "rejected": rejected}, f, indent=1)
     return 0
 
@@ -616,6 +617,7 @@ def main(argv=None):
     b.add_argument("--dynamic", action="store_true",
                    help="libraries of dynamic B, N and Nq (one per configuration; "
                         "check calls each on further shapes)")
+    add_kernel_config_option(b)
     c = sub.add_parser("check", help="check built libraries on the GPU")
     c.add_argument("dir")
     c.add_argument("--seed", type=int)

@@ -207,7 +207,9 @@ LogicalResult confirmFields(Operation *op, KernelConfigAttr asked,
       succeeded(check("min_blocks_per_sm", asked.getMinBlocksPerSM(),
                       complete.getMinBlocksPerSM())) &&
       succeeded(check("prefetch_ahead", asked.getPrefetchAhead(),
-                      complete.getPrefetchAhead())));
+                      complete.getPrefetchAhead())) &&
+      succeeded(check("fma_exp2_every", asked.getFmaExp2Every(),
+                      complete.getFmaExp2Every())));
 }
 } // namespace
 

@@ -112,40 +112,47 @@ struct Options {
   mlir::pisa::PisaGPUPipelineOptions pipeline;
 };
 
-/// Parses argv; returns an error message on bad usage.
-std::optional<std::string> parseArgs(int argc, char **argv, Options &opts) {
+/// Parses argv; a usage error (mlir::pisa::usageError) on bad usage.
+llvm::Error parseArgs(int argc, char **argv, Options &opts) {
+  using mlir::pisa::usageError;
   opts.pipeline.format = "bin";
   // '-' alone is a value (standard output for -o); -o and -h are options.
   mlir::pisa::CommandLine line(argc, argv, 1, {"-o", "-h"});
-  auto message = [](llvm::Error err) -> std::optional<std::string> {
-    if (!err)
-      return std::nullopt;
-    return llvm::toString(std::move(err));
-  };
-  auto value = [&](std::string &field,
-                   bool repeats = false) -> std::optional<std::string> {
+  auto value = [&](std::string &field, bool repeats = false) -> llvm::Error {
     llvm::Expected<std::string> v = line.value(repeats);
     if (!v)
-      return message(v.takeError());
+      return v.takeError();
     field = std::move(*v);
-    return std::nullopt;
+    return llvm::Error::success();
+  };
+  // The integer of option `name` in [low, high].
+  auto integer = [&](StringRef name, int64_t low, int64_t high,
+                     int64_t &out) -> llvm::Error {
+    std::string v;
+    if (llvm::Error err = value(v))
+      return err;
+    if (StringRef(v).getAsInteger(10, out) || out < low || out > high)
+      return usageError("expected an integer in [" + llvm::Twine(low) + ", " +
+                        llvm::Twine(high) + "] for " + name + " but got '" + v +
+                        "'");
+    return llvm::Error::success();
   };
   while (line.next()) {
     StringRef arg = line.name();
     if (arg == "--help" || arg == "-h") {
-      if (auto err = message(line.flag()))
+      if (llvm::Error err = line.flag())
         return err;
       llvm::outs() << kUsage;
       exit(0);
     }
     if (arg == "--version") {
-      if (auto err = message(line.flag()))
+      if (llvm::Error err = line.flag())
         return err;
       llvm::outs() << "pisa-compile (pisa " PISA_VERSION_STRING
                       ", LLVM/MLIR " LLVM_VERSION_STRING ")\n";
       exit(0);
     }
-    std::optional<std::string> err;
+    llvm::Error err = llvm::Error::success();
     if (arg == "-o")
       err = value(opts.output);
     else if (arg == "--chip")
@@ -156,58 +163,46 @@ std::optional<std::string> parseArgs(int argc, char **argv, Options &opts) {
       err = value(opts.emit);
     else if (arg == "--backward")
       err = value(opts.backward);
-    else if (arg == "--q-tile") {
-      std::string v;
-      err = value(v);
-      if (!err && (StringRef(v).getAsInteger(10, opts.pipeline.qTile) ||
-                   opts.pipeline.qTile < 1 ||
-                   opts.pipeline.qTile > mlir::pisa::kMaxQueryTile))
-        err = "expected an integer in [1, " +
-              std::to_string(mlir::pisa::kMaxQueryTile) +
-              "] for --q-tile but got '" + v + "'";
-    } else if (arg == "--attention-union-queries") {
-      std::string v;
-      err = value(v);
-      int64_t &w = opts.pipeline.attentionUnionQueries;
-      if (!err && (StringRef(v).getAsInteger(10, w) || w < 0 ||
-                   w > mlir::pisa::kMaxUnionQueries))
-        err = "expected an integer in [0, " +
-              std::to_string(mlir::pisa::kMaxUnionQueries) +
-              "] for --attention-union-queries but got '" + v + "'";
-    } else if (arg == "--kernel-config") {
+    else if (arg == "--q-tile")
+      err = integer(arg, 1, mlir::pisa::kMaxQueryTile, opts.pipeline.qTile);
+    else if (arg == "--attention-union-queries")
+      err = integer(arg, 0, mlir::pisa::kMaxUnionQueries,
+                    opts.pipeline.attentionUnionQueries);
+    else if (arg == "--kernel-config") {
       std::string v;
       err = value(v, /*repeats=*/true);
       if (!err)
         opts.pipeline.kernelConfig.push_back(v);
     } else if (arg == "--grad-dq-from-scores") {
-      err = message(line.flag());
+      err = line.flag();
       opts.pipeline.gradDqFromScores = true;
     } else if (arg.starts_with("-"))
-      err = "unknown option '" + arg.str() + "'";
+      err = usageError("unknown option '" + arg + "'");
     else if (opts.input.empty())
       opts.input = arg.str();
     else
-      err = "unexpected argument '" + arg.str() + "'";
+      err = usageError("unexpected argument '" + arg + "'");
     if (err)
       return err;
   }
   if (opts.input.empty() || opts.output.empty())
-    return std::string("usage: pisa-compile INPUT.mlir -o libNAME.so "
-                       "[--chip sm_90a] [--features +ptx80] [--q-tile 4] "
-                       "[--emit so|mlir|llvm]");
+    return usageError("usage: pisa-compile INPUT.mlir -o libNAME.so "
+                      "[--chip sm_90a] [--features +ptx80] [--q-tile 4] "
+                      "[--emit so|mlir|llvm]");
   if (auto why = mlir::pisa::unsupportedGPUTarget(opts.pipeline.chip,
                                                   opts.pipeline.format))
-    return *why;
+    return usageError(*why);
   if (opts.backward != "auto" && opts.backward != "require" &&
       opts.backward != "none")
-    return "expected --backward auto, require or none but got '" +
-           opts.backward + "'";
+    return usageError("expected --backward auto, require or none but got '" +
+                      opts.backward + "'");
   if (opts.emit != "so" && opts.emit != "mlir" && opts.emit != "llvm")
-    return "expected --emit so, mlir or llvm but got '" + opts.emit + "'";
+    return usageError("expected --emit so, mlir or llvm but got '" + opts.emit +
+                      "'");
   if (opts.emit == "so" && opts.output == "-")
-    return std::string("expected a file for -o with --emit so (a library "
-                       "and its manifest beside it) but got '-'");
-  return std::nullopt;
+    return usageError("expected a file for -o with --emit so (a library "
+                      "and its manifest beside it) but got '-'");
+  return llvm::Error::success();
 }
 
 /// Writes `texts` to `paths` as one OutputSet: all or nothing, existing
@@ -279,8 +274,8 @@ static void embedManifest(llvm::Module &module, llvm::StringRef json) {
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   Options opts;
-  if (std::optional<std::string> err = parseArgs(argc, argv, opts))
-    return fail(*err);
+  if (llvm::Error err = parseArgs(argc, argv, opts))
+    return fail(llvm::toString(std::move(err)));
 
   // An output that is the input or another output is refused before any
   // work.

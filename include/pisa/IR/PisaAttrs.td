@@ -111,9 +111,6 @@ def Pisa_KernelConfigAttr : AttrDef<Pisa_Dialect, "KernelConfig"> {
       kernel of the backward counts steps (step s + n's Q and dO rows when
       step s + 1's copies are issued), the dq kernel from dS tiles attended
       blocks (the next block's dS tile).
-    - `fma_exp2_every`: the wgmma tile scorer's epilogue computes every
-      n-th exponential of a lane's row with a polynomial on the FMA pipes
-      instead of the MUFU unit (0 or absent: all on MUFU).
 
     Fields an op does not use are absent. A hand-written configuration may
     set any of the fields (`<>`: none): --pisa-configure-kernels keeps
@@ -136,8 +133,7 @@ def Pisa_KernelConfigAttr : AttrDef<Pisa_Dialect, "KernelConfig"> {
     OptionalParameter<"std::optional<::mlir::pisa::KernelEpilogue>">:$epilogue,
     OptionalParameter<"std::optional<int64_t>">:$minBlocksPerSM,
     OptionalParameter<"std::optional<int64_t>">:$unionQueries,
-    OptionalParameter<"std::optional<int64_t>">:$prefetchAhead,
-    OptionalParameter<"std::optional<int64_t>">:$fmaExp2Every
+    OptionalParameter<"std::optional<int64_t>">:$prefetchAhead
   );
   let hasCustomAssemblyFormat = 1;
   let genVerifyDecl = 1;

@@ -23,7 +23,7 @@ namespace {
 struct Fields {
   std::optional<KernelVariant> variant, levelVariant;
   std::optional<int64_t> threads, warpsPerQuery, rowsPerWarp, tilesPerBlock,
-      minBlocksPerSM, unionQueries, prefetchAhead, fmaExp2Every;
+      minBlocksPerSM, unionQueries, prefetchAhead;
   std::optional<CandidateWalk> walk;
   std::optional<KernelEpilogue> epilogue;
 };
@@ -52,10 +52,10 @@ Attribute KernelConfigAttr::parse(AsmParser &parser, Type) {
     return {};
   // `<>`: nothing asked, every field chosen.
   if (succeeded(parser.parseOptionalGreater()))
-    return KernelConfigAttr::get(
-        parser.getContext(), std::nullopt, 0, std::nullopt, std::nullopt,
-        std::nullopt, std::nullopt, std::nullopt, std::nullopt, std::nullopt,
-        std::nullopt, std::nullopt, std::nullopt);
+    return KernelConfigAttr::get(parser.getContext(), std::nullopt, 0,
+                                 std::nullopt, std::nullopt, std::nullopt,
+                                 std::nullopt, std::nullopt, std::nullopt,
+                                 std::nullopt, std::nullopt, std::nullopt);
   do {
     SMLoc loc = parser.getCurrentLocation();
     StringRef key;
@@ -100,15 +100,12 @@ Attribute KernelConfigAttr::parse(AsmParser &parser, Type) {
       r = integer(f.unionQueries);
     else if (key == "prefetch_ahead")
       r = integer(f.prefetchAhead);
-    else if (key == "fma_exp2_every")
-      r = integer(f.fmaExp2Every);
     else {
       parser.emitError(loc)
           << "unknown kernel_config field '" << key
           << "' (expected variant, threads, warps_per_query, walk, "
              "level_variant, rows_per_warp, tiles_per_block, epilogue, "
-             "union_queries, min_blocks_per_sm, prefetch_ahead or "
-             "fma_exp2_every)";
+             "union_queries, min_blocks_per_sm or prefetch_ahead)";
       return {};
     }
     if (failed(r))
@@ -125,8 +122,7 @@ Attribute KernelConfigAttr::parse(AsmParser &parser, Type) {
   return parser.getChecked<KernelConfigAttr>(
       start, parser.getContext(), f.variant, f.threads.value_or(0),
       f.warpsPerQuery, f.walk, f.levelVariant, f.rowsPerWarp, f.tilesPerBlock,
-      f.epilogue, f.minBlocksPerSM, f.unionQueries, f.prefetchAhead,
-      f.fmaExp2Every);
+      f.epilogue, f.minBlocksPerSM, f.unionQueries, f.prefetchAhead);
 }
 
 void KernelConfigAttr::print(AsmPrinter &printer) const {
@@ -157,8 +153,6 @@ void KernelConfigAttr::print(AsmPrinter &printer) const {
     field("min_blocks_per_sm") << *v;
   if (auto v = getPrefetchAhead())
     field("prefetch_ahead") << *v;
-  if (auto v = getFmaExp2Every())
-    field("fma_exp2_every") << *v;
   printer << ">";
 }
 
@@ -177,8 +171,7 @@ KernelConfigAttr KernelConfigAttr::overriddenBy(KernelConfigAttr over) const {
       pick(getEpilogue(), over.getEpilogue()),
       pick(getMinBlocksPerSM(), over.getMinBlocksPerSM()),
       pick(getUnionQueries(), over.getUnionQueries()),
-      pick(getPrefetchAhead(), over.getPrefetchAhead()),
-      pick(getFmaExp2Every(), over.getFmaExp2Every()));
+      pick(getPrefetchAhead(), over.getPrefetchAhead()));
 }
 
 LogicalResult KernelConfigAttr::verify(
@@ -187,8 +180,7 @@ LogicalResult KernelConfigAttr::verify(
     std::optional<CandidateWalk>, std::optional<KernelVariant> levelVariant,
     std::optional<int64_t> rowsPerWarp, std::optional<int64_t> tilesPerBlock,
     std::optional<KernelEpilogue>, std::optional<int64_t> minBlocksPerSM,
-    std::optional<int64_t> unionQueries, std::optional<int64_t> prefetchAhead,
-    std::optional<int64_t> fmaExp2Every) {
+    std::optional<int64_t> unionQueries, std::optional<int64_t> prefetchAhead) {
   // Threads 0: not chosen yet (a hand-written configuration that
   // --pisa-configure-kernels completes). A block has at most 1024.
   if (threads < 0 || threads > 1024)
@@ -222,9 +214,5 @@ LogicalResult KernelConfigAttr::verify(
     return emitError() << "expected kernel_config prefetch_ahead in [0, 8] "
                           "but got "
                        << *prefetchAhead;
-  if (fmaExp2Every && (*fmaExp2Every < 0 || *fmaExp2Every > 64))
-    return emitError() << "expected kernel_config fma_exp2_every in [0, 64] "
-                          "but got "
-                       << *fmaExp2Every;
   return success();
 }

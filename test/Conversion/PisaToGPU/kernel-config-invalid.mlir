@@ -269,7 +269,7 @@ func.func @f(%k: memref<1x1x512x128xbf16>, %p: memref<1x1x15x128xf32>) {
 
 // -----
 
-// expected-error @+1 {{unknown kernel_config field 'warps' (expected variant, threads, warps_per_query, walk, level_variant, rows_per_warp, tiles_per_block, epilogue, union_queries, min_blocks_per_sm, prefetch_ahead or fma_exp2_every)}}
+// expected-error @+1 {{unknown kernel_config field 'warps' (expected variant, threads, warps_per_query, walk, level_variant, rows_per_warp, tiles_per_block, epilogue, union_queries, min_blocks_per_sm or prefetch_ahead)}}
 #bad = #pisa.kernel_config<variant = simt, warps = 2>
 
 // -----
@@ -384,43 +384,6 @@ func.func @f(%q: memref<1x4x10x64xbf16>, %k: memref<1x1x10x64xbf16>, %v: memref<
 
 // expected-error @+1 {{expected kernel_config prefetch_ahead in [0, 8] but got 9}}
 #bad = #pisa.kernel_config<variant = mma_sync, prefetch_ahead = 9>
-
-// -----
-
-// expected-error @+1 {{expected kernel_config fma_exp2_every in [0, 64] but got 65}}
-#bad = #pisa.kernel_config<variant = wgmma, fma_exp2_every = 65>
-
-// -----
-
-// expected-error @+1 {{expected kernel_config fma_exp2_every in [0, 64] but got -1}}
-#bad = #pisa.kernel_config<variant = wgmma, fma_exp2_every = -1>
-
-// -----
-
-// Only the wgmma scorer's epilogue computes exponentials on the FMA pipes.
-func.func @f(%q: memref<1x16x512x128xbf16>, %k: memref<1x1x512x128xbf16>, %off: index,
-             %lc: memref<1x1x8xi32>, %ls: memref<1x1x8xi32>, %tl: memref<1x1x2056xi32>,
-             %tf: memref<1x1x2056xi32>, %nt: memref<1x1xi32>, %sp: memref<1x1x8192xi32>,
-             %out: memref<1x1x512x16xf32>) {
-  // expected-error @+1 {{kernel_config fma_exp2_every = 4 is not supported here: only the wgmma scorer takes it}}
-  pisa.kernel.score_tiles %q, %k, %off, %lc, %ls, %tl, %tf, %nt, %sp outs(%out)
-      topk = 8 block_size = 64 q_tile = 4 scale = 0.0883883461
-      {kernel_config = #pisa.kernel_config<variant = mma_sync, fma_exp2_every = 4>}
-      : memref<1x16x512x128xbf16>, memref<1x1x512x128xbf16>, memref<1x1x8xi32>, memref<1x1x8xi32>,
-        memref<1x1x2056xi32>, memref<1x1x2056xi32>, memref<1x1xi32>, memref<1x1x8192xi32>,
-        memref<1x1x512x16xf32>
-  return
-}
-
-// -----
-
-func.func @f(%k: memref<1x1x512x128xbf16>, %p: memref<1x1x15x128xf32>) {
-  // expected-error @+1 {{kernel_config fma_exp2_every = 2 does not apply to this op's kernel}}
-  pisa.kernel.pyramid %k outs(%p) block_size = 64 branching = 2
-      {kernel_config = #pisa.kernel_config<variant = simt, fma_exp2_every = 2>}
-      : memref<1x1x512x128xbf16>, memref<1x1x15x128xf32>
-  return
-}
 
 // -----
 

@@ -207,9 +207,7 @@ LogicalResult confirmFields(Operation *op, KernelConfigAttr asked,
       succeeded(check("min_blocks_per_sm", asked.getMinBlocksPerSM(),
                       complete.getMinBlocksPerSM())) &&
       succeeded(check("prefetch_ahead", asked.getPrefetchAhead(),
-                      complete.getPrefetchAhead())) &&
-      succeeded(check("fma_exp2_every", asked.getFmaExp2Every(),
-                      complete.getFmaExp2Every())));
+                      complete.getPrefetchAhead())));
 }
 } // namespace
 

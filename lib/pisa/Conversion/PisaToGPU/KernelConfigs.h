@@ -101,14 +101,14 @@ public:
         op->getContext(), a.getVariant(), a.getThreads(), a.getWarpsPerQuery(),
         a.getWalk(), a.getLevelVariant(), a.getRowsPerWarp(),
         a.getTilesPerBlock(), a.getEpilogue(), a.getMinBlocksPerSM(),
-        a.getUnionQueries(), value, a.getFmaExp2Every());
+        a.getUnionQueries(), value);
   }
   KernelConfigAttr make(KernelVariant variant, int64_t threads,
                         std::optional<int64_t> minBlocksPerSM = std::nullopt) {
-    return KernelConfigAttr::get(
-        op->getContext(), variant, threads, std::nullopt, std::nullopt,
-        std::nullopt, std::nullopt, std::nullopt, std::nullopt, minBlocksPerSM,
-        std::nullopt, std::nullopt, std::nullopt);
+    return KernelConfigAttr::get(op->getContext(), variant, threads,
+                                 std::nullopt, std::nullopt, std::nullopt,
+                                 std::nullopt, std::nullopt, std::nullopt,
+                                 minBlocksPerSM, std::nullopt, std::nullopt);
   }
 };
 

@@ -74,7 +74,7 @@ FailureOr<KernelConfigAttr> registerOrStaged(
       c.blocksPerSM(std::clamp<int64_t>(
           blocksBySharedMemory(bytes(inRegisters, warpgroup)), 1,
           inRegisters ? 2 : 16)),
-      std::nullopt, std::nullopt, std::nullopt);
+      std::nullopt, std::nullopt);
 }
 
 /// Why query tiles of `queries` queries cannot take an op: more queries
@@ -144,7 +144,7 @@ FailureOr<KernelConfigAttr> queryTileAttention(SparseAttentionKernelOp op,
       op->getContext(), *variant, (queries + 1) * kLanes, std::nullopt,
       std::nullopt, std::nullopt, std::nullopt, std::nullopt, *epilogue,
       c.blocksPerSM(queryTileBlocksPerSM(queries, bytes)), queries,
-      std::nullopt, std::nullopt);
+      std::nullopt);
 }
 
 /// The backward's query kernel on query tiles of `queries` queries
@@ -164,7 +164,7 @@ gradQueryTiles(SparseAttentionGradQueriesKernelOp op, Configurer &c,
       std::nullopt, std::nullopt, std::nullopt, std::nullopt, std::nullopt,
       config->getEpilogue(),
       c.blocksPerSM(queryTileBlocksPerSM(queries, bytes)), queries,
-      std::nullopt, std::nullopt);
+      std::nullopt);
 }
 
 /// The sizes an attention op's kernels are chosen by: G query heads a KV

@@ -313,40 +313,6 @@ Value mlir::pisa::detail::fastExp2(ImplicitLocOpBuilder &b, Value x) {
       arith::FastMathFlagsAttr::get(b.getContext(), arith::FastMathFlags::afn));
 }
 
-Value mlir::pisa::detail::fmaExp2(ImplicitLocOpBuilder &b, Value x) {
-  // 2^f on [-1/2, 1/2], 1 + c1 f + ... + c5 f^5: c0 = 1 keeps every
-  // integer x exact; the rest fitted for the least maximum relative error,
-  // checked in f32 arithmetic (1.6e-7).
-  static constexpr float kCoefficients[] = {1.0f,
-                                            0.6931470036506653f,
-                                            0.24022242426872253f,
-                                            0.05550733581185341f,
-                                            0.009671512991189957f,
-                                            0.001326472731307149f};
-  // Adding 1.5 * 2^23 rounds x to an integer n held in the low mantissa
-  // bits (|x| < 2^22).
-  constexpr float kRound = 12582912.0f;
-  Type i32 = b.getI32Type();
-  Value clamped = arith::MaximumFOp::create(b, x, f32Const(b, -127.0f));
-  Value t = arith::AddFOp::create(b, clamped, f32Const(b, kRound));
-  Value f = arith::SubFOp::create(
-      b, clamped, arith::SubFOp::create(b, t, f32Const(b, kRound)));
-  Value p = f32Const(b, kCoefficients[5]);
-  for (int i = 4; i >= 0; --i)
-    p = math::FmaOp::create(b, p, f, f32Const(b, kCoefficients[i]));
-  // t's bits are 0x4B400000 + n: shifted left by 23 only n << 23 is left;
-  // plus 127 << 23 they are 2^n (+0 at n = -127, +inf at n = 128).
-  Value shifted = arith::ShLIOp::create(
-      b, arith::BitcastOp::create(b, i32, t),
-      arith::ConstantOp::create(b, b.getI32IntegerAttr(23)));
-  Value twoToN = arith::BitcastOp::create(
-      b, b.getF32Type(),
-      arith::AddIOp::create(
-          b, shifted,
-          arith::ConstantOp::create(b, b.getI32IntegerAttr(127 << 23))));
-  return arith::MulFOp::create(b, p, twoToN);
-}
-
 Value mlir::pisa::detail::concatVectors(ImplicitLocOpBuilder &b, Value x,
                                         Value y) {
   int64_t n = cast<VectorType>(x.getType()).getNumElements() +

@@ -181,16 +181,6 @@ Value fastLog2(ImplicitLocOpBuilder &b, Value x);
 /// (its max's term).
 Value fastExp2(ImplicitLocOpBuilder &b, Value x);
 
-/// exp2 of an f32 scalar on the FMA and integer pipes instead of the MUFU
-/// unit, for a kernel whose exponentials queue on MUFU: x = n + f with n =
-/// round(x) (the 1.5 * 2^23 rounding trick) and f in [-1/2, 1/2], 2^f by a
-/// degree-5 minimax polynomial (relative error 1.6e-7 evaluated in f32,
-/// beside ex2.approx's 2^-22; exact at integers) times 2^n built from n's
-/// bits: eleven instructions, none on MUFU. x is clamped to at least -127,
-/// which gives +0 (so does -inf); from 127.5 up the result is +inf; NaN
-/// stays NaN.
-Value fmaExp2(ImplicitLocOpBuilder &b, Value x);
-
 /// The constant vector<n x i32> [0, 1, ..., n - 1].
 Value iotaI32(ImplicitLocOpBuilder &b, int64_t n);
 

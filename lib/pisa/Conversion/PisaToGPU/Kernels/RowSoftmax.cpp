@@ -107,18 +107,13 @@ Value mlir::pisa::detail::rowMax(ImplicitLocOpBuilder &b,
 
 Value mlir::pisa::detail::scaledRowLse2(ImplicitLocOpBuilder &b,
                                         ArrayRef<Value> products, Value scale,
-                                        ArrayRef<int64_t> laneMasks,
-                                        int64_t fmaExp2Every) {
+                                        ArrayRef<int64_t> laneMasks) {
   Value shift = arith::MulFOp::create(b, rowMax(b, products, laneMasks), scale);
   Value negShift = arith::NegFOp::create(b, shift);
   Value total = f32Const(b, 0.0f);
-  for (auto [i, x] : llvm::enumerate(products)) {
-    Value exponent = math::FmaOp::create(b, x, scale, negShift);
-    bool onFma = fmaExp2Every > 0 &&
-                 static_cast<int64_t>(i) % fmaExp2Every == fmaExp2Every - 1;
+  for (Value x : products)
     total = arith::AddFOp::create(
-        b, total, onFma ? fmaExp2(b, exponent) : fastExp2(b, exponent));
-  }
+        b, total, fastExp2(b, math::FmaOp::create(b, x, scale, negShift)));
   total = laneAllReduce(b, total, laneMasks, /*isMax=*/false);
   return lse2FromSum(b, shift, total);
 }

@@ -77,12 +77,9 @@ Value toBaseE(ImplicitLocOpBuilder &b, Value x);
 /// positive scale (scale times log2 e): since max(s x) = s max(x), the scale
 /// goes into each exponent's fused multiply-add, exp2(fma(x, s, -s max)),
 /// one instruction before each exponential instead of a multiply and a
-/// subtract. With `fmaExp2Every` = n > 0, every n-th exponential of the
-/// lane's values (the n-th, the 2n-th, ...) is fmaExp2's polynomial on the
-/// FMA pipes instead of MUFU's (kernel_config fma_exp2_every).
+/// subtract.
 Value scaledRowLse2(ImplicitLocOpBuilder &b, ArrayRef<Value> products,
-                    Value scale, ArrayRef<int64_t> laneMasks,
-                    int64_t fmaExp2Every = 0);
+                    Value scale, ArrayRef<int64_t> laneMasks);
 
 /// The max of a row of `logits` over this lane's values, then the lanes of
 /// `laneMasks`.

@@ -85,11 +85,10 @@ inline Value quadRowMax(ImplicitLocOpBuilder &b, ArrayRef<Value> logits) {
 }
 
 /// The LSE in base 2 of `scale` times a row's products (finite, no column
-/// masked) over the lane's columns and then its quad (scaledRowLse2, every
-/// `fmaExp2Every`-th exponential on the FMA pipes when > 0).
+/// masked) over the lane's columns and then its quad (scaledRowLse2).
 inline Value quadScaledRowLse(ImplicitLocOpBuilder &b, ArrayRef<Value> products,
-                              Value scale, int64_t fmaExp2Every = 0) {
-  return scaledRowLse2(b, products, scale, kQuadLanes, fmaExp2Every);
+                              Value scale) {
+  return scaledRowLse2(b, products, scale, kQuadLanes);
 }
 
 /// Child c of candidate a (node `node`) of a fanout-2 level scored on

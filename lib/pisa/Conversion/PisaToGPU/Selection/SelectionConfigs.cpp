@@ -67,21 +67,6 @@ FailureOr<KernelConfigAttr> mlir::pisa::detail::configure(ScoreTilesKernelOp op,
       });
   if (failed(tiles))
     return failure();
-  // One exponential in n of the epilogue's rows on the FMA pipes: the wgmma
-  // scorer's epilogue queues on MUFU (docs/performance.md).
-  FailureOr<int64_t> fmaExp2 = c.pick<int64_t>(
-      "fma_exp2_every", c.field(&KernelConfigAttr::getFmaExp2Every),
-      kScoreFmaExp2Every, [&](int64_t n) -> std::optional<std::string> {
-        if (n != 0 && *variant != KernelVariant::Wgmma)
-          return "only the wgmma scorer takes it";
-        return std::nullopt;
-      });
-  if (failed(fmaExp2))
-    return failure();
-  // None chosen and none asked: the field stays absent.
-  std::optional<int64_t> fmaExp2Every = *fmaExp2;
-  if (*fmaExp2 == 0 && !c.field(&KernelConfigAttr::getFmaExp2Every))
-    fmaExp2Every = std::nullopt;
   if (*variant == KernelVariant::MmaSync)
     if (std::optional<std::string> why = mmaScoreUnsupported(p, shape)) {
       // Named by the field asked (only asked fields leave the defaults).
@@ -99,11 +84,10 @@ FailureOr<KernelConfigAttr> mlir::pisa::detail::configure(ScoreTilesKernelOp op,
   MLIRContext *ctx = op->getContext();
   switch (*variant) {
   case KernelVariant::Wgmma:
-    return KernelConfigAttr::get(ctx, *variant, wgmmaScoreThreads(),
-                                 std::nullopt, std::nullopt, std::nullopt,
-                                 std::nullopt, *tiles, std::nullopt,
-                                 c.blocksPerSM(wgmmaScoreBlocksPerSM(p)),
-                                 std::nullopt, std::nullopt, fmaExp2Every);
+    return KernelConfigAttr::get(
+        ctx, *variant, wgmmaScoreThreads(), std::nullopt, std::nullopt,
+        std::nullopt, std::nullopt, *tiles, std::nullopt,
+        c.blocksPerSM(wgmmaScoreBlocksPerSM(p)), std::nullopt, std::nullopt);
   case KernelVariant::MmaSync:
     return KernelConfigAttr::get(
         ctx, *variant, mmaScoreThreads(p, shape), std::nullopt, std::nullopt,
@@ -111,14 +95,14 @@ FailureOr<KernelConfigAttr> mlir::pisa::detail::configure(ScoreTilesKernelOp op,
         shape.registerEpilogue ? KernelEpilogue::Registers
                                : KernelEpilogue::Shared,
         c.blocksPerSM(mmaScoreBlocksPerSM(p, shape)), std::nullopt,
-        std::nullopt, std::nullopt);
+        std::nullopt);
   case KernelVariant::Simt:
     break;
   }
   return KernelConfigAttr::get(ctx, *variant, simtScoreThreads(p), std::nullopt,
                                std::nullopt, std::nullopt, std::nullopt, *tiles,
                                std::nullopt, c.blocksPerSM(0), std::nullopt,
-                               std::nullopt, std::nullopt);
+                               std::nullopt);
 }
 
 namespace {
@@ -264,5 +248,5 @@ FailureOr<KernelConfigAttr> mlir::pisa::detail::configureSingleStage(
       op->getContext(), *variant,
       block ? *warpsPerQuery * kLanes : kQueryThreads, *warpsPerQuery, *walk,
       *levelVariant, std::nullopt, std::nullopt, std::nullopt,
-      c.blocksPerSM(block ? 1 : 0), std::nullopt, std::nullopt, std::nullopt);
+      c.blocksPerSM(block ? 1 : 0), std::nullopt, std::nullopt);
 }

@@ -135,9 +135,6 @@ int64_t mmaScoreBlocksPerSM(const TileProblem &problem,
 /// Consecutive tiles one block scores: they mostly share a leaf (the
 /// scatter groups them by leaf), so each leaf's keys are staged once.
 constexpr int64_t kScoreTilesPerBlock = 8;
-/// The wgmma scorer's epilogue: every n-th exponential of a lane's row on
-/// the FMA pipes (fmaExp2), 0: all on MUFU.
-constexpr int64_t kScoreFmaExp2Every = 0;
 /// The mma.sync scorer for p.config (variant mma_sync).
 Kernel buildMmaScoreKernel(PatternRewriter &rewriter, Operation *anchor,
                            const TileProblem &problem);

@@ -152,8 +152,7 @@ static void buildWarpgroupEpilogue(ImplicitLocOpBuilder &b, const Kernel &e,
       for (int64_t e2 = 0; e2 < 2; ++e2)
         products.push_back(LLVM::ExtractValueOp::create(
             b, acc, ArrayRef<int64_t>{4 * j + 2 * half + e2}));
-    lse[half] = quadScaledRowLse(b, products, scale,
-                                 p.config.getFmaExp2Every().value_or(0));
+    lse[half] = quadScaledRowLse(b, products, scale);
   }
   // A member's G rows: G consecutive quad rows (G <= 8) or both halves of
   // the warp's 8 (G = 16). Lanes 4 apart hold consecutive quad rows.

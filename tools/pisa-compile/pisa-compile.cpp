@@ -152,37 +152,43 @@ llvm::Error parseArgs(int argc, char **argv, Options &opts) {
                       ", LLVM/MLIR " LLVM_VERSION_STRING ")\n";
       exit(0);
     }
-    llvm::Error err = llvm::Error::success();
-    if (arg == "-o")
-      err = value(opts.output);
-    else if (arg == "--chip")
-      err = value(opts.pipeline.chip);
-    else if (arg == "--features")
-      err = value(opts.pipeline.features);
-    else if (arg == "--emit")
-      err = value(opts.emit);
-    else if (arg == "--backward")
-      err = value(opts.backward);
-    else if (arg == "--q-tile")
-      err = integer(arg, 1, mlir::pisa::kMaxQueryTile, opts.pipeline.qTile);
-    else if (arg == "--attention-union-queries")
-      err = integer(arg, 0, mlir::pisa::kMaxUnionQueries,
-                    opts.pipeline.attentionUnionQueries);
-    else if (arg == "--kernel-config") {
-      std::string v;
-      err = value(v, /*repeats=*/true);
-      if (!err)
+    // Each option returns its error (an llvm::Error is never assigned over
+    // an unchecked one: LLVM's ABI-breaking checks abort on that).
+    auto option = [&]() -> llvm::Error {
+      if (arg == "-o")
+        return value(opts.output);
+      if (arg == "--chip")
+        return value(opts.pipeline.chip);
+      if (arg == "--features")
+        return value(opts.pipeline.features);
+      if (arg == "--emit")
+        return value(opts.emit);
+      if (arg == "--backward")
+        return value(opts.backward);
+      if (arg == "--q-tile")
+        return integer(arg, 1, mlir::pisa::kMaxQueryTile, opts.pipeline.qTile);
+      if (arg == "--attention-union-queries")
+        return integer(arg, 0, mlir::pisa::kMaxUnionQueries,
+                       opts.pipeline.attentionUnionQueries);
+      if (arg == "--kernel-config") {
+        std::string v;
+        if (llvm::Error err = value(v, /*repeats=*/true))
+          return err;
         opts.pipeline.kernelConfig.push_back(v);
-    } else if (arg == "--grad-dq-from-scores") {
-      err = line.flag();
-      opts.pipeline.gradDqFromScores = true;
-    } else if (arg.starts_with("-"))
-      err = usageError("unknown option '" + arg + "'");
-    else if (opts.input.empty())
+        return llvm::Error::success();
+      }
+      if (arg == "--grad-dq-from-scores") {
+        opts.pipeline.gradDqFromScores = true;
+        return line.flag();
+      }
+      if (arg.starts_with("-"))
+        return usageError("unknown option '" + arg + "'");
+      if (!opts.input.empty())
+        return usageError("unexpected argument '" + arg + "'");
       opts.input = arg.str();
-    else
-      err = usageError("unexpected argument '" + arg + "'");
-    if (err)
+      return llvm::Error::success();
+    };
+    if (llvm::Error err = option())
       return err;
   }
   if (opts.input.empty() || opts.output.empty())

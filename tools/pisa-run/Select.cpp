@@ -319,7 +319,6 @@ int pisatool::runSelectOrAttend(const Options &options, bool attend,
 
   int64_t offset = cfg.queryOffset;
   auto runStart = std::chrono::steady_clock::now();
-  llvm::Error err = llvm::Error::success();
   npy::Array selection, output, lse, dq, dk, dv;
   // The C interface takes the result (a struct of descriptors when there
   // are several) first; results are owned by the caller.
@@ -381,11 +380,10 @@ int pisatool::runSelectOrAttend(const Options &options, bool attend,
     dv = takeF32(results.dv);
     return llvm::Error::success();
   };
-  if (q->dtype == npy::DType::F16)
-    err = run(uint16_t());
-  else
-    err = run(float());
-  if (err)
+  // Declared with its value: an llvm::Error assigned over an unchecked one
+  // aborts where LLVM keeps its ABI-breaking checks.
+  if (llvm::Error err =
+          q->dtype == npy::DType::F16 ? run(uint16_t()) : run(float()))
     return fail(std::move(err));
   double runSeconds = secondsSince(runStart);
 

@@ -178,8 +178,10 @@ llvm::Error parseArgs(int argc, char **argv, Options &opts) {
         return llvm::Error::success();
       }
       if (arg == "--grad-dq-from-scores") {
+        if (llvm::Error err = line.flag())
+          return err;
         opts.pipeline.gradDqFromScores = true;
-        return line.flag();
+        return llvm::Error::success();
       }
       if (arg.starts_with("-"))
         return usageError("unknown option '" + arg + "'");

@@ -26,8 +26,9 @@ bool CommandLine::next() {
 }
 
 llvm::Error mlir::pisa::usageError(const llvm::Twine &message) {
-  return llvm::createStringError(std::errc::invalid_argument,
-                                 message.str().c_str());
+  // The Twine overload: the message is never read as a format string.
+  return llvm::createStringError(
+      std::make_error_code(std::errc::invalid_argument), message);
 }
 
 llvm::Error CommandLine::once() {

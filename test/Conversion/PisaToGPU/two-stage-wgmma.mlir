@@ -30,8 +30,14 @@
 // CHECK-NEXT: scf.if %[[NEWLEAF0]]
 // CHECK: nvgpu.device_async_copy %arg1[{{.*}}], %[[KT]][{{.*}}], 8, %{{.*}} {bypassL1}
 // CHECK: nvgpu.device_async_create_group
+//   A thread's query chunks read their members' pairs (sortedPairs, %arg8)
+//   all before the first copy is issued: the reads issue together and
+//   chunks of one member share one (a read after a copy would be issued
+//   again, the copy may write memory).
 // CHECK: arith.xori
+// CHECK: memref.load %arg8
 // CHECK: nvgpu.device_async_copy %arg0[{{.*}}], %[[QT]][{{.*}}], 8, %{{.*}} {bypassL1}
+// CHECK-NOT: memref.load
 // CHECK: nvgpu.device_async_create_group
 //   Each tile: its copies complete, then its product.
 // CHECK: scf.for
@@ -57,7 +63,9 @@
 // CHECK: arith.cmpi ne
 // CHECK-NEXT: scf.if
 // CHECK: nvgpu.device_async_copy %arg1[{{.*}}], %[[KT]]
+// CHECK: memref.load %arg8
 // CHECK: nvgpu.device_async_copy %arg0[{{.*}}], %[[QT]]
+// CHECK-NOT: memref.load
 // CHECK: nvgpu.device_async_create_group
 // CHECK-NOT: nvgpu.device_async_copy
 //   The epilogue reads the accumulators in registers: per row the LSE over

@@ -66,15 +66,27 @@ void mlir::pisa::detail::copyChunks(
 Value mlir::pisa::detail::asyncCopyChunks(
     ImplicitLocOpBuilder &b, const ChunkedTile &tile, Value tid,
     llvm::function_ref<AsyncChunk(ImplicitLocOpBuilder &, Value)> chunkAt,
-    bool bypassL1) {
-  auto copy = [&](ImplicitLocOpBuilder &cb, Value i) {
-    AsyncChunk c = chunkAt(cb, i);
+    bool bypassL1, bool chunksFirst) {
+  auto issue = [&](ImplicitLocOpBuilder &cb, const AsyncChunk &c) {
     return nvgpu::DeviceAsyncCopyOp::create(
         cb, c.dst, c.dstAt, c.src, c.srcAt, cb.getIndexAttr(kChunkElems),
         c.srcElements, bypassL1 ? cb.getUnitAttr() : UnitAttr());
   };
+  auto copy = [&](ImplicitLocOpBuilder &cb, Value i) {
+    return issue(cb, chunkAt(cb, i));
+  };
+  // A ragged round's chunk is named inside its branch: chunkAt may read
+  // out of bounds for a thread past the tile.
+  SmallVector<AsyncChunk> named;
+  if (chunksFirst)
+    for (int64_t n = 0; n < tile.passes() && !tile.ragged(n); ++n)
+      named.push_back(chunkAt(b, tile.chunk(b, tid, n)));
   SmallVector<Value> tokens;
   for (int64_t n = 0; n < tile.passes(); ++n) {
+    if (n < static_cast<int64_t>(named.size())) {
+      tokens.push_back(issue(b, named[n]));
+      continue;
+    }
     Value i = tile.chunk(b, tid, n);
     if (!tile.ragged(n)) {
       tokens.push_back(copy(b, i));

@@ -78,11 +78,16 @@ struct AsyncChunk {
 
 /// Copies the tile by cp.async, `chunkAt(i)` naming chunk i's source and
 /// destination (a thread past the tile copies nothing), through L1 or
-/// bypassing it (.cg). Returns the copies' group token.
+/// bypassing it (.cg). With `chunksFirst`, chunkAt runs for every full
+/// round before the first copy is issued: where it reads memory (a row
+/// index), the reads issue together and rounds that read the same index
+/// share one, instead of each read waiting behind the copy before it (a
+/// copy may write any memory as far as the compiler knows). Returns the
+/// copies' group token.
 Value asyncCopyChunks(
     ImplicitLocOpBuilder &b, const ChunkedTile &tile, Value tid,
     llvm::function_ref<AsyncChunk(ImplicitLocOpBuilder &, Value)> chunkAt,
-    bool bypassL1);
+    bool bypassL1, bool chunksFirst = false);
 
 } // namespace mlir::pisa::detail
 

@@ -125,7 +125,8 @@ copyTile(ImplicitLocOpBuilder &b, Value tid, Value tiles, Value buffer,
         arith::MulIOp::create(cb, col, indexConst(cb, kChunkElems)));
     return {tiles, dstAt, src.memref, at, src.real};
   };
-  return asyncCopyChunks(b, tile, tid, chunkAt, /*bypassL1=*/true);
+  return asyncCopyChunks(b, tile, tid, chunkAt, /*bypassL1=*/true,
+                         /*chunksFirst=*/true);
 }
 
 /// The score of each member of the tile from the warpgroup's 64 x C

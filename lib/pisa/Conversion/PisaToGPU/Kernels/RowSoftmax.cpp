@@ -108,14 +108,21 @@ Value mlir::pisa::detail::rowMax(ImplicitLocOpBuilder &b,
 Value mlir::pisa::detail::scaledRowLse2(ImplicitLocOpBuilder &b,
                                         ArrayRef<Value> products, Value scale,
                                         ArrayRef<int64_t> laneMasks) {
-  Value shift = arith::MulFOp::create(b, rowMax(b, products, laneMasks), scale);
-  Value negShift = arith::NegFOp::create(b, shift);
-  Value total = f32Const(b, 0.0f);
-  for (Value x : products)
-    total = arith::AddFOp::create(
-        b, total, fastExp2(b, math::FmaOp::create(b, x, scale, negShift)));
+  assert(!products.empty() && "a row of no products has no LSE");
+  // -s max in one multiply: rounding is symmetric in sign, so this is
+  // -(s max) exactly, and log2(sum) - (-s max) below is s max + log2(sum)
+  // exactly (lse2FromSum's value without a negation).
+  Value negShift = arith::MulFOp::create(b, rowMax(b, products, laneMasks),
+                                         arith::NegFOp::create(b, scale));
+  // The sum starts from the first exponential rather than from 0: the
+  // same value (an exponential is never -0), one add fewer.
+  Value total;
+  for (Value x : products) {
+    Value e = fastExp2(b, math::FmaOp::create(b, x, scale, negShift));
+    total = total ? arith::AddFOp::create(b, total, e).getResult() : e;
+  }
   total = laneAllReduce(b, total, laneMasks, /*isMax=*/false);
-  return lse2FromSum(b, shift, total);
+  return arith::SubFOp::create(b, fastLog2(b, total), negShift);
 }
 
 OnlineMax mlir::pisa::detail::onlineMaxStep(ImplicitLocOpBuilder &b,

@@ -3,6 +3,7 @@
 #include "EntryABI.h"
 
 #include "pisa/Runtime/EntryTable.h"
+#include "pisa/Support/Errors.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -20,12 +21,8 @@
 
 using namespace mlir;
 using namespace pisatool;
-namespace rt = pisa::runtime;
-
-static llvm::Error error(const llvm::Twine &message) {
-  return llvm::createStringError(std::errc::invalid_argument, "%s",
-                                 message.str().c_str());
-}
+namespace rt = ::pisa::runtime;
+using mlir::pisa::invalidInput;
 
 /// The operations of `entry`'s body that `roots` depend on (whole
 /// top-level operations, with what their regions use from above).
@@ -116,8 +113,9 @@ llvm::Error pisatool::planEntryPoints(ModuleOp module, Manifest &manifest) {
   for (EntryPoint &e : manifest.entryPoints) {
     auto func = module.lookupSymbol<func::FuncOp>(e.function);
     if (!func || !func.getBody().hasOneBlock())
-      return error("entry point @" + e.function +
-                   ": expected one block of host code after bufferization");
+      return invalidInput(
+          "entry point @" + e.function +
+          ": expected one block of host code after bufferization");
     Block &body = func.getBody().front();
     auto ret = cast<func::ReturnOp>(body.getTerminator());
     // Each result becomes the caller's buffer, written in place; its
@@ -129,14 +127,15 @@ llvm::Error pisatool::planEntryPoints(ModuleOp module, Manifest &manifest) {
       if (!result || result->getBlock() != &body ||
           !result.getAsyncDependencies().empty() ||
           result.getType().getElementTypeBitWidth() % 8)
-        return error("entry point @" + e.function + ": its " +
-                     e.results[i].name +
-                     " must be a device buffer that its kernels write (it "
-                     "returns an input or a value computed on the host)");
+        return invalidInput(
+            "entry point @" + e.function + ": its " + e.results[i].name +
+            " must be a device buffer that its kernels write (it "
+            "returns an input or a value computed on the host)");
       if (llvm::is_contained(results, result))
-        return error("entry point @" + e.function + ": " + e.results[i].name +
-                     " is the buffer of an earlier result (a result returned "
-                     "twice)");
+        return invalidInput(
+            "entry point @" + e.function + ": " + e.results[i].name +
+            " is the buffer of an earlier result (a result returned "
+            "twice)");
       results.push_back(result);
       Argument &r = e.results[i];
       r.sizeFrom.clear();
@@ -144,8 +143,8 @@ llvm::Error pisatool::planEntryPoints(ModuleOp module, Manifest &manifest) {
         r.sizeFrom.push_back(argumentSize(size));
       if (failed(func.insertArgument(index + i, result.getType(), {},
                                      result.getLoc())))
-        return error("entry point @" + e.function +
-                     ": cannot rewrite its results");
+        return invalidInput("entry point @" + e.function +
+                            ": cannot rewrite its results");
     }
     for (auto [i, result] : llvm::enumerate(results)) {
       Value out = func.getArgument(index + i);
@@ -168,8 +167,8 @@ llvm::Error pisatool::planEntryPoints(ModuleOp module, Manifest &manifest) {
     }
     llvm::BitVector all(func.getNumResults(), true);
     if (failed(func.eraseResults(all)))
-      return error("entry point @" + e.function +
-                   ": cannot rewrite its results");
+      return invalidInput("entry point @" + e.function +
+                          ": cannot rewrite its results");
     OpBuilder b(ret);
     func::ReturnOp::create(b, ret.getLoc());
     ret.erase();
@@ -184,8 +183,8 @@ llvm::Error pisatool::planEntryPoints(ModuleOp module, Manifest &manifest) {
       return WalkResult::advance();
     });
     if (nested.wasInterrupted())
-      return error("entry point @" + e.function +
-                   ": a rule on sizes inside control flow");
+      return invalidInput("entry point @" + e.function +
+                          ": a rule on sizes inside control flow");
     SmallVector<Value> conditions;
     for (cf::AssertOp op : asserts) {
       conditions.push_back(op.getArg());
@@ -203,8 +202,9 @@ llvm::Error pisatool::planEntryPoints(ModuleOp module, Manifest &manifest) {
             return first;
           });
       if (failed(check))
-        return error("entry point @" + e.function +
-                     ": its rules on sizes cannot be checked before a call");
+        return invalidInput(
+            "entry point @" + e.function +
+            ": its rules on sizes cannot be checked before a call");
     }
     for (cf::AssertOp op : asserts)
       op.erase();
@@ -225,9 +225,10 @@ llvm::Error pisatool::planEntryPoints(ModuleOp module, Manifest &manifest) {
       return WalkResult::advance();
     });
     if (walk.wasInterrupted())
-      return error("entry point @" + e.function +
-                   ": the workspace cannot be planned (a device buffer inside "
-                   "control flow or of a non-contiguous type)");
+      return invalidInput(
+          "entry point @" + e.function +
+          ": the workspace cannot be planned (a device buffer inside "
+          "control flow or of a non-contiguous type)");
     if (staticWorkspace) {
       int64_t bytes = 0;
       for (gpu::AllocOp alloc : allocs)
@@ -297,17 +298,18 @@ llvm::Error pisatool::planEntryPoints(ModuleOp module, Manifest &manifest) {
           return total;
         });
     if (failed(workspace))
-      return error("entry point @" + e.function +
-                   ": its workspace size cannot be computed before a call");
+      return invalidInput(
+          "entry point @" + e.function +
+          ": its workspace size cannot be computed before a call");
     // pisa_F_workspace_size takes the inputs' sizes only.
     for (BlockArgument arg : workspace->getArguments())
       if (!arg.use_empty() &&
           (arg.getArgNumber() >= index || arg.getType().isIndex()))
-        return error("entry point @" + e.function +
-                     ": its workspace size depends on " +
-                     (arg.getArgNumber() >= index ? "a result's sizes"
-                                                  : "an index argument") +
-                     ", not only on the inputs' sizes");
+        return invalidInput(
+            "entry point @" + e.function + ": its workspace size depends on " +
+            (arg.getArgNumber() >= index ? "a result's sizes"
+                                         : "an index argument") +
+            ", not only on the inputs' sizes");
     e.workspaceBytes = rt::kDynamicSize;
   }
   return llvm::Error::success();
@@ -320,8 +322,8 @@ static llvm::Expected<SmallVector<int64_t>> entryTable(const EntryPoint &e) {
                                 e.workspaceBytes};
   auto add = [&](const Argument &a, int64_t kind) -> llvm::Error {
     if (int64_t(a.shape.size()) > rt::kMaxRank)
-      return error("entry point @" + e.function + ": " + a.name +
-                   " has rank above " + std::to_string(rt::kMaxRank));
+      return invalidInput("entry point @" + e.function + ": " + a.name +
+                          " has rank above " + std::to_string(rt::kMaxRank));
     table.append({kind, int64_t(a.shape.size()),
                   kind == rt::kIndex ? a.lowest : 0,
                   kind == rt::kIndex ? a.highest : 0});
@@ -476,8 +478,8 @@ struct WrapperBuilder {
     const bool fixedWorkspace = e.workspaceBytes != rt::kDynamicSize;
     if (!callee || (!e.rules.empty() && !check) ||
         (!fixedWorkspace && !workspace))
-      return error("entry point @" + e.function +
-                   ": the lowered function has an unexpected signature");
+      return invalidInput("entry point @" + e.function +
+                          ": the lowered function has an unexpected signature");
 
     auto tableType = LLVM::LLVMArrayType::get(i64, table->size());
     LLVM::GlobalOp::create(

@@ -6,6 +6,7 @@
 
 #include "pisa/IR/PisaInterfaces.h"
 #include "pisa/Runtime/EntryTable.h"
+#include "pisa/Support/Errors.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinTypes.h"
@@ -28,11 +29,7 @@ static const char *const kRuntimeHeader =
 #include "RuntimeHeader.inc"
     ;
 using llvm::StringRef;
-
-static llvm::Error error(const llvm::Twine &message) {
-  return llvm::createStringError(std::errc::invalid_argument, "%s",
-                                 message.str().c_str());
-}
+using mlir::pisa::invalidInput;
 
 static std::optional<std::string> dtypeOf(Type type) {
   if (type.isF32())
@@ -112,8 +109,9 @@ static llvm::Expected<Argument> describe(Type type, std::string name,
   std::optional<std::string> dtype =
       tensor ? dtypeOf(tensor.getElementType()) : std::nullopt;
   if (!tensor || !dtype)
-    return error("entry point @" + function + ": " + arg.name +
-                 " must be a ranked f32/f16/bf16/i32 tensor or an index");
+    return invalidInput(
+        "entry point @" + function + ": " + arg.name +
+        " must be a ranked f32/f16/bf16/i32 tensor or an index");
   arg.kind = "memref";
   arg.dtype = *dtype;
   arg.shape.assign(tensor.getShape().begin(), tensor.getShape().end());
@@ -177,9 +175,9 @@ llvm::Expected<Manifest> pisatool::describeEntryPoints(ModuleOp module,
     entry.function = func.getSymName().str();
     entry.symbol = "pisa_" + entry.function;
     if (StringRef(entry.function).starts_with("runtime_"))
-      return error("entry point @" + entry.function +
-                   ": names starting with 'runtime_' are reserved (the "
-                   "library exports pisa_<name> beside pisa_runtime_*)");
+      return invalidInput("entry point @" + entry.function +
+                          ": names starting with 'runtime_' are reserved (the "
+                          "library exports pisa_<name> beside pisa_runtime_*)");
     StringRef name = entry.function;
     if (name.empty() || !(llvm::isAlpha(name[0]) || name[0] == '_') ||
         !llvm::all_of(name,
@@ -187,10 +185,10 @@ llvm::Expected<Manifest> pisatool::describeEntryPoints(ModuleOp module,
       std::string shown;
       llvm::raw_string_ostream os(shown);
       llvm::printEscapedString(name, os);
-      return error("entry point @\"" + shown +
-                   "\": its name must be a C identifier "
-                   "([A-Za-z_][A-Za-z0-9_]*): the library exports it as "
-                   "pisa_<name>");
+      return invalidInput("entry point @\"" + shown +
+                          "\": its name must be a C identifier "
+                          "([A-Za-z_][A-Za-z0-9_]*): the library exports it as "
+                          "pisa_<name>");
     }
     FunctionType type = func.getFunctionType();
     llvm::StringSet<> taken;
@@ -202,15 +200,15 @@ llvm::Expected<Manifest> pisatool::describeEntryPoints(ModuleOp module,
       entry.arguments.push_back(*arg);
     }
     if (type.getNumResults() == 0)
-      return error("entry point @" + entry.function +
-                   " must return at least one tensor");
+      return invalidInput("entry point @" + entry.function +
+                          " must return at least one tensor");
     for (auto [i, t] : llvm::enumerate(type.getResults())) {
       auto result = describe(t, resultName(func, i, taken), entry.function);
       if (!result)
         return result.takeError();
       if (result->kind != "memref")
-        return error("entry point @" + entry.function + ": " + result->name +
-                     " must be a tensor");
+        return invalidInput("entry point @" + entry.function + ": " +
+                            result->name + " must be a tensor");
       entry.results.push_back(*result);
     }
     if (!func.isExternal())
@@ -234,7 +232,7 @@ llvm::Expected<Manifest> pisatool::describeEntryPoints(ModuleOp module,
     manifest.entryPoints.push_back(std::move(entry));
   }
   if (manifest.entryPoints.empty())
-    return error("no public function to export");
+    return invalidInput("no public function to export");
   // Each entry exports pisa_F, pisa_F_workspace_size and perhaps
   // pisa_F_validate: no two entries may export the same symbol.
   llvm::StringMap<std::string> exporter;
@@ -243,10 +241,11 @@ llvm::Expected<Manifest> pisatool::describeEntryPoints(ModuleOp module,
       std::string symbol = e.symbol + suffix.str();
       auto [it, fresh] = exporter.try_emplace(symbol, e.function);
       if (!fresh)
-        return error("entry points @" + it->second + " and @" + e.function +
-                     " would both export " + symbol +
-                     " (an entry F also exports pisa_F_workspace_size and "
-                     "pisa_F_validate): rename one");
+        return invalidInput(
+            "entry points @" + it->second + " and @" + e.function +
+            " would both export " + symbol +
+            " (an entry F also exports pisa_F_workspace_size and "
+            "pisa_F_validate): rename one");
     }
   return manifest;
 }
@@ -258,7 +257,7 @@ pisatool::linkSharedLibrary(StringRef object, StringRef output,
   int fd;
   if (std::error_code ec =
           llvm::sys::fs::createTemporaryFile("pisa-host", "o", fd, objectPath))
-    return error("cannot create a temporary file: " + ec.message());
+    return invalidInput("cannot create a temporary file: " + ec.message());
   {
     llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
     os << object;
@@ -270,7 +269,7 @@ pisatool::linkSharedLibrary(StringRef object, StringRef output,
   llvm::SmallString<128> exportsPath;
   if (std::error_code ec = llvm::sys::fs::createTemporaryFile(
           "pisa-exports", "map", fd, exportsPath))
-    return error("cannot create a temporary file: " + ec.message());
+    return invalidInput("cannot create a temporary file: " + ec.message());
   {
     llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
     os << "{ global: pisa_runtime_*;";
@@ -287,7 +286,7 @@ pisatool::linkSharedLibrary(StringRef object, StringRef output,
   llvm::SmallString<128> tmpOut;
   if (std::error_code ec =
           llvm::sys::fs::createTemporaryFile("pisa-lib", "so", fd, tmpOut))
-    return error("cannot create a temporary file: " + ec.message());
+    return invalidInput("cannot create a temporary file: " + ec.message());
   ::close(fd);
   // An installed pisa-compile links the runtime installed beside it
   // (<prefix>/bin/../lib); a build-tree one, the archive it was built with.
@@ -321,15 +320,16 @@ pisatool::linkSharedLibrary(StringRef object, StringRef output,
   llvm::sys::fs::remove(logPath);
   if (rc != 0) {
     llvm::sys::fs::remove(tmpOut);
-    return error("linking '" + output + "' with " + PISA_HOST_LINKER +
-                 " failed: " + (firstLine.empty() ? message : firstLine));
+    return invalidInput(
+        "linking '" + output + "' with " + PISA_HOST_LINKER +
+        " failed: " + (firstLine.empty() ? message : firstLine));
   }
   auto library = llvm::MemoryBuffer::getFile(tmpOut, /*IsText=*/false,
                                              /*RequiresNullTerminator=*/false);
   llvm::sys::fs::remove(tmpOut);
   if (!library)
-    return error("cannot read the linked library: " +
-                 library.getError().message());
+    return invalidInput("cannot read the linked library: " +
+                        library.getError().message());
   return (*library)->getBuffer().str();
 }
 

@@ -3,16 +3,13 @@
 #include "Inputs.h"
 
 #include "pisa/Analysis/PyramidLayout.h"
+#include "pisa/Support/Errors.h"
 
 #include <cmath>
 #include <cstring>
 
 using namespace pisatool;
-
-static llvm::Error error(const llvm::Twine &msg) {
-  return llvm::createStringError(std::errc::invalid_argument,
-                                 msg.str().c_str());
-}
+using mlir::pisa::invalidInput;
 
 /// The first non-finite element, if any.
 std::optional<int64_t> pisatool::firstNonFinite(const npy::Array &a) {
@@ -37,19 +34,19 @@ std::optional<int64_t> pisatool::firstNonFinite(const npy::Array &a) {
 
 llvm::Error pisatool::checkParams(const SelectConfig &cfg) {
   if (cfg.blockSize < 1 || cfg.blockSize > mlir::pisa::kMaxBlockSize)
-    return error("expected --block-size C in [1, " +
-                 llvm::Twine(mlir::pisa::kMaxBlockSize) + "] but got " +
-                 llvm::Twine(cfg.blockSize));
+    return invalidInput("expected --block-size C in [1, " +
+                        llvm::Twine(mlir::pisa::kMaxBlockSize) + "] but got " +
+                        llvm::Twine(cfg.blockSize));
   if (cfg.branching < 2 || cfg.branching > mlir::pisa::kMaxBranching)
-    return error("expected --branching g in [2, " +
-                 llvm::Twine(mlir::pisa::kMaxBranching) + "] but got " +
-                 llvm::Twine(cfg.branching));
+    return invalidInput("expected --branching g in [2, " +
+                        llvm::Twine(mlir::pisa::kMaxBranching) + "] but got " +
+                        llvm::Twine(cfg.branching));
   if (cfg.topK < 3 || cfg.topK > mlir::pisa::kMaxTopK)
-    return error(
+    return invalidInput(
         "expected --topk K in [3, " + llvm::Twine(mlir::pisa::kMaxTopK) +
         "] (room for the forced blocks) but got " + llvm::Twine(cfg.topK));
   if (!(std::isfinite(cfg.scale) && cfg.scale > 0.0f))
-    return error("expected a finite positive --scale but got " +
-                 std::to_string(cfg.scale));
+    return invalidInput("expected a finite positive --scale but got " +
+                        std::to_string(cfg.scale));
   return llvm::Error::success();
 }

@@ -4,6 +4,7 @@
 
 #include "pisa/InitAllDialects.h"
 #include "pisa/Pipelines/Pipelines.h"
+#include "pisa/Support/Errors.h"
 
 #include "mlir/ExecutionEngine/CRunnerUtils.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
@@ -31,11 +32,7 @@
 #include <optional>
 
 using namespace mlir;
-
-static llvm::Error error(const llvm::Twine &message) {
-  return llvm::createStringError(std::errc::invalid_argument,
-                                 message.str().c_str());
-}
+using mlir::pisa::invalidInput;
 
 static DialectRegistry pisaRegistry() {
   DialectRegistry registry;
@@ -232,7 +229,8 @@ pisatool::compileForHost(ModuleOp module, llvm::StringRef entry,
                          const std::string &diagnostic, bool dumpIR,
                          llvm::StringRef cacheDir) {
   if (failed(verify(module)))
-    return error("internal error: generated IR does not verify: " + diagnostic);
+    return invalidInput("internal error: generated IR does not verify: " +
+                        diagnostic);
   if (dumpIR)
     module.print(llvm::outs());
   llvm::InitializeNativeTarget();
@@ -241,7 +239,7 @@ pisatool::compileForHost(ModuleOp module, llvm::StringRef entry,
   PassManager pm(&ctx);
   mlir::pisa::buildPisaCPUPipeline(pm);
   if (failed(pm.run(module)))
-    return error("lowering failed: " + diagnostic);
+    return invalidInput("lowering failed: " + diagnostic);
   // The key is the lowered program: a change of pisa's lowering is a new
   // entry, never a stale one.
   const std::string adapter = ("_mlir_ciface_" + entry).str();
@@ -289,7 +287,7 @@ pisatool::compileForHost(ModuleOp module, llvm::StringRef entry,
   if (!engine)
     return engine.takeError();
   if (!optError.empty())
-    return error("LLVM optimisation failed: " + optError);
+    return invalidInput("LLVM optimisation failed: " + optError);
   // Strided memref.copy lowers to a call of the C runner utilities.
   (*engine)->registerSymbols(runnerSymbols);
   // The JIT compiles on first lookup: do it here so that the run time

@@ -20,6 +20,7 @@
 
 #include "pisa/IR/PisaOps.h"
 #include "pisa/InitAllDialects.h"
+#include "pisa/Support/Errors.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -32,13 +33,9 @@
 using namespace mlir;
 using namespace pisatool;
 namespace npy = pisatool::npy;
+using mlir::pisa::invalidInput;
 
 namespace {
-
-llvm::Error error(const llvm::Twine &msg) {
-  return llvm::createStringError(std::errc::invalid_argument,
-                                 msg.str().c_str());
-}
 
 struct VarlenProblem {
   int64_t sequences, queryRows, keyRows, queryHeads, kvHeads, headDim;
@@ -56,22 +53,23 @@ int32_t at(const npy::Array &a, int64_t i) {
 llvm::Error checkCuSeqlens(const char *name, const npy::Array &cu,
                            int64_t rows) {
   if (cu.dtype != npy::DType::I32 || cu.shape.size() != 1 || cu.shape[0] < 1)
-    return error(llvm::Twine("expected --") + name +
-                 " to be int32 [B + 1] with B >= 0");
+    return invalidInput(llvm::Twine("expected --") + name +
+                        " to be int32 [B + 1] with B >= 0");
   int64_t n = cu.shape[0];
   if (at(cu, 0) != 0)
-    return error(llvm::Twine("expected --") + name + " to start at 0 but got " +
-                 llvm::Twine(at(cu, 0)));
+    return invalidInput(llvm::Twine("expected --") + name +
+                        " to start at 0 but got " + llvm::Twine(at(cu, 0)));
   for (int64_t i = 1; i < n; ++i)
     if (at(cu, i) < at(cu, i - 1))
-      return error(llvm::Twine("expected --") + name +
-                   " to be non-decreasing but entry " + llvm::Twine(i) + " (" +
-                   llvm::Twine(at(cu, i)) + ") < entry " + llvm::Twine(i - 1) +
-                   " (" + llvm::Twine(at(cu, i - 1)) + ")");
+      return invalidInput(llvm::Twine("expected --") + name +
+                          " to be non-decreasing but entry " + llvm::Twine(i) +
+                          " (" + llvm::Twine(at(cu, i)) + ") < entry " +
+                          llvm::Twine(i - 1) + " (" +
+                          llvm::Twine(at(cu, i - 1)) + ")");
   if (at(cu, n - 1) != rows)
-    return error(llvm::Twine("expected --") + name + " to end at " +
-                 llvm::Twine(rows) + " (the rows packed) but got " +
-                 llvm::Twine(at(cu, n - 1)));
+    return invalidInput(llvm::Twine("expected --") + name + " to end at " +
+                        llvm::Twine(rows) + " (the rows packed) but got " +
+                        llvm::Twine(at(cu, n - 1)));
   return llvm::Error::success();
 }
 
@@ -81,24 +79,27 @@ llvm::Error checkValues(VarlenProblem &p, const npy::Array &q,
   if (v) {
     if (v->shape.size() != 3 || v->dtype != q.dtype ||
         v->shape[0] != p.keyRows || v->shape[1] != p.kvHeads || v->shape[2] < 1)
-      return error("expected V to be " + llvm::Twine(npy::dtypeName(q.dtype)) +
-                   " [Tk, Hkv, dv] with Tk = " + llvm::Twine(p.keyRows) +
-                   ", Hkv = " + llvm::Twine(p.kvHeads) + " and dv >= 1");
+      return invalidInput("expected V to be " +
+                          llvm::Twine(npy::dtypeName(q.dtype)) +
+                          " [Tk, Hkv, dv] with Tk = " + llvm::Twine(p.keyRows) +
+                          ", Hkv = " + llvm::Twine(p.kvHeads) + " and dv >= 1");
     p.valueDim = v->shape[2];
   }
   if (gradOutput) {
     std::vector<int64_t> want{p.queryRows, p.queryHeads, p.valueDim};
     if (gradOutput->dtype != q.dtype || gradOutput->shape != want)
-      return error("expected --grad-out to be " +
-                   llvm::Twine(npy::dtypeName(q.dtype)) + " [Tq, Hq, dv] = [" +
-                   llvm::Twine(want[0]) + ", " + llvm::Twine(want[1]) + ", " +
-                   llvm::Twine(want[2]) + "] like the output");
+      return invalidInput("expected --grad-out to be " +
+                          llvm::Twine(npy::dtypeName(q.dtype)) +
+                          " [Tq, Hq, dv] = [" + llvm::Twine(want[0]) + ", " +
+                          llvm::Twine(want[1]) + ", " + llvm::Twine(want[2]) +
+                          "] like the output");
   }
   for (auto [name, a] : {std::pair{"V", v}, std::pair{"dO", gradOutput}})
     if (a)
       if (std::optional<int64_t> at = firstNonFinite(*a))
-        return error(llvm::Twine("expected finite values in ") + name +
-                     " but element " + llvm::Twine(*at) + " is inf or nan");
+        return invalidInput(llvm::Twine("expected finite values in ") + name +
+                            " but element " + llvm::Twine(*at) +
+                            " is inf or nan");
   return llvm::Error::success();
 }
 
@@ -109,31 +110,32 @@ validate(const npy::Array &q, const npy::Array &k, const npy::Array &cuQ,
   for (auto [name, a, dims] : {std::tuple{"Q", &q, "[Tq, Hq, d]"},
                                std::tuple{"K", &k, "[Tk, Hkv, d]"}}) {
     if (a->shape.size() != 3)
-      return error(llvm::Twine("expected ") + name + " to have rank 3 " + dims +
-                   " with --cu-seqlens-q/k but got rank " +
-                   llvm::Twine(a->shape.size()));
+      return invalidInput(llvm::Twine("expected ") + name + " to have rank 3 " +
+                          dims + " with --cu-seqlens-q/k but got rank " +
+                          llvm::Twine(a->shape.size()));
     if (a->dtype == npy::DType::I32)
-      return error(llvm::Twine("expected ") + name +
-                   " to be float32 or float16 but got int32");
+      return invalidInput(llvm::Twine("expected ") + name +
+                          " to be float32 or float16 but got int32");
     if (a->shape[1] < 1 || a->shape[2] < 1)
-      return error(llvm::Twine("expected the heads and d of ") + name +
-                   " to be >= 1");
+      return invalidInput(llvm::Twine("expected the heads and d of ") + name +
+                          " to be >= 1");
   }
   if (q.dtype != k.dtype)
-    return error(
+    return invalidInput(
         llvm::Twine("expected Q and K to have the same dtype but got ") +
         npy::dtypeName(q.dtype) + " and " + npy::dtypeName(k.dtype));
   VarlenProblem p{0,          q.shape[0], k.shape[0],
                   q.shape[1], k.shape[1], q.shape[2]};
   if (k.shape[2] != p.headDim)
-    return error("expected K to have d = " + llvm::Twine(p.headDim) +
-                 " like Q but got " + llvm::Twine(k.shape[2]));
+    return invalidInput("expected K to have d = " + llvm::Twine(p.headDim) +
+                        " like Q but got " + llvm::Twine(k.shape[2]));
   if (p.queryHeads % p.kvHeads != 0)
-    return error("expected Hq (" + llvm::Twine(p.queryHeads) +
-                 ") to be a multiple of Hkv (" + llvm::Twine(p.kvHeads) + ")");
+    return invalidInput("expected Hq (" + llvm::Twine(p.queryHeads) +
+                        ") to be a multiple of Hkv (" + llvm::Twine(p.kvHeads) +
+                        ")");
   if (cfg.queryOffset != 0)
-    return error("expected no --query-offset with --cu-seqlens-q/k (a "
-                 "sequence's queries are its last positions)");
+    return invalidInput("expected no --query-offset with --cu-seqlens-q/k (a "
+                        "sequence's queries are its last positions)");
   if (llvm::Error err = checkParams(cfg))
     return std::move(err);
   if (llvm::Error err = checkCuSeqlens("cu-seqlens-q", cuQ, p.queryRows))
@@ -141,23 +143,25 @@ validate(const npy::Array &q, const npy::Array &k, const npy::Array &cuQ,
   if (llvm::Error err = checkCuSeqlens("cu-seqlens-k", cuK, p.keyRows))
     return std::move(err);
   if (cuQ.shape[0] != cuK.shape[0])
-    return error("expected --cu-seqlens-q and --cu-seqlens-k to give the same "
-                 "B but got " +
-                 llvm::Twine(cuQ.shape[0] - 1) + " and " +
-                 llvm::Twine(cuK.shape[0] - 1));
+    return invalidInput(
+        "expected --cu-seqlens-q and --cu-seqlens-k to give the same "
+        "B but got " +
+        llvm::Twine(cuQ.shape[0] - 1) + " and " +
+        llvm::Twine(cuK.shape[0] - 1));
   p.sequences = cuK.shape[0] - 1;
   for (int64_t b = 0; b < p.sequences; ++b) {
     int64_t nq = at(cuQ, b + 1) - at(cuQ, b), n = at(cuK, b + 1) - at(cuK, b);
     if (nq > n)
-      return error("expected every sequence to have no more queries than "
-                   "keys but sequence " +
-                   llvm::Twine(b) + " has " + llvm::Twine(nq) + " > " +
-                   llvm::Twine(n));
+      return invalidInput(
+          "expected every sequence to have no more queries than "
+          "keys but sequence " +
+          llvm::Twine(b) + " has " + llvm::Twine(nq) + " > " + llvm::Twine(n));
   }
   for (auto [name, a] : {std::pair{"Q", &q}, std::pair{"K", &k}})
     if (std::optional<int64_t> at = firstNonFinite(*a))
-      return error(llvm::Twine("expected finite values in ") + name +
-                   " but element " + llvm::Twine(*at) + " is inf or nan");
+      return invalidInput(llvm::Twine("expected finite values in ") + name +
+                          " but element " + llvm::Twine(*at) +
+                          " is inf or nan");
   if (llvm::Error err = checkValues(p, q, v, gradOutput))
     return std::move(err);
   return p;

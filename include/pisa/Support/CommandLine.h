@@ -10,13 +10,15 @@
 //  - a flag given a value, and an option given twice (unless it repeats:
 //    a second -o would leave the user guessing which file was written),
 //    are errors.
-// Errors are one line, naming the option as written ("--q-tile", "-o").
+// Errors are one line (usageError, Errors.h), naming the option as
+// written ("--q-tile", "-o").
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef PISA_SUPPORT_COMMANDLINE_H
 #define PISA_SUPPORT_COMMANDLINE_H
 
+#include "pisa/Support/Errors.h"
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
@@ -27,9 +29,6 @@
 #include <string>
 
 namespace mlir::pisa {
-
-/// A bad command line's one-line error (std::errc::invalid_argument).
-llvm::Error usageError(const llvm::Twine &message);
 
 class CommandLine {
 public:

@@ -25,12 +25,6 @@ bool CommandLine::next() {
   return true;
 }
 
-llvm::Error mlir::pisa::usageError(const llvm::Twine &message) {
-  // The Twine overload: the message is never read as a format string.
-  return llvm::createStringError(
-      std::make_error_code(std::errc::invalid_argument), message);
-}
-
 llvm::Error CommandLine::once() {
   if (!given.insert(current).second)
     return usageError("option '" + current + "' given twice");

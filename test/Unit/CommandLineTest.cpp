@@ -110,4 +110,16 @@ TEST(CommandLineTest, FlagsAndRepeats) {
   }
 }
 
+// Both one-line errors carry the message as written (a quoted '%s' or '%n'
+// is never read as a format) and std::errc::invalid_argument.
+TEST(CommandLineTest, ErrorsKeepTheirText) {
+  for (auto make : {mlir::pisa::usageError, mlir::pisa::invalidInput}) {
+    std::string text = "bad '--x%s%n' in 'a%d.npy'";
+    llvm::Error err = make(text);
+    EXPECT_EQ(llvm::errorToErrorCode(std::move(err)),
+              std::make_error_code(std::errc::invalid_argument));
+    EXPECT_EQ(message(make(text)), text);
+  }
+}
+
 } // namespace

@@ -99,10 +99,19 @@ Value mlir::pisa::detail::toBaseE(ImplicitLocOpBuilder &b, Value x) {
 Value mlir::pisa::detail::rowMax(ImplicitLocOpBuilder &b,
                                  ArrayRef<Value> logits,
                                  ArrayRef<int64_t> laneMasks) {
-  Value m = logits[0];
-  for (Value x : logits.drop_front())
-    m = arith::MaximumFOp::create(b, m, x);
-  return laneAllReduce(b, m, laneMasks, /*isMax=*/true);
+  // Pairwise, a chain of log2(n) dependent maxima instead of n - 1: the
+  // max is exact and NaN-propagating in any order, so the value is the
+  // same.
+  SmallVector<Value> level(logits);
+  while (level.size() > 1) {
+    SmallVector<Value> next;
+    for (size_t i = 0; i + 1 < level.size(); i += 2)
+      next.push_back(arith::MaximumFOp::create(b, level[i], level[i + 1]));
+    if (level.size() % 2)
+      next.push_back(level.back());
+    level = std::move(next);
+  }
+  return laneAllReduce(b, level.front(), laneMasks, /*isMax=*/true);
 }
 
 Value mlir::pisa::detail::scaledRowLse2(ImplicitLocOpBuilder &b,

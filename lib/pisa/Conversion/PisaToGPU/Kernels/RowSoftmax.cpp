@@ -99,39 +99,23 @@ Value mlir::pisa::detail::toBaseE(ImplicitLocOpBuilder &b, Value x) {
 Value mlir::pisa::detail::rowMax(ImplicitLocOpBuilder &b,
                                  ArrayRef<Value> logits,
                                  ArrayRef<int64_t> laneMasks) {
-  // Pairwise, a chain of log2(n) dependent maxima instead of n - 1: the
-  // max is exact and NaN-propagating in any order, so the value is the
-  // same.
-  SmallVector<Value> level(logits);
-  while (level.size() > 1) {
-    SmallVector<Value> next;
-    for (size_t i = 0; i + 1 < level.size(); i += 2)
-      next.push_back(arith::MaximumFOp::create(b, level[i], level[i + 1]));
-    if (level.size() % 2)
-      next.push_back(level.back());
-    level = std::move(next);
-  }
-  return laneAllReduce(b, level.front(), laneMasks, /*isMax=*/true);
+  Value m = logits[0];
+  for (Value x : logits.drop_front())
+    m = arith::MaximumFOp::create(b, m, x);
+  return laneAllReduce(b, m, laneMasks, /*isMax=*/true);
 }
 
 Value mlir::pisa::detail::scaledRowLse2(ImplicitLocOpBuilder &b,
                                         ArrayRef<Value> products, Value scale,
                                         ArrayRef<int64_t> laneMasks) {
-  assert(!products.empty() && "a row of no products has no LSE");
-  // -s max in one multiply: rounding is symmetric in sign, so this is
-  // -(s max) exactly, and log2(sum) - (-s max) below is s max + log2(sum)
-  // exactly (lse2FromSum's value without a negation).
-  Value negShift = arith::MulFOp::create(b, rowMax(b, products, laneMasks),
-                                         arith::NegFOp::create(b, scale));
-  // The sum starts from the first exponential rather than from 0: the
-  // same value (an exponential is never -0), one add fewer.
-  Value total;
-  for (Value x : products) {
-    Value e = fastExp2(b, math::FmaOp::create(b, x, scale, negShift));
-    total = total ? arith::AddFOp::create(b, total, e).getResult() : e;
-  }
+  Value shift = arith::MulFOp::create(b, rowMax(b, products, laneMasks), scale);
+  Value negShift = arith::NegFOp::create(b, shift);
+  Value total = f32Const(b, 0.0f);
+  for (Value x : products)
+    total = arith::AddFOp::create(
+        b, total, fastExp2(b, math::FmaOp::create(b, x, scale, negShift)));
   total = laneAllReduce(b, total, laneMasks, /*isMax=*/false);
-  return arith::SubFOp::create(b, fastLog2(b, total), negShift);
+  return lse2FromSum(b, shift, total);
 }
 
 OnlineMax mlir::pisa::detail::onlineMaxStep(ImplicitLocOpBuilder &b,

@@ -39,3 +39,19 @@ Value mlir::pisa::detail::forcedBlockCount(ImplicitLocOpBuilder &b, Value bt) {
       b, cmp(b, P::uge, bt, two), indexConst(b, 3),
       arith::SelectOp::create(b, cmp(b, P::uge, bt, one), two, one));
 }
+
+Value mlir::pisa::detail::forcedBlocksBelow(ImplicitLocOpBuilder &b, Value x,
+                                            Value bt, Value previous) {
+  using P = arith::CmpIPredicate;
+  Value zero = indexConst(b, 0), one = indexConst(b, 1), two = indexConst(b, 2);
+  auto asIndex = [&](Value flag) -> Value {
+    return arith::SelectOp::create(b, flag, one, zero);
+  };
+  Value previousBelow = arith::AndIOp::create(b, cmp(b, P::uge, bt, two),
+                                              cmp(b, P::ult, previous, x));
+  Value currentBelow =
+      arith::AndIOp::create(b, cmp(b, P::uge, bt, one), cmp(b, P::ult, bt, x));
+  return arith::AddIOp::create(
+      b, one,
+      arith::AddIOp::create(b, asIndex(previousBelow), asIndex(currentBelow)));
+}

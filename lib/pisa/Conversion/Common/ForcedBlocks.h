@@ -30,6 +30,14 @@ Value isLeafContender(ImplicitLocOpBuilder &b, Value node, Value bt,
 /// |F| = 1 + (b_t >= 1) + (b_t >= 2), as an index.
 Value forcedBlockCount(ImplicitLocOpBuilder &b, Value bt);
 
+/// How many blocks of F lie below contender `x` (an index): block 0
+/// always (a contender is never forced, so it is above 0), `previous` =
+/// previousBlock(bt) when b_t >= 2 and below x, b_t when b_t >= 1 and
+/// below x. A kept contender's place in the row is the kept contenders
+/// below it plus this.
+Value forcedBlocksBelow(ImplicitLocOpBuilder &b, Value x, Value bt,
+                        Value previous);
+
 } // namespace mlir::pisa::detail
 
 #endif // PISA_LIB_CONVERSION_COMMON_FORCEDBLOCKS_H

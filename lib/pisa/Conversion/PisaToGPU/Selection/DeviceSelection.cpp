@@ -530,28 +530,16 @@ void mlir::pisa::detail::buildFinalSelection(
   Value hasBt = cmp(b, arith::CmpIPredicate::uge, bt, one);
   Value hasBtMinus1 = cmp(b, arith::CmpIPredicate::uge, bt, two);
   Value btMinus1 = previousBlock(b, bt);
-  auto asIndex = [&](ImplicitLocOpBuilder &lb, Value flag) -> Value {
-    return arith::SelectOp::create(lb, flag, one, zero);
-  };
   // Kept contenders: position = index among kept + forced blocks below.
-  // Contenders are never forced, so every one is above block 0.
-  buildLoop(
-      b, zero, numKept, {}, [&](ImplicitLocOpBuilder &lb, Value p, ValueRange) {
-        Value x = loadIndex(lb, kept, {p});
-        Value below = arith::AddIOp::create(
-            lb, one,
-            arith::AddIOp::create(
-                lb,
-                asIndex(lb,
-                        arith::AndIOp::create(
-                            lb, hasBtMinus1,
-                            cmp(lb, arith::CmpIPredicate::ult, btMinus1, x))),
-                asIndex(lb, arith::AndIOp::create(
-                                lb, hasBt,
-                                cmp(lb, arith::CmpIPredicate::ult, bt, x)))));
-        store(lb, arith::AddIOp::create(lb, p, below), x);
-        return SmallVector<Value>{};
-      });
+  buildLoop(b, zero, numKept, {},
+            [&](ImplicitLocOpBuilder &lb, Value p, ValueRange) {
+              Value x = loadIndex(lb, kept, {p});
+              store(lb,
+                    arith::AddIOp::create(
+                        lb, p, forcedBlocksBelow(lb, x, bt, btMinus1)),
+                    x);
+              return SmallVector<Value>{};
+            });
   writeForcedAndPadding(
       b, topK, bt, btMinus1, hasBt, hasBtMinus1, slots,
       [&](ImplicitLocOpBuilder &fb, Value f) {
@@ -614,22 +602,12 @@ void mlir::pisa::detail::buildFinalSelectionInRegisters(
   Value hasBtMinus1 = cmp(b, arith::CmpIPredicate::uge, bt, two);
   Value btMinus1 = previousBlock(b, bt);
   // Kept contender a: position = kept contenders before it + the forced
-  // blocks below it (contenders are never forced, so all are above 0).
-  auto forcedBelowOf = [&](Value x) -> Value {
-    Value previousBelow = asIndex(
-        b, count(b, arith::AndIOp::create(
-                        b, hasBtMinus1,
-                        cmp(b, arith::CmpIPredicate::ult, btMinus1, x))));
-    Value currentBelow = asIndex(
-        b, count(b, arith::AndIOp::create(
-                        b, hasBt, cmp(b, arith::CmpIPredicate::ult, bt, x))));
-    return arith::AddIOp::create(
-        b, one, arith::AddIOp::create(b, previousBelow, currentBelow));
-  };
+  // blocks below it.
   Value numKept = zero32;
   for (int64_t a = 0; a < capacity; ++a) {
     Value before = asIndex(b, numKept);
-    Value position = arith::AddIOp::create(b, before, forcedBelowOf(block[a]));
+    Value position = arith::AddIOp::create(
+        b, before, forcedBlocksBelow(b, block[a], bt, btMinus1));
     buildIfThen(b, keep[a], [&](ImplicitLocOpBuilder &tb) {
       store(tb, position, block[a]);
     });

@@ -253,22 +253,11 @@ void mlir::pisa::detail::buildLaneFinalSelection(
   Value hasBt = cmp(b, P::uge, bt, one);
   Value hasBtMinus1 = cmp(b, P::uge, bt, two);
   Value btMinus1 = previousBlock(b, bt);
-  auto asIndex = [&](ImplicitLocOpBuilder &lb, Value flag) -> Value {
-    return arith::SelectOp::create(lb, flag, one, zero);
-  };
   // A kept contender's position: kept ones below it (they ascend with the
-  // lane) + the forced blocks below it (block 0 always: contenders are
-  // never forced, so each is above it).
+  // lane) + the forced blocks below it.
   buildIfThen(b, keep, [&](ImplicitLocOpBuilder &kb) {
     Value x = leaves.leaf;
-    Value forcedBelow = arith::AddIOp::create(
-        kb, one,
-        arith::AddIOp::create(
-            kb,
-            asIndex(kb, arith::AndIOp::create(kb, hasBtMinus1,
-                                              cmp(kb, P::ult, btMinus1, x))),
-            asIndex(kb,
-                    arith::AndIOp::create(kb, hasBt, cmp(kb, P::ult, bt, x)))));
+    Value forcedBelow = forcedBlocksBelow(kb, x, bt, btMinus1);
     store(kb,
           arith::AddIOp::create(
               kb, popCount(kb, bitsBelow(kb, keptMask, lane32)), forcedBelow),

@@ -110,6 +110,26 @@ TEST(CommandLineTest, FlagsAndRepeats) {
   }
 }
 
+TEST(CommandLineTest, Integers) {
+  using mlir::pisa::parseInteger;
+  EXPECT_EQ(*parseInteger("--k", "12"), 12);
+  EXPECT_EQ(*parseInteger("--k", "-3"), -3);
+  EXPECT_EQ(*parseInteger("--k", "9223372036854775807"), INT64_MAX);
+  EXPECT_EQ(*parseInteger("--q-tile", "1024", 1, 1024), 1024);
+  // Not an integer, past int64, or outside the range: one line naming the
+  // option as written, the range only where there is one.
+  EXPECT_EQ(message(parseInteger("--k", "two").takeError()),
+            "expected an integer for '--k' but got 'two'");
+  EXPECT_EQ(message(parseInteger("--k", "9223372036854775808").takeError()),
+            "expected an integer for '--k' but got '9223372036854775808'");
+  EXPECT_EQ(message(parseInteger("--k", "").takeError()),
+            "expected an integer for '--k' but got ''");
+  EXPECT_EQ(message(parseInteger("--q-tile", "0", 1, 1024).takeError()),
+            "expected an integer in [1, 1024] for '--q-tile' but got '0'");
+  EXPECT_EQ(message(parseInteger("--q-tile", "4x", 1, 1024).takeError()),
+            "expected an integer in [1, 1024] for '--q-tile' but got '4x'");
+}
+
 // Both one-line errors carry the message as written (a quoted '%s' or '%n'
 // is never read as a format) and std::errc::invalid_argument.
 TEST(CommandLineTest, ErrorsKeepTheirText) {

@@ -131,10 +131,11 @@ llvm::Error parseArgs(int argc, char **argv, Options &opts) {
     std::string v;
     if (llvm::Error err = value(v))
       return err;
-    if (StringRef(v).getAsInteger(10, out) || out < low || out > high)
-      return usageError("expected an integer in [" + llvm::Twine(low) + ", " +
-                        llvm::Twine(high) + "] for " + name + " but got '" + v +
-                        "'");
+    llvm::Expected<int64_t> parsed =
+        mlir::pisa::parseInteger(name, v, low, high);
+    if (!parsed)
+      return parsed.takeError();
+    out = *parsed;
     return llvm::Error::success();
   };
   while (line.next()) {

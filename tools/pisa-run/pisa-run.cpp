@@ -79,11 +79,7 @@ Options::integer(StringRef name, std::optional<int64_t> fallback) const {
       return *fallback;
     return usageError("missing required option '--" + name + "'");
   }
-  int64_t value;
-  if (StringRef(it->second).getAsInteger(10, value))
-    return usageError("expected an integer for '--" + name + "' but got '" +
-                      it->second + "'");
-  return value;
+  return mlir::pisa::parseInteger(("--" + name).str(), it->second);
 }
 
 llvm::Expected<std::optional<double>> Options::real(StringRef name) const {

@@ -25,10 +25,21 @@
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/Error.h"
 
+#include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 
 namespace mlir::pisa {
+
+/// The integer `text` given for option `name` (as written: "--q-tile"),
+/// in [low, high]; else a usage error, "expected an integer for '--q-tile'
+/// but got 'TEXT'", naming the range when one is narrower than int64's
+/// ("expected an integer in [1, 1024] for ...").
+llvm::Expected<int64_t>
+parseInteger(llvm::StringRef name, llvm::StringRef text,
+             int64_t low = std::numeric_limits<int64_t>::min(),
+             int64_t high = std::numeric_limits<int64_t>::max());
 
 class CommandLine {
 public:

@@ -25,6 +25,21 @@ bool CommandLine::next() {
   return true;
 }
 
+llvm::Expected<int64_t> mlir::pisa::parseInteger(StringRef name, StringRef text,
+                                                 int64_t low, int64_t high) {
+  int64_t value;
+  if (!text.getAsInteger(10, value) && value >= low && value <= high)
+    return value;
+  bool ranged = low != std::numeric_limits<int64_t>::min() ||
+                high != std::numeric_limits<int64_t>::max();
+  std::string range =
+      ranged
+          ? (" in [" + llvm::Twine(low) + ", " + llvm::Twine(high) + "]").str()
+          : std::string();
+  return usageError("expected an integer" + range + " for '" + name +
+                    "' but got '" + text + "'");
+}
+
 llvm::Error CommandLine::once() {
   if (!given.insert(current).second)
     return usageError("option '" + current + "' given twice");
